@@ -1,0 +1,134 @@
+"""``patchpose`` command line: thin wrappers around the library's stage functions.
+
+Errors from bad input (:class:`~patchpose.errors.PatchPoseError`, missing files) print one clear line
+and exit with status 2; an interrupted command exits with 130.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+
+log = logging.getLogger("patchpose")
+
+
+def _cmd_train(a: argparse.Namespace) -> int:
+    from ..training.config import load_config
+    from ..training.trainer import train
+
+    cfg = load_config(a.config, a.overrides)
+    res = train(cfg, a.out, resume=a.resume, progress=not a.no_progress)
+    print(json.dumps(res, indent=1))
+    return 0
+
+
+def _cmd_export(a: argparse.Namespace) -> int:
+    from ..weights import export_checkpoint
+
+    path = export_checkpoint(a.checkpoint, a.out, name=a.name, notes=a.notes)
+    print(f"wrote {path}")
+    return 0
+
+
+def _cmd_photos(a: argparse.Namespace) -> int:
+    from ..data.photos import fetch_photos
+
+    splits = fetch_photos(a.out, debian=not a.no_debian)
+    print(json.dumps({k: len(v) for k, v in splits.items()}))
+    return 0
+
+
+def _cmd_estimate(a: argparse.Namespace) -> int:
+    from ..apps import estimate_command
+
+    return estimate_command(a)
+
+
+def _cmd_demo(a: argparse.Namespace) -> int:
+    from ..apps import demo_command
+
+    return demo_command(a)
+
+
+def _cmd_eval(a: argparse.Namespace) -> int:
+    from ..apps import eval_synthetic_command
+
+    return eval_synthetic_command(a)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="patchpose", description="Keypoint scale and orientation, learned without labels.")
+    p.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    t = sub.add_parser("train", help="train a pose network on self-supervised pairs")
+    t.add_argument("--config", default="v1", help="YAML file or preset name (patchpose/configs/*.yaml)")
+    t.add_argument("--out", required=True, help="output folder (checkpoints, config.yaml, metrics.jsonl)")
+    t.add_argument("--resume", action="store_true", help="continue from OUT/checkpoint.pt")
+    t.add_argument("--no-progress", action="store_true", help="no progress bar (logs only)")
+    t.add_argument("overrides", nargs="*", help="key=value overrides, e.g. optim.lr=1e-3 model.windows=[1,2]")
+    t.set_defaults(func=_cmd_train)
+
+    e = sub.add_parser("export", help="turn a training checkpoint into a safetensors weights file")
+    e.add_argument("checkpoint")
+    e.add_argument("--out", required=True)
+    e.add_argument("--name", default="custom")
+    e.add_argument("--notes", default="")
+    e.set_defaults(func=_cmd_export)
+
+    ph = sub.add_parser("photos", help="photo pool for training and evaluation")
+    phs = ph.add_subparsers(dest="photos_cmd", required=True)
+    f = phs.add_parser("fetch", help="copy the photo pool (wheels + Debian packages) into a folder")
+    f.add_argument("--out", default="data/photos")
+    f.add_argument("--no-debian", action="store_true", help="only the photos inside installed wheels")
+    f.set_defaults(func=_cmd_photos)
+
+    for name, helptext in (("estimate", "detect keypoints in an image and estimate their scale and orientation"),
+                           ("demo", "run the bundled model on a photo that ships with the dependencies")):
+        s = sub.add_parser(name, help=helptext)
+        if name == "estimate":
+            s.add_argument("image", help="image file")
+            s.add_argument("--keypoints", help="keypoints file (.npy (N,2) or .csv/.txt with x,y columns); default: SIFT")
+        else:
+            s.add_argument("--image", help="another image instead of the bundled photo")
+        s.add_argument("--out", default=None, help="output folder (default: ./patchpose_out)")
+        s.add_argument("--weights", default=None, help="safetensors file (default: the bundled model)")
+        s.add_argument("--max-keypoints", type=int, default=300)
+        s.add_argument("--top-k", type=int, default=1)
+        s.add_argument("--format", choices=("json", "csv"), default="json")
+        s.add_argument("--no-refine", action="store_true", help="plain argmax (no sub-bin refinement)")
+        s.set_defaults(func=_cmd_estimate if name == "estimate" else _cmd_demo)
+
+    ev = sub.add_parser("eval", help="evaluations")
+    evs = ev.add_subparsers(dest="eval_cmd", required=True)
+    sy = evs.add_parser("synthetic", help="scale-only / rotation-only / joint pairs on held-out photos, vs hand-crafted")
+    sy.add_argument("--images", default=None, help="photo folder (default: the 15 test photos shipped with the dependencies)")
+    sy.add_argument("--weights", default=None)
+    sy.add_argument("--pairs", type=int, default=1000, help="pairs per protocol")
+    sy.add_argument("--seed", type=int, default=0)
+    sy.add_argument("--out", default="outputs/eval_synthetic")
+    sy.set_defaults(func=_cmd_eval)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    from ..errors import PatchPoseError
+
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    try:
+        return int(args.func(args) or 0)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except (PatchPoseError, FileNotFoundError, FileExistsError, ValueError) as e:
+        print(f"patchpose {args.command}: error: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
+
+__all__ = ["main", "build_parser"]

@@ -1,0 +1,40 @@
+"""Keypoint detection for pair synthesis and the CLI (OpenCV SIFT, optionally Harris corners)."""
+
+from __future__ import annotations
+
+import cv2
+import numpy as np
+
+
+def _as_uint8_gray(image: np.ndarray) -> np.ndarray:
+    g = image if image.ndim == 2 else cv2.cvtColor(image, cv2.COLOR_RGB2GRAY)
+    if g.dtype != np.uint8:
+        g = np.clip(g * 255.0 + 0.5, 0, 255).astype(np.uint8)
+    return g
+
+
+def detect_sift(image: np.ndarray, max_keypoints: int = 1024, margin: float = 0.0) -> tuple[np.ndarray, list]:
+    """SIFT keypoints ``(N, 2)`` xy (strongest first) at least ``margin`` px inside the border, and the
+    matching ``cv2.KeyPoint`` list."""
+    g = _as_uint8_gray(image)
+    kps = cv2.SIFT_create(nfeatures=max_keypoints).detect(g, None)
+    kps = sorted(kps, key=lambda k: -k.response)
+    h, w = g.shape
+    keep = [k for k in kps if margin <= k.pt[0] <= w - 1 - margin and margin <= k.pt[1] <= h - 1 - margin]
+    xy = np.array([k.pt for k in keep], dtype=np.float64).reshape(-1, 2)
+    # SIFT reports the same location several times (one per orientation): keep the first
+    _, first = np.unique(np.round(xy, 2), axis=0, return_index=True)
+    first = np.sort(first)
+    return xy[first], [keep[i] for i in first]
+
+
+def detect_harris(image: np.ndarray, max_keypoints: int = 512, margin: float = 0.0) -> np.ndarray:
+    """Harris corners (OpenCV ``goodFeaturesToTrack`` with the Harris score), ``(N, 2)`` xy."""
+    g = _as_uint8_gray(image)
+    pts = cv2.goodFeaturesToTrack(g, max_keypoints, 0.01, 5, useHarrisDetector=True, k=0.04)
+    if pts is None:
+        return np.zeros((0, 2))
+    xy = pts.reshape(-1, 2).astype(np.float64)
+    h, w = g.shape
+    ok = (xy[:, 0] >= margin) & (xy[:, 0] <= w - 1 - margin) & (xy[:, 1] >= margin) & (xy[:, 1] <= h - 1 - margin)
+    return xy[ok]

@@ -1,0 +1,167 @@
+"""Self-supervised pair synthesis: a patch and its rescaled/rotated counterpart about the same keypoint.
+
+Both patches are cut from the same photo at the same keypoint with frames ``(σ_a, θ_a)`` and
+``(σ_b, θ_b) = (σ_a − Δs, θ_a − Δo)``. By :mod:`patchpose.conventions`, patch ``b`` then shows the
+content of patch ``a`` enlarged by ``2**Δs`` and rotated counter-clockwise by ``Δo``, so the true pose
+difference from a to b is ``(Δs, Δo)``: exact by construction, whatever the photo. ``σ_a`` is drawn so
+that both frames stay in ``[sigma_min, sigma_max]``; with ``sigma_min < 0`` the zoomed-in views are
+upsampled (blurred), as in the paper's PatchPose where the whole image is resized.
+
+Pairs stream on the fly (nothing is precomputed); every worker and rank draws its own pairs from a
+seed that also depends on the training step, so a resumed run does not replay old pairs.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from ..conventions import TWO_PI
+from ..errors import InputError
+from .keypoints import detect_harris, detect_sift
+from .patches import Pyramid, extract_patches, load_image, resize_long_side, to_gray
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class PairConfig:
+    long_side: int = 1024  # photos larger than this (longer side, px) are shrunk to it; 0 = native
+    max_keypoints: int = 1000  # SIFT keypoints per photo
+    harris: bool = False  # add Harris corners
+    margin: float = 24.0  # keypoints at least this far from the border (reflect padding beyond)
+    delta_scale: float = 2.0  # Δs ~ U[-delta_scale, delta_scale] (log2)
+    sigma_min: float = -2.0  # frames' log2 scales stay in [sigma_min, sigma_max]
+    sigma_max: float = 2.5
+    mode_probs: list[float] = field(default_factory=lambda: [0.6, 0.2, 0.2])  # joint, scale-only, rotation-only
+    source_upright: float = 0.25  # probability that the reference patch is upright (θ_a = 0) and σ_a = 0
+    noise: float = 0.02  # max std of additive Gaussian noise (0 = off)
+    gamma: float = 0.25  # gamma ~ exp(U[-g, g]) (0 = off)
+
+
+class PhotoPool:
+    """Photos resized to a common long side, their pyramids and keypoints."""
+
+    def __init__(self, paths, cfg: PairConfig, color: str = "gray") -> None:
+        self.cfg, self.color = cfg, color
+        self.pyramids: list[Pyramid] = []
+        self.keypoints: list[np.ndarray] = []
+        self.names: list[str] = []
+        for p in paths:
+            img = load_image(p).astype(np.float32) / 255.0
+            img, _ = resize_long_side(img, cfg.long_side)
+            xy, _ = detect_sift(img, cfg.max_keypoints, cfg.margin)
+            if cfg.harris:
+                xy = np.concatenate([xy, detect_harris(img, cfg.max_keypoints // 2, cfg.margin)])
+            if len(xy) == 0:
+                log.warning("no keypoints in %s; skipped", p)
+                continue
+            self.pyramids.append(Pyramid(to_gray(img) if color == "gray" else img))
+            self.keypoints.append(xy)
+            self.names.append(Path(p).name)
+        if not self.pyramids:
+            raise InputError("no usable photos (none readable with keypoints)")
+
+    def __len__(self) -> int:
+        return len(self.pyramids)
+
+
+def sample_deltas(rng: np.random.Generator, n: int, cfg: PairConfig, mode: str | None = None):
+    """Draw ``(Δs, Δo, σ_a, θ_a)`` for ``n`` pairs. ``mode``: None (mix), "joint", "scale", "rotation"."""
+    modes = np.array(["joint", "scale", "rotation"])
+    m = np.full(n, mode) if mode else modes[rng.choice(3, size=n, p=np.asarray(cfg.mode_probs) / sum(cfg.mode_probs))]
+    ds = rng.uniform(-cfg.delta_scale, cfg.delta_scale, n) * (m != "rotation")
+    do = rng.uniform(0.0, TWO_PI, n) * (m != "scale")
+    lo = np.maximum(cfg.sigma_min, cfg.sigma_min + ds)
+    hi = np.minimum(cfg.sigma_max, cfg.sigma_max + ds)
+    sa = rng.uniform(lo, np.maximum(lo, hi))
+    ta = rng.uniform(0.0, TWO_PI, n)
+    upright = rng.random(n) < cfg.source_upright
+    sa = np.where(upright & (lo <= 0) & (hi >= 0), 0.0, sa)
+    ta = np.where(upright, 0.0, ta)
+    return ds, do, sa, ta
+
+
+def photometric(rng: np.random.Generator, p: np.ndarray, cfg: PairConfig) -> np.ndarray:
+    """Independent gamma and noise per patch (brightness/contrast are removed by the model anyway)."""
+    n = len(p)
+    if cfg.gamma:
+        g = np.exp(rng.uniform(-cfg.gamma, cfg.gamma, n)).astype(np.float32)
+        p = np.clip(p, 0.0, 1.0) ** g[:, None, None, None]
+    if cfg.noise:
+        s = rng.uniform(0.0, cfg.noise, n).astype(np.float32)
+        p = p + s[:, None, None, None] * rng.standard_normal(p.shape, dtype=np.float32)
+    return p
+
+
+def sample_pairs(
+    rng: np.random.Generator,
+    pool: PhotoPool,
+    n: int,
+    cfg: PairConfig,
+    patch_size: int = 32,
+    windows=(1.0,),
+    mode: str | None = None,
+    augment: bool = True,
+) -> dict[str, np.ndarray]:
+    """A batch of pairs: ``patch_a``, ``patch_b`` ``(n, C, PS, PS)``, ``d_scale`` (log2), ``d_ori``
+    (radians in [0, 2π)), plus the frames used."""
+    ds, do, sa, ta = sample_deltas(rng, n, cfg, mode)
+    img_idx = rng.integers(0, len(pool), n)
+    xy = np.empty((n, 2))
+    for i, k in enumerate(img_idx):
+        kps = pool.keypoints[k]
+        xy[i] = kps[rng.integers(0, len(kps))]
+    sb, tb = sa - ds, ta - do
+    chans = len(windows) * (1 if pool.color == "gray" else 3)
+    pa = np.empty((n, chans, patch_size, patch_size), np.float32)
+    pb = np.empty_like(pa)
+    for k in np.unique(img_idx):
+        sel = np.nonzero(img_idx == k)[0]
+        pa[sel] = extract_patches(pool.pyramids[k], xy[sel], sa[sel], ta[sel], patch_size, windows)
+        pb[sel] = extract_patches(pool.pyramids[k], xy[sel], sb[sel], tb[sel], patch_size, windows)
+    if augment:
+        pa, pb = photometric(rng, pa, cfg), photometric(rng, pb, cfg)
+    return {
+        "patch_a": pa,
+        "patch_b": pb,
+        "d_scale": ds.astype(np.float32),
+        "d_ori": (do % TWO_PI).astype(np.float32),
+        "sigma_a": sa,
+        "theta_a": ta,
+        "image": img_idx,
+        "xy": xy,
+    }
+
+
+class PairStream(torch.utils.data.IterableDataset):
+    """Endless stream of pair batches for a DataLoader (``batch_size=None``).
+
+    The photo pool is built lazily in each worker. Seeds depend on (seed, rank, worker, start step), so
+    workers and ranks draw different pairs and a resumed run draws new ones.
+    """
+
+    def __init__(self, paths, cfg: PairConfig, batch_size: int, patch_size: int, windows, color: str,
+                 seed: int = 0, rank: int = 0, start_step: int = 0) -> None:
+        super().__init__()
+        self.paths, self.cfg, self.batch_size = list(paths), cfg, batch_size
+        self.patch_size, self.windows, self.color = patch_size, list(windows), color
+        self.seed, self.rank, self.start_step = seed, rank, start_step
+        self._pool: PhotoPool | None = None
+
+    def __iter__(self):
+        info = torch.utils.data.get_worker_info()
+        wid = info.id if info else 0
+        if self._pool is None:
+            self._pool = PhotoPool(self.paths, self.cfg, self.color)
+        rng = np.random.default_rng([self.seed, self.rank, wid, self.start_step])
+        while True:
+            b = sample_pairs(rng, self._pool, self.batch_size, self.cfg, self.patch_size, self.windows)
+            yield {k: torch.from_numpy(np.ascontiguousarray(b[k])) for k in ("patch_a", "patch_b", "d_scale", "d_ori")}
+
+
+__all__ = ["PairConfig", "PairStream", "PhotoPool", "sample_pairs", "sample_deltas"]

@@ -1,0 +1,159 @@
+"""The photo pool: photos that ship inside our dependencies and Debian packages, and split by image.
+
+``patchpose photos fetch --out DIR`` copies the photos of the pool into ``DIR/<source>/`` and writes
+``DIR/splits.json``. The **test** split is the 15 photos that ship with scikit-image, scikit-learn and
+matplotlib (so every machine that has patchpose installed can rerun the evaluations); the Debian
+wallpapers and OpenCV sample photos are split into **train** and **val** by image group (same-scene
+photos such as ``aero1``/``aero3`` stay together). Photos are fetched, never committed (mixed licences).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import re
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+IMAGE_EXTS = {".jpg", ".jpeg", ".png", ".ppm", ".pgm", ".bmp", ".tif", ".tiff", ".webp"}
+
+# Photos inside Python wheels we depend on: (source, module, relative path).
+WHEEL_PHOTOS = [
+    ("skimage", "skimage", f"data/{n}")
+    for n in (
+        "astronaut.png camera.png chelsea.png coffee.png coins.png brick.png grass.png gravel.png rocket.jpg "
+        "moon.png motorcycle_left.png motorcycle_right.png"
+    ).split()
+] + [
+    ("sklearn", "sklearn", "datasets/images/china.jpg"),
+    ("sklearn", "sklearn", "datasets/images/flower.jpg"),
+    ("matplotlib", "matplotlib", "mpl-data/sample_data/grace_hopper.jpg"),
+]
+
+# Debian packages (bookworm) and the photo files inside them.
+DEBIAN_PHOTOS = {
+    "mate-backgrounds": (
+        "usr/share/backgrounds/mate/nature",
+        "Aqua Blinds Dune FreshFlower Garden GreenMeadow LadyBird RainDrops Storm TwoWings Wood YellowFlower".split(),
+    ),
+    "lxqt-themes": (
+        "usr/share/lxqt/wallpapers",
+        "Butterfly-Kenneth-Wimer Valendas after-the-rain appleflower beam butterfly cloud drop flowers fog "
+        "this-is-not-windows".split(),
+    ),
+    "opencv-doc": (
+        "usr/share/doc/opencv-doc/examples",
+        [f"data/{n}" for n in "aero1 aero3 aloeL baboon building butterfly fruits home messi5 orange apple "
+         "squirrel_cls ela_original box_in_scene board rubberwhale1 leuvenA".split()]
+        + [f"text/scenetext0{i}" for i in range(1, 7)]
+        + ["alphamat/input_images/plant", "hfs/data/000"],
+    ),
+}
+
+
+def wheel_photo_paths() -> list[Path]:
+    """Paths of the photos shipped inside installed wheels (the test split and the demo photos)."""
+    import importlib
+
+    out = []
+    for _, module, rel in WHEEL_PHOTOS:
+        try:
+            mod = importlib.import_module(module)
+        except ImportError:
+            continue
+        p = Path(mod.__file__).parent / rel
+        if p.is_file():
+            out.append(p)
+    return out
+
+
+def demo_photo() -> Path:
+    """A photo that ships with our dependencies (scikit-image's 'astronaut')."""
+    import skimage
+
+    return Path(skimage.__file__).parent / "data" / "astronaut.png"
+
+
+def group_of(path: str | Path) -> str:
+    """Scene group of a photo: the file stem without a trailing view marker (``aero1``, ``aero3`` →
+    ``aero``; ``motorcycle_left`` → ``motorcycle``; ``leuvenA`` → ``leuven``; ``aloeL`` → ``aloe``)."""
+    stem = Path(path).stem
+    stem = re.sub(r"[_-]?(left|right)$", "", stem, flags=re.I)
+    stem = re.sub(r"(?<=[a-z])[LRAB]$", "", stem)
+    return re.sub(r"[_-]?\d+$", "", stem).lower() or Path(path).stem.lower()
+
+
+def split_by_image(paths, val_frac: float = 0.1, test_frac: float = 0.1, salt: str = "patchpose") -> dict:
+    """Deterministic split **by image group** (a stable hash of :func:`group_of`), never by patch."""
+    splits = {"train": [], "val": [], "test": []}
+    for p in sorted(paths, key=str):
+        h = int(hashlib.sha256(f"{salt}:{group_of(p)}".encode()).hexdigest()[:8], 16) / 0xFFFFFFFF
+        key = "test" if h < test_frac else "val" if h < test_frac + val_frac else "train"
+        splits[key].append(p)
+    return splits
+
+
+def list_images(folder: str | Path) -> list[Path]:
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise FileNotFoundError(f"photo folder not found: {folder}")
+    return sorted(p for p in folder.rglob("*") if p.suffix.lower() in IMAGE_EXTS and p.is_file())
+
+
+def load_splits(folder: str | Path) -> dict[str, list[Path]]:
+    """Splits of a photo folder: ``splits.json`` if present (paths relative to the folder), else
+    :func:`split_by_image` over every image below it."""
+    folder = Path(folder)
+    sj = folder / "splits.json"
+    if sj.is_file():
+        d = json.loads(sj.read_text())
+        return {k: [folder / p for p in v] for k, v in d.items()}
+    return split_by_image(list_images(folder))
+
+
+def fetch_photos(out: str | Path, debian: bool = True, val_frac: float = 0.15) -> dict[str, list[str]]:
+    """Copy the pool into ``out`` and write ``out/splits.json``. Debian packages are downloaded with
+    ``apt-get download`` (run ``apt-get update`` first on a fresh machine) and unpacked with ``dpkg -x``;
+    already fetched sources are skipped."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    test = []
+    for src, p in zip((s for s, _, _ in WHEEL_PHOTOS), wheel_photo_paths()):
+        dst = out / src / p.name
+        dst.parent.mkdir(exist_ok=True)
+        if not dst.exists():
+            shutil.copy2(p, dst)
+        test.append(dst.relative_to(out).as_posix())
+    trainval = []
+    if debian:
+        for pkg, (base, names) in DEBIAN_PHOTOS.items():
+            dst_dir = out / pkg
+            if dst_dir.is_dir() and any(dst_dir.iterdir()):
+                trainval += [p.relative_to(out).as_posix() for p in list_images(dst_dir)]
+                continue
+            with tempfile.TemporaryDirectory() as tmp:
+                try:
+                    subprocess.run(["apt-get", "download", pkg], cwd=tmp, check=True, capture_output=True)
+                    deb = next(Path(tmp).glob(f"{pkg}_*.deb"))
+                    subprocess.run(["dpkg", "-x", str(deb), str(Path(tmp) / "x")], check=True, capture_output=True)
+                except (subprocess.CalledProcessError, FileNotFoundError, StopIteration) as e:
+                    log.warning("could not fetch Debian package %s (%s); run 'apt-get update' first?", pkg, e)
+                    continue
+                dst_dir.mkdir(exist_ok=True)
+                for name in names:
+                    hits = list((Path(tmp) / "x" / base).glob(name + ".*"))
+                    for h in hits:
+                        if h.suffix.lower() in IMAGE_EXTS:
+                            shutil.copy2(h, dst_dir / h.name)
+                            trainval.append((dst_dir / h.name).relative_to(out).as_posix())
+    sp = split_by_image(trainval, val_frac=val_frac, test_frac=0.0)
+    splits = {"train": [str(p) for p in sp["train"]], "val": [str(p) for p in sp["val"]], "test": test}
+    tmpf = out / "splits.json.tmp"
+    tmpf.write_text(json.dumps(splits, indent=1))
+    tmpf.replace(out / "splits.json")
+    return splits

@@ -1,0 +1,143 @@
+"""The public estimator: image + keypoints → scale and orientation (see :mod:`patchpose.conventions`).
+
+>>> import patchpose, numpy as np
+>>> est = patchpose.PatchPoseEstimator.from_pretrained()
+>>> img = (np.random.default_rng(0).random((96, 96)) * 255).astype(np.uint8)
+>>> out = est.estimate(img, np.array([[48.0, 48.0]]))
+>>> sorted(out)[:3]
+['orientation', 'orientation_hist', 'scale']
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from .conventions import REFERENCE_RADIUS
+from .data.patches import Pyramid, check_image, extract_patches, to_gray
+from .errors import InputError
+from .inference import decode_poses, predict_histograms
+from .models import PoseNet
+from .weights import DEFAULT_MODEL, load_bundled, load_weights
+
+log = logging.getLogger(__name__)
+
+BORDER_POLICIES = ("reflect", "constant", "error")
+
+
+def check_keypoints(keypoints, shape: tuple[int, int]) -> np.ndarray:
+    """Validate ``(N, 2)`` xy keypoints inside an image of ``shape = (H, W)``."""
+    kp = np.asarray(keypoints, dtype=np.float64) if not isinstance(keypoints, np.ndarray) else keypoints
+    if kp.ndim != 2 or kp.shape[1] != 2:
+        raise InputError(f"keypoints must be an (N, 2) array of x, y pixel coordinates, got shape {kp.shape}")
+    if len(kp) == 0:
+        raise InputError("keypoints is empty: give at least one (x, y) keypoint")
+    kp = kp.astype(np.float64)
+    if not np.isfinite(kp).all():
+        raise InputError("keypoints contain NaN or infinite values")
+    h, w = shape
+    outside = (kp[:, 0] < -0.5) | (kp[:, 0] > w - 0.5) | (kp[:, 1] < -0.5) | (kp[:, 1] > h - 0.5)
+    if outside.any():
+        i = int(np.nonzero(outside)[0][0])
+        raise InputError(
+            f"{int(outside.sum())} keypoint(s) lie outside the {w}×{h} image, e.g. #{i} at {tuple(kp[i])}; "
+            "pixel centres are at integer coordinates"
+        )
+    return kp
+
+
+class PatchPoseEstimator:
+    """Estimates the characteristic scale (log2) and orientation (radians, CCW as displayed) of keypoints.
+
+    Args:
+        model: a :class:`~patchpose.models.PoseNet` with both heads.
+        device: ``"cpu"`` (default) or ``"cuda"``.
+        batch_size: patches per forward pass (inference is chunked: any number of keypoints fits).
+        border: what to do where a keypoint's window reaches outside the image: ``"reflect"`` (default;
+            mirror the image, and report ``valid=False`` for those keypoints), ``"constant"`` (zeros), or
+            ``"error"`` (raise :class:`~patchpose.errors.InputError`).
+    """
+
+    def __init__(self, model: PoseNet, device: str = "cpu", batch_size: int = 128, border: str = "reflect",
+                 meta: dict | None = None) -> None:
+        if border not in BORDER_POLICIES:
+            raise InputError(f"border must be one of {BORDER_POLICIES}, got {border!r}")
+        if set(model.cfg.heads) != {"scale", "orientation"}:
+            raise InputError(f"the estimator needs a model with both heads, this one has {model.cfg.heads}")
+        self.device = torch.device(device)
+        self.model = model.to(self.device).eval()
+        self.batch_size, self.border, self.meta = batch_size, border, meta or {}
+
+    @classmethod
+    def from_pretrained(cls, name: str = DEFAULT_MODEL, **kwargs) -> PatchPoseEstimator:
+        """The bundled model (no network access; checksum verified)."""
+        model, meta = load_bundled(name)
+        return cls(model, meta=meta, **kwargs)
+
+    @classmethod
+    def from_file(cls, path: str | Path, **kwargs) -> PatchPoseEstimator:
+        """A patchpose safetensors file (``patchpose export`` writes them)."""
+        model, meta = load_weights(path)
+        return cls(model, meta=meta, **kwargs)
+
+    @property
+    def cfg(self):
+        return self.model.cfg
+
+    def margin(self) -> float:
+        """Distance (px) from the border beyond which every window, at any rotation, lies inside the image."""
+        return float(np.sqrt(2.0) * REFERENCE_RADIUS * max(self.cfg.windows))
+
+    def __repr__(self) -> str:
+        return f"PatchPoseEstimator(model={self.meta.get('name', 'custom')}, device={self.device}, border={self.border})"
+
+    def extract(self, image, keypoints) -> tuple[np.ndarray, np.ndarray]:
+        """Model input patches ``(N, C, PS, PS)`` at the keypoints (upright, scale 0), and the ``valid``
+        mask (window fully inside the image)."""
+        img = check_image(image)
+        kp = check_keypoints(keypoints, img.shape[:2])
+        h, w = img.shape[:2]
+        m = self.margin()
+        valid = (kp[:, 0] >= m - 0.5) & (kp[:, 0] <= w - 0.5 - m) & (kp[:, 1] >= m - 0.5) & (kp[:, 1] <= h - 0.5 - m)
+        if self.border == "error" and not valid.all():
+            i = int(np.nonzero(~valid)[0][0])
+            raise InputError(
+                f"{int((~valid).sum())} keypoint(s) are closer than {m:.0f} px to the image border (e.g. #{i} "
+                f"at {tuple(kp[i])}); use border='reflect' or drop them"
+            )
+        src = to_gray(img) if self.cfg.color == "gray" else (img if img.ndim == 3 else np.repeat(img[..., None], 3, 2))
+        patches = extract_patches(Pyramid(src), kp, 0.0, 0.0, self.cfg.patch_size, self.cfg.windows,
+                                  border="constant" if self.border == "constant" else "reflect")
+        return patches, valid
+
+    def estimate(self, image, keypoints, top_k: int | None = None, refine: bool = True) -> dict[str, np.ndarray]:
+        """Scale and orientation of each keypoint.
+
+        Args:
+            image: ``H×W×3`` uint8 RGB or ``H×W`` gray (uint8, or float in [0, 1]).
+            keypoints: ``(N, 2)`` float ``x, y`` pixel coordinates (pixel centres at integers).
+            top_k: None for one pose per keypoint; ``k`` for ``(N, k)`` candidates, strongest first.
+            refine: sub-bin refinement of each peak (parabola through the peak and its neighbours); False
+                gives the plain argmax bin centres.
+
+        Returns:
+            ``orientation`` ``(N,)`` or ``(N, k)`` radians in ``[0, 2π)``; ``scale`` log2 scale, same shape;
+            ``orientation_hist`` ``(N, 36)`` and ``scale_hist`` ``(N, 13)`` probabilities; ``valid`` ``(N,)``
+            True where the model's window lies inside the image.
+        """
+        if top_k is not None and (int(top_k) != top_k or top_k < 1):
+            raise InputError(f"top_k must be a positive integer or None, got {top_k!r}")
+        patches, valid = self.extract(image, keypoints)
+        hists = predict_histograms(self.model, patches, self.batch_size)
+        poses = decode_poses(hists, k=top_k or 1, refine=refine)
+        out = {
+            "orientation": poses["orientation"] if top_k else poses["orientation"][:, 0],
+            "scale": poses["scale"] if top_k else poses["scale"][:, 0],
+            "orientation_hist": hists["orientation_hist"],
+            "scale_hist": hists["scale_hist"],
+            "valid": valid,
+        }
+        return out

@@ -1,0 +1,39 @@
+"""Pose-pair error and accuracy metrics (continuous ground truth; the official bin metric is in
+``evaluation/patchpose.py``)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..conventions import angle_diff
+
+SCALE_THRESHOLDS = (1 / 6, 1 / 3)  # octaves
+ORI_THRESHOLDS_DEG = (5.0, 10.0)
+
+
+def relative_errors(pred_a: dict, pred_b: dict, d_scale, d_ori) -> dict[str, np.ndarray]:
+    """Errors of the predicted relative pose b − a against the truth: ``scale`` |log2| and
+    ``orientation`` |angle| in degrees (cyclic). Predictions may be ``(N,)`` or ``(N, k)``; with ``k``
+    candidates the error is the best over the k×k candidate pairs (top-k recall)."""
+    out = {}
+    if "scale" in pred_a:
+        a, b = np.atleast_2d(pred_a["scale"].T).T, np.atleast_2d(pred_b["scale"].T).T
+        e = np.abs((b[:, None, :] - a[:, :, None]) - np.asarray(d_scale)[:, None, None])
+        out["scale"] = e.reshape(len(e), -1).min(1)
+    if "orientation" in pred_a:
+        a, b = np.atleast_2d(pred_a["orientation"].T).T, np.atleast_2d(pred_b["orientation"].T).T
+        e = np.abs(angle_diff(b[:, None, :] - a[:, :, None], np.asarray(d_ori)[:, None, None]))
+        out["orientation"] = np.degrees(e.reshape(len(e), -1).min(1))
+    return out
+
+
+def accuracies(errors: dict[str, np.ndarray]) -> dict[str, float]:
+    """Percent of pairs within ±1/6, ±1/3 octave and ±5°, ±10°."""
+    out = {}
+    if "scale" in errors:
+        out["scale_acc@1/6"] = 100.0 * float(np.mean(errors["scale"] <= SCALE_THRESHOLDS[0] + 1e-9))
+        out["scale_acc@1/3"] = 100.0 * float(np.mean(errors["scale"] <= SCALE_THRESHOLDS[1] + 1e-9))
+    if "orientation" in errors:
+        out["ori_acc@5"] = 100.0 * float(np.mean(errors["orientation"] <= ORI_THRESHOLDS_DEG[0] + 1e-9))
+        out["ori_acc@10"] = 100.0 * float(np.mean(errors["orientation"] <= ORI_THRESHOLDS_DEG[1] + 1e-9))
+    return out

@@ -1,0 +1,60 @@
+"""Batched, chunked forward passes on patches and decoding of histograms into poses."""
+
+from __future__ import annotations
+
+import contextlib
+
+import numpy as np
+import torch
+
+from .conventions import bin_to_ori, bin_to_scale
+from .histogram import decode
+from .models import PoseNet
+
+
+def autocast_ctx(device: torch.device, amp: str | None):
+    if amp in (None, "none", "fp32"):
+        return contextlib.nullcontext()
+    dtype = torch.bfloat16 if amp == "bf16" else torch.float16
+    return torch.autocast(device_type=device.type, dtype=dtype)
+
+
+@torch.inference_mode()
+def predict_histograms(model: PoseNet, patches, batch_size: int = 128, amp: str | None = None) -> dict[str, np.ndarray]:
+    """Probabilities ``{"scale_hist": (N, Bs), "orientation_hist": (N, Bo)}`` for patches ``(N, C, PS, PS)``.
+
+    Runs in chunks of ``batch_size`` (64–128 is fastest on CPUs) so that any N fits in memory.
+    """
+    was_training = model.training
+    model.eval()
+    device = next(model.parameters()).device
+    out: dict[str, list] = {}
+    x_all = torch.as_tensor(patches)
+    try:
+        for i in range(0, len(x_all), batch_size):
+            x = x_all[i : i + batch_size].to(device, torch.float32)
+            with autocast_ctx(device, amp):
+                o = model(x)
+            for key, name in (("scale_logits", "scale_hist"), ("ori_logits", "orientation_hist")):
+                if key in o:
+                    out.setdefault(name, []).append(o[key].float().softmax(1).cpu().numpy())
+    finally:
+        model.train(was_training)
+    nb = {"scale_hist": model.cfg.num_scale_bins, "orientation_hist": model.cfg.num_ori_bins}
+    return {n: np.concatenate(out[n]) if n in out else np.zeros((0, nb[n]), np.float32) for n in _names(model)}
+
+
+def _names(model: PoseNet) -> list[str]:
+    return [n for h, n in (("scale", "scale_hist"), ("orientation", "orientation_hist")) if h in model.cfg.heads]
+
+
+def decode_poses(hists: dict[str, np.ndarray], k: int = 1, refine: bool = True) -> dict[str, np.ndarray]:
+    """Histograms → ``{"scale": log2 (N, k), "orientation": radians (N, k)}``, strongest first."""
+    out = {}
+    if "scale_hist" in hists:
+        h = torch.from_numpy(hists["scale_hist"]).double()
+        out["scale"] = bin_to_scale(decode(h, circular=False, k=k, refine=refine).numpy(), h.shape[1])
+    if "orientation_hist" in hists:
+        h = torch.from_numpy(hists["orientation_hist"]).double()
+        out["orientation"] = bin_to_ori(decode(h, circular=True, k=k, refine=refine).numpy(), h.shape[1])
+    return out

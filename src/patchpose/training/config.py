@@ -1,0 +1,84 @@
+"""Typed training configuration: a YAML file (or a named preset in ``patchpose/configs/``) plus
+``key=value`` overrides, validated by OmegaConf in struct mode (a mistyped key is an error)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from omegaconf import OmegaConf
+
+from ..data.pairs import PairConfig
+from ..losses import LossConfig
+from ..models import ModelConfig
+
+PRESETS_DIR = Path(__file__).resolve().parent.parent / "configs"
+
+
+@dataclass
+class DataConfig(PairConfig):
+    photos: str = "data/photos"  # folder of photos (splits.json inside, or split by image hash)
+    num_workers: int = 1  # data-loading processes (0 = in the training process)
+    val_pairs: int = 1536  # fixed validation pairs per protocol (scale-only, rotation-only, joint)
+
+
+@dataclass
+class OptimConfig:
+    steps: int = 20000
+    batch_size: int = 128  # pairs per step (2× patches)
+    optimizer: str = "adamw"  # "adamw" | "sgd" (paper: SGD lr 3, momentum 0.9, T = 20)
+    lr: float = 2e-3
+    momentum: float = 0.9
+    weight_decay: float = 1e-4
+    schedule: str = "cosine"  # "cosine" | "constant"
+    warmup_steps: int = 500
+    grad_clip: float = 5.0  # max gradient norm (0 = off)
+    amp: str = "bf16"  # "bf16" | "fp16" (CUDA only) | "none"
+    channels_last: bool = True
+
+
+@dataclass
+class RunConfig:
+    seed: int = 0
+    device: str = "auto"  # "auto" (CUDA when present, else CPU) | "cpu" | "cuda"
+    threads: int = 0  # torch intra-op threads on CPU (0 = torch default)
+    val_every: int = 1000  # steps
+    log_every: int = 50
+    checkpoint_minutes: float = 5.0  # also at every validation and at the end
+    max_minutes: float = 0.0  # stop (with a checkpoint) after this wall time; 0 = no limit
+
+
+@dataclass
+class TrainConfig:
+    model: ModelConfig = field(default_factory=ModelConfig)
+    data: DataConfig = field(default_factory=DataConfig)
+    loss: LossConfig = field(default_factory=LossConfig)
+    optim: OptimConfig = field(default_factory=OptimConfig)
+    run: RunConfig = field(default_factory=RunConfig)
+
+
+def list_presets() -> list[str]:
+    return sorted(p.stem for p in PRESETS_DIR.glob("*.yaml"))
+
+
+def load_config(path_or_preset: str | None = None, overrides: list[str] | None = None):
+    """Defaults ← YAML file or preset name ← dotlist overrides (``optim.lr=1e-3``)."""
+    base = OmegaConf.structured(TrainConfig)
+    OmegaConf.set_struct(base, True)
+    if path_or_preset:
+        p = Path(path_or_preset)
+        if not p.is_file():
+            p = PRESETS_DIR / f"{path_or_preset}.yaml"
+        if not p.is_file():
+            raise FileNotFoundError(f"no config file or preset {path_or_preset!r}; presets: {list_presets()}")
+        base = OmegaConf.merge(base, OmegaConf.load(p))
+    if overrides:
+        bad = [o for o in overrides if "=" not in o]
+        if bad:
+            raise ValueError(f"overrides must look like key=value, got {bad}")
+        base = OmegaConf.merge(base, OmegaConf.from_dotlist(list(overrides)))
+    return base
+
+
+def to_container(cfg) -> dict:
+    return OmegaConf.to_container(cfg, resolve=True)

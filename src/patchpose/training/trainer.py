@@ -1,0 +1,199 @@
+"""The training loop: self-supervised pairs → histogram alignment loss → checkpoints you can resume.
+
+``patchpose train --config v1 --out runs/v1 [key=value ...] [--resume]`` or ``python -m
+patchpose.training.trainer``. The output folder holds ``config.yaml`` (the resolved config),
+``checkpoint.pt`` (last), ``best.pt`` (best validation score), ``metrics.jsonl`` and ``val_pairs.npz``
+is not stored: validation pairs are regenerated from the seed.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+from omegaconf import OmegaConf
+from tqdm import tqdm
+
+from ..data.pairs import PairConfig, PairStream, PhotoPool
+from ..data.photos import load_splits
+from ..evaluation.synthetic import evaluate_model, make_protocol_pairs
+from ..inference import autocast_ctx
+from ..losses import LossConfig, pose_loss
+from ..models import ModelConfig, PoseNet
+from .checkpoint import load_checkpoint, save_checkpoint
+from .config import to_container
+
+log = logging.getLogger(__name__)
+
+
+def pick_device(name: str) -> torch.device:
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if name == "cuda" and not torch.cuda.is_available():
+        raise RuntimeError("device=cuda asked for, but CUDA is not available")
+    return torch.device(name)
+
+
+def make_optimizer(model: torch.nn.Module, oc) -> torch.optim.Optimizer:
+    if oc.optimizer == "sgd":
+        return torch.optim.SGD(model.parameters(), lr=oc.lr, momentum=oc.momentum, weight_decay=oc.weight_decay)
+    if oc.optimizer == "adamw":
+        return torch.optim.AdamW(model.parameters(), lr=oc.lr, weight_decay=oc.weight_decay)
+    raise ValueError(f"unknown optimizer {oc.optimizer!r}")
+
+
+def make_scheduler(opt, oc) -> torch.optim.lr_scheduler.LambdaLR:
+    def f(step: int) -> float:
+        warm = min(1.0, (step + 1) / oc.warmup_steps) if oc.warmup_steps else 1.0
+        if oc.schedule == "constant":
+            return warm
+        t = min(1.0, step / max(1, oc.steps))
+        return warm * (0.02 + 0.98 * 0.5 * (1.0 + math.cos(math.pi * t)))
+
+    return torch.optim.lr_scheduler.LambdaLR(opt, f)
+
+
+def score(val: dict) -> float:
+    """Model selection score: mean of the four accuracies on the scale-only, rotation-only and joint pairs."""
+    vals = [v for proto in val.values() for m, v in proto.items() if m != "n_pairs"]
+    return float(np.mean(vals)) if vals else 0.0
+
+
+def _pair_config(dc) -> PairConfig:
+    return PairConfig(**{k: v for k, v in dc.items() if k in PairConfig.__dataclass_fields__})
+
+
+def train(cfg, out_dir: str | Path, resume: bool = False, progress: bool = True, rank: int = 0) -> dict:
+    """Train per ``cfg`` (an OmegaConf ``TrainConfig``) into ``out_dir``; returns the last validation."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    ckpt_path = out / "checkpoint.pt"
+    c = to_container(cfg)
+    if resume and ckpt_path.is_file():
+        ckpt = load_checkpoint(ckpt_path)
+        # the stored model/loss/data config wins (a resumed run cannot change the network)
+        c = {**c, "model": ckpt["config"]["model"]}
+    elif ckpt_path.is_file() and not resume:
+        raise FileExistsError(f"{ckpt_path} exists: pass --resume to continue it, or choose another --out")
+    else:
+        ckpt = None
+    (out / "config.yaml.tmp").write_text(OmegaConf.to_yaml(OmegaConf.create(c)))
+    (out / "config.yaml.tmp").replace(out / "config.yaml")
+
+    oc, rc = cfg.optim, cfg.run
+    torch.manual_seed(rc.seed)
+    if rc.threads:
+        torch.set_num_threads(rc.threads)
+    device = pick_device(rc.device)
+    mcfg = ModelConfig.from_dict(c["model"])
+    model = PoseNet(mcfg).to(device)
+    if oc.channels_last:
+        model = model.to(memory_format=torch.channels_last)
+    opt = make_optimizer(model, oc)
+    sched = make_scheduler(opt, oc)
+    lcfg = LossConfig(**c["loss"])
+    step, best = 0, -1.0
+    if ckpt is not None:
+        model.load_state_dict(ckpt["model"])
+        opt.load_state_dict(ckpt["optimizer"])
+        sched.load_state_dict(ckpt["scheduler"])
+        step, best = int(ckpt["step"]), float(ckpt.get("best", -1.0))
+        log.info("resumed from %s at step %d", ckpt_path, step)
+
+    splits = load_splits(cfg.data.photos)
+    if not splits.get("train"):
+        raise RuntimeError(f"no training photos in {cfg.data.photos} (run 'patchpose photos fetch' first)")
+    pcfg = _pair_config(c["data"])
+    val_pairs = None
+    if splits.get("val") and cfg.data.val_pairs > 0:
+        val_pool = PhotoPool(splits["val"], pcfg, mcfg.color)
+        val_pairs = make_protocol_pairs(val_pool, cfg.data.val_pairs, rc.seed + 12345, mcfg.patch_size, mcfg.windows, pcfg)
+
+    stream = PairStream(splits["train"], pcfg, oc.batch_size, mcfg.patch_size, mcfg.windows, mcfg.color,
+                        seed=rc.seed, rank=rank, start_step=step)
+    nw = cfg.data.num_workers
+    loader = torch.utils.data.DataLoader(stream, batch_size=None, num_workers=nw, persistent_workers=nw > 0,
+                                         prefetch_factor=4 if nw > 0 else None)
+    amp = oc.amp if (oc.amp != "fp16" or device.type == "cuda") else "none"
+    metrics_f = (out / "metrics.jsonl").open("a")
+    last_ckpt, t0 = time.time(), time.time()
+    val: dict = {}
+    running: dict[str, float] = {}
+
+    def checkpoint(tag: str = "checkpoint.pt") -> None:
+        save_checkpoint(out / tag, model, opt, sched, c, step, val, best)
+
+    bar = tqdm(total=oc.steps, initial=step, disable=not progress, desc="train", dynamic_ncols=True)
+    it = iter(loader)
+    model.train()
+    try:
+        while step < oc.steps:
+            batch = next(it)
+            pa = batch["patch_a"].to(device, non_blocking=True)
+            pb = batch["patch_b"].to(device, non_blocking=True)
+            x = torch.cat([pa, pb])
+            if oc.channels_last:
+                x = x.contiguous(memory_format=torch.channels_last)
+            with autocast_ctx(device, amp):
+                o = model(x)
+            n = len(pa)
+            oa = {k: v[:n] for k, v in o.items()}
+            ob = {k: v[n:] for k, v in o.items()}
+            d_s = batch["d_scale"].to(device).float() * (mcfg.num_scale_bins - 1) / 4.0
+            d_o = batch["d_ori"].to(device).float() * mcfg.num_ori_bins / (2 * math.pi)
+            losses = pose_loss(oa, ob, d_s, d_o, lcfg)
+            if not torch.isfinite(losses["total"]):
+                raise FloatingPointError(f"loss is not finite at step {step}: lower optim.lr or loss.temperature")
+            opt.zero_grad(set_to_none=True)
+            losses["total"].backward()
+            if oc.grad_clip:
+                torch.nn.utils.clip_grad_norm_(model.parameters(), oc.grad_clip)
+            opt.step()
+            sched.step()
+            step += 1
+            for k, v in losses.items():
+                fv = float(v.detach())
+                running[k] = 0.98 * running.get(k, fv) + 0.02 * fv
+            bar.update(1)
+            if step % rc.log_every == 0:
+                post = {k: f"{v:.3f}" for k, v in running.items() if k in ("total", "scale", "orientation")}
+                if val:
+                    post["val"] = f"{score(val):.1f}"
+                bar.set_postfix(post)
+                metrics_f.write(json.dumps({"step": step, "time": time.time() - t0, "lr": sched.get_last_lr()[0],
+                                            **{k: round(v, 5) for k, v in running.items()}}) + "\n")
+                metrics_f.flush()
+            if val_pairs is not None and (step % rc.val_every == 0 or step == oc.steps):
+                val = evaluate_model(model, val_pairs)
+                model.train()
+                s = score(val)
+                metrics_f.write(json.dumps({"step": step, "val": val, "score": s}) + "\n")
+                metrics_f.flush()
+                log.info("step %d val %s", step, json.dumps(val))
+                if s > best:
+                    best = s
+                    checkpoint("best.pt")
+                checkpoint()
+                last_ckpt = time.time()
+            elif time.time() - last_ckpt > 60 * rc.checkpoint_minutes:
+                checkpoint()
+                last_ckpt = time.time()
+            if rc.max_minutes and time.time() - t0 > 60 * rc.max_minutes:
+                log.info("max_minutes reached at step %d", step)
+                break
+    except KeyboardInterrupt:
+        log.warning("interrupted at step %d: writing a checkpoint; continue with --resume", step)
+        checkpoint()
+        raise
+    finally:
+        bar.close()
+        metrics_f.close()
+    checkpoint()
+    if not (out / "best.pt").exists():
+        checkpoint("best.pt")
+    return {"step": step, "val": val, "best": best, "minutes": (time.time() - t0) / 60}

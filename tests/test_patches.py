@@ -1,0 +1,275 @@
+"""Patch sampling geometry (equal to kornia's LAF sampling) and image validation."""
+
+from __future__ import annotations
+
+import math
+
+import cv2
+import kornia.feature as KF
+import numpy as np
+import pytest
+import torch
+
+from patchpose.conventions import REFERENCE_RADIUS, rotation_matrix, to_laf_scale_ori
+from patchpose.data.patches import (
+    Pyramid,
+    check_image,
+    extract_patches,
+    grid_points,
+    load_image,
+    sampling_matrix,
+    window_margin,
+)
+from patchpose.errors import InputError
+
+XY = np.array([[60.3, 50.7], [100.0, 80.0], [130.5, 95.25], [75.8, 110.1]])
+
+
+def _kornia_patches(img: np.ndarray, xy: np.ndarray, sigma: float, theta: np.ndarray, ps: int) -> np.ndarray:
+    n = len(xy)
+    sc, ori = to_laf_scale_ori(np.full(n, sigma), theta)
+    laf = KF.laf_from_center_scale_ori(
+        torch.tensor(xy, dtype=torch.float32)[None],
+        torch.tensor(sc, dtype=torch.float32).view(1, n, 1, 1),
+        torch.tensor(ori, dtype=torch.float32).view(1, n, 1),
+    )
+    return KF.extract_patches_simple(torch.from_numpy(img)[None, None], laf, ps)[0, :, 0].numpy()
+
+
+@pytest.mark.parametrize("ps", [32, 31, 16])
+def test_patches_equal_kornia_extract_patches_simple_at_scale_zero(smooth_image, ps):
+    """extract_patches at σ = 0 samples what kornia.feature.extract_patches_simple does (θ radians vs degrees)."""
+    theta = np.array([0.0, 0.7, 3.5, 5.9])
+    radius = ps / 2.0  # one patch pixel per image pixel: no pyramid level is involved
+    ours = extract_patches(Pyramid(smooth_image), XY, 0.0, theta, ps, radius=radius)
+    n = len(XY)
+    laf = KF.laf_from_center_scale_ori(
+        torch.tensor(XY, dtype=torch.float32)[None],
+        torch.full((1, n, 1, 1), radius),
+        torch.tensor(np.degrees(theta), dtype=torch.float32).view(1, n, 1),
+    )
+    ref = KF.extract_patches_simple(torch.from_numpy(smooth_image)[None, None], laf, ps)[0, :, 0].numpy()
+    assert ours.shape == (n, 1, ps, ps)
+    assert np.abs(ours[:, 0] - ref).mean() < 1e-3
+
+
+def test_patches_equal_kornia_with_reference_radius(smooth_image):
+    """Default radius (REFERENCE_RADIUS · 2**σ, σ = 0) and PS 32 match kornia with to_laf_scale_ori."""
+    theta = np.array([0.0, 1.0, 2.0, 4.0])
+    ours = extract_patches(Pyramid(smooth_image), XY, 0.0, theta, 32)
+    ref = _kornia_patches(smooth_image, XY, 0.0, theta, 32)
+    assert np.abs(ours[:, 0] - ref).mean() < 1e-3
+    # a wrong orientation sign would not match
+    wrong = _kornia_patches(smooth_image, XY, 0.0, -theta, 32)
+    assert np.abs(ours[1:, 0] - wrong[1:]).mean() > 1e-2
+
+
+def test_patch_at_integer_keypoint_samples_pixel_values(smooth_image):
+    """Pixel centres are at integers: a θ=0, σ=0 patch at integer (x, y) copies image pixels exactly."""
+    ps = 31
+    x, y = 70, 60
+    p = extract_patches(Pyramid(smooth_image), np.array([[x, y]], float), 0.0, 0.0, ps, radius=ps / 2)[0, 0]
+    np.testing.assert_allclose(p, smooth_image[y - 15 : y + 16, x - 15 : x + 16], atol=1e-6)
+
+
+@pytest.mark.parametrize("ps", [31, 32])
+@pytest.mark.parametrize("theta", [0.0, 0.6, math.pi / 2, 4.0])
+def test_grid_points_centre_is_keypoint(ps, theta):
+    """The centre of the cell grid is the keypoint: the middle cell (odd PS) or the mean of the 4 middle cells (even)."""
+    xy = np.array([40.25, 33.5])
+    g = grid_points(xy, 0.7, theta, ps)
+    assert g.shape == (ps, ps, 2)
+    if ps % 2:
+        np.testing.assert_allclose(g[ps // 2, ps // 2], xy, atol=1e-9)
+    else:
+        m = ps // 2
+        np.testing.assert_allclose(g[m - 1 : m + 1, m - 1 : m + 1].reshape(-1, 2).mean(0), xy, atol=1e-9)
+    np.testing.assert_allclose(g.reshape(-1, 2).mean(0), xy, atol=1e-9)
+
+
+def test_grid_points_layout_at_theta_zero():
+    """θ = 0, σ = 0, PS 32: cell (i, j) sits at (x + j − 15.5, y + i − 15.5), one pixel apart."""
+    g = grid_points(np.array([50.0, 40.0]), 0.0, 0.0, 32)
+    jj, ii = np.meshgrid(np.arange(32), np.arange(32))
+    np.testing.assert_allclose(g[..., 0], 50.0 + jj - 15.5, atol=1e-9)
+    np.testing.assert_allclose(g[..., 1], 40.0 + ii - 15.5, atol=1e-9)
+
+
+def test_grid_points_follow_frame_formula():
+    """Cell (i, j) is at (x, y) + A·(u_j, u_i) with A = r·2**σ·R(θ) and u_k = (2k+1)/PS − 1."""
+    xy, s, t, ps = np.array([12.0, -3.0]), 0.8, 2.2, 8
+    g = grid_points(xy, s, t, ps)
+    A = REFERENCE_RADIUS * 2**s * rotation_matrix(t)
+    u = (2 * np.arange(ps) + 1) / ps - 1
+    for i in (0, 3, 7):
+        for j in (0, 5, 7):
+            np.testing.assert_allclose(g[i, j], xy + A @ np.array([u[j], u[i]]), atol=1e-9)
+
+
+def test_sampling_matrix_maps_patch_pixels_to_grid_points():
+    """sampling_matrix maps (col, row) to the same points as grid_points."""
+    xy, s, t, ps = np.array([30.0, 20.0]), -0.4, 1.3, 16
+    M = sampling_matrix(xy, s, t, REFERENCE_RADIUS, ps)
+    g = grid_points(xy, s, t, ps)
+    for i, j in [(0, 0), (3, 11), (15, 15)]:
+        np.testing.assert_allclose(M @ np.array([j, i, 1.0]), g[i, j], atol=1e-9)
+
+
+@pytest.mark.parametrize(
+    "sigma, tol_px", [(0.0, 0.01), (1.0, 0.01), (-1.0, 0.01), (2.0 / 3.0, 0.1), (1.5, 0.1)]
+)
+@pytest.mark.parametrize("theta", [0.0, 0.9])
+def test_patch_of_linear_image_equals_image_at_grid_points(sigma, tol_px, theta):
+    """On a linear image, every pyramid level samples the positions of grid_points (octave levels exactly;
+    levels between octaves within 0.1 px, the jitter of cv2's non-integer INTER_AREA, with no bias)."""
+    h, w = 300, 360
+    yy, xx = np.mgrid[0:h, 0:w].astype(np.float64)
+    grad = np.array([0.0011, -0.0007])
+    img = (grad[0] * xx + grad[1] * yy + 0.4).astype(np.float32)
+    xy = np.array([[170.3, 150.6], [200.0, 140.0]])
+    p = extract_patches(Pyramid(img), xy, sigma, theta, 32)
+    for n in range(2):
+        g = grid_points(xy[n], sigma, theta, 32)
+        err_px = (p[n, 0] - (g @ grad + 0.4)) / np.linalg.norm(grad)  # position error along the gradient
+        assert np.abs(err_px).max() < tol_px
+        assert abs(err_px.mean()) < 0.01
+
+
+def test_patch_at_theta_90_is_clockwise_rot90_of_upright_patch(smooth_image):
+    """A patch cut at θ = π/2 shows the content rotated by −θ: np.rot90(P0, k=−1) (clockwise as displayed)."""
+    pyr = Pyramid(smooth_image)
+    p0 = extract_patches(pyr, XY, 0.0, 0.0, 32)[:, 0]
+    p90 = extract_patches(pyr, XY, 0.0, math.pi / 2, 32)[:, 0]
+    for n in range(len(XY)):
+        np.testing.assert_allclose(p90[n], np.rot90(p0[n], k=-1), atol=1e-5)
+        assert np.abs(p90[n] - np.rot90(p0[n], k=1)).mean() > 1e-2  # the other direction is wrong
+    # and −π/2 rotates the content counter-clockwise
+    pm90 = extract_patches(pyr, XY, 0.0, -math.pi / 2, 32)[:, 0]
+    for n in range(len(XY)):
+        np.testing.assert_allclose(pm90[n], np.rot90(p0[n], k=1), atol=1e-5)
+
+
+def test_patch_at_theta_pi_is_rot180(smooth_image):
+    """θ = π turns the patch upside down."""
+    pyr = Pyramid(smooth_image)
+    p0 = extract_patches(pyr, XY[:2], 0.0, 0.0, 31)[:, 0]
+    p180 = extract_patches(pyr, XY[:2], 0.0, math.pi, 31)[:, 0]
+    for n in range(2):
+        np.testing.assert_allclose(p180[n], np.rot90(p0[n], k=2), atol=1e-5)
+
+
+def test_scale_one_equals_patch_of_half_size_image():
+    """σ = 1 equals the σ = 0 patch of the image shrunk ×2 with INTER_AREA, at ((x+0.5)/2 − 0.5, (y+0.5)/2 − 0.5)."""
+    from conftest import make_smooth_image
+
+    img = make_smooth_image(240, 320, seed=4, blur=1.0)
+    xy = np.array([[160.0, 120.0], [150.3, 101.7], [201.5, 130.25]])
+    p1 = extract_patches(Pyramid(img), xy, 1.0, 0.0, 32)[:, 0]
+    half = cv2.resize(img, (160, 120), interpolation=cv2.INTER_AREA)
+    xy_half = (xy + 0.5) / 2.0 - 0.5
+    ref = extract_patches(Pyramid(half), xy_half, 0.0, 0.0, 32)[:, 0]
+    assert np.abs(p1 - ref).mean() < 1e-3
+    # and it is anti-aliased: not the same as point-sampling the full-resolution image
+    aliased = _kornia_patches(img, xy, 1.0, np.zeros(3), 32)
+    assert np.abs(p1 - aliased).mean() > 5 * np.abs(p1 - ref).mean()
+
+
+def test_scale_uses_matching_pyramid_level_for_shrinking():
+    """A patch at σ = 2 is (nearly) the σ = 0 patch of the image shrunk ×4."""
+    from conftest import make_smooth_image
+
+    img = make_smooth_image(256, 256, seed=5, blur=1.0)
+    xy = np.array([[128.0, 128.0], [120.5, 140.25]])
+    p2 = extract_patches(Pyramid(img), xy, 2.0, 0.0, 16)[:, 0]
+    quarter = cv2.resize(img, (64, 64), interpolation=cv2.INTER_AREA)
+    ref = extract_patches(Pyramid(quarter), (xy + 0.5) / 4 - 0.5, 0.0, 0.0, 16)[:, 0]
+    assert np.abs(p2 - ref).mean() < 0.02
+
+
+def test_multiple_windows_stack_channels(smooth_image):
+    """windows=(1, 2) gives 2 channels: the second equals the σ+1 patch."""
+    pyr = Pyramid(smooth_image)
+    p = extract_patches(pyr, XY[:2], 0.0, 0.3, 32, windows=(1.0, 2.0))
+    assert p.shape == (2, 2, 32, 32)
+    np.testing.assert_allclose(p[:, 1], extract_patches(pyr, XY[:2], 1.0, 0.3, 32)[:, 0], atol=1e-6)
+
+
+def test_rgb_patches_are_channels_first(smooth_image):
+    """An H×W×3 image gives (N, 3, PS, PS) patches, channel c from image channel c."""
+    rgb = np.stack([smooth_image, 1 - smooth_image, 0.5 * smooth_image], -1)
+    p = extract_patches(Pyramid(rgb), XY[:2], 0.0, 0.4, 32)
+    g = extract_patches(Pyramid(smooth_image), XY[:2], 0.0, 0.4, 32)[:, 0]
+    assert p.shape == (2, 3, 32, 32)
+    np.testing.assert_allclose(p[:, 0], g, atol=1e-6)
+    np.testing.assert_allclose(p[:, 1], 1 - g, atol=1e-5)
+
+
+def test_window_margin_is_rotated_half_diagonal():
+    """window_margin = √2 · r · max(window) · 2**σ_max."""
+    assert window_margin((1.0,)) == pytest.approx(math.sqrt(2) * 16)
+    assert window_margin((1.0, 1.5), 1.0) == pytest.approx(math.sqrt(2) * 16 * 1.5 * 2)
+
+
+# ----------------------------------------------------------------------------- image validation
+
+
+def test_check_image_uint8_scaled_to_unit_range():
+    """uint8 becomes float32 /255; H×W×1 becomes H×W; RGBA drops alpha."""
+    img = np.full((20, 30), 255, np.uint8)
+    out = check_image(img)
+    assert out.dtype == np.float32 and out.shape == (20, 30) and float(out.max()) == 1.0
+    assert check_image(img[..., None]).shape == (20, 30)
+    assert check_image(np.zeros((20, 30, 4), np.uint8)).shape == (20, 30, 3)
+    assert float(check_image(np.full((16, 16), 65535, np.uint16)).max()) == 1.0
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        np.zeros((10, 10), np.uint8),  # too small
+        np.zeros((15, 100), np.float32),  # one side too small
+        np.full((20, 20), np.nan, np.float32),  # NaN
+        np.full((20, 20), np.inf, np.float64),  # inf
+        np.zeros((20, 20, 2), np.uint8),  # 2 channels
+        np.zeros((20, 20, 3, 1), np.uint8),  # 4-D
+        np.full((20, 20), 2.0, np.float32),  # float outside [0, 1]
+        np.full((20, 20), -0.5, np.float64),  # negative float
+        np.zeros((20, 20), np.int32),  # unsupported dtype
+        [[0.0] * 20] * 20,  # not an array
+        None,
+    ],
+    ids=["10x10", "15x100", "nan", "inf", "HxWx2", "4d", "float>1", "float<0", "int32", "list", "none"],
+)
+def test_check_image_rejects_bad_input(bad):
+    """Bad images raise InputError (a ValueError) with a message."""
+    with pytest.raises(InputError) as info:
+        check_image(bad)
+    assert isinstance(info.value, ValueError)
+    assert str(info.value)
+
+
+def test_load_image_rejects_non_image_file(tmp_path):
+    """A file that is not an image, an empty file or a missing path raise InputError."""
+    txt = tmp_path / "notes.png"
+    txt.write_text("this is not an image\n")
+    with pytest.raises(InputError):
+        load_image(txt)
+    empty = tmp_path / "empty.jpg"
+    empty.write_bytes(b"")
+    with pytest.raises(InputError):
+        load_image(empty)
+    with pytest.raises(InputError):
+        load_image(tmp_path / "missing.png")
+    with pytest.raises(InputError):
+        load_image(tmp_path)  # a directory
+
+
+def test_load_image_returns_rgb_uint8(tmp_path):
+    """load_image returns H×W×3 uint8 in RGB order (cv2 writes BGR)."""
+    bgr = np.zeros((20, 24, 3), np.uint8)
+    bgr[..., 0] = 200  # blue in BGR
+    path = tmp_path / "blue.png"
+    assert cv2.imwrite(str(path), bgr)
+    rgb = load_image(path)
+    assert rgb.shape == (20, 24, 3) and rgb.dtype == np.uint8
+    assert rgb[0, 0].tolist() == [0, 0, 200]
