@@ -61,8 +61,14 @@ class PatchPoseEstimator:
             ``"error"`` (raise :class:`~patchpose.errors.InputError`).
     """
 
-    def __init__(self, model: PoseNet, device: str = "cpu", batch_size: int = 128, border: str = "reflect",
-                 meta: dict | None = None) -> None:
+    def __init__(
+        self,
+        model: PoseNet,
+        device: str = "cpu",
+        batch_size: int = 128,
+        border: str = "reflect",
+        meta: dict | None = None,
+    ) -> None:
         if border not in BORDER_POLICIES:
             raise InputError(f"border must be one of {BORDER_POLICIES}, got {border!r}")
         if set(model.cfg.heads) != {"scale", "orientation"}:
@@ -101,19 +107,37 @@ class PatchPoseEstimator:
         kp = check_keypoints(keypoints, img.shape[:2])
         h, w = img.shape[:2]
         m = self.margin()
-        valid = (kp[:, 0] >= m - 0.5) & (kp[:, 0] <= w - 0.5 - m) & (kp[:, 1] >= m - 0.5) & (kp[:, 1] <= h - 0.5 - m)
+        valid = (
+            (kp[:, 0] >= m - 0.5)
+            & (kp[:, 0] <= w - 0.5 - m)
+            & (kp[:, 1] >= m - 0.5)
+            & (kp[:, 1] <= h - 0.5 - m)
+        )
         if self.border == "error" and not valid.all():
             i = int(np.nonzero(~valid)[0][0])
             raise InputError(
                 f"{int((~valid).sum())} keypoint(s) are closer than {m:.0f} px to the image border (e.g. #{i} "
                 f"at {tuple(kp[i])}); use border='reflect' or drop them"
             )
-        src = to_gray(img) if self.cfg.color == "gray" else (img if img.ndim == 3 else np.repeat(img[..., None], 3, 2))
-        patches = extract_patches(Pyramid(src), kp, 0.0, 0.0, self.cfg.patch_size, self.cfg.windows,
-                                  border="constant" if self.border == "constant" else "reflect")
+        src = (
+            to_gray(img)
+            if self.cfg.color == "gray"
+            else (img if img.ndim == 3 else np.repeat(img[..., None], 3, 2))
+        )
+        patches = extract_patches(
+            Pyramid(src),
+            kp,
+            0.0,
+            0.0,
+            self.cfg.patch_size,
+            self.cfg.windows,
+            border="constant" if self.border == "constant" else "reflect",
+        )
         return patches, valid
 
-    def estimate(self, image, keypoints, top_k: int | None = None, refine: bool = True) -> dict[str, np.ndarray]:
+    def estimate(
+        self, image, keypoints, top_k: int | None = None, refine: bool = True
+    ) -> dict[str, np.ndarray]:
         """Scale and orientation of each keypoint.
 
         Args:

@@ -21,7 +21,9 @@ def shift_histogram(h: torch.Tensor, d: torch.Tensor, circular: bool, fill: floa
         fill: value of bins shifted in from outside when ``circular`` is False.
     """
     if h.dim() != 2 or d.shape != h.shape[:1]:
-        raise ValueError(f"shift_histogram expects h (N, B) and d (N,), got {tuple(h.shape)} and {tuple(d.shape)}")
+        raise ValueError(
+            f"shift_histogram expects h (N, B) and d (N,), got {tuple(h.shape)} and {tuple(d.shape)}"
+        )
     n, num_bins = h.shape
     d = d.to(h.dtype)
     lo = torch.floor(d)

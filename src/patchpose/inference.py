@@ -20,7 +20,9 @@ def autocast_ctx(device: torch.device, amp: str | None):
 
 
 @torch.inference_mode()
-def predict_histograms(model: PoseNet, patches, batch_size: int = 128, amp: str | None = None) -> dict[str, np.ndarray]:
+def predict_histograms(
+    model: PoseNet, patches, batch_size: int = 128, amp: str | None = None
+) -> dict[str, np.ndarray]:
     """Probabilities ``{"scale_hist": (N, Bs), "orientation_hist": (N, Bo)}`` for patches ``(N, C, PS, PS)``.
 
     Runs in chunks of ``batch_size`` (64–128 is fastest on CPUs) so that any N fits in memory.
@@ -41,11 +43,15 @@ def predict_histograms(model: PoseNet, patches, batch_size: int = 128, amp: str 
     finally:
         model.train(was_training)
     nb = {"scale_hist": model.cfg.num_scale_bins, "orientation_hist": model.cfg.num_ori_bins}
-    return {n: np.concatenate(out[n]) if n in out else np.zeros((0, nb[n]), np.float32) for n in _names(model)}
+    return {
+        n: np.concatenate(out[n]) if n in out else np.zeros((0, nb[n]), np.float32) for n in _names(model)
+    }
 
 
 def _names(model: PoseNet) -> list[str]:
-    return [n for h, n in (("scale", "scale_hist"), ("orientation", "orientation_hist")) if h in model.cfg.heads]
+    return [
+        n for h, n in (("scale", "scale_hist"), ("orientation", "orientation_hist")) if h in model.cfg.heads
+    ]
 
 
 def decode_poses(hists: dict[str, np.ndarray], k: int = 1, refine: bool = True) -> dict[str, np.ndarray]:

@@ -46,7 +46,9 @@ class LossConfig:
     ori_weight: float = 1.0
 
 
-def _cross_entropy(target: torch.Tensor, pred: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+def _cross_entropy(
+    target: torch.Tensor, pred: torch.Tensor, mask: torch.Tensor | None = None
+) -> torch.Tensor:
     ce = -target * torch.log(pred + EPS)
     if mask is not None:
         ce = ce * mask
@@ -111,15 +113,21 @@ def pose_loss(out_a: dict, out_b: dict, d_scale: torch.Tensor, d_ori: torch.Tens
     total = torch.zeros((), device=d_scale.device)
     if "scale_logits" in out_a:
         za, zb = out_a["scale_logits"].float(), out_b["scale_logits"].float()
-        ls = alignment_loss(za, zb, d_scale, circular=False, temperature=cfg.temperature, mode=cfg.scale_bins).mean()
+        ls = alignment_loss(
+            za, zb, d_scale, circular=False, temperature=cfg.temperature, mode=cfg.scale_bins
+        ).mean()
         losses["scale"] = ls
         total = total + cfg.scale_weight * ls
         if cfg.scale_entropy:
-            h = 0.5 * (entropy((za / cfg.temperature).softmax(1)) + entropy((zb / cfg.temperature).softmax(1)))
+            h = 0.5 * (
+                entropy((za / cfg.temperature).softmax(1)) + entropy((zb / cfg.temperature).softmax(1))
+            )
             total = total + cfg.scale_weight * cfg.scale_entropy * h.mean()
     if "ori_logits" in out_a:
         za, zb = out_a["ori_logits"].float(), out_b["ori_logits"].float()
-        lo = alignment_loss(za, zb, d_ori, circular=True, temperature=cfg.temperature, mode=cfg.ori_shift).mean()
+        lo = alignment_loss(
+            za, zb, d_ori, circular=True, temperature=cfg.temperature, mode=cfg.ori_shift
+        ).mean()
         losses["orientation"] = lo
         reg = torch.zeros((), device=lo.device)
         pa, pb = (za / cfg.temperature).softmax(1), (zb / cfg.temperature).softmax(1)

@@ -39,7 +39,12 @@ def save_weights(model: PoseNet, path: str | Path, name: str = "custom", notes: 
     """Write ``model`` as a patchpose safetensors file (atomically)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    meta = {"format": "patchpose", "name": name, "model_config": json.dumps(model.cfg.to_dict()), "notes": notes}
+    meta = {
+        "format": "patchpose",
+        "name": name,
+        "model_config": json.dumps(model.cfg.to_dict()),
+        "notes": notes,
+    }
     tensors = {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}
     tmp = path.with_name(path.name + ".tmp")
     save_file(tensors, str(tmp), metadata=meta)

@@ -59,7 +59,9 @@ def _cmd_eval(a: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="patchpose", description="Keypoint scale and orientation, learned without labels.")
+    p = argparse.ArgumentParser(
+        prog="patchpose", description="Keypoint scale and orientation, learned without labels."
+    )
     p.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     sub = p.add_subparsers(dest="command", required=True)
 
@@ -85,12 +87,16 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--no-debian", action="store_true", help="only the photos inside installed wheels")
     f.set_defaults(func=_cmd_photos)
 
-    for name, helptext in (("estimate", "detect keypoints in an image and estimate their scale and orientation"),
-                           ("demo", "run the bundled model on a photo that ships with the dependencies")):
+    for name, helptext in (
+        ("estimate", "detect keypoints in an image and estimate their scale and orientation"),
+        ("demo", "run the bundled model on a photo that ships with the dependencies"),
+    ):
         s = sub.add_parser(name, help=helptext)
         if name == "estimate":
             s.add_argument("image", help="image file")
-            s.add_argument("--keypoints", help="keypoints file (.npy (N,2) or .csv/.txt with x,y columns); default: SIFT")
+            s.add_argument(
+                "--keypoints", help="keypoints file (.npy (N,2) or .csv/.txt with x,y columns); default: SIFT"
+            )
         else:
             s.add_argument("--image", help="another image instead of the bundled photo")
         s.add_argument("--out", default=None, help="output folder (default: ./patchpose_out)")
@@ -103,8 +109,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     ev = sub.add_parser("eval", help="evaluations")
     evs = ev.add_subparsers(dest="eval_cmd", required=True)
-    sy = evs.add_parser("synthetic", help="scale-only / rotation-only / joint pairs on held-out photos, vs hand-crafted")
-    sy.add_argument("--images", default=None, help="photo folder (default: the 15 test photos shipped with the dependencies)")
+    sy = evs.add_parser(
+        "synthetic", help="scale-only / rotation-only / joint pairs on held-out photos, vs hand-crafted"
+    )
+    sy.add_argument(
+        "--images",
+        default=None,
+        help="photo folder (default: the 15 test photos shipped with the dependencies)",
+    )
     sy.add_argument("--weights", default=None)
     sy.add_argument("--pairs", type=int, default=1000, help="pairs per protocol")
     sy.add_argument("--seed", type=int, default=0)
@@ -117,7 +129,8 @@ def main(argv: list[str] | None = None) -> int:
     from ..errors import PatchPoseError
 
     args = build_parser().parse_args(argv)
-    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    log.setLevel(logging.DEBUG if args.verbose else logging.INFO)
     try:
         return int(args.func(args) or 0)
     except KeyboardInterrupt:

@@ -36,5 +36,10 @@ def detect_harris(image: np.ndarray, max_keypoints: int = 512, margin: float = 0
         return np.zeros((0, 2))
     xy = pts.reshape(-1, 2).astype(np.float64)
     h, w = g.shape
-    ok = (xy[:, 0] >= margin) & (xy[:, 0] <= w - 1 - margin) & (xy[:, 1] >= margin) & (xy[:, 1] <= h - 1 - margin)
+    ok = (
+        (xy[:, 0] >= margin)
+        & (xy[:, 0] <= w - 1 - margin)
+        & (xy[:, 1] >= margin)
+        & (xy[:, 1] <= h - 1 - margin)
+    )
     return xy[ok]

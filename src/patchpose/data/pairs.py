@@ -37,7 +37,9 @@ class PairConfig:
     delta_scale: float = 2.0  # Δs ~ U[-delta_scale, delta_scale] (log2)
     sigma_min: float = -2.0  # frames' log2 scales stay in [sigma_min, sigma_max]
     sigma_max: float = 2.5
-    mode_probs: list[float] = field(default_factory=lambda: [0.6, 0.2, 0.2])  # joint, scale-only, rotation-only
+    mode_probs: list[float] = field(
+        default_factory=lambda: [0.6, 0.2, 0.2]
+    )  # joint, scale-only, rotation-only
     source_upright: float = 0.25  # probability that the reference patch is upright (θ_a = 0) and σ_a = 0
     noise: float = 0.02  # max std of additive Gaussian noise (0 = off)
     gamma: float = 0.25  # gamma ~ exp(U[-g, g]) (0 = off)
@@ -73,7 +75,11 @@ class PhotoPool:
 def sample_deltas(rng: np.random.Generator, n: int, cfg: PairConfig, mode: str | None = None):
     """Draw ``(Δs, Δo, σ_a, θ_a)`` for ``n`` pairs. ``mode``: None (mix), "joint", "scale", "rotation"."""
     modes = np.array(["joint", "scale", "rotation"])
-    m = np.full(n, mode) if mode else modes[rng.choice(3, size=n, p=np.asarray(cfg.mode_probs) / sum(cfg.mode_probs))]
+    m = (
+        np.full(n, mode)
+        if mode
+        else modes[rng.choice(3, size=n, p=np.asarray(cfg.mode_probs) / sum(cfg.mode_probs))]
+    )
     ds = rng.uniform(-cfg.delta_scale, cfg.delta_scale, n) * (m != "rotation")
     do = rng.uniform(0.0, TWO_PI, n) * (m != "scale")
     lo = np.maximum(cfg.sigma_min, cfg.sigma_min + ds)
@@ -145,8 +151,18 @@ class PairStream(torch.utils.data.IterableDataset):
     workers and ranks draw different pairs and a resumed run draws new ones.
     """
 
-    def __init__(self, paths, cfg: PairConfig, batch_size: int, patch_size: int, windows, color: str,
-                 seed: int = 0, rank: int = 0, start_step: int = 0) -> None:
+    def __init__(
+        self,
+        paths,
+        cfg: PairConfig,
+        batch_size: int,
+        patch_size: int,
+        windows,
+        color: str,
+        seed: int = 0,
+        rank: int = 0,
+        start_step: int = 0,
+    ) -> None:
         super().__init__()
         self.paths, self.cfg, self.batch_size = list(paths), cfg, batch_size
         self.patch_size, self.windows, self.color = patch_size, list(windows), color
@@ -161,7 +177,10 @@ class PairStream(torch.utils.data.IterableDataset):
         rng = np.random.default_rng([self.seed, self.rank, wid, self.start_step])
         while True:
             b = sample_pairs(rng, self._pool, self.batch_size, self.cfg, self.patch_size, self.windows)
-            yield {k: torch.from_numpy(np.ascontiguousarray(b[k])) for k in ("patch_a", "patch_b", "d_scale", "d_ori")}
+            yield {
+                k: torch.from_numpy(np.ascontiguousarray(b[k]))
+                for k in ("patch_a", "patch_b", "d_scale", "d_ori")
+            }
 
 
 __all__ = ["PairConfig", "PairStream", "PhotoPool", "sample_pairs", "sample_deltas"]

@@ -76,7 +76,9 @@ def to_gray(image: np.ndarray) -> np.ndarray:
     return cv2.cvtColor(image, cv2.COLOR_RGB2GRAY)
 
 
-def resize_long_side(image: np.ndarray, long_side: int | None, upscale: bool = False) -> tuple[np.ndarray, float]:
+def resize_long_side(
+    image: np.ndarray, long_side: int | None, upscale: bool = False
+) -> tuple[np.ndarray, float]:
     """Resize so that the longer side is ``long_side`` (anti-aliased); smaller images are left alone
     unless ``upscale``. Returns the image and the factor applied."""
     if not long_side:
@@ -164,7 +166,9 @@ def extract_patches(
     return out
 
 
-def grid_points(xy, log2_scale: float, theta: float, patch_size: int, radius: float = REFERENCE_RADIUS) -> np.ndarray:
+def grid_points(
+    xy, log2_scale: float, theta: float, patch_size: int, radius: float = REFERENCE_RADIUS
+) -> np.ndarray:
     """Image coordinates ``(PS, PS, 2)`` sampled by each patch cell (for tests and plots)."""
     u = patch_grid(patch_size)
     uu, vv = np.meshgrid(u, u)  # uu varies along columns (x), vv along rows (y)

@@ -48,8 +48,11 @@ DEBIAN_PHOTOS = {
     ),
     "opencv-doc": (
         "usr/share/doc/opencv-doc/examples",
-        [f"data/{n}" for n in "aero1 aero3 aloeL baboon building butterfly fruits home messi5 orange apple "
-         "squirrel_cls ela_original box_in_scene board rubberwhale1 leuvenA".split()]
+        [
+            f"data/{n}"
+            for n in "aero1 aero3 aloeL baboon building butterfly fruits home messi5 orange apple "
+            "squirrel_cls ela_original box_in_scene board rubberwhale1 leuvenA".split()
+        ]
         + [f"text/scenetext0{i}" for i in range(1, 7)]
         + ["alphamat/input_images/plant", "hfs/data/000"],
     ),
@@ -140,7 +143,9 @@ def fetch_photos(out: str | Path, debian: bool = True, val_frac: float = 0.15) -
                 try:
                     subprocess.run(["apt-get", "download", pkg], cwd=tmp, check=True, capture_output=True)
                     deb = next(Path(tmp).glob(f"{pkg}_*.deb"))
-                    subprocess.run(["dpkg", "-x", str(deb), str(Path(tmp) / "x")], check=True, capture_output=True)
+                    subprocess.run(
+                        ["dpkg", "-x", str(deb), str(Path(tmp) / "x")], check=True, capture_output=True
+                    )
                 except (subprocess.CalledProcessError, FileNotFoundError, StopIteration) as e:
                     log.warning("could not fetch Debian package %s (%s); run 'apt-get update' first?", pkg, e)
                     continue

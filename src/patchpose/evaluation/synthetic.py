@@ -23,7 +23,9 @@ def protocol_config(base: PairConfig | None = None) -> PairConfig:
     return replace(base, sigma_min=-2.0, sigma_max=2.0, source_upright=1.0, noise=0.0, gamma=0.0)
 
 
-def make_protocol_pairs(pool: PhotoPool, n: int, seed: int, patch_size: int, windows, cfg: PairConfig | None = None) -> dict:
+def make_protocol_pairs(
+    pool: PhotoPool, n: int, seed: int, patch_size: int, windows, cfg: PairConfig | None = None
+) -> dict:
     """Fixed pairs per protocol (same keypoints and Δ for every method evaluated on them)."""
     cfg = protocol_config(cfg)
     out = {}
@@ -33,7 +35,9 @@ def make_protocol_pairs(pool: PhotoPool, n: int, seed: int, patch_size: int, win
     return out
 
 
-def evaluate_model(model, pairs: dict, refine: bool = True, k: int = 1, batch_size: int = 128, amp=None) -> dict:
+def evaluate_model(
+    model, pairs: dict, refine: bool = True, k: int = 1, batch_size: int = 128, amp=None
+) -> dict:
     """``{protocol: {metric: percent}}`` for a :class:`~patchpose.models.PoseNet` on fixed pairs."""
     res = {}
     for proto, b in pairs.items():
@@ -46,4 +50,50 @@ def evaluate_model(model, pairs: dict, refine: bool = True, k: int = 1, batch_si
         elif proto == "rotation":
             acc = {m: v for m, v in acc.items() if m.startswith("ori")}
         res[proto] = {**acc, "n_pairs": len(b["d_scale"])}
+    return res
+
+
+def _gray_patches(pool: PhotoPool, b: dict, which: str, patch_size: int, window: float) -> np.ndarray:
+    from ..data.patches import extract_patches
+
+    sig = b["sigma_a"] if which == "a" else b["sigma_a"] - b["d_scale"]
+    th = b["theta_a"] if which == "a" else b["theta_a"] - b["d_ori"]
+    out = np.empty((len(sig), 1, patch_size, patch_size), np.float32)
+    for k in np.unique(b["image"]):
+        sel = np.nonzero(b["image"] == k)[0]
+        p = extract_patches(pool.pyramids[k], b["xy"][sel], sig[sel], th[sel], patch_size, [window])
+        if p.shape[1] == 3:
+            p = (0.299 * p[:, 0] + 0.587 * p[:, 1] + 0.114 * p[:, 2])[:, None]
+        out[sel] = p
+    return out
+
+
+def evaluate_handcrafted(pool: PhotoPool, pairs: dict) -> dict:
+    """kornia's dominant-gradient orientation + LoG scale selection on the same pairs."""
+    from ..baselines import (
+        LOG_PATCH,
+        LOG_WINDOW,
+        ORI_PATCH,
+        ORI_WINDOW,
+        dominant_gradient_orientation,
+        log_scale_selection,
+    )
+
+    res = {}
+    for proto, b in pairs.items():
+        pa, pb = {}, {}
+        if proto in ("scale", "joint"):
+            pa["scale"] = log_scale_selection(_gray_patches(pool, b, "a", LOG_PATCH, LOG_WINDOW))
+            pb["scale"] = log_scale_selection(_gray_patches(pool, b, "b", LOG_PATCH, LOG_WINDOW))
+        if proto in ("rotation", "joint"):
+            pa["orientation"] = dominant_gradient_orientation(
+                _gray_patches(pool, b, "a", ORI_PATCH, ORI_WINDOW)
+            )
+            pb["orientation"] = dominant_gradient_orientation(
+                _gray_patches(pool, b, "b", ORI_PATCH, ORI_WINDOW)
+            )
+        res[proto] = {
+            **accuracies(relative_errors(pa, pb, b["d_scale"], b["d_ori"])),
+            "n_pairs": len(b["d_scale"]),
+        }
     return res

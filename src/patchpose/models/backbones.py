@@ -9,7 +9,9 @@ from torch import nn
 
 def conv_bn_relu(cin: int, cout: int, stride: int = 1) -> nn.Sequential:
     return nn.Sequential(
-        nn.Conv2d(cin, cout, 3, stride=stride, padding=1, bias=False), nn.BatchNorm2d(cout), nn.ReLU(inplace=True)
+        nn.Conv2d(cin, cout, 3, stride=stride, padding=1, bias=False),
+        nn.BatchNorm2d(cout),
+        nn.ReLU(inplace=True),
     )
 
 

@@ -5,7 +5,9 @@ from __future__ import annotations
 from torch import nn
 
 
-def make_head(in_dim: int, num_bins: int, kind: str = "linear", hidden: tuple[int, ...] = (512, 128, 64)) -> nn.Module:
+def make_head(
+    in_dim: int, num_bins: int, kind: str = "linear", hidden: tuple[int, ...] = (512, 128, 64)
+) -> nn.Module:
     """``"linear"``: one linear layer. ``"mlp"``: the paper's four-layer MLP (Linear–BN–ReLU ×3, then
     Linear to ``num_bins``; 512-512-128-64 in the official code)."""
     if kind == "linear":

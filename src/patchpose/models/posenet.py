@@ -51,7 +51,9 @@ class ModelConfig:
         if self.color not in ("gray", "rgb"):
             raise ValueError(f"color must be 'gray' or 'rgb', got {self.color!r}")
         if not self.heads or set(self.heads) - {"scale", "orientation"}:
-            raise ValueError(f"heads must be a non-empty subset of ['scale', 'orientation'], got {self.heads}")
+            raise ValueError(
+                f"heads must be a non-empty subset of ['scale', 'orientation'], got {self.heads}"
+            )
         if not self.windows or min(self.windows) <= 0:
             raise ValueError(f"windows must be positive radius multipliers, got {self.windows}")
 

@@ -19,7 +19,9 @@ def atomic_save(obj, path: str | Path) -> None:
     os.replace(tmp, path)
 
 
-def save_checkpoint(path, model, optimizer, scheduler, config: dict, step: int, metrics: dict, best: float) -> None:
+def save_checkpoint(
+    path, model, optimizer, scheduler, config: dict, step: int, metrics: dict, best: float
+) -> None:
     atomic_save(
         {
             "version": CHECKPOINT_VERSION,

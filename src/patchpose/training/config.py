@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from omegaconf import OmegaConf
+from omegaconf.errors import OmegaConfBaseException
 
 from ..data.pairs import PairConfig
 from ..losses import LossConfig
@@ -63,6 +64,13 @@ def list_presets() -> list[str]:
 
 def load_config(path_or_preset: str | None = None, overrides: list[str] | None = None):
     """Defaults ← YAML file or preset name ← dotlist overrides (``optim.lr=1e-3``)."""
+    try:
+        return _load(path_or_preset, overrides)
+    except OmegaConfBaseException as e:
+        raise ValueError(f"bad training config: {str(e).splitlines()[0]}") from None
+
+
+def _load(path_or_preset, overrides):
     base = OmegaConf.structured(TrainConfig)
     OmegaConf.set_struct(base, True)
     if path_or_preset:

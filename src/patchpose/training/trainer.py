@@ -41,7 +41,9 @@ def pick_device(name: str) -> torch.device:
 
 def make_optimizer(model: torch.nn.Module, oc) -> torch.optim.Optimizer:
     if oc.optimizer == "sgd":
-        return torch.optim.SGD(model.parameters(), lr=oc.lr, momentum=oc.momentum, weight_decay=oc.weight_decay)
+        return torch.optim.SGD(
+            model.parameters(), lr=oc.lr, momentum=oc.momentum, weight_decay=oc.weight_decay
+        )
     if oc.optimizer == "adamw":
         return torch.optim.AdamW(model.parameters(), lr=oc.lr, weight_decay=oc.weight_decay)
     raise ValueError(f"unknown optimizer {oc.optimizer!r}")
@@ -112,13 +114,29 @@ def train(cfg, out_dir: str | Path, resume: bool = False, progress: bool = True,
     val_pairs = None
     if splits.get("val") and cfg.data.val_pairs > 0:
         val_pool = PhotoPool(splits["val"], pcfg, mcfg.color)
-        val_pairs = make_protocol_pairs(val_pool, cfg.data.val_pairs, rc.seed + 12345, mcfg.patch_size, mcfg.windows, pcfg)
+        val_pairs = make_protocol_pairs(
+            val_pool, cfg.data.val_pairs, rc.seed + 12345, mcfg.patch_size, mcfg.windows, pcfg
+        )
 
-    stream = PairStream(splits["train"], pcfg, oc.batch_size, mcfg.patch_size, mcfg.windows, mcfg.color,
-                        seed=rc.seed, rank=rank, start_step=step)
+    stream = PairStream(
+        splits["train"],
+        pcfg,
+        oc.batch_size,
+        mcfg.patch_size,
+        mcfg.windows,
+        mcfg.color,
+        seed=rc.seed,
+        rank=rank,
+        start_step=step,
+    )
     nw = cfg.data.num_workers
-    loader = torch.utils.data.DataLoader(stream, batch_size=None, num_workers=nw, persistent_workers=nw > 0,
-                                         prefetch_factor=4 if nw > 0 else None)
+    loader = torch.utils.data.DataLoader(
+        stream,
+        batch_size=None,
+        num_workers=nw,
+        persistent_workers=nw > 0,
+        prefetch_factor=4 if nw > 0 else None,
+    )
     amp = oc.amp if (oc.amp != "fp16" or device.type == "cuda") else "none"
     metrics_f = (out / "metrics.jsonl").open("a")
     last_ckpt, t0 = time.time(), time.time()
@@ -148,7 +166,9 @@ def train(cfg, out_dir: str | Path, resume: bool = False, progress: bool = True,
             d_o = batch["d_ori"].to(device).float() * mcfg.num_ori_bins / (2 * math.pi)
             losses = pose_loss(oa, ob, d_s, d_o, lcfg)
             if not torch.isfinite(losses["total"]):
-                raise FloatingPointError(f"loss is not finite at step {step}: lower optim.lr or loss.temperature")
+                raise FloatingPointError(
+                    f"loss is not finite at step {step}: lower optim.lr or loss.temperature"
+                )
             opt.zero_grad(set_to_none=True)
             losses["total"].backward()
             if oc.grad_clip:
@@ -165,8 +185,17 @@ def train(cfg, out_dir: str | Path, resume: bool = False, progress: bool = True,
                 if val:
                     post["val"] = f"{score(val):.1f}"
                 bar.set_postfix(post)
-                metrics_f.write(json.dumps({"step": step, "time": time.time() - t0, "lr": sched.get_last_lr()[0],
-                                            **{k: round(v, 5) for k, v in running.items()}}) + "\n")
+                metrics_f.write(
+                    json.dumps(
+                        {
+                            "step": step,
+                            "time": time.time() - t0,
+                            "lr": sched.get_last_lr()[0],
+                            **{k: round(v, 5) for k, v in running.items()},
+                        }
+                    )
+                    + "\n"
+                )
                 metrics_f.flush()
             if val_pairs is not None and (step % rc.val_every == 0 or step == oc.steps):
                 val = evaluate_model(model, val_pairs)

@@ -1,0 +1,94 @@
+"""The command line: outputs written, bad input gives one clear line and exit status 2 (no traceback)."""
+
+import json
+import subprocess
+import sys
+
+import cv2
+import numpy as np
+import pytest
+
+from patchpose.cli.main import main
+from patchpose.data.photos import demo_photo
+
+
+def run_cli(*args):
+    return subprocess.run(
+        [sys.executable, "-m", "patchpose.cli.main", *args], capture_output=True, text=True, timeout=300
+    )
+
+
+def test_demo_writes_poses_and_picture(tmp_path):
+    assert main(["demo", "--out", str(tmp_path), "--max-keypoints", "50"]) == 0
+    doc = json.loads((tmp_path / "astronaut_poses.json").read_text())
+    assert 0 < len(doc["keypoints"]) <= 50
+    k = doc["keypoints"][0]
+    assert 0 <= k["orientation"] < 2 * np.pi and -2 <= k["scale"] <= 2
+    img = cv2.imread(str(tmp_path / "astronaut_poses.png"))
+    assert img is not None and img.shape[0] > 100
+
+
+def test_estimate_with_keypoint_file_csv_top_k(tmp_path):
+    kp = tmp_path / "kp.csv"
+    kp.write_text("x,y\n100,120\n200.5,300\n")
+    assert (
+        main(
+            [
+                "estimate",
+                str(demo_photo()),
+                "--keypoints",
+                str(kp),
+                "--out",
+                str(tmp_path),
+                "--format",
+                "csv",
+                "--top-k",
+                "2",
+            ]
+        )
+        == 0
+    )
+    lines = (tmp_path / "astronaut_poses.csv").read_text().splitlines()
+    assert lines[0].split(",") == ["x", "y", "scale0", "scale1", "orientation0", "orientation1", "valid"]
+    assert len(lines) == 3
+
+
+@pytest.mark.parametrize("content, match", [(b"this is not an image", "cannot decode"), (None, "tiny")])
+def test_bad_images_exit_2_with_a_message(tmp_path, content, match):
+    path = tmp_path / "bad.png"
+    if content is None:
+        cv2.imwrite(str(path), np.zeros((10, 10), np.uint8))
+        match = "too small"
+    else:
+        path.write_bytes(content)
+    r = run_cli("estimate", str(path), "--out", str(tmp_path))
+    assert r.returncode == 2
+    assert match in r.stderr and "Traceback" not in r.stderr
+
+
+def test_missing_file_and_wrong_weights(tmp_path):
+    r = run_cli("estimate", str(tmp_path / "nope.jpg"))
+    assert r.returncode == 2 and "not found" in r.stderr and "Traceback" not in r.stderr
+    w = tmp_path / "w.safetensors"
+    w.write_bytes(b"garbage")
+    r = run_cli("demo", "--weights", str(w), "--out", str(tmp_path))
+    assert r.returncode == 2 and "safetensors" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_flat_image_has_no_keypoints(tmp_path):
+    path = tmp_path / "flat.png"
+    cv2.imwrite(str(path), np.full((100, 100), 128, np.uint8))
+    r = run_cli("estimate", str(path), "--out", str(tmp_path))
+    assert r.returncode == 2 and "no SIFT keypoints" in r.stderr
+
+
+def test_empty_keypoint_file(tmp_path):
+    kp = tmp_path / "kp.csv"
+    kp.write_text("x,y\n")
+    r = run_cli("estimate", str(demo_photo()), "--keypoints", str(kp), "--out", str(tmp_path))
+    assert r.returncode == 2 and "empty" in r.stderr
+
+
+def test_unknown_override_is_an_error(tmp_path):
+    r = run_cli("train", "--out", str(tmp_path / "r"), "optim.lrr=1")
+    assert r.returncode == 2 and "lrr" in r.stderr and "Traceback" not in r.stderr

@@ -1,0 +1,122 @@
+"""The public estimator on the bundled model: shapes, conventions on real photos, chunking, bad input."""
+
+import cv2
+import numpy as np
+import pytest
+import skimage.data
+
+import patchpose
+from patchpose.conventions import angle_diff
+from patchpose.data.keypoints import detect_sift
+from patchpose.errors import InputError
+
+
+@pytest.fixture(scope="module")
+def est():
+    return patchpose.PatchPoseEstimator.from_pretrained()
+
+
+@pytest.fixture(scope="module")
+def photo():
+    return skimage.data.astronaut()
+
+
+@pytest.fixture(scope="module")
+def kps(photo):
+    xy, _ = detect_sift(photo, 400, margin=100)
+    return xy
+
+
+def test_output_shapes_and_ranges(est, photo, kps):
+    """(N,) poses in range, (N, 36) and (N, 13) probability histograms."""
+    out = est.estimate(photo, kps)
+    n = len(kps)
+    assert out["orientation"].shape == (n,) and out["scale"].shape == (n,)
+    assert out["orientation_hist"].shape == (n, 36) and out["scale_hist"].shape == (n, 13)
+    assert np.all((out["orientation"] >= 0) & (out["orientation"] < 2 * np.pi))
+    assert np.all((out["scale"] >= -2) & (out["scale"] <= 2))
+    np.testing.assert_allclose(out["orientation_hist"].sum(1), 1.0, atol=1e-5)
+    np.testing.assert_allclose(out["scale_hist"].sum(1), 1.0, atol=1e-5)
+    assert out["valid"].all()
+
+
+def test_top_k_candidates(est, photo, kps):
+    """top_k gives (N, k) candidates whose first column is the single-pose answer."""
+    one = est.estimate(photo, kps[:20])
+    k4 = est.estimate(photo, kps[:20], top_k=4)
+    assert k4["orientation"].shape == (20, 4) and k4["scale"].shape == (20, 4)
+    np.testing.assert_allclose(k4["orientation"][:, 0], one["orientation"])
+    np.testing.assert_allclose(k4["scale"][:, 0], one["scale"])
+
+
+def test_argmax_without_refinement_is_a_bin_centre(est, photo, kps):
+    out = est.estimate(photo, kps[:20], refine=False)
+    np.testing.assert_allclose(
+        out["orientation"] / (2 * np.pi / 36), np.round(out["orientation"] / (2 * np.pi / 36)), atol=1e-9
+    )
+    np.testing.assert_allclose((out["scale"] + 2) * 3, np.round((out["scale"] + 2) * 3), atol=1e-9)
+
+
+def test_chunked_inference_matches(est, photo, kps):
+    """Small chunks give the same answer as one big batch."""
+    small = patchpose.PatchPoseEstimator(est.model, batch_size=7)
+    a, b = est.estimate(photo, kps[:50]), small.estimate(photo, kps[:50])
+    np.testing.assert_allclose(a["orientation_hist"], b["orientation_hist"], atol=1e-5)
+
+
+def test_rotating_the_image_ccw_adds_to_orientation(est, photo, kps):
+    """np.rot90 turns the content 90° CCW as displayed: orientations grow by π/2 (exact pixels, no resampling)."""
+    h, w = photo.shape[:2]
+    rot = np.ascontiguousarray(np.rot90(photo))
+    xy_rot = np.stack([kps[:, 1], w - 1 - kps[:, 0]], 1)
+    a, b = est.estimate(photo, kps), est.estimate(rot, xy_rot)
+    err = np.degrees(np.abs(angle_diff(b["orientation"] - a["orientation"], np.pi / 2)))
+    assert np.median(err) < 6.0 and np.mean(err < 10) > 0.8
+
+
+def test_shrinking_the_image_lowers_scale(est, photo, kps):
+    """Halving the image (anti-aliased) subtracts about 1 from log2 scale."""
+    small = cv2.resize(photo, (photo.shape[1] // 2, photo.shape[0] // 2), interpolation=cv2.INTER_AREA)
+    a = est.estimate(photo, kps)
+    b = est.estimate(small, (kps + 0.5) / 2 - 0.5)
+    d = b["scale"] - a["scale"]
+    assert abs(np.median(d) + 1.0) < 0.3
+
+
+def test_gray_and_float_inputs(est, photo, kps):
+    gray = cv2.cvtColor(photo, cv2.COLOR_RGB2GRAY)
+    a = est.estimate(photo, kps[:10])
+    b = est.estimate(gray, kps[:10])
+    c = est.estimate(gray.astype(np.float32) / 255.0, kps[:10])
+    np.testing.assert_allclose(a["orientation_hist"], b["orientation_hist"], atol=0.05)  # uint8 gray rounding
+    np.testing.assert_allclose(b["orientation_hist"], c["orientation_hist"], atol=1e-5)
+
+
+@pytest.mark.parametrize(
+    "image, keypoints, match",
+    [
+        (np.zeros((10, 10), np.uint8), np.array([[5.0, 5.0]]), "too small"),
+        (np.full((64, 64), np.nan, np.float32), np.array([[30.0, 30.0]]), "NaN"),
+        (np.zeros((64, 64, 2), np.uint8), np.array([[30.0, 30.0]]), "shape"),
+        (np.zeros((64, 64), np.uint8), np.zeros((0, 2)), "empty"),
+        (np.zeros((64, 64), np.uint8), np.array([1.0, 2.0]), r"\(N, 2\)"),
+        (np.zeros((64, 64), np.uint8), np.array([[np.nan, 2.0]]), "NaN"),
+        (np.zeros((64, 64), np.uint8), np.array([[70.0, 2.0]]), "outside"),
+        ("not an array", np.array([[1.0, 2.0]]), "numpy array"),
+    ],
+)
+def test_bad_input_is_a_clear_error(est, image, keypoints, match):
+    with pytest.raises(InputError, match=match):
+        est.estimate(image, keypoints)
+
+
+def test_border_policy(est, photo):
+    """Keypoints near the border: reflect (default) flags them invalid; 'error' refuses them."""
+    xy = np.array([[3.0, 3.0], [256.0, 256.0]])
+    out = est.estimate(photo, xy)
+    assert out["valid"].tolist() == [False, True]
+    strict = patchpose.PatchPoseEstimator(est.model, border="error")
+    with pytest.raises(InputError, match="border"):
+        strict.estimate(photo, xy)
+    with pytest.raises(InputError):
+        est.estimate(photo, xy, top_k=0)

@@ -1,0 +1,117 @@
+"""Short CPU training runs: the default recipe learns, both measured traps stay at chance, and a killed
+run resumes from its checkpoint with nothing lost."""
+
+import json
+import shutil
+
+import pytest
+import torch
+
+from patchpose.data.photos import wheel_photo_paths
+from patchpose.training.checkpoint import load_checkpoint
+from patchpose.training.config import load_config
+from patchpose.training.trainer import train
+
+TRAIN = ["astronaut", "chelsea", "rocket", "grace_hopper", "china", "motorcycle_left"]
+VAL = ["coffee"]
+
+
+@pytest.fixture(scope="module")
+def photos(tmp_path_factory):
+    root = tmp_path_factory.mktemp("photos")
+    for p in wheel_photo_paths():
+        if p.stem in TRAIN + VAL:
+            shutil.copy(p, root / p.name)
+    names = sorted(p.name for p in root.iterdir())
+    splits = {
+        "train": [n for n in names if n.split(".")[0] in TRAIN],
+        "val": [n for n in names if n.split(".")[0] in VAL],
+    }
+    (root / "splits.json").write_text(json.dumps(splits))
+    return root
+
+
+def small_cfg(photos, steps, *extra):
+    return load_config(
+        "v1",
+        [
+            f"data.photos={photos}",
+            "model.windows=[1.0]",
+            "model.width=0.5",
+            "model.embed_dim=128",
+            f"optim.steps={steps}",
+            "optim.batch_size=32",
+            "optim.warmup_steps=20",
+            "optim.lr=3e-3",
+            "optim.amp=none",
+            "data.num_workers=0",
+            "data.val_pairs=200",
+            f"run.val_every={steps}",
+            "data.long_side=512",
+            "run.threads=2",
+            *extra,
+        ],
+    )
+
+
+@pytest.mark.slow
+def test_orientation_learns_with_default_loss(photos, tmp_path):
+    """With the entropy regularisers (default), orientation rises far above chance (~5.6 % at ±10°)."""
+    torch.manual_seed(0)
+    r = train(small_cfg(photos, 150, "model.heads=[orientation]"), tmp_path / "run", progress=False)
+    assert r["val"]["rotation"]["ori_acc@10"] > 25.0
+
+
+@pytest.mark.slow
+def test_orientation_trap_without_regulariser(photos, tmp_path):
+    """The paper's loss alone stays at the uniform stationary point: accuracy at chance."""
+    r = train(
+        small_cfg(photos, 150, "model.heads=[orientation]", "loss.ori_entropy=0", "loss.ori_batch_entropy=0"),
+        tmp_path / "run",
+        progress=False,
+    )
+    assert r["val"]["rotation"]["ori_acc@10"] < 12.0
+
+
+@pytest.mark.slow
+def test_scale_learns_over_all_bins_but_not_over_shared_bins(photos, tmp_path):
+    """Counting every bin learns scale; equation 4 read literally (shared bins only) is cheated."""
+    good = train(small_cfg(photos, 400, "model.heads=[scale]"), tmp_path / "all", progress=False)
+    trap = train(
+        small_cfg(photos, 400, "model.heads=[scale]", "loss.scale_bins=shared"),
+        tmp_path / "shared",
+        progress=False,
+    )
+    assert good["val"]["scale"]["scale_acc@1/3"] > 35.0
+    assert trap["val"]["scale"]["scale_acc@1/3"] < 25.0
+    assert good["val"]["scale"]["scale_acc@1/3"] > trap["val"]["scale"]["scale_acc@1/3"] + 15.0
+
+
+def test_checkpoint_round_trip_and_resume(photos, tmp_path):
+    """A run stopped early resumes from its checkpoint: the step, model and optimizer state carry over."""
+    out = tmp_path / "run"
+    cfg = small_cfg(photos, 6, "data.val_pairs=0")
+    first = train(small_cfg(photos, 3, "data.val_pairs=0"), out, progress=False)
+    assert first["step"] == 3
+    ck = load_checkpoint(out / "checkpoint.pt")
+    assert ck["step"] == 3 and set(ck) >= {"model", "optimizer", "scheduler", "config", "step"}
+    assert (out / "config.yaml").is_file() and not list(out.glob("*.tmp"))
+    with pytest.raises(FileExistsError):
+        train(cfg, out, progress=False)  # refuses to overwrite without --resume
+    second = train(cfg, out, resume=True, progress=False)
+    assert second["step"] == 6
+    ck2 = load_checkpoint(out / "checkpoint.pt")
+    changed = any(
+        not torch.equal(ck["model"][k], ck2["model"][k]) for k in ck["model"] if k.endswith("weight")
+    )
+    assert changed, "resumed training did not update the model"
+    assert ck2["optimizer"]["state"], "optimizer state lost"
+
+
+def test_corrupt_checkpoint_is_a_clear_error(tmp_path):
+    from patchpose.errors import WeightsError
+
+    bad = tmp_path / "checkpoint.pt"
+    bad.write_bytes(b"not a checkpoint")
+    with pytest.raises(WeightsError, match="cannot read checkpoint"):
+        load_checkpoint(bad)
