@@ -17,14 +17,41 @@ import math
 import numpy as np
 import torch
 
-#: patch side and window (in REFERENCE_RADIUS units) for the baselines
+#: patch side and window (in REFERENCE_RADIUS units) for the orientation baselines
 ORI_PATCH, ORI_WINDOW = 32, 1.0
-LOG_PATCH, LOG_WINDOW = 128, 8.0
-_LOG_SIGMAS = 2.0 ** (np.arange(0, 37) / 8.0)  # 1 … 22.6 patch pixels
+#: LoG scale selection: a scale space sampled by resampling windows of radius 2^(k/4)·16 px to
+#: LOG_PATCH pixels (anti-aliased by the pyramid) and applying one LoG of σ = LOG_SIGMA patch pixels at
+#: the centre; the selected image σ is LOG_SIGMA·(2·16·w/LOG_PATCH) px.
+LOG_PATCH, LOG_SIGMA = 24, 3.0
+LOG_WINDOWS = 2.0 ** (np.arange(-10, 19) / 4.0)  # radius 2.8 … 362 px: σ 0.7 … 90 px
+
+
+def _log_kernel(ps: int, s: float) -> np.ndarray:
+    c = (ps - 1) / 2.0
+    y, x = np.mgrid[0:ps, 0:ps] - c
+    r2 = x**2 + y**2
+    # σ²·∇²G_σ (scale-normalised), zero-mean over the window so flat patches give no response
+    k = (r2 / s**2 - 2.0) / (2 * math.pi * s**2) * np.exp(-r2 / (2 * s**2))
+    return (k - k.mean()).ravel()
+
+
+def log_scale_selection(stack: np.ndarray) -> np.ndarray:
+    """``(N, len(LOG_WINDOWS), LOG_PATCH, LOG_PATCH)`` gray windows (one per scale) → ``(N,)`` log2 of the
+    selected σ in units of the reference radius (parabolic refinement over the 1/4-octave grid)."""
+    n, m = stack.shape[:2]
+    resp = np.abs(stack.reshape(n, m, -1).astype(np.float64) @ _log_kernel(stack.shape[-1], LOG_SIGMA))
+    i = resp.argmax(1)
+    r = np.arange(n)
+    left, mid, right = resp[r, np.clip(i - 1, 0, m - 1)], resp[r, i], resp[r, np.clip(i + 1, 0, m - 1)]
+    den = left - 2 * mid + right
+    off = np.where(
+        (den < 0) & (i > 0) & (i < m - 1), 0.5 * (left - right) / np.where(den < 0, den, -1.0), 0.0
+    )
+    return np.log2(LOG_WINDOWS[0]) + (i + np.clip(off, -0.5, 0.5)) / 4.0
 
 
 def dominant_gradient_orientation(patches: np.ndarray) -> np.ndarray:
-    """``(N, 1, PS, PS)`` gray patches → ``(N,)`` radians in [0, 2π)."""
+    """``(N, 1, PS, PS)`` gray patches → ``(N,)`` radians in [0, 2π) (kornia, CCW as displayed)."""
     import kornia
 
     det = kornia.feature.PatchDominantGradientOrientation(patches.shape[-1])
@@ -47,36 +74,3 @@ def intensity_centroid_orientation(patches: np.ndarray) -> np.ndarray:
     m10 = (p * x).sum((1, 2))
     m01 = (p * y).sum((1, 2))
     return np.mod(np.arctan2(-m01, m10), 2 * math.pi)
-
-
-def _log_kernels(ps: int) -> np.ndarray:
-    c = (ps - 1) / 2.0
-    y, x = np.mgrid[0:ps, 0:ps] - c
-    r2 = (x**2 + y**2).ravel()
-    ks = []
-    for s in _LOG_SIGMAS:
-        # σ²·∇²G_σ, zero-mean over the window so flat patches give no response
-        k = (r2 / s**2 - 2.0) / (2 * math.pi * s**2) * np.exp(-r2 / (2 * s**2))
-        ks.append(k - k.mean())
-    return np.stack(ks, 1)
-
-
-_KERNELS: dict[int, np.ndarray] = {}
-
-
-def log_scale_selection(patches: np.ndarray) -> np.ndarray:
-    """``(N, 1, PS, PS)`` gray patches → ``(N,)`` log2 of the characteristic σ (patch pixels)."""
-    ps = patches.shape[-1]
-    if ps not in _KERNELS:
-        _KERNELS[ps] = _log_kernels(ps)
-    resp = np.abs(patches.reshape(len(patches), -1).astype(np.float64) @ _KERNELS[ps])
-    i = resp.argmax(1)
-    n = resp.shape[1]
-    left = resp[np.arange(len(i)), np.clip(i - 1, 0, n - 1)]
-    mid = resp[np.arange(len(i)), i]
-    right = resp[np.arange(len(i)), np.clip(i + 1, 0, n - 1)]
-    den = left - 2 * mid + right
-    off = np.where(
-        (den < 0) & (i > 0) & (i < n - 1), 0.5 * (left - right) / np.where(den < 0, den, -1.0), 0.0
-    )
-    return np.log2(_LOG_SIGMAS[0]) + (i + np.clip(off, -0.5, 0.5)) / 8.0

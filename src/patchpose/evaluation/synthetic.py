@@ -53,17 +53,18 @@ def evaluate_model(
     return res
 
 
-def _gray_patches(pool: PhotoPool, b: dict, which: str, patch_size: int, window: float) -> np.ndarray:
+def _gray_patches(pool: PhotoPool, b: dict, which: str, patch_size: int, windows) -> np.ndarray:
     from ..data.patches import extract_patches
 
     sig = b["sigma_a"] if which == "a" else b["sigma_a"] - b["d_scale"]
     th = b["theta_a"] if which == "a" else b["theta_a"] - b["d_ori"]
-    out = np.empty((len(sig), 1, patch_size, patch_size), np.float32)
+    out = np.empty((len(sig), len(windows), patch_size, patch_size), np.float32)
     for k in np.unique(b["image"]):
         sel = np.nonzero(b["image"] == k)[0]
-        p = extract_patches(pool.pyramids[k], b["xy"][sel], sig[sel], th[sel], patch_size, [window])
-        if p.shape[1] == 3:
-            p = (0.299 * p[:, 0] + 0.587 * p[:, 1] + 0.114 * p[:, 2])[:, None]
+        p = extract_patches(pool.pyramids[k], b["xy"][sel], sig[sel], th[sel], patch_size, list(windows))
+        if pool.color == "rgb":
+            p = p.reshape(len(sel), len(windows), 3, patch_size, patch_size)
+            p = 0.299 * p[:, :, 0] + 0.587 * p[:, :, 1] + 0.114 * p[:, :, 2]
         out[sel] = p
     return out
 
@@ -72,7 +73,7 @@ def evaluate_handcrafted(pool: PhotoPool, pairs: dict) -> dict:
     """kornia's dominant-gradient orientation + LoG scale selection on the same pairs."""
     from ..baselines import (
         LOG_PATCH,
-        LOG_WINDOW,
+        LOG_WINDOWS,
         ORI_PATCH,
         ORI_WINDOW,
         dominant_gradient_orientation,
@@ -83,14 +84,14 @@ def evaluate_handcrafted(pool: PhotoPool, pairs: dict) -> dict:
     for proto, b in pairs.items():
         pa, pb = {}, {}
         if proto in ("scale", "joint"):
-            pa["scale"] = log_scale_selection(_gray_patches(pool, b, "a", LOG_PATCH, LOG_WINDOW))
-            pb["scale"] = log_scale_selection(_gray_patches(pool, b, "b", LOG_PATCH, LOG_WINDOW))
+            pa["scale"] = log_scale_selection(_gray_patches(pool, b, "a", LOG_PATCH, LOG_WINDOWS))
+            pb["scale"] = log_scale_selection(_gray_patches(pool, b, "b", LOG_PATCH, LOG_WINDOWS))
         if proto in ("rotation", "joint"):
             pa["orientation"] = dominant_gradient_orientation(
-                _gray_patches(pool, b, "a", ORI_PATCH, ORI_WINDOW)
+                _gray_patches(pool, b, "a", ORI_PATCH, [ORI_WINDOW])
             )
             pb["orientation"] = dominant_gradient_orientation(
-                _gray_patches(pool, b, "b", ORI_PATCH, ORI_WINDOW)
+                _gray_patches(pool, b, "b", ORI_PATCH, [ORI_WINDOW])
             )
         res[proto] = {
             **accuracies(relative_errors(pa, pb, b["d_scale"], b["d_ori"])),
