@@ -92,3 +92,23 @@ def test_empty_keypoint_file(tmp_path):
 def test_unknown_override_is_an_error(tmp_path):
     r = run_cli("train", "--out", str(tmp_path / "r"), "optim.lrr=1")
     assert r.returncode == 2 and "lrr" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_bench_reports_times_and_ratios(tmp_path):
+    from patchpose.evaluation.bench import bench
+
+    res = bench(num_keypoints=64, repeats=1, rotations=(1,), out=tmp_path)
+    assert res["num_keypoints"] == 64 and res["sift_detect_s"] > 0 and res["patchpose_rot1_s"] > 0
+    assert res["ratio_rot1_to_sift"] == pytest.approx(res["patchpose_rot1_s"] / res["sift_detect_s"])
+    assert json.loads((tmp_path / "bench.json").read_text())["model"] == "patchpose-v1"
+
+
+def test_eval_synthetic_writes_results(tmp_path):
+    from patchpose.apps import eval_synthetic
+
+    doc = eval_synthetic(None, None, 40, 0, tmp_path)
+    res = doc["results"]
+    assert set(res) == {"scale", "rotation", "joint"}
+    assert res["rotation"]["patchpose (refined)"]["n_pairs"] == 40
+    assert 0 <= res["joint"]["dominant-gradient + LoG"]["ori_acc@10"] <= 100
+    assert (tmp_path / "results.md").read_text().startswith("# Synthetic pose pairs")

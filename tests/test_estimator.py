@@ -120,3 +120,26 @@ def test_border_policy(est, photo):
         strict.estimate(photo, xy)
     with pytest.raises(InputError):
         est.estimate(photo, xy, top_k=0)
+
+
+def test_rotation_tta_is_exactly_equivariant(est, photo, kps):
+    """With 4 quarter turns averaged, turning the patches by 90° CCW shifts the histogram by exactly 9 bins."""
+    from patchpose.inference import predict_histograms
+
+    patches, _ = est.extract(photo, kps[:30])
+    h = predict_histograms(est.model, patches, rotations=4)
+    h_rot = predict_histograms(
+        est.model, np.ascontiguousarray(np.rot90(patches, 1, axes=(2, 3))), rotations=4
+    )
+    np.testing.assert_allclose(
+        h_rot["orientation_hist"], np.roll(h["orientation_hist"], 9, axis=1), atol=1e-5
+    )
+    np.testing.assert_allclose(h_rot["scale_hist"], h["scale_hist"], atol=1e-5)
+
+
+def test_rotation_tta_option(est, photo, kps):
+    tta = patchpose.PatchPoseEstimator(est.model, rotations=4)
+    out = tta.estimate(photo, kps[:10])
+    assert out["orientation"].shape == (10,)
+    with pytest.raises(InputError, match="rotations"):
+        patchpose.PatchPoseEstimator(est.model, rotations=3)

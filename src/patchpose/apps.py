@@ -17,10 +17,12 @@ from .errors import InputError
 log = logging.getLogger(__name__)
 
 
-def _estimator(weights: str | None):
+def _estimator(weights: str | None, rotations: int = 1):
     from .estimator import PatchPoseEstimator
 
-    return PatchPoseEstimator.from_file(weights) if weights else PatchPoseEstimator.from_pretrained()
+    if weights:
+        return PatchPoseEstimator.from_file(weights, rotations=rotations)
+    return PatchPoseEstimator.from_pretrained(rotations=rotations)
 
 
 def read_keypoints(path: str | Path) -> np.ndarray:
@@ -139,13 +141,15 @@ def write_poses(path: Path, xy: np.ndarray, out: dict, fmt: str) -> Path:
     return path
 
 
-def run_estimate(image_path, keypoints_path, out_dir, weights, max_keypoints, top_k, fmt, refine) -> dict:
+def run_estimate(
+    image_path, keypoints_path, out_dir, weights, max_keypoints, top_k, fmt, refine, rotations=1
+) -> dict:
     from .data.keypoints import detect_sift
     from .data.patches import check_image, load_image
 
     image = load_image(image_path)
     check_image(image)  # size and content checks before detection
-    est = _estimator(weights)
+    est = _estimator(weights, rotations)
     if keypoints_path:
         xy = read_keypoints(keypoints_path)
     else:
@@ -173,7 +177,17 @@ def run_estimate(image_path, keypoints_path, out_dir, weights, max_keypoints, to
 
 
 def estimate_command(a) -> int:
-    run_estimate(a.image, a.keypoints, a.out, a.weights, a.max_keypoints, a.top_k, a.format, not a.no_refine)
+    run_estimate(
+        a.image,
+        a.keypoints,
+        a.out,
+        a.weights,
+        a.max_keypoints,
+        a.top_k,
+        a.format,
+        not a.no_refine,
+        a.rotations,
+    )
     return 0
 
 
@@ -181,7 +195,15 @@ def demo_command(a) -> int:
     from .data.photos import demo_photo
 
     run_estimate(
-        a.image or demo_photo(), None, a.out, a.weights, a.max_keypoints, a.top_k, a.format, not a.no_refine
+        a.image or demo_photo(),
+        None,
+        a.out,
+        a.weights,
+        a.max_keypoints,
+        a.top_k,
+        a.format,
+        not a.no_refine,
+        a.rotations,
     )
     return 0
 
@@ -219,6 +241,7 @@ def eval_synthetic(
     by_method = {
         "patchpose (refined)": evaluate_model(est.model, pairs, refine=True),
         "patchpose (argmax)": evaluate_model(est.model, pairs, refine=False),
+        "patchpose (refined, 4 rotations)": evaluate_model(est.model, pairs, refine=True, rotations=4),
         "dominant-gradient + LoG": evaluate_handcrafted(pool, pairs),
     }
     results = {proto: {m: r[proto] for m, r in by_method.items()} for proto in pairs}

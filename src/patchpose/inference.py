@@ -19,14 +19,40 @@ def autocast_ctx(device: torch.device, amp: str | None):
     return torch.autocast(device_type=device.type, dtype=dtype)
 
 
-@torch.inference_mode()
+ROTATIONS = {1: (0,), 2: (0, 2), 4: (0, 1, 2, 3)}
+
+
 def predict_histograms(
-    model: PoseNet, patches, batch_size: int = 128, amp: str | None = None
+    model: PoseNet, patches, batch_size: int = 128, amp: str | None = None, rotations: int = 1
 ) -> dict[str, np.ndarray]:
     """Probabilities ``{"scale_hist": (N, Bs), "orientation_hist": (N, Bo)}`` for patches ``(N, C, PS, PS)``.
 
     Runs in chunks of ``batch_size`` (64–128 is fastest on CPUs) so that any N fits in memory.
+
+    ``rotations`` (1, 2 or 4) is rotation test-time augmentation: the patches are also turned by
+    multiples of 90° (an exact pixel permutation, since the sampling grid is symmetric about the
+    keypoint), each orientation histogram is shifted back by the turn, and the histograms are averaged.
+    ``np.rot90`` over the (row, col) axes turns the content counter-clockwise as displayed, which adds
+    ``B/4`` bins per quarter turn.
     """
+    if rotations not in ROTATIONS:
+        raise ValueError(f"rotations must be 1, 2 or 4, got {rotations!r}")
+    if rotations == 1:
+        return _predict(model, patches, batch_size, amp)
+    acc: dict[str, np.ndarray] = {}
+    for k in ROTATIONS[rotations]:
+        h = _predict(
+            model, np.ascontiguousarray(np.rot90(np.asarray(patches), k, axes=(2, 3))), batch_size, amp
+        )
+        if "orientation_hist" in h:
+            h["orientation_hist"] = np.roll(h["orientation_hist"], -k * model.cfg.num_ori_bins // 4, axis=1)
+        for name, v in h.items():
+            acc[name] = acc.get(name, 0.0) + v / rotations
+    return acc
+
+
+@torch.inference_mode()
+def _predict(model: PoseNet, patches, batch_size: int, amp: str | None) -> dict[str, np.ndarray]:
     was_training = model.training
     model.eval()
     device = next(model.parameters()).device

@@ -58,6 +58,17 @@ def _cmd_eval(a: argparse.Namespace) -> int:
     return eval_synthetic_command(a)
 
 
+def _cmd_bench(a: argparse.Namespace) -> int:
+    from ..evaluation.bench import bench
+
+    res = bench(a.weights, a.keypoints, repeats=a.repeats, out=a.out)
+    w = max(len(k) for k in res)
+    for k, v in res.items():
+        print(f"{k:<{w}}  {v:.4f}" if isinstance(v, float) else f"{k:<{w}}  {v}")
+    print(f"wrote {a.out}/bench.json")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="patchpose", description="Keypoint scale and orientation, learned without labels."
@@ -105,7 +116,21 @@ def build_parser() -> argparse.ArgumentParser:
         s.add_argument("--top-k", type=int, default=1)
         s.add_argument("--format", choices=("json", "csv"), default="json")
         s.add_argument("--no-refine", action="store_true", help="plain argmax (no sub-bin refinement)")
+        s.add_argument(
+            "--rotations",
+            type=int,
+            choices=(1, 2, 4),
+            default=1,
+            help="rotation test-time augmentation: average over 1, 2 or 4 quarter turns",
+        )
         s.set_defaults(func=_cmd_estimate if name == "estimate" else _cmd_demo)
+
+    b = sub.add_parser("bench", help="speed: our poses for N keypoints vs OpenCV SIFT detection, one run")
+    b.add_argument("--weights", default=None)
+    b.add_argument("--keypoints", type=int, default=2048)
+    b.add_argument("--repeats", type=int, default=7)
+    b.add_argument("--out", default="outputs/bench")
+    b.set_defaults(func=_cmd_bench)
 
     ev = sub.add_parser("eval", help="evaluations")
     evs = ev.add_subparsers(dest="eval_cmd", required=True)

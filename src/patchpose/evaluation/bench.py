@@ -1,0 +1,67 @@
+"""``patchpose bench``: wall time of scale+orientation for N keypoints next to OpenCV SIFT detection on the
+same photo, in one run (medians of repeats; the host is noisy, compare only within a run)."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+import cv2
+import numpy as np
+import torch
+
+
+def _median_time(fn, repeats: int) -> float:
+    fn()  # warm-up
+    ts = []
+    for _ in range(repeats):
+        t = time.perf_counter()
+        fn()
+        ts.append(time.perf_counter() - t)
+    return float(np.median(ts))
+
+
+def bench(
+    weights: str | None = None,
+    num_keypoints: int = 2048,
+    size=(1024, 768),
+    repeats: int = 7,
+    rotations=(1, 4),
+    out: str | Path | None = None,
+) -> dict:
+    from ..apps import _estimator
+    from ..data.keypoints import detect_sift
+    from ..data.patches import load_image
+    from ..data.photos import demo_photo
+
+    img = cv2.resize(load_image(demo_photo()), size, interpolation=cv2.INTER_CUBIC)
+    gray = cv2.cvtColor(img, cv2.COLOR_RGB2GRAY)
+    sift = cv2.SIFT_create()
+    xy, _ = detect_sift(img, 4 * num_keypoints)
+    rng = np.random.default_rng(0)
+    if len(xy) < num_keypoints:  # pad with random points so that exactly N are timed
+        extra = rng.uniform([0, 0], [size[0] - 1, size[1] - 1], (num_keypoints - len(xy), 2))
+        xy = np.concatenate([xy, extra])
+    xy = xy[:num_keypoints]
+    res = {
+        "image": f"{Path(demo_photo()).name} resized to {size[0]}x{size[1]}",
+        "num_keypoints": int(len(xy)),
+        "torch_threads": torch.get_num_threads(),
+        "opencv_threads": cv2.getNumThreads(),
+        "sift_detect_s": _median_time(lambda: sift.detect(gray, None), repeats),
+    }
+    for r in rotations:
+        est = _estimator(weights, r)
+        res[f"patchpose_rot{r}_s"] = _median_time(lambda est=est: est.estimate(img, xy), repeats)
+        res[f"patchpose_rot{r}_patches_s"] = _median_time(lambda est=est: est.extract(img, xy), repeats)
+        res[f"ratio_rot{r}_to_sift"] = res[f"patchpose_rot{r}_s"] / res["sift_detect_s"]
+    res["model"] = est.meta.get("name", str(weights))
+    if out:
+        out = Path(out)
+        out.mkdir(parents=True, exist_ok=True)
+        tmp = out / "bench.json.tmp"
+        tmp.write_text(json.dumps(res, indent=1))
+        os.replace(tmp, out / "bench.json")
+    return res
