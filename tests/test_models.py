@@ -1,0 +1,71 @@
+"""Model registry, named configurations and the training presets."""
+
+import pytest
+import torch
+
+from patchpose.data.photos import group_of, split_by_image
+from patchpose.models import ModelConfig, create_model, get_config, list_models
+from patchpose.training.config import list_presets, load_config
+
+
+def test_registry_lists_the_paper_and_small_models():
+    assert {"paper-resnet18", "small-cnn", "small-cnn-ms"} <= set(list_models())
+    with pytest.raises(KeyError, match="unknown model"):
+        get_config("nope")
+
+
+def test_paper_reference_configuration():
+    """ResNet-18 (ImageNet stem, global max pool) with the 4-layer MLP heads, RGB 32×32, 13 + 36 bins."""
+    m = create_model("paper-resnet18")
+    assert m.cfg.arch == "resnet18" and m.cfg.head == "mlp" and m.cfg.in_channels == 3
+    assert 11e6 < sum(p.numel() for p in m.parameters()) < 13e6
+    out = m.eval()(torch.rand(2, 3, 32, 32))
+    assert out["scale_logits"].shape == (2, 13) and out["ori_logits"].shape == (2, 36)
+
+
+@pytest.mark.parametrize("heads", [["scale"], ["orientation"], ["scale", "orientation"]])
+def test_heads_are_optional(heads):
+    out = create_model("small-cnn", heads=heads)(torch.rand(3, 1, 32, 32))
+    assert set(out) == {{"scale": "scale_logits", "orientation": "ori_logits"}[h] for h in heads}
+
+
+def test_multi_window_input_channels():
+    m = create_model("small-cnn-ms")
+    assert m.cfg.in_channels == 3
+    with pytest.raises(ValueError, match="expected patches"):
+        m(torch.rand(2, 1, 32, 32))
+
+
+def test_bad_model_configs():
+    with pytest.raises(ValueError):
+        create_model(ModelConfig(arch="vgg"))
+    with pytest.raises(ValueError):
+        create_model("small-cnn", heads=["pose"])
+    with pytest.raises(ValueError, match="unknown model config keys"):
+        ModelConfig.from_dict({"arch": "small-cnn", "depth": 3})
+
+
+def test_presets_load_and_overrides_apply():
+    assert {"v1", "paper"} <= set(list_presets())
+    paper = load_config("paper")
+    assert paper.optim.optimizer == "sgd" and paper.optim.lr == 3.0 and paper.loss.temperature == 20.0
+    assert paper.loss.scale_bins == "official" and paper.optim.batch_size == 64
+    cfg = load_config("v1", ["optim.lr=0.01", "model.windows=[1.0,2.0]"])
+    assert cfg.optim.lr == 0.01 and list(cfg.model.windows) == [1.0, 2.0]
+    with pytest.raises(ValueError, match="bad training config"):
+        load_config("v1", ["optim.lrr=1"])
+    with pytest.raises(FileNotFoundError):
+        load_config("no-such-preset")
+
+
+def test_split_by_image_keeps_scene_groups_together():
+    assert group_of("aero1.jpg") == group_of("aero3.jpg") == "aero"
+    assert group_of("motorcycle_left.png") == group_of("motorcycle_right.png")
+    assert group_of("leuvenA.jpg") == group_of("leuvenB.jpg")
+    paths = [f"{n}{i}.jpg" for n in ("aero", "boat", "cat", "dog", "elk", "fox", "gnu") for i in (1, 2, 3)]
+    sp = split_by_image(paths, val_frac=0.3, test_frac=0.3)
+    assert sorted(sum(sp.values(), [])) == sorted(paths)
+    where = {group_of(p): k for k, v in sp.items() for p in v}
+    for k, v in sp.items():
+        assert all(where[group_of(p)] == k for p in v)
+    assert split_by_image(paths, 0.3, 0.3) == sp  # deterministic
