@@ -177,33 +177,13 @@ def run_estimate(
 
 
 def estimate_command(a) -> int:
-    run_estimate(
-        a.image,
-        a.keypoints,
-        a.out,
-        a.weights,
-        a.max_keypoints,
-        a.top_k,
-        a.format,
-        not a.no_refine,
-        a.rotations,
-    )
-    return 0
-
-
-def demo_command(a) -> int:
+    """``patchpose estimate`` and ``patchpose demo`` (the demo's image defaults to a bundled photo)."""
     from .data.photos import demo_photo
 
+    image = getattr(a, "image", None) or demo_photo()
+    keypoints = getattr(a, "keypoints", None)
     run_estimate(
-        a.image or demo_photo(),
-        None,
-        a.out,
-        a.weights,
-        a.max_keypoints,
-        a.top_k,
-        a.format,
-        not a.no_refine,
-        a.rotations,
+        image, keypoints, a.out, a.weights, a.max_keypoints, a.top_k, a.format, not a.no_refine, a.rotations
     )
     return 0
 

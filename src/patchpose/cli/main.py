@@ -46,12 +46,6 @@ def _cmd_estimate(a: argparse.Namespace) -> int:
     return estimate_command(a)
 
 
-def _cmd_demo(a: argparse.Namespace) -> int:
-    from ..apps import demo_command
-
-    return demo_command(a)
-
-
 def _cmd_eval(a: argparse.Namespace) -> int:
     from ..apps import eval_synthetic_command
 
@@ -123,7 +117,7 @@ def build_parser() -> argparse.ArgumentParser:
             default=1,
             help="rotation test-time augmentation: average over 1, 2 or 4 quarter turns",
         )
-        s.set_defaults(func=_cmd_estimate if name == "estimate" else _cmd_demo)
+        s.set_defaults(func=_cmd_estimate)
 
     b = sub.add_parser("bench", help="speed: our poses for N keypoints vs OpenCV SIFT detection, one run")
     b.add_argument("--weights", default=None)
