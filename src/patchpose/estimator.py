@@ -30,12 +30,14 @@ BORDER_POLICIES = ("reflect", "constant", "error")
 
 def check_keypoints(keypoints, shape: tuple[int, int]) -> np.ndarray:
     """Validate ``(N, 2)`` xy keypoints inside an image of ``shape = (H, W)``."""
-    kp = np.asarray(keypoints, dtype=np.float64) if not isinstance(keypoints, np.ndarray) else keypoints
+    try:
+        kp = np.asarray(keypoints, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise InputError("keypoints must be an (N, 2) array of numbers (x, y pixel coordinates)") from None
     if kp.ndim != 2 or kp.shape[1] != 2:
         raise InputError(f"keypoints must be an (N, 2) array of x, y pixel coordinates, got shape {kp.shape}")
     if len(kp) == 0:
         raise InputError("keypoints is empty: give at least one (x, y) keypoint")
-    kp = kp.astype(np.float64)
     if not np.isfinite(kp).all():
         raise InputError("keypoints contain NaN or infinite values")
     h, w = shape

@@ -2,8 +2,8 @@
 
 ``patchpose train --config v1 --out runs/v1 [key=value ...] [--resume]`` or ``python -m
 patchpose.training.trainer``. The output folder holds ``config.yaml`` (the resolved config),
-``checkpoint.pt`` (last), ``best.pt`` (best validation score), ``metrics.jsonl`` and ``val_pairs.npz``
-is not stored: validation pairs are regenerated from the seed.
+``checkpoint.pt`` (last), ``best.pt`` (best validation score) and ``metrics.jsonl``. Validation pairs are
+not stored: they are regenerated from the seed, identical for every run with the same photos.
 """
 
 from __future__ import annotations
