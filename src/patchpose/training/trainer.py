@@ -182,8 +182,12 @@ def train(cfg, out_dir: str | Path, resume: bool = False, progress: bool = True,
             bar.update(1)
             if step % rc.log_every == 0:
                 post = {k: f"{v:.3f}" for k, v in running.items() if k in ("total", "scale", "orientation")}
-                if val:
-                    post["val"] = f"{score(val):.1f}"
+                for proto, metric, short in (
+                    ("scale", "scale_acc@1/3", "val_s@1/3"),
+                    ("rotation", "ori_acc@10", "val_o@10"),
+                ):
+                    if metric in val.get(proto, {}):
+                        post[short] = f"{val[proto][metric]:.1f}%"
                 bar.set_postfix(post)
                 metrics_f.write(
                     json.dumps(
@@ -203,7 +207,7 @@ def train(cfg, out_dir: str | Path, resume: bool = False, progress: bool = True,
                 s = score(val)
                 metrics_f.write(json.dumps({"step": step, "val": val, "score": s}) + "\n")
                 metrics_f.flush()
-                log.info("step %d val %s", step, json.dumps(val))
+                log.debug("step %d val %s", step, json.dumps(val))
                 if s > best:
                     best = s
                     checkpoint("best.pt")
