@@ -149,16 +149,27 @@ def extract_patches(
     mode = cv2.BORDER_REFLECT_101 if border == "reflect" else cv2.BORDER_CONSTANT
     flags = cv2.INTER_LINEAR | cv2.WARP_INVERSE_MAP
     nlev = len(pyramid.levels)
-    for i in range(n):
-        for j, w in enumerate(windows):
-            sc = float(log2_scale[i]) + math.log2(w)
-            M = sampling_matrix(xy[i], sc, float(theta[i]), radius, patch_size)
-            step = radius * 2.0 ** (sc + 1) / patch_size  # level-0 pixels per output pixel
-            k = int(np.clip(math.floor(LEVELS_PER_OCTAVE * math.log2(max(step, 1e-9)) + 1e-6), 0, nlev - 1))
-            fx, fy = pyramid.factors[k]
-            Mk = M * np.array([[fx], [fy]])
-            Mk[:, 2] += np.array([0.5 * fx - 0.5, 0.5 * fy - 0.5])
-            p = cv2.warpAffine(pyramid.levels[k], Mk, (patch_size, patch_size), flags=flags, borderMode=mode)
+    factors = np.asarray(pyramid.factors)  # (L, 2)
+    u0 = 1.0 / patch_size - 1.0
+    c, s_ = np.cos(theta), np.sin(theta)
+    for j, w in enumerate(windows):
+        # all frames of this window at once: A = r·R(θ), M = [A·2/PS | A·(u0, u0) + xy] (level 0)
+        sc = log2_scale + math.log2(w)
+        r = radius * np.exp2(sc)
+        A = r[:, None, None] * np.stack([np.stack([c, s_], -1), np.stack([-s_, c], -1)], 1)  # (n, 2, 2)
+        M = np.empty((n, 2, 3))
+        M[:, :, :2] = A * (2.0 / patch_size)
+        M[:, :, 2] = A.sum(2) * u0 + xy
+        step = r * 2.0 / patch_size  # level-0 pixels per output pixel
+        lev = np.floor(LEVELS_PER_OCTAVE * np.log2(np.maximum(step, 1e-9)) + 1e-6)
+        lev = np.clip(lev, 0, nlev - 1).astype(int)
+        f = factors[lev]  # (n, 2): per-axis factors of each patch's level
+        M *= f[:, :, None]
+        M[:, :, 2] += 0.5 * f - 0.5
+        for i in range(n):
+            p = cv2.warpAffine(
+                pyramid.levels[lev[i]], M[i], (patch_size, patch_size), flags=flags, borderMode=mode
+            )
             if p.ndim == 2:
                 out[i, j] = p
             else:
