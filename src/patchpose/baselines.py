@@ -74,3 +74,35 @@ def intensity_centroid_orientation(patches: np.ndarray) -> np.ndarray:
     m10 = (p * x).sum((1, 2))
     m01 = (p * y).sum((1, 2))
     return np.mod(np.arctan2(-m01, m10), 2 * math.pi)
+
+
+#: SIFT on a patch: a gray window of radius SIFT_WINDOW·16 px rendered at SIFT_PATCH px (1 px per image
+#: pixel at scale 0); the keypoints OpenCV detects within SIFT_MAX_DIST patch pixels of the centre are the
+#: candidates, strongest response first.
+SIFT_PATCH, SIFT_WINDOW, SIFT_MAX_DIST = 128, 4.0, 4.0
+
+
+def sift_patch_poses(patches: np.ndarray, k: int = 1) -> tuple[np.ndarray, np.ndarray]:
+    """OpenCV SIFT's own scale and orientation for the centre of each patch.
+
+    ``(N, 1, PS, PS)`` gray patches in [0, 1] → ``(scale (N, k), orientation (N, k))``: log2 of the
+    keypoint size (patch pixels) and radians CCW (``−angle``), NaN where SIFT finds fewer candidates near
+    the centre (a failure, counted as wrong). Candidates are SIFT keypoints within ``SIFT_MAX_DIST`` px of
+    the centre, strongest response first; SIFT's multiple orientations at one location are separate
+    candidates, as in its own multi-orientation keypoints.
+    """
+    import cv2
+
+    n, ps = len(patches), patches.shape[-1]
+    c = (ps - 1) / 2.0
+    sift = cv2.SIFT_create()
+    scale = np.full((n, k), np.nan)
+    ori = np.full((n, k), np.nan)
+    for i in range(n):
+        img = np.clip(patches[i, 0] * 255.0 + 0.5, 0, 255).astype(np.uint8)
+        kps = [kp for kp in sift.detect(img, None) if math.hypot(kp.pt[0] - c, kp.pt[1] - c) <= SIFT_MAX_DIST]
+        kps.sort(key=lambda kp: -kp.response)
+        for j, kp in enumerate(kps[:k]):
+            scale[i, j] = math.log2(kp.size)
+            ori[i, j] = math.radians(-kp.angle) % (2 * math.pi)
+    return scale, ori

@@ -1,5 +1,5 @@
 """Pose-pair error and accuracy metrics (continuous ground truth; the official bin metric is in
-``evaluation/patchpose.py``)."""
+``evaluation/official.py``)."""
 
 from __future__ import annotations
 

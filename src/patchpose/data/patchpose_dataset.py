@@ -1,0 +1,377 @@
+"""PatchPose-A/B benchmark generation (paper, supplementary Section A) and its loader.
+
+``patchpose generate patchpose --images DIR --out DIR`` writes one HDF5 shard per photo,
+``DIR/shards/<split>/<photo>.h5``, then ``DIR/manifest.json``. Every keypoint group holds:
+
+========== ===================================================================================
+series     samples (content transform of the photo about the keypoint: scale ``s``, CCW angle)
+========== ===================================================================================
+``ref``    the reference patch (s = 1, angle 0)
+``A_scale`` 13 scales ``2^((i−6)/3)`` at angle 0 (PatchPose-A; identity included, as the official set)
+``A_rot``  36 angles ``0, 10, …, 350°`` at s = 1
+``B_scale`` s = 1 and 12 random scales in [1/4, 4] at angle 0 (PatchPose-B)
+``B_rot``  angle 0 and 35 random angles in [0°, 360°) at s = 1
+``B_joint`` 12 random (scale, angle) changed together (the joint protocol)
+========== ===================================================================================
+
+Patches are cut *after* transforming: a sample with content transform ``(s, a)`` is the patch at frame
+``(σ, θ) = (−log2 s, −a)`` (see :mod:`patchpose.conventions`), sampled through an anti-aliased pyramid, so
+it equals cropping the rescaled and rotated photo. Each shard stores the photo itself (after resizing), the
+keypoints, the per-sample ground truth and frames, and the patches as uint8 ``(N, W, PS, PS)`` gray windows
+(``windows`` attribute); a method that needs other windows or colour re-renders them from the stored photo
+and frames, exactly.
+
+**Splits** are by photo (``splits.json`` in the photo folder, else a stable hash of the scene group), never
+by patch. **Pruning** (the paper drops the 20 % least discriminative keypoints using ImageNet features,
+which cannot be downloaded here) uses a fixed hand-crafted descriptor instead: the score of a keypoint is
+the mean, over its A-series patches, of the standard deviation of kornia's ``SIFTDescriptor`` (a flat,
+textureless patch has a flat descriptor). Keypoints below the ``prune_ratio`` quantile of their split are
+listed as pruned in the manifest and skipped by the loader unless asked for.
+
+Generation is resumable: shards are written under a temporary name and renamed, finished shards are
+skipped, and every photo draws from its own seed, so a run killed half-way and restarted produces the
+same content as an uninterrupted one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import math
+import os
+import time
+from dataclasses import asdict, dataclass, field
+from multiprocessing import get_context
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import InputError
+from .keypoints import detect_harris, detect_sift
+from .patches import Pyramid, extract_patches, load_image, resize_long_side, to_gray
+from .photos import load_splits
+
+log = logging.getLogger(__name__)
+
+SERIES = ("ref", "A_scale", "A_rot", "B_scale", "B_rot", "B_joint")
+FORMAT_VERSION = 1
+
+
+@dataclass
+class GenerateConfig:
+    keypoints_per_image: int = 12  # half SIFT, half Harris (fewer if the photo has fewer)
+    long_side: int = 1024  # photos larger than this are shrunk to it (0 = native)
+    margin: float = 48.0  # keypoints at least this far from the border
+    min_distance: float = 16.0  # between chosen keypoints of a photo
+    patch_size: int = 32
+    windows: list[float] = field(default_factory=lambda: [1.0, 2.0, 4.0])
+    b_scales: int = 12
+    b_angles: int = 35
+    b_joint: int = 12
+    b_scale_dist: str = "log"  # "log" (log-uniform in [1/4, 4]) | "linear" (the official code's)
+    prune_ratio: float = 0.2
+    seed: int = 0
+
+    def digest(self) -> str:
+        return hashlib.sha256(json.dumps(asdict(self), sort_keys=True).encode()).hexdigest()[:16]
+
+
+def _transforms(rng: np.random.Generator, cfg: GenerateConfig):
+    """Per keypoint: (series id, content scale factor, content angle in degrees) for every sample."""
+    rows = [(0, 1.0, 0.0)]
+    rows += [(1, 2.0 ** ((i - 6) / 3.0), 0.0) for i in range(13)]
+    rows += [(2, 1.0, 10.0 * j) for j in range(36)]
+    if cfg.b_scale_dist == "linear":
+        bs = rng.uniform(0.25, 4.0, cfg.b_scales)
+    else:
+        bs = 2.0 ** rng.uniform(-2.0, 2.0, cfg.b_scales)
+    rows += [(3, 1.0, 0.0)] + [(3, float(s), 0.0) for s in bs]
+    rows += [(4, 1.0, 0.0)] + [(4, 1.0, float(a)) for a in rng.uniform(0.0, 360.0, cfg.b_angles)]
+    js = 2.0 ** rng.uniform(-2.0, 2.0, cfg.b_joint)
+    ja = rng.uniform(0.0, 360.0, cfg.b_joint)
+    rows += [(5, float(s), float(a)) for s, a in zip(js, ja)]
+    return rows
+
+
+def _pick_keypoints(img: np.ndarray, rng: np.random.Generator, cfg: GenerateConfig) -> np.ndarray:
+    sift, _ = detect_sift(img, 1024, cfg.margin)
+    harris = detect_harris(img, 512, cfg.margin)
+    half = cfg.keypoints_per_image // 2
+    chosen: list[np.ndarray] = []
+    for pool, want in ((sift, half), (harris, cfg.keypoints_per_image - half)):
+        order = rng.permutation(len(pool))
+        got = 0
+        for i in order:
+            if got >= want:
+                break
+            p = pool[i]
+            if all(np.hypot(*(p - q)) >= cfg.min_distance for q in chosen):
+                chosen.append(p)
+                got += 1
+    return np.array(chosen, dtype=np.float64).reshape(-1, 2)
+
+
+def _prune_scores(patches_w1: np.ndarray) -> np.ndarray:
+    """Std of kornia's SIFT descriptor per patch (window 1), a hand-crafted discriminativeness score."""
+    import kornia
+    import torch
+
+    desc = kornia.feature.SIFTDescriptor(patches_w1.shape[-1], rootsift=False)
+    with torch.inference_mode():
+        d = desc(torch.from_numpy(patches_w1.astype(np.float32) / 255.0))
+    return d.std(dim=1).numpy()
+
+
+def generate_shard(photo: Path, split: str, out_path: Path, cfg: GenerateConfig) -> dict:
+    """Write the shard of one photo (atomically); returns its summary."""
+    import h5py
+
+    seed = int.from_bytes(hashlib.sha256(f"{cfg.seed}:{photo.name}".encode()).digest()[:8], "little")
+    rng = np.random.default_rng(seed)
+    img = load_image(photo)
+    img, _ = resize_long_side(img, cfg.long_side)
+    kps = _pick_keypoints(img, rng, cfg)
+    gray = to_gray(img.astype(np.float32) / 255.0)
+    pyr = Pyramid(gray)
+    rows, kp_index = [], []
+    for k in range(len(kps)):
+        t = _transforms(rng, cfg)
+        rows += t
+        kp_index += [k] * len(t)
+    rows_a = np.array(rows, dtype=np.float64).reshape(-1, 3)
+    kp_index = np.array(kp_index, dtype=np.int32)
+    series = rows_a[:, 0].astype(np.int8)
+    scale_factor, angle_deg = rows_a[:, 1], rows_a[:, 2]
+    frame_sigma = -np.log2(scale_factor)
+    frame_theta = -np.radians(angle_deg)
+    xy = kps[kp_index] if len(kps) else np.zeros((0, 2))
+    patches = extract_patches(pyr, xy, frame_sigma, frame_theta, cfg.patch_size, cfg.windows)
+    patches_u8 = np.clip(np.round(patches * 255.0), 0, 255).astype(np.uint8)
+    if len(kps):
+        s = _prune_scores(patches_u8[:, :1])
+        a_mask = series <= 2
+        prune_score = np.array([s[(kp_index == k) & a_mask].mean() for k in range(len(kps))])
+    else:
+        prune_score = np.zeros(0)
+    tmp = out_path.with_name(out_path.name + ".tmp")
+    out_path.parent.mkdir(parents=True, exist_ok=True)
+    with h5py.File(tmp, "w") as f:
+        f.attrs.update(
+            {
+                "photo": photo.name,
+                "split": split,
+                "config_digest": cfg.digest(),
+                "format_version": FORMAT_VERSION,
+                "windows": list(cfg.windows),
+                "patch_size": cfg.patch_size,
+                "series_names": list(SERIES),
+            }
+        )
+        f.create_dataset("image", data=img, compression="gzip", compression_opts=4)
+        f.create_dataset("keypoints", data=kps)
+        f.create_dataset("prune_score", data=prune_score)
+        for name, arr in (
+            ("kp_index", kp_index),
+            ("series", series),
+            ("scale_factor", scale_factor),
+            ("angle_deg", angle_deg),
+            ("frame_sigma", frame_sigma),
+            ("frame_theta", frame_theta),
+        ):
+            f.create_dataset(name, data=arr)
+        f.create_dataset(
+            "patches",
+            data=patches_u8,
+            compression="gzip",
+            compression_opts=4,
+            chunks=(min(len(patches_u8), 256) or 1, *patches_u8.shape[1:]),
+        )
+    os.replace(tmp, out_path)
+    return {"photo": photo.name, "split": split, "keypoints": len(kps), "samples": len(series)}
+
+
+def _worker(args):
+    photo, split, out_path, cfg = args
+    try:
+        return generate_shard(photo, split, out_path, cfg)
+    except InputError as e:
+        return {"photo": photo.name, "split": split, "error": str(e)}
+
+
+def generate(
+    images: str | Path,
+    out: str | Path,
+    cfg: GenerateConfig | None = None,
+    splits=("train", "val", "test"),
+    workers: int = 1,
+    progress: bool = True,
+    limit: int | None = None,
+) -> dict:
+    """Generate PatchPose-A/B shards for the photos of ``images`` into ``out`` and write the manifest.
+
+    ``limit`` stops after that many new shards (used to test resuming).
+    """
+    from tqdm import tqdm
+
+    cfg = cfg or GenerateConfig()
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    cfg_path = out / "generate_config.json"
+    if cfg_path.is_file():
+        old = json.loads(cfg_path.read_text())
+        if old != asdict(cfg):
+            raise InputError(f"{out} holds a dataset generated with another config; choose another --out")
+    else:
+        cfg_path.write_text(json.dumps(asdict(cfg), indent=1))
+    all_splits = load_splits(images)
+    jobs = []
+    for split in splits:
+        for photo in all_splits.get(split, []):
+            dst = out / "shards" / split / (Path(photo).stem + ".h5")
+            if not dst.is_file():
+                jobs.append((Path(photo), split, dst, cfg))
+    if limit is not None:
+        jobs = jobs[:limit]
+    t0 = time.time()
+    results = []
+    if jobs:
+        if workers > 1:
+            with get_context("spawn").Pool(workers) as pool:
+                for r in tqdm(
+                    pool.imap_unordered(_worker, jobs), total=len(jobs), disable=not progress, desc="generate"
+                ):
+                    results.append(r)
+        else:
+            for j in tqdm(jobs, disable=not progress, desc="generate"):
+                results.append(_worker(j))
+    for r in results:
+        if "error" in r:
+            log.warning("skipped %s: %s", r["photo"], r["error"])
+    manifest = write_manifest(out, cfg, splits)
+    manifest["seconds_this_run"] = time.time() - t0
+    return manifest
+
+
+def write_manifest(out: Path, cfg: GenerateConfig, splits) -> dict:
+    """Index the shards: counts per split, the pruning threshold and the kept/pruned keypoints."""
+    import h5py
+
+    doc = {"format_version": FORMAT_VERSION, "config": asdict(cfg), "splits": {}}
+    for split in splits:
+        shards = sorted((out / "shards" / split).glob("*.h5"))
+        scores, names = [], []
+        n_samples = 0
+        for s in shards:
+            with h5py.File(s, "r") as f:
+                scores.append(f["prune_score"][()])
+                names.append(s.name)
+                n_samples += len(f["series"])
+        allsc = np.concatenate(scores) if scores else np.zeros(0)
+        thr = float(np.quantile(allsc, cfg.prune_ratio)) if len(allsc) and cfg.prune_ratio > 0 else -math.inf
+        kept = {n: np.nonzero(sc >= thr)[0].tolist() for n, sc in zip(names, scores)}
+        doc["splits"][split] = {
+            "shards": names,
+            "photos": len(shards),
+            "keypoints": int(len(allsc)),
+            "kept_keypoints": int(sum(len(v) for v in kept.values())),
+            "samples": n_samples,
+            "prune_threshold": thr if math.isfinite(thr) else None,
+            "kept": kept,
+        }
+    tmp = out / "manifest.json.tmp"
+    tmp.write_text(json.dumps(doc, indent=1))
+    os.replace(tmp, out / "manifest.json")
+    return doc
+
+
+class PatchPoseData:
+    """Reads a generated PatchPose split: stored patches, ground truth and the frames to re-render."""
+
+    def __init__(self, root: str | Path, split: str = "test", include_pruned: bool = False) -> None:
+        root = Path(root)
+        mf = root / "manifest.json"
+        if not mf.is_file():
+            raise InputError(f"no manifest.json in {root}: run 'patchpose generate patchpose' first")
+        self.root, self.split = root, split
+        self.manifest = json.loads(mf.read_text())
+        if split not in self.manifest["splits"]:
+            raise InputError(
+                f"split {split!r} was not generated in {root}; have {sorted(self.manifest['splits'])}"
+            )
+        self.info = self.manifest["splits"][split]
+        self.include_pruned = include_pruned
+
+    def load(self) -> dict:
+        """All samples of the split, concatenated (pruned keypoints removed unless ``include_pruned``):
+        ``patches`` uint8 ``(N, W, PS, PS)``, ``photo`` and ``keypoint`` indices, ``series``,
+        ``scale_factor``, ``angle_deg``, ``frame_sigma``, ``frame_theta``, ``xy``; plus ``images`` (one per
+        photo) and ``windows``."""
+        if getattr(self, "_cache", None) is not None:
+            return self._cache
+        import h5py
+
+        cols: dict[str, list] = {}
+        images, names, windows = [], [], None
+        kp_offset = 0
+        for pi, name in enumerate(self.info["shards"]):
+            with h5py.File(self.root / "shards" / self.split / name, "r") as f:
+                d = {
+                    k: f[k][()]
+                    for k in (
+                        "keypoints",
+                        "kp_index",
+                        "series",
+                        "scale_factor",
+                        "angle_deg",
+                        "frame_sigma",
+                        "frame_theta",
+                        "patches",
+                    )
+                }
+                images.append(f["image"][()])
+                names.append(str(f.attrs["photo"]))
+                windows = [float(w) for w in f.attrs["windows"]]
+            keep = np.ones(len(d["series"]), bool)
+            if not self.include_pruned:
+                keep = np.isin(d["kp_index"], self.info["kept"][name])
+            d["xy"] = d["keypoints"][d["kp_index"]] if len(d["keypoints"]) else np.zeros((0, 2))
+            d["photo"] = np.full(len(d["series"]), pi)
+            d["keypoint"] = d["kp_index"] + kp_offset
+            kp_offset += len(d["keypoints"])
+            for k in (
+                "patches",
+                "xy",
+                "photo",
+                "keypoint",
+                "series",
+                "scale_factor",
+                "angle_deg",
+                "frame_sigma",
+                "frame_theta",
+            ):
+                cols.setdefault(k, []).append(d[k][keep])
+        if not cols:
+            raise InputError(f"split {self.split!r} of {self.root} has no samples")
+        self._cache = {k: np.concatenate(v) for k, v in cols.items()}
+        self._cache.update(images=images, photo_names=names, windows=windows)
+        return self._cache
+
+    def pairs(self, series: str) -> dict:
+        """Every (reference, sample) pair of one series: sample indices ``ref`` and ``trg`` into
+        :meth:`load`'s arrays, the content transform (``scale_factor``, ``angle_deg``) and the continuous
+        ground truth ``d_scale = log2 s`` and ``d_ori = radians(angle)``."""
+        if series not in SERIES[1:]:
+            raise InputError(f"unknown series {series!r}; one of {SERIES[1:]}")
+        d = self.load()
+        ref_of = {int(k): int(i) for i in np.nonzero(d["series"] == 0)[0] for k in [d["keypoint"][i]]}
+        trg = np.nonzero(d["series"] == SERIES.index(series))[0]
+        ref = np.array([ref_of[int(k)] for k in d["keypoint"][trg]], dtype=np.int64)
+        return {
+            "ref": ref,
+            "trg": trg,
+            "scale_factor": d["scale_factor"][trg],
+            "angle_deg": d["angle_deg"][trg],
+            "d_scale": np.log2(d["scale_factor"][trg]),
+            "d_ori": np.radians(d["angle_deg"][trg]) % (2 * np.pi),
+        }
