@@ -259,3 +259,23 @@ def test_input_validation():
         official_topk_ori_errors(np.zeros((1, 36)), np.zeros((1, 36)), [0.0], k=0)
     with pytest.raises(ValueError):
         official_topk_scale_errors(np.zeros((1, 13)), np.zeros((1, 13)), [1.0], k=14)
+
+
+def test_official_metric_for_continuous_methods():
+    """Poses are quantised to their nearest bins before differencing; NaN (no detection) is always wrong."""
+    from patchpose.evaluation.official import official_errors_from_poses
+
+    # scale: 0.1 → bin 0, 0.45 → bin 1 (3·0.45 = 1.35): d = 1; truth 2^(1/3) → 1 bin: error 0
+    e = official_errors_from_poses(
+        np.array([0.1, 0.1, np.nan]), np.array([0.45, 1.1, 0.0]), np.array([2 ** (1 / 3)] * 3), "scale"
+    )
+    np.testing.assert_array_equal(e, [0.0, 2.0, np.inf])
+    # orientation: 355° → bin 0 (35.5 rounds to 36 → 0), 12° → bin 1: d = 1, truth 15° (1.5 bins): 0.5
+    src, trg = np.radians([355.0, 0.0]), np.radians([12.0, 200.0])
+    e = official_errors_from_poses(src, trg, np.array([15.0, 20.0]), "orientation")
+    np.testing.assert_allclose(e, [0.5, 18.0])  # 200° → bin 20, truth 2 bins: |20 − 2| = 18 either way round
+    # top-k: the second candidate of the target is right
+    e = official_errors_from_poses(
+        np.array([[0.0, 1.0]]), np.array([[1.0, 1.0 / 3]]), np.array([2 ** (1 / 3)]), "scale"
+    )
+    np.testing.assert_array_equal(e, [0.0])

@@ -63,6 +63,37 @@ def _cmd_bench(a: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_generate_patchpose(a: argparse.Namespace) -> int:
+    from ..data.patchpose_dataset import GenerateConfig, generate
+
+    cfg = GenerateConfig(
+        keypoints_per_image=a.keypoints_per_image,
+        long_side=a.long_side,
+        seed=a.seed,
+        b_scale_dist=a.b_scale_dist,
+    )
+    splits = tuple(a.split) if a.split else ("train", "val", "test")
+    m = generate(a.images, a.out, cfg, splits=splits, workers=a.workers, progress=not a.no_progress)
+    for split, info in m["splits"].items():
+        print(
+            f"{split}: {info['photos']} photos, {info['keypoints']} keypoints ({info['kept_keypoints']} kept after "
+            f"pruning), {info['samples']} patches"
+        )
+    print(f"wrote {a.out}/manifest.json")
+    return 0
+
+
+def _cmd_eval_patchpose(a: argparse.Namespace) -> int:
+    from ..evaluation.patchpose_eval import evaluate
+
+    doc = evaluate(
+        a.data, a.out, a.weights, a.split, a.orinet_weights, a.rotations, progress=not a.no_progress
+    )
+    print((__import__("pathlib").Path(a.out) / "results.md").read_text())
+    print(f"wrote {a.out}/results.json, results.md and figures in {doc['seconds']:.0f} s")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="patchpose", description="Keypoint scale and orientation, learned without labels."
@@ -126,6 +157,24 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--out", default="outputs/bench")
     b.set_defaults(func=_cmd_bench)
 
+    g = sub.add_parser("generate", help="generate benchmark datasets")
+    gs = g.add_subparsers(dest="generate_cmd", required=True)
+    gp = gs.add_parser("patchpose", help="PatchPose-A/B patches from a photo folder (HDF5 shards + manifest)")
+    gp.add_argument(
+        "--images", default="data/photos", help="photo folder (splits.json inside, else split by image)"
+    )
+    gp.add_argument("--out", required=True)
+    gp.add_argument(
+        "--split", action="append", choices=("train", "val", "test"), help="only these splits (repeatable)"
+    )
+    gp.add_argument("--keypoints-per-image", type=int, default=12)
+    gp.add_argument("--long-side", type=int, default=1024)
+    gp.add_argument("--b-scale-dist", choices=("log", "linear"), default="log")
+    gp.add_argument("--seed", type=int, default=0)
+    gp.add_argument("--workers", type=int, default=2)
+    gp.add_argument("--no-progress", action="store_true")
+    gp.set_defaults(func=_cmd_generate_patchpose)
+
     ev = sub.add_parser("eval", help="evaluations")
     evs = ev.add_subparsers(dest="eval_cmd", required=True)
     sy = evs.add_parser(
@@ -141,6 +190,17 @@ def build_parser() -> argparse.ArgumentParser:
     sy.add_argument("--seed", type=int, default=0)
     sy.add_argument("--out", default="outputs/eval_synthetic")
     sy.set_defaults(func=_cmd_eval)
+    pp = evs.add_parser(
+        "patchpose", help="the paper's Table 1/2 and Figures C.1/C.2 on a generated PatchPose split"
+    )
+    pp.add_argument("--data", required=True, help="folder written by 'patchpose generate patchpose'")
+    pp.add_argument("--out", default="outputs/eval_patchpose")
+    pp.add_argument("--split", default="test")
+    pp.add_argument("--weights", default=None, help="our model (default: the bundled one)")
+    pp.add_argument("--orinet-weights", default=None, help="local OriNet state dict for the OriNet baseline")
+    pp.add_argument("--rotations", type=int, choices=(1, 2, 4), default=1)
+    pp.add_argument("--no-progress", action="store_true")
+    pp.set_defaults(func=_cmd_eval_patchpose)
     return p
 
 

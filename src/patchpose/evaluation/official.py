@@ -190,3 +190,36 @@ __all__ = [
     "ori_gt_bins",
     "scale_gt_bins",
 ]
+
+
+# ----------------------------------------------------------------------------- continuous methods
+def official_errors_from_poses(src, trg, gt, kind: str, cyclic: bool = True) -> np.ndarray:
+    """The official metric for a method that outputs poses rather than histograms: each pose is
+    quantised to its nearest bin (log2 scale to multiples of 1/3, orientation to multiples of 10°),
+    then ``d = bin(trg) − bin(src)`` is scored as above.
+
+    ``src``, ``trg``: ``(N,)`` or ``(N, k)`` candidates (log2 scale, or radians CCW); NaN marks a
+    failure (the error is then infinite). ``gt``: scale factors (``kind="scale"``) or degrees
+    (``kind="orientation"``). With ``k`` candidates the best of the ``k×k`` pairs counts.
+    """
+    s = np.asarray(src, dtype=np.float64)
+    t = np.asarray(trg, dtype=np.float64)
+    s, t = (s[:, None] if s.ndim == 1 else s), (t[:, None] if t.ndim == 1 else t)
+    if kind == "scale":
+        bs, bt = np.round(3.0 * s), np.round(3.0 * t)
+    elif kind == "orientation":
+        bs = np.round(np.degrees(s) / 10.0) % 36
+        bt = np.round(np.degrees(t) / 10.0) % 36
+    else:
+        raise ValueError(f"kind must be 'scale' or 'orientation', got {kind!r}")
+    d = (bt[:, None, :] - bs[:, :, None]).reshape(len(s), -1)
+    bad = ~np.isfinite(d)
+    d = np.where(bad, 0.0, d)
+    if kind == "scale":
+        g = scale_gt_bins(gt).astype(np.float64)[:, None]
+        e = np.abs(d - g)
+    else:
+        g = ori_gt_bins(gt)[:, None]
+        e = _ori_distance(d.astype(np.int64), np.broadcast_to(g, d.shape), 36, cyclic).astype(np.float64)
+    e = np.where(bad, np.inf, e)
+    return e.min(axis=1)

@@ -1,0 +1,340 @@
+"""``patchpose eval patchpose``: the paper's patch-pose evaluation on a generated PatchPose split.
+
+Every method is scored on the same pairs (a keypoint's reference patch against its transformed copies):
+
+* ``official_A`` / ``official_B`` / ``official_AB``: the official metric, bit for bit
+  (:mod:`patchpose.evaluation.official`): scale-only pairs at angle 0, rotation-only pairs at scale 1,
+  argmax bins, scale truth rounded to bins, orientation cyclic over 36 bins.
+* ``continuous_AB``: the same pairs, errors in log2 and degrees against the exact truth, poses refined
+  below the bin width.
+* ``joint``: PatchPose-B pairs whose scale and rotation changed together, continuous errors.
+
+Methods: ``patchpose`` (the bundled or given model), ``sift`` (OpenCV SIFT detected on the patch: the
+keypoint nearest the centre, see :func:`patchpose.baselines.sift_patch_poses`), ``dominant_gradient``
+(kornia), ``orb_centroid`` (ORB's intensity centroid), ``log`` (Laplacian-of-Gaussian scale selection),
+and ``orinet`` (kornia's OriNet architecture) when a local weights file is given. A method that has no
+scale or no orientation leaves those cells empty.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+from pathlib import Path
+
+import numpy as np
+
+from ..baselines import (
+    LOG_PATCH,
+    LOG_WINDOWS,
+    ORI_PATCH,
+    ORI_WINDOW,
+    SIFT_PATCH,
+    SIFT_WINDOW,
+    dominant_gradient_orientation,
+    intensity_centroid_orientation,
+    log_scale_selection,
+    sift_patch_poses,
+)
+from ..data.patches import Pyramid, extract_patches, to_gray
+from ..data.patchpose_dataset import PatchPoseData
+from ..inference import decode_poses, predict_histograms
+from .metrics import accuracies, relative_errors
+from .official import (
+    official_accuracies,
+    official_errors_from_poses,
+    official_topk_ori_errors,
+    official_topk_scale_errors,
+)
+
+log = logging.getLogger(__name__)
+
+PROTOCOLS = ("official_A", "official_B", "official_AB", "continuous_AB", "joint")
+SERIES_OF = {"A": ("A_scale", "A_rot"), "B": ("B_scale", "B_rot")}
+TOPK = (1, 2, 3, 4)
+
+
+def render(data: dict, idx: np.ndarray, patch_size: int, windows, color: str = "gray") -> np.ndarray:
+    """Patches of samples ``idx`` re-rendered from the stored photos and frames (float in [0, 1])."""
+    chans = len(windows) * (1 if color == "gray" else 3)
+    out = np.empty((len(idx), chans, patch_size, patch_size), np.float32)
+    for p in np.unique(data["photo"][idx]):
+        sel = np.nonzero(data["photo"][idx] == p)[0]
+        img = data["images"][p].astype(np.float32) / 255.0
+        pyr = Pyramid(to_gray(img) if color == "gray" else img)
+        i = idx[sel]
+        out[sel] = extract_patches(
+            pyr, data["xy"][i], data["frame_sigma"][i], data["frame_theta"][i], patch_size, list(windows)
+        )
+    return out
+
+
+def model_patches(data: dict, est) -> np.ndarray:
+    """The model's input for every sample: the stored patches when they fit, else re-rendered."""
+    cfg = est.cfg
+    stored = [float(w) for w in data["windows"]]
+    if (
+        cfg.color == "gray"
+        and cfg.patch_size == data["patches"].shape[-1]
+        and all(w in stored for w in cfg.windows)
+    ):
+        ch = [stored.index(float(w)) for w in cfg.windows]
+        return data["patches"][:, ch].astype(np.float32) / 255.0
+    return render(data, np.arange(len(data["series"])), cfg.patch_size, cfg.windows, cfg.color)
+
+
+class MethodPoses:
+    """Per-sample outputs of one method: histograms (ours) and/or continuous poses ``(N, k)``."""
+
+    def __init__(self, name: str, scale=None, ori=None, scale_hist=None, ori_hist=None) -> None:
+        self.name, self.scale, self.ori, self.scale_hist, self.ori_hist = (
+            name,
+            scale,
+            ori,
+            scale_hist,
+            ori_hist,
+        )
+
+
+def _needed(data: dict) -> np.ndarray:
+    return np.arange(len(data["series"]))
+
+
+def run_methods(
+    data: dict, est, orinet_weights: str | None = None, progress: bool = True
+) -> list[MethodPoses]:
+    from tqdm import tqdm
+
+    n = len(data["series"])
+    idx = _needed(data)
+    steps = ["patchpose", "sift", "dominant_gradient", "orb_centroid", "log"] + (
+        ["orinet"] if orinet_weights else []
+    )
+    out = []
+    for name in tqdm(steps, desc="methods", disable=not progress):
+        if name == "patchpose":
+            h = predict_histograms(
+                est.model, model_patches(data, est), est.batch_size, rotations=est.rotations
+            )
+            poses = decode_poses(h, k=1, refine=True)
+            out.append(
+                MethodPoses(
+                    name, poses["scale"], poses["orientation"], h["scale_hist"], h["orientation_hist"]
+                )
+            )
+        elif name == "sift":
+            s, o = sift_patch_poses(render(data, idx, SIFT_PATCH, [SIFT_WINDOW]), k=max(TOPK))
+            out.append(MethodPoses(name, s, o))
+        elif name == "dominant_gradient":
+            out.append(
+                MethodPoses(
+                    name,
+                    ori=dominant_gradient_orientation(render(data, idx, ORI_PATCH, [ORI_WINDOW]))[:, None],
+                )
+            )
+        elif name == "orb_centroid":
+            out.append(
+                MethodPoses(
+                    name,
+                    ori=intensity_centroid_orientation(render(data, idx, ORI_PATCH, [ORI_WINDOW]))[:, None],
+                )
+            )
+        elif name == "log":
+            out.append(
+                MethodPoses(
+                    name, scale=log_scale_selection(render(data, idx, LOG_PATCH, LOG_WINDOWS))[:, None]
+                )
+            )
+        elif name == "orinet":
+            out.append(
+                MethodPoses(
+                    name, ori=orinet_orientation(render(data, idx, 32, [1.0]), orinet_weights)[:, None]
+                )
+            )
+        assert all(a is None or len(a) == n for a in (out[-1].scale, out[-1].ori))
+    return out
+
+
+def orinet_orientation(patches: np.ndarray, weights: str) -> np.ndarray:
+    """kornia's OriNet architecture with a user-given local weights file (nothing is downloaded)."""
+    import kornia
+    import torch
+
+    from ..errors import WeightsError
+
+    net = kornia.feature.OriNet(pretrained=False)
+    try:
+        state = torch.load(weights, map_location="cpu", weights_only=True)
+        net.load_state_dict(state.get("state_dict", state))
+    except Exception as e:
+        raise WeightsError(f"cannot load OriNet weights from {weights}: {e}") from None
+    net.eval()
+    with torch.inference_mode():
+        ang = torch.cat([net(torch.from_numpy(patches[i : i + 256])) for i in range(0, len(patches), 256)])
+    return ang.numpy().astype(np.float64) % (2 * np.pi)
+
+
+def _official(m: MethodPoses, pairs_s: dict | None, pairs_o: dict | None, k: int = 1) -> dict:
+    se = oe = None
+    if pairs_s is not None and (m.scale_hist is not None or m.scale is not None):
+        if m.scale_hist is not None:
+            se = official_topk_scale_errors(
+                m.scale_hist[pairs_s["ref"]], m.scale_hist[pairs_s["trg"]], pairs_s["scale_factor"], k
+            )
+        else:
+            se = official_errors_from_poses(
+                m.scale[pairs_s["ref"], :k], m.scale[pairs_s["trg"], :k], pairs_s["scale_factor"], "scale"
+            )
+    if pairs_o is not None and (m.ori_hist is not None or m.ori is not None):
+        if m.ori_hist is not None:
+            oe = official_topk_ori_errors(
+                m.ori_hist[pairs_o["ref"]], m.ori_hist[pairs_o["trg"]], pairs_o["angle_deg"], k
+            )
+        else:
+            oe = official_errors_from_poses(
+                m.ori[pairs_o["ref"], :k], m.ori[pairs_o["trg"], :k], pairs_o["angle_deg"], "orientation"
+            )
+    acc = official_accuracies(se, oe)
+    res = {
+        key: acc[key]
+        for key in ("scale_acc@1/6", "scale_acc@1/3", "ori_acc@5", "ori_acc@10")
+        if key in acc
+        and ((key.startswith("scale") and se is not None) or (key.startswith("ori") and oe is not None))
+    }
+    res["n_pairs"] = int((len(se) if se is not None else 0) + (len(oe) if oe is not None else 0))
+    return res
+
+
+def _continuous(m: MethodPoses, pairs: dict, what=("scale", "orientation")) -> tuple[dict, dict]:
+    pa, pb = {}, {}
+    if "scale" in what and m.scale is not None:
+        pa["scale"], pb["scale"] = m.scale[pairs["ref"], 0], m.scale[pairs["trg"], 0]
+    if "orientation" in what and m.ori is not None:
+        pa["orientation"], pb["orientation"] = m.ori[pairs["ref"], 0], m.ori[pairs["trg"], 0]
+    err = relative_errors(pa, pb, pairs["d_scale"], pairs["d_ori"])
+    err = {k: np.where(np.isfinite(v), v, np.inf) for k, v in err.items()}
+    return {**accuracies(err), "n_pairs": int(len(pairs["ref"]))}, err
+
+
+def _cat(*ps: dict) -> dict:
+    return {k: np.concatenate([p[k] for p in ps]) for k in ps[0]}
+
+
+def evaluate(
+    data_root: str | Path,
+    out_dir: str | Path,
+    weights: str | None = None,
+    split: str = "test",
+    orinet_weights: str | None = None,
+    rotations: int = 1,
+    progress: bool = True,
+) -> dict:
+    """Run every method on the split and write ``results.json``, ``results.md`` and the figures."""
+    from ..apps import _estimator
+
+    t0 = time.time()
+    ds = PatchPoseData(data_root, split)
+    data = ds.load()
+    est = _estimator(weights, rotations)
+    pairs = {s: ds.pairs(s) for s in ("A_scale", "A_rot", "B_scale", "B_rot", "B_joint")}
+    methods = run_methods(data, est, orinet_weights, progress)
+    protocols: dict = {p: {} for p in PROTOCOLS}
+    topk: dict = {}
+    cont_err: dict = {}
+    for m in methods:
+        protocols["official_A"][m.name] = _official(m, pairs["A_scale"], pairs["A_rot"])
+        protocols["official_B"][m.name] = _official(m, pairs["B_scale"], pairs["B_rot"])
+        ab_s, ab_o = _cat(pairs["A_scale"], pairs["B_scale"]), _cat(pairs["A_rot"], pairs["B_rot"])
+        protocols["official_AB"][m.name] = _official(m, ab_s, ab_o)
+        rs, es = _continuous(m, ab_s, ("scale",))
+        ro, eo = _continuous(m, ab_o, ("orientation",))
+        protocols["continuous_AB"][m.name] = {
+            **rs,
+            **ro,
+            "n_pairs": rs["n_pairs"] * ("scale" in es) + ro["n_pairs"] * ("orientation" in eo),
+        }
+        cont_err[m.name] = {"scale": es.get("scale"), "orientation": eo.get("orientation")}
+        protocols["joint"][m.name], _ = _continuous(m, pairs["B_joint"])
+        if m.name in ("patchpose", "sift"):
+            topk[m.name] = {str(k): _official(m, ab_s, ab_o, k) for k in TOPK}
+    for proto in protocols.values():  # drop methods that measure nothing under a protocol
+        for name in [n for n, r in proto.items() if len(r) == 1]:
+            del proto[name]
+    doc = {
+        "protocols": protocols,
+        "topk": topk,
+        "data": {
+            "root": str(data_root),
+            "split": split,
+            "photos": len(data["images"]),
+            "samples": int(len(data["series"])),
+            "pairs": {k: int(len(v["ref"])) for k, v in pairs.items()},
+        },
+        "model": est.meta.get("name", str(weights)),
+        "rotations": rotations,
+        "seconds": time.time() - t0,
+    }
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    _write(out / "results.json", json.dumps(doc, indent=1))
+    _write(out / "results.md", results_markdown(doc))
+    from .figures import prediction_ranges, rangewise_accuracy
+
+    prediction_ranges(methods, pairs, out / "prediction_ranges.png")
+    rangewise_accuracy(
+        cont_err,
+        _cat(pairs["A_scale"], pairs["B_scale"]),
+        _cat(pairs["A_rot"], pairs["B_rot"]),
+        out / "rangewise_accuracy.png",
+    )
+    doc["seconds"] = time.time() - t0
+    _write(out / "results.json", json.dumps(doc, indent=1))
+    return doc
+
+
+def _write(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+COLS = ("scale_acc@1/6", "scale_acc@1/3", "ori_acc@5", "ori_acc@10")
+
+
+def results_markdown(doc: dict) -> str:
+    d = doc["data"]
+    lines = [
+        f"# PatchPose evaluation ({doc['model']}, split {d['split']}: {d['photos']} photos, {d['samples']} patches)",
+        "",
+        "Accuracy in % (scale ±1/6, ±1/3 octave; orientation ±5°, ±10°).",
+        "",
+    ]
+    for proto, methods in doc["protocols"].items():
+        lines += [
+            f"## {proto}",
+            "",
+            "| method | " + " | ".join(COLS) + " | pairs |",
+            "|---" * (len(COLS) + 2) + "|",
+        ]
+        for m, r in methods.items():
+            lines.append(
+                f"| {m} | "
+                + " | ".join(f"{r[c]:.1f}" if c in r else "–" for c in COLS)
+                + f" | {r['n_pairs']} |"
+            )
+        lines.append("")
+    lines += [
+        "## Top-k recall (official metric, A+B)",
+        "",
+        "| method | k | " + " | ".join(COLS) + " |",
+        "|---" * (len(COLS) + 2) + "|",
+    ]
+    for m, ks in doc["topk"].items():
+        for k, r in ks.items():
+            lines.append(
+                f"| {m} | {k} | " + " | ".join(f"{r[c]:.1f}" if c in r else "–" for c in COLS) + " |"
+            )
+    lines += ["", f"{doc['seconds']:.0f} s."]
+    return "\n".join(lines) + "\n"

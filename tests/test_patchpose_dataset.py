@@ -1,0 +1,132 @@
+"""PatchPose-A/B generation: geometry of the stored patches, splits, pruning, resuming, and the evaluation
+command's outputs on a tiny generated set."""
+
+import json
+import shutil
+
+import h5py
+import numpy as np
+import pytest
+
+from patchpose.data.patchpose_dataset import SERIES, GenerateConfig, PatchPoseData, generate
+from patchpose.data.photos import wheel_photo_paths
+from patchpose.errors import InputError
+
+PHOTOS = {"astronaut": "train", "chelsea": "train", "coffee": "val", "rocket": "test", "china": "test"}
+
+
+@pytest.fixture(scope="module")
+def photos(tmp_path_factory):
+    root = tmp_path_factory.mktemp("pp_photos")
+    splits = {"train": [], "val": [], "test": []}
+    for p in wheel_photo_paths():
+        if p.stem in PHOTOS:
+            shutil.copy(p, root / p.name)
+            splits[PHOTOS[p.stem]].append(p.name)
+    (root / "splits.json").write_text(json.dumps(splits))
+    return root
+
+
+CFG = GenerateConfig(keypoints_per_image=4, long_side=320, margin=40, b_scales=3, b_angles=4, b_joint=3)
+
+
+@pytest.fixture(scope="module")
+def dataset(photos, tmp_path_factory):
+    out = tmp_path_factory.mktemp("pp_data")
+    generate(photos, out, CFG, workers=1, progress=False)
+    return out
+
+
+def _shard_arrays(path):
+    with h5py.File(path, "r") as f:
+        return {k: f[k][()] for k in f.keys()}
+
+
+def test_splits_by_photo_and_manifest(dataset):
+    m = json.loads((dataset / "manifest.json").read_text())
+    assert m["splits"]["train"]["photos"] == 2 and m["splits"]["test"]["photos"] == 2
+    names = {s: set(m["splits"][s]["shards"]) for s in ("train", "val", "test")}
+    assert not (names["train"] & names["test"]) and not (names["val"] & names["test"])
+    assert m["config"]["keypoints_per_image"] == 4
+    info = m["splits"]["test"]
+    assert info["kept_keypoints"] == round(0.8 * info["keypoints"]) or info["kept_keypoints"] >= 0.75 * info["keypoints"]
+    per_kp = 1 + 13 + 36 + (1 + 3) + (1 + 4) + 3
+    assert info["samples"] == per_kp * info["keypoints"]
+
+
+def test_series_ground_truth(dataset):
+    d = _shard_arrays(next((dataset / "shards" / "test").glob("*.h5")))
+    k0 = d["kp_index"] == 0
+    a_scale = d["scale_factor"][k0 & (d["series"] == SERIES.index("A_scale"))]
+    np.testing.assert_allclose(a_scale, 2.0 ** ((np.arange(13) - 6) / 3))
+    a_rot = d["angle_deg"][k0 & (d["series"] == SERIES.index("A_rot"))]
+    np.testing.assert_allclose(a_rot, 10.0 * np.arange(36))
+    b = d["scale_factor"][d["series"] == SERIES.index("B_scale")]
+    assert b.min() >= 0.25 and b.max() <= 4.0
+    np.testing.assert_allclose(d["frame_sigma"], -np.log2(d["scale_factor"]))
+    np.testing.assert_allclose(d["frame_theta"], -np.radians(d["angle_deg"]))
+
+
+def test_rotated_sample_is_the_rotated_reference(dataset):
+    """The A sample at 90° shows the reference turned 90° counter-clockwise (exact pixel permutation)."""
+    d = _shard_arrays(next((dataset / "shards" / "test").glob("*.h5")))
+    for k in range(len(d["keypoints"])):
+        ref = d["patches"][(d["kp_index"] == k) & (d["series"] == 0)][0, 0].astype(int)
+        sel = (d["kp_index"] == k) & (d["series"] == SERIES.index("A_rot")) & (d["angle_deg"] == 90.0)
+        rot = d["patches"][sel][0, 0].astype(int)
+        assert np.abs(rot - np.rot90(ref)).max() <= 1
+        assert np.abs(rot - np.rot90(ref, -1)).mean() > 2  # and not the other way round
+
+
+def test_killed_run_resumes_to_the_same_content(photos, dataset, tmp_path):
+    out = tmp_path / "resumed"
+    generate(photos, out, CFG, workers=1, progress=False, limit=2)  # "killed" after two shards
+    (out / "shards" / "test").mkdir(parents=True, exist_ok=True)
+    (out / "shards" / "test" / "china.h5.tmp").write_bytes(b"half-written")  # a shard cut off mid-write
+    generate(photos, out, CFG, workers=1, progress=False)
+    for ref in (dataset / "shards").rglob("*.h5"):
+        a, b = _shard_arrays(ref), _shard_arrays(out / ref.relative_to(dataset))
+        assert a.keys() == b.keys()
+        for k in a:
+            np.testing.assert_array_equal(a[k], b[k])
+    m1, m2 = (json.loads((p / "manifest.json").read_text()) for p in (dataset, out))
+    assert m1["splits"] == m2["splits"]
+
+
+def test_other_config_in_the_same_folder_is_refused(photos, dataset):
+    with pytest.raises(InputError, match="another config"):
+        generate(photos, dataset, GenerateConfig(keypoints_per_image=5), progress=False)
+
+
+def test_loader_pairs_and_pruning(dataset):
+    kept = PatchPoseData(dataset, "test")
+    every = PatchPoseData(dataset, "test", include_pruned=True)
+    nk = len(np.unique(kept.load()["keypoint"]))
+    assert nk < len(np.unique(every.load()["keypoint"]))
+    p = kept.pairs("A_scale")
+    assert len(p["ref"]) == 13 * nk
+    d = kept.load()
+    assert (d["series"][p["ref"]] == 0).all() and (d["keypoint"][p["ref"]] == d["keypoint"][p["trg"]]).all()
+    np.testing.assert_allclose(p["d_scale"], np.log2(p["scale_factor"]))
+    with pytest.raises(InputError):
+        PatchPoseData(dataset, "nope")
+    with pytest.raises(InputError):
+        kept.pairs("C_scale")
+
+
+def test_eval_patchpose_writes_results_and_figures(dataset, tmp_path):
+    from patchpose.evaluation.patchpose_eval import PROTOCOLS, evaluate
+
+    doc = evaluate(dataset, tmp_path, split="test", progress=False)
+    res = json.loads((tmp_path / "results.json").read_text())
+    assert set(res["protocols"]) == set(PROTOCOLS)
+    ours = res["protocols"]["official_AB"]["patchpose"]
+    assert set(ours) >= {"scale_acc@1/6", "scale_acc@1/3", "ori_acc@5", "ori_acc@10", "n_pairs"}
+    assert "log" in res["protocols"]["official_AB"] and "scale_acc@1/3" in res["protocols"]["official_AB"]["log"]
+    assert "ori_acc@10" not in res["protocols"]["official_AB"]["log"]
+    assert set(res["topk"]) == {"patchpose", "sift"} and set(res["topk"]["patchpose"]) == {"1", "2", "3", "4"}
+    k = res["topk"]["patchpose"]
+    assert k["4"]["ori_acc@10"] >= k["1"]["ori_acc@10"]
+    assert doc["data"]["pairs"]["A_rot"] > 0
+    for f in ("results.md", "prediction_ranges.png", "rangewise_accuracy.png"):
+        assert (tmp_path / f).stat().st_size > 1000
