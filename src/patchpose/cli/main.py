@@ -94,6 +94,14 @@ def _cmd_eval_patchpose(a: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_eval_bins(a: argparse.Namespace) -> int:
+    from ..evaluation.bins_ablation import run
+
+    run(a.data, a.out, a.minutes, a.config, overrides=a.overrides, split=a.split, progress=not a.no_progress)
+    print((__import__("pathlib").Path(a.out) / "results.md").read_text())
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="patchpose", description="Keypoint scale and orientation, learned without labels."
@@ -201,6 +209,17 @@ def build_parser() -> argparse.ArgumentParser:
     pp.add_argument("--rotations", type=int, choices=(1, 2, 4), default=1)
     pp.add_argument("--no-progress", action="store_true")
     pp.set_defaults(func=_cmd_eval_patchpose)
+    bn = evs.add_parser(
+        "bins", help="Table 3: train (B_s, B_o) = (7,9), (9,18), (13,36), (17,72) and score each"
+    )
+    bn.add_argument("--data", required=True, help="folder written by 'patchpose generate patchpose'")
+    bn.add_argument("--out", default="outputs/eval_bins")
+    bn.add_argument("--minutes", type=float, default=10.0, help="training wall time per configuration")
+    bn.add_argument("--config", default="v1")
+    bn.add_argument("--split", default="test")
+    bn.add_argument("--no-progress", action="store_true")
+    bn.add_argument("overrides", nargs="*", help="key=value training overrides for every run")
+    bn.set_defaults(func=_cmd_eval_bins)
     return p
 
 
