@@ -176,33 +176,25 @@ def orinet_orientation(patches: np.ndarray, weights: str) -> np.ndarray:
     return ang.numpy().astype(np.float64) % (2 * np.pi)
 
 
+def _official_errors(hist, poses, pairs: dict | None, kind: str, k: int):
+    """Official errors of one quantity from histograms (ours) or poses (baselines); None if unmeasured."""
+    if pairs is None or (hist is None and poses is None):
+        return None
+    gt = pairs["scale_factor"] if kind == "scale" else pairs["angle_deg"]
+    if hist is not None:
+        fn = official_topk_scale_errors if kind == "scale" else official_topk_ori_errors
+        return fn(hist[pairs["ref"]], hist[pairs["trg"]], gt, k)
+    return official_errors_from_poses(poses[pairs["ref"], :k], poses[pairs["trg"], :k], gt, kind)
+
+
 def _official(m: MethodPoses, pairs_s: dict | None, pairs_o: dict | None, k: int = 1) -> dict:
-    se = oe = None
-    if pairs_s is not None and (m.scale_hist is not None or m.scale is not None):
-        if m.scale_hist is not None:
-            se = official_topk_scale_errors(
-                m.scale_hist[pairs_s["ref"]], m.scale_hist[pairs_s["trg"]], pairs_s["scale_factor"], k
-            )
-        else:
-            se = official_errors_from_poses(
-                m.scale[pairs_s["ref"], :k], m.scale[pairs_s["trg"], :k], pairs_s["scale_factor"], "scale"
-            )
-    if pairs_o is not None and (m.ori_hist is not None or m.ori is not None):
-        if m.ori_hist is not None:
-            oe = official_topk_ori_errors(
-                m.ori_hist[pairs_o["ref"]], m.ori_hist[pairs_o["trg"]], pairs_o["angle_deg"], k
-            )
-        else:
-            oe = official_errors_from_poses(
-                m.ori[pairs_o["ref"], :k], m.ori[pairs_o["trg"], :k], pairs_o["angle_deg"], "orientation"
-            )
+    se = _official_errors(m.scale_hist, m.scale, pairs_s, "scale", k)
+    oe = _official_errors(m.ori_hist, m.ori, pairs_o, "orientation", k)
     acc = official_accuracies(se, oe)
-    res = {
-        key: acc[key]
-        for key in ("scale_acc@1/6", "scale_acc@1/3", "ori_acc@5", "ori_acc@10")
-        if key in acc
-        and ((key.startswith("scale") and se is not None) or (key.startswith("ori") and oe is not None))
-    }
+    keys = (("scale_acc@1/6", "scale_acc@1/3") if se is not None else ()) + (
+        ("ori_acc@5", "ori_acc@10") if oe is not None else ()
+    )
+    res = {key: acc[key] for key in keys}
     res["n_pairs"] = int((len(se) if se is not None else 0) + (len(oe) if oe is not None else 0))
     return res
 
