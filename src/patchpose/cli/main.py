@@ -10,6 +10,7 @@ import argparse
 import json
 import logging
 import sys
+from pathlib import Path
 
 log = logging.getLogger("patchpose")
 
@@ -87,9 +88,16 @@ def _cmd_eval_patchpose(a: argparse.Namespace) -> int:
     from ..evaluation.patchpose_eval import evaluate
 
     doc = evaluate(
-        a.data, a.out, a.weights, a.split, a.orinet_weights, a.rotations, progress=not a.no_progress
+        a.data,
+        a.out,
+        a.weights,
+        a.split,
+        a.orinet_weights,
+        a.rotations,
+        progress=not a.no_progress,
+        include_pruned=a.include_pruned,
     )
-    print((__import__("pathlib").Path(a.out) / "results.md").read_text())
+    print(Path(a.out, "results.md").read_text())
     print(f"wrote {a.out}/results.json, results.md and figures in {doc['seconds']:.0f} s")
     return 0
 
@@ -98,7 +106,7 @@ def _cmd_eval_bins(a: argparse.Namespace) -> int:
     from ..evaluation.bins_ablation import run
 
     run(a.data, a.out, a.minutes, a.config, overrides=a.overrides, split=a.split, progress=not a.no_progress)
-    print((__import__("pathlib").Path(a.out) / "results.md").read_text())
+    print(Path(a.out, "results.md").read_text())
     return 0
 
 
@@ -207,6 +215,7 @@ def build_parser() -> argparse.ArgumentParser:
     pp.add_argument("--weights", default=None, help="our model (default: the bundled one)")
     pp.add_argument("--orinet-weights", default=None, help="local OriNet state dict for the OriNet baseline")
     pp.add_argument("--rotations", type=int, choices=(1, 2, 4), default=1)
+    pp.add_argument("--include-pruned", action="store_true", help="also the keypoints that pruning dropped")
     pp.add_argument("--no-progress", action="store_true")
     pp.set_defaults(func=_cmd_eval_patchpose)
     bn = evs.add_parser(

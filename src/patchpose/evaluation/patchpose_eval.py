@@ -222,12 +222,13 @@ def evaluate(
     orinet_weights: str | None = None,
     rotations: int = 1,
     progress: bool = True,
+    include_pruned: bool = False,
 ) -> dict:
     """Run every method on the split and write ``results.json``, ``results.md`` and the figures."""
     from ..apps import _estimator
 
     t0 = time.time()
-    ds = PatchPoseData(data_root, split)
+    ds = PatchPoseData(data_root, split, include_pruned=include_pruned)
     data = ds.load()
     est = _estimator(weights, rotations)
     pairs = {s: ds.pairs(s) for s in ("A_scale", "A_rot", "B_scale", "B_rot", "B_joint")}
@@ -266,6 +267,7 @@ def evaluate(
         },
         "model": est.meta.get("name", str(weights)),
         "rotations": rotations,
+        "include_pruned": include_pruned,
         "seconds": time.time() - t0,
     }
     out = Path(out_dir)
