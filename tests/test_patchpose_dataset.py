@@ -49,7 +49,10 @@ def test_splits_by_photo_and_manifest(dataset):
     assert not (names["train"] & names["test"]) and not (names["val"] & names["test"])
     assert m["config"]["keypoints_per_image"] == 4
     info = m["splits"]["test"]
-    assert info["kept_keypoints"] == round(0.8 * info["keypoints"]) or info["kept_keypoints"] >= 0.75 * info["keypoints"]
+    assert (
+        info["kept_keypoints"] == round(0.8 * info["keypoints"])
+        or info["kept_keypoints"] >= 0.75 * info["keypoints"]
+    )
     per_kp = 1 + 13 + 36 + (1 + 3) + (1 + 4) + 3
     assert info["samples"] == per_kp * info["keypoints"]
 
@@ -122,7 +125,9 @@ def test_eval_patchpose_writes_results_and_figures(dataset, tmp_path):
     assert set(res["protocols"]) == set(PROTOCOLS)
     ours = res["protocols"]["official_AB"]["patchpose"]
     assert set(ours) >= {"scale_acc@1/6", "scale_acc@1/3", "ori_acc@5", "ori_acc@10", "n_pairs"}
-    assert "log" in res["protocols"]["official_AB"] and "scale_acc@1/3" in res["protocols"]["official_AB"]["log"]
+    assert (
+        "log" in res["protocols"]["official_AB"] and "scale_acc@1/3" in res["protocols"]["official_AB"]["log"]
+    )
     assert "ori_acc@10" not in res["protocols"]["official_AB"]["log"]
     assert set(res["topk"]) == {"patchpose", "sift"} and set(res["topk"]["patchpose"]) == {"1", "2", "3", "4"}
     k = res["topk"]["patchpose"]

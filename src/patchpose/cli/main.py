@@ -110,6 +110,19 @@ def _cmd_eval_bins(a: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_eval_official(a: argparse.Namespace) -> int:
+    from ..data.official_patchpose import evaluate_official_layout
+
+    res = evaluate_official_layout(a.root, a.weights, list_name=a.list, k=a.top_k)
+    out = Path(a.out)
+    out.mkdir(parents=True, exist_ok=True)
+    tmp = out / "results.json.tmp"
+    tmp.write_text(json.dumps(res, indent=1))
+    tmp.replace(out / "results.json")
+    print(json.dumps(res, indent=1))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="patchpose", description="Keypoint scale and orientation, learned without labels."

@@ -1,0 +1,170 @@
+"""Reader for the *released* PatchPose dataset layout of the official code (self-sca-ori), for users who
+have a copy on disk (it cannot be downloaded here).
+
+Layout (``official-implementation-and-kornia.md`` §1.4)::
+
+    ROOT/patchPoseA/{cat}_{imgid}_{kpt}_angle{θ:03d}_scale{s:06.4f}.jpg    e.g. cow_2007_007772_0_angle010_scale0.7937.jpg
+    ROOT/patchPoseB/...                                                   (same naming, random θ and s)
+    ROOT/patchPoseAImageList/{train,val,test}_{acquired,pruned}.txt       (optional lists)
+
+Patches are 32×32 crops at 1:1. The released JPEGs were written by PIL from an OpenCV BGR array, so red and
+blue are swapped on disk; reading them with OpenCV (which returns BGR) therefore yields the true RGB order,
+which is what ``swap_rb=True`` (default) does.
+
+Pairs follow the official test: for scale, every ``angle000`` file against its group's ``scale1.0000``
+reference; for orientation, every ``scale1.0000`` file against its ``angle000`` reference (identity pairs
+included). Only models whose input is one 32-px window at 1:1 can run on these crops.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import cv2
+import numpy as np
+
+from ..errors import InputError
+
+NAME_RE = re.compile(
+    r"^(?P<group>.+)_angle(?P<angle>\d{3})_scale(?P<scale>\d+\.\d{4})\.(jpg|jpeg|png)$", re.I
+)
+
+
+def parse_name(name: str) -> tuple[str, float, float]:
+    """``cow_2007_007772_0_angle010_scale0.7937.jpg`` → ``("cow_2007_007772_0", 10.0, 0.7937)``."""
+    m = NAME_RE.match(name)
+    if not m:
+        raise InputError(f"not a PatchPose file name: {name!r}")
+    return m["group"], float(m["angle"]), float(m["scale"])
+
+
+def _list_filter(list_file: str | Path | None):
+    if list_file is None:
+        return None
+    entries = [ln.split()[0] for ln in Path(list_file).read_text().splitlines() if ln.strip()]
+    stems = {Path(e).name.rsplit(".", 1)[0] for e in entries}
+    return lambda group, fname: fname.rsplit(".", 1)[0] in stems or any(group.startswith(s) for s in stems)
+
+
+class OfficialPatchPose:
+    """Patches, ground truth and pairs of one variant (``"A"`` or ``"B"``) of the released layout."""
+
+    def __init__(
+        self, root: str | Path, variant: str = "A", list_file: str | Path | None = None, swap_rb: bool = True
+    ) -> None:
+        folder = Path(root) / f"patchPose{variant}"
+        if not folder.is_dir():
+            raise InputError(f"no folder {folder} (expected the official PatchPose layout)")
+        keep = _list_filter(list_file)
+        rows = []
+        for p in sorted(folder.iterdir()):
+            if not NAME_RE.match(p.name):
+                continue
+            group, angle, scale = parse_name(p.name)
+            if keep is None or keep(group, p.name):
+                rows.append((group, angle, scale, p))
+        if not rows:
+            raise InputError(
+                f"no PatchPose patches in {folder}" + (f" listed in {list_file}" if list_file else "")
+            )
+        groups = sorted({r[0] for r in rows})
+        gid = {g: i for i, g in enumerate(groups)}
+        imgs = []
+        for _, _, _, p in rows:
+            im = cv2.imread(str(p), cv2.IMREAD_COLOR)
+            if im is None:
+                raise InputError(f"cannot read {p}")
+            if not swap_rb:
+                im = cv2.cvtColor(im, cv2.COLOR_BGR2RGB)
+            imgs.append(im)
+        self.rgb = np.stack(imgs)  # (N, H, W, 3) in RGB order
+        self.group = np.array([gid[r[0]] for r in rows])
+        self.angle_deg = np.array([r[1] for r in rows])
+        self.scale_factor = np.array([r[2] for r in rows])
+        self.names = [r[3].name for r in rows]
+        self.groups = groups
+
+    def patches(self, color: str = "gray") -> np.ndarray:
+        """``(N, C, H, W)`` float32 in [0, 1]."""
+        x = self.rgb.astype(np.float32) / 255.0
+        if color == "gray":
+            return np.stack([cv2.cvtColor(im, cv2.COLOR_RGB2GRAY) for im in x])[:, None]
+        return x.transpose(0, 3, 1, 2).copy()
+
+    def pairs(self, kind: str) -> dict:
+        """``kind="scale"``: angle-0 files against their group's reference; ``"orientation"``: scale-1
+        files against theirs. Returns ``ref``/``trg`` indices, ``scale_factor`` and ``angle_deg``."""
+        is_ref = (self.angle_deg == 0) & (np.abs(self.scale_factor - 1.0) < 1e-4)
+        ref_of = {int(g): int(i) for i, g in zip(np.nonzero(is_ref)[0], self.group[is_ref])}
+        if kind == "scale":
+            sel = np.nonzero(self.angle_deg == 0)[0]
+        elif kind == "orientation":
+            sel = np.nonzero(np.abs(self.scale_factor - 1.0) < 1e-4)[0]
+        else:
+            raise InputError(f"kind must be 'scale' or 'orientation', got {kind!r}")
+        sel = np.array([i for i in sel if int(self.group[i]) in ref_of], dtype=np.int64)
+        ref = np.array([ref_of[int(self.group[i])] for i in sel], dtype=np.int64)
+        return {
+            "ref": ref,
+            "trg": sel,
+            "scale_factor": self.scale_factor[sel],
+            "angle_deg": self.angle_deg[sel],
+        }
+
+
+def evaluate_official_layout(
+    root, weights: str | None = None, variants=("A", "B"), list_name: str | None = None, k: int = 1
+) -> dict:
+    """The official metric of a single-window model (and the orientation baselines that run on 32-px crops)
+    on a released PatchPose copy. ``list_name`` (e.g. ``"test_acquired"``) selects
+    ``patchPose{V}ImageList/{list_name}.txt``."""
+    from ..apps import _estimator
+    from ..baselines import dominant_gradient_orientation, intensity_centroid_orientation
+    from ..evaluation.official import (
+        official_accuracies,
+        official_errors_from_poses,
+        official_topk_ori_errors,
+        official_topk_scale_errors,
+    )
+    from ..inference import predict_histograms
+
+    est = _estimator(weights)
+    cfg = est.cfg
+    if [float(w) for w in cfg.windows] != [1.0]:
+        raise InputError(
+            f"the official PatchPose crops are single 32-px windows; this model needs windows {cfg.windows} "
+            "(train one with model.windows=[1.0] to evaluate here)"
+        )
+    res: dict = {}
+    for v in variants:
+        lf = Path(root) / f"patchPose{v}ImageList" / f"{list_name}.txt" if list_name else None
+        ds = OfficialPatchPose(root, v, lf)
+        x = ds.patches(cfg.color)
+        if x.shape[-1] != cfg.patch_size:
+            x = np.stack(
+                [
+                    cv2.resize(p.transpose(1, 2, 0), (cfg.patch_size,) * 2, interpolation=cv2.INTER_CUBIC)
+                    .reshape(cfg.patch_size, cfg.patch_size, -1)
+                    .transpose(2, 0, 1)
+                    for p in x
+                ]
+            )
+        h = predict_histograms(est.model, x, est.batch_size)
+        ps, po = ds.pairs("scale"), ds.pairs("orientation")
+        se = official_topk_scale_errors(
+            h["scale_hist"][ps["ref"]], h["scale_hist"][ps["trg"]], ps["scale_factor"], k
+        )
+        oe = official_topk_ori_errors(
+            h["orientation_hist"][po["ref"]], h["orientation_hist"][po["trg"]], po["angle_deg"], k
+        )
+        res[v] = {"patchpose": official_accuracies(se, oe)}
+        gray = ds.patches("gray")
+        for name, fn in (
+            ("dominant_gradient", dominant_gradient_orientation),
+            ("orb_centroid", intensity_centroid_orientation),
+        ):
+            o = fn(gray)
+            e = official_errors_from_poses(o[po["ref"]], o[po["trg"]], po["angle_deg"], "orientation")
+            res[v][name] = official_accuracies(None, e)
+    return res

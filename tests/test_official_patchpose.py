@@ -1,0 +1,79 @@
+"""The released PatchPose layout: file names, the R/B swap, pairs, and the official metric on a tiny replica."""
+
+import cv2
+import numpy as np
+import pytest
+import skimage.data
+
+from patchpose.data.official_patchpose import OfficialPatchPose, evaluate_official_layout, parse_name
+from patchpose.data.patches import Pyramid, extract_patches
+from patchpose.errors import InputError
+
+ANGLES = [0, 10, 90, 180]
+SCALES = [0.6300, 1.0000, 1.5874]
+
+
+@pytest.fixture(scope="module")
+def replica(tmp_path_factory):
+    """Two keypoint groups written the way the official code wrote them (PIL from a BGR array)."""
+    root = tmp_path_factory.mktemp("ppofficial")
+    img = skimage.data.astronaut().astype(np.float32) / 255.0
+    pyr = Pyramid(img)
+    truth = {}
+    for v in ("A", "B"):
+        (root / f"patchPose{v}").mkdir()
+        for g, xy in (("cow_2007_000001_0", (200.0, 180.0)), ("dog_2008_000002_1", (300.0, 320.0))):
+            for a in ANGLES:
+                for s in SCALES:
+                    if a and s != 1.0:
+                        continue
+                    p = extract_patches(pyr, np.array([xy]), -np.log2(s), -np.radians(a), 32)[0]
+                    rgb = np.clip(p.transpose(1, 2, 0) * 255 + 0.5, 0, 255).astype(np.uint8)
+                    name = f"{g}_angle{a:03d}_scale{s:06.4f}.png"
+                    cv2.imwrite(
+                        str(root / f"patchPose{v}" / name), rgb
+                    )  # RGB array as "BGR": R/B swapped on disk
+                    truth[name] = rgb
+    (root / "patchPoseAImageList").mkdir()
+    (root / "patchPoseAImageList" / "test_acquired.txt").write_text("cow_2007_000001\n")
+    return root, truth
+
+
+def test_parse_name():
+    assert parse_name("cow_2007_007772_0_angle010_scale0.7937.jpg") == ("cow_2007_007772_0", 10.0, 0.7937)
+    with pytest.raises(InputError):
+        parse_name("cow.jpg")
+
+
+def test_reading_undoes_the_rb_swap(replica):
+    root, truth = replica
+    ds = OfficialPatchPose(root, "A")
+    for name, rgb in zip(ds.names, ds.rgb):
+        np.testing.assert_array_equal(rgb, truth[name])
+    swapped = OfficialPatchPose(root, "A", swap_rb=False)
+    assert not np.array_equal(swapped.rgb, ds.rgb)
+
+
+def test_pairs_follow_the_official_subsets(replica):
+    root, _ = replica
+    ds = OfficialPatchPose(root, "A")
+    ps, po = ds.pairs("scale"), ds.pairs("orientation")
+    assert len(ps["trg"]) == 2 * len(SCALES) and len(po["trg"]) == 2 * len(ANGLES)
+    assert (ds.angle_deg[ps["trg"]] == 0).all() and np.allclose(ds.scale_factor[po["trg"]], 1.0)
+    assert (ds.group[ps["ref"]] == ds.group[ps["trg"]]).all()
+    listed = OfficialPatchPose(root, "A", root / "patchPoseAImageList" / "test_acquired.txt")
+    assert set(listed.groups) == {"cow_2007_000001_0"}
+
+
+def test_official_layout_needs_a_single_window_model(replica, tmp_path):
+    root, _ = replica
+    with pytest.raises(InputError, match="single 32-px windows"):
+        evaluate_official_layout(root)  # the bundled model uses 3 windows
+    from patchpose.models import create_model
+    from patchpose.weights import save_weights
+
+    w = save_weights(create_model("small-cnn", width=0.5), tmp_path / "one.safetensors")
+    res = evaluate_official_layout(root, str(w))
+    assert set(res) == {"A", "B"} and {"patchpose", "dominant_gradient", "orb_centroid"} <= set(res["A"])
+    # identity pairs are always right, so no method scores 0
+    assert res["A"]["patchpose"]["scale_acc@1/3"] > 0 and res["A"]["orb_centroid"]["ori_acc@10"] > 0
