@@ -231,6 +231,15 @@ def build_parser() -> argparse.ArgumentParser:
     pp.add_argument("--include-pruned", action="store_true", help="also the keypoints that pruning dropped")
     pp.add_argument("--no-progress", action="store_true")
     pp.set_defaults(func=_cmd_eval_patchpose)
+    po = evs.add_parser(
+        "patchpose-official", help="official metric on a released PatchPose copy (single-window models)"
+    )
+    po.add_argument("--root", required=True, help="folder holding patchPoseA/, patchPoseB/ (and *ImageList/)")
+    po.add_argument("--weights", default=None)
+    po.add_argument("--list", default=None, help="image list name, e.g. test_acquired")
+    po.add_argument("--top-k", type=int, default=1)
+    po.add_argument("--out", default="outputs/eval_patchpose_official")
+    po.set_defaults(func=_cmd_eval_official)
     bn = evs.add_parser(
         "bins", help="Table 3: train (B_s, B_o) = (7,9), (9,18), (13,36), (17,72) and score each"
     )
