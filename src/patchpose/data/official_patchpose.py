@@ -129,6 +129,8 @@ def evaluate_official_layout(
     )
     from ..inference import predict_histograms
 
+    if not any((Path(root) / f"patchPose{v}").is_dir() for v in variants):
+        raise InputError(f"no patchPoseA/ or patchPoseB/ folder in {root} (the official PatchPose layout)")
     est = _estimator(weights)
     cfg = est.cfg
     if [float(w) for w in cfg.windows] != [1.0]:
