@@ -1,7 +1,6 @@
 """The training loop: self-supervised pairs → histogram alignment loss → checkpoints you can resume.
 
-``patchpose train --config v1 --out runs/v1 [key=value ...] [--resume]`` or ``python -m
-patchpose.training.trainer``. The output folder holds ``config.yaml`` (the resolved config),
+``patchpose train --config v1 --out runs/v1 [key=value ...] [--resume]``. The output folder holds ``config.yaml`` (the resolved config),
 ``checkpoint.pt`` (last), ``best.pt`` (best validation score) and ``metrics.jsonl``. Validation pairs are
 not stored: they are regenerated from the seed, identical for every run with the same photos.
 """
