@@ -112,3 +112,12 @@ def test_eval_synthetic_writes_results(tmp_path):
     assert res["rotation"]["patchpose (refined)"]["n_pairs"] == 40
     assert 0 <= res["joint"]["dominant-gradient + LoG"]["ori_acc@10"] <= 100
     assert (tmp_path / "results.md").read_text().startswith("# Synthetic pose pairs")
+
+
+def test_photos_fetch_wheels_only(tmp_path):
+    """The test split is the 15 photos shipped in our dependencies; splits.json lists them by path."""
+    assert main(["photos", "fetch", "--out", str(tmp_path), "--no-debian"]) == 0
+    splits = json.loads((tmp_path / "splits.json").read_text())
+    assert len(splits["test"]) == 15 and splits["train"] == [] and splits["val"] == []
+    assert all((tmp_path / p).is_file() for p in splits["test"])
+    assert not list(tmp_path.glob("*.tmp"))
