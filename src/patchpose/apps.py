@@ -13,16 +13,9 @@ import numpy as np
 
 from .conventions import REFERENCE_RADIUS
 from .errors import InputError
+from .estimator import PatchPoseEstimator
 
 log = logging.getLogger(__name__)
-
-
-def _estimator(weights: str | None, rotations: int = 1):
-    from .estimator import PatchPoseEstimator
-
-    if weights:
-        return PatchPoseEstimator.from_file(weights, rotations=rotations)
-    return PatchPoseEstimator.from_pretrained(rotations=rotations)
 
 
 def read_keypoints(path: str | Path) -> np.ndarray:
@@ -149,7 +142,7 @@ def run_estimate(
 
     image = load_image(image_path)
     check_image(image)  # size and content checks before detection
-    est = _estimator(weights, rotations)
+    est = PatchPoseEstimator.load(weights, rotations=rotations)
     if keypoints_path:
         xy = read_keypoints(keypoints_path)
     else:
@@ -213,7 +206,7 @@ def eval_synthetic(
     from .evaluation.synthetic import evaluate_handcrafted, evaluate_model, make_protocol_pairs
 
     t0 = time.time()
-    est = _estimator(weights)
+    est = PatchPoseEstimator.load(weights)
     paths = list_images(images) if images else wheel_photo_paths()
     pcfg = PairConfig(long_side=0, margin=24)
     pool = PhotoPool(paths, pcfg, est.cfg.color)

@@ -92,6 +92,11 @@ class PatchPoseEstimator:
         return cls(model, meta=meta, **kwargs)
 
     @classmethod
+    def load(cls, weights: str | Path | None = None, **kwargs) -> PatchPoseEstimator:
+        """A weights file if given, else the bundled model."""
+        return cls.from_file(weights, **kwargs) if weights else cls.from_pretrained(**kwargs)
+
+    @classmethod
     def from_file(cls, path: str | Path, **kwargs) -> PatchPoseEstimator:
         """A patchpose safetensors file (``patchpose export`` writes them)."""
         model, meta = load_weights(path)

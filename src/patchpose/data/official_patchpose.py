@@ -119,8 +119,8 @@ def evaluate_official_layout(
     """The official metric of a single-window model (and the orientation baselines that run on 32-px crops)
     on a released PatchPose copy. ``list_name`` (e.g. ``"test_acquired"``) selects
     ``patchPose{V}ImageList/{list_name}.txt``."""
-    from ..apps import _estimator
     from ..baselines import dominant_gradient_orientation, intensity_centroid_orientation
+    from ..estimator import PatchPoseEstimator
     from ..evaluation.official import (
         official_accuracies,
         official_errors_from_poses,
@@ -131,7 +131,7 @@ def evaluate_official_layout(
 
     if not any((Path(root) / f"patchPose{v}").is_dir() for v in variants):
         raise InputError(f"no patchPoseA/ or patchPoseB/ folder in {root} (the official PatchPose layout)")
-    est = _estimator(weights)
+    est = PatchPoseEstimator.load(weights)
     cfg = est.cfg
     if [float(w) for w in cfg.windows] != [1.0]:
         raise InputError(

@@ -31,10 +31,10 @@ def bench(
     rotations=(1, 4),
     out: str | Path | None = None,
 ) -> dict:
-    from ..apps import _estimator
     from ..data.keypoints import detect_sift
     from ..data.patches import load_image
     from ..data.photos import demo_photo
+    from ..estimator import PatchPoseEstimator
 
     img = cv2.resize(load_image(demo_photo()), size, interpolation=cv2.INTER_CUBIC)
     gray = cv2.cvtColor(img, cv2.COLOR_RGB2GRAY)
@@ -53,7 +53,7 @@ def bench(
         "sift_detect_s": _median_time(lambda: sift.detect(gray, None), repeats),
     }
     for r in rotations:
-        est = _estimator(weights, r)
+        est = PatchPoseEstimator.load(weights, rotations=r)
         res[f"patchpose_rot{r}_s"] = _median_time(lambda est=est: est.estimate(img, xy), repeats)
         res[f"patchpose_rot{r}_patches_s"] = _median_time(lambda est=est: est.extract(img, xy), repeats)
         res[f"ratio_rot{r}_to_sift"] = res[f"patchpose_rot{r}_s"] / res["sift_detect_s"]

@@ -98,17 +98,13 @@ class MethodPoses:
         )
 
 
-def _needed(data: dict) -> np.ndarray:
-    return np.arange(len(data["series"]))
-
-
 def run_methods(
     data: dict, est, orinet_weights: str | None = None, progress: bool = True
 ) -> list[MethodPoses]:
     from tqdm import tqdm
 
     n = len(data["series"])
-    idx = _needed(data)
+    idx = np.arange(n)
     steps = ["patchpose", "sift", "dominant_gradient", "orb_centroid", "log"] + (
         ["orinet"] if orinet_weights else []
     )
@@ -225,12 +221,12 @@ def evaluate(
     include_pruned: bool = False,
 ) -> dict:
     """Run every method on the split and write ``results.json``, ``results.md`` and the figures."""
-    from ..apps import _estimator
+    from ..estimator import PatchPoseEstimator
 
     t0 = time.time()
     ds = PatchPoseData(data_root, split, include_pruned=include_pruned)
     data = ds.load()
-    est = _estimator(weights, rotations)
+    est = PatchPoseEstimator.load(weights, rotations=rotations)
     pairs = {s: ds.pairs(s) for s in ("A_scale", "A_rot", "B_scale", "B_rot", "B_joint")}
     methods = run_methods(data, est, orinet_weights, progress)
     protocols: dict = {p: {} for p in PROTOCOLS}
