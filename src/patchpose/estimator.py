@@ -16,8 +16,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from .conventions import REFERENCE_RADIUS
-from .data.patches import Pyramid, check_image, extract_patches, to_gray
+from .data.patches import Pyramid, check_image, extract_patches, to_gray, window_margin
 from .errors import InputError
 from .inference import decode_poses, predict_histograms
 from .models import PoseNet
@@ -108,7 +107,7 @@ class PatchPoseEstimator:
 
     def margin(self) -> float:
         """Distance (px) from the border beyond which every window, at any rotation, lies inside the image."""
-        return float(np.sqrt(2.0) * REFERENCE_RADIUS * max(self.cfg.windows))
+        return window_margin(self.cfg.windows)
 
     def __repr__(self) -> str:
         return (

@@ -52,7 +52,6 @@ from .official import (
 log = logging.getLogger(__name__)
 
 PROTOCOLS = ("official_A", "official_B", "official_AB", "continuous_AB", "joint")
-SERIES_OF = {"A": ("A_scale", "A_rot"), "B": ("B_scale", "B_rot")}
 TOPK = (1, 2, 3, 4)
 
 
@@ -60,10 +59,13 @@ def render(data: dict, idx: np.ndarray, patch_size: int, windows, color: str = "
     """Patches of samples ``idx`` re-rendered from the stored photos and frames (float in [0, 1])."""
     chans = len(windows) * (1 if color == "gray" else 3)
     out = np.empty((len(idx), chans, patch_size, patch_size), np.float32)
+    cache = data.setdefault("_pyramids", {})  # one pyramid per photo and colour, shared by every method
     for p in np.unique(data["photo"][idx]):
         sel = np.nonzero(data["photo"][idx] == p)[0]
-        img = data["images"][p].astype(np.float32) / 255.0
-        pyr = Pyramid(to_gray(img) if color == "gray" else img)
+        if (p, color) not in cache:
+            img = data["images"][p].astype(np.float32) / 255.0
+            cache[(p, color)] = Pyramid(to_gray(img) if color == "gray" else img)
+        pyr = cache[(p, color)]
         i = idx[sel]
         out[sel] = extract_patches(
             pyr, data["xy"][i], data["frame_sigma"][i], data["frame_theta"][i], patch_size, list(windows)
@@ -109,6 +111,13 @@ def run_methods(
         ["orinet"] if orinet_weights else []
     )
     out = []
+    ori_memo: dict = {}
+
+    def ori_patches() -> np.ndarray:  # the same 32-px window serves both orientation baselines
+        if "p" not in ori_memo:
+            ori_memo["p"] = render(data, idx, ORI_PATCH, [ORI_WINDOW])
+        return ori_memo["p"]
+
     for name in tqdm(steps, desc="methods", disable=not progress):
         if name == "patchpose":
             h = predict_histograms(
@@ -127,14 +136,14 @@ def run_methods(
             out.append(
                 MethodPoses(
                     name,
-                    ori=dominant_gradient_orientation(render(data, idx, ORI_PATCH, [ORI_WINDOW]))[:, None],
+                    ori=dominant_gradient_orientation(ori_patches())[:, None],
                 )
             )
         elif name == "orb_centroid":
             out.append(
                 MethodPoses(
                     name,
-                    ori=intensity_centroid_orientation(render(data, idx, ORI_PATCH, [ORI_WINDOW]))[:, None],
+                    ori=intensity_centroid_orientation(ori_patches())[:, None],
                 )
             )
         elif name == "log":
