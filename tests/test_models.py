@@ -32,7 +32,7 @@ def test_heads_are_optional(heads):
 def test_multi_window_input_channels():
     m = create_model("small-cnn-ms")
     assert m.cfg.in_channels == 3
-    with pytest.raises(ValueError, match="expected patches"):
+    with pytest.raises(ValueError, match="expected inputs"):
         m(torch.rand(2, 1, 32, 32))
 
 

@@ -135,3 +135,20 @@ def test_eval_patchpose_writes_results_and_figures(dataset, tmp_path):
     assert doc["data"]["pairs"]["A_rot"] > 0
     for f in ("results.md", "prediction_ranges.png", "rangewise_accuracy.png"):
         assert (tmp_path / f).stat().st_size > 1000
+
+
+def test_eval_patchpose_with_a_polar_model(dataset, tmp_path):
+    """A log-polar model is scored on views rendered as warped crops (not on its own sampling grid)."""
+    from patchpose.evaluation.patchpose_eval import evaluate, render_polar
+    from patchpose.models import create_model
+    from patchpose.weights import save_weights
+
+    model = create_model("polar-cnn", polar_rings=27)
+    w = save_weights(model, tmp_path / "polar.safetensors")
+    data = PatchPoseData(dataset, "test").load()
+    x = render_polar(data, np.arange(3), model.cfg.polar_grid)
+    assert x.shape == (3, 1, 27, 36) and np.isfinite(x).all() and x.std() > 0.01
+    evaluate(dataset, tmp_path / "out", weights=str(w), split="test", progress=False)
+    res = json.loads((tmp_path / "out" / "results.json").read_text())
+    ours = res["protocols"]["official_AB"]["patchpose"]
+    assert ours["n_pairs"] == res["protocols"]["official_AB"]["sift"]["n_pairs"] > 0

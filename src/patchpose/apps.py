@@ -210,7 +210,9 @@ def eval_synthetic(
     paths = list_images(images) if images else wheel_photo_paths()
     pcfg = PairConfig(long_side=0, margin=24)
     pool = PhotoPool(paths, pcfg, est.cfg.color)
-    pairs = make_protocol_pairs(pool, n_pairs, seed, est.cfg.patch_size, est.cfg.windows, pcfg)
+    pairs = make_protocol_pairs(
+        pool, n_pairs, seed, est.cfg.patch_size, est.cfg.windows, pcfg, polar=est.cfg.polar_grid
+    )
     by_method = {
         "patchpose (refined)": evaluate_model(est.model, pairs, refine=True),
         "patchpose (argmax)": evaluate_model(est.model, pairs, refine=False),

@@ -16,7 +16,9 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from .data.patches import Pyramid, check_image, extract_patches, to_gray, window_margin
+from .data.inputs import extract_inputs
+from .data.patches import Pyramid, check_image, to_gray, window_margin
+from .data.polar import polar_margin
 from .errors import InputError
 from .inference import decode_poses, predict_histograms
 from .models import PoseNet
@@ -106,7 +108,10 @@ class PatchPoseEstimator:
         return self.model.cfg
 
     def margin(self) -> float:
-        """Distance (px) from the border beyond which every window, at any rotation, lies inside the image."""
+        """Distance (px) from the border beyond which every window, at any rotation, lies inside the image
+        (for a log-polar grid: every ring up to the largest scale bin's radius)."""
+        if self.cfg.is_polar:
+            return polar_margin(self.cfg.polar_grid)
         return window_margin(self.cfg.windows)
 
     def __repr__(self) -> str:
@@ -116,8 +121,8 @@ class PatchPoseEstimator:
         )
 
     def extract(self, image, keypoints) -> tuple[np.ndarray, np.ndarray]:
-        """Model input patches ``(N, C, PS, PS)`` at the keypoints (upright, scale 0), and the ``valid``
-        mask (window fully inside the image)."""
+        """Model inputs ``(N, C, PS, PS)`` (or ``(N, C, rings, angles)`` for a log-polar model) at the
+        keypoints (upright, scale 0), and the ``valid`` mask (window fully inside the image)."""
         img = check_image(image)
         kp = check_keypoints(keypoints, img.shape[:2])
         h, w = img.shape[:2]
@@ -139,13 +144,14 @@ class PatchPoseEstimator:
             if self.cfg.color == "gray"
             else (img if img.ndim == 3 else np.repeat(img[..., None], 3, 2))
         )
-        patches = extract_patches(
+        patches = extract_inputs(
             Pyramid(src),
             kp,
             0.0,
             0.0,
             self.cfg.patch_size,
             self.cfg.windows,
+            self.cfg.polar_grid,
             border="constant" if self.border == "constant" else "reflect",
         )
         return patches, valid
@@ -164,14 +170,15 @@ class PatchPoseEstimator:
 
         Returns:
             ``orientation`` ``(N,)`` or ``(N, k)`` radians in ``[0, 2π)``; ``scale`` log2 scale, same shape;
-            ``orientation_hist`` ``(N, 36)`` and ``scale_hist`` ``(N, 13)`` probabilities; ``valid`` ``(N,)``
+            ``orientation_hist`` ``(N, B_o)`` and ``scale_hist`` ``(N, B_s)`` probabilities (the model's
+            bins: 36 and 13 over [−2, 2] for the paper's layout, 25 over [−4, 4] for patchpose-v2); ``valid`` ``(N,)``
             True where the model's window lies inside the image.
         """
         if top_k is not None and (int(top_k) != top_k or top_k < 1):
             raise InputError(f"top_k must be a positive integer or None, got {top_k!r}")
         patches, valid = self.extract(image, keypoints)
         hists = predict_histograms(self.model, patches, self.batch_size, rotations=self.rotations)
-        poses = decode_poses(hists, k=top_k or 1, refine=refine)
+        poses = decode_poses(hists, k=top_k or 1, refine=refine, scale_range=self.cfg.scale_range)
         out = {
             "orientation": poses["orientation"] if top_k else poses["orientation"][:, 0],
             "scale": poses["scale"] if top_k else poses["scale"][:, 0],

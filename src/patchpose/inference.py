@@ -7,7 +7,7 @@ import contextlib
 import numpy as np
 import torch
 
-from .conventions import bin_to_ori, bin_to_scale
+from .conventions import SCALE_RANGE, bin_to_ori, bin_to_scale
 from .histogram import decode
 from .models import PoseNet
 
@@ -33,11 +33,12 @@ def predict_histograms(
     multiples of 90° (an exact pixel permutation, since the sampling grid is symmetric about the
     keypoint), each orientation histogram is shifted back by the turn, and the histograms are averaged.
     ``np.rot90`` over the (row, col) axes turns the content counter-clockwise as displayed, which adds
-    ``B/4`` bins per quarter turn.
+    ``B/4`` bins per quarter turn. A ``polar-cnn`` is equivariant to quarter turns by construction, so
+    ``rotations`` changes nothing for it and is skipped.
     """
     if rotations not in ROTATIONS:
         raise ValueError(f"rotations must be 1, 2 or 4, got {rotations!r}")
-    if rotations == 1:
+    if rotations == 1 or model.cfg.is_polar:  # a polar-cnn is exactly equivariant to quarter turns already
         return _predict(model, patches, batch_size, amp)
     acc: dict[str, np.ndarray] = {}
     for k in ROTATIONS[rotations]:
@@ -80,12 +81,18 @@ def _names(model: PoseNet) -> list[str]:
     ]
 
 
-def decode_poses(hists: dict[str, np.ndarray], k: int = 1, refine: bool = True) -> dict[str, np.ndarray]:
-    """Histograms → ``{"scale": log2 (N, k), "orientation": radians (N, k)}``, strongest first."""
+def decode_poses(
+    hists: dict[str, np.ndarray], k: int = 1, refine: bool = True, scale_range=SCALE_RANGE
+) -> dict[str, np.ndarray]:
+    """Histograms → ``{"scale": log2 (N, k), "orientation": radians (N, k)}``, strongest first.
+
+    ``scale_range``: log2 scales of the first and last scale bin (the model's ``cfg.scale_range``)."""
     out = {}
     if "scale_hist" in hists:
         h = torch.from_numpy(hists["scale_hist"]).double()
-        out["scale"] = bin_to_scale(decode(h, circular=False, k=k, refine=refine).numpy(), h.shape[1])
+        out["scale"] = bin_to_scale(
+            decode(h, circular=False, k=k, refine=refine).numpy(), h.shape[1], tuple(scale_range)
+        )
     if "orientation_hist" in hists:
         h = torch.from_numpy(hists["orientation_hist"]).double()
         out["orientation"] = bin_to_ori(decode(h, circular=True, k=k, refine=refine).numpy(), h.shape[1])

@@ -22,8 +22,10 @@ import torch
 
 from ..conventions import TWO_PI
 from ..errors import InputError
+from .inputs import extract_inputs
 from .keypoints import detect_harris, detect_sift
-from .patches import Pyramid, extract_patches, load_image, resize_long_side, to_gray
+from .patches import Pyramid, load_image, resize_long_side, to_gray
+from .polar import PolarGrid
 
 log = logging.getLogger(__name__)
 
@@ -113,9 +115,10 @@ def sample_pairs(
     windows=(1.0,),
     mode: str | None = None,
     augment: bool = True,
+    polar: PolarGrid | None = None,
 ) -> dict[str, np.ndarray]:
-    """A batch of pairs: ``patch_a``, ``patch_b`` ``(n, C, PS, PS)``, ``d_scale`` (log2), ``d_ori``
-    (radians in [0, 2π)), plus the frames used."""
+    """A batch of pairs: ``patch_a``, ``patch_b`` ``(n, C, PS, PS)`` (or ``(n, C, rings, angles)`` with a
+    ``polar`` grid), ``d_scale`` (log2), ``d_ori`` (radians in [0, 2π)), plus the frames used."""
     ds, do, sa, ta = sample_deltas(rng, n, cfg, mode)
     img_idx = rng.integers(0, len(pool), n)
     xy = np.empty((n, 2))
@@ -123,13 +126,14 @@ def sample_pairs(
         kps = pool.keypoints[k]
         xy[i] = kps[rng.integers(0, len(kps))]
     sb, tb = sa - ds, ta - do
-    chans = len(windows) * (1 if pool.color == "gray" else 3)
-    pa = np.empty((n, chans, patch_size, patch_size), np.float32)
-    pb = np.empty_like(pa)
+    pa = pb = None
     for k in np.unique(img_idx):
         sel = np.nonzero(img_idx == k)[0]
-        pa[sel] = extract_patches(pool.pyramids[k], xy[sel], sa[sel], ta[sel], patch_size, windows)
-        pb[sel] = extract_patches(pool.pyramids[k], xy[sel], sb[sel], tb[sel], patch_size, windows)
+        a = extract_inputs(pool.pyramids[k], xy[sel], sa[sel], ta[sel], patch_size, windows, polar)
+        b = extract_inputs(pool.pyramids[k], xy[sel], sb[sel], tb[sel], patch_size, windows, polar)
+        if pa is None:
+            pa, pb = np.empty((n, *a.shape[1:]), np.float32), np.empty((n, *a.shape[1:]), np.float32)
+        pa[sel], pb[sel] = a, b
     if augment:
         pa, pb = photometric(rng, pa, cfg), photometric(rng, pb, cfg)
     return {
@@ -162,11 +166,13 @@ class PairStream(torch.utils.data.IterableDataset):
         seed: int = 0,
         rank: int = 0,
         start_step: int = 0,
+        polar: PolarGrid | None = None,
     ) -> None:
         super().__init__()
         self.paths, self.cfg, self.batch_size = list(paths), cfg, batch_size
         self.patch_size, self.windows, self.color = patch_size, list(windows), color
         self.seed, self.rank, self.start_step = seed, rank, start_step
+        self.polar = polar
         self._pool: PhotoPool | None = None
 
     def __iter__(self):
@@ -176,7 +182,9 @@ class PairStream(torch.utils.data.IterableDataset):
             self._pool = PhotoPool(self.paths, self.cfg, self.color)
         rng = np.random.default_rng([self.seed, self.rank, wid, self.start_step])
         while True:
-            b = sample_pairs(rng, self._pool, self.batch_size, self.cfg, self.patch_size, self.windows)
+            b = sample_pairs(
+                rng, self._pool, self.batch_size, self.cfg, self.patch_size, self.windows, polar=self.polar
+            )
             yield {
                 k: torch.from_numpy(np.ascontiguousarray(b[k]))
                 for k in ("patch_a", "patch_b", "d_scale", "d_ori")

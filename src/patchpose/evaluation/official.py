@@ -134,11 +134,17 @@ def official_ori_errors(hist_src, hist_trg, gt_angle_deg, cyclic: bool = True) -
     return official_topk_ori_errors(hist_src, hist_trg, gt_angle_deg, k=1, cyclic=cyclic)
 
 
-def official_topk_scale_errors(hist_src, hist_trg, gt_scale_factor, k: int) -> np.ndarray:
+def official_topk_scale_errors(
+    hist_src, hist_trg, gt_scale_factor, k: int, bins_per_octave: float | None = None
+) -> np.ndarray:
     """Scale errors of the best of the ``k×k`` pairs of the ``k`` highest bins of each histogram
-    (``k = 1`` is :func:`official_scale_errors`)."""
+    (``k = 1`` is :func:`official_scale_errors`).
+
+    ``bins_per_octave``: None for histograms over [−2, 2] (the official case, bins per octave from the
+    bin count); otherwise the histogram's bin density, e.g. 3 for 25 bins over [−4, 4]. The ground truth
+    is then computed exactly as for the [−2, 2] histogram of that density (13 bins for 3 per octave)."""
     a, b, s = _check(hist_src, hist_trg, gt_scale_factor, "official_topk_scale_errors")
-    g = scale_gt_bins(s, a.shape[1])
+    g = scale_gt_bins(s, a.shape[1] if bins_per_octave is None else int(round(4 * bins_per_octave)) + 1)
     err = np.abs(_pair_diffs(a, b, k) - g[:, None]).min(axis=1)
     return err.astype(np.float64)
 

@@ -40,6 +40,7 @@ from ..baselines import (
 )
 from ..data.patches import Pyramid, extract_patches, to_gray
 from ..data.patchpose_dataset import PatchPoseData
+from ..data.polar import render_view_polar
 from ..inference import decode_poses, predict_histograms
 from .metrics import accuracies, relative_errors
 from .official import (
@@ -73,9 +74,29 @@ def render(data: dict, idx: np.ndarray, patch_size: int, windows, color: str = "
     return out
 
 
+def render_polar(data: dict, idx: np.ndarray, grid) -> np.ndarray:
+    """Log-polar inputs of samples ``idx``: each view rendered as a transformed image crop first, then
+    sampled at its centre (:func:`patchpose.data.polar.render_view_polar`)."""
+    out = np.empty((len(idx), 1, grid.rings, grid.angles), np.float32)
+    cache = data.setdefault("_pyramids", {})
+    for p in np.unique(data["photo"][idx]):
+        sel = np.nonzero(data["photo"][idx] == p)[0]
+        if (p, "gray") not in cache:
+            cache[(p, "gray")] = Pyramid(to_gray(data["images"][p].astype(np.float32) / 255.0))
+        i = idx[sel]
+        out[sel] = render_view_polar(
+            cache[(p, "gray")], data["xy"][i], data["frame_sigma"][i], data["frame_theta"][i], grid
+        )
+    return out
+
+
 def model_patches(data: dict, est) -> np.ndarray:
     """The model's input for every sample: the stored patches when they fit, else re-rendered."""
     cfg = est.cfg
+    if cfg.is_polar:
+        if cfg.color != "gray":
+            raise ValueError("polar-cnn evaluation renders gray inputs only")
+        return render_polar(data, np.arange(len(data["series"])), cfg.polar_grid)
     stored = [float(w) for w in data["windows"]]
     if (
         cfg.color == "gray"
@@ -90,7 +111,10 @@ def model_patches(data: dict, est) -> np.ndarray:
 class MethodPoses:
     """Per-sample outputs of one method: histograms (ours) and/or continuous poses ``(N, k)``."""
 
-    def __init__(self, name: str, scale=None, ori=None, scale_hist=None, ori_hist=None) -> None:
+    def __init__(
+        self, name: str, scale=None, ori=None, scale_hist=None, ori_hist=None, scale_bins_per_octave=None
+    ) -> None:
+        self.scale_bins_per_octave = scale_bins_per_octave
         self.name, self.scale, self.ori, self.scale_hist, self.ori_hist = (
             name,
             scale,
@@ -123,10 +147,15 @@ def run_methods(
             h = predict_histograms(
                 est.model, model_patches(data, est), est.batch_size, rotations=est.rotations
             )
-            poses = decode_poses(h, k=1, refine=True)
+            poses = decode_poses(h, k=1, refine=True, scale_range=est.cfg.scale_range)
             out.append(
                 MethodPoses(
-                    name, poses["scale"], poses["orientation"], h["scale_hist"], h["orientation_hist"]
+                    name,
+                    poses["scale"],
+                    poses["orientation"],
+                    h["scale_hist"],
+                    h["orientation_hist"],
+                    est.cfg.scale_bins_per_octave,
                 )
             )
         elif name == "sift":
@@ -181,19 +210,20 @@ def orinet_orientation(patches: np.ndarray, weights: str) -> np.ndarray:
     return ang.numpy().astype(np.float64) % (2 * np.pi)
 
 
-def _official_errors(hist, poses, pairs: dict | None, kind: str, k: int):
+def _official_errors(hist, poses, pairs: dict | None, kind: str, k: int, bins_per_octave=None):
     """Official errors of one quantity from histograms (ours) or poses (baselines); None if unmeasured."""
     if pairs is None or (hist is None and poses is None):
         return None
     gt = pairs["scale_factor"] if kind == "scale" else pairs["angle_deg"]
     if hist is not None:
-        fn = official_topk_scale_errors if kind == "scale" else official_topk_ori_errors
-        return fn(hist[pairs["ref"]], hist[pairs["trg"]], gt, k)
+        if kind == "scale":
+            return official_topk_scale_errors(hist[pairs["ref"]], hist[pairs["trg"]], gt, k, bins_per_octave)
+        return official_topk_ori_errors(hist[pairs["ref"]], hist[pairs["trg"]], gt, k)
     return official_errors_from_poses(poses[pairs["ref"], :k], poses[pairs["trg"], :k], gt, kind)
 
 
 def _official(m: MethodPoses, pairs_s: dict | None, pairs_o: dict | None, k: int = 1) -> dict:
-    se = _official_errors(m.scale_hist, m.scale, pairs_s, "scale", k)
+    se = _official_errors(m.scale_hist, m.scale, pairs_s, "scale", k, m.scale_bins_per_octave)
     oe = _official_errors(m.ori_hist, m.ori, pairs_o, "orientation", k)
     acc = official_accuracies(se, oe)
     keys = (("scale_acc@1/6", "scale_acc@1/3") if se is not None else ()) + (

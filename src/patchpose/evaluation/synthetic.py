@@ -24,14 +24,22 @@ def protocol_config(base: PairConfig | None = None) -> PairConfig:
 
 
 def make_protocol_pairs(
-    pool: PhotoPool, n: int, seed: int, patch_size: int, windows, cfg: PairConfig | None = None
+    pool: PhotoPool,
+    n: int,
+    seed: int,
+    patch_size: int,
+    windows,
+    cfg: PairConfig | None = None,
+    polar=None,
 ) -> dict:
     """Fixed pairs per protocol (same keypoints and Δ for every method evaluated on them)."""
     cfg = protocol_config(cfg)
     out = {}
     for i, proto in enumerate(PROTOCOLS):
         rng = np.random.default_rng([seed, i])
-        out[proto] = sample_pairs(rng, pool, n, cfg, patch_size, windows, mode=proto, augment=False)
+        out[proto] = sample_pairs(
+            rng, pool, n, cfg, patch_size, windows, mode=proto, augment=False, polar=polar
+        )
     return out
 
 
@@ -43,7 +51,8 @@ def evaluate_model(
     for proto, b in pairs.items():
         ha = predict_histograms(model, b["patch_a"], batch_size, amp, rotations)
         hb = predict_histograms(model, b["patch_b"], batch_size, amp, rotations)
-        pa, pb = decode_poses(ha, k, refine), decode_poses(hb, k, refine)
+        sr = model.cfg.scale_range
+        pa, pb = decode_poses(ha, k, refine, sr), decode_poses(hb, k, refine, sr)
         acc = accuracies(relative_errors(pa, pb, b["d_scale"], b["d_ori"]))
         if proto == "scale":
             acc = {m: v for m, v in acc.items() if m.startswith("scale")}

@@ -52,5 +52,13 @@ register_model("small-cnn", ModelConfig(arch="small-cnn", color="gray", windows=
 # The same CNN on three stacked windows of radius 16, 32 and 64 px, each resampled to 32×32: more
 # context for the scale head.
 register_model("small-cnn-ms", ModelConfig(arch="small-cnn", color="gray", windows=[1.0, 2.0, 4.0]))
+# A CNN on a gray log-polar grid (31 rings 1/3 octave apart, from 0.5 to 512 px at scale 0, × 36 angles),
+# equivariant to rotations by 10° and rescalings by 1/3 octave by construction (models/polar.py). Its
+# scale histogram spans [−4, 4] (25 bins of 1/3 octave): an equivariant network cannot pull the
+# characteristic scales of different keypoints towards the middle, so it needs the room.
+register_model(
+    "polar-cnn",
+    ModelConfig(arch="polar-cnn", color="gray", num_scale_bins=25, scale_range=[-4.0, 4.0], polar_rings=31),
+)
 
 __all__ = ["ModelConfig", "PoseNet", "create_model", "get_config", "list_models", "register_model"]

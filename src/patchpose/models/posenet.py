@@ -7,26 +7,59 @@ from dataclasses import asdict, dataclass, field
 import torch
 from torch import nn
 
-from ..conventions import NUM_ORI_BINS, NUM_SCALE_BINS
+from ..conventions import NUM_ORI_BINS, NUM_SCALE_BINS, SCALE_RANGE, scale_bin_width
 from .backbones import ResNet18, SmallCNN
 from .heads import make_head
+from .polar import PolarNet
 
 
 @dataclass
 class ModelConfig:
     """Everything needed to rebuild a network (stored in checkpoints and in bundled weights)."""
 
-    arch: str = "small-cnn"  # trunk: "small-cnn" | "resnet18"
-    patch_size: int = 32  # side of each input window, in pixels
+    arch: str = "small-cnn"  # trunk: "small-cnn" | "resnet18" | "polar-cnn"
+    patch_size: int = 32  # side of each input window, in pixels (Cartesian archs)
     windows: list[float] = field(default_factory=lambda: [1.0])  # window radii in REFERENCE_RADIUS units
     color: str = "gray"  # "gray" (1 channel per window) | "rgb" (3)
     heads: list[str] = field(default_factory=lambda: ["scale", "orientation"])
     head: str = "linear"  # "linear" | "mlp" (the paper's 4-layer MLP)
     num_scale_bins: int = NUM_SCALE_BINS
     num_ori_bins: int = NUM_ORI_BINS
+    scale_range: list[float] = field(default_factory=lambda: list(SCALE_RANGE))  # log2 of the first/last bin
     width: float = 1.0  # channel multiplier of the trunk
     embed_dim: int = 256  # small-cnn feature size
     standardize: bool = True  # per-patch zero mean / unit std of each input channel
+    # polar-cnn only: log-polar input grid (rings 1/3 octave apart for 13 scale bins) and conv widths
+    polar_rings: int = 25
+    polar_angles: int = 36
+    polar_channels: list[int] = field(default_factory=list)  # widths of an optional 3×3 conv stem
+    polar_head_width: int = 64
+    polar_harmonics: int = 4  # angular Fourier magnitudes per ring fed to the scale head
+
+    @property
+    def is_polar(self) -> bool:
+        return self.arch == "polar-cnn"
+
+    @property
+    def polar_grid(self):
+        """The :class:`~patchpose.data.polar.PolarGrid` of a polar-cnn, else None."""
+        if not self.is_polar:
+            return None
+        from ..data.polar import PolarGrid
+
+        return PolarGrid(self.polar_rings, self.polar_angles, round(self.scale_bins_per_octave))
+
+    @property
+    def scale_bins_per_octave(self) -> float:
+        """Scale bins per octave (3 for the paper's 13 bins over [−2, 2])."""
+        return 1.0 / scale_bin_width(self.num_scale_bins, tuple(self.scale_range))
+
+    @property
+    def input_shape(self) -> tuple[int, int, int]:
+        """``(C, H, W)`` of one model input."""
+        if self.is_polar:
+            return (self.in_channels, self.polar_rings, self.polar_angles)
+        return (self.in_channels, self.patch_size, self.patch_size)
 
     @property
     def in_channels(self) -> int:
@@ -43,11 +76,30 @@ class ModelConfig:
             raise ValueError(f"unknown model config keys: {sorted(unknown)}")
         cfg = cls(**known)
         cfg.windows, cfg.heads = [float(w) for w in cfg.windows], [str(h) for h in cfg.heads]
+        cfg.polar_channels = [int(c) for c in cfg.polar_channels]
+        cfg.scale_range = [float(v) for v in cfg.scale_range]
         return cfg
 
     def validate(self) -> None:
-        if self.arch not in ("small-cnn", "resnet18"):
+        if self.arch not in ("small-cnn", "resnet18", "polar-cnn"):
             raise ValueError(f"unknown arch {self.arch!r}")
+        if len(self.scale_range) != 2 or not self.scale_range[0] < 0 < self.scale_range[1]:
+            raise ValueError(f"scale_range must be [lo, hi] with lo < 0 < hi, got {self.scale_range}")
+        if self.is_polar:
+            rpo = self.scale_bins_per_octave
+            if abs(rpo - round(rpo)) > 1e-9:
+                raise ValueError("polar-cnn needs scale bins a whole fraction of an octave apart")
+            if self.polar_rings < self.num_scale_bins or (self.polar_rings - self.num_scale_bins) % 2:
+                raise ValueError(
+                    f"polar_rings ({self.polar_rings}) must be num_scale_bins ({self.num_scale_bins}) "
+                    "plus an even number of context rings"
+                )
+            if abs(self.scale_range[0] + self.scale_range[1]) > 1e-9:
+                raise ValueError("polar-cnn needs a scale_range centred on 0 (its centre ring is scale 0)")
+            if self.polar_angles % self.num_ori_bins:
+                raise ValueError("polar_angles must be a multiple of num_ori_bins")
+            if self.windows != [1.0]:
+                raise ValueError("polar-cnn takes one log-polar grid; leave windows at [1.0]")
         if self.color not in ("gray", "rgb"):
             raise ValueError(f"color must be 'gray' or 'rgb', got {self.color!r}")
         if not self.heads or set(self.heads) - {"scale", "orientation"}:
@@ -66,6 +118,19 @@ class PoseNet(nn.Module):
         cfg.validate()
         self.cfg = cfg
         c = cfg.in_channels
+        if cfg.is_polar:
+            self.polar = PolarNet(
+                c,
+                cfg.polar_rings,
+                cfg.polar_angles,
+                cfg.num_scale_bins,
+                cfg.num_ori_bins,
+                cfg.heads,
+                tuple(max(4, int(round(ch * cfg.width))) for ch in cfg.polar_channels),
+                max(4, int(round(cfg.polar_head_width * cfg.width))),
+                cfg.polar_harmonics,
+            )
+            return
         if cfg.arch == "small-cnn":
             chans = tuple(max(8, int(round(ch * cfg.width))) for ch in (32, 32, 64, 64, 128, 128))
             self.trunk = SmallCNN(c, cfg.patch_size, chans, embed_dim=cfg.embed_dim)
@@ -78,16 +143,15 @@ class PoseNet(nn.Module):
             self.heads["orientation"] = make_head(self.trunk.out_dim, cfg.num_ori_bins, cfg.head)
 
     def forward(self, x: torch.Tensor) -> dict[str, torch.Tensor]:
-        if x.dim() != 4 or x.shape[1] != self.cfg.in_channels:
-            raise ValueError(
-                f"expected patches (N, {self.cfg.in_channels}, {self.cfg.patch_size}, {self.cfg.patch_size}), "
-                f"got {tuple(x.shape)}"
-            )
+        if x.dim() != 4 or tuple(x.shape[1:]) != self.cfg.input_shape:
+            raise ValueError(f"expected inputs (N, {', '.join(map(str, self.cfg.input_shape))}), got {tuple(x.shape)}")
         if self.cfg.standardize:
             # WARNING: statistics are per patch and per channel, so brightness/contrast changes are no cue.
             mean = x.mean(dim=(2, 3), keepdim=True)
             std = x.std(dim=(2, 3), keepdim=True)
             x = (x - mean) / (std + 1e-3)
+        if self.cfg.is_polar:
+            return self.polar(x)
         f = self.trunk(x)
         out = {}
         if "scale" in self.heads:

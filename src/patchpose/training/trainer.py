@@ -114,7 +114,13 @@ def train(cfg, out_dir: str | Path, resume: bool = False, progress: bool = True,
     if splits.get("val") and cfg.data.val_pairs > 0:
         val_pool = PhotoPool(splits["val"], pcfg, mcfg.color)
         val_pairs = make_protocol_pairs(
-            val_pool, cfg.data.val_pairs, rc.seed + 12345, mcfg.patch_size, mcfg.windows, pcfg
+            val_pool,
+            cfg.data.val_pairs,
+            rc.seed + 12345,
+            mcfg.patch_size,
+            mcfg.windows,
+            pcfg,
+            polar=mcfg.polar_grid,
         )
 
     stream = PairStream(
@@ -127,6 +133,7 @@ def train(cfg, out_dir: str | Path, resume: bool = False, progress: bool = True,
         seed=rc.seed,
         rank=rank,
         start_step=step,
+        polar=mcfg.polar_grid,
     )
     nw = cfg.data.num_workers
     loader = torch.utils.data.DataLoader(
@@ -161,7 +168,7 @@ def train(cfg, out_dir: str | Path, resume: bool = False, progress: bool = True,
             n = len(pa)
             oa = {k: v[:n] for k, v in o.items()}
             ob = {k: v[n:] for k, v in o.items()}
-            d_s = batch["d_scale"].to(device).float() * (mcfg.num_scale_bins - 1) / 4.0
+            d_s = batch["d_scale"].to(device).float() * mcfg.scale_bins_per_octave
             d_o = batch["d_ori"].to(device).float() * mcfg.num_ori_bins / (2 * math.pi)
             losses = pose_loss(oa, ob, d_s, d_o, lcfg)
             if not torch.isfinite(losses["total"]):

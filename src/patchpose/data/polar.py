@@ -1,0 +1,156 @@
+"""Log-polar sampling about a keypoint frame: the input of the ``polar-cnn`` networks.
+
+A :class:`PolarGrid` samples ``rings × angles`` points about a keypoint with pose ``(σ, θ)``:
+
+* ring ``k`` has radius ``REFERENCE_RADIUS · 2**(σ + (k − c) / rings_per_octave)`` pixels, with ``c`` the
+  centre ring (``(rings − 1) / 2``), so consecutive rings are ``1/rings_per_octave`` octave apart;
+* angle ``j`` is the direction ``α_j + θ`` with ``α_j = 2π j / angles``, counter-clockwise as displayed:
+  the point is ``(x, y) + radius · (cos(α_j + θ), −sin(α_j + θ))``.
+
+This is the same frame as :mod:`patchpose.conventions` (``A = r·2**σ·R(θ)``): the sample at angle ``α`` is
+the frame's patch point ``(cos α, −sin α)``. Hence, by construction,
+
+* enlarging the content about the keypoint by ``2**Δs`` moves it ``Δs · rings_per_octave`` rings
+  **outwards** (higher ring index), and
+* rotating the content counter-clockwise by ``Δo`` moves it ``Δo / (2π/angles)`` samples towards
+  **higher** angle indices (cyclically),
+
+which is exactly how the scale and orientation histograms move (``tests/test_polar.py`` pins both).
+
+Each ring is read from the pyramid level whose pixel spacing is the largest not above the ring's
+angular sample spacing ``2π·radius/angles`` (anti-aliasing, as :func:`~patchpose.data.patches.extract_patches`
+does for a whole patch), with bilinear interpolation by ``cv2.remap``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import cv2
+import numpy as np
+
+from ..conventions import REFERENCE_RADIUS, TWO_PI
+from .patches import LEVELS_PER_OCTAVE, Pyramid
+
+_REMAP_ROWS = 30000  # cv2.remap wants maps smaller than 32767 in each dimension
+
+
+@dataclass(frozen=True)
+class PolarGrid:
+    rings: int = 25
+    angles: int = 36
+    rings_per_octave: int = 3
+
+    def __post_init__(self) -> None:
+        if self.rings < 1 or self.angles < 4 or self.rings_per_octave < 1:
+            raise ValueError(f"invalid polar grid {self}")
+
+    @property
+    def center(self) -> float:
+        return (self.rings - 1) / 2.0
+
+    def log2_radii(self) -> np.ndarray:
+        """``log2(radius / REFERENCE_RADIUS)`` of every ring at pose scale 0."""
+        return (np.arange(self.rings) - self.center) / self.rings_per_octave
+
+    def angles_rad(self) -> np.ndarray:
+        return np.arange(self.angles) * (TWO_PI / self.angles)
+
+    def max_radius(self, log2_scale: float = 0.0) -> float:
+        """Radius in pixels of the outermost ring at a pose scale."""
+        return REFERENCE_RADIUS * 2.0 ** (float(self.log2_radii()[-1]) + log2_scale)
+
+
+def extract_polar(
+    pyramid: Pyramid,
+    xy: np.ndarray,
+    log2_scale,
+    theta,
+    grid: PolarGrid,
+    border: str = "reflect",
+) -> np.ndarray:
+    """Log-polar samples ``(N, C, rings, angles)`` float32 at frames ``(xy, log2_scale, theta)``.
+
+    ``border``: ``"reflect"`` (OpenCV ``BORDER_REFLECT_101``) or ``"constant"`` (zeros) outside the image.
+    """
+    xy = np.asarray(xy, dtype=np.float64).reshape(-1, 2)
+    n = len(xy)
+    s = np.broadcast_to(np.asarray(log2_scale, dtype=np.float64), (n,))
+    t = np.broadcast_to(np.asarray(theta, dtype=np.float64), (n,))
+    base = pyramid.levels[0]
+    chans = 1 if base.ndim == 2 else base.shape[2]
+    K, A = grid.rings, grid.angles
+    out = np.empty((n, K, A, chans), dtype=np.float32)
+    if n == 0:
+        return out.transpose(0, 3, 1, 2)
+    mode = cv2.BORDER_REFLECT_101 if border == "reflect" else cv2.BORDER_CONSTANT
+    r = REFERENCE_RADIUS * np.exp2(grid.log2_radii()[None, :] + s[:, None])  # (n, K) pixels
+    step = r * (TWO_PI / A)
+    nlev = len(pyramid.levels)
+    lev = np.floor(LEVELS_PER_OCTAVE * np.log2(np.maximum(step, 1e-9)) + 1e-6)
+    lev = np.clip(lev, 0, nlev - 1).astype(int)  # (n, K)
+    ang = grid.angles_rad()[None, :] + t[:, None]  # (n, A)
+    X = xy[:, 0, None, None] + r[:, :, None] * np.cos(ang)[:, None, :]  # (n, K, A)
+    Y = xy[:, 1, None, None] - r[:, :, None] * np.sin(ang)[:, None, :]
+    for level in np.unique(lev):
+        m = lev == level
+        fx, fy = pyramid.factors[level]
+        mx = ((X[m] + 0.5) * fx - 0.5).astype(np.float32)  # (M, A)
+        my = ((Y[m] + 0.5) * fy - 0.5).astype(np.float32)
+        vals = np.empty((len(mx), A, chans), np.float32)
+        for i in range(0, len(mx), _REMAP_ROWS):
+            v = cv2.remap(
+                pyramid.levels[level],
+                mx[i : i + _REMAP_ROWS],
+                my[i : i + _REMAP_ROWS],
+                cv2.INTER_LINEAR,
+                borderMode=mode,
+            )
+            vals[i : i + _REMAP_ROWS] = v.reshape(len(v), A, chans)
+        out[m] = vals
+    return np.ascontiguousarray(out.transpose(0, 3, 1, 2))
+
+
+def polar_margin(grid: PolarGrid) -> float:
+    """Border distance (px) beyond which every ring up to radius ``REFERENCE_RADIUS · 4`` (scale +2, the
+    top of the paper's scale range) lies inside the image: 64 px.
+
+    Larger rings are context for large structures; near the border they read reflected pixels, which is
+    what ``valid=False`` flags."""
+    return REFERENCE_RADIUS * 2.0 ** min(2.0, float(grid.log2_radii()[-1]))
+
+
+def render_view_polar(
+    pyramid: Pyramid, xy, log2_scale, theta, grid: PolarGrid, chunk: int = 32
+) -> np.ndarray:
+    """Polar samples of *transformed views*, as if the image had been warped and the grid then laid at the
+    transformed keypoint with pose ``(0, 0)`` (the paper's protocol: transform the image, then crop).
+
+    Each view is first rendered as a Cartesian crop at its own pixel grid (one crop pixel per view pixel,
+    via :func:`~patchpose.data.patches.extract_patches`), then sampled with a fresh pyramid of the crop.
+    Unlike :func:`extract_polar` at pose ``(σ, θ)``, the polar samples do not fall on the same photo
+    points for views that differ by whole rings or angle steps, so a benchmark cannot be passed by the
+    sampling grid alone.
+    """
+    from .patches import extract_patches
+
+    xy = np.asarray(xy, dtype=np.float64).reshape(-1, 2)
+    n = len(xy)
+    s = np.broadcast_to(np.asarray(log2_scale, dtype=np.float64), (n,))
+    t = np.broadcast_to(np.asarray(theta, dtype=np.float64), (n,))
+    half = int(math.ceil(grid.max_radius() + 2.0))
+    size = 2 * half  # crop covers ±half view pixels; the keypoint sits at (half − 0.5, half − 0.5)
+    w = half / REFERENCE_RADIUS
+    chans = 1 if pyramid.levels[0].ndim == 2 else pyramid.levels[0].shape[2]
+    out = np.empty((n, chans, grid.rings, grid.angles), np.float32)
+    centre = np.array([[half - 0.5, half - 0.5]])
+    for i in range(0, n, chunk):
+        crops = extract_patches(pyramid, xy[i : i + chunk], s[i : i + chunk], t[i : i + chunk], size, [w])
+        for j, crop in enumerate(crops):
+            img = crop[0] if chans == 1 else crop.transpose(1, 2, 0)
+            out[i + j] = extract_polar(Pyramid(np.ascontiguousarray(img)), centre, 0.0, 0.0, grid)[0]
+    return out
+
+
+__all__ = ["PolarGrid", "extract_polar", "polar_margin", "render_view_polar"]

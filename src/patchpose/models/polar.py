@@ -1,0 +1,116 @@
+"""``polar-cnn``: a network on log-polar samples whose histograms move with the content by construction.
+
+On a :class:`~patchpose.data.polar.PolarGrid`, rotating the content about the keypoint is a cyclic shift
+along the angle axis and rescaling it is a shift along the ring axis (:mod:`patchpose.data.polar`). The
+network keeps both symmetries:
+
+* every convolution has **circular** padding along angles (zero padding along rings) and nothing is
+  strided, so the feature map shifts with the input;
+* the **orientation** logits are one value per angle sample (rings stacked as channels, then circular
+  1-D convolutions along angles), so a rotation by ``j`` angle steps rolls them by ``j`` bins, exactly;
+* the **scale** logits are one value per ring (pooled over angles, so rotation-invariant, then two 1-D
+  convolutions along rings), read at the ``num_scale_bins`` central rings, so a rescaling by whole rings
+  shifts them (up to what enters or leaves the grid at its ends).
+
+What is learnt is which structure to lock onto so that the peaks survive interpolation, noise, blur and
+the loss of content at the grid's ends; equivariance itself needs no training.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+class StemBlock(nn.Module):
+    """3×3 conv (zero padding along rings only; the caller pads the angles circularly), BN, ReLU."""
+
+    def __init__(self, cin: int, cout: int) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(cin, cout, 3, padding=(1, 0), bias=False)
+        self.bn = nn.BatchNorm2d(cout)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return F.relu(self.bn(self.conv(x)), inplace=True)
+
+
+class PolarNet(nn.Module):
+    """``(N, C, rings, angles)`` → ``{"scale_logits": (N, Bs), "ori_logits": (N, Bo)}`` (heads as asked).
+
+    An optional stem of 3×3 convolutions (circular along angles; the input is padded once by the stem's
+    depth) computes local features on the grid; without a stem the features are the samples themselves.
+    The scale head describes each ring by rotation-invariant statistics of its features along the angles
+    (mean, max and the magnitudes of the first ``harmonics`` angular Fourier coefficients) and runs 1-D
+    convolutions along rings; the orientation head stacks the rings as channels and runs circular 1-D
+    convolutions along angles. Nothing else is computed per grid point, which keeps it fast.
+    """
+
+    def __init__(
+        self,
+        in_channels: int,
+        rings: int,
+        angles: int,
+        num_scale_bins: int,
+        num_ori_bins: int,
+        heads=("scale", "orientation"),
+        channels: tuple[int, ...] = (8, 8),
+        head_width: int = 32,
+        harmonics: int = 0,
+    ) -> None:
+        super().__init__()
+        if angles % num_ori_bins:
+            raise ValueError(f"angles ({angles}) must be a multiple of the orientation bins ({num_ori_bins})")
+        if "scale" in heads and rings < num_scale_bins:
+            raise ValueError(f"rings ({rings}) must be at least the scale bins ({num_scale_bins})")
+        if not 0 <= harmonics <= angles // 2:
+            raise ValueError(f"harmonics must be in [0, {angles // 2}], got {harmonics}")
+        self.rings, self.angles, self.heads, self.harmonics = rings, angles, tuple(heads), harmonics
+        self.num_scale_bins, self.num_ori_bins = num_scale_bins, num_ori_bins
+        layers, cin = [], in_channels
+        for c in channels:
+            layers.append(StemBlock(cin, c))
+            cin = c
+        self.depth = len(channels)
+        self.features = nn.Sequential(*layers)
+        c, w = cin, head_width
+        if "scale" in self.heads:
+            self.scale_head = nn.Sequential(
+                nn.Conv1d((2 + harmonics) * c, w, 3, padding=1),
+                nn.ReLU(inplace=True),
+                nn.Conv1d(w, w, 3, padding=1),
+                nn.ReLU(inplace=True),
+                nn.Conv1d(w, 1, 3, padding=1),
+            )
+        if "orientation" in self.heads:
+            self.ori_convs = nn.ModuleList(
+                [nn.Conv1d(c * rings, w, 3), nn.Conv1d(w, w, 3), nn.Conv1d(w, 1, 3)]
+            )
+
+    def forward(self, x: torch.Tensor) -> dict[str, torch.Tensor]:
+        if self.depth:
+            x = F.pad(x, (self.depth, self.depth, 0, 0), mode="circular")
+        f = self.features(x)  # (N, C, K, A)
+        out = {}
+        if "scale" in self.heads:
+            stats = [f.mean(3), f.amax(3)]
+            if self.harmonics:
+                spec = torch.fft.rfft(f, dim=3).abs()[..., 1 : 1 + self.harmonics] / self.angles
+                stats.append(spec.permute(0, 1, 3, 2).flatten(1, 2))
+            s = self.scale_head(torch.cat(stats, 1))[:, 0]  # (N, K)
+            lo = (self.rings - self.num_scale_bins) // 2
+            out["scale_logits"] = s[:, lo : lo + self.num_scale_bins]
+        if "orientation" in self.heads:
+            h = f.flatten(1, 2)  # (N, C·K, A)
+            for i, conv in enumerate(self.ori_convs):
+                h = conv(F.pad(h, (1, 1), mode="circular"))
+                if i < len(self.ori_convs) - 1:
+                    h = F.relu(h, inplace=True)
+            o = h[:, 0]  # (N, A)
+            if self.angles != self.num_ori_bins:
+                o = o.reshape(len(o), self.num_ori_bins, -1).mean(2)
+            out["ori_logits"] = o
+        return out
+
+
+__all__ = ["PolarNet"]
