@@ -143,6 +143,20 @@ def test_loss_agrees_with_the_direction_of_the_shifts(pyr):
     assert right == pytest.approx(float(floor), rel=0.05) and wrong > right + 0.5
 
 
+def test_wide_orientation_head_stays_equivariant():
+    """Dilated hidden convs and a last conv over the whole circle (even kernel) still roll exactly."""
+    torch.manual_seed(1)
+    m = create_model("polar-cnn", polar_ori_dilations=[1, 2, 4], polar_ori_kernel=36).eval()
+    x = torch.rand(3, 1, 31, 36)
+    with torch.no_grad():
+        a, b = m(x)["ori_logits"], m(torch.roll(x, 7, dims=3))["ori_logits"]
+    torch.testing.assert_close(b, torch.roll(a, 7, dims=1), rtol=1e-4, atol=1e-4)
+    with pytest.raises(ValueError, match="orientation head"):
+        create_model("polar-cnn", polar_ori_kernel=37)
+    with pytest.raises(ValueError, match="orientation head"):
+        create_model("polar-cnn", polar_ori_dilations=[18])
+
+
 def test_polar_config_validation():
     with pytest.raises(ValueError, match="even number"):
         create_model("polar-cnn", polar_rings=24)

@@ -22,10 +22,19 @@ Frames and patches
     ``(x, y) + A · (u_j, u_i)`` with ``u_k = (2k + 1)/PS − 1``, so it covers ``±r·2**σ`` pixels. A patch
     cut at pose ``(σ, θ)`` shows the content as if the image were shrunk by ``2**σ`` and rotated by ``−θ``.
 
+Log-polar grids (``polar-cnn`` models, :mod:`patchpose.data.polar`)
+    At pose ``(σ, θ)``, ring ``k`` of ``K`` has radius ``REFERENCE_RADIUS · 2**(σ + (k − (K−1)/2)/R)`` pixels
+    (``R`` rings per octave) and angle sample ``j`` of ``A`` is the direction ``2π j/A + θ``, i.e. the point
+    ``(x, y) + radius · (cos, −sin)(2π j/A + θ)``: the frame's patch point ``(cos α, −sin α)``.
+    Enlarging the content by ``2**Δs`` moves it ``R·Δs`` rings outwards; turning it counter-clockwise by
+    ``Δo`` moves it ``Δo·A/2π`` samples to higher angle indices.
+
 Histogram bins
     Orientation: ``B_o`` bins (36), bin ``i`` centred at ``2π i / B_o``. Scale: ``B_s`` bins (13),
     bin ``i`` centred at ``lo + i · (hi − lo)/(B_s − 1)`` with ``[lo, hi] = [−2, 2]`` (so ``−2 + i/3``).
-    A pose difference ``Δ`` moves a histogram by ``Δ / bin_width`` bins towards higher indices.
+    A model may use another range (its ``cfg.scale_range``; ``polar-cnn``: 25 bins over ``[−4, 4]``,
+    still ``1/3`` octave apart). A pose difference ``Δ`` moves a histogram by ``Δ / bin_width`` bins
+    towards higher indices.
 
 OpenCV ``cv2.KeyPoint``
     ``size`` is a **diameter** in pixels, ``angle`` is in **degrees, clockwise as displayed**, in

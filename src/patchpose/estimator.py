@@ -22,7 +22,7 @@ from .data.polar import polar_margin
 from .errors import InputError
 from .inference import decode_poses, predict_histograms
 from .models import PoseNet
-from .weights import DEFAULT_MODEL, load_bundled, load_weights
+from .weights import BUNDLED, DEFAULT_MODEL, load_bundled, load_weights
 
 log = logging.getLogger(__name__)
 
@@ -94,7 +94,9 @@ class PatchPoseEstimator:
 
     @classmethod
     def load(cls, weights: str | Path | None = None, **kwargs) -> PatchPoseEstimator:
-        """A weights file if given, else the bundled model."""
+        """A weights file or the name of a bundled model if given, else the default bundled model."""
+        if weights and str(weights) in BUNDLED:
+            return cls.from_pretrained(str(weights), **kwargs)
         return cls.from_file(weights, **kwargs) if weights else cls.from_pretrained(**kwargs)
 
     @classmethod

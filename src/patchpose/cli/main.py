@@ -165,7 +165,11 @@ def build_parser() -> argparse.ArgumentParser:
         else:
             s.add_argument("--image", help="another image instead of the bundled photo")
         s.add_argument("--out", default=None, help="output folder (default: ./patchpose_out)")
-        s.add_argument("--weights", default=None, help="safetensors file (default: the bundled model)")
+        s.add_argument(
+            "--weights",
+            default=None,
+            help="safetensors file or bundled model name (default: the default bundled model)",
+        )
         s.add_argument("--max-keypoints", type=int, default=300)
         s.add_argument("--top-k", type=int, default=1)
         s.add_argument("--format", choices=("json", "csv"), default="json")
@@ -225,7 +229,9 @@ def build_parser() -> argparse.ArgumentParser:
     pp.add_argument("--data", required=True, help="folder written by 'patchpose generate patchpose'")
     pp.add_argument("--out", default="outputs/eval_patchpose")
     pp.add_argument("--split", default="test")
-    pp.add_argument("--weights", default=None, help="our model (default: the bundled one)")
+    pp.add_argument(
+        "--weights", default=None, help="safetensors file or bundled model name (default: the default one)"
+    )
     pp.add_argument("--orinet-weights", default=None, help="local OriNet state dict for the OriNet baseline")
     pp.add_argument("--rotations", type=int, choices=(1, 2, 4), default=1)
     pp.add_argument("--include-pruned", action="store_true", help="also the keypoints that pruning dropped")

@@ -121,17 +121,16 @@ def polar_margin(grid: PolarGrid) -> float:
     return REFERENCE_RADIUS * 2.0 ** min(2.0, float(grid.log2_radii()[-1]))
 
 
-def render_view_polar(
-    pyramid: Pyramid, xy, log2_scale, theta, grid: PolarGrid, chunk: int = 32
-) -> np.ndarray:
-    """Polar samples of *transformed views*, as if the image had been warped and the grid then laid at the
-    transformed keypoint with pose ``(0, 0)`` (the paper's protocol: transform the image, then crop).
+def render_view_polar(pyramid: Pyramid, xy, log2_scale, theta, grid: PolarGrid) -> np.ndarray:
+    """Polar samples of *transformed views*, as if the image had been warped by the frame and the grid then
+    laid at the transformed keypoint with pose ``(0, 0)`` (the paper's protocol: transform the image,
+    then crop).
 
-    Each view is first rendered as a Cartesian crop at its own pixel grid (one crop pixel per view pixel,
-    via :func:`~patchpose.data.patches.extract_patches`), then sampled with a fresh pyramid of the crop.
-    Unlike :func:`extract_polar` at pose ``(σ, θ)``, the polar samples do not fall on the same photo
-    points for views that differ by whole rings or angle steps, so a benchmark cannot be passed by the
-    sampling grid alone.
+    The warped view is never built whole: for every pyramid level the rings read, the view's level is
+    rendered as a small crop about the keypoint (its own pixel grid, anti-aliased from ``pyramid`` by
+    :func:`~patchpose.data.patches.extract_patches`), and the rings are read from it bilinearly. Unlike
+    :func:`extract_polar` at pose ``(σ, θ)``, views that differ by whole rings or angle steps then do not
+    reuse the same photo samples, so a benchmark cannot be passed by the sampling grid alone.
     """
     from .patches import extract_patches
 
@@ -139,17 +138,36 @@ def render_view_polar(
     n = len(xy)
     s = np.broadcast_to(np.asarray(log2_scale, dtype=np.float64), (n,))
     t = np.broadcast_to(np.asarray(theta, dtype=np.float64), (n,))
-    half = int(math.ceil(grid.max_radius() + 2.0))
-    size = 2 * half  # crop covers ±half view pixels; the keypoint sits at (half − 0.5, half − 0.5)
-    w = half / REFERENCE_RADIUS
     chans = 1 if pyramid.levels[0].ndim == 2 else pyramid.levels[0].shape[2]
-    out = np.empty((n, chans, grid.rings, grid.angles), np.float32)
-    centre = np.array([[half - 0.5, half - 0.5]])
-    for i in range(0, n, chunk):
-        crops = extract_patches(pyramid, xy[i : i + chunk], s[i : i + chunk], t[i : i + chunk], size, [w])
-        for j, crop in enumerate(crops):
-            img = crop[0] if chans == 1 else crop.transpose(1, 2, 0)
-            out[i + j] = extract_polar(Pyramid(np.ascontiguousarray(img)), centre, 0.0, 0.0, grid)[0]
+    K, A = grid.rings, grid.angles
+    r = REFERENCE_RADIUS * np.exp2(grid.log2_radii())  # (K,) view pixels
+    lev = np.maximum(np.floor(LEVELS_PER_OCTAVE * np.log2(r * (TWO_PI / A)) + 1e-6), 0).astype(int)
+    ang = grid.angles_rad()
+    out = np.empty((n, chans, K, A), np.float32)
+    for level in np.unique(lev):
+        rings = np.nonzero(lev == level)[0]
+        step = 2.0 ** (level / LEVELS_PER_OCTAVE)  # view pixels per crop pixel
+        half = int(math.ceil(r[rings].max() / step + 2.0))
+        size = 2 * half
+        w = half * step / REFERENCE_RADIUS  # crop covers ±half·step view pixels
+        crops = extract_patches(pyramid, xy, s, t, size, [w])  # (n, C, size, size)
+        # ring points in crop pixels; the keypoint sits at (half − 0.5, half − 0.5)
+        px = (half - 0.5) + (r[rings, None] / step) * np.cos(ang)[None, :]  # (k, A)
+        py = (half - 0.5) - (r[rings, None] / step) * np.sin(ang)[None, :]
+        x0, y0 = np.floor(px).astype(int), np.floor(py).astype(int)
+        fx, fy = (px - x0).astype(np.float32), (py - y0).astype(np.float32)
+        x0, y0 = np.clip(x0, 0, size - 2), np.clip(y0, 0, size - 2)
+
+        def at(yi, xi):
+            return crops[:, :, yi, xi]  # (n, C, k, A)
+
+        v = (
+            at(y0, x0) * (1 - fx) * (1 - fy)
+            + at(y0, x0 + 1) * fx * (1 - fy)
+            + at(y0 + 1, x0) * (1 - fx) * fy
+            + at(y0 + 1, x0 + 1) * fx * fy
+        )
+        out[:, :, rings] = v
     return out
 
 

@@ -57,6 +57,8 @@ class PolarNet(nn.Module):
         channels: tuple[int, ...] = (8, 8),
         head_width: int = 32,
         harmonics: int = 0,
+        ori_dilations: tuple[int, ...] = (1, 1),
+        ori_kernel: int = 3,
     ) -> None:
         super().__init__()
         if angles % num_ori_bins:
@@ -65,6 +67,8 @@ class PolarNet(nn.Module):
             raise ValueError(f"rings ({rings}) must be at least the scale bins ({num_scale_bins})")
         if not 0 <= harmonics <= angles // 2:
             raise ValueError(f"harmonics must be in [0, {angles // 2}], got {harmonics}")
+        if not 1 <= ori_kernel <= angles or any(d < 1 or 2 * d >= angles for d in ori_dilations):
+            raise ValueError(f"bad orientation head: kernel {ori_kernel}, dilations {ori_dilations}")
         self.rings, self.angles, self.heads, self.harmonics = rings, angles, tuple(heads), harmonics
         self.num_scale_bins, self.num_ori_bins = num_scale_bins, num_ori_bins
         layers, cin = [], in_channels
@@ -83,9 +87,14 @@ class PolarNet(nn.Module):
                 nn.Conv1d(w, 1, 3, padding=1),
             )
         if "orientation" in self.heads:
-            self.ori_convs = nn.ModuleList(
-                [nn.Conv1d(c * rings, w, 3), nn.Conv1d(w, w, 3), nn.Conv1d(w, 1, 3)]
-            )
+            # hidden circular convs (kernel 3, given dilations), then one of ``ori_kernel`` taps: up to
+            # the whole circle, so that each logit can weigh every direction (as an intensity centroid does)
+            convs, cin = [], c * rings
+            for d in ori_dilations:
+                convs.append(nn.Conv1d(cin, w, 3, dilation=d))
+                cin = w
+            convs.append(nn.Conv1d(cin, 1, ori_kernel))
+            self.ori_convs = nn.ModuleList(convs)
 
     def forward(self, x: torch.Tensor) -> dict[str, torch.Tensor]:
         if self.depth:
@@ -103,7 +112,8 @@ class PolarNet(nn.Module):
         if "orientation" in self.heads:
             h = f.flatten(1, 2)  # (N, C·K, A)
             for i, conv in enumerate(self.ori_convs):
-                h = conv(F.pad(h, (1, 1), mode="circular"))
+                span = conv.dilation[0] * (conv.kernel_size[0] - 1)
+                h = conv(F.pad(h, (span // 2, span - span // 2), mode="circular"))
                 if i < len(self.ori_convs) - 1:
                     h = F.relu(h, inplace=True)
             o = h[:, 0]  # (N, A)

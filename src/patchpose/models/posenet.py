@@ -35,6 +35,8 @@ class ModelConfig:
     polar_channels: list[int] = field(default_factory=list)  # widths of an optional 3×3 conv stem
     polar_head_width: int = 64
     polar_harmonics: int = 4  # angular Fourier magnitudes per ring fed to the scale head
+    polar_ori_dilations: list[int] = field(default_factory=lambda: [1, 1])  # hidden orientation convs
+    polar_ori_kernel: int = 3  # taps of the last orientation conv (up to polar_angles: the whole circle)
 
     @property
     def is_polar(self) -> bool:
@@ -78,6 +80,7 @@ class ModelConfig:
         cfg.windows, cfg.heads = [float(w) for w in cfg.windows], [str(h) for h in cfg.heads]
         cfg.polar_channels = [int(c) for c in cfg.polar_channels]
         cfg.scale_range = [float(v) for v in cfg.scale_range]
+        cfg.polar_ori_dilations = [int(d) for d in cfg.polar_ori_dilations]
         return cfg
 
     def validate(self) -> None:
@@ -129,6 +132,8 @@ class PoseNet(nn.Module):
                 tuple(max(4, int(round(ch * cfg.width))) for ch in cfg.polar_channels),
                 max(4, int(round(cfg.polar_head_width * cfg.width))),
                 cfg.polar_harmonics,
+                tuple(cfg.polar_ori_dilations),
+                cfg.polar_ori_kernel,
             )
             return
         if cfg.arch == "small-cnn":
@@ -144,7 +149,9 @@ class PoseNet(nn.Module):
 
     def forward(self, x: torch.Tensor) -> dict[str, torch.Tensor]:
         if x.dim() != 4 or tuple(x.shape[1:]) != self.cfg.input_shape:
-            raise ValueError(f"expected inputs (N, {', '.join(map(str, self.cfg.input_shape))}), got {tuple(x.shape)}")
+            raise ValueError(
+                f"expected inputs (N, {', '.join(map(str, self.cfg.input_shape))}), got {tuple(x.shape)}"
+            )
         if self.cfg.standardize:
             # WARNING: statistics are per patch and per channel, so brightness/contrast changes are no cue.
             mean = x.mean(dim=(2, 3), keepdim=True)
