@@ -143,6 +143,18 @@ def test_loss_agrees_with_the_direction_of_the_shifts(pyr):
     assert right == pytest.approx(float(floor), rel=0.05) and wrong > right + 0.5
 
 
+def test_whole_circle_conv_matches_the_direct_convolution():
+    from patchpose.models.polar import whole_circle_conv
+
+    torch.manual_seed(2)
+    for a in (36, 72, 9):
+        conv = torch.nn.Conv1d(5, 2, a)
+        h = torch.randn(4, 5, a)
+        p = (a - 1) // 2
+        direct = conv(torch.nn.functional.pad(h, (p, a - 1 - p), mode="circular"))
+        torch.testing.assert_close(whole_circle_conv(h, conv), direct, rtol=1e-4, atol=1e-4)
+
+
 def test_wide_orientation_head_stays_equivariant():
     """Dilated hidden convs and a last conv over the whole circle (even kernel) still roll exactly."""
     torch.manual_seed(1)
