@@ -66,6 +66,17 @@ def test_a_dot_lands_on_its_ring_and_angle(offset, ring, angle):
     assert (k, j) == (ring, angle)
 
 
+def test_ring_levels_and_blur():
+    """Rings read the level whose spacing is the largest not above their angular spacing, or coarser."""
+    step = np.array([0.5, 1.0, 2.0 ** (1 / 3), 2.0, 1e6])
+    assert GRID.ring_levels(step, 30).tolist() == [0, 0, 1, 3, 29]
+    assert PolarGrid(blur_levels=2).ring_levels(step, 30).tolist() == [0, 2, 3, 5, 29]
+    noise = Pyramid(np.random.default_rng(0).random((300, 300)).astype(np.float32))
+    sharp = extract_polar(noise, np.array([[150.0, 150.0]]), 0.0, 0.0, GRID)[0, 0, 12:18]
+    soft = extract_polar(noise, np.array([[150.0, 150.0]]), 0.0, 0.0, PolarGrid(blur_levels=3))[0, 0, 12:18]
+    assert soft.std() < 0.7 * sharp.std()
+
+
 def test_pose_shifts_are_exact_ring_and_angle_shifts(pyr):
     """A frame smaller by 1/3 octave and turned by −10° shows the content enlarged and turned CCW: the
     samples move one ring outwards and one angle step up, exactly (same pyramid level, same points)."""

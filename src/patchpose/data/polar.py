@@ -19,7 +19,7 @@ which is exactly how the scale and orientation histograms move (``tests/test_pol
 
 Each ring is read from the pyramid level whose pixel spacing is the largest not above the ring's
 angular sample spacing ``2π·radius/angles`` (anti-aliasing, as :func:`~patchpose.data.patches.extract_patches`
-does for a whole patch), with bilinear interpolation by ``cv2.remap``.
+does for a whole patch), or ``blur_levels`` levels coarser, with bilinear interpolation by ``cv2.remap``.
 """
 
 from __future__ import annotations
@@ -41,10 +41,16 @@ class PolarGrid:
     rings: int = 25
     angles: int = 36
     rings_per_octave: int = 3
+    blur_levels: int = 0  # read each ring this many pyramid levels (1/3 octave each) coarser
 
     def __post_init__(self) -> None:
-        if self.rings < 1 or self.angles < 4 or self.rings_per_octave < 1:
+        if self.rings < 1 or self.angles < 4 or self.rings_per_octave < 1 or self.blur_levels < 0:
             raise ValueError(f"invalid polar grid {self}")
+
+    def ring_levels(self, step: np.ndarray, num_levels: int) -> np.ndarray:
+        """Pyramid level of rings whose angular sample spacing is ``step`` pixels."""
+        lev = np.floor(LEVELS_PER_OCTAVE * np.log2(np.maximum(step, 1e-9)) + 1e-6) + self.blur_levels
+        return np.clip(lev, 0, num_levels - 1).astype(int)
 
     @property
     def center(self) -> float:
@@ -87,9 +93,7 @@ def extract_polar(
     mode = cv2.BORDER_REFLECT_101 if border == "reflect" else cv2.BORDER_CONSTANT
     r = REFERENCE_RADIUS * np.exp2(grid.log2_radii()[None, :] + s[:, None])  # (n, K) pixels
     step = r * (TWO_PI / A)
-    nlev = len(pyramid.levels)
-    lev = np.floor(LEVELS_PER_OCTAVE * np.log2(np.maximum(step, 1e-9)) + 1e-6)
-    lev = np.clip(lev, 0, nlev - 1).astype(int)  # (n, K)
+    lev = grid.ring_levels(step, len(pyramid.levels))  # (n, K)
     ang = grid.angles_rad()[None, :] + t[:, None]  # (n, A)
     X = xy[:, 0, None, None] + r[:, :, None] * np.cos(ang)[:, None, :]  # (n, K, A)
     Y = xy[:, 1, None, None] - r[:, :, None] * np.sin(ang)[:, None, :]
@@ -141,7 +145,7 @@ def render_view_polar(pyramid: Pyramid, xy, log2_scale, theta, grid: PolarGrid) 
     chans = 1 if pyramid.levels[0].ndim == 2 else pyramid.levels[0].shape[2]
     K, A = grid.rings, grid.angles
     r = REFERENCE_RADIUS * np.exp2(grid.log2_radii())  # (K,) view pixels
-    lev = np.maximum(np.floor(LEVELS_PER_OCTAVE * np.log2(r * (TWO_PI / A)) + 1e-6), 0).astype(int)
+    lev = grid.ring_levels(r * (TWO_PI / A), 10**6)
     ang = grid.angles_rad()
     out = np.empty((n, chans, K, A), np.float32)
     for level in np.unique(lev):

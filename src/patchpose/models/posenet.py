@@ -37,6 +37,7 @@ class ModelConfig:
     polar_harmonics: int = 4  # angular Fourier magnitudes per ring fed to the scale head
     polar_ori_dilations: list[int] = field(default_factory=lambda: [1, 1])  # hidden orientation convs
     polar_ori_kernel: int = 3  # taps of the last orientation conv (up to polar_angles: the whole circle)
+    polar_blur: int = 0  # rings read this many pyramid levels (1/3 octave each) coarser
 
     @property
     def is_polar(self) -> bool:
@@ -49,7 +50,9 @@ class ModelConfig:
             return None
         from ..data.polar import PolarGrid
 
-        return PolarGrid(self.polar_rings, self.polar_angles, round(self.scale_bins_per_octave))
+        return PolarGrid(
+            self.polar_rings, self.polar_angles, round(self.scale_bins_per_octave), self.polar_blur
+        )
 
     @property
     def scale_bins_per_octave(self) -> float:
