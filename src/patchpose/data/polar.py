@@ -162,14 +162,11 @@ def render_view_polar(pyramid: Pyramid, xy, log2_scale, theta, grid: PolarGrid) 
         fx, fy = (px - x0).astype(np.float32), (py - y0).astype(np.float32)
         x0, y0 = np.clip(x0, 0, size - 2), np.clip(y0, 0, size - 2)
 
-        def at(yi, xi):
-            return crops[:, :, yi, xi]  # (n, C, k, A)
-
-        v = (
-            at(y0, x0) * (1 - fx) * (1 - fy)
-            + at(y0, x0 + 1) * fx * (1 - fy)
-            + at(y0 + 1, x0) * (1 - fx) * fy
-            + at(y0 + 1, x0 + 1) * fx * fy
+        v = (  # bilinear, vectorised over views: crops[:, :, y, x] is (n, C, k, A)
+            crops[:, :, y0, x0] * (1 - fx) * (1 - fy)
+            + crops[:, :, y0, x0 + 1] * fx * (1 - fy)
+            + crops[:, :, y0 + 1, x0] * (1 - fx) * fy
+            + crops[:, :, y0 + 1, x0 + 1] * fx * fy
         )
         out[:, :, rings] = v
     return out
