@@ -23,7 +23,7 @@ def test_demo_writes_poses_and_picture(tmp_path):
     doc = json.loads((tmp_path / "astronaut_poses.json").read_text())
     assert 0 < len(doc["keypoints"]) <= 50
     k = doc["keypoints"][0]
-    assert 0 <= k["orientation"] < 2 * np.pi and -2 <= k["scale"] <= 2
+    assert 0 <= k["orientation"] < 2 * np.pi and -4 <= k["scale"] <= 4  # patchpose-v2: 25 bins over [−4, 4]
     img = cv2.imread(str(tmp_path / "astronaut_poses.png"))
     assert img is not None and img.shape[0] > 100
 
@@ -100,7 +100,7 @@ def test_bench_reports_times_and_ratios(tmp_path):
     res = bench(num_keypoints=64, repeats=1, rotations=(1,), out=tmp_path)
     assert res["num_keypoints"] == 64 and res["sift_detect_s"] > 0 and res["patchpose_rot1_s"] > 0
     assert res["ratio_rot1_to_sift"] == pytest.approx(res["patchpose_rot1_s"] / res["sift_detect_s"])
-    assert json.loads((tmp_path / "bench.json").read_text())["model"] == "patchpose-v1"
+    assert json.loads((tmp_path / "bench.json").read_text())["model"] == "patchpose-v2"
 
 
 def test_eval_synthetic_writes_results(tmp_path):

@@ -67,8 +67,10 @@ def test_pairs_follow_the_official_subsets(replica):
 
 def test_official_layout_needs_a_single_window_model(replica, tmp_path):
     root, _ = replica
+    with pytest.raises(InputError, match="log-polar grid"):
+        evaluate_official_layout(root)  # the default model reads a log-polar grid
     with pytest.raises(InputError, match="single 32-px windows"):
-        evaluate_official_layout(root)  # the bundled model uses 3 windows
+        evaluate_official_layout(root, "patchpose-v1")  # v1 uses 3 windows
     from patchpose.models import create_model
     from patchpose.weights import save_weights
 

@@ -180,6 +180,27 @@ def test_wide_orientation_head_stays_equivariant():
         create_model("polar-cnn", polar_ori_dilations=[18])
 
 
+def test_resampled_training_views(pyr):
+    """data.resample renders that share of the views as warped crops: close to, not equal to, the direct
+    samples; 0 leaves every view direct."""
+    from patchpose.data.pairs import PairConfig, sample_pairs
+
+    class Pool:
+        pyramids, keypoints, color = [pyr], [np.array([[200.0, 200.0], [190.0, 215.0]])], "gray"
+
+        def __len__(self):
+            return 1
+
+    kw = dict(mode="rotation", augment=False, polar=NET_GRID)
+    direct = sample_pairs(np.random.default_rng(3), Pool(), 8, PairConfig(), 32, [1.0], **kw)
+    again = sample_pairs(np.random.default_rng(3), Pool(), 8, PairConfig(resample=0.0), 32, [1.0], **kw)
+    warped = sample_pairs(np.random.default_rng(3), Pool(), 8, PairConfig(resample=1.0), 32, [1.0], **kw)
+    np.testing.assert_array_equal(direct["patch_b"], again["patch_b"])
+    np.testing.assert_array_equal(direct["d_ori"], warped["d_ori"])
+    assert not np.allclose(direct["patch_b"], warped["patch_b"], atol=1e-3)
+    assert np.corrcoef(direct["patch_b"].ravel(), warped["patch_b"].ravel())[0, 1] > 0.95
+
+
 def test_polar_config_validation():
     with pytest.raises(ValueError, match="even number"):
         create_model("polar-cnn", polar_rings=24)

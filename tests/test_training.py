@@ -115,3 +115,35 @@ def test_corrupt_checkpoint_is_a_clear_error(tmp_path):
     bad.write_bytes(b"not a checkpoint")
     with pytest.raises(WeightsError, match="cannot read checkpoint"):
         load_checkpoint(bad)
+
+
+def test_fine_tuning_starts_from_given_weights(photos, tmp_path):
+    """run.init_from copies a checkpoint's (or safetensors') weights into a new run of the same network,
+    and refuses another network."""
+    from patchpose.models import ModelConfig, PoseNet
+    from patchpose.weights import save_weights
+
+    base = tmp_path / "base"
+    train(small_cfg(photos, 2, "data.val_pairs=0"), base, progress=False)
+    ck = load_checkpoint(base / "checkpoint.pt")
+    # zero learning rate: the fine-tuned model must equal its start, whatever the start file's format
+    model = PoseNet(ModelConfig.from_dict(ck["config"]["model"]))
+    model.load_state_dict(ck["model"])
+    w = save_weights(model, tmp_path / "base.safetensors")
+    for i, src in enumerate((base / "checkpoint.pt", w)):
+        out = tmp_path / f"ft{i}"
+        train(
+            small_cfg(photos, 1, "data.val_pairs=0", "optim.lr=0", f"run.init_from={src}"),
+            out,
+            progress=False,
+        )
+        ft = load_checkpoint(out / "checkpoint.pt")["model"]
+        for k, v in ck["model"].items():
+            if k.endswith("weight"):
+                assert torch.equal(ft[k], v), k
+    with pytest.raises(ValueError, match="another network"):
+        train(
+            small_cfg(photos, 1, "data.val_pairs=0", "model.width=1.0", f"run.init_from={w}"),
+            tmp_path / "bad",
+            progress=False,
+        )

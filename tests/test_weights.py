@@ -11,14 +11,15 @@ from patchpose.models import create_model
 from patchpose.weights import BUNDLED, WEIGHTS_DIR, load_bundled, load_weights, save_weights, sha256_of
 
 
-def test_bundled_model_is_listed_small_and_verified():
-    assert "patchpose-v1" in BUNDLED
-    fname, sha = BUNDLED["patchpose-v1"]
+@pytest.mark.parametrize("name", ["patchpose-v1", "patchpose-v2"])
+def test_bundled_models_are_listed_small_and_verified(name):
+    fname, sha = BUNDLED[name]
     path = WEIGHTS_DIR / fname
     assert path.stat().st_size < 20e6
     assert sha256_of(path) == sha
-    model, meta = load_bundled()
-    assert meta["name"] == "patchpose-v1" and not model.training
+    model, meta = load_bundled(name)
+    assert meta["name"] == name and not model.training
+    assert load_bundled()[1]["name"] == "patchpose-v2"  # the default
 
 
 def test_save_load_round_trip(tmp_path):

@@ -19,7 +19,7 @@ from .errors import WeightsError
 from .models import ModelConfig, PoseNet
 
 WEIGHTS_DIR = Path(__file__).resolve().parent / "weights"
-DEFAULT_MODEL = "patchpose-v1"
+DEFAULT_MODEL = "patchpose-v2"
 #: name -> (file inside patchpose/weights, sha256)
 BUNDLED: dict[str, tuple[str, str]] = {}
 _BUNDLED_JSON = WEIGHTS_DIR / "bundled.json"

@@ -25,7 +25,7 @@ from ..errors import InputError
 from .inputs import extract_inputs
 from .keypoints import detect_harris, detect_sift
 from .patches import Pyramid, load_image, resize_long_side, to_gray
-from .polar import PolarGrid
+from .polar import PolarGrid, render_view_polar
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +45,10 @@ class PairConfig:
     source_upright: float = 0.25  # probability that the reference patch is upright (θ_a = 0) and σ_a = 0
     noise: float = 0.02  # max std of additive Gaussian noise (0 = off)
     gamma: float = 0.25  # gamma ~ exp(U[-g, g]) (0 = off)
+    # log-polar inputs only: probability that a view is rendered as a warped crop and then sampled
+    # (data.polar.render_view_polar: a second interpolation, as in a real transformed image) instead of
+    # being sampled straight from the photo at its frame
+    resample: float = 0.0
 
 
 class PhotoPool:
@@ -131,6 +135,11 @@ def sample_pairs(
         sel = np.nonzero(img_idx == k)[0]
         a = extract_inputs(pool.pyramids[k], xy[sel], sa[sel], ta[sel], patch_size, windows, polar)
         b = extract_inputs(pool.pyramids[k], xy[sel], sb[sel], tb[sel], patch_size, windows, polar)
+        if polar is not None and cfg.resample > 0:
+            for view, s_, t_ in ((a, sa[sel], ta[sel]), (b, sb[sel], tb[sel])):
+                m = rng.random(len(sel)) < cfg.resample
+                if m.any():
+                    view[m] = render_view_polar(pool.pyramids[k], xy[sel][m], s_[m], t_[m], polar)
         if pa is None:
             pa, pb = np.empty((n, *a.shape[1:]), np.float32), np.empty((n, *a.shape[1:]), np.float32)
         pa[sel], pb[sel] = a, b

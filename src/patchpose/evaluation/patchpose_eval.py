@@ -365,5 +365,5 @@ def results_markdown(doc: dict) -> str:
             lines.append(
                 f"| {m} | {k} | " + " | ".join(f"{r[c]:.1f}" if c in r else "–" for c in COLS) + " |"
             )
-    lines += ["", f"{doc['seconds']:.0f} s."]
+    lines += ["", f"Evaluated in {doc['seconds']:.0f} s (every method, including rendering the views)."]
     return "\n".join(lines) + "\n"

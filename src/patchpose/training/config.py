@@ -47,6 +47,7 @@ class RunConfig:
     log_every: int = 50
     checkpoint_minutes: float = 5.0  # also at every validation and at the end
     max_minutes: float = 0.0  # stop (with a checkpoint) after this wall time; 0 = no limit
+    init_from: str = ""  # start a new run from these weights (checkpoint.pt or .safetensors; same network)
 
 
 @dataclass

@@ -69,6 +69,23 @@ def _pair_config(dc) -> PairConfig:
     return PairConfig(**{k: v for k, v in dc.items() if k in PairConfig.__dataclass_fields__})
 
 
+def _init_weights(model: PoseNet, path: str) -> None:
+    """Fine-tuning: copy the weights of a checkpoint or safetensors file of the same network."""
+    from ..weights import load_weights
+
+    p = Path(path)
+    if p.suffix == ".safetensors":
+        src, _ = load_weights(p)
+        src_cfg, state = src.cfg.to_dict(), src.state_dict()
+    else:
+        ck = load_checkpoint(p)
+        src_cfg, state = ck["config"]["model"], ck["model"]
+    if ModelConfig.from_dict(src_cfg).to_dict() != model.cfg.to_dict():
+        raise ValueError(f"run.init_from={path} holds another network than model: the configs differ")
+    model.load_state_dict(state)
+    log.info("initialised from %s", path)
+
+
 def train(cfg, out_dir: str | Path, resume: bool = False, progress: bool = True, rank: int = 0) -> dict:
     """Train per ``cfg`` (an OmegaConf ``TrainConfig``) into ``out_dir``; returns the last validation."""
     out = Path(out_dir)
@@ -93,6 +110,8 @@ def train(cfg, out_dir: str | Path, resume: bool = False, progress: bool = True,
     device = pick_device(rc.device)
     mcfg = ModelConfig.from_dict(c["model"])
     model = PoseNet(mcfg).to(device)
+    if rc.init_from and ckpt is None:
+        _init_weights(model, rc.init_from)
     if oc.channels_last:
         model = model.to(memory_format=torch.channels_last)
     opt = make_optimizer(model, oc)
