@@ -112,6 +112,15 @@ class Pyramid:
         self.factors = [(lv.shape[1] / w, lv.shape[0] / h) for lv in self.levels]
 
 
+def as_frames(xy, log2_scale, theta) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Keypoints ``(N, 2)`` and per-keypoint pose arrays ``(N,)`` (scalars broadcast), all float64."""
+    xy = np.asarray(xy, dtype=np.float64).reshape(-1, 2)
+    n = len(xy)
+    s = np.broadcast_to(np.asarray(log2_scale, dtype=np.float64), (n,))
+    t = np.broadcast_to(np.asarray(theta, dtype=np.float64), (n,))
+    return xy, s, t
+
+
 def sampling_matrix(xy, log2_scale: float, theta: float, radius: float, patch_size: int) -> np.ndarray:
     """2×3 matrix mapping patch pixel ``(col, row)`` to level-0 image coordinates (kornia LAF sampling)."""
     c, s = math.cos(theta), math.sin(theta)
@@ -139,10 +148,8 @@ def extract_patches(
     Window ``w`` covers ``±radius·w·2**log2_scale`` pixels. ``border`` is ``"reflect"`` (OpenCV
     ``BORDER_REFLECT_101``) or ``"constant"`` (zeros) for samples outside the image.
     """
-    xy = np.asarray(xy, dtype=np.float64).reshape(-1, 2)
+    xy, log2_scale, theta = as_frames(xy, log2_scale, theta)
     n = len(xy)
-    log2_scale = np.broadcast_to(np.asarray(log2_scale, dtype=np.float64), (n,))
-    theta = np.broadcast_to(np.asarray(theta, dtype=np.float64), (n,))
     base = pyramid.levels[0]
     chans = 1 if base.ndim == 2 else base.shape[2]
     out = np.empty((n, len(windows) * chans, patch_size, patch_size), dtype=np.float32)

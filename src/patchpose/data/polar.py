@@ -31,7 +31,7 @@ import cv2
 import numpy as np
 
 from ..conventions import REFERENCE_RADIUS, TWO_PI
-from .patches import LEVELS_PER_OCTAVE, Pyramid
+from .patches import LEVELS_PER_OCTAVE, Pyramid, as_frames
 
 _REMAP_ROWS = 30000  # cv2.remap wants maps smaller than 32767 in each dimension
 
@@ -80,10 +80,8 @@ def extract_polar(
 
     ``border``: ``"reflect"`` (OpenCV ``BORDER_REFLECT_101``) or ``"constant"`` (zeros) outside the image.
     """
-    xy = np.asarray(xy, dtype=np.float64).reshape(-1, 2)
+    xy, s, t = as_frames(xy, log2_scale, theta)
     n = len(xy)
-    s = np.broadcast_to(np.asarray(log2_scale, dtype=np.float64), (n,))
-    t = np.broadcast_to(np.asarray(theta, dtype=np.float64), (n,))
     base = pyramid.levels[0]
     chans = 1 if base.ndim == 2 else base.shape[2]
     K, A = grid.rings, grid.angles
@@ -138,10 +136,8 @@ def render_view_polar(pyramid: Pyramid, xy, log2_scale, theta, grid: PolarGrid) 
     """
     from .patches import extract_patches
 
-    xy = np.asarray(xy, dtype=np.float64).reshape(-1, 2)
+    xy, s, t = as_frames(xy, log2_scale, theta)
     n = len(xy)
-    s = np.broadcast_to(np.asarray(log2_scale, dtype=np.float64), (n,))
-    t = np.broadcast_to(np.asarray(theta, dtype=np.float64), (n,))
     chans = 1 if pyramid.levels[0].ndim == 2 else pyramid.levels[0].shape[2]
     K, A = grid.rings, grid.angles
     r = REFERENCE_RADIUS * np.exp2(grid.log2_radii())  # (K,) view pixels
