@@ -93,13 +93,18 @@ def extract_polar(
     step = r * (TWO_PI / A)
     lev = grid.ring_levels(step, len(pyramid.levels))  # (n, K)
     ang = grid.angles_rad()[None, :] + t[:, None]  # (n, A)
-    X = xy[:, 0, None, None] + r[:, :, None] * np.cos(ang)[:, None, :]  # (n, K, A)
-    Y = xy[:, 1, None, None] - r[:, :, None] * np.sin(ang)[:, None, :]
+    cos_a, sin_a = np.cos(ang).astype(np.float32), np.sin(ang).astype(np.float32)
     for level in np.unique(lev):
-        m = lev == level
+        ii, kk = np.nonzero(lev == level)  # the (keypoint, ring) pairs read from this level
         fx, fy = pyramid.factors[level]
-        mx = ((X[m] + 0.5) * fx - 0.5).astype(np.float32)  # (M, A)
-        my = ((Y[m] + 0.5) * fy - 0.5).astype(np.float32)
+        rr = r[ii, kk]
+        # level pixel coordinates (x + 0.5)·f − 0.5 of x = xy + r·(cos, −sin), in float32 (M, A)
+        mx = ((xy[ii, 0] + 0.5) * fx - 0.5).astype(np.float32)[:, None] + (rr * fx).astype(np.float32)[
+            :, None
+        ] * cos_a[ii]
+        my = ((xy[ii, 1] + 0.5) * fy - 0.5).astype(np.float32)[:, None] - (rr * fy).astype(np.float32)[
+            :, None
+        ] * sin_a[ii]
         vals = np.empty((len(mx), A, chans), np.float32)
         for i in range(0, len(mx), _REMAP_ROWS):
             v = cv2.remap(
@@ -110,7 +115,7 @@ def extract_polar(
                 borderMode=mode,
             )
             vals[i : i + _REMAP_ROWS] = v.reshape(len(v), A, chans)
-        out[m] = vals
+        out[ii, kk] = vals
     return np.ascontiguousarray(out.transpose(0, 3, 1, 2))
 
 
