@@ -13,13 +13,17 @@ SCALE = np.array([0.0, 1.5, -2.0])
 ORI = np.array([0.0, math.pi / 2, 5.0])
 
 
-def test_cv2_keypoints_round_trip():
-    kps = to_cv2_keypoints(XY, SCALE, ORI)
-    assert kps[0].size == 2 * REFERENCE_RADIUS and kps[1].angle == 270.0  # +90° CCW is 270° clockwise
-    xy, s, o = from_cv2_keypoints(kps)
+def _assert_poses(xy, s, o):
+    """The keypoints, scales and orientations are XY, SCALE and ORI again."""
     np.testing.assert_allclose(xy, XY, atol=1e-4)
     np.testing.assert_allclose(s, SCALE, atol=1e-5)
     np.testing.assert_allclose(o, ORI, atol=1e-5)
+
+
+def test_cv2_keypoints_round_trip():
+    kps = to_cv2_keypoints(XY, SCALE, ORI)
+    assert kps[0].size == 2 * REFERENCE_RADIUS and kps[1].angle == 270.0  # +90° CCW is 270° clockwise
+    _assert_poses(*from_cv2_keypoints(kps))
 
 
 def test_laf_round_trip_and_kornia_reading():
@@ -29,10 +33,7 @@ def test_laf_round_trip_and_kornia_reading():
         KF.get_laf_scale(laf)[0, :, 0, 0].numpy(), REFERENCE_RADIUS * 2.0**SCALE, rtol=1e-5
     )
     np.testing.assert_allclose(KF.get_laf_orientation(laf)[0, :, 0].numpy() % 360, np.degrees(ORI), atol=1e-3)
-    xy, s, o = from_laf(laf)
-    np.testing.assert_allclose(xy, XY, atol=1e-4)
-    np.testing.assert_allclose(s, SCALE, atol=1e-5)
-    np.testing.assert_allclose(o, ORI, atol=1e-5)
+    _assert_poses(*from_laf(laf))
 
 
 def test_cv2_and_laf_agree_the_kornia_moons_way():

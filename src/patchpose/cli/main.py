@@ -123,6 +123,14 @@ def _cmd_eval_official(a: argparse.Namespace) -> int:
     return 0
 
 
+def _add_weights(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--weights",
+        default=None,
+        help="safetensors file or bundled model name, e.g. patchpose-v1 (default: the default bundled model)",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="patchpose", description="Keypoint scale and orientation, learned without labels."
@@ -165,11 +173,7 @@ def build_parser() -> argparse.ArgumentParser:
         else:
             s.add_argument("--image", help="another image instead of the bundled photo")
         s.add_argument("--out", default=None, help="output folder (default: ./patchpose_out)")
-        s.add_argument(
-            "--weights",
-            default=None,
-            help="safetensors file or bundled model name (default: the default bundled model)",
-        )
+        _add_weights(s)
         s.add_argument("--max-keypoints", type=int, default=300)
         s.add_argument("--top-k", type=int, default=1)
         s.add_argument("--format", choices=("json", "csv"), default="json")
@@ -184,7 +188,7 @@ def build_parser() -> argparse.ArgumentParser:
         s.set_defaults(func=_cmd_estimate)
 
     b = sub.add_parser("bench", help="speed: our poses for N keypoints vs OpenCV SIFT detection, one run")
-    b.add_argument("--weights", default=None)
+    _add_weights(b)
     b.add_argument("--keypoints", type=int, default=2048)
     b.add_argument("--repeats", type=int, default=7)
     b.add_argument("--out", default="outputs/bench")
@@ -218,7 +222,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="photo folder (default: the 15 test photos shipped with the dependencies)",
     )
-    sy.add_argument("--weights", default=None)
+    _add_weights(sy)
     sy.add_argument("--pairs", type=int, default=1000, help="pairs per protocol")
     sy.add_argument("--seed", type=int, default=0)
     sy.add_argument("--out", default="outputs/eval_synthetic")
@@ -229,9 +233,7 @@ def build_parser() -> argparse.ArgumentParser:
     pp.add_argument("--data", required=True, help="folder written by 'patchpose generate patchpose'")
     pp.add_argument("--out", default="outputs/eval_patchpose")
     pp.add_argument("--split", default="test")
-    pp.add_argument(
-        "--weights", default=None, help="safetensors file or bundled model name (default: the default one)"
-    )
+    _add_weights(pp)
     pp.add_argument("--orinet-weights", default=None, help="local OriNet state dict for the OriNet baseline")
     pp.add_argument("--rotations", type=int, choices=(1, 2, 4), default=1)
     pp.add_argument("--include-pruned", action="store_true", help="also the keypoints that pruning dropped")
@@ -241,7 +243,7 @@ def build_parser() -> argparse.ArgumentParser:
         "patchpose-official", help="official metric on a released PatchPose copy (single-window models)"
     )
     po.add_argument("--root", required=True, help="folder holding patchPoseA/, patchPoseB/ (and *ImageList/)")
-    po.add_argument("--weights", default=None)
+    _add_weights(po)
     po.add_argument("--list", default=None, help="image list name, e.g. test_acquired")
     po.add_argument("--top-k", type=int, default=1)
     po.add_argument("--out", default="outputs/eval_patchpose_official")

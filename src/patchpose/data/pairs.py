@@ -130,16 +130,22 @@ def sample_pairs(
         kps = pool.keypoints[k]
         xy[i] = kps[rng.integers(0, len(kps))]
     sb, tb = sa - ds, ta - do
+    resample = polar is not None and cfg.resample > 0
     pa = pb = None
     for k in np.unique(img_idx):
         sel = np.nonzero(img_idx == k)[0]
-        a = extract_inputs(pool.pyramids[k], xy[sel], sa[sel], ta[sel], patch_size, windows, polar)
-        b = extract_inputs(pool.pyramids[k], xy[sel], sb[sel], tb[sel], patch_size, windows, polar)
-        if polar is not None and cfg.resample > 0:
-            for view, s_, t_ in ((a, sa[sel], ta[sel]), (b, sb[sel], tb[sel])):
-                m = rng.random(len(sel)) < cfg.resample
-                if m.any():
-                    view[m] = render_view_polar(pool.pyramids[k], xy[sel][m], s_[m], t_[m], polar)
+        pyr, views = pool.pyramids[k], []
+        for s_, t_ in ((sa[sel], ta[sel]), (sb[sel], tb[sel])):
+            # views drawn for re-rendering are rendered that way only, the others sampled directly
+            m = rng.random(len(sel)) < cfg.resample if resample else np.zeros(len(sel), bool)
+            d = ~m
+            v = extract_inputs(pyr, xy[sel][d], s_[d], t_[d], patch_size, windows, polar)
+            if m.any():
+                full = np.empty((len(sel), *v.shape[1:]), np.float32)
+                full[d], full[m] = v, render_view_polar(pyr, xy[sel][m], s_[m], t_[m], polar)
+                v = full
+            views.append(v)
+        a, b = views
         if pa is None:
             pa, pb = np.empty((n, *a.shape[1:]), np.float32), np.empty((n, *a.shape[1:]), np.float32)
         pa[sel], pb[sel] = a, b
