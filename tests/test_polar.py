@@ -254,3 +254,28 @@ def test_rendered_views_are_not_grid_aligned(pyr):
     assert np.corrcoef(direct.ravel(), ref.ravel())[0, 1] > 0.98
     assert np.corrcoef(np.roll(ref, 1, 3).ravel(), turned.ravel())[0, 1] > 0.97
     assert not np.allclose(np.roll(ref, 1, 3), turned, atol=1e-3)
+
+
+def test_extract_polar_with_an_affine_shape_samples_the_stretched_points():
+    """shape=P reads ring k, direction α at xy + r_k·R(θ)·P·(cos α, −sin α); P = I changes nothing."""
+    from patchpose.data.patches import Pyramid
+    from patchpose.data.polar import PolarGrid, extract_polar
+
+    xg, yg = np.meshgrid(np.arange(400, dtype=np.float32), np.arange(300, dtype=np.float32))
+    img = (xg / 400.0).astype(np.float32)  # intensity = x / 400: a sample reads its own x
+    pyr = Pyramid(img)
+    grid = PolarGrid(7, 12, 3)
+    xy = np.array([[200.0, 150.0]])
+    plain = extract_polar(pyr, xy, -1.0, 0.4, grid)
+    np.testing.assert_allclose(
+        extract_polar(pyr, xy, -1.0, 0.4, grid, shape=np.eye(2)[None]), plain, atol=1e-6
+    )
+    P = np.array([[[1.5, 0.0], [0.0, 1 / 1.5]]])
+    got = extract_polar(pyr, xy, -1.0, 0.4, grid, shape=P)[0, 0]
+    r = 16.0 * 2.0 ** (grid.log2_radii() - 1.0)
+    a = grid.angles_rad()
+    c, s = np.cos(0.4), np.sin(0.4)
+    off = np.array([[c, s], [-s, c]]) @ P[0] @ np.stack([np.cos(a), -np.sin(a)])  # (2, A)
+    want = (200.0 + r[:, None] * off[0][None]) / 400.0
+    inner = r < 20  # level 0 (no pyramid smoothing of the ramp)
+    np.testing.assert_allclose(got[inner], want[inner], atol=2e-4)

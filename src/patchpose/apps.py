@@ -248,3 +248,68 @@ def eval_synthetic(
 def eval_synthetic_command(a) -> int:
     eval_synthetic(a.images, a.weights, a.pairs, a.seed, a.out)
     return 0
+
+
+def match_command(a) -> int:
+    """``patchpose match IMG1 IMG2``: detect, pose, describe, match; write the picture and the matches."""
+    import cv2
+
+    from .data.hpatches import read_homography
+    from .data.patches import load_image
+    from .matching.draw import draw_matches
+    from .matching.pipeline import MatchConfig, match_images
+
+    rows = {"none": "lower", "sift": "sift", "ours": "ours", "ours-topk": f"ours_top{a.top_k}"}
+    if a.top_k < 2 and a.pose == "ours-topk":
+        raise InputError("--pose ours-topk needs --top-k of at least 2")
+    row = rows[a.pose]
+    img1, img2 = load_image(a.image1), load_image(a.image2)
+    H = read_homography(a.homography) if a.homography else None
+    kp1 = read_keypoints(a.keypoints1) if a.keypoints1 else None
+    kp2 = read_keypoints(a.keypoints2) if a.keypoints2 else None
+    if (kp1 is None) != (kp2 is None):
+        raise InputError("give keypoints for both images (--keypoints1 and --keypoints2) or for none")
+    est = PatchPoseEstimator.load(a.weights) if row.startswith("ours") else None
+    cfg = MatchConfig(
+        max_keypoints=a.max_keypoints,
+        descriptor=a.descriptor,
+        descriptor_weights=a.descriptor_weights,
+        top_k=max(2, a.top_k),
+    )
+    t0 = time.time()
+    res = match_images(img1, img2, est, cfg, rows=(row,), H=H, keypoints1=kp1, keypoints2=kp2)
+    r = res["rows"][row]
+    m, err = r["matches"], r["error_px"]
+    correct = None if err is None else err <= a.threshold
+    out = Path(a.out or "patchpose_match")
+    out.mkdir(parents=True, exist_ok=True)
+    pic = draw_matches(img1, img2, res["xy1"], res["xy2"], m, correct)
+    ok = cv2.imwrite(str(out / "matches.tmp.png"), cv2.cvtColor(pic, cv2.COLOR_RGB2BGR))
+    if not ok:
+        raise InputError(f"cannot write {out / 'matches.png'}")
+    os.replace(out / "matches.tmp.png", out / "matches.png")
+    tmp = out / "matches.csv.tmp"
+    with open(tmp, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["x1", "y1", "x2", "y2", "distance"] + ([] if err is None else ["error_px"]))
+        for i, (p, q) in enumerate(m):
+            x1, y1 = res["xy1"][p]
+            x2, y2 = res["xy2"][q]
+            extra = [] if err is None else [f"{err[i]:.3f}"]
+            w.writerow(
+                [f"{x1:.2f}", f"{y1:.2f}", f"{x2:.2f}", f"{y2:.2f}", f"{r['distances'][i]:.4f}"] + extra
+            )
+    os.replace(tmp, out / "matches.csv")
+    summary = {
+        "pose": a.pose,
+        "keypoints": [len(res["xy1"]), len(res["xy2"])],
+        "matches": int(len(m)),
+        "seconds": round(time.time() - t0, 3),
+    }
+    if err is not None:
+        summary[f"correct@{a.threshold:g}px"] = int(correct.sum())
+        summary[f"mma@{a.threshold:g}px"] = float(correct.mean()) if len(m) else 0.0
+    (out / "summary.json").write_text(json.dumps(summary, indent=1))
+    print(json.dumps(summary))
+    print(f"wrote {out}/matches.png, matches.csv, summary.json")
+    return 0

@@ -123,6 +123,58 @@ def _cmd_eval_official(a: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_graffiti(a: argparse.Namespace) -> int:
+    from ..data.photos import fetch_graffiti, write_graffiti
+
+    seq = write_graffiti(a.source, a.out) if a.source else fetch_graffiti(a.out)
+    print(f"wrote {seq} (HPatches layout: 1.ppm, 2.ppm, H_1_2)")
+    return 0
+
+
+def _cmd_generate_hpatches(a: argparse.Namespace) -> int:
+    from ..data.hpatches import HPatchesGenConfig, generate_hpatches
+    from ..data.photos import list_images, load_splits
+
+    folder = Path(a.images)
+    photos = load_splits(folder)[a.split] if a.split else list_images(folder)
+    cfg = HPatchesGenConfig(max_side=a.max_side, targets=a.targets, seed=a.seed)
+    names = generate_hpatches(photos, a.out, cfg, kinds=a.kinds, progress=not a.no_progress)
+    print(f"wrote {len(names)} sequences and manifest.json to {a.out}")
+    return 0
+
+
+def _cmd_eval_hpatches(a: argparse.Namespace) -> int:
+    from ..evaluation.hpatches_eval import evaluate_hpatches
+
+    doc = evaluate_hpatches(
+        a.root,
+        a.out,
+        a.weights,
+        protocol=a.protocol,
+        descriptor=a.descriptor,
+        descriptor_weights=a.descriptor_weights,
+        top_k=a.top_k,
+        max_keypoints=a.max_keypoints,
+        names=a.sequences.split(",") if a.sequences else None,
+        pose=not a.no_pose,
+        progress=not a.no_progress,
+    )
+    print(Path(a.out, "results.md").read_text())
+    print(f"wrote {a.out}/results.json, results.md, mma.png in {doc['seconds']:.0f} s")
+    return 0
+
+
+def _cmd_match(a: argparse.Namespace) -> int:
+    from ..apps import match_command
+
+    return match_command(a)
+
+
+def _add_descriptor(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--descriptor", choices=("sift", "hardnet", "sosnet"), default="sift")
+    p.add_argument("--descriptor-weights", default=None, help="local state dict for hardnet/sosnet")
+
+
 def _add_weights(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--weights",
@@ -159,6 +211,31 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--out", default="data/photos")
     f.add_argument("--no-debian", action="store_true", help="only the photos inside installed wheels")
     f.set_defaults(func=_cmd_photos)
+    gr = phs.add_parser(
+        "graffiti", help="opencv-doc's Oxford graffiti pair and its homography, as an HPatches sequence"
+    )
+    gr.add_argument("--out", default="data/graffiti", help="folder that receives v_graffiti/")
+    gr.add_argument(
+        "--source", default=None, help="folder holding graf1.png, graf3.png, H1to3p.xml (default: download)"
+    )
+    gr.set_defaults(func=_cmd_graffiti)
+
+    mt = sub.add_parser("match", help="match two images with pose-normalised patches; picture + matches file")
+    mt.add_argument("image1")
+    mt.add_argument("image2")
+    mt.add_argument("--out", default=None, help="output folder (default: ./patchpose_match)")
+    mt.add_argument("--pose", choices=("ours", "ours-topk", "sift", "none"), default="ours")
+    mt.add_argument("--top-k", type=int, default=4, help="candidates per keypoint for --pose ours-topk")
+    mt.add_argument("--homography", default=None, help="3×3 text file H (image 1 → 2): colours the matches")
+    mt.add_argument("--threshold", type=float, default=3.0, help="px: a match is correct within this")
+    mt.add_argument("--max-keypoints", type=int, default=2000)
+    mt.add_argument(
+        "--keypoints1", default=None, help="keypoints of image 1 (.npy or x,y text); default SIFT"
+    )
+    mt.add_argument("--keypoints2", default=None)
+    _add_descriptor(mt)
+    _add_weights(mt)
+    mt.set_defaults(func=_cmd_match)
 
     for name, helptext in (
         ("estimate", "detect keypoints in an image and estimate their scale and orientation"),
@@ -211,6 +288,18 @@ def build_parser() -> argparse.ArgumentParser:
     gp.add_argument("--workers", type=int, default=2)
     gp.add_argument("--no-progress", action="store_true")
     gp.set_defaults(func=_cmd_generate_patchpose)
+    gh = gs.add_parser(
+        "hpatches", help="HPatches-layout viewpoint/illumination sequences from a photo folder"
+    )
+    gh.add_argument("--images", default="data/photos", help="photo folder")
+    gh.add_argument("--split", choices=("train", "val", "test"), default="test", help="photos of this split")
+    gh.add_argument("--out", required=True)
+    gh.add_argument("--kinds", default="vi", help="'v' viewpoint, 'i' illumination, or both (default)")
+    gh.add_argument("--targets", type=int, default=5, help="images per sequence besides image 1")
+    gh.add_argument("--max-side", type=int, default=640)
+    gh.add_argument("--seed", type=int, default=0)
+    gh.add_argument("--no-progress", action="store_true")
+    gh.set_defaults(func=_cmd_generate_hpatches)
 
     ev = sub.add_parser("eval", help="evaluations")
     evs = ev.add_subparsers(dest="eval_cmd", required=True)
@@ -259,6 +348,20 @@ def build_parser() -> argparse.ArgumentParser:
     bn.add_argument("--no-progress", action="store_true")
     bn.add_argument("overrides", nargs="*", help="key=value training overrides for every run")
     bn.set_defaults(func=_cmd_eval_bins)
+    hp = evs.add_parser(
+        "hpatches", help="HPatches: patch-pose transfer and matching MMA (lower/SIFT/ours/top-k/upper)"
+    )
+    hp.add_argument("--root", required=True, help="hpatches-sequences-release (or a generated copy)")
+    hp.add_argument("--out", default="outputs/eval_hpatches")
+    hp.add_argument("--protocol", choices=("d2net", "keynet"), default="d2net")
+    _add_weights(hp)
+    _add_descriptor(hp)
+    hp.add_argument("--top-k", type=int, default=4)
+    hp.add_argument("--max-keypoints", type=int, default=None, help="default: 2000 (d2net) / 1500 (keynet)")
+    hp.add_argument("--sequences", default=None, help="comma-separated sequence names (e.g. Key.Net's list)")
+    hp.add_argument("--no-pose", action="store_true", help="matching only (skip the pose-transfer table)")
+    hp.add_argument("--no-progress", action="store_true")
+    hp.set_defaults(func=_cmd_eval_hpatches)
     return p
 
 

@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from ..conventions import TWO_PI
+from ..conventions import REFERENCE_RADIUS, TWO_PI
 from ..errors import InputError
 from .inputs import extract_inputs
 from .keypoints import detect_harris, detect_sift
@@ -49,6 +49,15 @@ class PairConfig:
     # (data.polar.render_view_polar: a second interpolation, as in a real transformed image) instead of
     # being sampled straight from the photo at its frame
     resample: float = 0.0
+    # affine views (a local view of a tilted plane): with probability ``anisotropy_prob`` one view of a
+    # pair is stretched by e^a along a random axis and shrunk by e^-a across it, a ~ U[0, anisotropy].
+    # A symmetric determinant-1 stretch changes neither the scale nor the orientation (the rotation of
+    # its polar decomposition is the identity), so the labels stay exact.
+    anisotropy: float = 0.0
+    anisotropy_prob: float = 0.5
+    # log-polar inputs only: a smooth illumination ramp per view, a multiplicative gain of
+    # 2^(g·x/512) along a random direction x (pixels from the keypoint), g ~ U[-shading, shading]
+    shading: float = 0.0
 
 
 class PhotoPool:
@@ -98,6 +107,33 @@ def sample_deltas(rng: np.random.Generator, n: int, cfg: PairConfig, mode: str |
     return ds, do, sa, ta
 
 
+def random_shapes(rng: np.random.Generator, n: int, max_log_stretch: float) -> np.ndarray:
+    """``(n, 2, 2)`` symmetric matrices of determinant 1: ``R(φ)·diag(e^a, e^-a)·R(−φ)``, ``a ~ U[0, max]``."""
+    a = rng.uniform(0.0, max_log_stretch, n)
+    phi = rng.uniform(0.0, np.pi, n)
+    c, s = np.cos(phi), np.sin(phi)
+    e1, e2 = np.exp(a), np.exp(-a)
+    return np.stack(
+        [
+            np.stack([c * c * e1 + s * s * e2, c * s * (e1 - e2)], -1),
+            np.stack([c * s * (e1 - e2), s * s * e1 + c * c * e2], -1),
+        ],
+        1,
+    )
+
+
+def polar_shading(rng: np.random.Generator, p: np.ndarray, log2_scale, grid: PolarGrid, amount: float):
+    """Multiply log-polar views ``(n, C, K, A)`` by a linear-in-log illumination ramp ``2^(g·x/512)``, with
+    ``x`` the pixel offset of each sample from the keypoint along a random direction."""
+    n = len(p)
+    g = rng.uniform(-amount, amount, n)
+    phi = rng.uniform(0.0, TWO_PI, n)
+    r = REFERENCE_RADIUS * np.exp2(grid.log2_radii()[None, :] + np.asarray(log2_scale)[:, None])  # (n, K)
+    proj = np.cos(grid.angles_rad()[None, :] - phi[:, None])  # (n, A)
+    gain = np.exp2(g[:, None, None] * r[:, :, None] * proj[:, None, :] / 512.0).astype(np.float32)
+    return p * gain[:, None]
+
+
 def photometric(rng: np.random.Generator, p: np.ndarray, cfg: PairConfig) -> np.ndarray:
     """Independent gamma and noise per patch (brightness/contrast are removed by the model anyway)."""
     n = len(p)
@@ -131,18 +167,39 @@ def sample_pairs(
         xy[i] = kps[rng.integers(0, len(kps))]
     sb, tb = sa - ds, ta - do
     resample = polar is not None and cfg.resample > 0
+    # affine shapes: identity, or a stretch on view a or view b (labels unchanged, see PairConfig)
+    shapes = np.broadcast_to(np.eye(2), (2, n, 2, 2)).copy()
+    if cfg.anisotropy > 0:
+        which = rng.integers(0, 2, n)
+        on = rng.random(n) < cfg.anisotropy_prob
+        st = random_shapes(rng, n, cfg.anisotropy)
+        for v in (0, 1):
+            shapes[v, on & (which == v)] = st[on & (which == v)]
     pa = pb = None
     for k in np.unique(img_idx):
         sel = np.nonzero(img_idx == k)[0]
         pyr, views = pool.pyramids[k], []
-        for s_, t_ in ((sa[sel], ta[sel]), (sb[sel], tb[sel])):
+        for vi, (s_, t_) in enumerate(((sa[sel], ta[sel]), (sb[sel], tb[sel]))):
             # views drawn for re-rendering are rendered that way only, the others sampled directly
             m = rng.random(len(sel)) < cfg.resample if resample else np.zeros(len(sel), bool)
             d = ~m
-            v = extract_inputs(pyr, xy[sel][d], s_[d], t_[d], patch_size, windows, polar)
+            sh = shapes[vi, sel] if cfg.anisotropy > 0 else None
+            v = extract_inputs(
+                pyr,
+                xy[sel][d],
+                s_[d],
+                t_[d],
+                patch_size,
+                windows,
+                polar,
+                shape=None if sh is None else sh[d],
+            )
             if m.any():
                 full = np.empty((len(sel), *v.shape[1:]), np.float32)
-                full[d], full[m] = v, render_view_polar(pyr, xy[sel][m], s_[m], t_[m], polar)
+                full[d] = v
+                full[m] = render_view_polar(
+                    pyr, xy[sel][m], s_[m], t_[m], polar, shape=None if sh is None else sh[m]
+                )
                 v = full
             views.append(v)
         a, b = views
@@ -150,6 +207,9 @@ def sample_pairs(
             pa, pb = np.empty((n, *a.shape[1:]), np.float32), np.empty((n, *a.shape[1:]), np.float32)
         pa[sel], pb[sel] = a, b
     if augment:
+        if polar is not None and cfg.shading > 0:
+            pa = polar_shading(rng, pa, sa, polar, cfg.shading)
+            pb = polar_shading(rng, pb, sb, polar, cfg.shading)
         pa, pb = photometric(rng, pa, cfg), photometric(rng, pb, cfg)
     return {
         "patch_a": pa,
@@ -160,6 +220,8 @@ def sample_pairs(
         "theta_a": ta,
         "image": img_idx,
         "xy": xy,
+        "shape_a": shapes[0],
+        "shape_b": shapes[1],
     }
 
 

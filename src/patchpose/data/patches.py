@@ -142,11 +142,15 @@ def extract_patches(
     windows=(1.0,),
     radius: float = REFERENCE_RADIUS,
     border: str = "reflect",
+    shape: np.ndarray | None = None,
 ) -> np.ndarray:
     """Patches ``(N, C·len(windows), PS, PS)`` float32 at frames ``(xy, log2_scale, theta)``.
 
     Window ``w`` covers ``±radius·w·2**log2_scale`` pixels. ``border`` is ``"reflect"`` (OpenCV
-    ``BORDER_REFLECT_101``) or ``"constant"`` (zeros) for samples outside the image.
+    ``BORDER_REFLECT_101``) or ``"constant"`` (zeros) for samples outside the image. ``shape``: optional
+    ``(N, 2, 2)`` matrices ``P`` that make the frame ``A = r·R(θ)·P`` (an affine view; with ``P``
+    symmetric positive definite of determinant 1 the pose of the frame is still ``(σ, θ)``, see
+    :func:`patchpose.geometry.pose_change`).
     """
     xy, log2_scale, theta = as_frames(xy, log2_scale, theta)
     n = len(xy)
@@ -164,6 +168,8 @@ def extract_patches(
         sc = log2_scale + math.log2(w)
         r = radius * np.exp2(sc)
         A = r[:, None, None] * np.stack([np.stack([c, s_], -1), np.stack([-s_, c], -1)], 1)  # (n, 2, 2)
+        if shape is not None:
+            A = A @ np.asarray(shape, np.float64).reshape(n, 2, 2)
         M = np.empty((n, 2, 3))
         M[:, :, :2] = A * (2.0 / patch_size)
         M[:, :, 2] = A.sum(2) * u0 + xy

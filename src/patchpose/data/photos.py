@@ -119,6 +119,66 @@ def load_splits(folder: str | Path) -> dict[str, list[Path]]:
     return split_by_image(list_images(folder))
 
 
+def _unpack_debian(pkg: str, tmp: Path) -> Path | None:
+    """``apt-get download PKG`` and ``dpkg -x`` it under ``tmp``; the unpacked root, or None (warned)."""
+    try:
+        subprocess.run(["apt-get", "download", pkg], cwd=tmp, check=True, capture_output=True)
+        deb = next(Path(tmp).glob(f"{pkg}_*.deb"))
+        subprocess.run(["dpkg", "-x", str(deb), str(tmp / "x")], check=True, capture_output=True)
+    except (subprocess.CalledProcessError, FileNotFoundError, StopIteration) as e:
+        log.warning("could not fetch Debian package %s (%s); run 'apt-get update' first?", pkg, e)
+        return None
+    return tmp / "x"
+
+
+#: opencv-doc's Oxford "graffiti" pair (img1 → img3, 800×640) and its ground-truth homography.
+GRAFFITI = ("usr/share/doc/opencv-doc/examples/data", "graf1.png", "graf3.png", "H1to3p.xml", "H13")
+
+
+def write_graffiti(folder: str | Path, out: str | Path) -> Path:
+    """Write the graffiti pair found in ``folder`` (an unpacked opencv-doc, or a folder holding
+    ``graf1.png``, ``graf3.png``, ``H1to3p.xml``) as the HPatches sequence ``out/v_graffiti``."""
+    import cv2
+    import numpy as np
+
+    from .hpatches import write_homography
+
+    base, im1, im3, hxml, node = GRAFFITI
+    folder = Path(folder)
+    src = folder / base if (folder / base).is_dir() else folder
+    paths = [src / n for n in (im1, im3, hxml)]
+    if not all(p.is_file() for p in paths):
+        raise FileNotFoundError(f"graffiti files not found in {src}")
+    fs = cv2.FileStorage(str(paths[2]), cv2.FILE_STORAGE_READ)
+    H = np.asarray(fs.getNode(node).mat(), np.float64)
+    fs.release()
+    seq = Path(out) / "v_graffiti"
+    tmp = Path(out) / ".tmp_v_graffiti"
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    for k, p in ((1, paths[0]), (2, paths[1])):
+        img = cv2.imread(str(p), cv2.IMREAD_COLOR)
+        if img is None:
+            raise FileNotFoundError(f"cannot read {p}")
+        cv2.imwrite(str(tmp / f"{k}.ppm"), img)
+    write_homography(tmp / "H_1_2", H)
+    shutil.rmtree(seq, ignore_errors=True)
+    tmp.replace(seq)
+    return seq
+
+
+def fetch_graffiti(out: str | Path) -> Path:
+    """Download opencv-doc (Debian) and write its graffiti pair as ``out/v_graffiti`` (HPatches layout)."""
+    seq = Path(out) / "v_graffiti"
+    if (seq / "H_1_2").is_file():
+        return seq
+    with tempfile.TemporaryDirectory() as tmp:
+        x = _unpack_debian("opencv-doc", Path(tmp))
+        if x is None:
+            raise FileNotFoundError("could not download opencv-doc (run 'apt-get update' first)")
+        return write_graffiti(x, out)
+
+
 def fetch_photos(out: str | Path, debian: bool = True, val_frac: float = 0.15) -> dict[str, list[str]]:
     """Copy the pool into ``out`` and write ``out/splits.json``. Debian packages are downloaded with
     ``apt-get download`` (run ``apt-get update`` first on a fresh machine) and unpacked with ``dpkg -x``;
@@ -140,18 +200,12 @@ def fetch_photos(out: str | Path, debian: bool = True, val_frac: float = 0.15) -
                 trainval += [p.relative_to(out).as_posix() for p in list_images(dst_dir)]
                 continue
             with tempfile.TemporaryDirectory() as tmp:
-                try:
-                    subprocess.run(["apt-get", "download", pkg], cwd=tmp, check=True, capture_output=True)
-                    deb = next(Path(tmp).glob(f"{pkg}_*.deb"))
-                    subprocess.run(
-                        ["dpkg", "-x", str(deb), str(Path(tmp) / "x")], check=True, capture_output=True
-                    )
-                except (subprocess.CalledProcessError, FileNotFoundError, StopIteration) as e:
-                    log.warning("could not fetch Debian package %s (%s); run 'apt-get update' first?", pkg, e)
+                x = _unpack_debian(pkg, Path(tmp))
+                if x is None:
                     continue
                 dst_dir.mkdir(exist_ok=True)
                 for name in names:
-                    hits = list((Path(tmp) / "x" / base).glob(name + ".*"))
+                    hits = list((x / base).glob(name + ".*"))
                     for h in hits:
                         if h.suffix.lower() in IMAGE_EXTS:
                             shutil.copy2(h, dst_dir / h.name)

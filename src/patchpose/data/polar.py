@@ -75,10 +75,13 @@ def extract_polar(
     theta,
     grid: PolarGrid,
     border: str = "reflect",
+    shape: np.ndarray | None = None,
 ) -> np.ndarray:
     """Log-polar samples ``(N, C, rings, angles)`` float32 at frames ``(xy, log2_scale, theta)``.
 
     ``border``: ``"reflect"`` (OpenCV ``BORDER_REFLECT_101``) or ``"constant"`` (zeros) outside the image.
+    ``shape``: optional ``(N, 2, 2)`` matrices ``P``: the sample of ring ``k`` and direction ``α`` is then
+    ``xy + r_k·R(θ)·P·(cos α, −sin α)`` (an affine view; pyramid levels still follow ``r_k``).
     """
     xy, s, t = as_frames(xy, log2_scale, theta)
     n = len(xy)
@@ -94,6 +97,12 @@ def extract_polar(
     lev = grid.ring_levels(step, len(pyramid.levels))  # (n, K)
     ang = grid.angles_rad()[None, :] + t[:, None]  # (n, A)
     cos_a, sin_a = np.cos(ang).astype(np.float32), np.sin(ang).astype(np.float32)
+    if shape is not None:  # unit offsets R(θ)·P·(cos α, −sin α), written as (cos_a, −sin_a)
+        u = np.stack([np.cos(grid.angles_rad()), -np.sin(grid.angles_rad())], 0)  # (2, A)
+        c, s_ = np.cos(t), np.sin(t)
+        B = np.stack([np.stack([c, s_], -1), np.stack([-s_, c], -1)], 1) @ np.asarray(shape, np.float64)
+        off = B @ u  # (n, 2, A)
+        cos_a, sin_a = off[:, 0].astype(np.float32), (-off[:, 1]).astype(np.float32)
     for level in np.unique(lev):
         ii, kk = np.nonzero(lev == level)  # the (keypoint, ring) pairs read from this level
         fx, fy = pyramid.factors[level]
@@ -128,7 +137,9 @@ def polar_margin(grid: PolarGrid) -> float:
     return REFERENCE_RADIUS * 2.0 ** min(2.0, float(grid.log2_radii()[-1]))
 
 
-def render_view_polar(pyramid: Pyramid, xy, log2_scale, theta, grid: PolarGrid) -> np.ndarray:
+def render_view_polar(
+    pyramid: Pyramid, xy, log2_scale, theta, grid: PolarGrid, shape: np.ndarray | None = None
+) -> np.ndarray:
     """Polar samples of *transformed views*, as if the image had been warped by the frame and the grid then
     laid at the transformed keypoint with pose ``(0, 0)`` (the paper's protocol: transform the image,
     then crop).
@@ -138,6 +149,7 @@ def render_view_polar(pyramid: Pyramid, xy, log2_scale, theta, grid: PolarGrid) 
     :func:`~patchpose.data.patches.extract_patches`), and the rings are read from it bilinearly. Unlike
     :func:`extract_polar` at pose ``(σ, θ)``, views that differ by whole rings or angle steps then do not
     reuse the same photo samples, so a benchmark cannot be passed by the sampling grid alone.
+    ``shape``: optional ``(N, 2, 2)`` affine shapes of the views (as :func:`extract_polar`).
     """
     from .patches import extract_patches
 
@@ -155,7 +167,7 @@ def render_view_polar(pyramid: Pyramid, xy, log2_scale, theta, grid: PolarGrid) 
         half = int(math.ceil(r[rings].max() / step + 2.0))
         size = 2 * half
         w = half * step / REFERENCE_RADIUS  # crop covers ±half·step view pixels
-        crops = extract_patches(pyramid, xy, s, t, size, [w])  # (n, C, size, size)
+        crops = extract_patches(pyramid, xy, s, t, size, [w], shape=shape)  # (n, C, size, size)
         # ring points in crop pixels; the keypoint sits at (half − 0.5, half − 0.5)
         px = (half - 0.5) + (r[rings, None] / step) * np.cos(ang)[None, :]  # (k, A)
         py = (half - 0.5) - (r[rings, None] / step) * np.sin(ang)[None, :]

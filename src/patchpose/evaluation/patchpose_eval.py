@@ -97,9 +97,10 @@ def model_patches(data: dict, est) -> np.ndarray:
         if cfg.color != "gray":
             raise ValueError("polar-cnn evaluation renders gray inputs only")
         return render_polar(data, np.arange(len(data["series"])), cfg.polar_grid)
-    stored = [float(w) for w in data["windows"]]
+    stored = [float(w) for w in data.get("windows", [])]
     if (
-        cfg.color == "gray"
+        "patches" in data
+        and cfg.color == "gray"
         and cfg.patch_size == data["patches"].shape[-1]
         and all(w in stored for w in cfg.windows)
     ):

@@ -1,0 +1,287 @@
+"""HPatches sequences: a loader for the real layout, and a generator that writes that same layout.
+
+The layout of the release (``hpatches-sequences-release/``)::
+
+    ROOT/
+      i_ajuntament/ 1.ppm 2.ppm … 6.ppm  H_1_2 … H_1_6     # illumination: H is the identity
+      v_boat/       1.ppm 2.ppm … 6.ppm  H_1_2 … H_1_6     # viewpoint
+      …
+
+``H_1_k`` is a 3×3 ASCII matrix that maps pixel coordinates of image 1 to image ``k`` (pixel centres at
+integers, as everywhere in patchpose). :func:`load_hpatches` reads a real copy or a generated one alike,
+optionally without the 8 high-resolution sequences (the D2-Net protocol) or restricted to a list of names.
+
+``patchpose generate hpatches --images DIR --out DIR`` (:func:`generate_hpatches`) makes, from each photo,
+one **viewpoint** sequence (images 2–6 are image 1 warped by random homographies that grow with ``k``:
+rotation up to ±36°·(k−1), zoom up to 2^±(k−1)/5·1.25, corners moved by up to 3 %·(k−1) of the image
+for perspective) and one **illumination** sequence (identity geometry; gain, gamma, colour cast, a smooth
+shading ramp and noise, growing with ``k``). Each sequence folder is written under a temporary name and
+renamed, and draws from its own seed, so an interrupted run resumes to the same content.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import re
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import cv2
+import numpy as np
+
+from ..errors import InputError
+from .patches import load_image, resize_long_side
+
+log = logging.getLogger(__name__)
+
+#: Sequences the D2-Net protocol drops (too large for most methods' memory): 52 i + 56 v remain.
+HIGH_RES_SEQUENCES = (
+    "i_contruction",
+    "i_crownnight",
+    "i_dc",
+    "i_pencils",
+    "i_whitebuilding",
+    "v_artisans",
+    "v_astronautis",
+    "v_talent",
+)
+IMAGE_SUFFIXES = (".ppm", ".png", ".jpg", ".jpeg")
+
+
+def read_homography(path: str | Path) -> np.ndarray:
+    """A 3×3 whitespace-separated ASCII matrix (HPatches ``H_1_k``), as float64."""
+    path = Path(path)
+    try:
+        H = np.loadtxt(path, dtype=np.float64, ndmin=2)
+    except (OSError, ValueError) as e:
+        raise InputError(f"cannot read homography {path}: {e}") from None
+    if H.shape != (3, 3) or not np.isfinite(H).all() or abs(np.linalg.det(H)) < 1e-12:
+        raise InputError(f"{path} is not an invertible 3×3 matrix (shape {H.shape})")
+    return H
+
+
+def write_homography(path: str | Path, H: np.ndarray) -> None:
+    np.savetxt(path, np.asarray(H, np.float64), fmt="%.10g")
+
+
+@dataclass
+class Sequence:
+    """One HPatches sequence: image 1 and the targets ``k`` with their homographies ``H_1_k``."""
+
+    name: str
+    path: Path
+    images: dict[int, Path]  # k -> image file (1 is the reference)
+    homographies: dict[int, np.ndarray] = field(repr=False)  # k -> H_1_k, for every k ≥ 2
+
+    @property
+    def kind(self) -> str:
+        """``"illumination"`` (``i_*``) or ``"viewpoint"`` (``v_*``)."""
+        return "illumination" if self.name.startswith("i_") else "viewpoint"
+
+    @property
+    def targets(self) -> list[int]:
+        return sorted(self.homographies)
+
+    def image(self, k: int) -> np.ndarray:
+        """Image ``k`` as ``H×W×3`` uint8 RGB."""
+        return load_image(self.images[k])
+
+
+def _read_sequence(folder: Path) -> Sequence:
+    images = {}
+    for p in folder.iterdir():
+        if p.suffix.lower() in IMAGE_SUFFIXES and p.stem.isdigit():
+            k = int(p.stem)
+            if k in images:
+                raise InputError(f"{folder}: two files for image {k} ({images[k].name}, {p.name})")
+            images[k] = p
+    if 1 not in images:
+        raise InputError(f"{folder}: no reference image 1.ppm")
+    homs = {}
+    for k in sorted(images):
+        if k == 1:
+            continue
+        hp = folder / f"H_1_{k}"
+        if not hp.is_file():
+            raise InputError(f"{folder}: image {images[k].name} has no homography H_1_{k}")
+        homs[k] = read_homography(hp)
+    if not homs:
+        raise InputError(f"{folder}: only image 1; a sequence needs at least one target image")
+    return Sequence(folder.name, folder, images, homs)
+
+
+def load_hpatches(
+    root: str | Path, drop_high_res: bool = False, names: list[str] | None = None
+) -> list[Sequence]:
+    """Sequences under ``root`` (the release folder itself, or a folder that holds
+    ``hpatches-sequences-release/``), sorted by name.
+
+    Args:
+        drop_high_res: skip :data:`HIGH_RES_SEQUENCES` (D2-Net protocol).
+        names: keep only these sequences (e.g. Key.Net's ``splits.json`` list); unknown names are an error.
+    """
+    root = Path(root)
+    if (root / "hpatches-sequences-release").is_dir():
+        root = root / "hpatches-sequences-release"
+    if not root.is_dir():
+        raise InputError(f"HPatches folder not found: {root}")
+    folders = sorted(p for p in root.iterdir() if p.is_dir() and re.match(r"^[iv]_", p.name))
+    if not folders:
+        raise InputError(f"no HPatches sequences (folders named i_* or v_*) in {root}")
+    if names is not None:
+        have = {p.name for p in folders}
+        missing = sorted(set(names) - have)
+        if missing:
+            raise InputError(f"sequences not found in {root}: {', '.join(missing[:5])}")
+        folders = [p for p in folders if p.name in set(names)]
+    if drop_high_res:
+        folders = [p for p in folders if p.name not in HIGH_RES_SEQUENCES]
+    return [_read_sequence(p) for p in folders]
+
+
+# ----------------------------------------------------------------------------- generation
+@dataclass
+class HPatchesGenConfig:
+    max_side: int = 640  # image 1 is the photo resized so that its longer side is at most this
+    targets: int = 5  # images 2 … targets + 1
+    max_rotation_deg: float = 36.0  # per step k − 1: image 6 turns by up to ±180°
+    max_zoom_octaves: float = 0.25  # per step: image 6 is zoomed by up to 2^±1.25
+    perspective: float = 0.03  # per step: corners move by up to this share of the image side
+    illumination: float = 1.0  # strength of the photometric changes (0 = none)
+    seed: int = 0
+
+
+def _sequence_rng(cfg: HPatchesGenConfig, name: str) -> np.random.Generator:
+    h = int(hashlib.sha256(f"{cfg.seed}:{name}".encode()).hexdigest()[:16], 16)
+    return np.random.default_rng(h)
+
+
+def random_viewpoint_homography(
+    rng: np.random.Generator, shape, step: int, cfg: HPatchesGenConfig
+) -> np.ndarray:
+    """A homography about the image centre: rotation, zoom and perspective that grow with ``step``."""
+    h, w = shape[:2]
+    c = np.array([(w - 1) / 2.0, (h - 1) / 2.0])
+    ang = np.radians(rng.uniform(-1, 1) * cfg.max_rotation_deg * step)
+    zoom = 2.0 ** (rng.uniform(-1, 1) * cfg.max_zoom_octaves * step)
+    R = zoom * np.array([[np.cos(ang), np.sin(ang)], [-np.sin(ang), np.cos(ang)]])  # CCW as displayed
+    src = np.array([[0, 0], [w - 1, 0], [w - 1, h - 1], [0, h - 1]], np.float64)
+    dst = (src - c) @ R.T + c
+    dst += rng.uniform(-1, 1, size=(4, 2)) * cfg.perspective * step * min(h, w)
+    return cv2.getPerspectiveTransform(src.astype(np.float32), dst.astype(np.float32)).astype(np.float64)
+
+
+def warp_image(img: np.ndarray, H: np.ndarray) -> np.ndarray:
+    """``img`` warped by ``H`` into a canvas of the same size, pre-blurred where ``H`` shrinks it."""
+    from ..geometry import pose_change
+
+    h, w = img.shape[:2]
+    corners = np.array([[0, 0], [w - 1, 0], [w - 1, h - 1], [0, h - 1], [(w - 1) / 2, (h - 1) / 2]])
+    ds, _, ok = pose_change(H, corners)
+    shrink = 2.0 ** -np.nanmin(np.where(ok, ds, np.nan)) if ok.any() else 1.0
+    src = img
+    if shrink > 1.0:  # anti-alias: a Gaussian of σ ≈ 0.5·sqrt(shrink² − 1) before sampling
+        sigma = 0.5 * np.sqrt(shrink**2 - 1.0)
+        src = cv2.GaussianBlur(img, (0, 0), sigma)
+    return cv2.warpPerspective(src, H, (w, h), flags=cv2.INTER_LINEAR, borderMode=cv2.BORDER_CONSTANT)
+
+
+def photometric_change(rng: np.random.Generator, img: np.ndarray, step: int, strength: float) -> np.ndarray:
+    """Gain, gamma, colour cast, a smooth shading ramp and noise, stronger with ``step``."""
+    t = strength * step / 5.0
+    x = img.astype(np.float32) / 255.0
+    h, w = x.shape[:2]
+    gain = 2.0 ** rng.uniform(-1.2 * t, 0.6 * t)
+    gamma = 2.0 ** rng.uniform(-0.8 * t, 0.8 * t)
+    cast = 2.0 ** rng.uniform(-0.3 * t, 0.3 * t, size=3)
+    d = rng.normal(size=2)
+    d /= np.linalg.norm(d) + 1e-9
+    yy, xx = np.mgrid[0:h, 0:w].astype(np.float32)
+    ramp = ((xx / max(w - 1, 1) - 0.5) * d[0] + (yy / max(h - 1, 1) - 0.5) * d[1]).astype(np.float32)
+    shade = 2.0 ** (1.2 * t * ramp)
+    y = np.clip(x, 0, 1) ** gamma * gain * cast[None, None, :] * shade[..., None]
+    y = y + rng.normal(scale=0.01 * t, size=y.shape).astype(np.float32)
+    return np.clip(y * 255.0 + 0.5, 0, 255).astype(np.uint8)
+
+
+def _sequence_name(kind: str, photo: Path, taken: set) -> str:
+    stem = re.sub(r"[^A-Za-z0-9]+", "", photo.stem).lower() or "photo"
+    name, i = f"{kind}_{stem}", 2
+    while name in taken:
+        name, i = f"{kind}_{stem}{i}", i + 1
+    taken.add(name)
+    return name
+
+
+def _write_sequence(out: Path, name: str, img1: np.ndarray, kind: str, cfg: HPatchesGenConfig) -> None:
+    rng = _sequence_rng(cfg, name)
+    tmp = out / f".tmp_{name}"
+    if tmp.exists():
+        shutil.rmtree(tmp)
+    tmp.mkdir(parents=True)
+    bgr = cv2.cvtColor(img1, cv2.COLOR_RGB2BGR)
+    cv2.imwrite(str(tmp / "1.ppm"), bgr)
+    for k in range(2, cfg.targets + 2):
+        if kind == "v":
+            H = random_viewpoint_homography(rng, img1.shape, k - 1, cfg)
+            imk = warp_image(bgr, H)
+        else:
+            H = np.eye(3)
+            imk = cv2.cvtColor(photometric_change(rng, img1, k - 1, cfg.illumination), cv2.COLOR_RGB2BGR)
+        cv2.imwrite(str(tmp / f"{k}.ppm"), imk)
+        write_homography(tmp / f"H_1_{k}", H)
+    os.replace(tmp, out / name)
+
+
+def generate_hpatches(
+    photos: list[Path],
+    out: str | Path,
+    cfg: HPatchesGenConfig | None = None,
+    kinds: str = "vi",
+    progress: bool = True,
+) -> list[str]:
+    """Write one viewpoint (``v``) and/or illumination (``i``) sequence per photo into ``out``, in the
+    HPatches layout, plus ``out/manifest.json``. Finished sequences are kept (resume)."""
+    from tqdm import tqdm
+
+    cfg = cfg or HPatchesGenConfig()
+    if not photos:
+        raise InputError("no photos to make HPatches sequences from")
+    if set(kinds) - {"v", "i"} or not kinds:
+        raise InputError(f"kinds must be made of 'v' and 'i', got {kinds!r}")
+    if cfg.targets < 1:
+        raise InputError(f"targets must be at least 1, got {cfg.targets}")
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    taken: set = set()
+    jobs = [(_sequence_name(kind, p, taken), kind, p) for p in sorted(photos, key=str) for kind in kinds]
+    for name, kind, p in tqdm(jobs, desc="sequences", disable=not progress):
+        if (out / name).is_dir():
+            continue
+        img, _ = resize_long_side(load_image(p), cfg.max_side)
+        _write_sequence(out, name, img, kind, cfg)
+    manifest = {
+        "format": "hpatches-sequences-release",
+        "config": cfg.__dict__,
+        "kinds": kinds,
+        "sequences": {name: str(p) for name, _, p in jobs},
+    }
+    tmp = out / "manifest.json.tmp"
+    tmp.write_text(json.dumps(manifest, indent=1))
+    os.replace(tmp, out / "manifest.json")
+    return [name for name, _, _ in jobs]
+
+
+__all__ = [
+    "HIGH_RES_SEQUENCES",
+    "Sequence",
+    "read_homography",
+    "write_homography",
+    "load_hpatches",
+    "HPatchesGenConfig",
+    "generate_hpatches",
+]

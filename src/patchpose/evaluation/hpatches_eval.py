@@ -1,0 +1,472 @@
+"""HPatches evaluation: patch-pose transfer (paper, Table 1 right) and image matching (Section 4.4, supp. B).
+
+``patchpose eval hpatches --root DIR --out DIR`` runs both on a real HPatches copy or on sequences made by
+``patchpose generate hpatches`` (same layout, :mod:`patchpose.data.hpatches`):
+
+* **Pose transfer.** At up to 25 SIFT and 25 Harris keypoints of image 1 (at least ``POSE_MARGIN`` px
+  inside) and their images under ``H_1_k`` (inside image ``k`` too), every method of the PatchPose
+  evaluation (ours, SIFT, dominant gradient, ORB's centroid, LoG) estimates a pose in both images. The
+  ground truth is the pose change of the **local** affine of ``H`` at the keypoint
+  (:func:`patchpose.geometry.pose_change`). Metrics as in ``eval patchpose``: the official bin metric
+  (scale ground truth rounded to bins) and the continuous errors. ``lower`` is "no pose" (0, 0) and
+  ``upper`` the ground truth itself.
+* **Matching.** SIFT keypoints, a descriptor on the patch cut at each row's pose
+  (:mod:`patchpose.matching.pipeline`: ``lower``, ``sift``, ``ours``, ``ours_topK``, ``upper``), mutual
+  nearest neighbours, and per pair ``MMA(t) = mean(‖H·x1 − x2‖ ≤ t)`` (0 for a pair without matches),
+  averaged over pairs for illumination, viewpoint and overall. Protocols (``--protocol``):
+
+  ============ ========================================= ============ ===========
+  protocol     sequences                                 keypoints    thresholds
+  ============ ========================================= ============ ===========
+  ``d2net``    all but the 8 high-resolution ones (108)  2,000        1 … 10 px
+  ``keynet``   all (116)                                 1,500        1 … 5 px
+  ============ ========================================= ============ ===========
+
+Each finished sequence is cached under ``OUT/cache/`` (atomic writes), so an interrupted run resumes.
+Outputs: ``results.json``, ``results.md`` and ``mma.png``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ..data.hpatches import Sequence, load_hpatches
+from ..data.keypoints import detect_harris, detect_sift
+from ..geometry import apply_homography, inside, pose_change
+from ..matching.describe import Describer
+from ..matching.matcher import mutual_nn
+from ..matching.pipeline import MatchConfig, describe_rows, detect, pose_rows, reprojection_errors
+from .metrics import accuracies, relative_errors
+from .official import (
+    official_accuracies,
+    official_errors_from_poses,
+    official_topk_ori_errors,
+    official_topk_scale_errors,
+)
+
+POSE_MARGIN = 32.0  # px: pose-transfer keypoints lie this far inside both images
+POSE_KEYPOINTS = 25  # per detector (SIFT, Harris) in image 1, as the paper's 25 patches per pair
+KINDS = ("overall", "illumination", "viewpoint")
+
+
+@dataclass(frozen=True)
+class HProtocol:
+    name: str
+    drop_high_res: bool
+    max_keypoints: int
+    thresholds: tuple[int, ...]
+
+
+PROTOCOLS = {
+    "d2net": HProtocol("d2net", True, 2000, tuple(range(1, 11))),
+    "keynet": HProtocol("keynet", False, 1500, (1, 2, 3, 4, 5)),
+}
+
+
+# ----------------------------------------------------------------------------- matching
+def pair_mma(err: np.ndarray, thresholds) -> list[float]:
+    """``MMA(t)`` of one pair: the share of its matches within ``t`` px (0 when it has no match)."""
+    err = np.asarray(err, np.float64)
+    return [float(np.mean(err <= t)) if len(err) else 0.0 for t in thresholds]
+
+
+def match_sequence(
+    seq: Sequence, est, describer: Describer, rows, cfg: MatchConfig, thresholds
+) -> list[dict]:
+    """``[{"k": k, "mma": {row: [MMA(t)…]}, "matches": {row: n}}]`` for every pair ``(1, k)``."""
+    f1 = detect(seq.image(1), cfg.max_keypoints)
+    d1 = describe_rows(f1, rows, describer, est, None, cfg)
+    out = []
+    for k in seq.targets:
+        H = seq.homographies[k]
+        fk = detect(seq.image(k), cfg.max_keypoints)
+        dk = describe_rows(fk, rows, describer, est, H, cfg)
+        res = {"k": k, "mma": {}, "matches": {}}
+        for row in rows:
+            m, _ = mutual_nn(d1[row], dk[row])
+            err = reprojection_errors(H, f1.xy[m[:, 0]], fk.xy[m[:, 1]])
+            res["mma"][row] = pair_mma(err, thresholds)
+            res["matches"][row] = int(len(m))
+        out.append(res)
+    return out
+
+
+def summarize_matching(per_seq: dict[str, list[dict]], rows) -> tuple[dict, dict]:
+    """``mma[row][kind] = [MMA(t)…]`` averaged over pairs, and ``matches[row]`` = mean matches per pair."""
+    mma, matches = {}, {}
+    for row in rows:
+        mma[row] = {}
+        for kind in KINDS:
+            vals = [
+                p["mma"][row]
+                for name, pairs in per_seq.items()
+                for p in pairs
+                if kind == "overall" or (name.startswith("i_") == (kind == "illumination"))
+            ]
+            mma[row][kind] = np.mean(vals, axis=0).tolist() if vals else []
+        counts = [p["matches"][row] for pairs in per_seq.values() for p in pairs]
+        matches[row] = float(np.mean(counts)) if counts else 0.0
+    return mma, matches
+
+
+# ----------------------------------------------------------------------------- pose transfer
+def pose_samples(seq: Sequence, n_per_detector: int = POSE_KEYPOINTS, margin: float = POSE_MARGIN):
+    """The pose-transfer samples of a sequence as the PatchPose evaluation reads them: ``data`` (images,
+    per-sample photo, keypoint and frame (0, 0)) and ``pairs`` (ref, trg and the ground truth)."""
+    images = [seq.image(1)] + [seq.image(k) for k in seq.targets]
+    img1 = images[0]
+    xy_s, _ = detect_sift(img1, n_per_detector * 4, margin)
+    xy_h = detect_harris(img1, n_per_detector * 4, margin)
+    xy = np.concatenate([xy_s[:n_per_detector], xy_h[:n_per_detector]]).reshape(-1, 2)
+    if len(xy) > 1:  # one sample per location: Harris corners are often SIFT keypoints too
+        d = np.linalg.norm(xy[:, None] - xy[None], axis=2)
+        keep = [i for i in range(len(xy)) if not (d[i, :i] < 2.0).any()]
+        xy = xy[keep]
+    s_xy, s_photo, ref, trg, d_scale, d_ori = [xy], [np.zeros(len(xy), int)], [], [], [], []
+    n = len(xy)
+    for j, k in enumerate(seq.targets, start=1):
+        H = seq.homographies[k]
+        x2 = apply_homography(H, xy)
+        ds, dt, ok = pose_change(H, xy)
+        ok &= inside(x2, images[j].shape, margin)
+        i = np.nonzero(ok)[0]
+        s_xy.append(x2[i])
+        s_photo.append(np.full(len(i), j))
+        ref.append(i)
+        trg.append(n + np.arange(len(i)))
+        d_scale.append(ds[i])
+        d_ori.append(dt[i])
+        n += len(i)
+    xy_all = np.concatenate(s_xy)
+    data = {
+        "images": images,
+        "photo": np.concatenate(s_photo),
+        "xy": xy_all,
+        "frame_sigma": np.zeros(len(xy_all)),
+        "frame_theta": np.zeros(len(xy_all)),
+        "series": np.zeros(len(xy_all), int),
+    }
+    d_scale, d_ori = np.concatenate(d_scale), np.concatenate(d_ori)
+    pairs = {
+        "ref": np.concatenate(ref).astype(np.int64),
+        "trg": np.concatenate(trg).astype(np.int64),
+        "d_scale": d_scale,
+        "d_ori": d_ori,
+        "scale_factor": 2.0**d_scale,
+        "angle_deg": np.degrees(d_ori),
+    }
+    return data, pairs
+
+
+def pose_sequence(seq: Sequence, est) -> dict[str, np.ndarray]:
+    """Every method's poses at a sequence's pose-transfer samples, flattened into arrays for the cache."""
+    from .patchpose_eval import run_methods
+
+    data, pairs = pose_samples(seq)
+    out = {f"pairs/{k}": v for k, v in pairs.items()}
+    out["n"] = np.array(len(data["xy"]))
+    if len(pairs["ref"]) == 0:
+        return out
+    for m in run_methods(data, est, progress=False):
+        for field in ("scale", "ori", "scale_hist", "ori_hist"):
+            v = getattr(m, field)
+            if v is not None:
+                out[f"{m.name}/{field}"] = np.asarray(v)
+    return out
+
+
+def _gather(per_seq: dict[str, dict], names: list[str], kind: str):
+    """Concatenate the cached arrays of the sequences of ``kind`` (indices shifted per sequence)."""
+    methods: dict[str, dict] = {}
+    pairs: dict[str, list] = {}
+    off = 0
+    for name in names:
+        d = per_seq[name]
+        if kind != "overall" and name.startswith("i_") != (kind == "illumination"):
+            continue
+        n = int(d["n"])
+        for key, v in d.items():
+            if key.startswith("pairs/"):
+                f = key.split("/", 1)[1]
+                pairs.setdefault(f, []).append(v + off if f in ("ref", "trg") else v)
+            elif "/" in key:
+                meth, f = key.split("/", 1)
+                methods.setdefault(meth, {}).setdefault(f, []).append(v)
+        off += n
+    pairs = {k: np.concatenate(v) for k, v in pairs.items()}
+    methods = {m: {f: np.concatenate(v) for f, v in fs.items()} for m, fs in methods.items()}
+    return methods, pairs, off
+
+
+def _official_acc(scale_err, ori_err) -> dict:
+    acc = official_accuracies(scale_err, ori_err)
+    keys = (("scale_acc@1/6", "scale_acc@1/3") if scale_err is not None else ()) + (
+        ("ori_acc@5", "ori_acc@10") if ori_err is not None else ()
+    )
+    return {k: acc[k] for k in keys}
+
+
+def pose_tables(per_seq: dict[str, dict], names: list[str], top_k: int, bins_per_octave) -> dict:
+    """``{kind: {"official": {method: acc}, "continuous": {method: acc}, "n_pairs": n}}``."""
+    out = {}
+    for kind in KINDS:
+        methods, pairs, n = _gather(per_seq, names, kind)
+        if not pairs or len(pairs["ref"]) == 0:
+            continue
+        ref, trg = pairs["ref"], pairs["trg"]
+        zero = np.zeros((n, 1))
+        gt_s, gt_o = zero.copy(), zero.copy()
+        gt_s[trg, 0], gt_o[trg, 0] = pairs["d_scale"], pairs["d_ori"]
+        bounds = {"lower": {"scale": zero, "ori": zero}, "upper": {"scale": gt_s, "ori": gt_o}}
+        official, continuous = {}, {}
+        for name, f in {**bounds, **methods}.items():
+            label = "ours" if name == "patchpose" else name
+            se = oe = None
+            if "scale_hist" in f:
+                se = official_topk_scale_errors(
+                    f["scale_hist"][ref], f["scale_hist"][trg], pairs["scale_factor"], 1, bins_per_octave
+                )
+            elif "scale" in f:
+                se = official_errors_from_poses(
+                    f["scale"][ref, :1], f["scale"][trg, :1], pairs["scale_factor"], "scale"
+                )
+            if "ori_hist" in f:
+                oe = official_topk_ori_errors(f["ori_hist"][ref], f["ori_hist"][trg], pairs["angle_deg"], 1)
+            elif "ori" in f:
+                oe = official_errors_from_poses(
+                    f["ori"][ref, :1], f["ori"][trg, :1], pairs["angle_deg"], "orientation"
+                )
+            official[label] = _official_acc(se, oe)
+            pa, pb = {}, {}
+            if "scale" in f:
+                pa["scale"], pb["scale"] = f["scale"][ref, 0], f["scale"][trg, 0]
+            if "ori" in f:
+                pa["orientation"], pb["orientation"] = f["ori"][ref, 0], f["ori"][trg, 0]
+            err = relative_errors(pa, pb, pairs["d_scale"], pairs["d_ori"])
+            continuous[label] = accuracies({k: np.where(np.isfinite(v), v, np.inf) for k, v in err.items()})
+            if name == "patchpose":
+                se_k = official_topk_scale_errors(
+                    f["scale_hist"][ref], f["scale_hist"][trg], pairs["scale_factor"], top_k, bins_per_octave
+                )
+                oe_k = official_topk_ori_errors(
+                    f["ori_hist"][ref], f["ori_hist"][trg], pairs["angle_deg"], top_k
+                )
+                official[f"ours_top{top_k}"] = _official_acc(se_k, oe_k)
+        out[kind] = {"official": official, "continuous": continuous, "n_pairs": int(len(ref))}
+    return out
+
+
+# ----------------------------------------------------------------------------- the command
+def _atomic_write(path: Path, writer) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    writer(tmp)
+    os.replace(tmp, path)
+
+
+def _save_npz(path: Path, arrays: dict) -> None:
+    def w(tmp: Path) -> None:
+        with open(tmp, "wb") as f:
+            np.savez(f, **arrays)
+
+    _atomic_write(path, w)
+
+
+def evaluate_hpatches(
+    root: str | Path,
+    out_dir: str | Path,
+    weights: str | None = None,
+    protocol: str = "d2net",
+    descriptor: str = "sift",
+    descriptor_weights: str | None = None,
+    top_k: int = 4,
+    region: float = 1.0,
+    max_keypoints: int | None = None,
+    names: list[str] | None = None,
+    pose: bool = True,
+    progress: bool = True,
+) -> dict:
+    """Run the pose-transfer and matching evaluations; write ``results.json``, ``results.md``, ``mma.png``."""
+    from tqdm import tqdm
+
+    from ..errors import InputError
+    from ..estimator import PatchPoseEstimator
+
+    if protocol not in PROTOCOLS:
+        raise InputError(f"protocol must be one of {sorted(PROTOCOLS)}, got {protocol!r}")
+    if int(top_k) != top_k or top_k < 2:
+        raise InputError(f"top_k must be an integer of at least 2 (the top-k row), got {top_k!r}")
+    proto = PROTOCOLS[protocol]
+    t0 = time.time()
+    seqs = load_hpatches(root, drop_high_res=proto.drop_high_res, names=names)
+    est = PatchPoseEstimator.load(weights)
+    cfg = MatchConfig(
+        max_keypoints=max_keypoints or proto.max_keypoints,
+        descriptor=descriptor,
+        descriptor_weights=descriptor_weights,
+        top_k=int(top_k),
+        region=region,
+    )
+    describer = Describer(cfg.descriptor, cfg.descriptor_weights)
+    rows = pose_rows(cfg.top_k)
+    model_name = est.meta.get("name", str(weights))
+    setting = json.dumps(
+        {"model": model_name, "weights": str(weights), **asdict(cfg), "protocol": protocol}, sort_keys=True
+    )
+    out = Path(out_dir)
+    cache = out / "cache" / hashlib.sha256(setting.encode()).hexdigest()[:12]
+    cache.mkdir(parents=True, exist_ok=True)
+    (cache / "setting.json").write_text(setting)
+    matching, poses = {}, {}
+    for seq in tqdm(seqs, desc="sequences", disable=not progress):
+        mf, pf = cache / f"{seq.name}.match.json", cache / f"{seq.name}.pose.npz"
+        if not mf.is_file():
+            res = match_sequence(seq, est, describer, rows, cfg, proto.thresholds)
+            _atomic_write(mf, lambda p, r=res: p.write_text(json.dumps(r)))
+        matching[seq.name] = json.loads(mf.read_text())
+        if pose:
+            if not pf.is_file():
+                _save_npz(pf, pose_sequence(seq, est))
+            with np.load(pf) as z:
+                poses[seq.name] = {k: z[k] for k in z.files}
+    mma, matches = summarize_matching(matching, rows)
+    n_pairs = {
+        kind: sum(
+            len(v)
+            for n, v in matching.items()
+            if kind == "overall" or n.startswith("i_") == (kind == "illumination")
+        )
+        for kind in KINDS
+    }
+    doc = {
+        "protocol": protocol,
+        "mma": mma,
+        "matches": matches,
+        "pose_accuracy": {},
+        "thresholds_px": list(proto.thresholds),
+        "setup": {
+            "root": str(root),
+            "sequences": len(seqs),
+            "pairs": n_pairs,
+            "detector": "OpenCV SIFT",
+            "max_keypoints": cfg.max_keypoints,
+            "descriptor": cfg.descriptor,
+            "top_k": cfg.top_k,
+            "region": cfg.region,
+            "model": model_name,
+        },
+    }
+    if pose:
+        tables = pose_tables(poses, [s.name for s in seqs], cfg.top_k, est.cfg.scale_bins_per_octave)
+        doc["pose"] = tables
+        if "viewpoint" in tables:
+            off = tables["viewpoint"]["official"]
+            doc["pose_accuracy"] = {r: off[r] for r in rows if r in off}
+    doc["seconds"] = time.time() - t0
+    out.mkdir(parents=True, exist_ok=True)
+    _atomic_write(out / "results.json", lambda p: p.write_text(json.dumps(doc, indent=1)))
+    _atomic_write(out / "results.md", lambda p: p.write_text(results_markdown(doc)))
+    plot_mma(doc, out / "mma.png")
+    return doc
+
+
+# ----------------------------------------------------------------------------- reports
+ROW_LABELS = {
+    "lower": "lower (no pose)",
+    "sift": "SIFT's own pose",
+    "ours": "ours (argmax)",
+    "upper": "upper (pose from H)",
+}
+
+
+def _label(row: str) -> str:
+    if row.startswith("ours_top"):
+        return f"ours (top-{row[len('ours_top') :]})"
+    return ROW_LABELS.get(row, row)
+
+
+def results_markdown(doc: dict) -> str:
+    s = doc["setup"]
+    th = doc["thresholds_px"]
+    show = [t for t in th if t in (1, 2, 3, 5, 10)]
+    lines = [
+        f"# HPatches evaluation ({doc['protocol']} protocol)",
+        "",
+        f"Sequences: {s['sequences']} under `{s['root']}`; pairs {s['pairs']['overall']} "
+        f"({s['pairs']['illumination']} illumination, {s['pairs']['viewpoint']} viewpoint). Model: "
+        f"`{s['model']}`. Detector: {s['detector']}, up to {s['max_keypoints']} keypoints; descriptor: "
+        f"{s['descriptor']}; mutual nearest neighbours; top-k = {s['top_k']}; {doc['seconds']:.0f} s.",
+        "",
+        "## Matching: MMA (fraction of matches within t px, mean over pairs) and matches per pair",
+        "",
+        "| pose | matches | "
+        + " | ".join(f"{k} @{t}px" for k in KINDS for t in show if k == "overall")
+        + " | "
+        + " | ".join(f"{k[:5]}. @3px" for k in KINDS[1:])
+        + " |",
+        "|---|---|" + "---|" * (len(show) + 2),
+    ]
+    for row, by_kind in doc["mma"].items():
+        o = by_kind["overall"]
+        cells = [f"{o[th.index(t)]:.3f}" if o else "–" for t in show]
+        extra = [f"{by_kind[k][th.index(3)]:.3f}" if by_kind[k] else "–" for k in KINDS[1:]]
+        lines.append(f"| {_label(row)} | {doc['matches'][row]:.1f} | " + " | ".join(cells + extra) + " |")
+    if "pose" in doc:
+        lines += ["", "## Patch-pose transfer (scale ±1/6, ±1/3 octave; orientation ±5°, ±10°; %)", ""]
+        for kind in ("viewpoint", "illumination"):
+            if kind not in doc["pose"]:
+                continue
+            t = doc["pose"][kind]
+            lines += [
+                f"**{kind}** ({t['n_pairs']} keypoint pairs): official bin metric / continuous errors",
+                "",
+                "| method | official | continuous |",
+                "|---|---|---|",
+            ]
+            for m, acc in t["official"].items():
+                cont = t["continuous"].get(m, {})
+                fmt = lambda a: " / ".join(  # noqa: E731
+                    f"{a[k]:.1f}" if k in a else "–"
+                    for k in ("scale_acc@1/6", "scale_acc@1/3", "ori_acc@5", "ori_acc@10")
+                )
+                lines.append(f"| {_label(m)} | {fmt(acc)} | {fmt(cont) if cont else '–'} |")
+            lines.append("")
+    return "\n".join(lines) + "\n"
+
+
+def plot_mma(doc: dict, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    th = doc["thresholds_px"]
+    fig, axes = plt.subplots(1, 3, figsize=(13, 4), sharey=True)
+    for ax, kind in zip(axes, KINDS):
+        for row, by_kind in doc["mma"].items():
+            if by_kind[kind]:
+                ax.plot(th, by_kind[kind], marker="o", ms=3, label=_label(row))
+        ax.set_title(f"{kind} ({doc['setup']['pairs'][kind]} pairs)")
+        ax.set_xlabel("threshold (px)")
+        ax.grid(alpha=0.3)
+    axes[0].set_ylabel("MMA")
+    axes[0].set_ylim(0, 1)
+    axes[-1].legend(loc="lower right", fontsize=8)
+    fig.suptitle(
+        f"HPatches MMA vs threshold ({doc['protocol']} protocol, {doc['setup']['descriptor']} descriptor, "
+        f"model {doc['setup']['model']})"
+    )
+    fig.tight_layout()
+    tmp = path.with_name(path.stem + ".tmp.png")
+    fig.savefig(tmp, dpi=110)
+    plt.close(fig)
+    os.replace(tmp, path)
+
+
+__all__ = ["PROTOCOLS", "evaluate_hpatches", "pair_mma", "pose_samples", "summarize_matching", "pose_tables"]

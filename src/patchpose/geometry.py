@@ -1,0 +1,88 @@
+"""Homographies and the pose change they make at a point (units and signs per :mod:`patchpose.conventions`).
+
+A homography ``H`` maps pixel coordinates of image 1 to image 2 (HPatches' ``H_1_k``). Near a point it is
+the affine map ``A = ∂H/∂x`` (its Jacobian there), and a keypoint's pose changes by
+
+* scale: ``Δσ = ½ · log2 |det A|`` (the area change, as an octave count);
+* orientation: ``Δθ`` = the angle of the rotation in the polar factor of ``A`` (``A = R(Δθ) · P`` with
+  ``P`` symmetric positive definite), counter-clockwise as displayed.
+
+So :func:`pose_change` of :func:`~patchpose.conventions.similarity_about` ``(c, s, t)`` is exactly
+``(s, t)`` everywhere. This is the *local* affine: the official code reads the global top-left 2×2 of
+``H``, which is wrong wherever the perspective part matters.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .conventions import TWO_PI
+
+
+def _check_h(H) -> np.ndarray:
+    H = np.asarray(H, dtype=np.float64)
+    if H.shape != (3, 3) or not np.isfinite(H).all():
+        raise ValueError(f"a homography must be a finite 3×3 matrix, got shape {H.shape}")
+    return H
+
+
+def apply_homography(H, xy) -> np.ndarray:
+    """``(N, 2)`` points mapped by ``H`` (points that go to infinity come back as NaN)."""
+    H = _check_h(H)
+    xy = np.asarray(xy, dtype=np.float64).reshape(-1, 2)
+    p = xy @ H[:, :2].T + H[:, 2]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = p[:, :2] / p[:, 2:3]
+    out[np.abs(p[:, 2]) < 1e-12] = np.nan
+    return out
+
+
+def homography_jacobian(H, xy) -> np.ndarray:
+    """``(N, 2, 2)`` Jacobians ``∂H(x)/∂x`` at the points (rows: output x, y; columns: input x, y)."""
+    H = _check_h(H)
+    xy = np.asarray(xy, dtype=np.float64).reshape(-1, 2)
+    p = xy @ H[:, :2].T + H[:, 2]  # (N, 3) homogeneous images
+    w = p[:, 2]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        # d(p_i / w)/dx_j = (H_ij · w − p_i · H_2j) / w²
+        J = (H[None, :2, :2] * w[:, None, None] - p[:, :2, None] * H[None, 2:3, :2]) / (w**2)[:, None, None]
+    return J
+
+
+def pose_change(H, xy) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Pose change ``(Δ log2 scale, Δθ radians in [0, 2π), ok)`` that ``H`` makes at each point.
+
+    ``ok`` is False where the local map is degenerate or mirrors the image (``det A ≤ 0``), or where the
+    point lies on or behind the horizon of ``H``; ``Δσ`` and ``Δθ`` are NaN there."""
+    H = _check_h(H)
+    xy = np.asarray(xy, dtype=np.float64).reshape(-1, 2)
+    w = xy @ H[2, :2] + H[2, 2]
+    J = homography_jacobian(H, xy)
+    det = np.linalg.det(np.nan_to_num(J))
+    ok = (w > 1e-12) & np.isfinite(J).all(axis=(1, 2)) & (det > 1e-12)
+    d_scale = np.full(len(xy), np.nan)
+    d_theta = np.full(len(xy), np.nan)
+    if ok.any():
+        U, _, Vt = np.linalg.svd(J[ok])
+        R = U @ Vt  # the rotation of the polar decomposition A = R·P (det R = +1 since det A > 0)
+        d_scale[ok] = 0.5 * np.log2(det[ok])
+        # R(θ) = [[cos θ, sin θ], [−sin θ, cos θ]] turns content CCW as displayed
+        d_theta[ok] = np.mod(np.arctan2(R[:, 0, 1], R[:, 0, 0]), TWO_PI)
+    return d_scale, d_theta, ok
+
+
+def inside(xy, shape, margin: float = 0.0) -> np.ndarray:
+    """Points at least ``margin`` px inside an image of ``shape = (H, W)`` (pixel centres at integers)."""
+    xy = np.asarray(xy, dtype=np.float64).reshape(-1, 2)
+    h, w = shape[:2]
+    with np.errstate(invalid="ignore"):
+        return (
+            np.isfinite(xy).all(1)
+            & (xy[:, 0] >= margin - 0.5)
+            & (xy[:, 0] <= w - 0.5 - margin)
+            & (xy[:, 1] >= margin - 0.5)
+            & (xy[:, 1] <= h - 0.5 - margin)
+        )
+
+
+__all__ = ["apply_homography", "homography_jacobian", "pose_change", "inside"]

@@ -1,0 +1,21 @@
+"""Image matching with pose-normalised patches (paper, Section 4.4 and supplementary Section B).
+
+``detect`` → ``poses`` (none, the detector's own, ours, ours top-k, or the ground truth from a
+homography) → ``describe`` (a descriptor on the patch cut at each pose) → ``mutual_nn``.
+:func:`~patchpose.matching.pipeline.match_images` runs the whole chain on two images.
+"""
+
+from .describe import Describer
+from .matcher import mutual_nn
+from .pipeline import Features, MatchConfig, detect, keypoint_poses, match_images, pose_rows
+
+__all__ = [
+    "Describer",
+    "mutual_nn",
+    "pose_rows",
+    "Features",
+    "MatchConfig",
+    "detect",
+    "keypoint_poses",
+    "match_images",
+]

@@ -1,0 +1,68 @@
+"""Descriptors of patches cut at keypoint poses.
+
+The patch of a keypoint with pose ``(σ, θ)`` covers ``±region · REFERENCE_RADIUS · 2**σ`` pixels, turned
+by ``θ`` (:mod:`patchpose.conventions`), and is sampled through the same anti-aliased pyramid as the model's
+inputs (:func:`~patchpose.data.patches.extract_patches`, which samples kornia's LAF points). Descriptors:
+
+* ``sift`` (default): kornia's ``SIFTDescriptor`` (RootSIFT) on 32×32 patches; nothing to download.
+* ``hardnet`` / ``sosnet``: kornia's architectures with a weights file the user has on disk (pretrained
+  weights are downloaded by kornia, which cannot happen here).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from ..data.patches import Pyramid, extract_patches
+from ..errors import InputError, WeightsError
+
+DESCRIPTORS = ("sift", "hardnet", "sosnet")
+PATCH_SIZE = 32
+
+
+class Describer:
+    """``describe(pyramid, xy, log2_scale, theta) -> (N, D)`` L2-normalised float32 descriptors."""
+
+    def __init__(self, name: str = "sift", weights: str | Path | None = None, batch: int = 1024) -> None:
+        import kornia.feature as KF
+
+        if name not in DESCRIPTORS:
+            raise InputError(f"descriptor must be one of {DESCRIPTORS}, got {name!r}")
+        self.name, self.batch = name, batch
+        if name == "sift":
+            self.net = KF.SIFTDescriptor(PATCH_SIZE, rootsift=True)
+        else:
+            if not weights:
+                raise InputError(
+                    f"the {name} descriptor needs a local weights file (--descriptor-weights); "
+                    "pretrained weights cannot be downloaded here"
+                )
+            self.net = KF.HardNet(pretrained=False) if name == "hardnet" else KF.SOSNet(pretrained=False)
+            try:
+                state = torch.load(weights, map_location="cpu", weights_only=True)
+                self.net.load_state_dict(state.get("state_dict", state))
+            except Exception as e:  # noqa: BLE001 - any failure means the file is not usable weights
+                raise WeightsError(f"cannot load {name} weights from {weights}: {e}") from None
+        self.net.eval()
+
+    @property
+    def dim(self) -> int:
+        return 128
+
+    def describe(self, pyramid: Pyramid, xy, log2_scale, theta, region: float = 1.0) -> np.ndarray:
+        xy = np.asarray(xy, np.float64).reshape(-1, 2)
+        if len(xy) == 0:
+            return np.zeros((0, self.dim), np.float32)
+        patches = extract_patches(pyramid, xy, log2_scale, theta, PATCH_SIZE, [region])
+        out = []
+        with torch.inference_mode():
+            for i in range(0, len(patches), self.batch):
+                d = self.net(torch.from_numpy(patches[i : i + self.batch]))
+                out.append(torch.nn.functional.normalize(d.float(), dim=1))
+        return torch.cat(out).numpy()
+
+
+__all__ = ["DESCRIPTORS", "Describer"]

@@ -1,0 +1,194 @@
+"""The matching chain on two images: detect, assign poses, describe, match (one call: :func:`match_images`).
+
+Pose rows (how each keypoint's descriptor patch is turned and sized):
+
+=============== ==========================================================================================
+``lower``       no pose: every patch upright, half-width ``REFERENCE_RADIUS`` px (16)
+``sift``        the detector's own pose: OpenCV SIFT's angle, half-width ``SIFT_REGION · size`` (OpenCV's
+                own descriptor window, whose median over the training photos is 15 px ≈ ours)
+``ours``        our argmax pose: half-width ``REFERENCE_RADIUS · 2**σ`` (the models are centred on σ = 0)
+``ours_topK``   our top-K orientations (at the argmax scale): K patches per keypoint; two keypoints'
+                distance is the smallest over their K × K descriptor pairs
+``upper``       the ground truth from a homography ``H``: upright at 16 px in image 1, and in image 2 the
+                pose change that ``H`` makes at the keypoint's source point (:func:`patchpose.geometry.pose_change`)
+=============== ==========================================================================================
+
+Each row's patch half-width is multiplied by ``MatchConfig.region``. Keypoints are OpenCV SIFT
+detections (one per location: SIFT's extra detections for secondary orientations are dropped so that
+every row matches the same keypoints), or any ``(N, 2)`` array.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..data.keypoints import detect_sift
+from ..data.patches import Pyramid, check_image, to_gray
+from ..errors import InputError
+from ..geometry import apply_homography, pose_change
+from ..interop import from_cv2_keypoints
+from .describe import Describer
+from .matcher import mutual_nn
+
+#: SIFT's descriptor window: radius ``3σ·(d+1)·√2/2`` with ``σ = size/2`` and ``d = 4`` (OpenCV) ≈ 5.3·size.
+SIFT_REGION = 5.3
+
+
+def pose_rows(top_k: int = 4) -> tuple[str, ...]:
+    """Row names in report order."""
+    return ("lower", "sift", "ours", f"ours_top{top_k}", "upper")
+
+
+@dataclass
+class MatchConfig:
+    max_keypoints: int = 2000
+    descriptor: str = "sift"
+    descriptor_weights: str | None = None
+    top_k: int = 4
+    region: float = 1.0  # descriptor patch half-width, in units of each row's characteristic radius
+
+
+@dataclass
+class Features:
+    """Keypoints of one image and what every row needs."""
+
+    xy: np.ndarray  # (N, 2) pixel centres at integers
+    sift_scale: np.ndarray  # (N,) log2 of SIFT's descriptor half-width / REFERENCE_RADIUS (NaN: none)
+    sift_ori: np.ndarray  # (N,) radians CCW (NaN: none)
+    pyramid: Pyramid
+    image: np.ndarray  # float32 [0, 1], as given (gray or RGB)
+
+    def __len__(self) -> int:
+        return len(self.xy)
+
+
+def detect(image, max_keypoints: int = 2000, keypoints=None) -> Features:
+    """OpenCV SIFT keypoints (strongest first, one per location), or the given ``(N, 2)`` keypoints."""
+    img = check_image(image)
+    gray = to_gray(img)
+    if keypoints is None:
+        if int(max_keypoints) != max_keypoints or max_keypoints < 1:
+            raise InputError(f"max_keypoints must be a positive integer, got {max_keypoints!r}")
+        xy, kps = detect_sift(img, int(max_keypoints))
+        _, s, o = from_cv2_keypoints(kps)
+        # from_cv2_keypoints gives log2(size / (2·REFERENCE_RADIUS)); the window is SIFT_REGION·size
+        s = s + math.log2(2.0 * SIFT_REGION)
+    else:
+        from ..estimator import check_keypoints
+
+        xy = check_keypoints(keypoints, gray.shape)
+        s = o = np.full(len(xy), np.nan)
+    return Features(
+        xy.reshape(-1, 2), np.asarray(s, np.float64), np.asarray(o, np.float64), Pyramid(gray), img
+    )
+
+
+def keypoint_poses(
+    row: str, feats: Features, ours: dict | None = None, H_from_1=None, top_k: int = 4
+) -> tuple[np.ndarray, np.ndarray]:
+    """Poses ``(scale (N, k), orientation (N, k))`` of a row (k = 1 except for ``ours_topK``).
+
+    ``ours``: the estimator's output at ``feats.xy`` with ``top_k`` candidates; ``H_from_1``: for ``upper``,
+    the homography from image 1 to this image (None or the identity for image 1 itself)."""
+    n = len(feats)
+    zeros = np.zeros((n, 1))
+    if row == "lower":
+        return zeros, zeros
+    if row == "sift":
+        if not np.isfinite(feats.sift_scale).all():
+            raise InputError(
+                "the 'sift' row needs SIFT detections (keypoints given from a file have no pose)"
+            )
+        return feats.sift_scale[:, None], feats.sift_ori[:, None]
+    if row == "ours" or row.startswith("ours_top"):
+        if ours is None:
+            raise InputError(f"row {row!r} needs the estimator's poses")
+        if row == "ours":
+            return ours["scale"][:, :1], ours["orientation"][:, :1]
+        k = int(row[len("ours_top") :])
+        return np.repeat(ours["scale"][:, :1], k, 1), ours["orientation"][:, :k]
+    if row == "upper":
+        if H_from_1 is None:
+            return zeros, zeros
+        src = apply_homography(np.linalg.inv(H_from_1), feats.xy)
+        ds, dt, ok = pose_change(H_from_1, src)
+        return np.where(ok, ds, 0.0)[:, None], np.where(ok, dt, 0.0)[:, None]
+    raise InputError(f"unknown pose row {row!r}; rows are {pose_rows(top_k)}")
+
+
+def describe_rows(
+    feats: Features, rows, describer: Describer, est=None, H_from_1=None, cfg: MatchConfig | None = None
+) -> dict[str, np.ndarray]:
+    """``{row: (N, k, D) descriptors}`` for one image."""
+    cfg = cfg or MatchConfig()
+    ours = None
+    if any(r == "ours" or r.startswith("ours_top") for r in rows) and len(feats):
+        if est is None:
+            raise InputError("rows 'ours'/'ours_topK' need an estimator")
+        ours = est.estimate(feats.image, feats.xy, top_k=cfg.top_k)
+    out = {}
+    for row in rows:
+        if len(feats) == 0:
+            out[row] = np.zeros((0, 1, describer.dim), np.float32)
+            continue
+        s, o = keypoint_poses(row, feats, ours, H_from_1, cfg.top_k)
+        k = s.shape[1]
+        d = describer.describe(
+            feats.pyramid, np.repeat(feats.xy, k, 0), s.reshape(-1), o.reshape(-1), cfg.region
+        )
+        out[row] = d.reshape(len(feats), k, -1)
+    return out
+
+
+def match_images(
+    image1,
+    image2,
+    est=None,
+    cfg: MatchConfig | None = None,
+    rows=("ours",),
+    H=None,
+    keypoints1=None,
+    keypoints2=None,
+    describer: Describer | None = None,
+) -> dict:
+    """Match two images under each pose row.
+
+    Returns ``{"xy1": (N, 2), "xy2": (M, 2), "rows": {row: {"matches": (L, 2), "distances": (L,),
+    "correct_px": (L,) reprojection error under H (None without H)}}}``."""
+    cfg = cfg or MatchConfig()
+    describer = describer or Describer(cfg.descriptor, cfg.descriptor_weights)
+    if "upper" in rows and H is None:
+        raise InputError("the 'upper' row needs the ground-truth homography H")
+    f1 = detect(image1, cfg.max_keypoints, keypoints1)
+    f2 = detect(image2, cfg.max_keypoints, keypoints2)
+    d1 = describe_rows(f1, rows, describer, est, None, cfg)
+    d2 = describe_rows(f2, rows, describer, est, H, cfg)
+    out = {"xy1": f1.xy, "xy2": f2.xy, "rows": {}}
+    for row in rows:
+        m, dist = mutual_nn(d1[row], d2[row])
+        err = reprojection_errors(H, f1.xy[m[:, 0]], f2.xy[m[:, 1]]) if H is not None else None
+        out["rows"][row] = {"matches": m, "distances": dist, "error_px": err}
+    return out
+
+
+def reprojection_errors(H, xy1, xy2) -> np.ndarray:
+    """``‖H·x1 − x2‖`` in pixels (inf where ``H`` sends the point to infinity)."""
+    p = apply_homography(H, xy1)
+    e = np.linalg.norm(p - np.asarray(xy2, np.float64).reshape(-1, 2), axis=1)
+    return np.where(np.isfinite(e), e, np.inf)
+
+
+__all__ = [
+    "SIFT_REGION",
+    "pose_rows",
+    "MatchConfig",
+    "Features",
+    "detect",
+    "keypoint_poses",
+    "describe_rows",
+    "match_images",
+    "reprojection_errors",
+]

@@ -1,0 +1,327 @@
+"""HPatches: the loader on a tiny replica of the real layout, the generator, matching and its evaluation."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import cv2
+import numpy as np
+import pytest
+
+from conftest import make_textured_image
+from patchpose.conventions import similarity_about
+from patchpose.data.hpatches import (
+    HPatchesGenConfig,
+    generate_hpatches,
+    load_hpatches,
+    read_homography,
+    write_homography,
+)
+from patchpose.errors import InputError
+from patchpose.evaluation.hpatches_eval import pair_mma, summarize_matching
+from patchpose.geometry import apply_homography
+from patchpose.matching.matcher import keypoint_distances, mutual_nn
+from patchpose.matching.pipeline import detect, keypoint_poses
+
+# v_boat/H_1_4 of the real release, as printed in its file
+BOAT_H14 = "0.39176 -0.48622 421.69\n0.48543 0.39488 -0.097812\n2.3979e-06 -3.3236e-06 1\n"
+
+
+def _rgb(size=240, seed=0) -> np.ndarray:
+    g = (make_textured_image(size, seed) * 255).astype(np.uint8)
+    return np.repeat(g[..., None], 3, 2)
+
+
+def make_replica(root, names=("i_ajuntament", "v_boat", "v_talent"), targets=2):
+    """A tiny copy of ``hpatches-sequences-release/`` (ppm images, ASCII homographies)."""
+    rel = root / "hpatches-sequences-release"
+    for n, name in enumerate(names):
+        d = rel / name
+        d.mkdir(parents=True)
+        img = _rgb(200, seed=n)
+        cv2.imwrite(str(d / "1.ppm"), img)
+        for k in range(2, targets + 2):
+            H = np.eye(3) if name.startswith("i_") else similarity_about((100, 100), 0.1 * k, 0.3 * k)
+            cv2.imwrite(str(d / f"{k}.ppm"), cv2.warpPerspective(img, H, (200, 200)))
+            write_homography(d / f"H_1_{k}", H)
+    return rel
+
+
+def test_read_homography_parses_the_release_format(tmp_path):
+    p = tmp_path / "H_1_4"
+    p.write_text(BOAT_H14)
+    H = read_homography(p)
+    assert H.shape == (3, 3) and H[0, 2] == pytest.approx(421.69) and H[2, 1] == pytest.approx(-3.3236e-06)
+    (tmp_path / "bad").write_text("1 2 3\n4 5 6\n")
+    with pytest.raises(InputError, match="3×3"):
+        read_homography(tmp_path / "bad")
+    (tmp_path / "words").write_text("a b c\n")
+    with pytest.raises(InputError, match="cannot read"):
+        read_homography(tmp_path / "words")
+
+
+def test_loader_reads_the_real_layout_and_drops_high_res(tmp_path):
+    make_replica(tmp_path)
+    seqs = load_hpatches(tmp_path)  # the folder that holds hpatches-sequences-release/
+    assert [s.name for s in seqs] == ["i_ajuntament", "v_boat", "v_talent"]
+    assert [s.kind for s in seqs] == ["illumination", "viewpoint", "viewpoint"]
+    assert seqs[1].targets == [2, 3]
+    np.testing.assert_allclose(seqs[0].homographies[2], np.eye(3))
+    assert seqs[1].image(1).shape == (200, 200, 3)
+    assert [s.name for s in load_hpatches(tmp_path, drop_high_res=True)] == ["i_ajuntament", "v_boat"]
+    assert [s.name for s in load_hpatches(tmp_path / "hpatches-sequences-release", names=["v_boat"])] == [
+        "v_boat"
+    ]
+    with pytest.raises(InputError, match="not found"):
+        load_hpatches(tmp_path, names=["v_nope"])
+
+
+def test_loader_errors_are_clear(tmp_path):
+    with pytest.raises(InputError, match="not found"):
+        load_hpatches(tmp_path / "missing")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(InputError, match="no HPatches sequences"):
+        load_hpatches(tmp_path / "empty")
+    rel = make_replica(tmp_path / "r", names=("v_x",))
+    (rel / "v_x" / "H_1_3").unlink()
+    with pytest.raises(InputError, match="no homography H_1_3"):
+        load_hpatches(rel)
+
+
+def test_generator_writes_the_layout_and_images_follow_their_homographies(tmp_path):
+    photo = tmp_path / "photo.png"
+    cv2.imwrite(str(photo), _rgb(300))
+    cfg = HPatchesGenConfig(max_side=256, targets=2)
+    names = generate_hpatches([photo], tmp_path / "hp", cfg, progress=False)
+    assert names == ["v_photo", "i_photo"]
+    seqs = {s.name: s for s in load_hpatches(tmp_path / "hp")}
+    v, i = seqs["v_photo"], seqs["i_photo"]
+    np.testing.assert_allclose(i.homographies[3], np.eye(3))
+    img1 = v.image(1)
+    assert max(img1.shape[:2]) == 256
+    for k in v.targets:
+        H = v.homographies[k]
+        assert not np.allclose(H, np.eye(3))
+        # image k is image 1 seen through H: compare on the pixels that H keeps inside
+        ref = cv2.warpPerspective(img1, H, img1.shape[1::-1]).astype(np.float64)
+        mask = cv2.warpPerspective(np.ones(img1.shape[:2], np.uint8), H, img1.shape[1::-1]) > 0
+        mask = cv2.erode(mask.astype(np.uint8), np.ones((9, 9), np.uint8)) > 0
+        got = v.image(k).astype(np.float64)
+        a, b = ref[mask].ravel(), got[mask].ravel()
+        assert np.corrcoef(a, b)[0, 1] > 0.95
+    assert json.loads((tmp_path / "hp" / "manifest.json").read_text())["config"]["targets"] == 2
+
+
+def test_generator_resumes_to_the_same_content(tmp_path):
+    photos = []
+    for n in range(2):
+        photos.append(tmp_path / f"p{n}.png")
+        cv2.imwrite(str(photos[-1]), _rgb(200, seed=n))
+    cfg = HPatchesGenConfig(max_side=160, targets=2)
+    generate_hpatches(photos, tmp_path / "a", cfg, progress=False)
+    # a run killed half-way: one sequence done, one left as a temporary folder
+    generate_hpatches(photos[:1], tmp_path / "b", cfg, kinds="v", progress=False)
+    (tmp_path / "b" / ".tmp_v_p1").mkdir()
+    (tmp_path / "b" / ".tmp_v_p1" / "1.ppm").write_bytes(b"half")
+    generate_hpatches(photos, tmp_path / "b", cfg, progress=False)
+    for name in ("v_p0", "v_p1", "i_p0", "i_p1"):
+        for f in sorted((tmp_path / "a" / name).iterdir()):
+            assert f.read_bytes() == (tmp_path / "b" / name / f.name).read_bytes(), (name, f.name)
+    assert not (tmp_path / "b" / ".tmp_v_p1").exists()
+
+
+def test_mutual_nn_on_a_hand_built_case():
+    d1 = np.array([[1.0, 0.0], [0.0, 1.0], [0.7, 0.7]])
+    d2 = np.array([[0.0, 1.0], [0.9, 0.1], [-1.0, 0.0]])
+    pairs, dist = mutual_nn(d1, d2)
+    # 0↔1 and 1↔0 are mutual; 2's nearest is d2[1] (0.63) but d2[1]'s nearest is d1[0] (0.14)
+    assert pairs.tolist() == [[0, 1], [1, 0]]
+    np.testing.assert_allclose(dist, [math.hypot(0.1, 0.1), 0.0], atol=1e-6)
+    e0, e1 = mutual_nn(np.zeros((0, 2)), d2)
+    assert e0.shape == (0, 2) and e1.shape == (0,)
+
+
+def test_several_descriptors_per_keypoint_take_the_closest_pair():
+    d1 = np.array([[[1.0, 0.0], [0.0, 1.0]]])  # one keypoint, two candidates
+    d2 = np.array([[[0.0, 1.0]], [[0.6, 0.0]]])  # two keypoints, one candidate each
+    np.testing.assert_allclose(keypoint_distances(d1, d2), [[0.0, 0.4]], atol=1e-6)
+
+
+def test_pair_mma_exact_values():
+    assert pair_mma([0.5, 2.5, 4.0], (1, 2, 3, 4, 5)) == pytest.approx([1 / 3, 1 / 3, 2 / 3, 1.0, 1.0])
+    assert pair_mma([], (1, 2)) == [0.0, 0.0]
+    per_seq = {
+        "i_a": [{"mma": {"r": [1.0, 1.0]}, "matches": {"r": 10}}],
+        "v_b": [
+            {"mma": {"r": [0.0, 0.5]}, "matches": {"r": 2}},
+            {"mma": {"r": [0.5, 0.5]}, "matches": {"r": 4}},
+        ],
+    }
+    mma, matches = summarize_matching(per_seq, ["r"])
+    assert mma["r"]["illumination"] == [1.0, 1.0]
+    assert mma["r"]["viewpoint"] == [0.25, 0.5]
+    assert mma["r"]["overall"] == pytest.approx([0.5, 2 / 3])
+    assert matches["r"] == pytest.approx(16 / 3)
+
+
+def test_upper_row_takes_the_pose_that_h_makes():
+    img = make_textured_image(240)
+    H = similarity_about((120, 120), 0.5, 1.0)
+    feats = detect(img, 100)
+    s, t = keypoint_poses("upper", feats, H_from_1=H)
+    np.testing.assert_allclose(s, 0.5, atol=1e-9)
+    np.testing.assert_allclose(np.exp(1j * t), np.exp(1j * 1.0), atol=1e-9)
+    s1, t1 = keypoint_poses("upper", feats)  # image 1 itself: upright at the reference size
+    assert (s1 == 0).all() and (t1 == 0).all()
+    with pytest.raises(InputError, match="unknown pose row"):
+        keypoint_poses("bogus", feats)
+
+
+def test_sift_row_follows_the_image_rotation():
+    """SIFT's own angle, converted to our convention, turns with the image (sign pinned)."""
+    img = (make_textured_image(300) * 255).astype(np.uint8)
+    H = similarity_about((149.5, 149.5), 0.0, math.radians(40))
+    f1 = detect(img, 300)
+    f2 = detect(cv2.warpPerspective(img, H, (300, 300)), 300)
+    p = apply_homography(H, f1.xy)
+    d = np.linalg.norm(p[:, None] - f2.xy[None], axis=2)
+    i = np.nonzero(d.min(1) < 0.5)[0]
+    j = d[i].argmin(1)
+    assert len(i) >= 10
+    diff = np.degrees(np.angle(np.exp(1j * (f2.sift_ori[j] - f1.sift_ori[i]))))
+    assert np.median(np.abs(diff - 40.0)) < 3.0
+
+
+def test_evaluation_end_to_end_and_resume(tmp_path):
+    from patchpose.evaluation.hpatches_eval import evaluate_hpatches
+
+    make_replica(tmp_path, names=("i_a", "v_b"), targets=2)
+    out = tmp_path / "out"
+    doc = evaluate_hpatches(tmp_path, out, max_keypoints=200, progress=False)
+    saved = json.loads((out / "results.json").read_text())
+    rows = ["lower", "sift", "ours", "ours_top4", "upper"]
+    assert saved["protocol"] == "d2net" and list(saved["mma"]) == rows
+    for row in rows:
+        for kind in ("overall", "illumination", "viewpoint"):
+            v = saved["mma"][row][kind]
+            assert len(v) == 10 and all(0.0 <= x <= 1.0 for x in v)
+            assert v == sorted(v)  # MMA grows with the threshold
+        assert saved["matches"][row] > 0
+    assert list(saved["pose_accuracy"]) == rows
+    assert saved["pose_accuracy"]["upper"] == {
+        "scale_acc@1/6": 100.0,
+        "scale_acc@1/3": 100.0,
+        "ori_acc@5": 100.0,
+        "ori_acc@10": 100.0,
+    }
+    # illumination pairs have no geometric change: the lower bound is exact there
+    assert saved["pose"]["illumination"]["official"]["lower"]["ori_acc@5"] == 100.0
+    assert (out / "mma.png").stat().st_size > 10_000 and "| ours (top-4) |" in (
+        out / "results.md"
+    ).read_text()
+    # a second run reads every sequence from the cache and gives the same numbers
+    caches = list((out / "cache").rglob("*.match.json"))
+    assert len(caches) == 2
+    again = evaluate_hpatches(tmp_path, out, max_keypoints=200, progress=False)
+    assert again["mma"] == doc["mma"] and again["pose_accuracy"] == doc["pose_accuracy"]
+
+
+def test_keynet_protocol_keeps_all_sequences_and_five_thresholds(tmp_path):
+    from patchpose.evaluation.hpatches_eval import evaluate_hpatches
+
+    make_replica(tmp_path, names=("v_talent",), targets=1)
+    doc = evaluate_hpatches(
+        tmp_path, tmp_path / "o", protocol="keynet", max_keypoints=100, pose=False, progress=False
+    )
+    assert doc["setup"]["sequences"] == 1 and doc["thresholds_px"] == [1, 2, 3, 4, 5]
+    assert len(doc["mma"]["ours"]["overall"]) == 5 and doc["pose_accuracy"] == {}
+    with pytest.raises(InputError, match="protocol"):
+        evaluate_hpatches(tmp_path, tmp_path / "o", protocol="nope", progress=False)
+
+
+def test_cli_generate_eval_and_match(tmp_path, capsys):
+    from patchpose.cli.main import main
+
+    photos = tmp_path / "photos"
+    photos.mkdir()
+    cv2.imwrite(str(photos / "a.png"), _rgb(260))
+    (tmp_path / "none").mkdir()
+    rc = main(["generate", "hpatches", "--images", str(tmp_path / "none"), "--out", str(tmp_path / "x")])
+    assert rc == 2 and "no photos" in capsys.readouterr().err
+    (photos / "splits.json").write_text(json.dumps({"train": [], "val": [], "test": ["a.png"]}))
+    assert (
+        main(
+            [
+                "generate",
+                "hpatches",
+                "--images",
+                str(photos),
+                "--out",
+                str(tmp_path / "hp"),
+                "--targets",
+                "1",
+                "--kinds",
+                "v",
+                "--max-side",
+                "200",
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
+    seq = tmp_path / "hp" / "v_a"
+    out = tmp_path / "m"
+    rc = main(
+        [
+            "match",
+            str(seq / "1.ppm"),
+            str(seq / "2.ppm"),
+            "--homography",
+            str(seq / "H_1_2"),
+            "--out",
+            str(out),
+            "--max-keypoints",
+            "300",
+        ]
+    )
+    assert rc == 0
+    summary = json.loads((out / "summary.json").read_text())
+    lines = (out / "matches.csv").read_text().splitlines()
+    assert lines[0] == "x1,y1,x2,y2,distance,error_px" and len(lines) == summary["matches"] + 1
+    assert cv2.imread(str(out / "matches.png")).shape[1] == 400
+    capsys.readouterr()
+    (tmp_path / "badH").write_text("not a matrix")
+    rc = main(
+        [
+            "match",
+            str(seq / "1.ppm"),
+            str(seq / "2.ppm"),
+            "--homography",
+            str(tmp_path / "badH"),
+            "--out",
+            str(out),
+        ]
+    )
+    assert rc == 2 and "cannot read homography" in capsys.readouterr().err
+    rc = main(["eval", "hpatches", "--root", str(tmp_path / "nothing"), "--out", str(out)])
+    assert rc == 2 and "not found" in capsys.readouterr().err
+
+
+def test_graffiti_pair_is_written_as_a_sequence(tmp_path):
+    from patchpose.data.photos import write_graffiti
+
+    src = tmp_path / "src"
+    src.mkdir()
+    img = _rgb(200)
+    cv2.imwrite(str(src / "graf1.png"), img)
+    cv2.imwrite(str(src / "graf3.png"), img[::-1].copy())
+    H = np.array([[0.76, -0.3, 225.7], [0.33, 1.01, -77.0], [3.5e-4, -1.4e-5, 1.0]])
+    fs = cv2.FileStorage(str(src / "H1to3p.xml"), cv2.FILE_STORAGE_WRITE)
+    fs.write("H13", H)
+    fs.release()
+    write_graffiti(src, tmp_path / "g")
+    (seq,) = load_hpatches(tmp_path / "g")
+    assert seq.name == "v_graffiti" and seq.targets == [2]
+    np.testing.assert_allclose(seq.homographies[2], H, rtol=1e-9)
+    np.testing.assert_array_equal(seq.image(1), img[..., ::-1])  # stored BGR on disk, read back as RGB
