@@ -164,6 +164,43 @@ def _cmd_eval_hpatches(a: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_generate_posed(a: argparse.Namespace) -> int:
+    from ..data.photos import list_images, load_splits
+    from ..data.posed_pairs import generate_posed_pairs
+
+    folder = Path(a.images)
+    photos = load_splits(folder)[a.split] if a.split else list_images(folder)
+    path = generate_posed_pairs(
+        photos,
+        a.out,
+        per_photo=a.per_photo,
+        stereo_pairs=a.stereo_pairs,
+        max_side=a.max_side,
+        seed=a.seed,
+        progress=not a.no_progress,
+    )
+    print(f"wrote {path} and {Path(a.out) / 'images'}")
+    return 0
+
+
+def _cmd_eval_pose(a: argparse.Namespace) -> int:
+    from ..evaluation.pose_eval import evaluate_pose
+
+    doc = evaluate_pose(
+        a.pairs,
+        a.images,
+        a.out,
+        a.weights,
+        budgets=tuple(a.keypoints),
+        ablation=not a.no_ablation,
+        estimator=a.estimator,
+        progress=not a.no_progress,
+    )
+    print(Path(a.out, "results.md").read_text())
+    print(f"wrote {a.out}/results.json and results.md in {doc['seconds']:.0f} s")
+    return 0
+
+
 def _cmd_match(a: argparse.Namespace) -> int:
     from ..apps import match_command
 
@@ -300,6 +337,19 @@ def build_parser() -> argparse.ArgumentParser:
     gh.add_argument("--seed", type=int, default=0)
     gh.add_argument("--no-progress", action="store_true")
     gh.set_defaults(func=_cmd_generate_hpatches)
+    gq = gs.add_parser(
+        "posed-pairs",
+        help="image pairs with known relative pose (camera rotations, rotated motorcycle stereo)",
+    )
+    gq.add_argument("--images", default="data/photos", help="photo folder")
+    gq.add_argument("--split", choices=("train", "val", "test"), default="test", help="photos of this split")
+    gq.add_argument("--out", required=True, help="receives images/, pairs.txt, manifest.json")
+    gq.add_argument("--per-photo", type=int, default=1, help="camera-rotation pairs per photo")
+    gq.add_argument("--stereo-pairs", type=int, default=24, help="rotated motorcycle stereo pairs")
+    gq.add_argument("--max-side", type=int, default=640)
+    gq.add_argument("--seed", type=int, default=0)
+    gq.add_argument("--no-progress", action="store_true")
+    gq.set_defaults(func=_cmd_generate_posed)
 
     ev = sub.add_parser("eval", help="evaluations")
     evs = ev.add_subparsers(dest="eval_cmd", required=True)
@@ -362,6 +412,16 @@ def build_parser() -> argparse.ArgumentParser:
     hp.add_argument("--no-pose", action="store_true", help="matching only (skip the pose-transfer table)")
     hp.add_argument("--no-progress", action="store_true")
     hp.set_defaults(func=_cmd_eval_hpatches)
+    pe = evs.add_parser("pose", help="two-view relative pose with AdaLAM: SIFT's poses vs ours (mAA, AUC)")
+    pe.add_argument("--pairs", required=True, help="pairs file: name0 name1 rot0 rot1 K0[9] K1[9] T_0to1[16]")
+    pe.add_argument("--images", required=True, help="folder the names in the pairs file are relative to")
+    pe.add_argument("--out", default="outputs/eval_pose")
+    _add_weights(pe)
+    pe.add_argument("--keypoints", type=int, nargs="+", default=[1024, 2048], help="keypoint budgets")
+    pe.add_argument("--estimator", choices=("magsac", "accurate", "ransac"), default="magsac")
+    pe.add_argument("--no-ablation", action="store_true", help="only the sift and sift+ours rows")
+    pe.add_argument("--no-progress", action="store_true")
+    pe.set_defaults(func=_cmd_eval_pose)
     return p
 
 

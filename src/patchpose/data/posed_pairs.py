@@ -1,0 +1,235 @@
+"""Posed image pairs: the pairs-file format of the ScanNet/YFCC/MegaDepth-1500 test lists, and a generator.
+
+**Format** (one pair per line, whitespace-separated, ``#`` comments allowed)::
+
+    name0 name1 rot0 rot1 K0[9] K1[9] T_0to1[16]
+
+``name0``/``name1`` are image paths relative to the images folder; ``rot0``/``rot1`` are EXIF-style
+rotations in quarter turns (kept, not applied: our generated pairs use 0); ``K0``/``K1`` the 3×3
+intrinsics row-major; ``T_0to1`` the 4×4 row-major transform that maps camera-0 coordinates to camera-1
+coordinates (``X1 = R·X0 + t``). Pixel centres at integers, as everywhere in patchpose.
+
+**Generator** (``patchpose generate posed-pairs``): pairs with exactly known relative pose made here.
+
+* *rotation*: a photo and the same photo seen by the camera turned by a random rotation ``R`` (roll up
+  to ±180°, pan and tilt up to ±20°): image 1 is image 0 warped by ``K·R·K⁻¹`` and ``T_0to1 = [R | 0]``.
+  The baseline is zero, so only the rotation error is defined (:mod:`patchpose.evaluation.pose_eval`).
+* *stereo*: scikit-image's Middlebury motorcycle pair (``f = 994.978`` px, principal points
+  ``(311.193, 254.877)`` and ``(311.193 + 31.086, 254.877)``, baseline 193.001 mm along x, so
+  ``X1 = X0 − (b, 0, 0)``), with the right camera additionally turned by a random ``R``: image 1 is the
+  right image warped by ``K1·R·K1⁻¹`` and ``T_0to1 = [R | −R·(b, 0, 0)]``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import cv2
+import numpy as np
+
+from ..errors import InputError
+from .patches import load_image, resize_long_side
+
+#: Middlebury 2014 motorcycle at 1/4 resolution, as documented by skimage.data.stereo_motorcycle.
+MOTORCYCLE = {"f": 994.978, "cx": 311.193, "cy": 254.877, "doffs": 31.086, "baseline_mm": 193.001}
+
+
+@dataclass
+class PosedPair:
+    name0: str
+    name1: str
+    K0: np.ndarray  # (3, 3)
+    K1: np.ndarray  # (3, 3)
+    T_0to1: np.ndarray  # (4, 4)
+    rot0: int = 0
+    rot1: int = 0
+
+    @property
+    def R(self) -> np.ndarray:
+        return self.T_0to1[:3, :3]
+
+    @property
+    def t(self) -> np.ndarray:
+        return self.T_0to1[:3, 3]
+
+    def line(self) -> str:
+        nums = np.concatenate([self.K0.ravel(), self.K1.ravel(), self.T_0to1.ravel()])
+        return " ".join(
+            [self.name0, self.name1, str(self.rot0), str(self.rot1)] + [f"{v:.10g}" for v in nums]
+        )
+
+
+def read_pairs_file(path: str | Path) -> list[PosedPair]:
+    """Pairs of a pairs file; a malformed line raises :class:`InputError` naming the line."""
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(f"pairs file not found: {path}")
+    pairs = []
+    for no, raw in enumerate(path.read_text().splitlines(), start=1):
+        line = raw.split("#", 1)[0].strip()
+        if not line:
+            continue
+        tok = line.split()
+        if len(tok) != 38:
+            raise InputError(
+                f"{path}:{no}: expected 38 fields (name0 name1 rot0 rot1 K0[9] K1[9] T[16]), got {len(tok)}"
+            )
+        try:
+            rot0, rot1 = int(tok[2]), int(tok[3])
+            nums = np.array([float(v) for v in tok[4:]], np.float64)
+        except ValueError:
+            raise InputError(f"{path}:{no}: rotations and matrices must be numbers") from None
+        if not np.isfinite(nums).all():
+            raise InputError(f"{path}:{no}: NaN or infinite values")
+        K0, K1, T = nums[:9].reshape(3, 3), nums[9:18].reshape(3, 3), nums[18:].reshape(4, 4)
+        if abs(np.linalg.det(K0)) < 1e-12 or abs(np.linalg.det(K1)) < 1e-12:
+            raise InputError(f"{path}:{no}: singular intrinsics")
+        R = T[:3, :3]
+        if not np.allclose(R @ R.T, np.eye(3), atol=1e-4) or np.linalg.det(R) < 0:
+            raise InputError(f"{path}:{no}: the rotation part of T_0to1 is not a rotation")
+        pairs.append(PosedPair(tok[0], tok[1], K0, K1, T, rot0, rot1))
+    if not pairs:
+        raise InputError(f"{path}: no pairs")
+    return pairs
+
+
+def write_pairs_file(path: str | Path, pairs: list[PosedPair]) -> None:
+    path = Path(path)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text("".join(p.line() + "\n" for p in pairs))
+    os.replace(tmp, path)
+
+
+def rotation_from_angles(roll: float, pan: float, tilt: float) -> np.ndarray:
+    """Camera rotation: ``roll`` about the optical axis, ``pan`` about y, ``tilt`` about x (radians)."""
+    cr, sr = math.cos(roll), math.sin(roll)
+    cp, sp = math.cos(pan), math.sin(pan)
+    ct, st = math.cos(tilt), math.sin(tilt)
+    Rz = np.array([[cr, -sr, 0], [sr, cr, 0], [0, 0, 1.0]])
+    Ry = np.array([[cp, 0, sp], [0, 1.0, 0], [-sp, 0, cp]])
+    Rx = np.array([[1.0, 0, 0], [0, ct, -st], [0, st, ct]])
+    return Rz @ Ry @ Rx
+
+
+def default_intrinsics(shape) -> np.ndarray:
+    """A pinhole camera for a photo without calibration: f = 1.2 · the longer side, centred."""
+    h, w = shape[:2]
+    f = 1.2 * max(h, w)
+    return np.array([[f, 0, (w - 1) / 2.0], [0, f, (h - 1) / 2.0], [0, 0, 1.0]])
+
+
+def rotate_camera(img: np.ndarray, K: np.ndarray, R: np.ndarray) -> np.ndarray:
+    """The image seen by the same camera turned by ``R`` (``x1 ~ K·R·K⁻¹·x0``), same size, black outside."""
+    H = K @ R @ np.linalg.inv(K)
+    h, w = img.shape[:2]
+    return cv2.warpPerspective(img, H, (w, h), flags=cv2.INTER_LINEAR, borderMode=cv2.BORDER_CONSTANT)
+
+
+def _rng(seed: int, key: str) -> np.random.Generator:
+    return np.random.default_rng(int(hashlib.sha256(f"{seed}:{key}".encode()).hexdigest()[:16], 16))
+
+
+def random_rotation(rng: np.random.Generator, max_roll_deg: float, max_tilt_deg: float) -> np.ndarray:
+    a = np.radians([rng.uniform(-max_roll_deg, max_roll_deg), *rng.uniform(-max_tilt_deg, max_tilt_deg, 2)])
+    return rotation_from_angles(*a)
+
+
+def _write(path: Path, img_rgb: np.ndarray) -> None:
+    tmp = path.with_name(path.stem + ".tmp" + path.suffix)
+    if not cv2.imwrite(str(tmp), cv2.cvtColor(img_rgb, cv2.COLOR_RGB2BGR)):
+        raise InputError(f"cannot write {path}")
+    os.replace(tmp, path)
+
+
+def generate_posed_pairs(
+    photos: list[Path],
+    out: str | Path,
+    per_photo: int = 2,
+    stereo_pairs: int = 6,
+    max_side: int = 640,
+    max_roll_deg: float = 180.0,
+    max_tilt_deg: float = 20.0,
+    seed: int = 0,
+    progress: bool = True,
+) -> Path:
+    """Write images to ``out/images/`` and the pairs to ``out/pairs.txt``; returns the pairs file.
+
+    ``per_photo`` rotation pairs per photo and ``stereo_pairs`` rotated motorcycle pairs (0 = none).
+    Every image draws from its own seed; images already written are kept (resume)."""
+    from tqdm import tqdm
+
+    out = Path(out)
+    imgdir = out / "images"
+    imgdir.mkdir(parents=True, exist_ok=True)
+    pairs: list[PosedPair] = []
+    jobs = [("rot", p, i) for p in sorted(photos, key=str) for i in range(per_photo)]
+    jobs += [("stereo", None, i) for i in range(stereo_pairs)]
+    if not jobs:
+        raise InputError("nothing to generate: no photos and no stereo pairs")
+    for kind, p, i in tqdm(jobs, desc="posed pairs", disable=not progress):
+        if kind == "rot":
+            stem = "".join(c for c in Path(p).stem if c.isalnum()).lower() or "photo"
+            name0, name1 = f"{stem}_0.png", f"{stem}_r{i}.png"
+            img, _ = resize_long_side(load_image(p), max_side)
+            K0 = K1 = default_intrinsics(img.shape)
+            R = random_rotation(_rng(seed, name1), max_roll_deg, max_tilt_deg)
+            T = np.eye(4)
+            T[:3, :3] = R
+            if not (imgdir / name0).is_file():
+                _write(imgdir / name0, img)
+            if not (imgdir / name1).is_file():
+                _write(imgdir / name1, rotate_camera(img, K1, R))
+        else:
+            import skimage.data
+
+            name0, name1 = "motorcycle_left.png", f"motorcycle_right_r{i}.png"
+            m = MOTORCYCLE
+            K0 = np.array([[m["f"], 0, m["cx"]], [0, m["f"], m["cy"]], [0, 0, 1.0]])
+            K1 = K0.copy()
+            K1[0, 2] += m["doffs"]
+            R = random_rotation(_rng(seed, name1), max_roll_deg, max_tilt_deg)
+            T = np.eye(4)
+            T[:3, :3] = R
+            T[:3, 3] = -R @ np.array([m["baseline_mm"], 0.0, 0.0])
+            if not (imgdir / name0).is_file() or not (imgdir / name1).is_file():
+                left, right, _ = skimage.data.stereo_motorcycle()
+                if not (imgdir / name0).is_file():
+                    _write(imgdir / name0, left)
+                _write(imgdir / name1, rotate_camera(right, K1, R))
+        pairs.append(PosedPair(name0, name1, K0, K1, T))
+    path = out / "pairs.txt"
+    write_pairs_file(path, pairs)
+    tmp = out / "manifest.json.tmp"
+    tmp.write_text(
+        json.dumps(
+            {
+                "pairs": len(pairs),
+                "per_photo": per_photo,
+                "stereo_pairs": stereo_pairs,
+                "max_side": max_side,
+                "max_roll_deg": max_roll_deg,
+                "max_tilt_deg": max_tilt_deg,
+                "seed": seed,
+            },
+            indent=1,
+        )
+    )
+    os.replace(tmp, out / "manifest.json")
+    return path
+
+
+__all__ = [
+    "PosedPair",
+    "read_pairs_file",
+    "write_pairs_file",
+    "generate_posed_pairs",
+    "rotation_from_angles",
+    "rotate_camera",
+    "default_intrinsics",
+    "MOTORCYCLE",
+]

@@ -1,0 +1,176 @@
+"""Two-view pose: the pairs-file format, the generator's geometry, the metrics on hand-built cases, and
+the pipeline end to end (a failing pair is reported, never a crash)."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import cv2
+import numpy as np
+import pytest
+
+from conftest import make_textured_image
+from patchpose.data.posed_pairs import (
+    PosedPair,
+    default_intrinsics,
+    generate_posed_pairs,
+    read_pairs_file,
+    rotate_camera,
+    rotation_from_angles,
+    write_pairs_file,
+)
+from patchpose.errors import InputError
+from patchpose.evaluation.pose_eval import (
+    FAIL_DEG,
+    maa,
+    pose_auc,
+    pose_error_deg,
+    rotation_error_deg,
+    translation_error_deg,
+)
+from patchpose.matching.twoview import relative_pose
+
+
+def _line(name0="a.png", name1="b.png", t=(1.0, 0.0, 0.0)):
+    K = [500, 0, 320, 0, 500, 240, 0, 0, 1]
+    T = np.eye(4)
+    T[:3, 3] = t
+    return " ".join([name0, name1, "0", "0"] + [str(v) for v in K + K + T.ravel().tolist()])
+
+
+def test_pairs_file_reads_the_megadepth_scannet_format(tmp_path):
+    f = tmp_path / "pairs.txt"
+    f.write_text("# a comment\n" + _line() + "\n\n" + _line("c.png", "d.png", (0, 0, 2.0)) + "  # trailing\n")
+    pairs = read_pairs_file(f)
+    assert [(p.name0, p.name1) for p in pairs] == [("a.png", "b.png"), ("c.png", "d.png")]
+    assert pairs[0].K0[0, 2] == 320 and pairs[1].t.tolist() == [0, 0, 2.0]
+    np.testing.assert_array_equal(pairs[0].R, np.eye(3))
+    write_pairs_file(tmp_path / "again.txt", pairs)  # round trip
+    again = read_pairs_file(tmp_path / "again.txt")
+    for p, q in zip(pairs, again):
+        np.testing.assert_allclose(p.T_0to1, q.T_0to1)
+        np.testing.assert_allclose(p.K1, q.K1)
+
+
+@pytest.mark.parametrize(
+    "text,msg",
+    [
+        ("a b 0 0 1 2 3\n", "expected 38 fields"),
+        (_line().replace(" 500 ", " x ", 1) + "\n", "must be numbers"),
+        (_line().replace(" 500 ", " nan ", 1) + "\n", "NaN"),
+        ("", "no pairs"),
+    ],
+)
+def test_pairs_file_errors_name_the_line(tmp_path, text, msg):
+    f = tmp_path / "p.txt"
+    f.write_text(text)
+    with pytest.raises(InputError, match=msg):
+        read_pairs_file(f)
+
+
+def test_pairs_file_rejects_a_non_rotation(tmp_path):
+    toks = _line().split()
+    toks[22] = "2.0"  # T[0, 0] of T_0to1 (fields 22 onwards)
+    (tmp_path / "p.txt").write_text(" ".join(toks))
+    with pytest.raises(InputError, match="not a rotation"):
+        read_pairs_file(tmp_path / "p.txt")
+
+
+def test_metrics_on_hand_built_errors():
+    # mAA: thresholds 1..5; errors 0.5, 2.5, 7, 180 → shares 1/4, 1/4, 2/4, 2/4, 2/4
+    assert maa([0.5, 2.5, 7.0, 180.0], 5) == pytest.approx((0.25 + 0.25 + 0.5 + 0.5 + 0.5) / 5)
+    assert maa([0.5, 2.5, 7.0, 180.0], 10) == pytest.approx((1 + 1 + 2 + 2 + 2 + 2 + 3 + 3 + 3 + 3) / 40)
+    # AUC: one pair at error 2 of threshold 5: recall 0 until 2 (linear from (0,0) to (2,1)), then 1
+    assert pose_auc([2.0], 5.0) == pytest.approx((1.0 + 3.0) / 5.0)
+    assert pose_auc([10.0], 5.0) == 0.0
+    assert pose_auc([0.0, 0.0], 5.0) == pytest.approx(1.0)
+
+
+def test_pose_errors_and_their_conventions():
+    R = rotation_from_angles(math.radians(10), 0, 0)
+    assert rotation_error_deg(np.eye(3), R) == pytest.approx(10.0)
+    assert translation_error_deg(np.array([1.0, 0, 0]), np.array([-1.0, 0, 0])) == pytest.approx(
+        0.0
+    )  # sign-free
+    assert translation_error_deg(np.array([1.0, 0, 0]), np.array([1.0, 1.0, 0])) == pytest.approx(45.0)
+    T = np.eye(4)
+    T[:3, 3] = [1.0, 0, 0]
+    assert pose_error_deg(T, R, np.array([1.0, 1.0, 0])) == pytest.approx(45.0)  # max of the two
+    assert pose_error_deg(np.eye(4), R, np.zeros(3)) == pytest.approx(10.0)  # zero baseline: rotation only
+    assert pose_error_deg(T, None, None) == FAIL_DEG
+
+
+def test_camera_rotation_warp_matches_the_projection():
+    """Image 1 of a rotation pair shows the point K·R·X where image 0 shows K·X."""
+    img = np.zeros((240, 320, 3), np.uint8)
+    cv2.circle(img, (100, 80), 4, (255, 255, 255), -1)
+    K = default_intrinsics(img.shape)
+    R = rotation_from_angles(math.radians(30), math.radians(5), math.radians(-4))
+    out = rotate_camera(img, K, R)
+    x = np.linalg.inv(K) @ [100, 80, 1.0]
+    p = K @ R @ x
+    p = p[:2] / p[2]
+    ys, xs = np.nonzero(out[..., 0] > 128)
+    assert np.hypot(xs.mean() - p[0], ys.mean() - p[1]) < 0.7
+
+
+def test_relative_pose_recovers_a_synthetic_two_view_geometry():
+    rng = np.random.default_rng(0)
+    K = np.array([[600.0, 0, 320], [0, 600.0, 240], [0, 0, 1]])
+    X = np.c_[rng.uniform(-2, 2, 300), rng.uniform(-1.5, 1.5, 300), rng.uniform(4, 9, 300)]
+    R = rotation_from_angles(math.radians(20), math.radians(8), math.radians(3))
+    t = np.array([-1.0, 0.1, 0.05])
+    x0 = (K @ X.T).T
+    X1 = (R @ X.T).T + t
+    x1 = (K @ X1.T).T
+    x0, x1 = x0[:, :2] / x0[:, 2:], x1[:, :2] / x1[:, 2:]
+    x1[:30] = rng.uniform(0, 640, (30, 2))  # 10 % outliers
+    fit = relative_pose(x0, x1, K, K)
+    T = np.eye(4)
+    T[:3, :3], T[:3, 3] = R, t
+    assert fit["model"] == "essential" and fit["inliers"] >= 250
+    assert pose_error_deg(T, fit["R"], fit["t"]) < 1.0
+    # a pure rotation: the homography branch, rotation error only
+    x1r = (K @ R @ np.linalg.inv(K) @ np.c_[x0, np.ones(len(x0))].T).T
+    x1r = x1r[:, :2] / x1r[:, 2:]
+    fit = relative_pose(x0, x1r, K, K)
+    assert fit["model"] == "homography" and rotation_error_deg(R, fit["R"]) < 0.1
+    assert relative_pose(x0[:3], x1[:3], K, K)["R"] is None  # too few matches: a failure, not a crash
+
+
+def test_evaluation_end_to_end_reports_failing_pairs(tmp_path):
+    from patchpose.evaluation.pose_eval import evaluate_pose
+
+    photo = tmp_path / "tex.png"
+    cv2.imwrite(str(photo), (make_textured_image(320) * 255).astype(np.uint8))
+    pairs_file = generate_posed_pairs([photo], tmp_path / "d", per_photo=1, stereo_pairs=1, progress=False)
+    pairs = read_pairs_file(pairs_file)
+    # a third pair whose second image is blank: no matches, so it must fail with 180° and not crash
+    cv2.imwrite(str(tmp_path / "d" / "images" / "blank.png"), np.full((200, 200, 3), 128, np.uint8))
+    pairs.append(PosedPair(pairs[0].name0, "blank.png", pairs[0].K0, pairs[0].K1, pairs[0].T_0to1))
+    write_pairs_file(pairs_file, pairs)
+    doc = evaluate_pose(
+        pairs_file,
+        tmp_path / "d" / "images",
+        tmp_path / "out",
+        budgets=(256, 512),
+        ablation=False,
+        progress=False,
+    )
+    saved = json.loads((tmp_path / "out" / "results.json").read_text())
+    assert saved["n_pairs"] == 3
+    assert list(saved["rows"]) == ["sift@256", "sift+ours@256", "sift@512", "sift+ours@512"]
+    for row in saved["rows"].values():
+        assert set(row) == {"inliers", "mAA@5", "mAA@10", "AUC@5", "AUC@10", "AUC@20"}
+        assert 0.0 <= row["mAA@10"] <= 2 / 3 + 1e-9  # the blank pair can never count
+    assert all(p["errors"]["sift@256"] == FAIL_DEG for p in saved["per_pair"] if "blank" in p["pair"])
+    assert doc["per_pair"][0]["errors"]["sift@512"] < 5.0  # the camera-rotation pair is easy
+    assert "| sift+ours@512 |" in (tmp_path / "out" / "results.md").read_text()
+
+
+def test_cli_pose_eval_errors_are_clear(tmp_path, capsys):
+    from patchpose.cli.main import main
+
+    rc = main(["eval", "pose", "--pairs", str(tmp_path / "none.txt"), "--images", str(tmp_path)])
+    assert rc == 2 and "pairs file not found" in capsys.readouterr().err
