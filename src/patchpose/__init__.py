@@ -12,7 +12,30 @@ import logging
 from .errors import InputError, PatchPoseError, WeightsError
 from .estimator import PatchPoseEstimator
 
+
+def assign(image, keypoints, estimator=None, **kwargs):
+    """``cv2.KeyPoint``s with our size and angle (:func:`patchpose.integrations.opencv.assign`)."""
+    from .integrations.opencv import assign as _assign
+
+    return _assign(image, keypoints, estimator, **kwargs)
+
+
+def kornia_angle_detector(estimator=None):
+    """An angle detector for ``kornia.feature.LAFOrienter`` (:mod:`patchpose.integrations.kornia`)."""
+    from .integrations.kornia import kornia_angle_detector as _k
+
+    return _k(estimator)
+
+
 __version__ = "0.1.0"
 logging.getLogger(__name__).addHandler(logging.NullHandler())
 
-__all__ = ["PatchPoseEstimator", "PatchPoseError", "InputError", "WeightsError", "__version__"]
+__all__ = [
+    "PatchPoseEstimator",
+    "assign",
+    "kornia_angle_detector",
+    "PatchPoseError",
+    "InputError",
+    "WeightsError",
+    "__version__",
+]

@@ -435,7 +435,8 @@ def results_markdown(doc: dict) -> str:
                     f"{a[k]:.1f}" if k in a else "–"
                     for k in ("scale_acc@1/6", "scale_acc@1/3", "ori_acc@5", "ori_acc@10")
                 )
-                lines.append(f"| {_label(m)} | {fmt(acc)} | {fmt(cont) if cont else '–'} |")
+                name = "sift (nearest re-detection within 4 px)" if m == "sift" else _label(m)
+                lines.append(f"| {name} | {fmt(acc)} | {fmt(cont) if cont else '–'} |")
             lines.append("")
     return "\n".join(lines) + "\n"
 

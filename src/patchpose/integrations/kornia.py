@@ -1,0 +1,119 @@
+"""kornia plug-ins: our poses inside kornia's own feature pipelines.
+
+* :class:`LAFPoseAssigner` — ``forward(laf (B, N, 2, 3), img (B, C, H, W)) -> laf``: the interface of
+  kornia's ``ori_module`` / ``aff_module`` (e.g. ``KF.KeyNetDetector(ori_module=..., aff_module=...)``,
+  ``KF.MultiResolutionDetector``). It reads the model's full input (its log-polar grid reaches far past
+  the LAF) from the image at each LAF centre, and writes our scale and/or orientation into the LAF
+  (upright isotropic frames: an affine shape in the input LAF is replaced).
+* :func:`kornia_angle_detector` — a module ``(B, 1, 32, 32) patches -> (B,) radians`` for
+  ``KF.LAFOrienter(angle_detector=...)``. It only sees the patch kornia cut, so the model's input is read
+  from the patch alone (rings beyond the patch see its reflection): less accurate than
+  :class:`LAFPoseAssigner` (numbers in ``docs/integrations.md``); use it where only patches exist.
+
+Units: kornia LAF scale = half-width in px = ``REFERENCE_RADIUS·2**σ·laf_factor``; orientation in degrees,
+counter-clockwise as displayed (the same sign as ours). The model runs in eval mode, without gradients.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from torch import nn
+
+from ..conventions import REFERENCE_RADIUS, TWO_PI
+
+
+def _estimator(estimator):
+    from ..estimator import PatchPoseEstimator
+
+    return estimator if estimator is not None else PatchPoseEstimator.from_pretrained()
+
+
+class LAFPoseAssigner(nn.Module):
+    """Set the scale and/or orientation of kornia LAFs from our model (``(laf, img) -> laf``)."""
+
+    def __init__(self, estimator=None, scale: bool = True, orientation: bool = True, laf_factor: float = 1.0):
+        super().__init__()
+        self.est = _estimator(estimator)
+        self.est.model.eval()
+        self.set_scale, self.set_orientation, self.laf_factor = scale, orientation, float(laf_factor)
+
+    def forward(self, laf: torch.Tensor, img: torch.Tensor) -> torch.Tensor:
+        import kornia.feature as KF
+
+        if laf.dim() != 4 or laf.shape[2:] != (2, 3):
+            raise ValueError(f"laf must be (B, N, 2, 3), got {tuple(laf.shape)}")
+        if img.dim() != 4 or img.shape[0] != laf.shape[0] or img.shape[1] not in (1, 3):
+            raise ValueError(f"img must be (B, 1 or 3, H, W) with B = {laf.shape[0]}, got {tuple(img.shape)}")
+        out = []
+        h, w = img.shape[2:]
+        for b in range(laf.shape[0]):
+            lb = laf[b : b + 1].detach().float().cpu()
+            xy = KF.get_laf_center(lb)[0].double().numpy()
+            scale = KF.get_laf_scale(lb)
+            ori = KF.get_laf_orientation(lb)
+            if len(xy):
+                im = img[b].detach().float().cpu().clamp(0, 1).numpy()
+                im = im[0] if im.shape[0] == 1 else im.transpose(1, 2, 0)
+                kp = np.stack([np.clip(xy[:, 0], -0.5, w - 0.5), np.clip(xy[:, 1], -0.5, h - 0.5)], 1)
+                res = self.est.estimate(im, kp)
+                if self.set_scale:
+                    r = REFERENCE_RADIUS * np.power(2.0, res["scale"]) * self.laf_factor
+                    scale = torch.from_numpy(r).float().view(1, -1, 1, 1)
+                if self.set_orientation:
+                    ori = torch.from_numpy(np.degrees(res["orientation"])).float().view(1, -1, 1)
+            out.append(KF.laf_from_center_scale_ori(KF.get_laf_center(lb), scale, ori))
+        return torch.cat(out).to(device=laf.device, dtype=laf.dtype)
+
+
+class PatchAngleDetector(nn.Module):
+    """``(B, 1, PS, PS)`` patches (kornia's, covering ±LAF scale) → ``(B,)`` radians, CCW as displayed."""
+
+    def __init__(self, estimator=None):
+        super().__init__()
+        self.est = _estimator(estimator)
+        self.est.model.eval()
+        cfg = self.est.cfg
+        self.cfg = cfg
+        if cfg.is_polar:
+            g = cfg.polar_grid
+            r = 2.0 ** g.log2_radii()  # ring radius in units of the patch half-width (16 px at scale 0)
+            a = g.angles_rad()
+            # grid_sample coordinates: x right, y down, in [−1, 1] over the patch
+            gx = r[:, None] * np.cos(a)[None, :]
+            gy = -r[:, None] * np.sin(a)[None, :]
+            self.register_buffer(
+                "grid", torch.from_numpy(np.stack([gx, gy], -1)).float()[None], persistent=False
+            )
+
+    @torch.no_grad()
+    def forward(self, patches: torch.Tensor) -> torch.Tensor:
+        import torch.nn.functional as F
+
+        from ..inference import decode_poses
+
+        if patches.dim() != 4 or patches.shape[1] != 1:
+            raise ValueError(f"patches must be (B, 1, PS, PS), got {tuple(patches.shape)}")
+        x = patches.detach().float().cpu()
+        if self.cfg.is_polar:
+            g = self.grid.expand(len(x), -1, -1, -1)
+            x = F.grid_sample(x, g, mode="bilinear", padding_mode="reflection", align_corners=False)
+        else:
+            size = self.cfg.patch_size
+            x = F.interpolate(x, size=(size, size), mode="bilinear", align_corners=False, antialias=True)
+            # windows beyond the patch repeat the patch (only the first window is really seen)
+            x = x.repeat(1, len(self.cfg.windows), 1, 1)
+        if self.cfg.color == "rgb":
+            x = x.repeat(1, 3, 1, 1)
+        logits = self.est.model(x)["ori_logits"].double()
+        h = torch.softmax(logits, 1).numpy()
+        theta = decode_poses({"orientation_hist": h}, k=1)["orientation"][:, 0]
+        return torch.from_numpy(np.mod(theta, TWO_PI)).to(device=patches.device, dtype=patches.dtype)
+
+
+def kornia_angle_detector(estimator=None) -> PatchAngleDetector:
+    """The angle detector for ``kornia.feature.LAFOrienter(patch_size=32, angle_detector=...)``."""
+    return PatchAngleDetector(estimator)
+
+
+__all__ = ["LAFPoseAssigner", "PatchAngleDetector", "kornia_angle_detector"]

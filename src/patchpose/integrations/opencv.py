@@ -1,0 +1,46 @@
+"""OpenCV: give ``cv2.KeyPoint``s our size and angle (``size`` a diameter in px, ``angle`` in degrees
+clockwise as displayed, in [0, 360)), keeping their position, response, octave and class id."""
+
+from __future__ import annotations
+
+import cv2
+import numpy as np
+
+from ..conventions import CV2_SIZE_FACTOR, to_cv2_size_angle
+from ..errors import InputError
+
+
+def assign(image, keypoints, estimator=None, size_factor: float = CV2_SIZE_FACTOR, top_k: int | None = None):
+    """New ``cv2.KeyPoint``s with our poses.
+
+    Args:
+        image: ``H×W×3`` uint8 RGB, or ``H×W`` gray (the same as :meth:`PatchPoseEstimator.estimate`).
+        keypoints: a sequence of ``cv2.KeyPoint`` (e.g. from ``cv2.SIFT.detect``).
+        estimator: a :class:`~patchpose.PatchPoseEstimator` (default: the bundled model).
+        size_factor: ``size = 2 · 16 · 2**σ · size_factor`` (1 = the diameter of our characteristic region).
+        top_k: None for one keypoint per input; ``k`` for ``k`` keypoints per input (our top-k poses),
+            in input order, strongest pose first.
+    """
+    from ..estimator import PatchPoseEstimator
+
+    kps = list(keypoints)
+    if not kps:
+        return []
+    if not all(isinstance(k, cv2.KeyPoint) for k in kps):
+        raise InputError("keypoints must be cv2.KeyPoint objects (use estimate() for (N, 2) arrays)")
+    est = estimator if estimator is not None else PatchPoseEstimator.from_pretrained()
+    xy = np.array([k.pt for k in kps], np.float64)
+    out = est.estimate(image, xy, top_k=top_k or 1)
+    size, angle = to_cv2_size_angle(out["scale"], out["orientation"], size_factor)
+    res = []
+    for i, k in enumerate(kps):
+        for j in range(top_k or 1):
+            res.append(
+                cv2.KeyPoint(
+                    k.pt[0], k.pt[1], float(size[i, j]), float(angle[i, j]), k.response, k.octave, k.class_id
+                )
+            )
+    return res
+
+
+__all__ = ["assign"]

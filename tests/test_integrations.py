@@ -1,0 +1,160 @@
+"""OpenCV, kornia, LightGlue, hloc and COLMAP adapters: units, signs and pixel centres, round trips."""
+
+from __future__ import annotations
+
+import math
+
+import cv2
+import numpy as np
+import pytest
+import torch
+
+import patchpose
+from conftest import make_textured_image
+from patchpose.conventions import similarity_about
+from patchpose.errors import InputError
+from patchpose.geometry import apply_homography
+from patchpose.integrations import (
+    read_colmap_keypoints,
+    read_hloc_features,
+    to_lightglue,
+    write_colmap_keypoints,
+    write_hloc_features,
+)
+
+XY = np.array([[10.0, 20.0], [0.0, 0.0], [99.5, 3.25]])
+SCALE = np.array([0.0, 1.0, -2.5])
+ORI = np.array([0.0, math.pi / 2, 5.0])
+
+
+def test_lightglue_dict_uses_its_sift_extractor_units():
+    desc = np.random.default_rng(0).random((3, 128)).astype(np.float32)
+    d = to_lightglue(XY, SCALE, ORI, desc, scores=[1, 2, 3], image_size=(640, 480))
+    assert d["keypoints"].shape == (1, 3, 2) and d["keypoints"].dtype == torch.float32
+    assert d["descriptors"].shape == (1, 3, 128) and d["image_size"].tolist() == [[640.0, 480.0]]
+    # scales: OpenCV size = diameter 32·2**σ; oris: radians of OpenCV's clockwise angle
+    np.testing.assert_allclose(d["scales"][0].numpy(), 32.0 * 2.0**SCALE, rtol=1e-6)
+    np.testing.assert_allclose(d["oris"][0, 1].item(), math.radians(270.0), rtol=1e-6)
+    from patchpose.interop import to_cv2_keypoints
+
+    kps = to_cv2_keypoints(XY, SCALE, ORI)
+    np.testing.assert_allclose(d["oris"][0].numpy(), np.radians([k.angle for k in kps]), atol=1e-5)
+
+
+def test_hloc_file_round_trips_and_stores_its_units(tmp_path):
+    import h5py
+
+    desc = np.random.default_rng(1).random((3, 8)).astype(np.float32)
+    path = tmp_path / "feats.h5"
+    write_hloc_features(path, "a/img.jpg", XY, SCALE, ORI, desc, scores=[0.1, 0.2, 0.3], image_size=(100, 50))
+    write_hloc_features(path, "b.jpg", XY[:1], SCALE[:1], ORI[:1], desc[:1])
+    with h5py.File(path) as f:
+        g = f["a/img.jpg"]
+        assert g["keypoints"].shape == (3, 2) and g["descriptors"].shape == (8, 3)
+        np.testing.assert_allclose(g["keypoints"][()], XY)  # hloc stores integer pixel centres, like us
+        np.testing.assert_allclose(g["scales"][()], 16.0 * 2.0**SCALE, rtol=1e-6)
+        np.testing.assert_allclose(g["oris"][1], 270.0)  # degrees, clockwise as displayed
+    back = read_hloc_features(path, "a/img.jpg")
+    np.testing.assert_allclose(back["xy"], XY, atol=1e-5)
+    np.testing.assert_allclose(back["scale"], SCALE, atol=1e-6)
+    np.testing.assert_allclose(np.exp(1j * back["ori"]), np.exp(1j * ORI), atol=1e-6)
+    np.testing.assert_allclose(back["descriptors"], desc)
+    with pytest.raises(InputError, match="no image"):
+        read_hloc_features(path, "c.jpg")
+
+
+def test_colmap_text_round_trips_with_half_pixel_centres(tmp_path):
+    desc = np.arange(3 * 128).reshape(3, 128) % 256
+    path = tmp_path / "img.jpg.txt"
+    write_colmap_keypoints(path, XY, SCALE, ORI, desc)
+    lines = path.read_text().splitlines()
+    assert lines[0] == "3 128"
+    x, y, s, a = (float(v) for v in lines[2].split()[:4])
+    assert (x, y) == (0.5, 0.5)  # COLMAP: the top-left pixel's centre is (0.5, 0.5)
+    assert s == pytest.approx(32.0) and a == pytest.approx(-math.pi / 2, abs=1e-6)  # clockwise radians
+    back = read_colmap_keypoints(path)
+    np.testing.assert_allclose(back["xy"], XY, atol=1e-4)
+    np.testing.assert_allclose(back["scale"], SCALE, atol=1e-4)
+    np.testing.assert_allclose(np.exp(1j * back["ori"]), np.exp(1j * ORI), atol=1e-5)
+    np.testing.assert_array_equal(back["descriptors"], desc)
+    (tmp_path / "bad.txt").write_text("x y\n")
+    with pytest.raises(InputError):
+        read_colmap_keypoints(tmp_path / "bad.txt")
+
+
+@pytest.fixture(scope="module")
+def rotated_pair():
+    img = (make_textured_image(360, seed=3) * 255).astype(np.uint8)
+    H = similarity_about((179.5, 179.5), 0.0, math.radians(60))
+    return img, cv2.warpAffine(img, H[:2], (360, 360), flags=cv2.INTER_LINEAR), H
+
+
+def test_assign_gives_opencv_keypoints_that_turn_with_the_image(rotated_pair):
+    img, img2, H = rotated_pair
+    xy = np.random.default_rng(0).uniform(140, 220, (40, 2))
+    kps = [cv2.KeyPoint(float(x), float(y), 5.0, -1, 0.5, 2, 7) for x, y in xy]
+    out = patchpose.assign(img, kps)
+    est = patchpose.PatchPoseEstimator.from_pretrained()
+    ref = est.estimate(img, xy)
+    assert [k.pt for k in out] == [k.pt for k in kps] and out[0].class_id == 7 and out[0].octave == 2
+    np.testing.assert_allclose([k.size for k in out], 32.0 * 2.0 ** ref["scale"], rtol=1e-5)
+    np.testing.assert_allclose(
+        [k.angle for k in out], np.mod(-np.degrees(ref["orientation"]), 360.0), atol=1e-3
+    )
+    kps2 = [cv2.KeyPoint(float(x), float(y), 5.0) for x, y in apply_homography(H, xy)]
+    out2 = patchpose.assign(img2, kps2)
+    # OpenCV angles are clockwise: content turned 60° counter-clockwise lowers them by 60°
+    d = (np.array([k.angle for k in out2]) - [k.angle for k in out] + 60.0 + 180.0) % 360.0 - 180.0
+    assert np.median(np.abs(d)) < 3.0
+    assert len(patchpose.assign(img, kps[:5], top_k=3)) == 15
+    with pytest.raises(InputError, match="cv2.KeyPoint"):
+        patchpose.assign(img, xy)
+
+
+def test_kornia_pose_assigner_through_a_kornia_detector(rotated_pair):
+    """Our module as ``ori_module`` of kornia's ScaleSpaceDetector: the LAFs of the rotated image turn by
+    the rotation (median error below 3°, where keypoints are detected at the same place)."""
+    import kornia.feature as KF
+
+    from patchpose.integrations.kornia import LAFPoseAssigner
+
+    img, img2, H = rotated_pair
+    det = KF.ScaleSpaceDetector(200, ori_module=LAFPoseAssigner(scale=False), mr_size=6.0)
+    t = [torch.from_numpy(im.astype(np.float32) / 255.0)[None, None] for im in (img, img2)]
+    with torch.no_grad():
+        (l1, _), (l2, _) = det(t[0]), det(t[1])
+    c1 = KF.get_laf_center(l1)[0].numpy()
+    c2 = KF.get_laf_center(l2)[0].numpy()
+    d = np.linalg.norm(apply_homography(H, c1)[:, None] - c2[None], axis=2)
+    i = np.nonzero(d.min(1) < 1.0)[0]
+    j = d[i].argmin(1)
+    assert len(i) >= 20
+    o1 = KF.get_laf_orientation(l1)[0, i, 0].numpy()
+    o2 = KF.get_laf_orientation(l2)[0, j, 0].numpy()
+    err = (o2 - o1 - 60.0 + 180.0) % 360.0 - 180.0  # kornia degrees, counter-clockwise like ours
+    assert np.median(np.abs(err)) < 3.0
+
+
+def test_kornia_angle_detector_in_laf_orienter_turns_exactly_with_quarter_turns():
+    import kornia.feature as KF
+
+    img = make_textured_image(200, seed=5)
+    xy = np.array([[100.0, 100.0], [80.0, 120.0], [130.0, 70.0]])
+    lafs = KF.laf_from_center_scale_ori(
+        torch.from_numpy(xy[None]).float(), torch.full((1, 3, 1, 1), 12.0), torch.zeros(1, 3, 1)
+    )
+    orienter = KF.LAFOrienter(32, angle_detector=patchpose.kornia_angle_detector())
+    a = orienter(lafs, torch.from_numpy(img)[None, None])
+    # the image turned a quarter counter-clockwise: pixel (x, y) moves to (y, W − 1 − x)
+    xy_r = np.stack([xy[:, 1], 199.0 - xy[:, 0]], 1)
+    lafs_r = KF.laf_from_center_scale_ori(
+        torch.from_numpy(xy_r[None]).float(), torch.full((1, 3, 1, 1), 12.0), torch.zeros(1, 3, 1)
+    )
+    b = orienter(lafs_r, torch.from_numpy(np.ascontiguousarray(np.rot90(img)))[None, None])
+    da = (
+        KF.get_laf_orientation(b)[0, :, 0].detach().numpy()
+        - KF.get_laf_orientation(a)[0, :, 0].detach().numpy()
+    )
+    np.testing.assert_allclose((da - 90.0 + 180.0) % 360.0 - 180.0, 0.0, atol=0.5)
+    with pytest.raises(ValueError, match="patches"):
+        patchpose.kornia_angle_detector()(torch.zeros(2, 3, 32, 32))
