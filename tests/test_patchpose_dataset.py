@@ -96,6 +96,29 @@ def test_killed_run_resumes_to_the_same_content(photos, dataset, tmp_path):
     assert m1["splits"] == m2["splits"]
 
 
+def test_shards_of_n_parts_equal_a_single_process_run(photos, dataset, tmp_path):
+    from patchpose.cli.main import main
+    from patchpose.data.patchpose_dataset import merge
+
+    parts = [tmp_path / f"part{i}" for i in range(3)]
+    for i, part in enumerate(parts):
+        m = generate(photos, part, CFG, workers=1, progress=False, shard=(i, 3))
+        assert "part" in m and not (part / "manifest.json").exists()  # the manifest needs every part
+    counts = [len(list((p / "shards").rglob("*.h5"))) for p in parts]
+    assert sum(counts) == 5 and min(counts) >= 1  # every photo in exactly one part
+    merged = merge(tmp_path / "all", parts)
+    ref = json.loads((dataset / "manifest.json").read_text())
+    assert merged["splits"] == ref["splits"]  # same shards, counts, pruning threshold and kept keypoints
+    for shard in (dataset / "shards").rglob("*.h5"):
+        a, b = _shard_arrays(shard), _shard_arrays(tmp_path / "all" / shard.relative_to(dataset))
+        for k in a:
+            np.testing.assert_array_equal(a[k], b[k])
+    with pytest.raises(InputError, match="i/n"):
+        generate(photos, tmp_path / "bad", CFG, progress=False, shard=(3, 3))
+    assert main(["generate", "merge", "--out", str(tmp_path / "cli"), *map(str, parts)]) == 0
+    assert json.loads((tmp_path / "cli" / "manifest.json").read_text())["splits"] == ref["splits"]
+
+
 def test_other_config_in_the_same_folder_is_refused(photos, dataset):
     with pytest.raises(InputError, match="another config"):
         generate(photos, dataset, GenerateConfig(keypoints_per_image=5), progress=False)

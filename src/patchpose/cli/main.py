@@ -74,12 +74,35 @@ def _cmd_generate_patchpose(a: argparse.Namespace) -> int:
         b_scale_dist=a.b_scale_dist,
     )
     splits = tuple(a.split) if a.split else ("train", "val", "test")
-    m = generate(a.images, a.out, cfg, splits=splits, workers=a.workers, progress=not a.no_progress)
+    shard = None
+    if a.shard:
+        try:
+            i, n = (int(v) for v in a.shard.split("/"))
+        except ValueError:
+            raise ValueError(f"--shard must look like i/n (e.g. 0/4), got {a.shard!r}") from None
+        shard = (i, n)
+    m = generate(
+        a.images, a.out, cfg, splits=splits, workers=a.workers, progress=not a.no_progress, shard=shard
+    )
+    if "part" in m:
+        print(f"wrote part {a.shard} to {a.out}; then run 'patchpose generate merge --out DIR PART...'")
+        return 0
     for split, info in m["splits"].items():
         print(
             f"{split}: {info['photos']} photos, {info['keypoints']} keypoints ({info['kept_keypoints']} kept after "
             f"pruning), {info['samples']} patches"
         )
+    print(f"wrote {a.out}/manifest.json")
+    return 0
+
+
+def _cmd_generate_merge(a: argparse.Namespace) -> int:
+    from ..data.patchpose_dataset import merge
+
+    splits = tuple(a.split) if a.split else ("train", "val", "test")
+    m = merge(a.out, a.parts, splits)
+    for split, info in m["splits"].items():
+        print(f"{split}: {info['photos']} photos, {info['samples']} patches")
     print(f"wrote {a.out}/manifest.json")
     return 0
 
@@ -323,8 +346,18 @@ def build_parser() -> argparse.ArgumentParser:
     gp.add_argument("--b-scale-dist", choices=("log", "linear"), default="log")
     gp.add_argument("--seed", type=int, default=0)
     gp.add_argument("--workers", type=int, default=2)
+    gp.add_argument("--shard", default=None, help="i/n: this process makes every n-th photo from the i-th")
     gp.add_argument("--no-progress", action="store_true")
     gp.set_defaults(func=_cmd_generate_patchpose)
+    gm = gs.add_parser(
+        "merge", help="gather the parts of a sharded 'generate patchpose' and write the manifest"
+    )
+    gm.add_argument("--out", required=True)
+    gm.add_argument("parts", nargs="+", help="folders written with --shard (OUT itself may be one)")
+    gm.add_argument(
+        "--split", action="append", choices=("train", "val", "test"), help="only these splits (repeatable)"
+    )
+    gm.set_defaults(func=_cmd_generate_merge)
     gh = gs.add_parser(
         "hpatches", help="HPatches-layout viewpoint/illumination sequences from a photo folder"
     )

@@ -207,10 +207,15 @@ def generate(
     workers: int = 1,
     progress: bool = True,
     limit: int | None = None,
+    shard: tuple[int, int] | None = None,
 ) -> dict:
     """Generate PatchPose-A/B shards for the photos of ``images`` into ``out`` and write the manifest.
 
-    ``limit`` stops after that many new shards (used to test resuming).
+    ``limit`` stops after that many new shards (used to test resuming). ``shard = (i, n)``: only the
+    photos whose position in the sorted list of the requested splits is ``i`` modulo ``n`` (so ``n``
+    machines or processes share the work); the manifest is then left to :func:`merge`, which needs every
+    shard for the pruning threshold. Every photo draws from its own seed, so the shards of ``n`` parts
+    equal those of one run.
     """
     from tqdm import tqdm
 
@@ -224,13 +229,17 @@ def generate(
             raise InputError(f"{out} holds a dataset generated with another config; choose another --out")
     else:
         cfg_path.write_text(json.dumps(asdict(cfg), indent=1))
+    if shard is not None and not (0 <= shard[0] < shard[1]):
+        raise InputError(f"shard must be i/n with 0 <= i < n, got {shard[0]}/{shard[1]}")
     all_splits = load_splits(images)
     jobs = []
-    for split in splits:
-        for photo in all_splits.get(split, []):
-            dst = out / "shards" / split / (Path(photo).stem + ".h5")
-            if not dst.is_file():
-                jobs.append((Path(photo), split, dst, cfg))
+    todo = sorted(((split, Path(photo)) for split in splits for photo in all_splits.get(split, [])), key=str)
+    for pos, (split, photo) in enumerate(todo):
+        if shard is not None and pos % shard[1] != shard[0]:
+            continue
+        dst = out / "shards" / split / (photo.stem + ".h5")
+        if not dst.is_file():
+            jobs.append((photo, split, dst, cfg))
     if limit is not None:
         jobs = jobs[:limit]
     t0 = time.time()
@@ -248,9 +257,44 @@ def generate(
     for r in results:
         if "error" in r:
             log.warning("skipped %s: %s", r["photo"], r["error"])
+    if shard is not None and shard[1] > 1:
+        done = {"shard": list(shard), "splits": list(splits), "photos": len(results)}
+        (out / f"part_{shard[0]}_of_{shard[1]}.json").write_text(json.dumps(done))
+        return {"part": done, "seconds_this_run": time.time() - t0}
     manifest = write_manifest(out, cfg, splits)
     manifest["seconds_this_run"] = time.time() - t0
     return manifest
+
+
+def merge(out: str | Path, parts, splits=("train", "val", "test")) -> dict:
+    """Gather the shards of ``parts`` (folders written with ``shard=(i, n)``; ``out`` itself may be one of
+    them) into ``out`` and write the manifest. Parts must share one generating config."""
+    import shutil
+
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    cfgs = []
+    for part in [Path(p) for p in parts]:
+        cp = part / "generate_config.json"
+        if not cp.is_file():
+            raise InputError(f"{part} is not a PatchPose generation folder (no generate_config.json)")
+        cfgs.append(json.loads(cp.read_text()))
+        if cfgs[-1] != cfgs[0]:
+            raise InputError(f"{part} was generated with another config than {parts[0]}")
+        if part.resolve() == out.resolve():
+            continue
+        for src in sorted((part / "shards").glob("*/*.h5")):
+            dst = out / "shards" / src.parent.name / src.name
+            if dst.is_file():
+                continue
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            tmp = dst.with_name(dst.name + ".tmp")
+            shutil.copyfile(src, tmp)
+            os.replace(tmp, dst)
+    if not cfgs:
+        raise InputError("merge needs at least one part")
+    (out / "generate_config.json").write_text(json.dumps(cfgs[0], indent=1))
+    return write_manifest(out, GenerateConfig(**cfgs[0]), splits)
 
 
 def write_manifest(out: Path, cfg: GenerateConfig, splits) -> dict:
