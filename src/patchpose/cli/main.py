@@ -21,7 +21,7 @@ def _cmd_train(a: argparse.Namespace) -> int:
 
     cfg = load_config(a.config, a.overrides)
     res = train(cfg, a.out, resume=a.resume, progress=not a.no_progress)
-    print(json.dumps(res, indent=1))
+    print(json.dumps(res))  # one line per rank under torchrun
     return 0
 
 

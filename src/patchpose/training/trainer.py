@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import os
 import time
 from pathlib import Path
 
@@ -86,8 +87,24 @@ def _init_weights(model: PoseNet, path: str) -> None:
     log.info("initialised from %s", path)
 
 
-def train(cfg, out_dir: str | Path, resume: bool = False, progress: bool = True, rank: int = 0) -> dict:
-    """Train per ``cfg`` (an OmegaConf ``TrainConfig``) into ``out_dir``; returns the last validation."""
+def train(cfg, out_dir: str | Path, resume: bool = False, progress: bool = True) -> dict:
+    """Train per ``cfg`` (an OmegaConf ``TrainConfig``) into ``out_dir``; returns the last validation.
+
+    Under torchrun (``WORLD_SIZE`` > 1) this runs data-parallel (:mod:`patchpose.training.distributed`)."""
+    from . import distributed as D
+
+    dd = D.setup(cfg.run.device)
+    try:
+        return _train(cfg, out_dir, resume, progress and dd.main, dd)
+    finally:
+        D.teardown(dd)
+
+
+def _train(cfg, out_dir, resume: bool, progress: bool, dd) -> dict:
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    from . import distributed as D
+
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     ckpt_path = out / "checkpoint.pt"
@@ -100,14 +117,17 @@ def train(cfg, out_dir: str | Path, resume: bool = False, progress: bool = True,
         raise FileExistsError(f"{ckpt_path} exists: pass --resume to continue it, or choose another --out")
     else:
         ckpt = None
-    (out / "config.yaml.tmp").write_text(OmegaConf.to_yaml(OmegaConf.create(c)))
-    (out / "config.yaml.tmp").replace(out / "config.yaml")
+    if dd.main:
+        (out / "config.yaml.tmp").write_text(OmegaConf.to_yaml(OmegaConf.create(c)))
+        (out / "config.yaml.tmp").replace(out / "config.yaml")
 
     oc, rc = cfg.optim, cfg.run
     torch.manual_seed(rc.seed)
     if rc.threads:
         torch.set_num_threads(rc.threads)
     device = pick_device(rc.device)
+    if dd.enabled and device.type == "cuda":
+        device = torch.device("cuda", dd.local_rank)
     mcfg = ModelConfig.from_dict(c["model"])
     model = PoseNet(mcfg).to(device)
     if rc.init_from and ckpt is None:
@@ -124,13 +144,16 @@ def train(cfg, out_dir: str | Path, resume: bool = False, progress: bool = True,
         sched.load_state_dict(ckpt["scheduler"])
         step, best = int(ckpt["step"]), float(ckpt.get("best", -1.0))
         log.info("resumed from %s at step %d", ckpt_path, step)
+    core = model  # the plain network: checkpoints, validation
+    if dd.enabled:  # replicas start equal (same seed and init) and DDP broadcasts rank 0's weights anyway
+        model = DDP(model, device_ids=[device.index] if device.type == "cuda" else None)
 
     splits = load_splits(cfg.data.photos)
     if not splits.get("train"):
         raise RuntimeError(f"no training photos in {cfg.data.photos} (run 'patchpose photos fetch' first)")
     pcfg = _pair_config(c["data"])
     val_pairs = None
-    if splits.get("val") and cfg.data.val_pairs > 0:
+    if dd.main and splits.get("val") and cfg.data.val_pairs > 0:
         val_pool = PhotoPool(splits["val"], pcfg, mcfg.color)
         val_pairs = make_protocol_pairs(
             val_pool,
@@ -150,7 +173,7 @@ def train(cfg, out_dir: str | Path, resume: bool = False, progress: bool = True,
         mcfg.windows,
         mcfg.color,
         seed=rc.seed,
-        rank=rank,
+        rank=dd.rank,
         start_step=step,
         polar=mcfg.polar_grid,
     )
@@ -163,13 +186,14 @@ def train(cfg, out_dir: str | Path, resume: bool = False, progress: bool = True,
         prefetch_factor=4 if nw > 0 else None,
     )
     amp = oc.amp if (oc.amp != "fp16" or device.type == "cuda") else "none"
-    metrics_f = (out / "metrics.jsonl").open("a")
+    metrics_f = (out / "metrics.jsonl").open("a") if dd.main else open(os.devnull, "w")
     last_ckpt, t0 = time.time(), time.time()
     val: dict = {}
     running: dict[str, float] = {}
 
     def checkpoint(tag: str = "checkpoint.pt") -> None:
-        save_checkpoint(out / tag, model, opt, sched, c, step, val, best)
+        if dd.main:
+            save_checkpoint(out / tag, core, opt, sched, c, step, val, best)
 
     bar = tqdm(total=oc.steps, initial=step, disable=not progress, desc="train", dynamic_ncols=True)
     it = iter(loader)
@@ -227,7 +251,7 @@ def train(cfg, out_dir: str | Path, resume: bool = False, progress: bool = True,
                 )
                 metrics_f.flush()
             if val_pairs is not None and (step % rc.val_every == 0 or step == oc.steps):
-                val = evaluate_model(model, val_pairs)
+                val = evaluate_model(core, val_pairs)
                 model.train()
                 s = score(val)
                 metrics_f.write(json.dumps({"step": step, "val": val, "score": s}) + "\n")
@@ -241,7 +265,8 @@ def train(cfg, out_dir: str | Path, resume: bool = False, progress: bool = True,
             elif time.time() - last_ckpt > 60 * rc.checkpoint_minutes:
                 checkpoint()
                 last_ckpt = time.time()
-            if rc.max_minutes and time.time() - t0 > 60 * rc.max_minutes:
+            # every rank must leave the loop at the same step (DDP's all-reduce needs them all)
+            if D.any_true(bool(rc.max_minutes) and time.time() - t0 > 60 * rc.max_minutes, dd, device):
                 log.info("max_minutes reached at step %d", step)
                 break
     except KeyboardInterrupt:
@@ -252,6 +277,16 @@ def train(cfg, out_dir: str | Path, resume: bool = False, progress: bool = True,
         bar.close()
         metrics_f.close()
     checkpoint()
-    if not (out / "best.pt").exists():
+    if dd.main and not (out / "best.pt").exists():
         checkpoint("best.pt")
-    return {"step": step, "val": val, "best": best, "minutes": (time.time() - t0) / 60}
+    with torch.no_grad():  # identical on every rank when the replicas are in sync
+        checksum = float(sum(p.double().sum() for p in core.parameters()))
+    return {
+        "step": step,
+        "val": val,
+        "best": best,
+        "minutes": (time.time() - t0) / 60,
+        "rank": dd.rank,
+        "world": dd.world,
+        "param_checksum": checksum,
+    }
