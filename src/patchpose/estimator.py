@@ -19,7 +19,7 @@ import torch
 from .data.inputs import extract_inputs
 from .data.patches import Pyramid, check_image, to_gray, window_margin
 from .data.polar import polar_margin
-from .errors import InputError
+from .errors import InputError, WeightsError
 from .inference import decode_poses, predict_histograms
 from .models import PoseNet
 from .weights import BUNDLED, DEFAULT_MODEL, load_bundled, load_weights
@@ -106,8 +106,24 @@ class PatchPoseEstimator:
         return cls(model, meta=meta, **kwargs)
 
     @classmethod
-    def load(cls, weights: str | Path | None = None, **kwargs) -> PatchPoseEstimator:
-        """A weights file or the name of a bundled model if given, else the default bundled model."""
+    def load(cls, weights: str | Path | None = None, backend: str = "torch", **kwargs) -> PatchPoseEstimator:
+        """A weights file or the name of a bundled model if given, else the default bundled model.
+
+        ``backend``: ``"torch"`` (default) or ``"onnx"`` (onnxruntime on CPU; ``weights`` may then also be
+        an ``.onnx`` file written by ``patchpose export onnx``; see :mod:`patchpose.onnx_backend`)."""
+        if backend not in ("torch", "onnx"):
+            raise InputError(f"backend must be 'torch' or 'onnx', got {backend!r}")
+        if backend == "onnx":
+            from .onnx_backend import OnnxPoseNet, export_bytes
+
+            if weights and str(weights).endswith(".onnx"):
+                if not Path(weights).is_file():
+                    raise WeightsError(f"ONNX file not found: {weights}")
+                return cls(
+                    OnnxPoseNet(weights), meta={"name": Path(weights).stem, "backend": "onnx"}, **kwargs
+                )
+            base = cls.load(weights)
+            return cls(OnnxPoseNet(export_bytes(base.model)), meta={**base.meta, "backend": "onnx"}, **kwargs)
         if weights and str(weights) in BUNDLED:
             return cls.from_pretrained(str(weights), **kwargs)
         return cls.from_file(weights, **kwargs) if weights else cls.from_pretrained(**kwargs)

@@ -26,6 +26,13 @@ def _cmd_train(a: argparse.Namespace) -> int:
 
 
 def _cmd_export(a: argparse.Namespace) -> int:
+    if a.checkpoint == "onnx":
+        from ..estimator import PatchPoseEstimator
+        from ..onnx_backend import export_onnx
+
+        path = export_onnx(PatchPoseEstimator.load(a.weights).model, a.out)
+        print(f"wrote {path}")
+        return 0
     from ..weights import export_checkpoint
 
     path = export_checkpoint(a.checkpoint, a.out, name=a.name, notes=a.notes)
@@ -258,8 +265,12 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("overrides", nargs="*", help="key=value overrides, e.g. optim.lr=1e-3 model.windows=[1,2]")
     t.set_defaults(func=_cmd_train)
 
-    e = sub.add_parser("export", help="turn a training checkpoint into a safetensors weights file")
-    e.add_argument("checkpoint")
+    e = sub.add_parser(
+        "export",
+        help="a training checkpoint → safetensors weights; or 'export onnx --weights W --out model.onnx'",
+    )
+    e.add_argument("checkpoint", help="checkpoint.pt to export, or the word 'onnx' (then see --weights)")
+    _add_weights(e)
     e.add_argument("--out", required=True)
     e.add_argument("--name", default="custom")
     e.add_argument("--notes", default="")

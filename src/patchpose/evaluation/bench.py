@@ -30,10 +30,12 @@ def bench(
     repeats: int = 7,
     rotations=(1, 4),
     out: str | Path | None = None,
+    backends=("torch", "onnx"),
 ) -> dict:
     from ..data.keypoints import detect_sift
     from ..data.patches import load_image
     from ..data.photos import demo_photo
+    from ..errors import InputError
     from ..estimator import PatchPoseEstimator
 
     img = cv2.resize(load_image(demo_photo()), size, interpolation=cv2.INTER_CUBIC)
@@ -52,12 +54,43 @@ def bench(
         "opencv_threads": cv2.getNumThreads(),
         "sift_detect_s": _median_time(lambda: sift.detect(gray, None), repeats),
     }
+    n = len(xy)
     for r in rotations:
         est = PatchPoseEstimator.load(weights, rotations=r)
+        if r > 1 and est.cfg.is_polar:
+            continue  # a log-polar model is equivariant to quarter turns: rotations changes nothing
         res[f"patchpose_rot{r}_s"] = _median_time(lambda est=est: est.estimate(img, xy), repeats)
         res[f"patchpose_rot{r}_patches_s"] = _median_time(lambda est=est: est.extract(img, xy), repeats)
         res[f"ratio_rot{r}_to_sift"] = res[f"patchpose_rot{r}_s"] / res["sift_detect_s"]
     res["model"] = est.meta.get("name", str(weights))
+    # per backend: inputs already extracted, network + decoding only (keypoints per second), and end to end
+    inputs, _ = est.extract(img, xy)
+    for backend in backends:
+        try:
+            b = PatchPoseEstimator.load(weights, backend=backend)
+        except InputError as e:  # onnxruntime not installed
+            res[f"backend_{backend}"] = f"skipped: {e}"
+            continue
+        from ..inference import predict_histograms
+
+        t = _median_time(lambda b=b: predict_histograms(b.model, inputs, b.batch_size), repeats)
+        res[f"backend_{backend}_network_keypoints_per_s"] = n / t
+        res[f"backend_{backend}_total_s"] = _median_time(lambda b=b: b.estimate(img, xy), repeats)
+        res[f"backend_{backend}_ratio_to_sift"] = res[f"backend_{backend}_total_s"] / res["sift_detect_s"]
+    # kornia's dominant-gradient orientation on 32×32 patches at the same keypoints (patches included)
+    import kornia.feature as KF
+
+    from ..data.patches import Pyramid, extract_patches
+
+    det = KF.PatchDominantGradientOrientation(32)
+
+    def kornia_ori():
+        p = extract_patches(Pyramid(gray.astype(np.float32) / 255.0), xy, 0.0, 0.0, 32)
+        with torch.inference_mode():
+            return det(torch.from_numpy(p))
+
+    res["kornia_dominant_gradient_s"] = _median_time(kornia_ori, repeats)
+    res["kornia_dominant_gradient_keypoints_per_s"] = n / res["kornia_dominant_gradient_s"]
     if out:
         out = Path(out)
         out.mkdir(parents=True, exist_ok=True)

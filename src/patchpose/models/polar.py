@@ -35,6 +35,28 @@ class StemBlock(nn.Module):
         return F.relu(self.bn(self.conv(x)), inplace=True)
 
 
+def circular_conv_direct(h: torch.Tensor, conv: nn.Conv1d) -> torch.Tensor:
+    """The same as :func:`whole_circle_conv` as a plain circular padding and convolution (for ONNX export,
+    which has no real FFT)."""
+    a = h.shape[-1]
+    p = (a - 1) // 2
+    return conv(torch.cat([h[..., a - p :], h, h[..., : a - 1 - p]], -1))
+
+
+def angular_harmonics(f: torch.Tensor, k: int) -> torch.Tensor:
+    """Magnitudes of the angular Fourier coefficients 1…k along the last axis, divided by its length, as
+    a product with a cosine/sine table (no FFT, so it exports to ONNX; equal to ``|rfft|[1:k+1]/A``)."""
+    a = f.shape[-1]
+    ang = (
+        torch.arange(a, dtype=torch.float64)[:, None]
+        * torch.arange(1, k + 1, dtype=torch.float64)[None]
+        * (2 * torch.pi / a)
+    )
+    re = f @ torch.cos(ang).to(f.dtype)
+    im = f @ torch.sin(ang).to(f.dtype)
+    return torch.sqrt(re * re + im * im + 1e-12) / a
+
+
 def whole_circle_conv(h: torch.Tensor, conv: nn.Conv1d) -> torch.Tensor:
     """``conv`` (kernel = the whole circle, no dilation) applied with circular padding, through the FFT.
 
@@ -82,6 +104,7 @@ class PolarNet(nn.Module):
         if not 1 <= ori_kernel <= angles or any(d < 1 or 2 * d >= angles for d in ori_dilations):
             raise ValueError(f"bad orientation head: kernel {ori_kernel}, dilations {ori_dilations}")
         self.rings, self.angles, self.heads, self.harmonics = rings, angles, tuple(heads), harmonics
+        self.use_fft = True  # False: the FFT-free path (same numbers; what ONNX export uses)
         self.num_scale_bins, self.num_ori_bins = num_scale_bins, num_ori_bins
         layers, cin = [], in_channels
         for c in channels:
@@ -116,7 +139,10 @@ class PolarNet(nn.Module):
         if "scale" in self.heads:
             stats = [f.mean(3), f.amax(3)]
             if self.harmonics:
-                spec = torch.fft.rfft(f, dim=3).abs()[..., 1 : 1 + self.harmonics] / self.angles
+                if self.use_fft:
+                    spec = torch.fft.rfft(f, dim=3).abs()[..., 1 : 1 + self.harmonics] / self.angles
+                else:
+                    spec = angular_harmonics(f, self.harmonics)
                 stats.append(spec.permute(0, 1, 3, 2).flatten(1, 2))
             s = self.scale_head(torch.cat(stats, 1))[:, 0]  # (N, K)
             lo = (self.rings - self.num_scale_bins) // 2
@@ -125,7 +151,7 @@ class PolarNet(nn.Module):
             h = f.flatten(1, 2)  # (N, C·K, A)
             for i, conv in enumerate(self.ori_convs):
                 if conv.kernel_size[0] == self.angles:
-                    h = whole_circle_conv(h, conv)
+                    h = whole_circle_conv(h, conv) if self.use_fft else circular_conv_direct(h, conv)
                 else:
                     span = conv.dilation[0] * (conv.kernel_size[0] - 1)
                     h = conv(F.pad(h, (span // 2, span - span // 2), mode="circular"))

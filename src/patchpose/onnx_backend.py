@@ -1,0 +1,108 @@
+"""ONNX export and an onnxruntime backend for the estimator (optional: ``pip install onnx onnxruntime``).
+
+``patchpose export onnx --weights NAME_OR_FILE --out model.onnx`` writes the network (inputs
+``x (N, C, rings, angles)`` or ``(N, C, PS, PS)``, outputs ``scale_logits``, ``ori_logits``, dynamic N) with the
+model config in the ONNX metadata. The log-polar network is exported on its FFT-free path (the same numbers:
+circular padding and a plain convolution, a cosine/sine table for the angular harmonics), since ONNX has
+no real FFT.
+
+``PatchPoseEstimator.load(weights, backend="onnx")`` runs the same estimator on onnxruntime: ``weights``
+may be an ``.onnx`` file written by the command above, or any patchpose weights (exported in memory).
+"""
+
+from __future__ import annotations
+
+import copy
+import io
+import json
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import nn
+
+from .errors import InputError, WeightsError
+from .models import ModelConfig, PoseNet
+
+OUTPUTS = ("scale_logits", "ori_logits")
+
+
+def _require():
+    try:
+        import onnxruntime  # noqa: F401
+    except ImportError:
+        raise InputError("the onnx backend needs onnxruntime: pip install onnx onnxruntime") from None
+
+
+def export_bytes(model: PoseNet, opset: int = 18) -> bytes:
+    """The model as ONNX bytes (FFT-free path, dynamic batch), with its config in the metadata."""
+    import warnings
+
+    try:
+        import onnx
+    except ImportError:
+        raise InputError("ONNX export needs the onnx package: pip install onnx onnxruntime") from None
+    m = copy.deepcopy(model).eval().float()
+    if m.cfg.is_polar:
+        m.polar.use_fft = False
+    x = torch.zeros(2, *m.cfg.input_shape)
+    names = [o for o, h in zip(OUTPUTS, ("scale", "orientation")) if h in m.cfg.heads]
+    buf = io.BytesIO()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(
+            m, (x,), buf, input_names=["x"], output_names=names, dynamic_axes={"x": {0: "n"}},
+            opset_version=opset, dynamo=False,
+        )  # fmt: skip
+    proto = onnx.load_from_string(buf.getvalue())
+    entry = proto.metadata_props.add()
+    entry.key, entry.value = "patchpose_model_config", json.dumps(m.cfg.to_dict())
+    return proto.SerializeToString()
+
+
+def export_onnx(model: PoseNet, path: str | Path, opset: int = 18) -> Path:
+    path = Path(path)
+    data = export_bytes(model, opset)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_bytes(data)
+    tmp.replace(path)
+    return path
+
+
+class OnnxPoseNet(nn.Module):
+    """A :class:`PoseNet` look-alike (``cfg``, ``forward(x) -> dict``) that runs on onnxruntime (CPU)."""
+
+    def __init__(self, source: bytes | str | Path, threads: int | None = None) -> None:
+        super().__init__()
+        _require()
+        import onnx
+        import onnxruntime as ort
+
+        try:
+            data = Path(source).read_bytes() if isinstance(source, (str, Path)) else source
+            proto = onnx.load_from_string(data)
+        except Exception as e:  # noqa: BLE001 - any failure: not a usable ONNX file
+            raise WeightsError(
+                f"cannot read ONNX model {source if not isinstance(source, bytes) else ''}: {e}"
+            ) from None
+        meta = {p.key: p.value for p in proto.metadata_props}
+        if "patchpose_model_config" not in meta:
+            raise WeightsError("this ONNX file is not a patchpose model (no patchpose_model_config metadata)")
+        self.cfg = ModelConfig.from_dict(json.loads(meta["patchpose_model_config"]))
+        opts = ort.SessionOptions()
+        if threads:
+            opts.intra_op_num_threads = int(threads)
+        self.session = ort.InferenceSession(data, opts, providers=["CPUExecutionProvider"])
+        self.outputs = [o.name for o in self.session.get_outputs()]
+        self._anchor = nn.Parameter(torch.zeros(0), requires_grad=False)  # device of "the model": CPU
+
+    def forward(self, x: torch.Tensor) -> dict[str, torch.Tensor]:
+        if x.dim() != 4 or tuple(x.shape[1:]) != self.cfg.input_shape:
+            raise ValueError(
+                f"expected inputs (N, {', '.join(map(str, self.cfg.input_shape))}), got {tuple(x.shape)}"
+            )
+        res = self.session.run(None, {"x": np.ascontiguousarray(x.detach().cpu().numpy(), np.float32)})
+        return {name: torch.from_numpy(v) for name, v in zip(self.outputs, res)}
+
+
+__all__ = ["export_onnx", "export_bytes", "OnnxPoseNet"]

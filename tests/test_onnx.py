@@ -1,0 +1,66 @@
+"""ONNX export and the onnxruntime backend give the PyTorch model's numbers."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from conftest import make_textured_image
+from patchpose.errors import WeightsError
+from patchpose.estimator import PatchPoseEstimator
+
+pytest.importorskip("onnxruntime")
+pytest.importorskip("onnx")
+
+
+@pytest.mark.parametrize("name", ["patchpose-v2", "patchpose-v1"])
+def test_onnx_backend_matches_pytorch(name, tmp_path):
+    from patchpose.cli.main import main
+
+    img = make_textured_image(300)
+    xy = np.random.default_rng(0).uniform(40, 260, (70, 2))
+    ref = PatchPoseEstimator.load(name).estimate(img, xy, top_k=2)
+    mem = PatchPoseEstimator.load(name, backend="onnx").estimate(img, xy, top_k=2)
+    assert main(["export", "onnx", "--weights", name, "--out", str(tmp_path / "m.onnx")]) == 0
+    est = PatchPoseEstimator.load(tmp_path / "m.onnx", backend="onnx")
+    assert est.cfg.to_dict() == PatchPoseEstimator.load(name).cfg.to_dict()
+    got = est.estimate(img, xy, top_k=2)
+    for out in (mem, got):
+        np.testing.assert_allclose(out["orientation_hist"], ref["orientation_hist"], atol=1e-5)
+        np.testing.assert_allclose(out["scale_hist"], ref["scale_hist"], atol=1e-5)
+        np.testing.assert_allclose(
+            np.exp(1j * out["orientation"]), np.exp(1j * ref["orientation"]), atol=1e-3
+        )
+
+
+def test_fft_free_path_equals_the_fft_path():
+    est = PatchPoseEstimator.load("patchpose-v2")
+    x = torch.rand(5, *est.cfg.input_shape)
+    with torch.no_grad():
+        a = est.model(x)
+        est.model.polar.use_fft = False
+        try:
+            b = est.model(x)
+        finally:
+            est.model.polar.use_fft = True
+    for k in a:
+        torch.testing.assert_close(a[k], b[k], atol=1e-4, rtol=1e-5)
+
+
+def test_foreign_onnx_file_is_refused(tmp_path):
+    import onnx
+    from onnx import TensorProto, helper
+
+    g = helper.make_graph(
+        [helper.make_node("Identity", ["x"], ["y"])],
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1])],
+    )
+    onnx.save(helper.make_model(g), tmp_path / "foreign.onnx")
+    with pytest.raises(WeightsError, match="not a patchpose model"):
+        PatchPoseEstimator.load(tmp_path / "foreign.onnx", backend="onnx")
+    (tmp_path / "junk.onnx").write_bytes(b"not onnx")
+    with pytest.raises(WeightsError, match="cannot read"):
+        PatchPoseEstimator.load(tmp_path / "junk.onnx", backend="onnx")
