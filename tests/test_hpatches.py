@@ -325,3 +325,28 @@ def test_graffiti_pair_is_written_as_a_sequence(tmp_path):
     assert seq.name == "v_graffiti" and seq.targets == [2]
     np.testing.assert_allclose(seq.homographies[2], H, rtol=1e-9)
     np.testing.assert_array_equal(seq.image(1), img[..., ::-1])  # stored BGR on disk, read back as RGB
+
+
+def test_repeated_pose_counts_on_a_hand_built_case():
+    from patchpose.evaluation.hpatches_eval import repeated_pose_counts
+
+    class F:
+        def __init__(self, xy):
+            self.xy = np.asarray(xy, float)
+
+        def __len__(self):
+            return len(self.xy)
+
+    H = similarity_about((0.0, 0.0), 0.5, math.radians(30))
+    x1 = np.array([[10.0, 10.0], [50.0, 50.0], [90.0, 20.0]])
+    xk = apply_homography(H, x1)
+    xk[2] += 5.0  # the third keypoint was not detected again (5 px off)
+    f1, fk = F(x1), F(np.vstack([xk, [[300.0, 300.0]]]))
+    t = math.radians(30)
+    good = (np.zeros(3), np.zeros(3)), (np.full(4, 0.5), np.full(4, t))
+    half = (np.zeros(3), np.zeros(3)), (np.array([0.5, 0.8, 0.5, 0]), np.array([t + math.radians(7), t, t, 0]))
+    res = repeated_pose_counts(H, f1, fk, {"a": good[0], "b": half[0]}, {"a": good[1], "b": half[1]})
+    assert res["n"] == 2
+    assert res["a"] == [2, 2, 2, 2]
+    # keypoint 0: scale exact, 7° off; keypoint 1: scale 0.3 octave off, orientation exact
+    assert res["b"] == [1, 2, 1, 2]

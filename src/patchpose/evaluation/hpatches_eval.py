@@ -77,18 +77,63 @@ def pair_mma(err: np.ndarray, thresholds) -> list[float]:
     return [float(np.mean(err <= t)) if len(err) else 0.0 for t in thresholds]
 
 
+REPEAT_PX = 1.5  # a keypoint of image k "repeats" one of image 1 when H maps the latter within this
+
+
+def repeated_pose_counts(H, f1, fk, poses1: dict, posesk: dict) -> dict:
+    """Pose accuracy of each source at the keypoints the detector found again: for mutually nearest
+    pairs ``‖H·x1 − xk‖ ≤ REPEAT_PX``, ``{source: [n within ±1/6 oct, ±1/3 oct, ±5°, ±10°], "n": pairs}``
+    against the pose change of ``H`` at ``x1``."""
+    if len(f1) == 0 or len(fk) == 0:
+        return {"n": 0, **{s: [0, 0, 0, 0] for s in poses1}}
+    p = apply_homography(H, f1.xy)
+    d = np.linalg.norm(p[:, None] - fk.xy[None], axis=2)
+    d = np.where(np.isfinite(d), d, np.inf)
+    j = d.argmin(1)
+    i = np.nonzero((d[np.arange(len(p)), j] <= REPEAT_PX) & (d.argmin(0)[j] == np.arange(len(p))))[0]
+    j = j[i]
+    ds, dt, ok = pose_change(H, f1.xy[i])
+    i, j, ds, dt = i[ok], j[ok], ds[ok], dt[ok]
+    out = {"n": int(len(i))}
+    for src in poses1:
+        (s1, o1), (sk, okk) = poses1[src], posesk[src]
+        es = np.abs(sk[j] - s1[i] - ds)
+        eo = np.degrees(np.abs(np.angle(np.exp(1j * (okk[j] - o1[i] - dt)))))
+        out[src] = [
+            int((es <= 1 / 6 + 1e-9).sum()),
+            int((es <= 1 / 3 + 1e-9).sum()),
+            int((eo <= 5).sum()),
+            int((eo <= 10).sum()),
+        ]
+    return out
+
+
 def match_sequence(
     seq: Sequence, est, describer: Describer, rows, cfg: MatchConfig, thresholds
 ) -> list[dict]:
-    """``[{"k": k, "mma": {row: [MMA(t)…]}, "matches": {row: n}}]`` for every pair ``(1, k)``."""
+    """``[{"k": k, "mma": {row: [MMA(t)…]}, "matches": {row: n}, "repeat": …}]`` for every pair ``(1, k)``
+    (``repeat``: :func:`repeated_pose_counts` for SIFT's own poses and ours)."""
     f1 = detect(seq.image(1), cfg.max_keypoints)
-    d1 = describe_rows(f1, rows, describer, est, None, cfg)
+    o1 = est.estimate(f1.image, f1.xy, top_k=cfg.top_k) if len(f1) else None
+    d1 = describe_rows(f1, rows, describer, est, None, cfg, ours=o1)
     out = []
     for k in seq.targets:
         H = seq.homographies[k]
         fk = detect(seq.image(k), cfg.max_keypoints)
-        dk = describe_rows(fk, rows, describer, est, H, cfg)
+        ok_ = est.estimate(fk.image, fk.xy, top_k=cfg.top_k) if len(fk) else None
+        dk = describe_rows(fk, rows, describer, est, H, cfg, ours=ok_)
         res = {"k": k, "mma": {}, "matches": {}}
+        if o1 is not None and ok_ is not None:
+            res["repeat"] = repeated_pose_counts(
+                H,
+                f1,
+                fk,
+                {"sift": (f1.sift_scale, f1.sift_ori), "ours": (o1["scale"][:, 0], o1["orientation"][:, 0])},
+                {
+                    "sift": (fk.sift_scale, fk.sift_ori),
+                    "ours": (ok_["scale"][:, 0], ok_["orientation"][:, 0]),
+                },
+            )
         for row in rows:
             m, _ = mutual_nn(d1[row], dk[row])
             err = reprojection_errors(H, f1.xy[m[:, 0]], fk.xy[m[:, 1]])
@@ -114,6 +159,27 @@ def summarize_matching(per_seq: dict[str, list[dict]], rows) -> tuple[dict, dict
         counts = [p["matches"][row] for pairs in per_seq.values() for p in pairs]
         matches[row] = float(np.mean(counts)) if counts else 0.0
     return mma, matches
+
+
+def summarize_repeat(per_seq: dict[str, list[dict]]) -> dict:
+    """``{kind: {source: {acc…}, "n": pairs}}`` from the per-pair :func:`repeated_pose_counts`."""
+    keys = ("scale_acc@1/6", "scale_acc@1/3", "ori_acc@5", "ori_acc@10")
+    out = {}
+    for kind in KINDS:
+        reps = [
+            p["repeat"]
+            for name, pairs in per_seq.items()
+            for p in pairs
+            if "repeat" in p and (kind == "overall" or name.startswith("i_") == (kind == "illumination"))
+        ]
+        n = sum(r["n"] for r in reps)
+        if not n:
+            continue
+        out[kind] = {"n": n}
+        for src in ("sift", "ours"):
+            tot = np.sum([r[src] for r in reps], axis=0)
+            out[kind][src] = {k: 100.0 * float(v) / n for k, v in zip(keys, tot)}
+    return out
 
 
 # ----------------------------------------------------------------------------- pose transfer
@@ -317,7 +383,14 @@ def evaluate_hpatches(
     rows = pose_rows(cfg.top_k)
     model_name = est.meta.get("name", str(weights))
     setting = json.dumps(
-        {"model": model_name, "weights": str(weights), **asdict(cfg), "protocol": protocol}, sort_keys=True
+        {
+            "model": model_name,
+            "weights": str(weights),
+            **asdict(cfg),
+            "protocol": protocol,
+            "cache_version": 2,
+        },
+        sort_keys=True,
     )
     out = Path(out_dir)
     cache = out / "cache" / hashlib.sha256(setting.encode()).hexdigest()[:12]
@@ -336,6 +409,7 @@ def evaluate_hpatches(
             with np.load(pf) as z:
                 poses[seq.name] = {k: z[k] for k in z.files}
     mma, matches = summarize_matching(matching, rows)
+    repeat = summarize_repeat(matching)
     n_pairs = {
         kind: sum(
             len(v)
@@ -349,6 +423,7 @@ def evaluate_hpatches(
         "mma": mma,
         "matches": matches,
         "pose_accuracy": {},
+        "repeated_keypoints_pose": repeat,
         "thresholds_px": list(proto.thresholds),
         "setup": {
             "root": str(root),
@@ -417,6 +492,20 @@ def results_markdown(doc: dict) -> str:
         cells = [f"{o[th.index(t)]:.3f}" if o else "–" for t in show]
         extra = [f"{by_kind[k][th.index(3)]:.3f}" if by_kind[k] else "–" for k in KINDS[1:]]
         lines.append(f"| {_label(row)} | {doc['matches'][row]:.1f} | " + " | ".join(cells + extra) + " |")
+    rep = doc.get("repeated_keypoints_pose", {})
+    if rep:
+        lines += [
+            "",
+            f"## Pose consistency at the keypoints SIFT detects again (within {REPEAT_PX} px under H; %)",
+            "",
+            "Scale ±1/6 / ±1/3 octave, orientation ±5° / ±10°, against the pose change of H.",
+            "",
+            "| pairs | keypoint pairs | SIFT's own pose | ours |",
+            "|---|---|---|---|",
+        ]
+        for kind, r in rep.items():
+            f = lambda a: " / ".join(f"{v:.1f}" for v in a.values())  # noqa: E731
+            lines.append(f"| {kind} | {r['n']} | {f(r['sift'])} | {f(r['ours'])} |")
     if "pose" in doc:
         lines += ["", "## Patch-pose transfer (scale ±1/6, ±1/3 octave; orientation ±5°, ±10°; %)", ""]
         for kind in ("viewpoint", "illumination"):

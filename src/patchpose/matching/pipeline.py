@@ -120,12 +120,18 @@ def keypoint_poses(
 
 
 def describe_rows(
-    feats: Features, rows, describer: Describer, est=None, H_from_1=None, cfg: MatchConfig | None = None
+    feats: Features,
+    rows,
+    describer: Describer,
+    est=None,
+    H_from_1=None,
+    cfg: MatchConfig | None = None,
+    ours: dict | None = None,
 ) -> dict[str, np.ndarray]:
-    """``{row: (N, k, D) descriptors}`` for one image."""
+    """``{row: (N, k, D) descriptors}`` for one image (``ours``: the estimator's output at ``feats.xy`` with
+    ``cfg.top_k`` candidates, if already computed)."""
     cfg = cfg or MatchConfig()
-    ours = None
-    if any(r == "ours" or r.startswith("ours_top") for r in rows) and len(feats):
+    if ours is None and any(r == "ours" or r.startswith("ours_top") for r in rows) and len(feats):
         if est is None:
             raise InputError("rows 'ours'/'ours_topK' need an estimator")
         ours = est.estimate(feats.image, feats.xy, top_k=cfg.top_k)
