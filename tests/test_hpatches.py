@@ -344,7 +344,10 @@ def test_repeated_pose_counts_on_a_hand_built_case():
     f1, fk = F(x1), F(np.vstack([xk, [[300.0, 300.0]]]))
     t = math.radians(30)
     good = (np.zeros(3), np.zeros(3)), (np.full(4, 0.5), np.full(4, t))
-    half = (np.zeros(3), np.zeros(3)), (np.array([0.5, 0.8, 0.5, 0]), np.array([t + math.radians(7), t, t, 0]))
+    half = (
+        (np.zeros(3), np.zeros(3)),
+        (np.array([0.5, 0.8, 0.5, 0]), np.array([t + math.radians(7), t, t, 0])),
+    )
     res = repeated_pose_counts(H, f1, fk, {"a": good[0], "b": half[0]}, {"a": good[1], "b": half[1]})
     assert res["n"] == 2
     assert res["a"] == [2, 2, 2, 2]

@@ -158,3 +158,17 @@ def test_kornia_angle_detector_in_laf_orienter_turns_exactly_with_quarter_turns(
     np.testing.assert_allclose((da - 90.0 + 180.0) % 360.0 - 180.0, 0.0, atol=0.5)
     with pytest.raises(ValueError, match="patches"):
         patchpose.kornia_angle_detector()(torch.zeros(2, 3, 32, 32))
+
+
+def test_rotation_matching_eval_on_a_tiny_set(tmp_path):
+    from patchpose.evaluation.rotation_eval import evaluate_rotation
+
+    photo = tmp_path / "tex.png"
+    cv2.imwrite(str(photo), (make_textured_image(300, seed=2) * 255).astype(np.uint8))
+    doc = evaluate_rotation([photo], tmp_path / "o", angles=(0, 90), max_keypoints=300, progress=False)
+    per = doc["mma_per_angle"]
+    assert set(per) == {"sift", "ours", "upright"} and doc["thresholds_px"] == [1, 3, 5, 10]
+    for r in per:  # the same image: every pose matches almost perfectly
+        assert per[r]["0"][1] > 0.9
+    assert per["upright"]["90"][1] < per["sift"]["90"][1]  # without a pose, a quarter turn hurts
+    assert "| ours |" in (tmp_path / "o" / "results.md").read_text()

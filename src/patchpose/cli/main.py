@@ -231,6 +231,23 @@ def _cmd_eval_pose(a: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_eval_rotation(a: argparse.Namespace) -> int:
+    from ..data.photos import list_images, load_splits, wheel_photo_paths
+    from ..evaluation.rotation_eval import evaluate_rotation
+
+    photos = (
+        (load_splits(a.images)[a.split] if a.split else list_images(a.images))
+        if a.images
+        else wheel_photo_paths()
+    )
+    doc = evaluate_rotation(
+        photos, a.out, a.weights, angles=tuple(range(0, 360, a.step)), progress=not a.no_progress
+    )
+    print(Path(a.out, "results.md").read_text())
+    print(f"wrote {a.out}/results.json and results.md in {doc['seconds']:.0f} s")
+    return 0
+
+
 def _cmd_match(a: argparse.Namespace) -> int:
     from ..apps import match_command
 
@@ -456,6 +473,16 @@ def build_parser() -> argparse.ArgumentParser:
     hp.add_argument("--no-pose", action="store_true", help="matching only (skip the pose-transfer table)")
     hp.add_argument("--no-progress", action="store_true")
     hp.set_defaults(func=_cmd_eval_hpatches)
+    ro = evs.add_parser(
+        "rotation", help="OpenCV SIFT descriptors on SIFT's own poses vs ours under in-plane rotations"
+    )
+    ro.add_argument("--images", default=None, help="photo folder (default: the 15 test photos in the wheels)")
+    ro.add_argument("--split", choices=("train", "val", "test"), default=None)
+    ro.add_argument("--step", type=int, default=10, help="degrees between rotations (default 10: 36 angles)")
+    ro.add_argument("--out", default="outputs/eval_rotation")
+    _add_weights(ro)
+    ro.add_argument("--no-progress", action="store_true")
+    ro.set_defaults(func=_cmd_eval_rotation)
     pe = evs.add_parser("pose", help="two-view relative pose with AdaLAM: SIFT's poses vs ours (mAA, AUC)")
     pe.add_argument("--pairs", required=True, help="pairs file: name0 name1 rot0 rot1 K0[9] K1[9] T_0to1[16]")
     pe.add_argument("--images", required=True, help="folder the names in the pairs file are relative to")
