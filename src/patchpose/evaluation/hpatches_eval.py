@@ -39,6 +39,7 @@ import numpy as np
 
 from ..data.hpatches import Sequence, load_hpatches
 from ..data.keypoints import detect_harris, detect_sift
+from ..fileio import write_text_atomic
 from ..geometry import apply_homography, inside, pose_change
 from ..matching.describe import Describer
 from ..matching.matcher import mutual_nn
@@ -401,7 +402,7 @@ def evaluate_hpatches(
         mf, pf = cache / f"{seq.name}.match.json", cache / f"{seq.name}.pose.npz"
         if not mf.is_file():
             res = match_sequence(seq, est, describer, rows, cfg, proto.thresholds)
-            _atomic_write(mf, lambda p, r=res: p.write_text(json.dumps(r)))
+            write_text_atomic(mf, json.dumps(res))
         matching[seq.name] = json.loads(mf.read_text())
         if pose:
             if not pf.is_file():
@@ -445,8 +446,8 @@ def evaluate_hpatches(
             doc["pose_accuracy"] = {r: off[r] for r in rows if r in off}
     doc["seconds"] = time.time() - t0
     out.mkdir(parents=True, exist_ok=True)
-    _atomic_write(out / "results.json", lambda p: p.write_text(json.dumps(doc, indent=1)))
-    _atomic_write(out / "results.md", lambda p: p.write_text(results_markdown(doc)))
+    write_text_atomic(out / "results.json", json.dumps(doc, indent=1))
+    write_text_atomic(out / "results.md", results_markdown(doc))
     plot_mma(doc, out / "mma.png")
     return doc
 

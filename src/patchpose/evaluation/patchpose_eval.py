@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import time
 from pathlib import Path
 
@@ -41,6 +40,7 @@ from ..baselines import (
 from ..data.patches import Pyramid, extract_patches, to_gray
 from ..data.patchpose_dataset import PatchPoseData
 from ..data.polar import render_view_polar
+from ..fileio import write_text_atomic
 from ..inference import decode_poses, predict_histograms
 from .metrics import accuracies, relative_errors
 from .official import (
@@ -324,10 +324,7 @@ def evaluate(
     return doc
 
 
-def _write(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
+_write = write_text_atomic
 
 
 COLS = ("scale_acc@1/6", "scale_acc@1/3", "ori_acc@5", "ori_acc@10")

@@ -20,7 +20,6 @@ descriptors too, AdaLAM's checks off, plain mutual nearest neighbours).
 from __future__ import annotations
 
 import json
-import os
 import time
 from pathlib import Path
 
@@ -29,6 +28,7 @@ import numpy as np
 
 from ..data.posed_pairs import read_pairs_file
 from ..errors import InputError
+from ..fileio import write_text_atomic
 
 FAIL_DEG = 180.0
 
@@ -195,10 +195,8 @@ def evaluate_pose(
     }
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    for name, text in (("results.json", json.dumps(doc, indent=1)), ("results.md", results_markdown(doc))):
-        tmp = out / (name + ".tmp")
-        tmp.write_text(text)
-        os.replace(tmp, out / name)
+    write_text_atomic(out / "results.json", json.dumps(doc, indent=1))
+    write_text_atomic(out / "results.md", results_markdown(doc))
     return doc
 
 

@@ -11,7 +11,6 @@ share within t px of the true rotation, averaged over pairs. Outputs ``results.j
 from __future__ import annotations
 
 import json
-import os
 import time
 from pathlib import Path
 
@@ -19,6 +18,7 @@ import cv2
 import numpy as np
 
 from ..conventions import similarity_about
+from ..fileio import write_text_atomic
 from ..geometry import apply_homography
 
 ROWS = ("sift", "ours", "upright")
@@ -116,10 +116,8 @@ def evaluate_rotation(
     ]
     for r in ROWS:
         lines.append(f"| {r} | " + " | ".join(f"{v:.3f}" for v in overall[r]) + " |")
-    for name, text in (("results.json", json.dumps(doc, indent=1)), ("results.md", "\n".join(lines) + "\n")):
-        tmp = out / (name + ".tmp")
-        tmp.write_text(text)
-        os.replace(tmp, out / name)
+    write_text_atomic(out / "results.json", json.dumps(doc, indent=1))
+    write_text_atomic(out / "results.md", "\n".join(lines) + "\n")
     return doc
 
 
