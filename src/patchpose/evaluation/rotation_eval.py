@@ -3,7 +3,8 @@ better on our keypoint poses (:func:`patchpose.assign`) than on SIFT's own?
 
 Each photo is turned about its centre by 0°, 10°, …, 350° (same canvas; the corners that leave it are lost).
 SIFT keypoints are detected in both images (one per location) and described by OpenCV's SIFT descriptor
-at three poses: SIFT's own, ours (``assign``: our size and angle), and upright (SIFT's size, angle 0, the
+at three poses: SIFT's own, ours (``assign`` with ``SIFT_DESCRIPTOR_SIZE_FACTOR``, so that the descriptor
+window covers our characteristic region, as in the matching pipeline), and upright (SIFT's size, angle 0, the
 lower bound). Matches are mutual nearest neighbours (``cv2.BFMatcher(crossCheck=True)``); MMA@t is the
 share within t px of the true rotation, averaged over pairs. Outputs ``results.json``, ``results.md``.
 """
@@ -48,7 +49,7 @@ def evaluate_rotation(
 
     from ..data.patches import load_image, resize_long_side
     from ..estimator import PatchPoseEstimator
-    from ..integrations.opencv import assign
+    from ..integrations.opencv import SIFT_DESCRIPTOR_SIZE_FACTOR, assign
 
     t0 = time.time()
     est = PatchPoseEstimator.load(weights)
@@ -64,7 +65,7 @@ def evaluate_rotation(
             continue
         views0 = {
             "sift": k0,
-            "ours": assign(img, k0, est),
+            "ours": assign(img, k0, est, size_factor=SIFT_DESCRIPTOR_SIZE_FACTOR),
             "upright": [cv2.KeyPoint(*k.pt, k.size, 0) for k in k0],
         }
         d0 = {r: sift.compute(g0, v)[1] for r, v in views0.items()}
@@ -79,7 +80,7 @@ def evaluate_rotation(
                 continue
             views1 = {
                 "sift": k1,
-                "ours": assign(img1, k1, est),
+                "ours": assign(img1, k1, est, size_factor=SIFT_DESCRIPTOR_SIZE_FACTOR),
                 "upright": [cv2.KeyPoint(*k.pt, k.size, 0) for k in k1],
             }
             for r in ROWS:

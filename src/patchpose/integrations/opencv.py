@@ -9,6 +9,12 @@ import numpy as np
 from ..conventions import CV2_SIZE_FACTOR, to_cv2_size_angle
 from ..errors import InputError
 
+#: ``size_factor`` that makes OpenCV's SIFT descriptor window (radius ≈ 5.3 · size) cover our characteristic
+#: region (radius ``16 · 2**σ``), as the matching pipeline does (:data:`patchpose.matching.pipeline.SIFT_REGION`).
+#: With the default factor 1, ``size`` is the region's diameter, and ``cv2.SIFT.compute`` describes a window
+#: about ten times as wide (and slower by that factor squared).
+SIFT_DESCRIPTOR_SIZE_FACTOR = 1.0 / (2.0 * 5.3)
+
 
 def assign(image, keypoints, estimator=None, size_factor: float = CV2_SIZE_FACTOR, top_k: int | None = None):
     """New ``cv2.KeyPoint``s with our poses.
@@ -43,4 +49,4 @@ def assign(image, keypoints, estimator=None, size_factor: float = CV2_SIZE_FACTO
     return res
 
 
-__all__ = ["assign"]
+__all__ = ["assign", "SIFT_DESCRIPTOR_SIZE_FACTOR"]
