@@ -110,17 +110,19 @@ def repeated_pose_counts(H, f1, fk, poses1: dict, posesk: dict) -> dict:
 
 
 def match_sequence(
-    seq: Sequence, est, describer: Describer, rows, cfg: MatchConfig, thresholds
+    seq: Sequence, est, describer: Describer, rows, cfg: MatchConfig, thresholds, images: dict | None = None
 ) -> list[dict]:
     """``[{"k": k, "mma": {row: [MMA(t)…]}, "matches": {row: n}, "repeat": …}]`` for every pair ``(1, k)``
-    (``repeat``: :func:`repeated_pose_counts` for SIFT's own poses and ours)."""
-    f1 = detect(seq.image(1), cfg.max_keypoints)
+    (``repeat``: :func:`repeated_pose_counts` for SIFT's own poses and ours). ``images``: ``{k: image}`` if
+    already read."""
+    images = images or {k: seq.image(k) for k in (1, *seq.targets)}
+    f1 = detect(images[1], cfg.max_keypoints)
     o1 = est.estimate(f1.image, f1.xy, top_k=cfg.top_k) if len(f1) else None
     d1 = describe_rows(f1, rows, describer, est, None, cfg, ours=o1)
     out = []
     for k in seq.targets:
         H = seq.homographies[k]
-        fk = detect(seq.image(k), cfg.max_keypoints)
+        fk = detect(images[k], cfg.max_keypoints)
         ok_ = est.estimate(fk.image, fk.xy, top_k=cfg.top_k) if len(fk) else None
         dk = describe_rows(fk, rows, describer, est, H, cfg, ours=ok_)
         res = {"k": k, "mma": {}, "matches": {}}
@@ -184,10 +186,16 @@ def summarize_repeat(per_seq: dict[str, list[dict]]) -> dict:
 
 
 # ----------------------------------------------------------------------------- pose transfer
-def pose_samples(seq: Sequence, n_per_detector: int = POSE_KEYPOINTS, margin: float = POSE_MARGIN):
+def pose_samples(
+    seq: Sequence,
+    n_per_detector: int = POSE_KEYPOINTS,
+    margin: float = POSE_MARGIN,
+    images: dict | None = None,
+):
     """The pose-transfer samples of a sequence as the PatchPose evaluation reads them: ``data`` (images,
     per-sample photo, keypoint and frame (0, 0)) and ``pairs`` (ref, trg and the ground truth)."""
-    images = [seq.image(1)] + [seq.image(k) for k in seq.targets]
+    loaded = images or {k: seq.image(k) for k in (1, *seq.targets)}
+    images = [loaded[1]] + [loaded[k] for k in seq.targets]
     img1 = images[0]
     xy_s, _ = detect_sift(img1, n_per_detector * 4, margin)
     xy_h = detect_harris(img1, n_per_detector * 4, margin)
@@ -232,11 +240,11 @@ def pose_samples(seq: Sequence, n_per_detector: int = POSE_KEYPOINTS, margin: fl
     return data, pairs
 
 
-def pose_sequence(seq: Sequence, est) -> dict[str, np.ndarray]:
+def pose_sequence(seq: Sequence, est, images: dict | None = None) -> dict[str, np.ndarray]:
     """Every method's poses at a sequence's pose-transfer samples, flattened into arrays for the cache."""
     from .patchpose_eval import run_methods
 
-    data, pairs = pose_samples(seq)
+    data, pairs = pose_samples(seq, images=images)
     out = {f"pairs/{k}": v for k, v in pairs.items()}
     out["n"] = np.array(len(data["xy"]))
     if len(pairs["ref"]) == 0:
@@ -400,13 +408,15 @@ def evaluate_hpatches(
     matching, poses = {}, {}
     for seq in tqdm(seqs, desc="sequences", disable=not progress):
         mf, pf = cache / f"{seq.name}.match.json", cache / f"{seq.name}.pose.npz"
+        todo = not mf.is_file() or (pose and not pf.is_file())
+        images = {k: seq.image(k) for k in (1, *seq.targets)} if todo else None  # read once per sequence
         if not mf.is_file():
-            res = match_sequence(seq, est, describer, rows, cfg, proto.thresholds)
+            res = match_sequence(seq, est, describer, rows, cfg, proto.thresholds, images)
             write_text_atomic(mf, json.dumps(res))
         matching[seq.name] = json.loads(mf.read_text())
         if pose:
             if not pf.is_file():
-                _save_npz(pf, pose_sequence(seq, est))
+                _save_npz(pf, pose_sequence(seq, est, images))
             with np.load(pf) as z:
                 poses[seq.name] = {k: z[k] for k in z.files}
     mma, matches = summarize_matching(matching, rows)
