@@ -167,8 +167,39 @@ def test_rotation_matching_eval_on_a_tiny_set(tmp_path):
     cv2.imwrite(str(photo), (make_textured_image(300, seed=2) * 255).astype(np.uint8))
     doc = evaluate_rotation([photo], tmp_path / "o", angles=(0, 90), max_keypoints=300, progress=False)
     per = doc["mma_per_angle"]
-    assert set(per) == {"sift", "ours", "upright"} and doc["thresholds_px"] == [1, 3, 5, 10]
+    assert set(per) == {"sift", "ours", "ours_at_sift_size", "upright"} and doc["thresholds_px"] == [
+        1,
+        3,
+        5,
+        10,
+    ]
     for r in per:  # the same image: every pose matches almost perfectly
         assert per[r]["0"][1] > 0.9
     assert per["upright"]["90"][1] < per["sift"]["90"][1]  # without a pose, a quarter turn hurts
     assert "| ours |" in (tmp_path / "o" / "results.md").read_text()
+
+
+def test_frame_scale_reads_the_keypoint_in_the_detectors_frame(rotated_pair):
+    from patchpose.data.inputs import extract_inputs
+    from patchpose.data.patches import Pyramid
+    from patchpose.inference import predict_histograms
+
+    img, _, _ = rotated_pair
+    est = patchpose.PatchPoseEstimator.from_pretrained()
+    xy = np.random.default_rng(1).uniform(120, 240, (20, 2))
+    fs = np.linspace(-1.5, 1.5, 20)
+    out = est.estimate(img, xy, frame_scale=fs)
+    x = extract_inputs(Pyramid(img.astype(np.float32) / 255.0), xy, fs, 0.0, 32, [1.0], est.cfg.polar_grid)
+    h = predict_histograms(est.model, x, 256)
+    np.testing.assert_allclose(out["orientation_hist"], h["orientation_hist"], atol=1e-6)
+    plain = est.estimate(img, xy)
+    assert not np.allclose(out["orientation_hist"], plain["orientation_hist"])
+    # the returned scale is absolute: the frame plus the model's correction
+    base = est.estimate(img, xy, frame_scale=0.0)
+    np.testing.assert_allclose(base["scale"], plain["scale"])
+    for bad in ([1.0, 2.0], np.nan, 40.0):
+        with pytest.raises(InputError, match="frame_scale"):
+            est.estimate(img, xy, frame_scale=bad)
+    kps = [cv2.KeyPoint(float(a), float(b), 3.0) for a, b in xy]
+    kept = patchpose.assign(img, kps, est, keep_size=True)
+    assert [k.size for k in kept] == [3.0] * 20

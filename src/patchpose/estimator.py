@@ -52,6 +52,20 @@ def check_keypoints(keypoints, shape: tuple[int, int]) -> np.ndarray:
     return kp
 
 
+def check_frame_scale(frame_scale, n: int) -> np.ndarray:
+    """``(n,)`` finite log2 frame scales (zeros when None; a scalar is broadcast)."""
+    if frame_scale is None:
+        return np.zeros(n)
+    try:
+        fs = np.broadcast_to(np.asarray(frame_scale, dtype=np.float64), (n,)).copy()
+    except (TypeError, ValueError):
+        raise InputError(f"frame_scale must be a number or one log2 scale per keypoint ({n}), got "
+                         f"{np.shape(frame_scale)}") from None  # fmt: skip
+    if not np.isfinite(fs).all() or np.abs(fs).max(initial=0.0) > 12:
+        raise InputError("frame_scale must be finite log2 scales within ±12 (radius 16·2**s px)")
+    return fs
+
+
 POLAR_BATCH = 256
 
 
@@ -151,13 +165,15 @@ class PatchPoseEstimator:
             f"border={self.border}, rotations={self.rotations})"
         )
 
-    def extract(self, image, keypoints) -> tuple[np.ndarray, np.ndarray]:
+    def extract(self, image, keypoints, frame_scale=None) -> tuple[np.ndarray, np.ndarray]:
         """Model inputs ``(N, C, PS, PS)`` (or ``(N, C, rings, angles)`` for a log-polar model) at the
-        keypoints (upright, scale 0), and the ``valid`` mask (window fully inside the image)."""
+        keypoints (upright; at scale 0, or at ``frame_scale``), and the ``valid`` mask (window fully inside
+        the image)."""
         img = check_image(image)
         kp = check_keypoints(keypoints, img.shape[:2])
+        fs = check_frame_scale(frame_scale, len(kp))
         h, w = img.shape[:2]
-        m = self.margin()
+        m = self.margin() * np.exp2(fs)
         valid = (
             (kp[:, 0] >= m - 0.5)
             & (kp[:, 0] <= w - 0.5 - m)
@@ -167,7 +183,7 @@ class PatchPoseEstimator:
         if self.border == "error" and not valid.all():
             i = int(np.nonzero(~valid)[0][0])
             raise InputError(
-                f"{int((~valid).sum())} keypoint(s) are closer than {m:.0f} px to the image border (e.g. #{i} "
+                f"{int((~valid).sum())} keypoint(s) are closer than {m[i]:.0f} px to the image border (e.g. #{i} "
                 f"at {tuple(kp[i])}); use border='reflect' or drop them"
             )
         src = (
@@ -178,7 +194,7 @@ class PatchPoseEstimator:
         patches = extract_inputs(
             Pyramid(src),
             kp,
-            0.0,
+            fs,
             0.0,
             self.cfg.patch_size,
             self.cfg.windows,
@@ -188,7 +204,7 @@ class PatchPoseEstimator:
         return patches, valid
 
     def estimate(
-        self, image, keypoints, top_k: int | None = None, refine: bool = True
+        self, image, keypoints, top_k: int | None = None, refine: bool = True, frame_scale=None
     ) -> dict[str, np.ndarray]:
         """Scale and orientation of each keypoint.
 
@@ -198,6 +214,12 @@ class PatchPoseEstimator:
             top_k: None for one pose per keypoint; ``k`` for ``(N, k)`` candidates, strongest first.
             refine: sub-bin refinement of each peak (parabola through the peak and its neighbours); False
                 gives the plain argmax bin centres.
+            frame_scale: None (default: the model reads every keypoint at scale 0), or a log2 scale per
+                keypoint (or one for all), e.g. a detector's: the model then reads the keypoint at that
+                scale, so the orientation is the one of the detector's region, and the returned ``scale`` is
+                ``frame_scale`` plus the model's correction. With SIFT keypoints, keeping SIFT's scale and
+                taking our orientation in its frame matches far better than our orientation at scale 0
+                (``docs/results.md``, rotation matching).
 
         Returns:
             ``orientation`` ``(N,)`` or ``(N, k)`` radians in ``[0, 2π)``; ``scale`` log2 scale, same shape;
@@ -207,9 +229,10 @@ class PatchPoseEstimator:
         """
         if top_k is not None and (int(top_k) != top_k or top_k < 1):
             raise InputError(f"top_k must be a positive integer or None, got {top_k!r}")
-        patches, valid = self.extract(image, keypoints)
+        patches, valid = self.extract(image, keypoints, frame_scale)
         hists = predict_histograms(self.model, patches, self.batch_size, rotations=self.rotations)
         poses = decode_poses(hists, k=top_k or 1, refine=refine, scale_range=self.cfg.scale_range)
+        poses["scale"] = poses["scale"] + check_frame_scale(frame_scale, len(patches))[:, None]
         out = {
             "orientation": poses["orientation"] if top_k else poses["orientation"][:, 0],
             "scale": poses["scale"] if top_k else poses["scale"][:, 0],

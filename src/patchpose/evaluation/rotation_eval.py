@@ -4,7 +4,8 @@ better on our keypoint poses (:func:`patchpose.assign`) than on SIFT's own?
 Each photo is turned about its centre by 0°, 10°, …, 350° (same canvas; the corners that leave it are lost).
 SIFT keypoints are detected in both images (one per location) and described by OpenCV's SIFT descriptor
 at three poses: SIFT's own, ours (``assign`` with ``SIFT_DESCRIPTOR_SIZE_FACTOR``, so that the descriptor
-window covers our characteristic region, as in the matching pipeline), and upright (SIFT's size, angle 0, the
+window covers our characteristic region, as in the matching pipeline), ours at SIFT's size (``keep_size``:
+SIFT's size kept, our angle read in its frame), and upright (SIFT's size, angle 0, the
 lower bound). Matches are mutual nearest neighbours (``cv2.BFMatcher(crossCheck=True)``); MMA@t is the
 share within t px of the true rotation, averaged over pairs. Outputs ``results.json``, ``results.md``.
 """
@@ -22,7 +23,7 @@ from ..conventions import similarity_about
 from ..fileio import write_text_atomic
 from ..geometry import apply_homography
 
-ROWS = ("sift", "ours", "upright")
+ROWS = ("sift", "ours", "ours_at_sift_size", "upright")
 
 
 def _dedupe(kps):
@@ -66,6 +67,9 @@ def evaluate_rotation(
         views0 = {
             "sift": k0,
             "ours": assign(img, k0, est, size_factor=SIFT_DESCRIPTOR_SIZE_FACTOR),
+            "ours_at_sift_size": assign(
+                img, k0, est, size_factor=SIFT_DESCRIPTOR_SIZE_FACTOR, keep_size=True
+            ),
             "upright": [cv2.KeyPoint(*k.pt, k.size, 0) for k in k0],
         }
         d0 = {r: sift.compute(g0, v)[1] for r, v in views0.items()}
@@ -81,6 +85,9 @@ def evaluate_rotation(
             views1 = {
                 "sift": k1,
                 "ours": assign(img1, k1, est, size_factor=SIFT_DESCRIPTOR_SIZE_FACTOR),
+                "ours_at_sift_size": assign(
+                    img1, k1, est, size_factor=SIFT_DESCRIPTOR_SIZE_FACTOR, keep_size=True
+                ),
                 "upright": [cv2.KeyPoint(*k.pt, k.size, 0) for k in k1],
             }
             for r in ROWS:

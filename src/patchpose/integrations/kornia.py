@@ -4,7 +4,9 @@
   kornia's ``ori_module`` / ``aff_module`` (e.g. ``KF.KeyNetDetector(ori_module=..., aff_module=...)``,
   ``KF.MultiResolutionDetector``). It reads the model's full input (its log-polar grid reaches far past
   the LAF) from the image at each LAF centre, and writes our scale and/or orientation into the LAF
-  (upright isotropic frames: an affine shape in the input LAF is replaced).
+  (upright isotropic frames: an affine shape in the input LAF is replaced). ``laf_frame=True`` reads the
+  model's input in each LAF's own frame (its scale) instead of at scale 0: better for SIFT keypoints in our
+  rotation-matching measurement, worse for kornia's ScaleSpaceDetector on the test image; measure it on yours.
 * :func:`kornia_angle_detector` — a module ``(B, 1, 32, 32) patches -> (B,) radians`` for
   ``KF.LAFOrienter(angle_detector=...)``. It only sees the patch kornia cut, so the model's input is read
   from the patch alone (rings beyond the patch see its reflection): less accurate than
@@ -32,11 +34,20 @@ def _estimator(estimator):
 class LAFPoseAssigner(nn.Module):
     """Set the scale and/or orientation of kornia LAFs from our model (``(laf, img) -> laf``)."""
 
-    def __init__(self, estimator=None, scale: bool = True, orientation: bool = True, laf_factor: float = 1.0):
+    def __init__(
+        self,
+        estimator=None,
+        scale: bool = True,
+        orientation: bool = True,
+        laf_factor: float = 1.0,
+        laf_frame: bool = False,
+    ):
         super().__init__()
         self.est = _estimator(estimator)
         self.est.model.eval()
         self.set_scale, self.set_orientation, self.laf_factor = scale, orientation, float(laf_factor)
+        # read the model's input in each LAF's own frame (its scale) instead of at scale 0
+        self.laf_frame = bool(laf_frame)
 
     def forward(self, laf: torch.Tensor, img: torch.Tensor) -> torch.Tensor:
         import kornia.feature as KF
@@ -56,7 +67,11 @@ class LAFPoseAssigner(nn.Module):
                 im = img[b].detach().float().cpu().clamp(0, 1).numpy()
                 im = im[0] if im.shape[0] == 1 else im.transpose(1, 2, 0)
                 kp = np.stack([np.clip(xy[:, 0], -0.5, w - 0.5), np.clip(xy[:, 1], -0.5, h - 0.5)], 1)
-                res = self.est.estimate(im, kp)
+                frame = None
+                if self.laf_frame:
+                    r = scale[0, :, 0, 0].double().numpy() / (REFERENCE_RADIUS * self.laf_factor)
+                    frame = np.log2(np.clip(r, 2.0**-12, 2.0**12))
+                res = self.est.estimate(im, kp, frame_scale=frame)
                 if self.set_scale:
                     r = REFERENCE_RADIUS * np.power(2.0, res["scale"]) * self.laf_factor
                     scale = torch.from_numpy(r).float().view(1, -1, 1, 1)

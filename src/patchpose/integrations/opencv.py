@@ -6,7 +6,7 @@ from __future__ import annotations
 import cv2
 import numpy as np
 
-from ..conventions import CV2_SIZE_FACTOR, to_cv2_size_angle
+from ..conventions import CV2_SIZE_FACTOR, from_cv2_size_angle, to_cv2_size_angle
 from ..errors import InputError
 
 #: ``size_factor`` that makes OpenCV's SIFT descriptor window (radius ≈ 5.3 · size) cover our characteristic
@@ -16,7 +16,14 @@ from ..errors import InputError
 SIFT_DESCRIPTOR_SIZE_FACTOR = 1.0 / (2.0 * 5.3)
 
 
-def assign(image, keypoints, estimator=None, size_factor: float = CV2_SIZE_FACTOR, top_k: int | None = None):
+def assign(
+    image,
+    keypoints,
+    estimator=None,
+    size_factor: float = CV2_SIZE_FACTOR,
+    top_k: int | None = None,
+    keep_size: bool = False,
+):
     """New ``cv2.KeyPoint``s with our poses.
 
     Args:
@@ -26,6 +33,9 @@ def assign(image, keypoints, estimator=None, size_factor: float = CV2_SIZE_FACTO
         size_factor: ``size = 2 · 16 · 2**σ · size_factor`` (1 = the diameter of our characteristic region).
         top_k: None for one keypoint per input; ``k`` for ``k`` keypoints per input (our top-k poses),
             in input order, strongest pose first.
+        keep_size: keep each keypoint's size (the detector's scale) and estimate only the angle, in the frame
+            of that size (``size_factor`` converts it to our scale). Measured far better than our own
+            scale for SIFT keypoints (``docs/results.md``).
     """
     from ..estimator import PatchPoseEstimator
 
@@ -36,8 +46,13 @@ def assign(image, keypoints, estimator=None, size_factor: float = CV2_SIZE_FACTO
         raise InputError("keypoints must be cv2.KeyPoint objects (use estimate() for (N, 2) arrays)")
     est = estimator if estimator is not None else PatchPoseEstimator.from_pretrained()
     xy = np.array([k.pt for k in kps], np.float64)
-    out = est.estimate(image, xy, top_k=top_k or 1)
+    frame = None
+    if keep_size:
+        frame, _ = from_cv2_size_angle([k.size for k in kps], np.zeros(len(kps)), size_factor)
+    out = est.estimate(image, xy, top_k=top_k or 1, frame_scale=frame)
     size, angle = to_cv2_size_angle(out["scale"], out["orientation"], size_factor)
+    if keep_size:
+        size = np.broadcast_to(np.array([k.size for k in kps], np.float64)[:, None], size.shape)
     res = []
     for i, k in enumerate(kps):
         for j in range(top_k or 1):
