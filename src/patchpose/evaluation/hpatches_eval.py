@@ -397,7 +397,7 @@ def evaluate_hpatches(
             "weights": str(weights),
             **asdict(cfg),
             "protocol": protocol,
-            "cache_version": 2,
+            "cache_version": 3,
         },
         sort_keys=True,
     )
@@ -467,6 +467,7 @@ ROW_LABELS = {
     "lower": "lower (no pose)",
     "sift": "SIFT's own pose",
     "ours": "ours (argmax)",
+    "sift_scale+ours_angle": "SIFT's scale, our angle in its frame",
     "upper": "upper (pose from H)",
 }
 

@@ -9,6 +9,8 @@ Pose rows (how each keypoint's descriptor patch is turned and sized):
 ``ours``        our argmax pose: half-width ``REFERENCE_RADIUS · 2**σ`` (the models are centred on σ = 0)
 ``ours_topK``   our top-K orientations (at the argmax scale): K patches per keypoint; two keypoints'
                 distance is the smallest over their K × K descriptor pairs
+``sift_scale+   SIFT's scale kept, our angle estimated in the frame of that scale
+ours_angle``    (:meth:`~patchpose.PatchPoseEstimator.estimate` with ``frame_scale``)
 ``upper``       the ground truth from a homography ``H``: upright at 16 px in image 1, and in image 2 the
                 pose change that ``H`` makes at the keypoint's source point (:func:`patchpose.geometry.pose_change`)
 =============== ==========================================================================================
@@ -39,7 +41,7 @@ SIFT_REGION = 5.3
 
 def pose_rows(top_k: int = 4) -> tuple[str, ...]:
     """Row names in report order."""
-    return ("lower", "sift", "ours", f"ours_top{top_k}", "upper")
+    return ("lower", "sift", "ours", f"ours_top{top_k}", "sift_scale+ours_angle", "upper")
 
 
 @dataclass
@@ -135,12 +137,19 @@ def describe_rows(
         if est is None:
             raise InputError("rows 'ours'/'ours_topK' need an estimator")
         ours = est.estimate(feats.image, feats.xy, top_k=cfg.top_k)
-    out = {}
+    out, framed = {}, None
     for row in rows:
         if len(feats) == 0:
             out[row] = np.zeros((0, 1, describer.dim), np.float32)
             continue
-        s, o = keypoint_poses(row, feats, ours, H_from_1, cfg.top_k)
+        if row == "sift_scale+ours_angle":  # the detector's scale kept, our angle read in its frame
+            if est is None or not np.isfinite(feats.sift_scale).all():
+                raise InputError(f"row {row!r} needs an estimator and SIFT detections")
+            if framed is None:
+                framed = est.estimate(feats.image, feats.xy, frame_scale=feats.sift_scale)
+            s, o = feats.sift_scale[:, None], framed["orientation"][:, None]
+        else:
+            s, o = keypoint_poses(row, feats, ours, H_from_1, cfg.top_k)
         k = s.shape[1]
         d = describer.describe(
             feats.pyramid, np.repeat(feats.xy, k, 0), s.reshape(-1), o.reshape(-1), cfg.region
