@@ -36,6 +36,19 @@ def _dedupe(kps):
     return out
 
 
+def _views(img, kps, est) -> dict:
+    """The keypoints of every row: SIFT's own, ours, SIFT's size with our angle, and upright."""
+    from ..integrations.opencv import SIFT_DESCRIPTOR_SIZE_FACTOR, assign
+
+    f = SIFT_DESCRIPTOR_SIZE_FACTOR
+    return {
+        "sift": kps,
+        "ours": assign(img, kps, est, size_factor=f),
+        "ours_at_sift_size": assign(img, kps, est, size_factor=f, keep_size=True),
+        "upright": [cv2.KeyPoint(*k.pt, k.size, 0) for k in kps],
+    }
+
+
 def evaluate_rotation(
     photos: list[Path],
     out_dir: str | Path,
@@ -50,7 +63,6 @@ def evaluate_rotation(
 
     from ..data.patches import load_image, resize_long_side
     from ..estimator import PatchPoseEstimator
-    from ..integrations.opencv import SIFT_DESCRIPTOR_SIZE_FACTOR, assign
 
     t0 = time.time()
     est = PatchPoseEstimator.load(weights)
@@ -64,14 +76,7 @@ def evaluate_rotation(
         k0 = _dedupe(sift.detect(g0, None))
         if len(k0) < 10:
             continue
-        views0 = {
-            "sift": k0,
-            "ours": assign(img, k0, est, size_factor=SIFT_DESCRIPTOR_SIZE_FACTOR),
-            "ours_at_sift_size": assign(
-                img, k0, est, size_factor=SIFT_DESCRIPTOR_SIZE_FACTOR, keep_size=True
-            ),
-            "upright": [cv2.KeyPoint(*k.pt, k.size, 0) for k in k0],
-        }
+        views0 = _views(img, k0, est)
         d0 = {r: sift.compute(g0, v)[1] for r, v in views0.items()}
         for a in angles:
             H = similarity_about(((w - 1) / 2, (h - 1) / 2), 0.0, np.radians(a))
@@ -82,14 +87,7 @@ def evaluate_rotation(
                 for r in ROWS:
                     per_angle[r][a].append([0.0] * len(thresholds))
                 continue
-            views1 = {
-                "sift": k1,
-                "ours": assign(img1, k1, est, size_factor=SIFT_DESCRIPTOR_SIZE_FACTOR),
-                "ours_at_sift_size": assign(
-                    img1, k1, est, size_factor=SIFT_DESCRIPTOR_SIZE_FACTOR, keep_size=True
-                ),
-                "upright": [cv2.KeyPoint(*k.pt, k.size, 0) for k in k1],
-            }
+            views1 = _views(img1, k1, est)
             for r in ROWS:
                 _, d1 = sift.compute(g1, views1[r])
                 m = bf.match(d0[r], d1)
