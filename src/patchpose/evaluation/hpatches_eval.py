@@ -44,13 +44,7 @@ from ..geometry import apply_homography, inside, pose_change
 from ..matching.describe import Describer
 from ..matching.matcher import mutual_nn
 from ..matching.pipeline import MatchConfig, describe_rows, detect, pose_rows, reprojection_errors
-from .metrics import accuracies, relative_errors
-from .official import (
-    official_accuracies,
-    official_errors_from_poses,
-    official_topk_ori_errors,
-    official_topk_scale_errors,
-)
+from .patchpose_eval import MethodPoses, _continuous, _official
 
 POSE_MARGIN = 32.0  # px: pose-transfer keypoints lie this far inside both images
 POSE_KEYPOINTS = 25  # per detector (SIFT, Harris) in image 1, as the paper's 25 patches per pair
@@ -280,12 +274,8 @@ def _gather(per_seq: dict[str, dict], names: list[str], kind: str):
     return methods, pairs, off
 
 
-def _official_acc(scale_err, ori_err) -> dict:
-    acc = official_accuracies(scale_err, ori_err)
-    keys = (("scale_acc@1/6", "scale_acc@1/3") if scale_err is not None else ()) + (
-        ("ori_acc@5", "ori_acc@10") if ori_err is not None else ()
-    )
-    return {k: acc[k] for k in keys}
+def _strip(acc: dict) -> dict:
+    return {k: v for k, v in acc.items() if k != "n_pairs"}
 
 
 def pose_tables(per_seq: dict[str, dict], names: list[str], top_k: int, bins_per_octave) -> dict:
@@ -295,7 +285,7 @@ def pose_tables(per_seq: dict[str, dict], names: list[str], top_k: int, bins_per
         methods, pairs, n = _gather(per_seq, names, kind)
         if not pairs or len(pairs["ref"]) == 0:
             continue
-        ref, trg = pairs["ref"], pairs["trg"]
+        trg = pairs["trg"]
         zero = np.zeros((n, 1))
         gt_s, gt_o = zero.copy(), zero.copy()
         gt_s[trg, 0], gt_o[trg, 0] = pairs["d_scale"], pairs["d_ori"]
@@ -303,38 +293,14 @@ def pose_tables(per_seq: dict[str, dict], names: list[str], top_k: int, bins_per
         official, continuous = {}, {}
         for name, f in {**bounds, **methods}.items():
             label = "ours" if name == "patchpose" else name
-            se = oe = None
-            if "scale_hist" in f:
-                se = official_topk_scale_errors(
-                    f["scale_hist"][ref], f["scale_hist"][trg], pairs["scale_factor"], 1, bins_per_octave
-                )
-            elif "scale" in f:
-                se = official_errors_from_poses(
-                    f["scale"][ref, :1], f["scale"][trg, :1], pairs["scale_factor"], "scale"
-                )
-            if "ori_hist" in f:
-                oe = official_topk_ori_errors(f["ori_hist"][ref], f["ori_hist"][trg], pairs["angle_deg"], 1)
-            elif "ori" in f:
-                oe = official_errors_from_poses(
-                    f["ori"][ref, :1], f["ori"][trg, :1], pairs["angle_deg"], "orientation"
-                )
-            official[label] = _official_acc(se, oe)
-            pa, pb = {}, {}
-            if "scale" in f:
-                pa["scale"], pb["scale"] = f["scale"][ref, 0], f["scale"][trg, 0]
-            if "ori" in f:
-                pa["orientation"], pb["orientation"] = f["ori"][ref, 0], f["ori"][trg, 0]
-            err = relative_errors(pa, pb, pairs["d_scale"], pairs["d_ori"])
-            continuous[label] = accuracies({k: np.where(np.isfinite(v), v, np.inf) for k, v in err.items()})
+            m = MethodPoses(
+                label, f.get("scale"), f.get("ori"), f.get("scale_hist"), f.get("ori_hist"), bins_per_octave
+            )
+            official[label] = _strip(_official(m, pairs, pairs))
+            continuous[label] = _strip(_continuous(m, pairs)[0])
             if name == "patchpose":
-                se_k = official_topk_scale_errors(
-                    f["scale_hist"][ref], f["scale_hist"][trg], pairs["scale_factor"], top_k, bins_per_octave
-                )
-                oe_k = official_topk_ori_errors(
-                    f["ori_hist"][ref], f["ori_hist"][trg], pairs["angle_deg"], top_k
-                )
-                official[f"ours_top{top_k}"] = _official_acc(se_k, oe_k)
-        out[kind] = {"official": official, "continuous": continuous, "n_pairs": int(len(ref))}
+                official[f"ours_top{top_k}"] = _strip(_official(m, pairs, pairs, k=top_k))
+        out[kind] = {"official": official, "continuous": continuous, "n_pairs": int(len(trg))}
     return out
 
 
