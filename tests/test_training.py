@@ -147,3 +147,31 @@ def test_fine_tuning_starts_from_given_weights(photos, tmp_path):
             tmp_path / "bad",
             progress=False,
         )
+
+
+def test_weight_ema_is_the_stated_average_and_resumes(photos, tmp_path):
+    """optim.ema: the checkpoint's "model" is the moving average (what validation, export and init_from
+    use), "train_model" the raw weights; the average follows its formula, and a resumed run continues both."""
+    from patchpose.training.trainer import WeightEMA
+
+    net = torch.nn.Linear(2, 1)
+    ema = WeightEMA(net, 0.9)
+    w0 = net.weight.detach().clone()
+    with torch.no_grad():
+        net.weight.add_(1.0)
+    ema.update(net)  # d = min(0.9, 2/11)
+    d = 2 / 11
+    assert torch.allclose(ema.model.weight, d * w0 + (1 - d) * (w0 + 1.0))
+    with pytest.raises(ValueError, match="optim.ema"):
+        WeightEMA(net, 1.0)
+
+    out = tmp_path / "run"
+    train(small_cfg(photos, 3, "data.val_pairs=0", "optim.ema=0.99"), out, progress=False)
+    ck = load_checkpoint(out / "checkpoint.pt")
+    assert set(ck) >= {"model", "train_model"}
+    differs = [k for k in ck["model"] if k.endswith("weight") and not torch.equal(ck["model"][k], ck["train_model"][k])]
+    assert differs, "the averaged weights equal the raw ones"
+    train(small_cfg(photos, 5, "data.val_pairs=0", "optim.ema=0.99"), out, resume=True, progress=False)
+    ck2 = load_checkpoint(out / "checkpoint.pt")
+    assert ck2["step"] == 5
+    assert any(not torch.equal(ck["model"][k], ck2["model"][k]) for k in differs)

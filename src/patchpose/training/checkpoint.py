@@ -20,12 +20,25 @@ def atomic_save(obj, path: str | Path) -> None:
 
 
 def save_checkpoint(
-    path, model, optimizer, scheduler, config: dict, step: int, metrics: dict, best: float
+    path,
+    model,
+    optimizer,
+    scheduler,
+    config: dict,
+    step: int,
+    metrics: dict,
+    best: float,
+    ema=None,
 ) -> None:
+    """``model`` is the network being trained. With ``ema`` (a moving average of it), ``"model"`` holds the
+    averaged weights, the ones validated, exported and fine-tuned from, and ``"train_model"`` the raw ones
+    that a resumed run continues from."""
+    extra = {"train_model": model.state_dict()} if ema is not None else {}
     atomic_save(
         {
             "version": CHECKPOINT_VERSION,
-            "model": model.state_dict(),
+            "model": (ema if ema is not None else model).state_dict(),
+            **extra,
             "optimizer": optimizer.state_dict(),
             "scheduler": scheduler.state_dict(),
             "config": config,

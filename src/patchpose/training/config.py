@@ -36,6 +36,7 @@ class OptimConfig:
     grad_clip: float = 5.0  # max gradient norm (0 = off)
     amp: str = "bf16"  # "bf16" | "fp16" (CUDA only) | "none"
     channels_last: bool = True
+    ema: float = 0.0  # decay of an exponential moving average of the weights (0 = off; e.g. 0.999)
 
 
 @dataclass

@@ -60,6 +60,31 @@ def make_scheduler(opt, oc) -> torch.optim.lr_scheduler.LambdaLR:
     return torch.optim.lr_scheduler.LambdaLR(opt, f)
 
 
+class WeightEMA:
+    """An exponential moving average of a network's weights (``optim.ema``): after every step
+    ``ema ← d·ema + (1 − d)·weights`` with ``d = min(decay, (1 + n)/(10 + n))`` after ``n`` updates, so that
+    the first steps do not drag it towards the initial weights for long; buffers are copied."""
+
+    def __init__(self, model: torch.nn.Module, decay: float):
+        import copy
+
+        if not 0.0 < decay < 1.0:
+            raise ValueError(f"optim.ema must be in (0, 1), got {decay}")
+        self.decay, self.updates = decay, 0
+        self.model = copy.deepcopy(model).eval()
+        for p in self.model.parameters():
+            p.requires_grad_(False)
+
+    @torch.no_grad()
+    def update(self, model: torch.nn.Module) -> None:
+        self.updates += 1
+        d = min(self.decay, (1 + self.updates) / (10 + self.updates))
+        for e, p in zip(self.model.parameters(), model.parameters(), strict=True):
+            e.lerp_(p.detach(), 1.0 - d)
+        for e, b in zip(self.model.buffers(), model.buffers(), strict=True):
+            e.copy_(b)
+
+
 def score(val: dict) -> float:
     """Model selection score: mean of the four accuracies on the scale-only, rotation-only and joint pairs."""
     vals = [v for proto in val.values() for m, v in proto.items() if m != "n_pairs"]
@@ -138,8 +163,12 @@ def _train(cfg, out_dir, resume: bool, progress: bool, dd) -> dict:
     sched = make_scheduler(opt, oc)
     lcfg = LossConfig(**c["loss"])
     step, best = 0, -1.0
+    ema = WeightEMA(model, oc.ema) if oc.ema else None
     if ckpt is not None:
-        model.load_state_dict(ckpt["model"])
+        model.load_state_dict(ckpt.get("train_model", ckpt["model"]))
+        if ema is not None:
+            ema.model.load_state_dict(ckpt["model"])
+            ema.updates = int(ckpt["step"])
         opt.load_state_dict(ckpt["optimizer"])
         sched.load_state_dict(ckpt["scheduler"])
         step, best = int(ckpt["step"]), float(ckpt.get("best", -1.0))
@@ -193,7 +222,9 @@ def _train(cfg, out_dir, resume: bool, progress: bool, dd) -> dict:
 
     def checkpoint(tag: str = "checkpoint.pt") -> None:
         if dd.main:
-            save_checkpoint(out / tag, core, opt, sched, c, step, val, best)
+            save_checkpoint(
+                out / tag, core, opt, sched, c, step, val, best, ema=ema.model if ema is not None else None
+            )
 
     bar = tqdm(total=oc.steps, initial=step, disable=not progress, desc="train", dynamic_ncols=True)
     it = iter(loader)
@@ -224,6 +255,8 @@ def _train(cfg, out_dir, resume: bool, progress: bool, dd) -> dict:
                 torch.nn.utils.clip_grad_norm_(model.parameters(), oc.grad_clip)
             opt.step()
             sched.step()
+            if ema is not None:
+                ema.update(core)
             step += 1
             for k, v in losses.items():
                 fv = float(v.detach())
@@ -251,7 +284,7 @@ def _train(cfg, out_dir, resume: bool, progress: bool, dd) -> dict:
                 )
                 metrics_f.flush()
             if val_pairs is not None and (step % rc.val_every == 0 or step == oc.steps):
-                val = evaluate_model(core, val_pairs)
+                val = evaluate_model(ema.model if ema is not None else core, val_pairs)
                 model.train()
                 s = score(val)
                 metrics_f.write(json.dumps({"step": step, "val": val, "score": s}) + "\n")
