@@ -97,8 +97,16 @@ def top_peaks(hist: torch.Tensor, k: int, circular: bool) -> torch.Tensor:
 
 
 def decode(hist: torch.Tensor, circular: bool, k: int = 1, refine: bool = True) -> torch.Tensor:
-    """Continuous bin coordinates ``(N, k)`` of the ``k`` strongest modes of ``hist``."""
+    """Continuous bin coordinates ``(N, k)`` of the ``k`` strongest modes of the probabilities ``hist``.
+
+    ``refine``: fit a Gaussian to each peak, i.e. take the vertex of the parabola through the
+    *log*-probabilities of the peak bin and its two neighbours (exact for a Gaussian-shaped peak; the log
+    of a softmax is the network's logits up to a constant). A parabola through the probabilities
+    themselves is pulled towards the bin centre when the peak is sharp: on the PatchPose test split it put
+    87.2 % of patchpose-v2's rotation-only pairs within ±5°, the log fit 97.8 % (``docs/results.md``).
+    """
     peaks = top_peaks(hist, k, circular) if k > 1 else hist.argmax(dim=1, keepdim=True)
     if not refine:
         return peaks.to(hist.dtype)
-    return torch.stack([refine_peaks(hist, peaks[:, j : j + 1], circular)[:, 0] for j in range(k)], dim=1)
+    logh = torch.log(hist.clamp_min(torch.finfo(hist.dtype).tiny))
+    return torch.stack([refine_peaks(logh, peaks[:, j : j + 1], circular)[:, 0] for j in range(k)], dim=1)
