@@ -279,3 +279,32 @@ def test_official_metric_for_continuous_methods():
         np.array([[0.0, 1.0]]), np.array([[1.0, 1.0 / 3]]), np.array([2 ** (1 / 3)]), "scale"
     )
     np.testing.assert_array_equal(e, [0.0])
+
+
+def test_exact_poses_ceiling_of_the_official_metric():
+    """A perfect estimator has zero continuous error, scores 100 % on rotations by whole bins, and loses
+    exactly the quantisation on a 3° rotation: a pair fails when the reference's angle lies within 3° below
+    a bin boundary, i.e. 30 % of the time."""
+    from patchpose.evaluation.patchpose_eval import _continuous, _official, exact_poses
+
+    n = 4000
+    for angle, expected in ((30.0, 100.0), (3.0, 70.0)):
+        data = {
+            "keypoint": np.repeat(np.arange(n), 2),
+            "scale_factor": np.ones(2 * n),
+            "angle_deg": np.tile([0.0, angle], n),
+        }
+        pairs = {
+            "ref": np.arange(0, 2 * n, 2),
+            "trg": np.arange(1, 2 * n, 2),
+            "scale_factor": np.ones(n),
+            "angle_deg": np.full(n, angle),
+            "d_scale": np.zeros(n),
+            "d_ori": np.full(n, np.radians(angle)),
+        }
+        m = exact_poses(data, seed=1)
+        res = _official(m, None, pairs)
+        assert res["ori_acc@5"] == pytest.approx(expected, abs=2.0)
+        assert res["ori_acc@10"] == 100.0
+        cont, err = _continuous(m, pairs, ("orientation",))
+        assert np.abs(err["orientation"]).max() < 1e-9 and cont["ori_acc@5"] == 100.0
