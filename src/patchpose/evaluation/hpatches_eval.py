@@ -363,7 +363,7 @@ def evaluate_hpatches(
             "weights": str(weights),
             **asdict(cfg),
             "protocol": protocol,
-            "cache_version": 3,
+            "cache_version": 4,  # 4: peaks refined by a Gaussian fit
         },
         sort_keys=True,
     )
