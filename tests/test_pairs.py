@@ -306,3 +306,28 @@ def test_polar_shading_is_a_linear_ramp_in_log_gain():
     assert (amp <= r[None] / 512 + 1e-6).all() and amp.max() > 0.05
     same = pairs_mod.polar_shading(np.random.default_rng(0), ones, np.zeros(4), grid, 0.0)
     np.testing.assert_array_equal(same, ones)
+
+
+def test_jitter_moves_each_view_by_its_own_pixels_and_keeps_labels(pool):
+    """data.jitter: each view's keypoint moves on its own by N(0, jitter²) of *its* pixels (2**sigma photo
+    pixels), the views are cut there, and the labels do not change; without augmentation nothing moves."""
+    from patchpose.data.inputs import extract_inputs
+
+    plain = PairConfig(long_side=0, margin=60, noise=0.0, gamma=0.0)
+    jit = PairConfig(long_side=0, margin=60, noise=0.0, gamma=0.0, jitter=0.5)
+    b0 = sample_pairs(np.random.default_rng(5), pool, 400, plain, PS)
+    b1 = sample_pairs(np.random.default_rng(5), pool, 400, jit, PS)
+    np.testing.assert_array_equal(b0["xy"], b1["xy"])
+    np.testing.assert_array_equal(b0["d_scale"], b1["d_scale"])
+    np.testing.assert_array_equal(b0["d_ori"], b1["d_ori"])
+    np.testing.assert_array_equal(b0["xy_a"], b0["xy"])
+    off_a = (b1["xy_a"] - b1["xy"]) / np.exp2(b1["sigma_a"])[:, None]
+    off_b = b1["xy_b"] - b1["xy"]
+    assert 0.45 < off_a.std() < 0.55 and np.abs(off_a.mean()) < 0.06
+    assert not np.allclose(b1["xy_a"], b1["xy_b"])
+    assert np.abs(off_b).max() > 0  # view b moves too, independently
+    i = np.arange(8)
+    again = extract_inputs(pool.pyramids[0], b1["xy_a"][i], b1["sigma_a"][i], b1["theta_a"][i], PS, (1.0,), None)
+    np.testing.assert_allclose(again, b1["patch_a"][i], atol=1e-5)
+    ev = sample_pairs(np.random.default_rng(5), pool, 8, jit, PS, augment=False)
+    np.testing.assert_array_equal(ev["xy_a"], ev["xy"])

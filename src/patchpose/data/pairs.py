@@ -58,6 +58,10 @@ class PairConfig:
     # log-polar inputs only: a smooth illumination ramp per view, a multiplicative gain of
     # 2^(g·x/512) along a random direction x (pixels from the keypoint), g ~ U[-shading, shading]
     shading: float = 0.0
+    # training pairs only: the keypoint of each view moved by N(0, jitter²) view pixels per axis, on its
+    # own, as a detector finds it again in another image (labels unchanged: a pose should not depend on
+    # where, within a pixel or so, the keypoint was found)
+    jitter: float = 0.0
 
 
 class PhotoPool:
@@ -166,6 +170,9 @@ def sample_pairs(
         kps = pool.keypoints[k]
         xy[i] = kps[rng.integers(0, len(kps))]
     sb, tb = sa - ds, ta - do
+    xy_v = [xy, xy]
+    if augment and cfg.jitter > 0:  # a view's pixel is 2**sigma photo pixels
+        xy_v = [xy + cfg.jitter * np.exp2(s)[:, None] * rng.standard_normal((n, 2)) for s in (sa, sb)]
     resample = polar is not None and cfg.resample > 0
     # affine shapes: identity, or a stretch on view a or view b (labels unchanged, see PairConfig)
     shapes = np.broadcast_to(np.eye(2), (2, n, 2, 2)).copy()
@@ -186,7 +193,7 @@ def sample_pairs(
             sh = shapes[vi, sel] if cfg.anisotropy > 0 else None
             v = extract_inputs(
                 pyr,
-                xy[sel][d],
+                xy_v[vi][sel][d],
                 s_[d],
                 t_[d],
                 patch_size,
@@ -198,7 +205,7 @@ def sample_pairs(
                 full = np.empty((len(sel), *v.shape[1:]), np.float32)
                 full[d] = v
                 full[m] = render_view_polar(
-                    pyr, xy[sel][m], s_[m], t_[m], polar, shape=None if sh is None else sh[m]
+                    pyr, xy_v[vi][sel][m], s_[m], t_[m], polar, shape=None if sh is None else sh[m]
                 )
                 v = full
             views.append(v)
@@ -220,6 +227,8 @@ def sample_pairs(
         "theta_a": ta,
         "image": img_idx,
         "xy": xy,
+        "xy_a": xy_v[0],
+        "xy_b": xy_v[1],
         "shape_a": shapes[0],
         "shape_b": shapes[1],
     }
