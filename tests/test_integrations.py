@@ -177,6 +177,31 @@ def test_rotation_matching_eval_on_a_tiny_set(tmp_path):
         assert per[r]["0"][1] > 0.9
     assert per["upright"]["90"][1] < per["sift"]["90"][1]  # without a pose, a quarter turn hurts
     assert "| ours |" in (tmp_path / "o" / "results.md").read_text()
+    cons = doc["angle_consistency"]  # a quarter turn is exact: SIFT finds its keypoints and angles again
+    assert set(cons) == {"sift", "ours", "ours_at_sift_size"}
+    assert cons["sift"]["0-1 px"]["n"] > 50 and cons["sift"]["0-1 px"]["median_deg"] < 1.0
+    assert "Angle error at the keypoints SIFT finds again" in (tmp_path / "o" / "results.md").read_text()
+
+
+def test_angle_errors_by_hand():
+    """angle_errors pairs each keypoint with its re-detection under H and scores cv2's clockwise angles:
+    a CCW turn by a lowers cv2.KeyPoint.angle by a; keypoints found too far or at another size are left out."""
+    from patchpose.conventions import similarity_about
+    from patchpose.evaluation.rotation_eval import angle_errors, summarise_angle_errors
+
+    H = similarity_about((50.0, 50.0), 0.0, np.radians(30.0))
+    pts = np.array([[20.0, 30.0], [60.0, 70.0], [80.0, 20.0]])
+    moved = (H[:2, :2] @ pts.T).T + H[:2, 2]
+    k0 = [cv2.KeyPoint(*p, 4.0, 100.0) for p in pts]
+    k1 = [
+        cv2.KeyPoint(moved[0, 0] + 0.3, moved[0, 1], 4.0, 70.0),  # exact angle, found 0.3 px away
+        cv2.KeyPoint(moved[1, 0], moved[1, 1], 4.0, 75.0),  # 5° off
+        cv2.KeyPoint(moved[2, 0], moved[2, 1], 8.0, 70.0),  # found at twice the size: left out
+    ]
+    e = angle_errors({"sift": k0, "ours": k0, "ours_at_sift_size": k0}, {"sift": k1, "ours": k1, "ours_at_sift_size": k1}, H, 30.0)
+    np.testing.assert_allclose(e["sift"], [[0.0, 0.3], [5.0, 0.0]], atol=1e-4)
+    s = summarise_angle_errors({"sift": [e["sift"]]})["sift"]
+    assert s["0-1 px"]["n"] == 2 and s["0.25-0.5 px"]["n"] == 1 and s["0-0.25 px"]["within_5"] == 1.0
 
 
 def test_frame_scale_reads_the_keypoint_in_the_detectors_frame(rotated_pair):

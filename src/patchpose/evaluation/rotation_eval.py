@@ -8,6 +8,10 @@ window covers our characteristic region, as in the matching pipeline), ours at S
 SIFT's size kept, our angle read in its frame), and upright (SIFT's size, angle 0, the
 lower bound). Matches are mutual nearest neighbours (``cv2.BFMatcher(crossCheck=True)``); MMA@t is the
 share within t px of the true rotation, averaged over pairs. Outputs ``results.json``, ``results.md``.
+
+A diagnostic goes with it: the **angle error at the keypoints SIFT finds again** (a keypoint of the turned
+image within 1 px of a keypoint's true position and within ±1/4 octave of its size), for each row's angle,
+split by how far from the true position the keypoint was found again (``ANGLE_OFFSET_BINS``, pixels).
 """
 
 from __future__ import annotations
@@ -24,6 +28,50 @@ from ..fileio import write_text_atomic
 from ..geometry import apply_homography
 
 ROWS = ("sift", "ours", "ours_at_sift_size", "upright")
+ANGLE_ROWS = ("sift", "ours", "ours_at_sift_size")
+ANGLE_OFFSET_BINS = ((0.0, 0.25), (0.25, 0.5), (0.5, 1.0))
+
+
+def angle_errors(views0: dict, views1: dict, H: np.ndarray, angle_deg: float) -> dict:
+    """Per row, ``(n, 2)`` rows ``[|angle error| in degrees, re-detection offset in px]`` at the keypoints of
+    image 0 found again in image 1 (nearest within 1 px of the true position, size within ±1/4 octave).
+
+    ``cv2.KeyPoint.angle`` is clockwise as displayed, and turning the image counter-clockwise by ``a``
+    changes it by ``−a``: the error is ``angle1 − angle0 + a``, wrapped to (−180°, 180°]."""
+    from scipy.spatial import cKDTree
+
+    k0, k1 = views0["sift"], views1["sift"]
+    x0 = np.array([k.pt for k in k0])
+    x1 = np.array([k.pt for k in k1])
+    d, j = cKDTree(x1).query(apply_homography(H, x0))
+    s0 = np.array([k.size for k in k0])
+    s1 = np.array([k.size for k in k1])[j]
+    ok = (d <= 1.0) & (np.abs(np.log2(s1 / s0)) <= 0.25)
+    out = {}
+    for r in ANGLE_ROWS:
+        a0 = np.array([k.angle for k in views0[r]])
+        a1 = np.array([k.angle for k in views1[r]])[j]
+        e = np.abs((a1 - a0 + angle_deg + 180.0) % 360.0 - 180.0)
+        out[r] = np.stack([e[ok], d[ok]], axis=1)
+    return out
+
+
+def summarise_angle_errors(errs: dict) -> dict:
+    """``{row: {"LO-HI px": {"n", "median_deg", "within_5", "within_10", "over_90"}}}`` (shares in [0, 1])."""
+    out = {}
+    for r, v in errs.items():
+        v = np.concatenate(v) if v else np.zeros((0, 2))
+        out[r] = {}
+        for lo, hi in ((0.0, 1.0), *ANGLE_OFFSET_BINS):  # each bin [lo, hi), the last one up to 1 px included
+            e = v[(v[:, 1] >= lo) & ((v[:, 1] < hi) | (hi == 1.0)), 0]
+            out[r][f"{lo:g}-{hi:g} px"] = {
+                "n": int(len(e)),
+                "median_deg": float(np.median(e)) if len(e) else float("nan"),
+                "within_5": float(np.mean(e <= 5)) if len(e) else float("nan"),
+                "within_10": float(np.mean(e <= 10)) if len(e) else float("nan"),
+                "over_90": float(np.mean(e > 90)) if len(e) else float("nan"),
+            }
+    return out
 
 
 def _dedupe(kps):
@@ -69,6 +117,7 @@ def evaluate_rotation(
     sift = cv2.SIFT_create(nfeatures=max_keypoints)
     bf = cv2.BFMatcher(cv2.NORM_L2, crossCheck=True)
     per_angle = {r: {a: [] for a in angles} for r in ROWS}
+    errs: dict = {r: [] for r in ANGLE_ROWS}
     for p in tqdm(photos, desc="photos", disable=not progress):
         img, _ = resize_long_side(load_image(p), max_side)
         h, w = img.shape[:2]
@@ -88,6 +137,9 @@ def evaluate_rotation(
                     per_angle[r][a].append([0.0] * len(thresholds))
                 continue
             views1 = _views(img1, k1, est)
+            if a % 360:
+                for r, e in angle_errors(views0, views1, H, a).items():
+                    errs[r].append(e)
             for r in ROWS:
                 _, d1 = sift.compute(g1, views1[r])
                 m = bf.match(d0[r], d1)
@@ -105,6 +157,7 @@ def evaluate_rotation(
         "thresholds_px": list(thresholds),
         "mma_overall": overall,
         "mma_per_angle": curves,
+        "angle_consistency": summarise_angle_errors(errs),
         "photos": len(photos),
         "model": est.meta.get("name", str(weights)),
         "seconds": time.time() - t0,
@@ -122,6 +175,23 @@ def evaluate_rotation(
     ]
     for r in ROWS:
         lines.append(f"| {r} | " + " | ".join(f"{v:.3f}" for v in overall[r]) + " |")
+    lines += [
+        "",
+        "## Angle error at the keypoints SIFT finds again",
+        "",
+        "Keypoints of the turned image within 1 px of a keypoint's true position (size within ±1/4 octave), "
+        "every rotation but 0°; by the distance between the true and the re-detected position. Median error "
+        "in degrees; shares within 5°, within 10° and beyond 90°.",
+        "",
+        "| pose | offset | keypoints | median ° | ≤ 5° | ≤ 10° | > 90° |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for r, bins in doc["angle_consistency"].items():
+        for b, v in bins.items():
+            lines.append(
+                f"| {r} | {b} | {v['n']} | {v['median_deg']:.2f} | {v['within_5']:.3f} | "
+                f"{v['within_10']:.3f} | {v['over_90']:.3f} |"
+            )
     write_text_atomic(out / "results.json", json.dumps(doc, indent=1))
     write_text_atomic(out / "results.md", "\n".join(lines) + "\n")
     return doc
