@@ -198,7 +198,12 @@ def test_angle_errors_by_hand():
         cv2.KeyPoint(moved[1, 0], moved[1, 1], 4.0, 75.0),  # 5° off
         cv2.KeyPoint(moved[2, 0], moved[2, 1], 8.0, 70.0),  # found at twice the size: left out
     ]
-    e = angle_errors({"sift": k0, "ours": k0, "ours_at_sift_size": k0}, {"sift": k1, "ours": k1, "ours_at_sift_size": k1}, H, 30.0)
+    e = angle_errors(
+        {"sift": k0, "ours": k0, "ours_at_sift_size": k0},
+        {"sift": k1, "ours": k1, "ours_at_sift_size": k1},
+        H,
+        30.0,
+    )
     np.testing.assert_allclose(e["sift"], [[0.0, 0.3], [5.0, 0.0]], atol=1e-4)
     s = summarise_angle_errors({"sift": [e["sift"]]})["sift"]
     assert s["0-1 px"]["n"] == 2 and s["0.25-0.5 px"]["n"] == 1 and s["0-0.25 px"]["within_5"] == 1.0

@@ -327,7 +327,9 @@ def test_jitter_moves_each_view_by_its_own_pixels_and_keeps_labels(pool):
     assert not np.allclose(b1["xy_a"], b1["xy_b"])
     assert np.abs(off_b).max() > 0  # view b moves too, independently
     i = np.arange(8)
-    again = extract_inputs(pool.pyramids[0], b1["xy_a"][i], b1["sigma_a"][i], b1["theta_a"][i], PS, (1.0,), None)
+    again = extract_inputs(
+        pool.pyramids[0], b1["xy_a"][i], b1["sigma_a"][i], b1["theta_a"][i], PS, (1.0,), None
+    )
     np.testing.assert_allclose(again, b1["patch_a"][i], atol=1e-5)
     ev = sample_pairs(np.random.default_rng(5), pool, 8, jit, PS, augment=False)
     np.testing.assert_array_equal(ev["xy_a"], ev["xy"])

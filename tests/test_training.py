@@ -169,7 +169,11 @@ def test_weight_ema_is_the_stated_average_and_resumes(photos, tmp_path):
     train(small_cfg(photos, 3, "data.val_pairs=0", "optim.ema=0.99"), out, progress=False)
     ck = load_checkpoint(out / "checkpoint.pt")
     assert set(ck) >= {"model", "train_model"}
-    differs = [k for k in ck["model"] if k.endswith("weight") and not torch.equal(ck["model"][k], ck["train_model"][k])]
+    differs = [
+        k
+        for k in ck["model"]
+        if k.endswith("weight") and not torch.equal(ck["model"][k], ck["train_model"][k])
+    ]
     assert differs, "the averaged weights equal the raw ones"
     train(small_cfg(photos, 5, "data.val_pairs=0", "optim.ema=0.99"), out, resume=True, progress=False)
     ck2 = load_checkpoint(out / "checkpoint.pt")
