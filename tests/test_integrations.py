@@ -111,14 +111,20 @@ def test_assign_gives_opencv_keypoints_that_turn_with_the_image(rotated_pair):
         patchpose.assign(img, xy)
 
 
-def test_kornia_pose_assigner_through_a_kornia_detector(rotated_pair):
+def test_kornia_pose_assigner_through_a_kornia_detector():
     """Our module as ``ori_module`` of kornia's ScaleSpaceDetector: the LAFs of the rotated image turn by
-    the rotation (median error below 3°, where keypoints are detected at the same place)."""
+    the rotation, within a median of 5° where keypoints are detected again within 1 px.
+
+    The turn, 63°, is off the 10° bin grid on purpose: at 60° a decoder that snaps angles to bin centres
+    looks exact (the plain parabola through the probabilities: median 1.7°), while off the grid it shows
+    its bias (6.4° at 63°); the Gaussian fit measures 3.4° here, and 3.0°–3.8° at 60°–65°."""
     import kornia.feature as KF
 
     from patchpose.integrations.kornia import LAFPoseAssigner
 
-    img, img2, H = rotated_pair
+    img = (make_textured_image(360, seed=3) * 255).astype(np.uint8)
+    H = similarity_about((179.5, 179.5), 0.0, math.radians(63))
+    img2 = cv2.warpAffine(img, H[:2], (360, 360), flags=cv2.INTER_LINEAR)
     det = KF.ScaleSpaceDetector(200, ori_module=LAFPoseAssigner(scale=False), mr_size=6.0)
     t = [torch.from_numpy(im.astype(np.float32) / 255.0)[None, None] for im in (img, img2)]
     with torch.no_grad():
@@ -131,8 +137,8 @@ def test_kornia_pose_assigner_through_a_kornia_detector(rotated_pair):
     assert len(i) >= 20
     o1 = KF.get_laf_orientation(l1)[0, i, 0].numpy()
     o2 = KF.get_laf_orientation(l2)[0, j, 0].numpy()
-    err = (o2 - o1 - 60.0 + 180.0) % 360.0 - 180.0  # kornia degrees, counter-clockwise like ours
-    assert np.median(np.abs(err)) < 3.0
+    err = (o2 - o1 - 63.0 + 180.0) % 360.0 - 180.0  # kornia degrees, counter-clockwise like ours
+    assert np.median(np.abs(err)) < 5.0
 
 
 def test_kornia_angle_detector_in_laf_orienter_turns_exactly_with_quarter_turns():
