@@ -69,3 +69,41 @@ def test_split_by_image_keeps_scene_groups_together():
     for k, v in sp.items():
         assert all(where[group_of(p)] == k for p in v)
     assert split_by_image(paths, 0.3, 0.3) == sp  # deterministic
+
+
+def test_polar_orientation_head_can_ignore_the_innermost_rings():
+    """polar_ori_min_ring=k: the orientation logits do not depend on rings 0..k-1 (the scale logits still
+    do), with the same parameters as k=0, so weights move between the two."""
+    from patchpose.models import ModelConfig, PoseNet
+
+    base = dict(
+        arch="polar-cnn",
+        num_scale_bins=25,
+        scale_range=[-4.0, 4.0],
+        polar_rings=31,
+        polar_angles=36,
+        polar_channels=[],
+        polar_head_width=16,
+        polar_harmonics=2,
+        polar_ori_dilations=[1, 2],
+        polar_ori_kernel=36,
+    )
+    torch.manual_seed(0)
+    m0 = PoseNet(ModelConfig.from_dict(base)).eval()
+    m9 = PoseNet(ModelConfig.from_dict({**base, "polar_ori_min_ring": 9})).eval()
+    m9.load_state_dict(m0.state_dict())  # same parameters
+    x = torch.rand(4, 1, 31, 36)
+    y = x.clone()
+    y[:, :, :9] = torch.rand(4, 1, 9, 36)
+    y[:, :, :9] += 0.5 * y[:, :, :9].mean()  # the per-grid standardisation sees the change too
+    with torch.no_grad():
+        a, b = m9(x), m9(y)
+        a0, b0 = m0(x), m0(y)
+    assert not torch.allclose(a0["ori_logits"], b0["ori_logits"], atol=1e-4)  # k=0 reads them
+    assert not torch.allclose(a["scale_logits"], b["scale_logits"], atol=1e-4)
+    # only the standardisation couples the inner rings to the others: with it off the logits are equal
+    m9.cfg.standardize = False
+    with torch.no_grad():
+        torch.testing.assert_close(m9(x)["ori_logits"], m9(y)["ori_logits"])
+    with pytest.raises(ValueError, match="ori_min_ring"):
+        PoseNet(ModelConfig.from_dict({**base, "polar_ori_min_ring": 31}))

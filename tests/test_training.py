@@ -141,6 +141,12 @@ def test_fine_tuning_starts_from_given_weights(photos, tmp_path):
         for k, v in ck["model"].items():
             if k.endswith("weight"):
                 assert torch.equal(ft[k], v), k
+    # settings without parameters of their own (INIT_FREE_KEYS) may change in a fine-tuning
+    train(
+        small_cfg(photos, 1, "data.val_pairs=0", "model.polar_ori_min_ring=3", f"run.init_from={w}"),
+        tmp_path / "free",
+        progress=False,
+    )
     with pytest.raises(ValueError, match="another network"):
         train(
             small_cfg(photos, 1, "data.val_pairs=0", "model.width=1.0", f"run.init_from={w}"),

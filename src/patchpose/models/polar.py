@@ -93,6 +93,7 @@ class PolarNet(nn.Module):
         harmonics: int = 0,
         ori_dilations: tuple[int, ...] = (1, 1),
         ori_kernel: int = 3,
+        ori_min_ring: int = 0,
     ) -> None:
         super().__init__()
         if angles % num_ori_bins:
@@ -103,6 +104,9 @@ class PolarNet(nn.Module):
             raise ValueError(f"harmonics must be in [0, {angles // 2}], got {harmonics}")
         if not 1 <= ori_kernel <= angles or any(d < 1 or 2 * d >= angles for d in ori_dilations):
             raise ValueError(f"bad orientation head: kernel {ori_kernel}, dilations {ori_dilations}")
+        if not 0 <= ori_min_ring < rings:
+            raise ValueError(f"ori_min_ring must be in [0, {rings}), got {ori_min_ring}")
+        self.ori_min_ring = ori_min_ring
         self.rings, self.angles, self.heads, self.harmonics = rings, angles, tuple(heads), harmonics
         self.use_fft = True  # False: the FFT-free path (same numbers; what ONNX export uses)
         self.num_scale_bins, self.num_ori_bins = num_scale_bins, num_ori_bins
@@ -148,7 +152,11 @@ class PolarNet(nn.Module):
             lo = (self.rings - self.num_scale_bins) // 2
             out["scale_logits"] = s[:, lo : lo + self.num_scale_bins]
         if "orientation" in self.heads:
-            h = f.flatten(1, 2)  # (N, C·K, A)
+            fo = f
+            if self.ori_min_ring:  # the innermost rings are zeros for this head (same parameters)
+                k = self.ori_min_ring
+                fo = torch.cat([torch.zeros_like(f[:, :, :k]), f[:, :, k:]], 2)
+            h = fo.flatten(1, 2)  # (N, C·K, A)
             for i, conv in enumerate(self.ori_convs):
                 if conv.kernel_size[0] == self.angles:
                     h = whole_circle_conv(h, conv) if self.use_fft else circular_conv_direct(h, conv)

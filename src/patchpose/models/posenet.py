@@ -38,6 +38,9 @@ class ModelConfig:
     polar_ori_dilations: list[int] = field(default_factory=lambda: [1, 1])  # hidden orientation convs
     polar_ori_kernel: int = 3  # taps of the last orientation conv (up to polar_angles: the whole circle)
     polar_blur: int = 0  # rings read this many pyramid levels (1/3 octave each) coarser
+    # the orientation head ignores the innermost rings (radius < 16·2^(log2 radius of ring k) px): their
+    # directions from the centre change most when a detector finds the keypoint a fraction of a pixel away
+    polar_ori_min_ring: int = 0
 
     @property
     def is_polar(self) -> bool:
@@ -137,6 +140,7 @@ class PoseNet(nn.Module):
                 cfg.polar_harmonics,
                 tuple(cfg.polar_ori_dilations),
                 cfg.polar_ori_kernel,
+                cfg.polar_ori_min_ring,
             )
             return
         if cfg.arch == "small-cnn":

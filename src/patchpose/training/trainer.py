@@ -95,6 +95,11 @@ def _pair_config(dc) -> PairConfig:
     return PairConfig(**{k: v for k, v in dc.items() if k in PairConfig.__dataclass_fields__})
 
 
+#: model settings that own no parameters (how the grid is read, which rings a head sees): fine-tuning from
+#: weights trained with other values of them is allowed
+INIT_FREE_KEYS = ("polar_blur", "polar_ori_min_ring")
+
+
 def _init_weights(model: PoseNet, path: str) -> None:
     """Fine-tuning: copy the weights of a checkpoint or safetensors file of the same network."""
     from ..weights import load_weights
@@ -106,7 +111,10 @@ def _init_weights(model: PoseNet, path: str) -> None:
     else:
         ck = load_checkpoint(p)
         src_cfg, state = ck["config"]["model"], ck["model"]
-    if ModelConfig.from_dict(src_cfg).to_dict() != model.cfg.to_dict():
+    a, b = ModelConfig.from_dict(src_cfg).to_dict(), model.cfg.to_dict()
+    for key in INIT_FREE_KEYS:  # settings without parameters of their own: a fine-tuning may change them
+        a.pop(key, None), b.pop(key, None)
+    if a != b:
         raise ValueError(f"run.init_from={path} holds another network than model: the configs differ")
     model.load_state_dict(state)
     log.info("initialised from %s", path)
