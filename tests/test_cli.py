@@ -121,3 +121,9 @@ def test_photos_fetch_wheels_only(tmp_path):
     assert len(splits["test"]) == 15 and splits["train"] == [] and splits["val"] == []
     assert all((tmp_path / p).is_file() for p in splits["test"])
     assert not list(tmp_path.glob("*.tmp"))
+
+
+def test_eval_rotation_split_without_images_is_an_error(tmp_path, capsys):
+    """--split picks a split of --images; alone it used to be ignored (the 15 test photos were used)."""
+    assert main(["eval", "rotation", "--split", "val", "--out", str(tmp_path)]) == 2
+    assert "--images" in capsys.readouterr().err

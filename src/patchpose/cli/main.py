@@ -233,8 +233,11 @@ def _cmd_eval_pose(a: argparse.Namespace) -> int:
 
 def _cmd_eval_rotation(a: argparse.Namespace) -> int:
     from ..data.photos import list_images, load_splits, wheel_photo_paths
+    from ..errors import InputError
     from ..evaluation.rotation_eval import evaluate_rotation
 
+    if a.split and not a.images:
+        raise InputError("--split picks a split of --images: give --images DIR (e.g. data/photos) too")
     photos = (
         (load_splits(a.images)[a.split] if a.split else list_images(a.images))
         if a.images
