@@ -3,6 +3,7 @@ run resumes from its checkpoint with nothing lost."""
 
 import json
 import shutil
+from pathlib import Path
 
 import pytest
 import torch
@@ -185,3 +186,32 @@ def test_weight_ema_is_the_stated_average_and_resumes(photos, tmp_path):
     ck2 = load_checkpoint(out / "checkpoint.pt")
     assert ck2["step"] == 5
     assert any(not torch.equal(ck["model"][k], ck2["model"][k]) for k in differs)
+
+
+def test_sigterm_writes_a_checkpoint_that_resumes(photos, tmp_path):
+    """A training killed with SIGTERM (as a stopped session's processes are) saves its step first."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    out = tmp_path / "run"
+    code = (
+        f"import sys; sys.path.insert(0, {str(Path(__file__).parent)!r})\n"
+        "from test_training import small_cfg\n"
+        "from patchpose.training.trainer import train\n"
+        f"train(small_cfg({str(photos)!r}, 100000, 'data.val_pairs=0', 'run.log_every=1'), {str(out)!r}, "
+        "progress=False)\n"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", code], stderr=subprocess.PIPE, text=True)
+    metrics = out / "metrics.jsonl"
+    t0 = time.time()
+    while (not metrics.is_file() or metrics.stat().st_size == 0) and time.time() - t0 < 120:
+        time.sleep(0.2)
+    assert metrics.is_file(), "training never started"
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode != 0  # it stops (interrupted), it does not finish
+    ck = load_checkpoint(out / "checkpoint.pt")
+    # nothing else writes a checkpoint this early (validation is off, the periodic one comes after minutes)
+    assert ck["step"] >= 1 and "KeyboardInterrupt" in err

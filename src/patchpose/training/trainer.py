@@ -85,6 +85,22 @@ class WeightEMA:
             e.copy_(b)
 
 
+def _sigterm_as_interrupt():
+    """Treat SIGTERM (what ends the processes of a stopped session or a killed job) like Ctrl-C: the loop
+    writes a checkpoint and stops, so ``--resume`` loses nothing. Returns the function that undoes it."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return lambda: None
+
+    def handler(signum, frame):
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    return lambda: signal.signal(signal.SIGTERM, previous)
+
+
 def score(val: dict) -> float:
     """Model selection score: mean of the four accuracies on the scale-only, rotation-only and joint pairs."""
     vals = [v for proto in val.values() for m, v in proto.items() if m != "n_pairs"]
@@ -237,6 +253,7 @@ def _train(cfg, out_dir, resume: bool, progress: bool, dd) -> dict:
     bar = tqdm(total=oc.steps, initial=step, disable=not progress, desc="train", dynamic_ncols=True)
     it = iter(loader)
     model.train()
+    restore_term = _sigterm_as_interrupt()
     try:
         while step < oc.steps:
             batch = next(it)
@@ -315,6 +332,7 @@ def _train(cfg, out_dir, resume: bool, progress: bool, dd) -> dict:
         checkpoint()
         raise
     finally:
+        restore_term()
         bar.close()
         metrics_f.close()
     checkpoint()
