@@ -107,3 +107,38 @@ def test_polar_orientation_head_can_ignore_the_innermost_rings():
         torch.testing.assert_close(m9(x)["ori_logits"], m9(y)["ori_logits"])
     with pytest.raises(ValueError, match="ori_min_ring"):
         PoseNet(ModelConfig.from_dict({**base, "polar_ori_min_ring": 31}))
+
+
+def test_polar_orientation_cut_follows_the_estimated_scale():
+    """polar_ori_rings_below_scale=n: the orientation head sees a grid whose rings more than n rings inside
+    the estimated characteristic ring (scale bin b sits at ring (rings − bins)/2 + b) are zeros."""
+    from patchpose.models import ModelConfig, PoseNet
+
+    base = dict(
+        arch="polar-cnn",
+        num_scale_bins=25,
+        scale_range=[-4.0, 4.0],
+        polar_rings=31,
+        polar_angles=36,
+        polar_channels=[],
+        polar_head_width=16,
+        polar_harmonics=2,
+        polar_ori_dilations=[1, 2],
+        polar_ori_kernel=36,
+        standardize=False,
+    )
+    torch.manual_seed(1)
+    m0 = PoseNet(ModelConfig.from_dict(base)).eval()
+    mc = PoseNet(ModelConfig.from_dict({**base, "polar_ori_rings_below_scale": 4})).eval()
+    mc.load_state_dict(m0.state_dict())
+    x = torch.randn(6, 1, 31, 36)
+    with torch.no_grad():
+        out = mc(x)
+        cut = 3 + out["scale_logits"].argmax(1) - 4
+        xz = x.clone()
+        for i, c in enumerate(cut.tolist()):
+            xz[i, :, : max(c, 0)] = 0.0
+        torch.testing.assert_close(out["ori_logits"], m0(xz)["ori_logits"])
+        assert not torch.allclose(out["ori_logits"], m0(x)["ori_logits"])
+    with pytest.raises(ValueError, match="scale head"):
+        PoseNet(ModelConfig.from_dict({**base, "heads": ["orientation"], "polar_ori_rings_below_scale": 2}))

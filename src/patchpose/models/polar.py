@@ -94,6 +94,7 @@ class PolarNet(nn.Module):
         ori_dilations: tuple[int, ...] = (1, 1),
         ori_kernel: int = 3,
         ori_min_ring: int = 0,
+        ori_rings_below_scale: int = -1,
     ) -> None:
         super().__init__()
         if angles % num_ori_bins:
@@ -107,6 +108,9 @@ class PolarNet(nn.Module):
         if not 0 <= ori_min_ring < rings:
             raise ValueError(f"ori_min_ring must be in [0, {rings}), got {ori_min_ring}")
         self.ori_min_ring = ori_min_ring
+        if ori_rings_below_scale >= 0 and "scale" not in heads:
+            raise ValueError("ori_rings_below_scale needs the scale head")
+        self.ori_rings_below_scale = ori_rings_below_scale
         self.rings, self.angles, self.heads, self.harmonics = rings, angles, tuple(heads), harmonics
         self.use_fft = True  # False: the FFT-free path (same numbers; what ONNX export uses)
         self.num_scale_bins, self.num_ori_bins = num_scale_bins, num_ori_bins
@@ -156,6 +160,14 @@ class PolarNet(nn.Module):
             if self.ori_min_ring:  # the innermost rings are zeros for this head (same parameters)
                 k = self.ori_min_ring
                 fo = torch.cat([torch.zeros_like(f[:, :, :k]), f[:, :, k:]], 2)
+            if self.ori_rings_below_scale >= 0:
+                # rings more than n rings inside the estimated characteristic radius are zeros: a cut that
+                # moves with the content when it is zoomed (the scale bin b sits at ring lo + b)
+                lo = (self.rings - self.num_scale_bins) // 2
+                b = out["scale_logits"].detach().argmax(1)
+                cut = lo + b - self.ori_rings_below_scale  # (N,)
+                keep = torch.arange(self.rings, device=f.device)[None] >= cut[:, None]
+                fo = fo * keep[:, None, :, None].to(fo.dtype)
             h = fo.flatten(1, 2)  # (N, C·K, A)
             for i, conv in enumerate(self.ori_convs):
                 if conv.kernel_size[0] == self.angles:

@@ -41,6 +41,9 @@ class ModelConfig:
     # the orientation head ignores the innermost rings (radius < 16·2^(log2 radius of ring k) px): their
     # directions from the centre change most when a detector finds the keypoint a fraction of a pixel away
     polar_ori_min_ring: int = 0
+    # ... or (>= 0) the rings more than this many rings inside the characteristic radius that the scale head
+    # estimates (a cut that moves with the content under zoom); -1 = off
+    polar_ori_rings_below_scale: int = -1
 
     @property
     def is_polar(self) -> bool:
@@ -141,6 +144,7 @@ class PoseNet(nn.Module):
                 tuple(cfg.polar_ori_dilations),
                 cfg.polar_ori_kernel,
                 cfg.polar_ori_min_ring,
+                cfg.polar_ori_rings_below_scale,
             )
             return
         if cfg.arch == "small-cnn":
