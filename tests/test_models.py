@@ -71,23 +71,27 @@ def test_split_by_image_keeps_scene_groups_together():
     assert split_by_image(paths, 0.3, 0.3) == sp  # deterministic
 
 
+#: a small polar-cnn in v2's layout (31 rings, 25 scale bins over [-4, 4], whole-circle last conv)
+SMALL_POLAR = dict(
+    arch="polar-cnn",
+    num_scale_bins=25,
+    scale_range=[-4.0, 4.0],
+    polar_rings=31,
+    polar_angles=36,
+    polar_channels=[],
+    polar_head_width=16,
+    polar_harmonics=2,
+    polar_ori_dilations=[1, 2],
+    polar_ori_kernel=36,
+)
+
+
 def test_polar_orientation_head_can_ignore_the_innermost_rings():
     """polar_ori_min_ring=k: the orientation logits do not depend on rings 0..k-1 (the scale logits still
     do), with the same parameters as k=0, so weights move between the two."""
     from patchpose.models import ModelConfig, PoseNet
 
-    base = dict(
-        arch="polar-cnn",
-        num_scale_bins=25,
-        scale_range=[-4.0, 4.0],
-        polar_rings=31,
-        polar_angles=36,
-        polar_channels=[],
-        polar_head_width=16,
-        polar_harmonics=2,
-        polar_ori_dilations=[1, 2],
-        polar_ori_kernel=36,
-    )
+    base = SMALL_POLAR
     torch.manual_seed(0)
     m0 = PoseNet(ModelConfig.from_dict(base)).eval()
     m9 = PoseNet(ModelConfig.from_dict({**base, "polar_ori_min_ring": 9})).eval()
@@ -114,19 +118,7 @@ def test_polar_orientation_cut_follows_the_estimated_scale():
     the estimated characteristic ring (scale bin b sits at ring (rings − bins)/2 + b) are zeros."""
     from patchpose.models import ModelConfig, PoseNet
 
-    base = dict(
-        arch="polar-cnn",
-        num_scale_bins=25,
-        scale_range=[-4.0, 4.0],
-        polar_rings=31,
-        polar_angles=36,
-        polar_channels=[],
-        polar_head_width=16,
-        polar_harmonics=2,
-        polar_ori_dilations=[1, 2],
-        polar_ori_kernel=36,
-        standardize=False,
-    )
+    base = {**SMALL_POLAR, "standardize": False}
     torch.manual_seed(1)
     m0 = PoseNet(ModelConfig.from_dict(base)).eval()
     mc = PoseNet(ModelConfig.from_dict({**base, "polar_ori_rings_below_scale": 4})).eval()
