@@ -38,8 +38,9 @@ class ModelConfig:
     polar_ori_dilations: list[int] = field(default_factory=lambda: [1, 1])  # hidden orientation convs
     polar_ori_kernel: int = 3  # taps of the last orientation conv (up to polar_angles: the whole circle)
     polar_blur: int = 0  # rings read this many pyramid levels (1/3 octave each) coarser
-    # the orientation head ignores the innermost rings (radius < 16·2^(log2 radius of ring k) px): their
-    # directions from the centre change most when a detector finds the keypoint a fraction of a pixel away
+    # the orientation head sees zeros in place of rings 0..k-1, the innermost (in v2's grid ring k has a
+    # radius of 0.5·2^(k/3) px at scale 0): their directions from the centre change most when a detector
+    # finds the keypoint a fraction of a pixel away
     polar_ori_min_ring: int = 0
     # ... or (>= 0) the rings more than this many rings inside the characteristic radius that the scale head
     # estimates (a cut that moves with the content under zoom); -1 = off
