@@ -114,3 +114,15 @@ def test_empty_inputs_give_empty_outputs():
     """Missing heads give no keys."""
     assert relative_errors({}, {}, None, None) == {}
     assert accuracies({}) == {}
+
+
+def test_redetections_are_mutual_nearest_within_the_radius():
+    """Pairs are mutually nearest and within max_px; a point nearer to another's match is not paired."""
+    from patchpose.evaluation.metrics import redetections
+
+    proj = np.array([[0.0, 0.0], [10.0, 0.0], [10.4, 0.0], [50.0, 50.0]])
+    found = np.array([[0.3, 0.4], [10.3, 0.0], [80.0, 80.0]])
+    i, j, d = redetections(proj, found, 1.0)
+    assert i.tolist() == [0, 2] and j.tolist() == [0, 1]  # #1 and #2 both nearest to found #1: #2 is nearer
+    np.testing.assert_allclose(d, [0.5, 0.1], atol=1e-12)
+    assert [len(a) for a in redetections(proj[:0], found, 1.0)] == [0, 0, 0]

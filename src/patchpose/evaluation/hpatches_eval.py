@@ -44,6 +44,7 @@ from ..geometry import apply_homography, inside, pose_change
 from ..matching.describe import Describer
 from ..matching.matcher import mutual_nn
 from ..matching.pipeline import MatchConfig, describe_rows, detect, pose_rows, reprojection_errors
+from .metrics import redetections
 from .patchpose_eval import MethodPoses, _continuous, _official
 
 POSE_MARGIN = 32.0  # px: pose-transfer keypoints lie this far inside both images
@@ -81,12 +82,7 @@ def repeated_pose_counts(H, f1, fk, poses1: dict, posesk: dict) -> dict:
     against the pose change of ``H`` at ``x1``."""
     if len(f1) == 0 or len(fk) == 0:
         return {"n": 0, **{s: [0, 0, 0, 0] for s in poses1}}
-    p = apply_homography(H, f1.xy)
-    d = np.linalg.norm(p[:, None] - fk.xy[None], axis=2)
-    d = np.where(np.isfinite(d), d, np.inf)
-    j = d.argmin(1)
-    i = np.nonzero((d[np.arange(len(p)), j] <= REPEAT_PX) & (d.argmin(0)[j] == np.arange(len(p))))[0]
-    j = j[i]
+    i, j, _ = redetections(apply_homography(H, f1.xy), fk.xy, REPEAT_PX)
     ds, dt, ok = pose_change(H, f1.xy[i])
     i, j, ds, dt = i[ok], j[ok], ds[ok], dt[ok]
     out = {"n": int(len(i))}

@@ -26,6 +26,7 @@ import numpy as np
 from ..conventions import similarity_about
 from ..fileio import write_text_atomic
 from ..geometry import apply_homography
+from .metrics import redetections
 
 ROWS = ("sift", "ours", "ours_at_sift_size", "upright")
 ANGLE_ROWS = ("sift", "ours", "ours_at_sift_size")
@@ -34,22 +35,21 @@ ANGLE_OFFSET_BINS = ((0.0, 0.25), (0.25, 0.5), (0.5, 1.0))
 
 def angle_errors(views0: dict, views1: dict, H: np.ndarray, angle_deg: float) -> dict:
     """Per row, ``(n, 2)`` rows ``[|angle error| in degrees, re-detection offset in px]`` at the keypoints of
-    image 0 found again in image 1 (nearest within 1 px of the true position, size within ±1/4 octave).
+    image 0 found again in image 1 (mutually nearest within 1 px of the true position, size within ±1/4
+    octave).
 
     ``cv2.KeyPoint.angle`` is clockwise as displayed, and turning the image counter-clockwise by ``a``
     changes it by ``−a``: the error is ``angle1 − angle0 + a``, wrapped to (−180°, 180°]."""
-    from scipy.spatial import cKDTree
-
     k0, k1 = views0["sift"], views1["sift"]
-    x0 = np.array([k.pt for k in k0])
-    x1 = np.array([k.pt for k in k1])
-    d, j = cKDTree(x1).query(apply_homography(H, x0))
-    s0 = np.array([k.size for k in k0])
+    i, j, d = redetections(
+        apply_homography(H, np.array([k.pt for k in k0])), np.array([k.pt for k in k1]), 1.0
+    )
+    s0 = np.array([k.size for k in k0])[i]
     s1 = np.array([k.size for k in k1])[j]
-    ok = (d <= 1.0) & (np.abs(np.log2(s1 / s0)) <= 0.25)
+    ok = np.abs(np.log2(s1 / s0)) <= 0.25
     out = {}
     for r in ANGLE_ROWS:
-        a0 = np.array([k.angle for k in views0[r]])
+        a0 = np.array([k.angle for k in views0[r]])[i]
         a1 = np.array([k.angle for k in views1[r]])[j]
         e = np.abs((a1 - a0 + angle_deg + 180.0) % 360.0 - 180.0)
         out[r] = np.stack([e[ok], d[ok]], axis=1)
