@@ -49,7 +49,8 @@ def _results(stdout: str) -> list[dict]:
 def test_two_cpu_ranks_stay_in_sync_and_resume_on_one(photos, tmp_path):
     out = tmp_path / "run"
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", "--master-port", "29533",
+    # --standalone: a local rendezvous on a free port (a fixed port can be taken on a busy machine)
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
            "-m", "patchpose.train", *_args(photos, out, 4)]  # fmt: skip
     r = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600)
     assert r.returncode == 0, r.stderr[-3000:]
