@@ -97,6 +97,15 @@ def _views(img, kps, est) -> dict:
     }
 
 
+def _described(sift, gray, views: dict) -> tuple[dict, dict]:
+    """Per row, the keypoints ``cv2.SIFT.compute`` kept and their descriptors (match indices refer to the
+    kept list, which OpenCV may shorten)."""
+    kept, desc = {}, {}
+    for r, v in views.items():
+        kept[r], desc[r] = sift.compute(gray, v)
+    return kept, desc
+
+
 def evaluate_rotation(
     photos: list[Path],
     out_dir: str | Path,
@@ -126,7 +135,7 @@ def evaluate_rotation(
         if len(k0) < 10:
             continue
         views0 = _views(img, k0, est)
-        d0 = {r: sift.compute(g0, v)[1] for r, v in views0.items()}
+        kept0, d0 = _described(sift, g0, views0)
         for a in angles:
             H = similarity_about(((w - 1) / 2, (h - 1) / 2), 0.0, np.radians(a))
             img1 = cv2.warpAffine(img, H[:2], (w, h), flags=cv2.INTER_LINEAR)
@@ -140,14 +149,14 @@ def evaluate_rotation(
             if a % 360:
                 for r, e in angle_errors(views0, views1, H, a).items():
                     errs[r].append(e)
+            kept1, d1 = _described(sift, g1, views1)
             for r in ROWS:
-                _, d1 = sift.compute(g1, views1[r])
-                m = bf.match(d0[r], d1)
+                m = bf.match(d0[r], d1[r])
                 if not m:
                     per_angle[r][a].append([0.0] * len(thresholds))
                     continue
-                x0 = np.array([views0[r][q.queryIdx].pt for q in m])
-                x1 = np.array([views1[r][q.trainIdx].pt for q in m])
+                x0 = np.array([kept0[r][q.queryIdx].pt for q in m])
+                x1 = np.array([kept1[r][q.trainIdx].pt for q in m])
                 e = np.linalg.norm(apply_homography(H, x0) - x1, axis=1)
                 per_angle[r][a].append([float(np.mean(e <= t)) for t in thresholds])
     curves = {r: {str(a): np.mean(v, axis=0).tolist() for a, v in per_angle[r].items() if v} for r in ROWS}
