@@ -184,7 +184,9 @@ def test_rotation_matching_eval_on_a_tiny_set(tmp_path):
     assert per["upright"]["90"][1] < per["sift"]["90"][1]  # without a pose, a quarter turn hurts
     assert "| ours |" in (tmp_path / "o" / "results.md").read_text()
     cons = doc["angle_consistency"]  # a quarter turn is exact: SIFT finds its keypoints and angles again
-    assert set(cons) == {"sift", "ours", "ours_at_sift_size"}
+    assert set(cons) == {"sift", "ours", "ours_at_sift_size", "ours_at_sift_size_true_position"}
+    n = cons["ours_at_sift_size"]["0-1 px"]["n"]
+    assert cons["ours_at_sift_size_true_position"]["0-1 px"]["n"] == n > 50
     assert cons["sift"]["0-1 px"]["n"] > 50 and cons["sift"]["0-1 px"]["median_deg"] < 1.0
     assert "Angle error at the keypoints SIFT finds again" in (tmp_path / "o" / "results.md").read_text()
 
@@ -239,3 +241,34 @@ def test_frame_scale_reads_the_keypoint_in_the_detectors_frame(rotated_pair):
     kps = [cv2.KeyPoint(float(a), float(b), 3.0) for a, b in xy]
     kept = patchpose.assign(img, kps, est, keep_size=True)
     assert [k.size for k in kept] == [3.0] * 20
+
+
+def test_true_position_errors_read_our_angle_where_the_keypoint_truly_is():
+    """The true-position row reads image 1 at H·x0, not where SIFT found the keypoint again: on a quarter
+    turn (exact resampling) it is exact even when the re-detected keypoints are moved by 0.8 px, while the
+    same angles read at the moved keypoints are not."""
+    from patchpose.conventions import similarity_about
+    from patchpose.evaluation.rotation_eval import angle_errors, found_again, true_position_errors
+    from patchpose.geometry import apply_homography
+    from patchpose.integrations.opencv import SIFT_DESCRIPTOR_SIZE_FACTOR as F
+
+    img = (make_textured_image(240, seed=4) * 255).astype(np.uint8)
+    H = similarity_about((119.5, 119.5), 0.0, np.pi / 2)
+    img1 = np.ascontiguousarray(np.rot90(img))  # CCW quarter turn about the centre, exact
+    assert np.allclose(cv2.warpAffine(img, H[:2], (240, 240))[5:-5, 5:-5], img1[5:-5, 5:-5], atol=1)
+    est = patchpose.PatchPoseEstimator.from_pretrained()
+    rng = np.random.default_rng(0)
+    g = np.arange(90.0, 151.0, 20.0)
+    p0 = np.stack(np.meshgrid(g, g), -1).reshape(-1, 2) + rng.uniform(-2, 2, (16, 2))
+    k0 = [cv2.KeyPoint(*p, 6.0) for p in p0]
+    p1 = apply_homography(H, p0) + np.array([0.8, 0.0]) * rng.choice([-1, 1], (len(p0), 1))
+    k1 = [cv2.KeyPoint(*p, 6.0) for p in p1]
+    i, j, d = found_again(k0, k1, H)
+    assert len(i) == len(p0) and np.allclose(d, 0.8, atol=1e-4)
+    v0 = {"sift": k0, "ours_at_sift_size": patchpose.assign(img, k0, est, size_factor=F, keep_size=True)}
+    v1 = {"sift": k1, "ours_at_sift_size": patchpose.assign(img1, k1, est, size_factor=F, keep_size=True)}
+    e_true = true_position_errors(img1, v0, v1, H, 90.0, est)
+    np.testing.assert_allclose(e_true[:, 1], 0.8, atol=1e-4)
+    assert np.median(e_true[:, 0]) < 1.0  # the same pixels, turned: our angle turns with them
+    e_moved = angle_errors({**v0, "ours": k0}, {**v1, "ours": k1}, H, 90.0)["ours_at_sift_size"]
+    assert np.median(e_moved[:, 0]) > np.median(e_true[:, 0])

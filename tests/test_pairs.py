@@ -333,3 +333,20 @@ def test_jitter_moves_each_view_by_its_own_pixels_and_keeps_labels(pool):
     np.testing.assert_allclose(again, b1["patch_a"][i], atol=1e-5)
     ev = sample_pairs(np.random.default_rng(5), pool, 8, jit, PS, augment=False)
     np.testing.assert_array_equal(ev["xy_a"], ev["xy"])
+
+
+def test_jitter_px_moves_views_by_photo_pixels_whatever_their_scale(pool):
+    """data.jitter_px: the offset is N(0, jitter_px²) *photo* pixels per axis for every view (a detector's
+    re-detection offset does not grow with the keypoint's scale), unlike data.jitter (view pixels)."""
+    cfg = PairConfig(long_side=0, margin=60, noise=0.0, gamma=0.0, jitter_px=0.3)
+    b = sample_pairs(np.random.default_rng(7), pool, 2000, cfg, PS)
+    for xy_v, s in ((b["xy_a"], b["sigma_a"]), (b["xy_b"], b["sigma_a"] - b["d_scale"])):
+        off = xy_v - b["xy"]
+        for m in (s < 0, s > 1):  # small and large views alike
+            assert m.sum() > 200
+            assert 0.27 < off[m].std() < 0.33 and np.abs(off[m].mean()) < 0.04
+    assert not np.allclose(b["xy_a"], b["xy_b"])
+    plain = PairConfig(long_side=0, margin=60, noise=0.0, gamma=0.0)
+    b0 = sample_pairs(np.random.default_rng(7), pool, 2000, plain, PS)
+    np.testing.assert_array_equal(b0["d_ori"], b["d_ori"])  # labels unchanged
+    np.testing.assert_array_equal(b0["d_scale"], b["d_scale"])

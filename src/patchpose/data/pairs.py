@@ -62,6 +62,10 @@ class PairConfig:
     # own, as a detector finds it again in another image (labels unchanged: a pose should not depend on
     # where, within a pixel or so, the keypoint was found)
     jitter: float = 0.0
+    # the same in photo pixels: N(0, jitter_px²) per axis whatever the view's scale. SIFT's re-detection
+    # offsets are about constant in image pixels (turned photos: ~0.3 px per axis; 0.7, 0.4 and 0.14 *view*
+    # pixels for keypoints below scale 0, between 0 and 1, above 1), which ``jitter`` does not model
+    jitter_px: float = 0.0
 
 
 class PhotoPool:
@@ -171,8 +175,11 @@ def sample_pairs(
         xy[i] = kps[rng.integers(0, len(kps))]
     sb, tb = sa - ds, ta - do
     xy_v = [xy, xy]
-    if augment and cfg.jitter > 0:  # a view's pixel is 2**sigma photo pixels
-        xy_v = [xy + cfg.jitter * np.exp2(s)[:, None] * rng.standard_normal((n, 2)) for s in (sa, sb)]
+    if augment and (cfg.jitter > 0 or cfg.jitter_px > 0):  # a view's pixel is 2**sigma photo pixels
+        xy_v = [
+            xy + (cfg.jitter * np.exp2(s) + cfg.jitter_px)[:, None] * rng.standard_normal((n, 2))
+            for s in (sa, sb)
+        ]
     resample = polar is not None and cfg.resample > 0
     # affine shapes: identity, or a stretch on view a or view b (labels unchanged, see PairConfig)
     shapes = np.broadcast_to(np.eye(2), (2, n, 2, 2)).copy()
