@@ -203,6 +203,7 @@ def test_evaluation_end_to_end_and_resume(tmp_path):
     rows = ["lower", "sift", "ours", "ours_top4", "upper"]
     assert saved["protocol"] == "d2net" and list(saved["mma"]) == rows[:4] + [
         "sift_scale+ours_angle",
+        "sift_resolved_by_ours",
         "upper",
     ]
     for row in saved["mma"]:
@@ -356,3 +357,22 @@ def test_repeated_pose_counts_on_a_hand_built_case():
     assert res["a"] == [2, 2, 2, 2]
     # keypoint 0: scale exact, 7° off; keypoint 1: scale 0.3 octave off, orientation exact
     assert res["b"] == [1, 2, 1, 2]
+
+
+def test_sift_candidates_and_the_resolved_row():
+    """detect() keeps every orientation SIFT found at a location (its own first, in our convention), and the
+    resolved row takes the candidate nearest our angle, circularly."""
+    from patchpose.matching.pipeline import nearest_candidates
+
+    img = (make_textured_image(300, seed=3) * 255).astype(np.uint8)
+    f = detect(img, 400)
+    assert len(f.sift_ori_candidates) == len(f)
+    own = np.array([c[0] for c in f.sift_ori_candidates])
+    np.testing.assert_allclose(own, f.sift_ori)
+    assert any(len(c) > 1 for c in f.sift_ori_candidates)  # SIFT finds several orientations somewhere
+    raw = cv2.SIFT_create(nfeatures=400).detect(img, None)
+    assert sum(len(c) for c in f.sift_ori_candidates) == len(raw)  # every detection is a candidate
+    cands = [np.array([0.1, 3.0]), np.array([0.05, 3.0]), np.array([1.0])]
+    np.testing.assert_allclose(nearest_candidates(cands, np.array([2.9, 6.25, 4.0])), [3.0, 0.05, 1.0])
+    given = detect(img, keypoints=f.xy[:5])
+    assert given.sift_ori_candidates is None

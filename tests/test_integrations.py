@@ -173,7 +173,13 @@ def test_rotation_matching_eval_on_a_tiny_set(tmp_path):
     cv2.imwrite(str(photo), (make_textured_image(300, seed=2) * 255).astype(np.uint8))
     doc = evaluate_rotation([photo], tmp_path / "o", angles=(0, 90), max_keypoints=300, progress=False)
     per = doc["mma_per_angle"]
-    assert set(per) == {"sift", "ours", "ours_at_sift_size", "upright"} and doc["thresholds_px"] == [
+    assert set(per) == {
+        "sift",
+        "ours",
+        "ours_at_sift_size",
+        "sift_resolved_by_ours",
+        "upright",
+    } and doc["thresholds_px"] == [
         1,
         3,
         5,
@@ -184,7 +190,13 @@ def test_rotation_matching_eval_on_a_tiny_set(tmp_path):
     assert per["upright"]["90"][1] < per["sift"]["90"][1]  # without a pose, a quarter turn hurts
     assert "| ours |" in (tmp_path / "o" / "results.md").read_text()
     cons = doc["angle_consistency"]  # a quarter turn is exact: SIFT finds its keypoints and angles again
-    assert set(cons) == {"sift", "ours", "ours_at_sift_size", "ours_at_sift_size_true_position"}
+    assert set(cons) == {
+        "sift",
+        "ours",
+        "ours_at_sift_size",
+        "sift_resolved_by_ours",
+        "ours_at_sift_size_true_position",
+    }
     n = cons["ours_at_sift_size"]["0-1 px"]["n"]
     assert cons["ours_at_sift_size_true_position"]["0-1 px"]["n"] == n > 50
     assert cons["sift"]["0-1 px"]["n"] > 50 and cons["sift"]["0-1 px"]["median_deg"] < 1.0
@@ -272,3 +284,42 @@ def test_true_position_errors_read_our_angle_where_the_keypoint_truly_is():
     assert np.median(e_true[:, 0]) < 1.0  # the same pixels, turned: our angle turns with them
     e_moved = angle_errors({**v0, "ours": k0}, {**v1, "ours": k1}, H, 90.0)["ours_at_sift_size"]
     assert np.median(e_moved[:, 0]) > np.median(e_true[:, 0])
+
+
+def test_resolve_orientations_keeps_the_detectors_angle_nearest_ours():
+    """Keypoints sharing a position and size are one location: the one whose angle is nearest ours (read in
+    its frame) is kept, as the very input object; single keypoints pass through without the model."""
+    from patchpose.integrations.opencv import SIFT_DESCRIPTOR_SIZE_FACTOR as F
+
+    img = (make_textured_image(200, seed=5) * 255).astype(np.uint8)
+    est = patchpose.PatchPoseEstimator.from_pretrained()
+    pts = [(70.0, 80.0), (120.0, 100.0), (100.0, 130.0)]
+    ours = [
+        k.angle
+        for k in patchpose.assign(
+            img, [cv2.KeyPoint(*p, 8.0) for p in pts], est, size_factor=F, keep_size=True
+        )
+    ]
+    near = [
+        cv2.KeyPoint(*pts[0], 8.0, (ours[0] + 3.0) % 360, 0.5, 3),
+        cv2.KeyPoint(*pts[1], 8.0, (ours[1] - 4.0) % 360),
+    ]
+    far = [
+        cv2.KeyPoint(*pts[0], 8.0, (ours[0] + 150.0) % 360, 0.5, 3),
+        cv2.KeyPoint(*pts[1], 8.0, (ours[1] + 90.0) % 360),
+    ]
+    single = cv2.KeyPoint(*pts[2], 8.0, 33.0)
+    other_size = cv2.KeyPoint(*pts[0], 16.0, 200.0)  # same position, another scale: its own location
+    kps = [far[0], single, near[0], other_size, near[1], far[1]]
+    out = patchpose.resolve_orientations(img, kps, est)
+    assert [id(k) for k in out] == [id(near[0]), id(single), id(other_size), id(near[1])]
+
+    class NoModel:  # no location is ambiguous: the model is never read
+        def __getattr__(self, name):
+            raise AssertionError("the model was used")
+
+    plain = [single, other_size]
+    assert patchpose.resolve_orientations(img, plain, NoModel()) == plain
+    assert patchpose.resolve_orientations(img, [], est) == []
+    with pytest.raises(InputError, match="cv2.KeyPoint"):
+        patchpose.resolve_orientations(img, [(1.0, 2.0)], est)

@@ -20,6 +20,14 @@ def assign(image, keypoints, estimator=None, **kwargs):
     return _assign(image, keypoints, estimator, **kwargs)
 
 
+def resolve_orientations(image, keypoints, estimator=None, **kwargs):
+    """One ``cv2.KeyPoint`` per location, the detector's angle nearest ours
+    (:func:`patchpose.integrations.opencv.resolve_orientations`)."""
+    from .integrations.opencv import resolve_orientations as _resolve
+
+    return _resolve(image, keypoints, estimator, **kwargs)
+
+
 def kornia_angle_detector(estimator=None):
     """An angle detector for ``kornia.feature.LAFOrienter`` (:mod:`patchpose.integrations.kornia`)."""
     from .integrations.kornia import kornia_angle_detector as _k
@@ -33,6 +41,7 @@ logging.getLogger(__name__).addHandler(logging.NullHandler())
 __all__ = [
     "PatchPoseEstimator",
     "assign",
+    "resolve_orientations",
     "kornia_angle_detector",
     "PatchPoseError",
     "InputError",

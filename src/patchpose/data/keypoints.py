@@ -13,9 +13,14 @@ def _as_uint8_gray(image: np.ndarray) -> np.ndarray:
     return g
 
 
-def detect_sift(image: np.ndarray, max_keypoints: int = 1024, margin: float = 0.0) -> tuple[np.ndarray, list]:
-    """SIFT keypoints ``(N, 2)`` xy (strongest first) at least ``margin`` px inside the border, and the
-    matching ``cv2.KeyPoint`` list."""
+def detect_sift(
+    image: np.ndarray, max_keypoints: int = 1024, margin: float = 0.0, candidates: bool = False
+) -> tuple:
+    """SIFT keypoints ``(N, 2)`` xy (strongest first, one per location) at least ``margin`` px inside the
+    border, and the matching ``cv2.KeyPoint`` list.
+
+    With ``candidates``, a third item: for each keypoint, the ``cv2.KeyPoint.angle`` of every orientation
+    SIFT found at its location and size (degrees, its own first), as an array."""
     g = _as_uint8_gray(image)
     kps = cv2.SIFT_create(nfeatures=max_keypoints).detect(g, None)
     kps = sorted(kps, key=lambda k: -k.response)
@@ -25,7 +30,14 @@ def detect_sift(image: np.ndarray, max_keypoints: int = 1024, margin: float = 0.
     # SIFT reports the same location several times (one per orientation): keep the first
     _, first = np.unique(np.round(xy, 2), axis=0, return_index=True)
     first = np.sort(first)
-    return xy[first], [keep[i] for i in first]
+    kept = [keep[i] for i in first]
+    if not candidates:
+        return xy[first], kept
+    found: dict = {}
+    for k in keep:
+        found.setdefault((round(k.pt[0], 2), round(k.pt[1], 2), k.size), []).append(k.angle)
+    cands = [np.array(found[(round(k.pt[0], 2), round(k.pt[1], 2), k.size)]) for k in kept]
+    return xy[first], kept, cands
 
 
 def detect_harris(image: np.ndarray, max_keypoints: int = 512, margin: float = 0.0) -> np.ndarray:

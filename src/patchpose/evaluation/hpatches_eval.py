@@ -359,7 +359,7 @@ def evaluate_hpatches(
             "weights": str(weights),
             **asdict(cfg),
             "protocol": protocol,
-            "cache_version": 4,  # 4: peaks refined by a Gaussian fit
+            "cache_version": 5,  # 4: peaks refined by a Gaussian fit; 5: row sift_resolved_by_ours
         },
         sort_keys=True,
     )
@@ -430,6 +430,7 @@ ROW_LABELS = {
     "sift": "SIFT's own pose",
     "ours": "ours (argmax)",
     "sift_scale+ours_angle": "SIFT's scale, our angle in its frame",
+    "sift_resolved_by_ours": "SIFT's own pose, its orientations resolved by ours",
     "upper": "upper (pose from H)",
 }
 

@@ -3,10 +3,12 @@ better on our keypoint poses (:func:`patchpose.assign`) than on SIFT's own?
 
 Each photo is turned about its centre by 0°, 10°, …, 350° (same canvas; the corners that leave it are lost).
 SIFT keypoints are detected in both images (one per location) and described by OpenCV's SIFT descriptor
-at three poses: SIFT's own, ours (``assign`` with ``SIFT_DESCRIPTOR_SIZE_FACTOR``, so that the descriptor
-window covers our characteristic region, as in the matching pipeline), ours at SIFT's size (``keep_size``:
-SIFT's size kept, our angle read in its frame), and upright (SIFT's size, angle 0, the
-lower bound). Matches are mutual nearest neighbours (``cv2.BFMatcher(crossCheck=True)``); MMA@t is the
+at these poses: SIFT's own (where SIFT found several orientations at a location, the first it lists, as
+any one-per-location pipeline would keep), ours (``assign`` with ``SIFT_DESCRIPTOR_SIZE_FACTOR``, so that
+the descriptor window covers our characteristic region, as in the matching pipeline), ours at SIFT's size
+(``keep_size``: SIFT's size kept, our angle read in its frame), SIFT's own angle resolved by ours (where
+SIFT found several, the one nearest our angle: :func:`patchpose.resolve_orientations`), and upright (SIFT's
+size, angle 0, the lower bound). Matches are mutual nearest neighbours (``cv2.BFMatcher(crossCheck=True)``); MMA@t is the
 share within t px of the true rotation, averaged over pairs. Outputs ``results.json``, ``results.md``.
 
 A diagnostic goes with it: the **angle error at the keypoints SIFT finds again** (a keypoint of the turned
@@ -30,8 +32,8 @@ from ..fileio import write_text_atomic
 from ..geometry import apply_homography
 from .metrics import redetections
 
-ROWS = ("sift", "ours", "ours_at_sift_size", "upright")
-ANGLE_ROWS = ("sift", "ours", "ours_at_sift_size")
+ROWS = ("sift", "ours", "ours_at_sift_size", "sift_resolved_by_ours", "upright")
+ANGLE_ROWS = ("sift", "ours", "ours_at_sift_size", "sift_resolved_by_ours")
 #: the angle diagnostic's extra row: our angle read at the true position of each keypoint found again
 TRUE_POSITION_ROW = "ours_at_sift_size_true_position"
 ANGLE_OFFSET_BINS = ((0.0, 0.25), (0.25, 0.5), (0.5, 1.0))
@@ -54,14 +56,15 @@ def _wrapped(a1, a0, angle_deg: float) -> np.ndarray:
 
 
 def angle_errors(views0: dict, views1: dict, H: np.ndarray, angle_deg: float) -> dict:
-    """Per row, ``(n, 2)`` rows ``[|angle error| in degrees, re-detection offset in px]`` at the keypoints of
-    image 0 found again in image 1 (:func:`found_again`).
+    """Per row of ``ANGLE_ROWS`` in ``views0``, ``(n, 2)`` rows ``[|angle error| in degrees, re-detection
+    offset in px]`` at the keypoints of image 0 found again in image 1 (:func:`found_again`; every row's
+    list is aligned with ``views["sift"]``).
 
     ``cv2.KeyPoint.angle`` is clockwise as displayed, and turning the image counter-clockwise by ``a``
     changes it by ``−a``: the error is ``angle1 − angle0 + a``, wrapped to (−180°, 180°]."""
     i, j, d = found_again(views0["sift"], views1["sift"], H)
     out = {}
-    for r in ANGLE_ROWS:
+    for r in (r for r in ANGLE_ROWS if r in views0):
         a0 = np.array([k.angle for k in views0[r]])[i]
         a1 = np.array([k.angle for k in views1[r]])[j]
         out[r] = np.stack([_wrapped(a1, a0, angle_deg), d], axis=1)
@@ -115,15 +118,20 @@ def _dedupe(kps):
     return out
 
 
-def _views(img, kps, est) -> dict:
-    """The keypoints of every row: SIFT's own, ours, SIFT's size with our angle, and upright."""
-    from ..integrations.opencv import SIFT_DESCRIPTOR_SIZE_FACTOR, assign
+def _views(img, detected, est) -> dict:
+    """The keypoints of every row, one per location (:func:`_dedupe` of SIFT's ``detected`` keypoints):
+    SIFT's own, ours, SIFT's size with our angle, SIFT's angle nearest ours where SIFT found several
+    (:func:`patchpose.integrations.opencv.resolve_orientations`), and upright."""
+    from ..integrations.opencv import SIFT_DESCRIPTOR_SIZE_FACTOR, assign, resolve_orientations
 
     f = SIFT_DESCRIPTOR_SIZE_FACTOR
+    kps = _dedupe(detected)
+    resolved = {(k.pt, k.size): k for k in resolve_orientations(img, detected, est, size_factor=f)}
     return {
         "sift": kps,
         "ours": assign(img, kps, est, size_factor=f),
         "ours_at_sift_size": assign(img, kps, est, size_factor=f, keep_size=True),
+        "sift_resolved_by_ours": [resolved[(k.pt, k.size)] for k in kps],
         "upright": [cv2.KeyPoint(*k.pt, k.size, 0) for k in kps],
     }
 
@@ -162,21 +170,21 @@ def evaluate_rotation(
         img, _ = resize_long_side(load_image(p), max_side)
         h, w = img.shape[:2]
         g0 = cv2.cvtColor(img, cv2.COLOR_RGB2GRAY)
-        k0 = _dedupe(sift.detect(g0, None))
-        if len(k0) < 10:
+        det0 = sift.detect(g0, None)
+        if len(_dedupe(det0)) < 10:
             continue
-        views0 = _views(img, k0, est)
+        views0 = _views(img, det0, est)
         kept0, d0 = _described(sift, g0, views0)
         for a in angles:
             H = similarity_about(((w - 1) / 2, (h - 1) / 2), 0.0, np.radians(a))
             img1 = cv2.warpAffine(img, H[:2], (w, h), flags=cv2.INTER_LINEAR)
             g1 = cv2.cvtColor(img1, cv2.COLOR_RGB2GRAY)
-            k1 = _dedupe(sift.detect(g1, None))
-            if len(k1) < 10:
+            det1 = sift.detect(g1, None)
+            if len(_dedupe(det1)) < 10:
                 for r in ROWS:
                     per_angle[r][a].append([0.0] * len(thresholds))
                 continue
-            views1 = _views(img1, k1, est)
+            views1 = _views(img1, det1, est)
             if a % 360:
                 for r, e in angle_errors(views0, views1, H, a).items():
                     errs[r].append(e)

@@ -11,6 +11,8 @@ Pose rows (how each keypoint's descriptor patch is turned and sized):
                 distance is the smallest over their K × K descriptor pairs
 ``sift_scale+   SIFT's scale kept, our angle estimated in the frame of that scale
 ours_angle``    (:meth:`~patchpose.PatchPoseEstimator.estimate` with ``frame_scale``)
+``sift_resolved SIFT's own pose, except where SIFT found several orientations at a location: the one
+_by_ours``      nearest our angle in SIFT's frame (as :func:`patchpose.resolve_orientations` does)
 ``upper``       the ground truth from a homography ``H``: upright at 16 px in image 1, and in image 2 the
                 pose change that ``H`` makes at the keypoint's source point (:func:`patchpose.geometry.pose_change`)
 =============== ==========================================================================================
@@ -27,6 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..conventions import angle_diff
 from ..data.keypoints import detect_sift
 from ..data.patches import Pyramid, check_image, to_gray
 from ..errors import InputError
@@ -41,7 +44,15 @@ SIFT_REGION = 5.3
 
 def pose_rows(top_k: int = 4) -> tuple[str, ...]:
     """Row names in report order."""
-    return ("lower", "sift", "ours", f"ours_top{top_k}", "sift_scale+ours_angle", "upper")
+    return (
+        "lower",
+        "sift",
+        "ours",
+        f"ours_top{top_k}",
+        "sift_scale+ours_angle",
+        "sift_resolved_by_ours",
+        "upper",
+    )
 
 
 @dataclass
@@ -62,6 +73,8 @@ class Features:
     sift_ori: np.ndarray  # (N,) radians CCW (NaN: none)
     pyramid: Pyramid
     image: np.ndarray  # float32 [0, 1], as given (gray or RGB)
+    # per keypoint, every orientation SIFT found at its location (radians CCW, its own first); None: none
+    sift_ori_candidates: list[np.ndarray] | None = None
 
     def __len__(self) -> int:
         return len(self.xy)
@@ -74,8 +87,9 @@ def detect(image, max_keypoints: int = 2000, keypoints=None) -> Features:
     if keypoints is None:
         if int(max_keypoints) != max_keypoints or max_keypoints < 1:
             raise InputError(f"max_keypoints must be a positive integer, got {max_keypoints!r}")
-        xy, kps = detect_sift(img, int(max_keypoints))
+        xy, kps, cands = detect_sift(img, int(max_keypoints), candidates=True)
         _, s, o = from_cv2_keypoints(kps)
+        cands = [np.mod(-np.radians(c), 2 * math.pi) for c in cands]
         # from_cv2_keypoints gives log2(size / (2·REFERENCE_RADIUS)); the window is SIFT_REGION·size
         s = s + math.log2(2.0 * SIFT_REGION)
     else:
@@ -83,9 +97,17 @@ def detect(image, max_keypoints: int = 2000, keypoints=None) -> Features:
 
         xy = check_keypoints(keypoints, gray.shape)
         s = o = np.full(len(xy), np.nan)
+        cands = None
     return Features(
-        xy.reshape(-1, 2), np.asarray(s, np.float64), np.asarray(o, np.float64), Pyramid(gray), img
+        xy.reshape(-1, 2), np.asarray(s, np.float64), np.asarray(o, np.float64), Pyramid(gray), img, cands
     )
+
+
+def nearest_candidates(candidates: list[np.ndarray], orientation: np.ndarray) -> np.ndarray:
+    """For each keypoint, the candidate orientation nearest ``orientation`` (radians, circular)."""
+    return np.array(
+        [c[int(np.argmin(np.abs(angle_diff(c, t))))] for c, t in zip(candidates, orientation)], np.float64
+    ).reshape(-1)
 
 
 def keypoint_poses(
@@ -142,12 +164,15 @@ def describe_rows(
         if len(feats) == 0:
             out[row] = np.zeros((0, 1, describer.dim), np.float32)
             continue
-        if row == "sift_scale+ours_angle":  # the detector's scale kept, our angle read in its frame
-            if est is None or not np.isfinite(feats.sift_scale).all():
+        if row in ("sift_scale+ours_angle", "sift_resolved_by_ours"):  # our angle read in SIFT's frame
+            if est is None or not np.isfinite(feats.sift_scale).all() or feats.sift_ori_candidates is None:
                 raise InputError(f"row {row!r} needs an estimator and SIFT detections")
             if framed is None:
                 framed = est.estimate(feats.image, feats.xy, frame_scale=feats.sift_scale)
-            s, o = feats.sift_scale[:, None], framed["orientation"][:, None]
+            o = framed["orientation"]
+            if row == "sift_resolved_by_ours":
+                o = nearest_candidates(feats.sift_ori_candidates, o)
+            s, o = feats.sift_scale[:, None], o[:, None]
         else:
             s, o = keypoint_poses(row, feats, ours, H_from_1, cfg.top_k)
         k = s.shape[1]
