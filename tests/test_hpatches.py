@@ -294,7 +294,15 @@ def test_cli_generate_eval_and_match(tmp_path, capsys):
     lines = (out / "matches.csv").read_text().splitlines()
     assert lines[0] == "x1,y1,x2,y2,distance,error_px" and len(lines) == summary["matches"] + 1
     assert cv2.imread(str(out / "matches.png")).shape[1] == 400
+    rc = main(["match", str(seq / "1.ppm"), str(seq / "2.ppm"), "--pose", "sift-resolved", "--out", str(out)])
+    assert rc == 0 and json.loads((out / "summary.json").read_text())["pose"] == "sift-resolved"
+    np.savetxt(tmp_path / "kp.csv", [[50.0, 60.0], [80.0, 90.0]], delimiter=",")
     capsys.readouterr()
+    kp = ["--keypoints1", str(tmp_path / "kp.csv"), "--keypoints2", str(tmp_path / "kp.csv")]
+    rc = main(
+        ["match", str(seq / "1.ppm"), str(seq / "2.ppm"), "--pose", "sift-resolved", *kp, "--out", str(out)]
+    )
+    assert rc == 2 and "SIFT detections" in capsys.readouterr().err  # keypoints from a file have no SIFT pose
     (tmp_path / "badH").write_text("not a matrix")
     rc = main(
         [

@@ -259,7 +259,13 @@ def match_command(a) -> int:
     from .matching.draw import draw_matches
     from .matching.pipeline import MatchConfig, match_images
 
-    rows = {"none": "lower", "sift": "sift", "ours": "ours", "ours-topk": f"ours_top{a.top_k}"}
+    rows = {
+        "none": "lower",
+        "sift": "sift",
+        "ours": "ours",
+        "ours-topk": f"ours_top{a.top_k}",
+        "sift-resolved": "sift_resolved_by_ours",
+    }
     if a.top_k < 2 and a.pose == "ours-topk":
         raise InputError("--pose ours-topk needs --top-k of at least 2")
     row = rows[a.pose]
@@ -269,7 +275,7 @@ def match_command(a) -> int:
     kp2 = read_keypoints(a.keypoints2) if a.keypoints2 else None
     if (kp1 is None) != (kp2 is None):
         raise InputError("give keypoints for both images (--keypoints1 and --keypoints2) or for none")
-    est = PatchPoseEstimator.load(a.weights) if row.startswith("ours") else None
+    est = PatchPoseEstimator.load(a.weights) if row.startswith("ours") or row.endswith("ours") else None
     cfg = MatchConfig(
         max_keypoints=a.max_keypoints,
         descriptor=a.descriptor,

@@ -315,7 +315,12 @@ def build_parser() -> argparse.ArgumentParser:
     mt.add_argument("image1")
     mt.add_argument("image2")
     mt.add_argument("--out", default=None, help="output folder (default: ./patchpose_match)")
-    mt.add_argument("--pose", choices=("ours", "ours-topk", "sift", "none"), default="ours")
+    mt.add_argument(
+        "--pose",
+        choices=("ours", "ours-topk", "sift", "sift-resolved", "none"),
+        default="ours",
+        help="sift-resolved: SIFT's pose, where SIFT found several orientations the one nearest ours",
+    )
     mt.add_argument("--top-k", type=int, default=4, help="candidates per keypoint for --pose ours-topk")
     mt.add_argument("--homography", default=None, help="3×3 text file H (image 1 → 2): colours the matches")
     mt.add_argument("--threshold", type=float, default=3.0, help="px: a match is correct within this")
