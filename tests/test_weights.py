@@ -11,7 +11,7 @@ from patchpose.models import create_model
 from patchpose.weights import BUNDLED, WEIGHTS_DIR, load_bundled, load_weights, save_weights, sha256_of
 
 
-@pytest.mark.parametrize("name", ["patchpose-v1", "patchpose-v2"])
+@pytest.mark.parametrize("name", ["patchpose-v1", "patchpose-v2", "patchpose-v3"])
 def test_bundled_models_are_listed_small_and_verified(name):
     fname, sha = BUNDLED[name]
     path = WEIGHTS_DIR / fname
