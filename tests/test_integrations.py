@@ -179,6 +179,7 @@ def test_rotation_matching_eval_on_a_tiny_set(tmp_path):
         "ours_at_sift_size",
         "sift_resolved_by_ours",
         "upright",
+        "sift_all_orientations",
     } and doc["thresholds_px"] == [
         1,
         3,
@@ -188,6 +189,7 @@ def test_rotation_matching_eval_on_a_tiny_set(tmp_path):
     for r in per:  # the same image: every pose matches almost perfectly
         assert per[r]["0"][1] > 0.9
     assert per["upright"]["90"][1] < per["sift"]["90"][1]  # without a pose, a quarter turn hurts
+    assert doc["matches"]["sift_all_orientations"] >= doc["matches"]["sift"] > 10  # mean matches per pair
     assert "| ours |" in (tmp_path / "o" / "results.md").read_text()
     cons = doc["angle_consistency"]  # a quarter turn is exact: SIFT finds its keypoints and angles again
     assert set(cons) == {

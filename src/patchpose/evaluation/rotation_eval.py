@@ -8,7 +8,9 @@ any one-per-location pipeline would keep), ours (``assign`` with ``SIFT_DESCRIPT
 the descriptor window covers our characteristic region, as in the matching pipeline), ours at SIFT's size
 (``keep_size``: SIFT's size kept, our angle read in its frame), SIFT's own angle resolved by ours (where
 SIFT found several, the one nearest our angle: :func:`patchpose.resolve_orientations`), and upright (SIFT's
-size, angle 0, the lower bound). Matches are mutual nearest neighbours (``cv2.BFMatcher(crossCheck=True)``); MMA@t is the
+size, angle 0, the lower bound). One more row is SIFT as it comes, a keypoint per orientation
+(``sift_all_orientations``): about a fifth more keypoints than the other rows, so a reference, not a rival
+at equal cost. Matches are mutual nearest neighbours (``cv2.BFMatcher(crossCheck=True)``); MMA@t is the
 share within t px of the true rotation, averaged over pairs. Outputs ``results.json``, ``results.md``.
 
 A diagnostic goes with it: the **angle error at the keypoints SIFT finds again** (a keypoint of the turned
@@ -32,7 +34,7 @@ from ..fileio import write_text_atomic
 from ..geometry import apply_homography
 from .metrics import redetections
 
-ROWS = ("sift", "ours", "ours_at_sift_size", "sift_resolved_by_ours", "upright")
+ROWS = ("sift", "ours", "ours_at_sift_size", "sift_resolved_by_ours", "upright", "sift_all_orientations")
 ANGLE_ROWS = ("sift", "ours", "ours_at_sift_size", "sift_resolved_by_ours")
 #: the angle diagnostic's extra row: our angle read at the true position of each keypoint found again
 TRUE_POSITION_ROW = "ours_at_sift_size_true_position"
@@ -133,6 +135,8 @@ def _views(img, detected, est) -> dict:
         "ours_at_sift_size": assign(img, kps, est, size_factor=f, keep_size=True),
         "sift_resolved_by_ours": [resolved[(k.pt, k.size)] for k in kps],
         "upright": [cv2.KeyPoint(*k.pt, k.size, 0) for k in kps],
+        # SIFT as it comes: a keypoint per orientation (more keypoints than the other rows; MMA only)
+        "sift_all_orientations": sorted(detected, key=lambda k: -k.response),
     }
 
 
@@ -165,6 +169,7 @@ def evaluate_rotation(
     sift = cv2.SIFT_create(nfeatures=max_keypoints)
     bf = cv2.BFMatcher(cv2.NORM_L2, crossCheck=True)
     per_angle = {r: {a: [] for a in angles} for r in ROWS}
+    n_matches: dict = {r: [] for r in ROWS}
     errs: dict = {r: [] for r in (*ANGLE_ROWS, TRUE_POSITION_ROW)}
     for p in tqdm(photos, desc="photos", disable=not progress):
         img, _ = resize_long_side(load_image(p), max_side)
@@ -192,6 +197,7 @@ def evaluate_rotation(
             kept1, d1 = _described(sift, g1, views1)
             for r in ROWS:
                 m = bf.match(d0[r], d1[r])
+                n_matches[r].append(len(m))
                 if not m:
                     per_angle[r][a].append([0.0] * len(thresholds))
                     continue
@@ -206,6 +212,7 @@ def evaluate_rotation(
         "thresholds_px": list(thresholds),
         "mma_overall": overall,
         "mma_per_angle": curves,
+        "matches": {r: float(np.mean(v)) if v else 0.0 for r, v in n_matches.items()},
         "angle_consistency": summarise_angle_errors(errs),
         "photos": len(photos),
         "model": est.meta.get("name", str(weights)),
@@ -219,11 +226,12 @@ def evaluate_rotation(
         f"{len(photos)} photos × {len(angles)} rotations; SIFT keypoints (≤ {max_keypoints}); descriptors by "
         f"`cv2.SIFT.compute` at each pose; mutual nearest neighbours. Model `{doc['model']}`. {doc['seconds']:.0f} s.",
         "",
-        "| pose | " + " | ".join(f"MMA@{t}px" for t in thresholds) + " |",
-        "|---|" + "---|" * len(thresholds),
+        "| pose | matches | " + " | ".join(f"MMA@{t}px" for t in thresholds) + " |",
+        "|---|---|" + "---|" * len(thresholds),
     ]
     for r in ROWS:
-        lines.append(f"| {r} | " + " | ".join(f"{v:.3f}" for v in overall[r]) + " |")
+        mma = " | ".join(f"{v:.3f}" for v in overall[r])
+        lines.append(f"| {r} | {doc['matches'][r]:.1f} | {mma} |")
     lines += [
         "",
         "## Angle error at the keypoints SIFT finds again",

@@ -38,6 +38,9 @@ def assign(
         keep_size: keep each keypoint's size (the detector's scale) and estimate only the angle, in the frame
             of that size (``size_factor`` converts it to our scale). Measured far better than our own
             scale for SIFT keypoints (``docs/results.md``).
+
+    For SIFT keypoints that will be described by SIFT, :func:`resolve_orientations` (SIFT's own pose, with
+    our angle choosing only where SIFT found several orientations) matches better than our angle alone.
     """
     from ..estimator import PatchPoseEstimator
 
