@@ -160,12 +160,20 @@ def test_evaluation_end_to_end_reports_failing_pairs(tmp_path):
     )
     saved = json.loads((tmp_path / "out" / "results.json").read_text())
     assert saved["n_pairs"] == 3
-    assert list(saved["rows"]) == ["sift@256", "sift+ours@256", "sift@512", "sift+ours@512"]
+    assert list(saved["rows"]) == [
+        "sift@256",
+        "sift+ours@256",
+        "sift resolved by ours@256",
+        "sift@512",
+        "sift+ours@512",
+        "sift resolved by ours@512",
+    ]
     for row in saved["rows"].values():
         assert set(row) == {"inliers", "mAA@5", "mAA@10", "AUC@5", "AUC@10", "AUC@20"}
         assert 0.0 <= row["mAA@10"] <= 2 / 3 + 1e-9  # the blank pair can never count
     assert all(p["errors"]["sift@256"] == FAIL_DEG for p in saved["per_pair"] if "blank" in p["pair"])
     assert doc["per_pair"][0]["errors"]["sift@512"] < 5.0  # the camera-rotation pair is easy
+    assert doc["per_pair"][0]["errors"]["sift resolved by ours@512"] < 5.0
     assert "| sift+ours@512 |" in (tmp_path / "out" / "results.md").read_text()
 
 
@@ -174,3 +182,27 @@ def test_cli_pose_eval_errors_are_clear(tmp_path, capsys):
 
     rc = main(["eval", "pose", "--pairs", str(tmp_path / "none.txt"), "--images", str(tmp_path)])
     assert rc == 2 and "pairs file not found" in capsys.readouterr().err
+
+
+def test_resolved_pose_source_keeps_sift_where_unambiguous_and_needs_our_poses():
+    """The 'resolved' pose: SIFT's scale, and SIFT's orientation nearest ours among SIFT's candidates; without
+    our poses it is a clear error."""
+    from patchpose.matching.pipeline import detect
+    from patchpose.matching.twoview import TwoViewConfig, frame_poses
+
+    img = (make_textured_image(300, seed=3) * 255).astype(np.uint8)
+    f = detect(img, 300)
+    n = len(f)
+    flipped = {"orientation": np.array([c[-1] for c in f.sift_ori_candidates])[:, None]}  # (N, 1), as top_k=1
+    s, o = frame_poses(f, "resolved", flipped)
+    np.testing.assert_array_equal(s, f.sift_scale)
+    multi = np.array([len(c) > 1 for c in f.sift_ori_candidates])
+    assert multi.any() and (~multi).any()
+    np.testing.assert_allclose(o, flipped["orientation"][:, 0])  # every candidate is its own nearest
+    np.testing.assert_allclose(o[~multi], f.sift_ori[~multi])
+    assert not np.allclose(o[multi], f.sift_ori[multi])  # where SIFT was ambiguous, ours chose the other
+    with pytest.raises(InputError, match="estimator's poses"):
+        frame_poses(f, "resolved", None)
+    with pytest.raises(InputError, match="describe_pose must be one of"):
+        TwoViewConfig(describe_pose="bogus").validate()
+    assert n > 10

@@ -275,7 +275,9 @@ def match_command(a) -> int:
     kp2 = read_keypoints(a.keypoints2) if a.keypoints2 else None
     if (kp1 is None) != (kp2 is None):
         raise InputError("give keypoints for both images (--keypoints1 and --keypoints2) or for none")
-    est = PatchPoseEstimator.load(a.weights) if row not in ("lower", "sift") else None  # rows that read our model
+    est = (
+        PatchPoseEstimator.load(a.weights) if row not in ("lower", "sift") else None
+    )  # rows that read our model
     cfg = MatchConfig(
         max_keypoints=a.max_keypoints,
         descriptor=a.descriptor,

@@ -115,8 +115,9 @@ def keypoint_poses(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Poses ``(scale (N, k), orientation (N, k))`` of a row (k = 1 except for ``ours_topK``).
 
-    ``ours``: the estimator's output at ``feats.xy`` with ``top_k`` candidates; ``H_from_1``: for ``upper``,
-    the homography from image 1 to this image (None or the identity for image 1 itself)."""
+    ``ours``: the estimator's output at ``feats.xy`` with ``top_k`` candidates (for
+    ``sift_resolved_by_ours``: read in SIFT's frame, ``frame_scale=feats.sift_scale``); ``H_from_1``: for
+    ``upper``, the homography from image 1 to this image (None or the identity for image 1 itself)."""
     n = len(feats)
     zeros = np.zeros((n, 1))
     if row == "lower":
@@ -127,6 +128,13 @@ def keypoint_poses(
                 "the 'sift' row needs SIFT detections (keypoints given from a file have no pose)"
             )
         return feats.sift_scale[:, None], feats.sift_ori[:, None]
+    if row == "sift_resolved_by_ours":
+        if ours is None or not np.isfinite(feats.sift_scale).all() or feats.sift_ori_candidates is None:
+            raise InputError(f"row {row!r} needs the estimator's poses and SIFT detections")
+        o = nearest_candidates(
+            feats.sift_ori_candidates, np.asarray(ours["orientation"]).reshape(n, -1)[:, 0]
+        )
+        return feats.sift_scale[:, None], o[:, None]
     if row == "ours" or row.startswith("ours_top"):
         if ours is None:
             raise InputError(f"row {row!r} needs the estimator's poses")
@@ -169,10 +177,10 @@ def describe_rows(
                 raise InputError(f"row {row!r} needs an estimator and SIFT detections")
             if framed is None:
                 framed = est.estimate(feats.image, feats.xy, frame_scale=feats.sift_scale)
-            o = framed["orientation"]
             if row == "sift_resolved_by_ours":
-                o = nearest_candidates(feats.sift_ori_candidates, o)
-            s, o = feats.sift_scale[:, None], o[:, None]
+                s, o = keypoint_poses(row, feats, framed)
+            else:
+                s, o = feats.sift_scale[:, None], framed["orientation"][:, None]
         else:
             s, o = keypoint_poses(row, feats, ours, H_from_1, cfg.top_k)
         k = s.shape[1]

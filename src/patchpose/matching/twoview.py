@@ -5,7 +5,8 @@ neighbourhood, matches must agree on the orientation change (``orientation_diffe
 degrees) and on the scale ratio (``scale_rate_threshold``). It reads both from kornia LAFs, so the poses
 we feed it decide what "consistent" means. Every stage has a switch (:class:`TwoViewConfig`):
 
-* ``describe_pose``: the pose at which descriptor patches are cut (``"sift"``, ``"ours"``, ``"none"``);
+* ``describe_pose``: the pose at which descriptor patches are cut (``"sift"``, ``"ours"``, ``"resolved"``:
+  SIFT's, with our angle choosing where SIFT found several orientations, ``"none"``);
 * ``adalam_pose``: the pose in AdaLAM's LAFs (default: the same as ``describe_pose``);
 * ``adalam_checks``: False disables AdaLAM's orientation and scale checks (thresholds set to None);
 * ``matcher``: ``"adalam"`` or plain ``"mnn"`` (mutual nearest neighbours);
@@ -32,10 +33,15 @@ from .pipeline import Features, keypoint_poses
 ESTIMATORS = {"magsac": cv2.USAC_MAGSAC, "accurate": cv2.USAC_ACCURATE, "ransac": cv2.RANSAC}
 
 
+#: pose sources → rows of :func:`patchpose.matching.pipeline.keypoint_poses`
+_ROW = {"sift": "sift", "ours": "ours", "resolved": "sift_resolved_by_ours", "none": "lower"}
+
+
 @dataclass
 class TwoViewConfig:
     max_keypoints: int = 2048
-    describe_pose: str = "sift"  # sift | ours | none
+    # sift | ours | resolved (SIFT's, resolved by ours: ours must be read in SIFT's frame) | none
+    describe_pose: str = "sift"
     adalam_pose: str | None = None  # None: the same as describe_pose
     adalam_checks: bool = True
     matcher: str = "adalam"  # adalam | mnn
@@ -49,15 +55,12 @@ class TwoViewConfig:
     def validate(self) -> None:
         for name in ("describe_pose", "adalam_pose"):
             v = getattr(self, name)
-            if v is not None and v not in ("sift", "ours", "none"):
-                raise InputError(f"{name} must be 'sift', 'ours' or 'none', got {v!r}")
+            if v is not None and v not in _ROW:
+                raise InputError(f"{name} must be one of {sorted(_ROW)}, got {v!r}")
         if self.matcher not in ("adalam", "mnn"):
             raise InputError(f"matcher must be 'adalam' or 'mnn', got {self.matcher!r}")
         if self.estimator not in ESTIMATORS:
             raise InputError(f"estimator must be one of {sorted(ESTIMATORS)}, got {self.estimator!r}")
-
-
-_ROW = {"sift": "sift", "ours": "ours", "none": "lower"}
 
 
 def frame_poses(feats: Features, pose: str, ours: dict | None) -> tuple[np.ndarray, np.ndarray]:
