@@ -107,7 +107,8 @@ def _rows(budgets) -> dict:
     return rows
 
 
-MAIN_ROWS = ("sift@{k}", "sift+ours@{k}")
+#: the rows kept without the ablation (names before the ``@K``)
+MAIN_ROWS = ("sift", "sift+ours", "sift resolved by ours")
 
 
 def evaluate_pose(
@@ -139,9 +140,7 @@ def evaluate_pose(
     describer = Describer()
     rows = _rows(tuple(budgets))
     if not ablation:
-        rows = {
-            k: v for k, v in rows.items() if k.split("@")[0] in ("sift", "sift+ours", "sift resolved by ours")
-        }
+        rows = {k: v for k, v in rows.items() if k.split("@")[0] in MAIN_ROWS}
     errors = {r: [] for r in rows}
     inliers = {r: [] for r in rows}
     failures: list[str] = []

@@ -173,11 +173,11 @@ def describe_rows(
             out[row] = np.zeros((0, 1, describer.dim), np.float32)
             continue
         if row in ("sift_scale+ours_angle", "sift_resolved_by_ours"):  # our angle read in SIFT's frame
-            if est is None or not np.isfinite(feats.sift_scale).all() or feats.sift_ori_candidates is None:
+            if est is None or not np.isfinite(feats.sift_scale).all():
                 raise InputError(f"row {row!r} needs an estimator and SIFT detections")
             if framed is None:
                 framed = est.estimate(feats.image, feats.xy, frame_scale=feats.sift_scale)
-            if row == "sift_resolved_by_ours":
+            if row == "sift_resolved_by_ours":  # checks the candidates itself
                 s, o = keypoint_poses(row, feats, framed)
             else:
                 s, o = feats.sift_scale[:, None], framed["orientation"][:, None]
