@@ -134,9 +134,32 @@ def test_relative_pose_recovers_a_synthetic_two_view_geometry():
     # a pure rotation: the homography branch, rotation error only
     x1r = (K @ R @ np.linalg.inv(K) @ np.c_[x0, np.ones(len(x0))].T).T
     x1r = x1r[:, :2] / x1r[:, 2:]
+    x1r[:30] = rng.uniform(0, 640, (30, 2))
     fit = relative_pose(x0, x1r, K, K)
-    assert fit["model"] == "homography" and rotation_error_deg(R, fit["R"]) < 0.1
+    assert fit["model"] == "rotation" and rotation_error_deg(R, fit["R"]) < 0.1
+    assert np.all(fit["t"] == 0) and fit["inliers"] >= 260
     assert relative_pose(x0[:3], x1[:3], K, K)["R"] is None  # too few matches: a failure, not a crash
+
+
+def test_relative_pose_does_not_take_a_plane_for_a_rotation():
+    """Every point on one plane, seen from two places: a homography explains every match (the rule before
+    this one then returned t = 0), but a camera rotation does not, so the essential matrix is kept."""
+    rng = np.random.default_rng(0)
+    K = np.array([[600.0, 0, 320], [0, 600.0, 240], [0, 0, 1]])
+    X = np.c_[rng.uniform(-2, 2, 300), rng.uniform(-1.5, 1.5, 300), np.zeros(300)]
+    X[:, 2] = 6 + 0.3 * X[:, 0] - 0.2 * X[:, 1]
+    R = rotation_from_angles(math.radians(20), math.radians(8), math.radians(3))
+    t = np.array([-1.0, 0.1, 0.05])
+    x0, x1 = (K @ X.T).T, (K @ ((R @ X.T).T + t).T).T
+    x0, x1 = x0[:, :2] / x0[:, 2:], x1[:, :2] / x1[:, 2:]
+    x0, x1 = x0 + rng.normal(0, 0.1, x0.shape), x1 + rng.normal(0, 0.1, x1.shape)
+    H, mask = cv2.findHomography(x0, x1, cv2.RANSAC, 2.0)
+    assert mask.sum() >= 290  # a homography explains the matches
+    fit = relative_pose(x0, x1, K, K)
+    assert fit["model"] == "essential" and np.linalg.norm(fit["t"]) == pytest.approx(1.0)
+    T = np.eye(4)
+    T[:3, :3], T[:3, 3] = R, t
+    assert pose_error_deg(T, fit["R"], fit["t"]) < 1.0
 
 
 def test_evaluation_end_to_end_reports_failing_pairs(tmp_path):

@@ -497,7 +497,12 @@ def build_parser() -> argparse.ArgumentParser:
     pe.add_argument("--out", default="outputs/eval_pose")
     _add_weights(pe)
     pe.add_argument("--keypoints", type=int, nargs="+", default=[1024, 2048], help="keypoint budgets")
-    pe.add_argument("--estimator", choices=("magsac", "accurate", "ransac"), default="magsac")
+    pe.add_argument(
+        "--estimator",
+        choices=("magsac", "accurate", "ransac"),
+        default="accurate",
+        help="robust fit of the essential matrix (OpenCV USAC_ACCURATE, USAC_MAGSAC, RANSAC)",
+    )
     pe.add_argument("--no-ablation", action="store_true", help="only the sift and sift+ours rows")
     pe.add_argument("--no-progress", action="store_true")
     pe.set_defaults(func=_cmd_eval_pose)

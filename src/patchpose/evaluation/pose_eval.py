@@ -118,7 +118,7 @@ def evaluate_pose(
     weights: str | None = None,
     budgets=(1024, 2048),
     ablation: bool = True,
-    estimator: str = "magsac",
+    estimator: str = "accurate",
     progress: bool = True,
 ) -> dict:
     """Run every row on every pair; write ``results.json`` and ``results.md``. A pair that fails (too few
@@ -194,7 +194,7 @@ def evaluate_pose(
             "detector": "OpenCV SIFT",
             "descriptor": "RootSIFT (kornia SIFTDescriptor) on pose-normalised 32 px patches",
             "matcher": "kornia match_adalam (default config)",
-            "estimator": f"OpenCV findEssentialMat ({estimator}, 1 px) / findHomography for zero baseline",
+            "estimator": f"OpenCV findEssentialMat ({estimator}, 1 px), or a pure rotation when it explains as much",
             "model": est.meta.get("name", str(weights)),
         },
         "failures": failures,
