@@ -9,6 +9,7 @@ import patchpose
 from patchpose.conventions import angle_diff
 from patchpose.data.keypoints import detect_sift
 from patchpose.errors import InputError
+from patchpose.estimator import PatchPoseEstimator
 
 
 @pytest.fixture(scope="module", params=["patchpose-v1", "patchpose-v2"])
@@ -33,8 +34,8 @@ def kps(photo):
 
 def test_output_shapes_and_ranges(est, photo, kps):
     """(N,) poses in range, (N, 36) and (N, B_s) probability histograms (13 over [−2, 2] for v1, 25 over
-    [−4, 4] for v2)."""
-    out = est.estimate(photo, kps)
+    [−4, 4] for v2), for one pass (more passes move the frame: next test)."""
+    out = est.estimate(photo, kps, passes=1)
     n = len(kps)
     lo, hi = est.cfg.scale_range
     bins = {"patchpose-v1": 13, "patchpose-v2": 25}[est.meta["name"]]
@@ -155,3 +156,48 @@ def test_rotation_tta_option(est, photo, kps):
     assert out["orientation"].shape == (10,)
     with pytest.raises(InputError, match="rotations"):
         patchpose.PatchPoseEstimator(est.model, rotations=3)
+
+
+def test_passes_read_again_in_the_frame_of_the_scale_found(photo, kps):
+    """Pass 2 is pass 1's estimate at frame_scale = its scale rounded to whole bins: same poses, and the
+    scale histogram moved back by those bins into the caller's frame."""
+    from patchpose.estimator import shift_bins
+
+    est = PatchPoseEstimator.from_pretrained()
+    assert est.passes == 2 and PatchPoseEstimator.from_pretrained("patchpose-v1").passes == 1
+    one = est.estimate(photo, kps, passes=1)
+    k = np.round(one["scale"] * 3).astype(int)
+    framed = est.estimate(photo, kps, frame_scale=k / 3, passes=1)
+    two = est.estimate(photo, kps)
+    np.testing.assert_allclose(two["scale"], framed["scale"], atol=1e-5)
+    np.testing.assert_allclose(two["orientation"], framed["orientation"], atol=1e-5)
+    np.testing.assert_allclose(two["scale_hist"], shift_bins(framed["scale_hist"], k), atol=1e-6)
+    assert np.any(k != 0) and not np.allclose(two["scale"], one["scale"])  # the frame did move
+    # the argmax of the returned histogram is the bin of the returned scale (when it lies in the histogram)
+    lo, hi = est.cfg.scale_range
+    inside = (two["scale"] > lo + 0.2) & (two["scale"] < hi - 0.2)
+    top = lo + two["scale_hist"].argmax(1) / 3
+    assert inside.mean() > 0.9 and np.all(np.abs(top - two["scale"])[inside] <= 0.5 / 3 + 1e-6)
+    # in the caller's frame: with a frame_scale, pass 2 starts from it
+    f = est.estimate(photo, kps[:20], frame_scale=1.0)
+    g = est.estimate(photo, kps[:20], frame_scale=1.0, passes=1)
+    k1 = np.round((g["scale"] - 1.0) * 3).astype(int)
+    np.testing.assert_allclose(f["scale"], est.estimate(photo, kps[:20], frame_scale=1.0 + k1 / 3, passes=1)["scale"])
+
+
+def test_shift_bins_moves_rows_and_drops_what_leaves():
+    from patchpose.estimator import shift_bins
+
+    h = np.array([[0.1, 0.2, 0.3, 0.4], [0.1, 0.2, 0.3, 0.4], [0.25, 0.25, 0.25, 0.25]])
+    np.testing.assert_allclose(
+        shift_bins(h, np.array([1, -2, 0])),
+        [[0.0, 0.1, 0.2, 0.3], [0.3, 0.4, 0.0, 0.0], [0.25, 0.25, 0.25, 0.25]],
+    )
+
+
+@pytest.mark.parametrize("bad", [0, 9, 1.5, "2", True])
+def test_passes_must_be_a_small_positive_integer(bad, photo, kps):
+    with pytest.raises(InputError, match="passes"):
+        PatchPoseEstimator.from_pretrained(passes=bad)
+    with pytest.raises(InputError, match="passes"):
+        PatchPoseEstimator.from_pretrained().estimate(photo, kps[:2], passes=bad)

@@ -135,14 +135,14 @@ def write_poses(path: Path, xy: np.ndarray, out: dict, fmt: str) -> Path:
 
 
 def run_estimate(
-    image_path, keypoints_path, out_dir, weights, max_keypoints, top_k, fmt, refine, rotations=1
+    image_path, keypoints_path, out_dir, weights, max_keypoints, top_k, fmt, refine, rotations=1, passes=None
 ) -> dict:
     from .data.keypoints import detect_sift
     from .data.patches import check_image, load_image
 
     image = load_image(image_path)
     check_image(image)  # size and content checks before detection
-    est = PatchPoseEstimator.load(weights, rotations=rotations)
+    est = PatchPoseEstimator.load(weights, rotations=rotations, passes=passes)
     if keypoints_path:
         xy = read_keypoints(keypoints_path)
     else:
@@ -176,7 +176,16 @@ def estimate_command(a) -> int:
     image = getattr(a, "image", None) or demo_photo()
     keypoints = getattr(a, "keypoints", None)
     run_estimate(
-        image, keypoints, a.out, a.weights, a.max_keypoints, a.top_k, a.format, not a.no_refine, a.rotations
+        image,
+        keypoints,
+        a.out,
+        a.weights,
+        a.max_keypoints,
+        a.top_k,
+        a.format,
+        not a.no_refine,
+        a.rotations,
+        a.passes,
     )
     return 0
 
@@ -276,7 +285,7 @@ def match_command(a) -> int:
     if (kp1 is None) != (kp2 is None):
         raise InputError("give keypoints for both images (--keypoints1 and --keypoints2) or for none")
     est = (
-        PatchPoseEstimator.load(a.weights) if row not in ("lower", "sift") else None
+        PatchPoseEstimator.load(a.weights, passes=a.passes) if row not in ("lower", "sift") else None
     )  # rows that read our model
     cfg = MatchConfig(
         max_keypoints=a.max_keypoints,

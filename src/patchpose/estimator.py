@@ -67,6 +67,22 @@ def check_frame_scale(frame_scale, n: int) -> np.ndarray:
 
 
 POLAR_BATCH = 256
+#: reads per keypoint of a log-polar model (:class:`PatchPoseEstimator`'s ``passes``)
+DEFAULT_PASSES = 2
+
+
+def _check_passes(passes) -> None:
+    if not isinstance(passes, (int, np.integer)) or isinstance(passes, bool) or not 1 <= passes <= 8:
+        raise InputError(f"passes must be an integer from 1 to 8, got {passes!r}")
+
+
+def shift_bins(hist: np.ndarray, shift: np.ndarray) -> np.ndarray:
+    """``hist`` ``(N, B)`` with row ``i`` moved ``shift[i]`` bins up (towards higher indices); what leaves
+    the histogram is dropped and zeros enter."""
+    n, b = hist.shape
+    src = np.arange(b)[None, :] - np.asarray(shift, np.int64)[:, None]
+    ok = (src >= 0) & (src < b)
+    return np.where(ok, hist[np.arange(n)[:, None], np.clip(src, 0, b - 1)], 0.0).astype(hist.dtype)
 
 
 class PatchPoseEstimator:
@@ -83,6 +99,12 @@ class PatchPoseEstimator:
             ``"error"`` (raise :class:`~patchpose.errors.InputError`).
         rotations: rotation test-time augmentation: 1 (off, default), 2 or 4 quarter turns averaged;
             4 is more accurate (docs/model_card.md) and 4× slower.
+        passes: how many times the model reads each keypoint (None: :data:`DEFAULT_PASSES` for a log-polar
+            model such as the bundled ones, 1 for the others, on which it was not measured). Pass ``p + 1``
+            reads it again in a frame moved to the scale pass ``p`` found, rounded to whole scale bins, so
+            that the characteristic structure sits in the middle of the model's window; scale and
+            orientation come from the last pass. 2 is far more accurate than 1 when scale changes
+            (``docs/results.md``) and about twice as slow.
     """
 
     def __init__(
@@ -93,6 +115,7 @@ class PatchPoseEstimator:
         border: str = "reflect",
         meta: dict | None = None,
         rotations: int = 1,
+        passes: int | None = None,
     ) -> None:
         if border not in BORDER_POLICIES:
             raise InputError(f"border must be one of {BORDER_POLICIES}, got {border!r}")
@@ -102,15 +125,19 @@ class PatchPoseEstimator:
         self.model = model.to(self.device).eval()
         if rotations not in (1, 2, 4):
             raise InputError(f"rotations must be 1, 2 or 4, got {rotations!r}")
+        if passes is None:
+            passes = DEFAULT_PASSES if model.cfg.is_polar else 1
+        _check_passes(passes)
         if batch_size is None:
             batch_size = POLAR_BATCH if model.cfg.is_polar else 32
         if int(batch_size) != batch_size or batch_size < 1:
             raise InputError(f"batch_size must be a positive integer, got {batch_size!r}")
-        self.batch_size, self.border, self.meta, self.rotations = (
+        self.batch_size, self.border, self.meta, self.rotations, self.passes = (
             int(batch_size),
             border,
             meta or {},
             rotations,
+            int(passes),
         )
 
     @classmethod
@@ -162,10 +189,12 @@ class PatchPoseEstimator:
     def __repr__(self) -> str:
         return (
             f"PatchPoseEstimator(model={self.meta.get('name', 'custom')}, device={self.device}, "
-            f"border={self.border}, rotations={self.rotations})"
+            f"border={self.border}, rotations={self.rotations}, passes={self.passes})"
         )
 
-    def extract(self, image, keypoints, frame_scale=None) -> tuple[np.ndarray, np.ndarray]:
+    def extract(
+        self, image, keypoints, frame_scale=None, _pyramid=None, _check_border: bool = True
+    ) -> tuple[np.ndarray, np.ndarray]:
         """Model inputs ``(N, C, PS, PS)`` (or ``(N, C, rings, angles)`` for a log-polar model) at the
         keypoints (upright; at scale 0, or at ``frame_scale``), and the ``valid`` mask (window fully inside
         the image)."""
@@ -180,19 +209,14 @@ class PatchPoseEstimator:
             & (kp[:, 1] >= m - 0.5)
             & (kp[:, 1] <= h - 0.5 - m)
         )
-        if self.border == "error" and not valid.all():
+        if self.border == "error" and _check_border and not valid.all():
             i = int(np.nonzero(~valid)[0][0])
             raise InputError(
                 f"{int((~valid).sum())} keypoint(s) are closer than {m[i]:.0f} px to the image border (e.g. #{i} "
                 f"at {tuple(kp[i])}); use border='reflect' or drop them"
             )
-        src = (
-            to_gray(img)
-            if self.cfg.color == "gray"
-            else (img if img.ndim == 3 else np.repeat(img[..., None], 3, 2))
-        )
         patches = extract_inputs(
-            Pyramid(src),
+            _pyramid if _pyramid is not None else self._pyramid(img),
             kp,
             fs,
             0.0,
@@ -203,8 +227,22 @@ class PatchPoseEstimator:
         )
         return patches, valid
 
+    def _pyramid(self, img: np.ndarray) -> Pyramid:
+        src = (
+            to_gray(img)
+            if self.cfg.color == "gray"
+            else (img if img.ndim == 3 else np.repeat(img[..., None], 3, 2))
+        )
+        return Pyramid(src)
+
     def estimate(
-        self, image, keypoints, top_k: int | None = None, refine: bool = True, frame_scale=None
+        self,
+        image,
+        keypoints,
+        top_k: int | None = None,
+        refine: bool = True,
+        frame_scale=None,
+        passes: int | None = None,
     ) -> dict[str, np.ndarray]:
         """Scale and orientation of each keypoint.
 
@@ -219,25 +257,47 @@ class PatchPoseEstimator:
                 scale, so the orientation is the one of the detector's region, and the returned ``scale`` is
                 ``frame_scale`` plus the model's correction. With SIFT keypoints, keeping SIFT's scale and
                 taking our orientation in its frame matches far better than our orientation at scale 0
-                (``docs/results.md``, rotation matching).
+                (``docs/results.md``, rotation matching). With ``passes`` > 1 the later passes move
+                from that frame to the scale the model finds; give ``passes=1`` to read the orientation
+                in the detector's frame only.
+            passes: None (the estimator's ``passes``) or how many times to read each keypoint (see the
+                class).
 
         Returns:
             ``orientation`` ``(N,)`` or ``(N, k)`` radians in ``[0, 2π)``; ``scale`` log2 scale, same shape;
-            ``orientation_hist`` ``(N, B_o)`` and ``scale_hist`` ``(N, B_s)`` probabilities (the model's
-            bins: 36 and 13 over [−2, 2] for the paper's layout, 25 over [−4, 4] for patchpose-v2); ``valid`` ``(N,)``
-            True where the model's window lies inside the image.
+            ``orientation_hist`` ``(N, B_o)`` and ``scale_hist`` ``(N, B_s)`` probabilities of the last pass
+            (the model's bins: 36 and 13 over [−2, 2] for the paper's layout, 25 over [−4, 4] for
+            patchpose-v2; scale bins relative to ``frame_scale``); ``valid`` ``(N,)`` True where the
+            window at the caller's frame (the first pass) lies inside the image.
         """
         if top_k is not None and (int(top_k) != top_k or top_k < 1):
             raise InputError(f"top_k must be a positive integer or None, got {top_k!r}")
-        patches, valid = self.extract(image, keypoints, frame_scale)
-        hists = predict_histograms(self.model, patches, self.batch_size, rotations=self.rotations)
+        passes = self.passes if passes is None else passes
+        _check_passes(passes)
+        img = check_image(image)
+        kp = check_keypoints(keypoints, img.shape[:2])
+        fs0 = check_frame_scale(frame_scale, len(kp))
+        pyramid = self._pyramid(img)
+        bpo = self.cfg.scale_bins_per_octave
+        shift = np.zeros(len(kp), np.int64)  # whole scale bins between the first frame and the current one
+        for p in range(passes):
+            # the border policy and ``valid`` concern the caller's frame (pass 1); later passes read
+            # beyond the border the way the policy's padding does
+            patches, v = self.extract(img, kp, fs0 + shift / bpo, _pyramid=pyramid, _check_border=p == 0)
+            valid = v if p == 0 else valid
+            hists = predict_histograms(self.model, patches, self.batch_size, rotations=self.rotations)
+            if p + 1 < passes:  # move the frame to the scale found, in whole bins, within ±12 octaves
+                s = decode_poses(hists, k=1, refine=True, scale_range=self.cfg.scale_range)["scale"][:, 0]
+                lim = np.floor((12.0 - np.abs(fs0)) * bpo)
+                shift = np.clip(shift + np.round(s * bpo).astype(np.int64), -lim, lim).astype(np.int64)
         poses = decode_poses(hists, k=top_k or 1, refine=refine, scale_range=self.cfg.scale_range)
-        poses["scale"] = poses["scale"] + check_frame_scale(frame_scale, len(patches))[:, None]
+        poses["scale"] = poses["scale"] + (fs0 + shift / bpo)[:, None]
         out = {
             "orientation": poses["orientation"] if top_k else poses["orientation"][:, 0],
             "scale": poses["scale"] if top_k else poses["scale"][:, 0],
             "orientation_hist": hists["orientation_hist"],
-            "scale_hist": hists["scale_hist"],
+            # in the first frame's bins (what moved past either end of the histogram is dropped)
+            "scale_hist": shift_bins(hists["scale_hist"], shift),
             "valid": valid,
         }
         return out

@@ -126,6 +126,7 @@ def _cmd_eval_patchpose(a: argparse.Namespace) -> int:
         a.rotations,
         progress=not a.no_progress,
         include_pruned=a.include_pruned,
+        passes=a.passes,
     )
     print(Path(a.out, "results.md").read_text())
     print(f"wrote {a.out}/results.json, results.md and figures in {doc['seconds']:.0f} s")
@@ -188,6 +189,7 @@ def _cmd_eval_hpatches(a: argparse.Namespace) -> int:
         names=a.sequences.split(",") if a.sequences else None,
         pose=not a.no_pose,
         progress=not a.no_progress,
+        passes=a.passes,
     )
     print(Path(a.out, "results.md").read_text())
     print(f"wrote {a.out}/results.json, results.md, mma.png in {doc['seconds']:.0f} s")
@@ -225,6 +227,7 @@ def _cmd_eval_pose(a: argparse.Namespace) -> int:
         ablation=not a.no_ablation,
         estimator=a.estimator,
         progress=not a.no_progress,
+        passes=a.passes,
     )
     print(Path(a.out, "results.md").read_text())
     print(f"wrote {a.out}/results.json and results.md in {doc['seconds']:.0f} s")
@@ -244,7 +247,12 @@ def _cmd_eval_rotation(a: argparse.Namespace) -> int:
         else wheel_photo_paths()
     )
     doc = evaluate_rotation(
-        photos, a.out, a.weights, angles=tuple(range(0, 360, a.step)), progress=not a.no_progress
+        photos,
+        a.out,
+        a.weights,
+        angles=tuple(range(0, 360, a.step)),
+        progress=not a.no_progress,
+        passes=a.passes,
     )
     print(Path(a.out, "results.md").read_text())
     print(f"wrote {a.out}/results.json and results.md in {doc['seconds']:.0f} s")
@@ -262,12 +270,20 @@ def _add_descriptor(p: argparse.ArgumentParser) -> None:
     p.add_argument("--descriptor-weights", default=None, help="local state dict for hardnet/sosnet")
 
 
-def _add_weights(p: argparse.ArgumentParser) -> None:
+def _add_weights(p: argparse.ArgumentParser, passes: bool = True) -> None:
     p.add_argument(
         "--weights",
         default=None,
         help="safetensors file or bundled model name, e.g. patchpose-v1 (default: the default bundled model)",
     )
+    if passes:
+        p.add_argument(
+            "--passes",
+            type=int,
+            default=None,
+            help="reads per keypoint, each after the first in the frame of the scale found "
+            "(default: 2 for the bundled log-polar models; 1 is about twice as fast)",
+        )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -290,7 +306,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="a training checkpoint → safetensors weights; or 'export onnx --weights W --out model.onnx'",
     )
     e.add_argument("checkpoint", help="checkpoint.pt to export, or the word 'onnx' (then see --weights)")
-    _add_weights(e)
+    _add_weights(e, passes=False)
     e.add_argument("--out", required=True)
     e.add_argument("--name", default="custom")
     e.add_argument("--notes", default="")
@@ -361,7 +377,7 @@ def build_parser() -> argparse.ArgumentParser:
         s.set_defaults(func=_cmd_estimate)
 
     b = sub.add_parser("bench", help="speed: our poses for N keypoints vs OpenCV SIFT detection, one run")
-    _add_weights(b)
+    _add_weights(b, passes=False)  # it times one pass and the default
     b.add_argument("--keypoints", type=int, default=2048)
     b.add_argument("--repeats", type=int, default=7)
     b.add_argument("--out", default="outputs/bench")
@@ -430,7 +446,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="photo folder (default: the 15 test photos shipped with the dependencies)",
     )
-    _add_weights(sy)
+    _add_weights(sy, passes=False)  # its pairs are fixed crops: one pass
     sy.add_argument("--pairs", type=int, default=1000, help="pairs per protocol")
     sy.add_argument("--seed", type=int, default=0)
     sy.add_argument("--out", default="outputs/eval_synthetic")
@@ -451,7 +467,7 @@ def build_parser() -> argparse.ArgumentParser:
         "patchpose-official", help="official metric on a released PatchPose copy (single-window models)"
     )
     po.add_argument("--root", required=True, help="folder holding patchPoseA/, patchPoseB/ (and *ImageList/)")
-    _add_weights(po)
+    _add_weights(po, passes=False)  # stored 32-px patches: one pass
     po.add_argument("--list", default=None, help="image list name, e.g. test_acquired")
     po.add_argument("--top-k", type=int, default=1)
     po.add_argument("--out", default="outputs/eval_patchpose_official")

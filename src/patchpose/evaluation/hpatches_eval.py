@@ -328,6 +328,7 @@ def evaluate_hpatches(
     names: list[str] | None = None,
     pose: bool = True,
     progress: bool = True,
+    passes: int | None = None,
 ) -> dict:
     """Run the pose-transfer and matching evaluations; write ``results.json``, ``results.md``, ``mma.png``."""
     from tqdm import tqdm
@@ -342,7 +343,7 @@ def evaluate_hpatches(
     proto = PROTOCOLS[protocol]
     t0 = time.time()
     seqs = load_hpatches(root, drop_high_res=proto.drop_high_res, names=names)
-    est = PatchPoseEstimator.load(weights)
+    est = PatchPoseEstimator.load(weights, passes=passes)
     cfg = MatchConfig(
         max_keypoints=max_keypoints or proto.max_keypoints,
         descriptor=descriptor,
@@ -356,6 +357,7 @@ def evaluate_hpatches(
     setting = json.dumps(
         {
             "model": model_name,
+            "passes": est.passes,
             "weights": str(weights),
             **asdict(cfg),
             "protocol": protocol,
@@ -408,6 +410,7 @@ def evaluate_hpatches(
             "top_k": cfg.top_k,
             "region": cfg.region,
             "model": model_name,
+            "passes": est.passes,
         },
     }
     if pose:

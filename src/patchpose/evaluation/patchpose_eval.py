@@ -109,6 +109,31 @@ def model_patches(data: dict, est) -> np.ndarray:
     return render(data, np.arange(len(data["series"])), cfg.patch_size, cfg.windows, cfg.color)
 
 
+def model_passes(data: dict, est) -> tuple[dict, dict]:
+    """The model's histograms for every sample, read ``est.passes`` times as
+    :meth:`~patchpose.estimator.PatchPoseEstimator.estimate` does: each pass after the first re-renders the
+    views in a frame moved by the scale found, in whole bins. Returns the last pass's histograms, with
+    ``scale_hist`` moved back to the view's own frame (for the official metric's argmax bins), and the
+    refined poses ``{"scale", "orientation"}`` ``(N, 1)`` in the view's frame."""
+    from ..estimator import shift_bins
+
+    bpo = est.cfg.scale_bins_per_octave
+    shift = np.zeros(len(data["series"]), np.int64)
+    for p in range(est.passes):
+        d = data
+        if p:
+            d = {k: v for k, v in data.items() if k != "patches"}  # the stored patches are at shift 0
+            d["frame_sigma"] = data["frame_sigma"] + shift / bpo
+        h = predict_histograms(est.model, model_patches(d, est), est.batch_size, rotations=est.rotations)
+        if p + 1 < est.passes:
+            s = decode_poses(h, k=1, refine=True, scale_range=est.cfg.scale_range)["scale"][:, 0]
+            shift = shift + np.round(s * bpo).astype(np.int64)
+    poses = decode_poses(h, k=1, refine=True, scale_range=est.cfg.scale_range)
+    poses["scale"] = poses["scale"] + (shift / bpo)[:, None]
+    h["scale_hist"] = shift_bins(h["scale_hist"], shift)
+    return h, poses
+
+
 class MethodPoses:
     """Per-sample outputs of one method: histograms (ours) and/or continuous poses ``(N, k)``."""
 
@@ -145,10 +170,7 @@ def run_methods(
 
     for name in tqdm(steps, desc="methods", disable=not progress):
         if name == "patchpose":
-            h = predict_histograms(
-                est.model, model_patches(data, est), est.batch_size, rotations=est.rotations
-            )
-            poses = decode_poses(h, k=1, refine=True, scale_range=est.cfg.scale_range)
+            h, poses = model_passes(data, est)
             out.append(
                 MethodPoses(
                     name,
@@ -276,6 +298,7 @@ def evaluate(
     rotations: int = 1,
     progress: bool = True,
     include_pruned: bool = False,
+    passes: int | None = None,
 ) -> dict:
     """Run every method on the split and write ``results.json``, ``results.md`` and the figures."""
     from ..estimator import PatchPoseEstimator
@@ -283,7 +306,7 @@ def evaluate(
     t0 = time.time()
     ds = PatchPoseData(data_root, split, include_pruned=include_pruned)
     data = ds.load()
-    est = PatchPoseEstimator.load(weights, rotations=rotations)
+    est = PatchPoseEstimator.load(weights, rotations=rotations, passes=passes)
     pairs = {s: ds.pairs(s) for s in ("A_scale", "A_rot", "B_scale", "B_rot", "B_joint")}
     methods = run_methods(data, est, orinet_weights, progress)
     protocols: dict = {p: {} for p in PROTOCOLS}
@@ -329,6 +352,7 @@ def evaluate(
         },
         "model": est.meta.get("name", str(weights)),
         "rotations": rotations,
+        "passes": est.passes,
         "include_pruned": include_pruned,
         "seconds": time.time() - t0,
     }

@@ -120,6 +120,7 @@ def evaluate_pose(
     ablation: bool = True,
     estimator: str = "accurate",
     progress: bool = True,
+    passes: int | None = None,
 ) -> dict:
     """Run every row on every pair; write ``results.json`` and ``results.md``. A pair that fails (too few
     matches, unreadable image) counts as error 180° for that row, and the run goes on."""
@@ -136,7 +137,7 @@ def evaluate_pose(
     images = Path(images)
     if not images.is_dir():
         raise InputError(f"images folder not found: {images}")
-    est = PatchPoseEstimator.load(weights)
+    est = PatchPoseEstimator.load(weights, passes=passes)
     describer = Describer()
     rows = _rows(tuple(budgets))
     if not ablation:
@@ -196,6 +197,7 @@ def evaluate_pose(
             "matcher": "kornia match_adalam (default config)",
             "estimator": f"OpenCV findEssentialMat ({estimator}, 1 px), or a pure rotation when it explains as much",
             "model": est.meta.get("name", str(weights)),
+            "passes": est.passes,
         },
         "failures": failures,
         "per_pair": per_pair,

@@ -158,6 +158,7 @@ def evaluate_rotation(
     max_side: int = 640,
     thresholds=(1, 3, 5, 10),
     progress: bool = True,
+    passes: int | None = None,
 ) -> dict:
     from tqdm import tqdm
 
@@ -165,7 +166,7 @@ def evaluate_rotation(
     from ..estimator import PatchPoseEstimator
 
     t0 = time.time()
-    est = PatchPoseEstimator.load(weights)
+    est = PatchPoseEstimator.load(weights, passes=passes)
     sift = cv2.SIFT_create(nfeatures=max_keypoints)
     bf = cv2.BFMatcher(cv2.NORM_L2, crossCheck=True)
     per_angle = {r: {a: [] for a in angles} for r in ROWS}
@@ -216,6 +217,7 @@ def evaluate_rotation(
         "angle_consistency": summarise_angle_errors(errs),
         "photos": len(photos),
         "model": est.meta.get("name", str(weights)),
+        "passes": est.passes,
         "seconds": time.time() - t0,
     }
     out = Path(out_dir)
