@@ -163,8 +163,8 @@ def test_passes_read_again_in_the_frame_of_the_scale_found(photo, kps):
     scale histogram moved back by those bins into the caller's frame."""
     from patchpose.estimator import shift_bins
 
-    est = PatchPoseEstimator.from_pretrained()
-    assert est.passes == 2 and PatchPoseEstimator.from_pretrained("patchpose-v1").passes == 1
+    est = PatchPoseEstimator.from_pretrained(passes=2)
+    assert PatchPoseEstimator.from_pretrained().passes == 1 and est.passes == 2
     one = est.estimate(photo, kps, passes=1)
     k = np.round(one["scale"] * 3).astype(int)
     framed = est.estimate(photo, kps, frame_scale=k / 3, passes=1)
@@ -182,7 +182,9 @@ def test_passes_read_again_in_the_frame_of_the_scale_found(photo, kps):
     f = est.estimate(photo, kps[:20], frame_scale=1.0)
     g = est.estimate(photo, kps[:20], frame_scale=1.0, passes=1)
     k1 = np.round((g["scale"] - 1.0) * 3).astype(int)
-    np.testing.assert_allclose(f["scale"], est.estimate(photo, kps[:20], frame_scale=1.0 + k1 / 3, passes=1)["scale"])
+    np.testing.assert_allclose(
+        f["scale"], est.estimate(photo, kps[:20], frame_scale=1.0 + k1 / 3, passes=1)["scale"]
+    )
 
 
 def test_shift_bins_moves_rows_and_drops_what_leaves():

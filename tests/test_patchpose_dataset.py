@@ -175,3 +175,26 @@ def test_eval_patchpose_with_a_polar_model(dataset, tmp_path):
     res = json.loads((tmp_path / "out" / "results.json").read_text())
     ours = res["protocols"]["official_AB"]["patchpose"]
     assert ours["n_pairs"] == res["protocols"]["official_AB"]["sift"]["n_pairs"] > 0
+
+
+def test_eval_patchpose_reads_twice_like_the_estimator(dataset, tmp_path):
+    """``passes=2``: every view rendered again in the frame of the scale found (whole bins), and its scale
+    histogram moved back into the view's frame; ``results.json`` says how many passes."""
+    from patchpose.estimator import PatchPoseEstimator, shift_bins
+    from patchpose.evaluation.patchpose_eval import evaluate, model_passes, render_polar
+    from patchpose.inference import decode_poses, predict_histograms
+
+    data = PatchPoseData(dataset, "test").load()
+    h1, p1 = model_passes(data, PatchPoseEstimator.from_pretrained())
+    h2, p2 = model_passes(data, PatchPoseEstimator.from_pretrained(passes=2))
+    k = np.round(p1["scale"][:, 0] * 3).astype(int)
+    moved = dict(data, frame_sigma=data["frame_sigma"] + k / 3)
+    est = PatchPoseEstimator.from_pretrained()
+    h = predict_histograms(est.model, render_polar(moved, np.arange(len(k)), est.cfg.polar_grid), 256)
+    np.testing.assert_allclose(h2["orientation_hist"], h["orientation_hist"], atol=1e-6)
+    np.testing.assert_allclose(h2["scale_hist"], shift_bins(h["scale_hist"], k), atol=1e-6)
+    s = decode_poses(h, scale_range=est.cfg.scale_range)["scale"][:, 0] + k / 3
+    np.testing.assert_allclose(p2["scale"][:, 0], s, atol=1e-5)
+    assert np.any(k != 0)
+    evaluate(dataset, tmp_path / "out", split="test", progress=False, passes=2)
+    assert json.loads((tmp_path / "out" / "results.json").read_text())["passes"] == 2

@@ -67,8 +67,16 @@ def check_frame_scale(frame_scale, n: int) -> np.ndarray:
 
 
 POLAR_BATCH = 256
-#: reads per keypoint of a log-polar model (:class:`PatchPoseEstimator`'s ``passes``)
-DEFAULT_PASSES = 2
+#: reads per keypoint (:class:`PatchPoseEstimator`'s ``passes``)
+DEFAULT_PASSES = 1
+
+
+def next_shift(shift: np.ndarray, scale: np.ndarray, bins_per_octave: int, frame0: np.ndarray) -> np.ndarray:
+    """The frame shift (whole scale bins from the caller's frame ``frame0``) of the next pass, after a pass
+    at ``shift`` found log2 ``scale`` (relative to its own frame); frames stay within ±12 octaves."""
+    new = shift + np.round(scale * bins_per_octave).astype(np.int64)
+    lim = np.floor((12.0 - np.abs(frame0)) * bins_per_octave)
+    return np.clip(new, -lim, lim).astype(np.int64)
 
 
 def _check_passes(passes) -> None:
@@ -99,12 +107,13 @@ class PatchPoseEstimator:
             ``"error"`` (raise :class:`~patchpose.errors.InputError`).
         rotations: rotation test-time augmentation: 1 (off, default), 2 or 4 quarter turns averaged;
             4 is more accurate (docs/model_card.md) and 4× slower.
-        passes: how many times the model reads each keypoint (None: :data:`DEFAULT_PASSES` for a log-polar
-            model such as the bundled ones, 1 for the others, on which it was not measured). Pass ``p + 1``
-            reads it again in a frame moved to the scale pass ``p`` found, rounded to whole scale bins, so
-            that the characteristic structure sits in the middle of the model's window; scale and
-            orientation come from the last pass. 2 is far more accurate than 1 when scale changes
-            (``docs/results.md``) and about twice as slow.
+        passes: how many times the model reads each keypoint (default 1). Pass ``p + 1`` reads it again
+            in a frame moved to the scale pass ``p`` found, rounded to whole scale bins, so that the
+            characteristic structure sits in the middle of the model's window; scale and orientation come
+            from the last pass, and each pass costs as much as the first. Measured with patchpose-v2
+            (``docs/model_card.md``, "Reading twice"): 2 passes are better on scale under large zooms of
+            keypoints cut at their own scale (PatchPose protocol) and worse on orientation, and worse on
+            both for keypoints read at scale 0 of real photo pairs (HPatches-style), hence not the default.
     """
 
     def __init__(
@@ -125,8 +134,7 @@ class PatchPoseEstimator:
         self.model = model.to(self.device).eval()
         if rotations not in (1, 2, 4):
             raise InputError(f"rotations must be 1, 2 or 4, got {rotations!r}")
-        if passes is None:
-            passes = DEFAULT_PASSES if model.cfg.is_polar else 1
+        passes = DEFAULT_PASSES if passes is None else passes
         _check_passes(passes)
         if batch_size is None:
             batch_size = POLAR_BATCH if model.cfg.is_polar else 32
@@ -284,12 +292,12 @@ class PatchPoseEstimator:
             # the border policy and ``valid`` concern the caller's frame (pass 1); later passes read
             # beyond the border the way the policy's padding does
             patches, v = self.extract(img, kp, fs0 + shift / bpo, _pyramid=pyramid, _check_border=p == 0)
-            valid = v if p == 0 else valid
+            if p == 0:
+                valid = v
             hists = predict_histograms(self.model, patches, self.batch_size, rotations=self.rotations)
-            if p + 1 < passes:  # move the frame to the scale found, in whole bins, within ±12 octaves
+            if p + 1 < passes:  # move the frame to the scale found, in whole bins
                 s = decode_poses(hists, k=1, refine=True, scale_range=self.cfg.scale_range)["scale"][:, 0]
-                lim = np.floor((12.0 - np.abs(fs0)) * bpo)
-                shift = np.clip(shift + np.round(s * bpo).astype(np.int64), -lim, lim).astype(np.int64)
+                shift = next_shift(shift, s, bpo, fs0)
         poses = decode_poses(hists, k=top_k or 1, refine=refine, scale_range=self.cfg.scale_range)
         poses["scale"] = poses["scale"] + (fs0 + shift / bpo)[:, None]
         out = {

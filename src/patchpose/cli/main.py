@@ -281,8 +281,8 @@ def _add_weights(p: argparse.ArgumentParser, passes: bool = True) -> None:
             "--passes",
             type=int,
             default=None,
-            help="reads per keypoint, each after the first in the frame of the scale found "
-            "(default: 2 for the bundled log-polar models; 1 is about twice as fast)",
+            help="reads per keypoint, each after the first in the frame of the scale found (default 1; "
+            "docs/model_card.md, 'Reading twice', says when 2 helps)",
         )
 
 
@@ -377,7 +377,7 @@ def build_parser() -> argparse.ArgumentParser:
         s.set_defaults(func=_cmd_estimate)
 
     b = sub.add_parser("bench", help="speed: our poses for N keypoints vs OpenCV SIFT detection, one run")
-    _add_weights(b, passes=False)  # it times one pass and the default
+    _add_weights(b, passes=False)  # it times 1 and 2 passes
     b.add_argument("--keypoints", type=int, default=2048)
     b.add_argument("--repeats", type=int, default=7)
     b.add_argument("--out", default="outputs/bench")

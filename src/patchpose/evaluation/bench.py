@@ -62,12 +62,12 @@ def bench(
         res[f"patchpose_rot{r}_s"] = _median_time(lambda est=est: est.estimate(img, xy), repeats)
         res[f"patchpose_rot{r}_patches_s"] = _median_time(lambda est=est: est.extract(img, xy), repeats)
         res[f"ratio_rot{r}_to_sift"] = res[f"patchpose_rot{r}_s"] / res["sift_detect_s"]
-    # the estimator as it comes (its default passes; "rot1" above is one pass)
-    est = PatchPoseEstimator.load(weights)
-    res["default_passes"] = est.passes
-    res["patchpose_default_s"] = _median_time(lambda: est.estimate(img, xy), repeats)
-    res["ratio_default_to_sift"] = res["patchpose_default_s"] / res["sift_detect_s"]
+    # reading every keypoint twice (``passes=2``; "rot1" above is one pass, the default)
+    est = PatchPoseEstimator.load(weights, passes=2)
+    res["patchpose_passes2_s"] = _median_time(lambda: est.estimate(img, xy), repeats)
+    res["ratio_passes2_to_sift"] = res["patchpose_passes2_s"] / res["sift_detect_s"]
     res["model"] = est.meta.get("name", str(weights))
+    est = PatchPoseEstimator.load(weights)
     # per backend: inputs already extracted, network + decoding only (keypoints per second), and end to end
     inputs, _ = est.extract(img, xy)
     for backend in backends:

@@ -115,7 +115,7 @@ def model_passes(data: dict, est) -> tuple[dict, dict]:
     views in a frame moved by the scale found, in whole bins. Returns the last pass's histograms, with
     ``scale_hist`` moved back to the view's own frame (for the official metric's argmax bins), and the
     refined poses ``{"scale", "orientation"}`` ``(N, 1)`` in the view's frame."""
-    from ..estimator import shift_bins
+    from ..estimator import next_shift, shift_bins
 
     bpo = est.cfg.scale_bins_per_octave
     shift = np.zeros(len(data["series"]), np.int64)
@@ -127,7 +127,7 @@ def model_passes(data: dict, est) -> tuple[dict, dict]:
         h = predict_histograms(est.model, model_patches(d, est), est.batch_size, rotations=est.rotations)
         if p + 1 < est.passes:
             s = decode_poses(h, k=1, refine=True, scale_range=est.cfg.scale_range)["scale"][:, 0]
-            shift = shift + np.round(s * bpo).astype(np.int64)
+            shift = next_shift(shift, s, bpo, data["frame_sigma"])
     poses = decode_poses(h, k=1, refine=True, scale_range=est.cfg.scale_range)
     poses["scale"] = poses["scale"] + (shift / bpo)[:, None]
     h["scale_hist"] = shift_bins(h["scale_hist"], shift)

@@ -155,7 +155,9 @@ def evaluate_pose(
             f = detect(load_image(images / name), k)
             ours = est.estimate(f.image, f.xy, top_k=1) if len(f) else None
             # read in SIFT's frame, for the resolved rows
-            framed = est.estimate(f.image, f.xy, top_k=1, frame_scale=f.sift_scale) if len(f) else None
+            framed = (  # in SIFT's frame only (one pass), as the resolved rows keep SIFT's scale
+                est.estimate(f.image, f.xy, top_k=1, frame_scale=f.sift_scale, passes=1) if len(f) else None
+            )
             feats_cache[key] = (f, ours, framed)
         return feats_cache[key]
 

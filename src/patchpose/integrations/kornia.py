@@ -71,7 +71,9 @@ class LAFPoseAssigner(nn.Module):
                 if self.laf_frame:
                     r = scale[0, :, 0, 0].double().numpy() / (REFERENCE_RADIUS * self.laf_factor)
                     frame = np.log2(np.clip(r, 2.0**-12, 2.0**12))
-                res = self.est.estimate(im, kp, frame_scale=frame)
+                # the LAF's own scale kept: read the angle in its frame only (one pass)
+                keep = self.laf_frame and not self.set_scale
+                res = self.est.estimate(im, kp, frame_scale=frame, passes=1 if keep else None)
                 if self.set_scale:
                     r = REFERENCE_RADIUS * np.power(2.0, res["scale"]) * self.laf_factor
                     scale = torch.from_numpy(r).float().view(1, -1, 1, 1)

@@ -54,7 +54,9 @@ def assign(
     frame = None
     if keep_size:
         frame, _ = from_cv2_size_angle([k.size for k in kps], np.zeros(len(kps)), size_factor)
-    out = est.estimate(image, xy, top_k=top_k or 1, frame_scale=frame)
+    # keep_size: the angle of the detector's region, so one pass (a second would leave the detector's frame;
+    # docs/model_card.md, "Reading twice")
+    out = est.estimate(image, xy, top_k=top_k or 1, frame_scale=frame, passes=1 if keep_size else None)
     size, angle = to_cv2_size_angle(out["scale"], out["orientation"], size_factor)
     if keep_size:
         size = np.broadcast_to(np.array([k.size for k in kps], np.float64)[:, None], size.shape)

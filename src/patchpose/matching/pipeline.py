@@ -176,7 +176,8 @@ def describe_rows(
             if est is None or not np.isfinite(feats.sift_scale).all():
                 raise InputError(f"row {row!r} needs an estimator and SIFT detections")
             if framed is None:
-                framed = est.estimate(feats.image, feats.xy, frame_scale=feats.sift_scale)
+                # in SIFT's frame only (one pass): these rows keep SIFT's scale
+                framed = est.estimate(feats.image, feats.xy, frame_scale=feats.sift_scale, passes=1)
             if row == "sift_resolved_by_ours":  # checks the candidates itself
                 s, o = keypoint_poses(row, feats, framed)
             else:
