@@ -128,3 +128,29 @@ def test_eval_rotation_split_without_images_is_an_error(tmp_path, capsys):
     """--split picks a split of --images; alone it used to be ignored (the 15 test photos were used)."""
     assert main(["eval", "rotation", "--split", "val", "--out", str(tmp_path)]) == 2
     assert "--images" in capsys.readouterr().err
+
+
+def test_passes_option_reads_twice_and_bad_values_exit_2(tmp_path):
+    """``--passes 2`` gives the estimator's two-read poses; a bad value is a clear error, not a traceback."""
+    from patchpose.data.patches import load_image
+    from patchpose.estimator import PatchPoseEstimator
+
+    kp = tmp_path / "kp.csv"
+    kp.write_text("x,y\n100,120\n200.5,300\n300,260\n")
+    assert (
+        main(["estimate", str(demo_photo()), "--keypoints", str(kp), "--out", str(tmp_path), "--passes", "2"])
+        == 0
+    )
+    doc = json.loads((tmp_path / "astronaut_poses.json").read_text())
+    want = PatchPoseEstimator.from_pretrained(passes=2).estimate(
+        load_image(demo_photo()), np.array([[100, 120], [200.5, 300], [300, 260]])
+    )
+    np.testing.assert_allclose([k["scale"] for k in doc["keypoints"]], want["scale"], atol=1e-4)
+    one = PatchPoseEstimator.from_pretrained().estimate(
+        load_image(demo_photo()), np.array([[100, 120], [200.5, 300], [300, 260]])
+    )
+    assert np.abs(one["scale"] - want["scale"]).max() > 1e-3  # the second read did change something
+    r = run_cli(
+        "estimate", str(demo_photo()), "--keypoints", str(kp), "--out", str(tmp_path), "--passes", "0"
+    )
+    assert r.returncode == 2 and "passes" in r.stderr and "Traceback" not in r.stderr
