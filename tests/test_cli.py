@@ -154,3 +154,12 @@ def test_passes_option_reads_twice_and_bad_values_exit_2(tmp_path):
         "estimate", str(demo_photo()), "--keypoints", str(kp), "--out", str(tmp_path), "--passes", "0"
     )
     assert r.returncode == 2 and "passes" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_train_recipe_errors_exit_2(tmp_path):
+    r = run_cli("train", "--recipe", "patchpose-v2", "--config", "polar", "--out", str(tmp_path / "a"))
+    assert r.returncode == 2 and "not both" in r.stderr and "Traceback" not in r.stderr
+    r = run_cli("train", "--recipe", "nope", "--out", str(tmp_path / "b"))
+    assert r.returncode == 2 and "patchpose-v2" in r.stderr  # the recipes there are
+    r = run_cli("train", "--recipe", "patchpose-v2", "--out", str(tmp_path / "c"), "optim.stepz=3")
+    assert r.returncode == 2 and "stepz" in r.stderr and not (tmp_path / "c" / "stage1").exists()

@@ -215,3 +215,57 @@ def test_sigterm_writes_a_checkpoint_that_resumes(photos, tmp_path):
     ck = load_checkpoint(out / "checkpoint.pt")
     # nothing else writes a checkpoint this early (validation is off, the periodic one comes after minutes)
     assert ck["step"] >= 1 and "KeyboardInterrupt" in err
+
+
+def test_recipe_runs_its_stages_in_order_resumes_and_exports(photos, tmp_path):
+    """``train --recipe``: stage 2 starts from stage 1's weights (lr 0 keeps them), the last stage is exported,
+    finished stages are skipped on a rerun, and an unfinished one needs --resume."""
+    from patchpose.estimator import PatchPoseEstimator
+    from patchpose.training.recipe import load_recipe, train_recipe
+
+    rec = tmp_path / "tiny.yaml"
+    rec.write_text(
+        "name: tiny\n"
+        "stages:\n"
+        "  - config: polar\n"
+        "    overrides: [optim.steps=3, optim.warmup_steps=1, optim.batch_size=16, run.val_every=3]\n"
+        "  - config: polar\n"
+        "    overrides: [optim.steps=2, optim.batch_size=16, optim.lr=0.0, data.resample=0.5, run.val_every=2]\n"
+    )
+    common = [f"data.photos={photos}", "data.val_pairs=0", "data.long_side=384", "run.threads=2"]
+    out = tmp_path / "run"
+    res = train_recipe(str(rec), out, common, progress=False)
+    assert res["finished"] and [s["step"] for s in res["stages"]] == [3, 2]
+    s1 = load_checkpoint(out / "stage1" / "checkpoint.pt")["model"]
+    s2 = load_checkpoint(out / "stage2" / "checkpoint.pt")["model"]
+    assert all(torch.equal(s1[k], s2[k]) for k in s1 if k.endswith("weight"))
+    est = PatchPoseEstimator.from_file(res["weights"])
+    assert est.meta["name"] == "tiny" and est.cfg.is_polar
+    mtime = (out / "stage2" / "checkpoint.pt").stat().st_mtime_ns
+    again = train_recipe(str(rec), out, common, resume=True, progress=False)  # nothing left to do
+    assert again["finished"] and (out / "stage2" / "checkpoint.pt").stat().st_mtime_ns == mtime
+    (out / "stage2" / "done.json").unlink()  # as if stage 2 had been stopped
+    with pytest.raises(FileExistsError, match="--resume"):
+        train_recipe(str(rec), out, common, progress=False)
+    assert train_recipe(str(rec), out, common, resume=True, progress=False)["stages"][1]["step"] == 2
+    assert [s["config"] for s in load_recipe("patchpose-v2")["stages"]] == ["polar", "polar"]
+
+
+@pytest.mark.parametrize(
+    "text, match",
+    [
+        ("name: x\n", "stages"),
+        ("stages:\n  - overrides: [optim.steps=1]\n", "config"),
+        ("stages:\n  - config: polar\n    overrides: [optim.steps]\n", "key=value"),
+        ("stages:\n  - config: polar\n  - config: polar\n    overrides: [run.init_from=a.pt]\n", "init_from"),
+    ],
+)
+def test_bad_recipes_are_clear_errors(tmp_path, text, match):
+    from patchpose.training.recipe import load_recipe
+
+    p = tmp_path / "r.yaml"
+    p.write_text(text)
+    with pytest.raises(ValueError, match=match):
+        load_recipe(str(p))
+    with pytest.raises(FileNotFoundError, match="recipes"):
+        load_recipe("no-such-recipe")

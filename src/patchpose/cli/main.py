@@ -16,10 +16,23 @@ log = logging.getLogger("patchpose")
 
 
 def _cmd_train(a: argparse.Namespace) -> int:
+    from ..errors import InputError
     from ..training.config import load_config
     from ..training.trainer import train
 
-    cfg = load_config(a.config, a.overrides)
+    if a.recipe:
+        from ..training.recipe import train_recipe
+
+        if a.config is not None:
+            raise InputError("give --recipe or --config, not both (a recipe names its stages' configs)")
+        res = train_recipe(a.recipe, a.out, a.overrides, resume=a.resume, progress=not a.no_progress)
+        print(json.dumps(res))
+        if not res["finished"]:
+            print(
+                f"stopped before the end: continue with 'patchpose train --recipe {a.recipe} --out {a.out} --resume'"
+            )
+        return 0
+    cfg = load_config(a.config or "v1", a.overrides)
     res = train(cfg, a.out, resume=a.resume, progress=not a.no_progress)
     print(json.dumps(res))  # one line per rank under torchrun
     return 0
@@ -294,7 +307,15 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
 
     t = sub.add_parser("train", help="train a pose network on self-supervised pairs")
-    t.add_argument("--config", default="v1", help="YAML file or preset name (patchpose/configs/*.yaml)")
+    t.add_argument(
+        "--config", default=None, help="YAML file or preset name (patchpose/configs/*.yaml; default v1)"
+    )
+    t.add_argument(
+        "--recipe",
+        default=None,
+        help="several stages in one command, e.g. patchpose-v2 (patchpose/configs/recipes/*.yaml): "
+        "OUT/stage1, OUT/stage2, ..., then OUT/NAME.safetensors",
+    )
     t.add_argument("--out", required=True, help="output folder (checkpoints, config.yaml, metrics.jsonl)")
     t.add_argument("--resume", action="store_true", help="continue from OUT/checkpoint.pt")
     t.add_argument("--no-progress", action="store_true", help="no progress bar (logs only)")

@@ -1,0 +1,105 @@
+"""Multi-stage training in one command: ``patchpose train --recipe patchpose-v2 --out runs/v2``.
+
+A recipe (``patchpose/configs/recipes/NAME.yaml``, or any YAML file) names its stages, each a config preset
+with its own ``key=value`` overrides. Stage ``k`` trains into ``OUT/stage{k}`` starting from stage ``k − 1``'s
+checkpoint (``run.init_from``); the command line's overrides apply to every stage, after the recipe's own.
+A finished stage leaves ``OUT/stage{k}/done.json`` and is skipped when the command runs again; an unfinished
+one (stopped by Ctrl-C, SIGTERM or ``run.max_minutes``) continues from its checkpoint under ``--resume``. When
+the last stage is done, its weights are exported to ``OUT/NAME.safetensors`` (``patchpose export``'s format).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from omegaconf import OmegaConf
+
+RECIPES_DIR = Path(__file__).resolve().parent.parent / "configs" / "recipes"
+
+
+def list_recipes() -> list[str]:
+    return sorted(p.stem for p in RECIPES_DIR.glob("*.yaml"))
+
+
+def load_recipe(name_or_path: str) -> dict:
+    """``{"name": str, "stages": [{"config": str, "overrides": [str, ...]}, ...]}``, validated."""
+    p = Path(name_or_path)
+    if not p.is_file():
+        p = RECIPES_DIR / f"{name_or_path}.yaml"
+    if not p.is_file():
+        raise FileNotFoundError(f"no recipe file or name {name_or_path!r}; recipes: {list_recipes()}")
+    try:
+        r = OmegaConf.to_container(OmegaConf.load(p), resolve=True)
+    except Exception as e:  # a YAML syntax error, an unreadable file
+        raise ValueError(f"bad recipe {p}: {str(e).splitlines()[0]}") from None
+    stages = r.get("stages") if isinstance(r, dict) else None
+    if not isinstance(stages, list) or not stages:
+        raise ValueError(f"bad recipe {p}: it needs a non-empty 'stages' list")
+    out = []
+    for i, st in enumerate(stages, 1):
+        if not isinstance(st, dict) or not isinstance(st.get("config"), str):
+            raise ValueError(f"bad recipe {p}: stage {i} needs a 'config' (a preset name or YAML file)")
+        ov = st.get("overrides") or []
+        if not isinstance(ov, list) or not all(isinstance(o, str) and "=" in o for o in ov):
+            raise ValueError(f"bad recipe {p}: stage {i}'s overrides must be a list of key=value strings")
+        if any(o.startswith("run.init_from=") for o in ov) and i > 1:
+            raise ValueError(f"bad recipe {p}: stage {i} starts from stage {i - 1}; drop its run.init_from")
+        out.append({"config": st["config"], "overrides": ov})
+    return {"name": str(r.get("name") or p.stem), "stages": out}
+
+
+def stage_configs(recipe: dict, out_dir: str | Path, overrides=()) -> list:
+    """The resolved :class:`~patchpose.training.config.TrainConfig` of every stage (checked before any
+    training starts, so a mistyped override fails at once)."""
+    from .config import load_config
+
+    out = Path(out_dir)
+    cfgs = []
+    for i, st in enumerate(recipe["stages"], 1):
+        ov = list(st["overrides"]) + list(overrides)
+        if i > 1:
+            ov.append(f"run.init_from={out / f'stage{i - 1}' / 'checkpoint.pt'}")
+        cfgs.append(load_config(st["config"], ov))
+    return cfgs
+
+
+def train_recipe(
+    recipe: str | dict, out_dir: str | Path, overrides=(), resume: bool = False, progress: bool = True
+) -> dict:
+    """Run every unfinished stage of ``recipe`` into ``out_dir``; see the module docstring.
+
+    Returns ``{"name", "stages": [per-stage result], "finished": bool, "weights": path or None}``."""
+    from ..weights import export_checkpoint
+    from .trainer import train
+
+    rec = load_recipe(recipe) if isinstance(recipe, str) else recipe
+    out = Path(out_dir)
+    cfgs = stage_configs(rec, out, overrides)
+    results = []
+    for i, cfg in enumerate(cfgs, 1):
+        sdir = out / f"stage{i}"
+        done = sdir / "done.json"
+        if done.is_file():
+            results.append(json.loads(done.read_text()))
+            continue
+        if (sdir / "checkpoint.pt").is_file() and not resume:
+            raise FileExistsError(
+                f"{sdir / 'checkpoint.pt'} exists: pass --resume to continue the recipe, or choose another --out"
+            )
+        res = train(cfg, sdir, resume=resume, progress=progress)
+        results.append(res)
+        if res["step"] < cfg.optim.steps:  # stopped early (run.max_minutes): continue with --resume
+            return {"name": rec["name"], "stages": results, "finished": False, "weights": None}
+        if res.get("rank", 0) == 0:
+            tmp = sdir / "done.json.tmp"
+            tmp.write_text(json.dumps(res))
+            os.replace(tmp, done)
+    weights = out / f"{rec['name']}.safetensors"
+    if not weights.is_file() and results[-1].get("rank", 0) == 0:  # rank 0 alone writes files
+        export_checkpoint(out / f"stage{len(cfgs)}" / "checkpoint.pt", weights, name=rec["name"])
+    return {"name": rec["name"], "stages": results, "finished": True, "weights": str(weights)}
+
+
+__all__ = ["list_recipes", "load_recipe", "stage_configs", "train_recipe"]
