@@ -200,15 +200,18 @@ class PatchPoseEstimator:
             f"border={self.border}, rotations={self.rotations}, passes={self.passes})"
         )
 
-    def extract(
-        self, image, keypoints, frame_scale=None, _pyramid=None, _check_border: bool = True
-    ) -> tuple[np.ndarray, np.ndarray]:
+    def extract(self, image, keypoints, frame_scale=None) -> tuple[np.ndarray, np.ndarray]:
         """Model inputs ``(N, C, PS, PS)`` (or ``(N, C, rings, angles)`` for a log-polar model) at the
         keypoints (upright; at scale 0, or at ``frame_scale``), and the ``valid`` mask (window fully inside
         the image)."""
         img = check_image(image)
         kp = check_keypoints(keypoints, img.shape[:2])
-        fs = check_frame_scale(frame_scale, len(kp))
+        return self._extract(img, kp, check_frame_scale(frame_scale, len(kp)), self._pyramid(img))
+
+    def _extract(
+        self, img: np.ndarray, kp: np.ndarray, fs: np.ndarray, pyramid: Pyramid, check_border: bool = True
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`extract` on inputs already checked, from ``pyramid`` (``img``'s)."""
         h, w = img.shape[:2]
         m = self.margin() * np.exp2(fs)
         valid = (
@@ -217,14 +220,14 @@ class PatchPoseEstimator:
             & (kp[:, 1] >= m - 0.5)
             & (kp[:, 1] <= h - 0.5 - m)
         )
-        if self.border == "error" and _check_border and not valid.all():
+        if self.border == "error" and check_border and not valid.all():
             i = int(np.nonzero(~valid)[0][0])
             raise InputError(
                 f"{int((~valid).sum())} keypoint(s) are closer than {m[i]:.0f} px to the image border (e.g. #{i} "
                 f"at {tuple(kp[i])}); use border='reflect' or drop them"
             )
         patches = extract_inputs(
-            _pyramid if _pyramid is not None else self._pyramid(img),
+            pyramid,
             kp,
             fs,
             0.0,
@@ -291,7 +294,7 @@ class PatchPoseEstimator:
         for p in range(passes):
             # the border policy and ``valid`` concern the caller's frame (pass 1); later passes read
             # beyond the border the way the policy's padding does
-            patches, v = self.extract(img, kp, fs0 + shift / bpo, _pyramid=pyramid, _check_border=p == 0)
+            patches, v = self._extract(img, kp, fs0 + shift / bpo, pyramid, check_border=p == 0)
             if p == 0:
                 valid = v
             hists = predict_histograms(self.model, patches, self.batch_size, rotations=self.rotations)
