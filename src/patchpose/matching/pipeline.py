@@ -110,6 +110,12 @@ def nearest_candidates(candidates: list[np.ndarray], orientation: np.ndarray) ->
     ).reshape(-1)
 
 
+def sift_framed_poses(est, feats: Features) -> dict:
+    """The estimator's output at the features' keypoints read in SIFT's own frame (``frame_scale`` = SIFT's
+    scale, one pass, so the angle is that of SIFT's region): what the rows that keep SIFT's scale use."""
+    return est.estimate(feats.image, feats.xy, frame_scale=feats.sift_scale, passes=1)
+
+
 def keypoint_poses(
     row: str, feats: Features, ours: dict | None = None, H_from_1=None, top_k: int = 4
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -176,8 +182,7 @@ def describe_rows(
             if est is None or not np.isfinite(feats.sift_scale).all():
                 raise InputError(f"row {row!r} needs an estimator and SIFT detections")
             if framed is None:
-                # in SIFT's frame only (one pass): these rows keep SIFT's scale
-                framed = est.estimate(feats.image, feats.xy, frame_scale=feats.sift_scale, passes=1)
+                framed = sift_framed_poses(est, feats)
             if row == "sift_resolved_by_ours":  # checks the candidates itself
                 s, o = keypoint_poses(row, feats, framed)
             else:
