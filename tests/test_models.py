@@ -134,3 +134,35 @@ def test_polar_orientation_cut_follows_the_estimated_scale():
         assert not torch.allclose(out["ori_logits"], m0(x)["ori_logits"])
     with pytest.raises(ValueError, match="scale head"):
         PoseNet(ModelConfig.from_dict({**base, "heads": ["orientation"], "polar_ori_rings_below_scale": 2}))
+
+
+def test_polar_orientation_window_moves_with_the_zoom():
+    """polar_ori_window=W: the orientation head reads the 2W + 1 rings centred on the characteristic ring
+    that the scale head finds, so content zoomed by whole rings (the grid shifted along its rings) gives the
+    scale logits shifted by as many bins and the same orientation logits; rotating it rolls them."""
+    from patchpose.models import ModelConfig, PoseNet
+
+    torch.manual_seed(3)
+    m = PoseNet(ModelConfig.from_dict({**SMALL_POLAR, "standardize": False, "polar_ori_window": 5})).eval()
+    x = torch.zeros(4, 1, 31, 36)
+    x[:, :, 9:22] = torch.randn(4, 1, 13, 36)  # content well inside the grid: the ends see zeros only
+    with torch.no_grad():
+        out = m(x)
+        for r in (-2, 1, 3):
+            z = m(torch.roll(x, r, dims=2))  # zoomed by r rings (only zeros wrap around)
+            torch.testing.assert_close(z["scale_logits"][:, 3:-3], out["scale_logits"][:, 3 - r : 22 - r])
+            assert torch.equal(z["scale_logits"].argmax(1), out["scale_logits"].argmax(1) + r)
+            torch.testing.assert_close(z["ori_logits"], out["ori_logits"])
+        turned = m(torch.roll(x, 7, dims=3))["ori_logits"]
+        torch.testing.assert_close(turned, torch.roll(out["ori_logits"], 7, dims=1))
+    # the window itself: rings centre − W … centre + W, zeros where it leaves the grid
+    logits = torch.full((2, 25), -1.0)
+    logits[0, 0], logits[1, 20] = 1.0, 1.0  # centres at rings 3 and 23
+    f = torch.arange(31.0)[None, None, :, None].expand(2, 1, 31, 36) + 1.0  # ring k holds k + 1
+    w = m.polar._window(f, logits)[:, 0, :, 0]
+    assert w[0].tolist() == [0.0, 0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0]
+    assert w[1].tolist() == [float(k + 1) for k in range(18, 29)]
+    with pytest.raises(ValueError, match="scale head"):
+        PoseNet(ModelConfig.from_dict({**SMALL_POLAR, "heads": ["orientation"], "polar_ori_window": 2}))
+    with pytest.raises(ValueError, match="replaces"):
+        PoseNet(ModelConfig.from_dict({**SMALL_POLAR, "polar_ori_window": 2, "polar_ori_min_ring": 3}))

@@ -95,6 +95,7 @@ class PolarNet(nn.Module):
         ori_kernel: int = 3,
         ori_min_ring: int = 0,
         ori_rings_below_scale: int = -1,
+        ori_window: int = -1,
     ) -> None:
         super().__init__()
         if angles % num_ori_bins:
@@ -111,6 +112,11 @@ class PolarNet(nn.Module):
         if ori_rings_below_scale >= 0 and "scale" not in heads:
             raise ValueError("ori_rings_below_scale needs the scale head")
         self.ori_rings_below_scale = ori_rings_below_scale
+        if ori_window >= 0 and "scale" not in heads:
+            raise ValueError("ori_window needs the scale head")
+        if ori_window >= 0 and (ori_min_ring or ori_rings_below_scale >= 0):
+            raise ValueError("ori_window replaces ori_min_ring and ori_rings_below_scale; set one of them")
+        self.ori_window = ori_window
         self.rings, self.angles, self.heads, self.harmonics = rings, angles, tuple(heads), harmonics
         self.use_fft = True  # False: the FFT-free path (same numbers; what ONNX export uses)
         self.num_scale_bins, self.num_ori_bins = num_scale_bins, num_ori_bins
@@ -132,7 +138,7 @@ class PolarNet(nn.Module):
         if "orientation" in self.heads:
             # hidden circular convs (kernel 3, given dilations), then one of ``ori_kernel`` taps: up to
             # the whole circle, so that each logit can weigh every direction (as an intensity centroid does)
-            convs, cin = [], c * rings
+            convs, cin = [], c * (rings if ori_window < 0 else 2 * ori_window + 1)
             for d in ori_dilations:
                 convs.append(nn.Conv1d(cin, w, 3, dilation=d))
                 cin = w
@@ -168,6 +174,8 @@ class PolarNet(nn.Module):
                 cut = lo + b - self.ori_rings_below_scale  # (N,)
                 keep = torch.arange(self.rings, device=f.device)[None] >= cut[:, None]
                 fo = fo * keep[:, None, :, None].to(fo.dtype)
+            if self.ori_window >= 0:
+                fo = self._window(fo, out["scale_logits"])
             h = fo.flatten(1, 2)  # (N, C·K, A)
             for i, conv in enumerate(self.ori_convs):
                 if conv.kernel_size[0] == self.angles:
@@ -182,6 +190,20 @@ class PolarNet(nn.Module):
                 o = o.reshape(len(o), self.num_ori_bins, -1).mean(2)
             out["ori_logits"] = o
         return out
+
+    def _window(self, f: torch.Tensor, scale_logits: torch.Tensor) -> torch.Tensor:
+        """The ``2·ori_window + 1`` rings centred on the characteristic ring that the scale head found
+        (scale bin ``b`` sits at ring ``(rings − bins)/2 + b``), zeros where the window leaves the grid:
+        ``(N, C, K, A)`` → ``(N, C, 2W + 1, A)``. A view zoomed by whole rings moves its content and its
+        scale estimate together, so the orientation head sees the same window: scale-covariant."""
+        n, c, k, a = f.shape
+        w = self.ori_window
+        lo = (self.rings - self.num_scale_bins) // 2
+        centre = lo + scale_logits.detach().argmax(1)  # (N,)
+        idx = centre[:, None] + torch.arange(-w, w + 1, device=f.device)[None]  # (N, 2W+1)
+        valid = ((idx >= 0) & (idx < k)).to(f.dtype)
+        g = torch.gather(f, 2, idx.clamp(0, k - 1)[:, None, :, None].expand(n, c, 2 * w + 1, a))
+        return g * valid[:, None, :, None]
 
 
 __all__ = ["PolarNet"]

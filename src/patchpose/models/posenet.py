@@ -45,6 +45,9 @@ class ModelConfig:
     # ... or (>= 0) the rings more than this many rings inside the characteristic radius that the scale head
     # estimates (a cut that moves with the content under zoom); -1 = off
     polar_ori_rings_below_scale: int = -1
+    # ... or (>= 0) only the 2·W + 1 rings centred on the characteristic ring that the scale head estimates
+    # (W rings on each side): an orientation head that moves with the content under zoom; -1 = all rings
+    polar_ori_window: int = -1
 
     @property
     def is_polar(self) -> bool:
@@ -146,6 +149,7 @@ class PoseNet(nn.Module):
                 cfg.polar_ori_kernel,
                 cfg.polar_ori_min_ring,
                 cfg.polar_ori_rings_below_scale,
+                cfg.polar_ori_window,
             )
             return
         if cfg.arch == "small-cnn":
