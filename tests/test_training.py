@@ -251,6 +251,22 @@ def test_recipe_runs_its_stages_in_order_resumes_and_exports(photos, tmp_path):
     assert [s["config"] for s in load_recipe("patchpose-v2")["stages"]] == ["polar", "polar"]
 
 
+def test_every_shipped_recipe_resolves(tmp_path):
+    """Each recipe in the package names configs and overrides that exist, and builds its network."""
+    from omegaconf import OmegaConf
+
+    from patchpose.models import ModelConfig, PoseNet
+    from patchpose.training.recipe import list_recipes, load_recipe, stage_configs
+
+    names = list_recipes()
+    assert {"patchpose-v2", "patchpose-v3", "patchpose-v4"} <= set(names)
+    for name in names:
+        rec = load_recipe(name)
+        assert rec["name"] == name
+        for cfg in stage_configs(rec, tmp_path / name):
+            PoseNet(ModelConfig.from_dict(OmegaConf.to_container(cfg.model)))
+
+
 @pytest.mark.parametrize(
     "text, match",
     [
