@@ -120,6 +120,7 @@ class PolarNet(nn.Module):
         self.rings, self.angles, self.heads, self.harmonics = rings, angles, tuple(heads), harmonics
         self.use_fft = True  # False: the FFT-free path (same numbers; what ONNX export uses)
         self.num_scale_bins, self.num_ori_bins = num_scale_bins, num_ori_bins
+        self.scale_ring0 = (rings - num_scale_bins) // 2  # the ring of scale bin 0
         layers, cin = [], in_channels
         for c in channels:
             layers.append(StemBlock(cin, c))
@@ -159,7 +160,7 @@ class PolarNet(nn.Module):
                     spec = angular_harmonics(f, self.harmonics)
                 stats.append(spec.permute(0, 1, 3, 2).flatten(1, 2))
             s = self.scale_head(torch.cat(stats, 1))[:, 0]  # (N, K)
-            lo = (self.rings - self.num_scale_bins) // 2
+            lo = self.scale_ring0
             out["scale_logits"] = s[:, lo : lo + self.num_scale_bins]
         if "orientation" in self.heads:
             fo = f
@@ -169,9 +170,8 @@ class PolarNet(nn.Module):
             if self.ori_rings_below_scale >= 0:
                 # rings more than n rings inside the estimated characteristic radius are zeros: a cut that
                 # moves with the content when it is zoomed (the scale bin b sits at ring lo + b)
-                lo = (self.rings - self.num_scale_bins) // 2
                 b = out["scale_logits"].detach().argmax(1)
-                cut = lo + b - self.ori_rings_below_scale  # (N,)
+                cut = self.scale_ring0 + b - self.ori_rings_below_scale  # (N,)
                 keep = torch.arange(self.rings, device=f.device)[None] >= cut[:, None]
                 fo = fo * keep[:, None, :, None].to(fo.dtype)
             if self.ori_window >= 0:
@@ -198,8 +198,7 @@ class PolarNet(nn.Module):
         scale estimate together, so the orientation head sees the same window: scale-covariant."""
         n, c, k, a = f.shape
         w = self.ori_window
-        lo = (self.rings - self.num_scale_bins) // 2
-        centre = lo + scale_logits.detach().argmax(1)  # (N,)
+        centre = self.scale_ring0 + scale_logits.detach().argmax(1)  # (N,)
         idx = centre[:, None] + torch.arange(-w, w + 1, device=f.device)[None]  # (N, 2W+1)
         valid = ((idx >= 0) & (idx < k)).to(f.dtype)
         g = torch.gather(f, 2, idx.clamp(0, k - 1)[:, None, :, None].expand(n, c, 2 * w + 1, a))
