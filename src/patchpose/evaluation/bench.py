@@ -67,7 +67,8 @@ def bench(
     res["patchpose_passes2_s"] = _median_time(lambda: est.estimate(img, xy), repeats)
     res["ratio_passes2_to_sift"] = res["patchpose_passes2_s"] / res["sift_detect_s"]
     res["model"] = est.meta.get("name", str(weights))
-    # per backend: inputs already extracted (the same for any number of passes), network + decoding only (keypoints per second), and end to end
+    # per backend: inputs already extracted (the same for any number of passes), network + decoding only
+    # (keypoints per second), and end to end
     inputs, _ = est.extract(img, xy)
     for backend in backends:
         try:

@@ -1,8 +1,9 @@
 """Multi-stage training in one command: ``patchpose train --recipe patchpose-v2 --out runs/v2``.
 
-A recipe (``patchpose/configs/recipes/NAME.yaml``, or any YAML file) names its stages, each a config preset
-with its own ``key=value`` overrides. Stage ``k`` trains into ``OUT/stage{k}`` starting from stage ``k − 1``'s
-checkpoint (``run.init_from``); the command line's overrides apply to every stage, after the recipe's own.
+A recipe (``patchpose/configs/recipes/NAME.yaml``, or any YAML file) names its stages, each a config
+preset with its own ``key=value`` overrides. Stage ``k`` trains into ``OUT/stage{k}`` starting from stage
+``k − 1``'s checkpoint (``run.init_from``); the command line's overrides apply to every stage, after the
+recipe's own.
 A finished stage leaves ``OUT/stage{k}/done.json`` and is skipped when the command runs again; an unfinished
 one (stopped by Ctrl-C, SIGTERM or ``run.max_minutes``) continues from its checkpoint under ``--resume``. When
 the last stage is done, its weights are exported to ``OUT/NAME.safetensors`` (``patchpose export``'s format).
