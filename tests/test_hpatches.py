@@ -202,8 +202,11 @@ def test_evaluation_end_to_end_and_resume(tmp_path):
     saved = json.loads((out / "results.json").read_text())
     rows = ["lower", "sift", "ours", "ours_top4", "upper"]
     assert saved["protocol"] == "d2net" and list(saved["mma"]) == rows[:4] + [
+        "ours_angle",
         "sift_scale+ours_angle",
         "sift_resolved_by_ours",
+        "dominant_gradient",
+        "log+dominant_gradient",
         "upper",
     ]
     for row in saved["mma"]:
@@ -296,6 +299,23 @@ def test_cli_generate_eval_and_match(tmp_path, capsys):
     assert cv2.imread(str(out / "matches.png")).shape[1] == 400
     rc = main(["match", str(seq / "1.ppm"), str(seq / "2.ppm"), "--pose", "sift-resolved", "--out", str(out)])
     assert rc == 0 and json.loads((out / "summary.json").read_text())["pose"] == "sift-resolved"
+    rc = main(
+        [
+            "match",
+            str(seq / "1.ppm"),
+            str(seq / "2.ppm"),
+            "--pose",
+            "log-dominant-gradient",
+            "--detector",
+            "harris",
+            "--homography",
+            str(seq / "H_1_2"),
+            "--out",
+            str(out),
+        ]
+    )
+    summary = json.loads((out / "summary.json").read_text())
+    assert rc == 0 and summary["pose"] == "log-dominant-gradient" and summary["matches"] > 0
     np.savetxt(tmp_path / "kp.csv", [[50.0, 60.0], [80.0, 90.0]], delimiter=",")
     capsys.readouterr()
     kp = ["--keypoints1", str(tmp_path / "kp.csv"), "--keypoints2", str(tmp_path / "kp.csv")]
@@ -384,3 +404,90 @@ def test_sift_candidates_and_the_resolved_row():
     np.testing.assert_allclose(nearest_candidates(cands, np.array([2.9, 6.25, 4.0])), [3.0, 0.05, 1.0])
     given = detect(img, keypoints=f.xy[:5])
     assert given.sift_ori_candidates is None
+
+
+def test_handcrafted_rows_follow_a_zoom_and_a_turn():
+    """The hand-crafted pose (LoG scale, dominant gradient orientation) moves with the image: +0.5 octave
+    and +40° (CCW as displayed) at the keypoints' images under H; and the LoG σ is in pixels as stated."""
+    from patchpose.matching.pipeline import SIFT_REGION, handcrafted_poses
+
+    yy, xx = np.mgrid[0:200, 0:200]
+    blob = (0.2 + 0.6 * np.exp(-((xx - 100.0) ** 2 + (yy - 100.0) ** 2) / (2 * 4.0**2))).astype(np.float32)
+    s, _ = handcrafted_poses(detect(blob, keypoints=np.array([[100.0, 100.0]])))
+    sigma_px = 16.0 * 2.0 ** (s[0] - math.log2(2 * SIFT_REGION))  # the patch half-width is 2·SIFT_REGION·σ
+    assert abs(math.log2(sigma_px / 4.0)) < 0.05  # a Gaussian blob of σ = 4 px selects σ = 4 px
+
+    img = make_textured_image(320, seed=3)
+    xy = detect(img, 60).xy
+    xy = xy[np.all((xy > 90) & (xy < 230), axis=1)]
+    H = similarity_about((159.5, 159.5), 0.5, math.radians(40))
+    warped = cv2.warpPerspective(img, H, (320, 320), flags=cv2.INTER_LINEAR)
+    s1, o1 = handcrafted_poses(detect(img, keypoints=xy))
+    s2, o2 = handcrafted_poses(detect(warped, keypoints=apply_homography(H, xy)))
+    assert len(xy) >= 10
+    assert abs(np.median(s2 - s1) - 0.5) < 0.1
+    turn = np.degrees(np.angle(np.exp(1j * (o2 - o1))))
+    assert abs(np.median(turn) - 40.0) < 3.0
+    _, o0 = handcrafted_poses(detect(img, keypoints=xy), scale=False)  # upright row: same orientation kind
+    assert o0.shape == (len(xy),) and np.isfinite(o0).all()
+
+
+def test_harris_and_file_keypoints_evaluate_without_sift_rows(tmp_path):
+    """Harris corners and the same corners given as files give the same matching numbers; neither has
+    the rows that read SIFT's pose; a missing keypoint file is a clear error."""
+    from patchpose.data.keypoints import detect_harris
+    from patchpose.evaluation.hpatches_eval import evaluate_hpatches
+    from patchpose.matching.pipeline import pose_rows
+
+    assert pose_rows(4, sift=False) == (
+        "lower",
+        "ours",
+        "ours_top4",
+        "ours_angle",
+        "dominant_gradient",
+        "log+dominant_gradient",
+        "upper",
+    )
+    rel = make_replica(tmp_path, names=("v_b",), targets=2)
+    doc = evaluate_hpatches(
+        tmp_path, tmp_path / "h", detector="harris", max_keypoints=150, pose=False, progress=False
+    )
+    assert list(doc["mma"]) == list(pose_rows(4, sift=False))
+    assert doc["setup"]["detector"].startswith("Harris")
+    assert set(doc["repeated_keypoints_pose"]["overall"]) == {"n", "ours"}
+    kdir = tmp_path / "kp" / "v_b"
+    kdir.mkdir(parents=True)
+    for k in (1, 2, 3):
+        xy = detect_harris(cv2.imread(str(rel / "v_b" / f"{k}.ppm"))[..., ::-1].copy(), 150)
+        if k == 3:
+            np.savetxt(kdir / "3.txt", xy)
+        else:
+            np.save(kdir / f"{k}.npy", xy)
+    again = evaluate_hpatches(
+        tmp_path, tmp_path / "f", keypoints_dir=tmp_path / "kp", max_keypoints=150, pose=False, progress=False
+    )
+    assert again["mma"] == doc["mma"] and again["matches"] == doc["matches"]
+    assert "keypoints from" in again["setup"]["detector"]
+    (kdir / "3.txt").unlink()
+    with pytest.raises(InputError, match="no keypoints for v_b image 3"):
+        evaluate_hpatches(tmp_path, tmp_path / "g", keypoints_dir=tmp_path / "kp", pose=False, progress=False)
+    with pytest.raises(InputError, match="keypoints folder not found"):
+        evaluate_hpatches(tmp_path, tmp_path / "g", keypoints_dir=tmp_path / "nope", progress=False)
+    with pytest.raises(InputError, match="detector must be one of"):
+        evaluate_hpatches(tmp_path, tmp_path / "g", detector="orb", progress=False)
+
+
+def test_keypoint_files_that_are_not_keypoints_are_clear_errors(tmp_path):
+    from patchpose.fileio import read_keypoints
+
+    (tmp_path / "bad.npy").write_bytes(b"\x93NUMPY garbage")
+    with pytest.raises(InputError, match="not a readable .npy"):
+        read_keypoints(tmp_path / "bad.npy")
+    np.save(tmp_path / "flat.npy", np.arange(6.0))
+    with pytest.raises(InputError, match=r"\(N, 2\)"):
+        read_keypoints(tmp_path / "flat.npy")
+    (tmp_path / "bin.txt").write_bytes(bytes(range(256)))
+    with pytest.raises(InputError, match="not a text file"):
+        read_keypoints(tmp_path / "bin.txt")
+    np.save(tmp_path / "ok.npy", np.array([[1.0, 2.0, 0.5]]))  # extra columns (e.g. a score) are dropped
+    assert read_keypoints(tmp_path / "ok.npy").tolist() == [[1.0, 2.0]]

@@ -14,31 +14,9 @@ import numpy as np
 from .conventions import REFERENCE_RADIUS
 from .errors import InputError
 from .estimator import PatchPoseEstimator
+from .fileio import read_keypoints, write_text_atomic
 
 log = logging.getLogger(__name__)
-
-
-def read_keypoints(path: str | Path) -> np.ndarray:
-    """Keypoints from ``.npy`` ``(N, 2)`` or a text/CSV file whose first two columns are x, y (a header
-    line is skipped)."""
-    path = Path(path)
-    if not path.is_file():
-        raise InputError(f"keypoints file not found: {path}")
-    if path.suffix == ".npy":
-        kp = np.load(path, allow_pickle=False)
-    else:
-        rows = []
-        for line in path.read_text().splitlines():
-            parts = [p for p in line.replace(",", " ").split() if p]
-            if len(parts) < 2:
-                continue
-            try:
-                rows.append([float(parts[0]), float(parts[1])])
-            except ValueError:
-                if rows:
-                    raise InputError(f"{path}: cannot parse line {line!r} as x, y") from None
-        kp = np.array(rows, dtype=np.float64).reshape(-1, 2)
-    return kp
 
 
 def draw_poses(
@@ -274,6 +252,9 @@ def match_command(a) -> int:
         "ours": "ours",
         "ours-topk": f"ours_top{a.top_k}",
         "sift-resolved": "sift_resolved_by_ours",
+        "ours-angle": "ours_angle",
+        "dominant-gradient": "dominant_gradient",
+        "log-dominant-gradient": "log+dominant_gradient",
     }
     if a.top_k < 2 and a.pose == "ours-topk":
         raise InputError("--pose ours-topk needs --top-k of at least 2")
@@ -292,6 +273,7 @@ def match_command(a) -> int:
         descriptor=a.descriptor,
         descriptor_weights=a.descriptor_weights,
         top_k=max(2, a.top_k),
+        detector=a.detector,
     )
     t0 = time.time()
     res = match_images(img1, img2, est, cfg, rows=(row,), H=H, keypoints1=kp1, keypoints2=kp2)
@@ -326,7 +308,7 @@ def match_command(a) -> int:
     if err is not None:
         summary[f"correct@{a.threshold:g}px"] = int(correct.sum())
         summary[f"mma@{a.threshold:g}px"] = float(correct.mean()) if len(m) else 0.0
-    (out / "summary.json").write_text(json.dumps(summary, indent=1))
+    write_text_atomic(out / "summary.json", json.dumps(summary, indent=1))
     print(json.dumps(summary))
     print(f"wrote {out}/matches.png, matches.csv, summary.json")
     return 0

@@ -1,9 +1,13 @@
-"""Writing files so that a reader never sees half of one: write a temporary sibling, then rename."""
+"""Small file helpers: atomic text writes (a temporary sibling, then a rename) and reading keypoint files."""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
+
+import numpy as np
+
+from .errors import InputError
 
 
 def write_text_atomic(path: str | Path, text: str) -> Path:
@@ -15,4 +19,37 @@ def write_text_atomic(path: str | Path, text: str) -> Path:
     return path
 
 
-__all__ = ["write_text_atomic"]
+def read_keypoints(path: str | Path) -> np.ndarray:
+    """Keypoints from ``.npy`` ``(N, 2)`` or a text/CSV file whose first two columns are x, y (a header
+    line is skipped)."""
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(f"keypoints file not found: {path}")
+    if path.suffix == ".npy":
+        try:
+            kp = np.asarray(np.load(path, allow_pickle=False), dtype=np.float64)
+        except (ValueError, OSError, EOFError) as e:
+            raise InputError(f"{path}: not a readable .npy array of keypoints ({e})") from None
+        if kp.ndim != 2 or kp.shape[1] < 2:
+            raise InputError(f"{path}: keypoints must be an (N, 2) array of x, y, got shape {kp.shape}")
+        kp = kp[:, :2]
+    else:
+        rows = []
+        try:
+            text = path.read_text()
+        except UnicodeDecodeError:
+            raise InputError(f"{path}: not a text file of x, y keypoints (nor a .npy array)") from None
+        for line in text.splitlines():
+            parts = [p for p in line.replace(",", " ").split() if p]
+            if len(parts) < 2:
+                continue
+            try:
+                rows.append([float(parts[0]), float(parts[1])])
+            except ValueError:
+                if rows:
+                    raise InputError(f"{path}: cannot parse line {line!r} as x, y") from None
+        kp = np.array(rows, dtype=np.float64).reshape(-1, 2)
+    return kp
+
+
+__all__ = ["read_keypoints", "write_text_atomic"]

@@ -140,6 +140,8 @@ def _cmd_eval_patchpose(a: argparse.Namespace) -> int:
         progress=not a.no_progress,
         include_pruned=a.include_pruned,
         passes=a.passes,
+        detector=a.detector,
+        keypoints_dir=a.keypoints,
     )
     print(Path(a.out, "results.md").read_text())
     print(f"wrote {a.out}/results.json, results.md and figures in {doc['seconds']:.0f} s")
@@ -203,6 +205,8 @@ def _cmd_eval_hpatches(a: argparse.Namespace) -> int:
         pose=not a.no_pose,
         progress=not a.no_progress,
         passes=a.passes,
+        detector=a.detector,
+        keypoints_dir=a.keypoints,
     )
     print(Path(a.out, "results.md").read_text())
     print(f"wrote {a.out}/results.json, results.md, mma.png in {doc['seconds']:.0f} s")
@@ -241,6 +245,8 @@ def _cmd_eval_pose(a: argparse.Namespace) -> int:
         estimator=a.estimator,
         progress=not a.no_progress,
         passes=a.passes,
+        detector=a.detector,
+        keypoints_dir=a.keypoints,
     )
     print(Path(a.out, "results.md").read_text())
     print(f"wrote {a.out}/results.json and results.md in {doc['seconds']:.0f} s")
@@ -266,6 +272,8 @@ def _cmd_eval_rotation(a: argparse.Namespace) -> int:
         angles=tuple(range(0, 360, a.step)),
         progress=not a.no_progress,
         passes=a.passes,
+        detector=a.detector,
+        keypoints_dir=a.keypoints,
     )
     print(Path(a.out, "results.md").read_text())
     print(f"wrote {a.out}/results.json and results.md in {doc['seconds']:.0f} s")
@@ -354,14 +362,26 @@ def build_parser() -> argparse.ArgumentParser:
     mt.add_argument("--out", default=None, help="output folder (default: ./patchpose_match)")
     mt.add_argument(
         "--pose",
-        choices=("ours", "ours-topk", "sift", "sift-resolved", "none"),
+        choices=(
+            "ours",
+            "ours-topk",
+            "ours-angle",
+            "sift",
+            "sift-resolved",
+            "dominant-gradient",
+            "log-dominant-gradient",
+            "none",
+        ),
         default="ours",
-        help="sift-resolved: SIFT's pose, where SIFT found several orientations the one nearest ours",
+        help="sift-resolved: SIFT's pose, where SIFT found several orientations the one nearest ours; "
+        "ours-angle: our orientation on the upright 16 px patch; dominant-gradient, log-dominant-gradient: "
+        "hand-crafted poses (docs/results.md)",
     )
     mt.add_argument("--top-k", type=int, default=4, help="candidates per keypoint for --pose ours-topk")
     mt.add_argument("--homography", default=None, help="3×3 text file H (image 1 → 2): colours the matches")
     mt.add_argument("--threshold", type=float, default=3.0, help="px: a match is correct within this")
     mt.add_argument("--max-keypoints", type=int, default=2000)
+    mt.add_argument("--detector", choices=("sift", "harris"), default="sift", help="without --keypoints1/2")
     mt.add_argument(
         "--keypoints1", default=None, help="keypoints of image 1 (.npy or x,y text); default SIFT"
     )
@@ -505,7 +525,8 @@ def build_parser() -> argparse.ArgumentParser:
     bn.add_argument("overrides", nargs="*", help="key=value training overrides for every run")
     bn.set_defaults(func=_cmd_eval_bins)
     hp = evs.add_parser(
-        "hpatches", help="HPatches: patch-pose transfer and matching MMA (lower/SIFT/ours/top-k/upper)"
+        "hpatches",
+        help="HPatches: patch-pose transfer and matching MMA (lower/SIFT/ours/top-k/hand-crafted/upper)",
     )
     hp.add_argument("--root", required=True, help="hpatches-sequences-release (or a generated copy)")
     hp.add_argument("--out", default="outputs/eval_hpatches")
@@ -515,6 +536,18 @@ def build_parser() -> argparse.ArgumentParser:
     hp.add_argument("--top-k", type=int, default=4)
     hp.add_argument("--max-keypoints", type=int, default=None, help="default: 2000 (d2net) / 1500 (keynet)")
     hp.add_argument("--sequences", default=None, help="comma-separated sequence names (e.g. Key.Net's list)")
+    hp.add_argument(
+        "--detector",
+        choices=("sift", "harris"),
+        default="sift",
+        help="keypoints to match: SIFT (default) or Harris corners (no pose of their own: no SIFT rows)",
+    )
+    hp.add_argument(
+        "--keypoints",
+        default=None,
+        metavar="DIR",
+        help="keypoints from files instead: DIR/<sequence>/<k>.npy or <k>.txt (x y per row, strongest first)",
+    )
     hp.add_argument("--no-pose", action="store_true", help="matching only (skip the pose-transfer table)")
     hp.add_argument("--no-progress", action="store_true")
     hp.set_defaults(func=_cmd_eval_hpatches)

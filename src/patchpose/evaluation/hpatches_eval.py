@@ -10,9 +10,11 @@
   (:func:`patchpose.geometry.pose_change`). Metrics as in ``eval patchpose``: the official bin metric
   (scale ground truth rounded to bins) and the continuous errors. ``lower`` is "no pose" (0, 0) and
   ``upper`` the ground truth itself.
-* **Matching.** SIFT keypoints, a descriptor on the patch cut at each row's pose
-  (:mod:`patchpose.matching.pipeline`: ``lower``, ``sift``, ``ours``, ``ours_topK``, ``upper``), mutual
-  nearest neighbours, and per pair ``MMA(t) = mean(‖H·x1 − x2‖ ≤ t)`` (0 for a pair without matches),
+* **Matching.** SIFT keypoints (``--detector harris`` for Harris corners, ``--keypoints DIR`` for
+  keypoints from files: ``DIR/<sequence>/<k>.npy`` or ``<k>.txt``, x y per row, strongest first), a
+  descriptor on the patch cut at each row's pose (:mod:`patchpose.matching.pipeline`: ``lower``, ``sift``,
+  ``ours``, ``ours_topK``, the hand-crafted rows, ``upper``; keypoints without a pose of their own have no
+  SIFT rows), mutual nearest neighbours, and per pair ``MMA(t) = mean(‖H·x1 − x2‖ ≤ t)`` (0 for a pair without matches),
   averaged over pairs for illumination, viewpoint and overall. Protocols (``--protocol``):
 
   ============ ========================================= ============ ===========
@@ -39,7 +41,7 @@ import numpy as np
 
 from ..data.hpatches import Sequence, load_hpatches
 from ..data.keypoints import detect_harris, detect_sift
-from ..fileio import write_text_atomic
+from ..fileio import read_keypoints, write_text_atomic
 from ..geometry import apply_homography, inside, pose_change
 from ..matching.describe import Describer
 from ..matching.matcher import mutual_nn
@@ -99,34 +101,53 @@ def repeated_pose_counts(H, f1, fk, poses1: dict, posesk: dict) -> dict:
     return out
 
 
+def sequence_keypoints(keypoints_dir: str | Path, seq: Sequence, k: int, max_keypoints: int) -> np.ndarray:
+    """The keypoints a user gave for image ``k`` of ``seq``: ``DIR/<sequence>/<k>.npy`` (or ``.txt``, x y
+    per row), strongest first; the first ``max_keypoints`` are kept."""
+    from ..errors import InputError
+
+    d = Path(keypoints_dir) / seq.name
+    for ext in (".npy", ".txt"):
+        if (d / f"{k}{ext}").is_file():
+            return read_keypoints(d / f"{k}{ext}")[:max_keypoints]
+    raise InputError(f"no keypoints for {seq.name} image {k}: expected {d / f'{k}.npy'} (or {k}.txt)")
+
+
 def match_sequence(
-    seq: Sequence, est, describer: Describer, rows, cfg: MatchConfig, thresholds, images: dict | None = None
+    seq: Sequence,
+    est,
+    describer: Describer,
+    rows,
+    cfg: MatchConfig,
+    thresholds,
+    images: dict | None = None,
+    keypoints_dir: str | Path | None = None,
 ) -> list[dict]:
     """``[{"k": k, "mma": {row: [MMA(t)…]}, "matches": {row: n}, "repeat": …}]`` for every pair ``(1, k)``
-    (``repeat``: :func:`repeated_pose_counts` for SIFT's own poses and ours). ``images``: ``{k: image}`` if
-    already read."""
+    (``repeat``: :func:`repeated_pose_counts` for ours, and for SIFT's own poses on SIFT detections).
+    ``images``: ``{k: image}`` if already read; ``keypoints_dir``: keypoints from files
+    (:func:`sequence_keypoints`) instead of ``cfg.detector``."""
     images = images or {k: seq.image(k) for k in (1, *seq.targets)}
-    f1 = detect(images[1], cfg.max_keypoints)
-    o1 = est.estimate(f1.image, f1.xy, top_k=cfg.top_k) if len(f1) else None
+
+    def feats(k: int):
+        kp = sequence_keypoints(keypoints_dir, seq, k, cfg.max_keypoints) if keypoints_dir else None
+        f = detect(images[k], cfg.max_keypoints, kp, cfg.detector)
+        o = est.estimate(f.image, f.xy, top_k=cfg.top_k) if len(f) else None
+        poses = {"ours": (o["scale"][:, 0], o["orientation"][:, 0])} if o is not None else {}
+        if np.isfinite(f.sift_scale).all() and o is not None:
+            poses = {"sift": (f.sift_scale, f.sift_ori), **poses}
+        return f, o, poses
+
+    f1, o1, p1 = feats(1)
     d1 = describe_rows(f1, rows, describer, est, None, cfg, ours=o1)
     out = []
     for k in seq.targets:
         H = seq.homographies[k]
-        fk = detect(images[k], cfg.max_keypoints)
-        ok_ = est.estimate(fk.image, fk.xy, top_k=cfg.top_k) if len(fk) else None
+        fk, ok_, pk = feats(k)
         dk = describe_rows(fk, rows, describer, est, H, cfg, ours=ok_)
         res = {"k": k, "mma": {}, "matches": {}}
         if o1 is not None and ok_ is not None:
-            res["repeat"] = repeated_pose_counts(
-                H,
-                f1,
-                fk,
-                {"sift": (f1.sift_scale, f1.sift_ori), "ours": (o1["scale"][:, 0], o1["orientation"][:, 0])},
-                {
-                    "sift": (fk.sift_scale, fk.sift_ori),
-                    "ours": (ok_["scale"][:, 0], ok_["orientation"][:, 0]),
-                },
-            )
+            res["repeat"] = repeated_pose_counts(H, f1, fk, p1, pk)
         for row in rows:
             m, _ = mutual_nn(d1[row], dk[row])
             err = reprojection_errors(H, f1.xy[m[:, 0]], fk.xy[m[:, 1]])
@@ -169,7 +190,7 @@ def summarize_repeat(per_seq: dict[str, list[dict]]) -> dict:
         if not n:
             continue
         out[kind] = {"n": n}
-        for src in ("sift", "ours"):
+        for src in [s for s in ("sift", "ours") if all(s in r for r in reps)]:
             tot = np.sum([r[src] for r in reps], axis=0)
             out[kind][src] = {k: 100.0 * float(v) / n for k, v in zip(keys, tot)}
     return out
@@ -329,8 +350,13 @@ def evaluate_hpatches(
     pose: bool = True,
     progress: bool = True,
     passes: int | None = None,
+    detector: str = "sift",
+    keypoints_dir: str | Path | None = None,
 ) -> dict:
-    """Run the pose-transfer and matching evaluations; write ``results.json``, ``results.md``, ``mma.png``."""
+    """Run the pose-transfer and matching evaluations; write ``results.json``, ``results.md``, ``mma.png``.
+
+    ``detector``: ``"sift"`` (default) or ``"harris"``; ``keypoints_dir``: keypoints from files instead
+    (:func:`sequence_keypoints`). Without SIFT detections the rows that read SIFT's pose are left out."""
     from tqdm import tqdm
 
     from ..errors import InputError
@@ -340,6 +366,12 @@ def evaluate_hpatches(
         raise InputError(f"protocol must be one of {sorted(PROTOCOLS)}, got {protocol!r}")
     if int(top_k) != top_k or top_k < 2:
         raise InputError(f"top_k must be an integer of at least 2 (the top-k row), got {top_k!r}")
+    from ..matching.pipeline import DETECTORS
+
+    if detector not in DETECTORS:
+        raise InputError(f"detector must be one of {DETECTORS}, got {detector!r}")
+    if keypoints_dir is not None and not Path(keypoints_dir).is_dir():
+        raise InputError(f"keypoints folder not found: {keypoints_dir}")
     proto = PROTOCOLS[protocol]
     t0 = time.time()
     seqs = load_hpatches(root, drop_high_res=proto.drop_high_res, names=names)
@@ -350,9 +382,10 @@ def evaluate_hpatches(
         descriptor_weights=descriptor_weights,
         top_k=int(top_k),
         region=region,
+        detector=detector,
     )
     describer = Describer(cfg.descriptor, cfg.descriptor_weights)
-    rows = pose_rows(cfg.top_k)
+    rows = pose_rows(cfg.top_k, sift=keypoints_dir is None and detector == "sift")
     model_name = est.meta.get("name", str(weights))
     setting = json.dumps(
         {
@@ -361,7 +394,9 @@ def evaluate_hpatches(
             "weights": str(weights),
             **asdict(cfg),
             "protocol": protocol,
-            "cache_version": 5,  # 4: peaks refined by a Gaussian fit; 5: row sift_resolved_by_ours
+            "keypoints_dir": None if keypoints_dir is None else str(Path(keypoints_dir).resolve()),
+            # 4: peaks refined by a Gaussian fit; 5: row sift_resolved_by_ours; 6: hand-crafted rows; 7: ours_angle
+            "cache_version": 7,
         },
         sort_keys=True,
     )
@@ -375,7 +410,7 @@ def evaluate_hpatches(
         todo = not mf.is_file() or (pose and not pf.is_file())
         images = {k: seq.image(k) for k in (1, *seq.targets)} if todo else None  # read once per sequence
         if not mf.is_file():
-            res = match_sequence(seq, est, describer, rows, cfg, proto.thresholds, images)
+            res = match_sequence(seq, est, describer, rows, cfg, proto.thresholds, images, keypoints_dir)
             write_text_atomic(mf, json.dumps(res))
         matching[seq.name] = json.loads(mf.read_text())
         if pose:
@@ -404,7 +439,11 @@ def evaluate_hpatches(
             "root": str(root),
             "sequences": len(seqs),
             "pairs": n_pairs,
-            "detector": "OpenCV SIFT",
+            "detector": (
+                f"keypoints from {keypoints_dir}"
+                if keypoints_dir is not None
+                else {"sift": "OpenCV SIFT", "harris": "Harris corners (OpenCV)"}[detector]
+            ),
             "max_keypoints": cfg.max_keypoints,
             "descriptor": cfg.descriptor,
             "top_k": cfg.top_k,
@@ -418,7 +457,9 @@ def evaluate_hpatches(
         doc["pose"] = tables
         if "viewpoint" in tables:
             off = tables["viewpoint"]["official"]
-            doc["pose_accuracy"] = {r: off[r] for r in rows if r in off}
+            # the pose-transfer samples (SIFT and Harris keypoints) do not depend on the matching detector
+            # (the baselines, hand-crafted ones included, are in doc["pose"])
+            doc["pose_accuracy"] = {r: off[r] for r in pose_rows(cfg.top_k, handcrafted=False) if r in off}
     doc["seconds"] = time.time() - t0
     out.mkdir(parents=True, exist_ok=True)
     write_text_atomic(out / "results.json", json.dumps(doc, indent=1))
@@ -432,8 +473,11 @@ ROW_LABELS = {
     "lower": "lower (no pose)",
     "sift": "SIFT's own pose",
     "ours": "ours (argmax)",
+    "ours_angle": "our angle, upright size",
     "sift_scale+ours_angle": "SIFT's scale, our angle in its frame",
     "sift_resolved_by_ours": "SIFT's own pose, its orientations resolved by ours",
+    "dominant_gradient": "dominant gradient orientation (kornia), upright size",
+    "log+dominant_gradient": "LoG scale + dominant gradient orientation (hand-crafted)",
     "upper": "upper (pose from H)",
 }
 
@@ -474,16 +518,20 @@ def results_markdown(doc: dict) -> str:
     if rep:
         lines += [
             "",
-            f"## Pose consistency at the keypoints SIFT detects again (within {REPEAT_PX} px under H; %)",
+            f"## Pose consistency at the keypoints the detector finds again (within {REPEAT_PX} px under H; %)",
             "",
             "Scale ±1/6 / ±1/3 octave, orientation ±5° / ±10°, against the pose change of H.",
             "",
-            "| pairs | keypoint pairs | SIFT's own pose | ours |",
-            "|---|---|---|---|",
+        ]
+        srcs = [s for s in ("sift", "ours") if all(s in r for r in rep.values())]
+        names = {"sift": "SIFT's own pose", "ours": "ours"}
+        lines += [
+            "| pairs | keypoint pairs | " + " | ".join(names[s] for s in srcs) + " |",
+            "|---|---|" + "---|" * len(srcs),
         ]
         for kind, r in rep.items():
             f = lambda a: " / ".join(f"{v:.1f}" for v in a.values())  # noqa: E731
-            lines.append(f"| {kind} | {r['n']} | {f(r['sift'])} | {f(r['ours'])} |")
+            lines.append(f"| {kind} | {r['n']} | " + " | ".join(f(r[s]) for s in srcs) + " |")
     if "pose" in doc:
         lines += ["", "## Patch-pose transfer (scale ±1/6, ±1/3 octave; orientation ±5°, ±10°; %)", ""]
         for kind in ("viewpoint", "illumination"):

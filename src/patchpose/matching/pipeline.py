@@ -7,19 +7,29 @@ Pose rows (how each keypoint's descriptor patch is turned and sized):
 ``sift``        the detector's own pose: OpenCV SIFT's angle, half-width ``SIFT_REGION · size`` (OpenCV's
                 own descriptor window, whose median over the training photos is 15 px ≈ ours)
 ``ours``        our argmax pose: half-width ``REFERENCE_RADIUS · 2**σ`` (the models are centred on σ = 0)
+``ours_angle``  our orientation on the upright-size patch (16 px): our angle without our scale, for
+                keypoints whose size should stay fixed (corners have no characteristic scale)
 ``ours_topK``   our top-K orientations (at the argmax scale): K patches per keypoint; two keypoints'
                 distance is the smallest over their K × K descriptor pairs
 ``sift_scale+   SIFT's scale kept, our angle estimated in the frame of that scale
 ours_angle``    (:meth:`~patchpose.PatchPoseEstimator.estimate` with ``frame_scale``)
 ``sift_resolved SIFT's own pose, except where SIFT found several orientations at a location: the one
 _by_ours``      nearest our angle in SIFT's frame (as :func:`patchpose.resolve_orientations` does)
+``dominant_     hand-crafted, for keypoints that come without a pose: upright size (16 px) and kornia's
+gradient``      dominant gradient orientation (``PatchDominantGradientOrientation``) on that patch
+``log+dominant_ hand-crafted scale and orientation: a scale-normalised LoG scale selection at the keypoint
+gradient``      (:func:`patchpose.baselines.log_scale_selection`, σ), a descriptor half-width of
+                ``2·SIFT_REGION·σ`` (SIFT's window per σ), and the dominant gradient orientation over a
+                radius of ``4.5·σ`` (SIFT's orientation window)
 ``upper``       the ground truth from a homography ``H``: upright at 16 px in image 1, and in image 2 the
                 pose change that ``H`` makes at the keypoint's source point (:func:`patchpose.geometry.pose_change`)
 =============== ==========================================================================================
 
 Each row's patch half-width is multiplied by ``MatchConfig.region``. Keypoints are OpenCV SIFT
-detections (one per location: SIFT's extra detections for secondary orientations are dropped so that
-every row matches the same keypoints), or any ``(N, 2)`` array.
+detections (``detector="sift"``, one per location: SIFT's extra detections for secondary orientations are
+dropped so that every row matches the same keypoints), Harris corners (``detector="harris"``, no pose of
+their own), or any ``(N, 2)`` array. Rows that need SIFT's pose (``sift``, ``sift_scale+ours_angle``,
+``sift_resolved_by_ours``) exist only for SIFT detections (:func:`pose_rows`).
 """
 
 from __future__ import annotations
@@ -29,9 +39,17 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..baselines import (
+    LOG_PATCH,
+    LOG_SIGMA,
+    LOG_WINDOWS,
+    ORI_PATCH,
+    dominant_gradient_orientation,
+    log_scale_selection,
+)
 from ..conventions import angle_diff
-from ..data.keypoints import detect_sift
-from ..data.patches import Pyramid, check_image, to_gray
+from ..data.keypoints import detect_harris, detect_sift
+from ..data.patches import Pyramid, check_image, extract_patches, to_gray
 from ..errors import InputError
 from ..geometry import apply_homography, pose_change
 from ..interop import from_cv2_keypoints
@@ -40,19 +58,30 @@ from .matcher import mutual_nn
 
 #: SIFT's descriptor window: radius ``3σ·(d+1)·√2/2`` with ``σ = size/2`` and ``d = 4`` (OpenCV) ≈ 5.3·size.
 SIFT_REGION = 5.3
+#: SIFT's orientation window (radius 3·1.5σ), in units of σ: where the hand-crafted row reads its gradients
+SIFT_ORI_RADIUS = 4.5
+#: the keypoint sources :func:`detect` knows; "sift" alone gives each keypoint a pose of its own
+DETECTORS = ("sift", "harris")
+#: rows that read SIFT's own pose, so exist only for SIFT detections
+SIFT_ROWS = ("sift", "sift_scale+ours_angle", "sift_resolved_by_ours")
+HANDCRAFTED_ROWS = ("dominant_gradient", "log+dominant_gradient")
 
 
-def pose_rows(top_k: int = 4) -> tuple[str, ...]:
-    """Row names in report order."""
-    return (
+def pose_rows(top_k: int = 4, sift: bool = True, handcrafted: bool = True) -> tuple[str, ...]:
+    """Row names in report order: without ``sift`` (keypoints that come without a pose: Harris, a file),
+    the rows that read SIFT's pose are left out; ``handcrafted`` adds the hand-crafted pose rows."""
+    rows = (
         "lower",
         "sift",
         "ours",
         f"ours_top{top_k}",
+        "ours_angle",
         "sift_scale+ours_angle",
         "sift_resolved_by_ours",
+        *(HANDCRAFTED_ROWS if handcrafted else ()),
         "upper",
     )
+    return tuple(r for r in rows if sift or r not in SIFT_ROWS)
 
 
 @dataclass
@@ -62,6 +91,7 @@ class MatchConfig:
     descriptor_weights: str | None = None
     top_k: int = 4
     region: float = 1.0  # descriptor patch half-width, in units of each row's characteristic radius
+    detector: str = "sift"  # "sift" | "harris" (when no keypoints are given)
 
 
 @dataclass
@@ -80,13 +110,19 @@ class Features:
         return len(self.xy)
 
 
-def detect(image, max_keypoints: int = 2000, keypoints=None) -> Features:
-    """OpenCV SIFT keypoints (strongest first, one per location), or the given ``(N, 2)`` keypoints."""
+def detect(image, max_keypoints: int = 2000, keypoints=None, detector: str = "sift") -> Features:
+    """OpenCV SIFT keypoints (strongest first, one per location), Harris corners (``detector="harris"``,
+    strongest first, no pose), or the given ``(N, 2)`` keypoints (no pose; ``max_keypoints`` does not
+    apply: the caller chose them)."""
     img = check_image(image)
     gray = to_gray(img)
+    if keypoints is None and detector not in DETECTORS:
+        raise InputError(f"detector must be one of {DETECTORS}, got {detector!r}")
+    if keypoints is None and (int(max_keypoints) != max_keypoints or max_keypoints < 1):
+        raise InputError(f"max_keypoints must be a positive integer, got {max_keypoints!r}")
+    if keypoints is None and detector == "harris":
+        keypoints = detect_harris(img, int(max_keypoints))
     if keypoints is None:
-        if int(max_keypoints) != max_keypoints or max_keypoints < 1:
-            raise InputError(f"max_keypoints must be a positive integer, got {max_keypoints!r}")
         xy, kps, cands = detect_sift(img, int(max_keypoints), candidates=True)
         _, s, o = from_cv2_keypoints(kps)
         cands = [np.mod(-np.radians(c), 2 * math.pi) for c in cands]
@@ -108,6 +144,28 @@ def nearest_candidates(candidates: list[np.ndarray], orientation: np.ndarray) ->
     return np.array(
         [c[int(np.argmin(np.abs(angle_diff(c, t))))] for c, t in zip(candidates, orientation)], np.float64
     ).reshape(-1)
+
+
+def handcrafted_poses(feats: Features, scale: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    """Hand-crafted poses ``(log2 half-width of the descriptor patch, orientation)`` ``(N,)`` at the
+    keypoints: with ``scale``, a LoG scale selection (σ) sets the patch to ``2·SIFT_REGION·σ`` and the
+    orientation is kornia's dominant gradient over a radius of ``SIFT_ORI_RADIUS·σ``; without, the patch is
+    the upright 16 px one and the orientation is read on it (the ``dominant_gradient`` row)."""
+    n = len(feats)
+    if n == 0:
+        return np.zeros(0), np.zeros(0)
+    xy, zero = feats.xy, np.zeros(n)
+    if scale:
+        stack = extract_patches(feats.pyramid, xy, zero, zero, LOG_PATCH, list(LOG_WINDOWS))
+        # log_scale_selection gives log2 of the window w; the LoG's σ is LOG_SIGMA patch pixels, i.e.
+        # LOG_SIGMA·2·w/LOG_PATCH reference radii
+        sigma = log_scale_selection(stack) + math.log2(2.0 * LOG_SIGMA / LOG_PATCH)
+        size = sigma + math.log2(2.0 * SIFT_REGION)
+        ori_frame = sigma + math.log2(SIFT_ORI_RADIUS)
+    else:
+        size = ori_frame = zero
+    ori = dominant_gradient_orientation(extract_patches(feats.pyramid, xy, ori_frame, zero, ORI_PATCH, [1.0]))
+    return np.asarray(size, np.float64), ori
 
 
 def sift_framed_poses(est, feats: Features) -> dict:
@@ -141,13 +199,18 @@ def keypoint_poses(
             feats.sift_ori_candidates, np.asarray(ours["orientation"]).reshape(n, -1)[:, 0]
         )
         return feats.sift_scale[:, None], o[:, None]
-    if row == "ours" or row.startswith("ours_top"):
+    if row in ("ours", "ours_angle") or row.startswith("ours_top"):
         if ours is None:
             raise InputError(f"row {row!r} needs the estimator's poses")
         if row == "ours":
             return ours["scale"][:, :1], ours["orientation"][:, :1]
+        if row == "ours_angle":
+            return zeros, ours["orientation"][:, :1]
         k = int(row[len("ours_top") :])
         return np.repeat(ours["scale"][:, :1], k, 1), ours["orientation"][:, :k]
+    if row in HANDCRAFTED_ROWS:
+        s, o = handcrafted_poses(feats, scale=row == "log+dominant_gradient")
+        return s[:, None], o[:, None]
     if row == "upper":
         if H_from_1 is None:
             return zeros, zeros
@@ -169,7 +232,11 @@ def describe_rows(
     """``{row: (N, k, D) descriptors}`` for one image (``ours``: the estimator's output at ``feats.xy`` with
     ``cfg.top_k`` candidates, if already computed)."""
     cfg = cfg or MatchConfig()
-    if ours is None and any(r == "ours" or r.startswith("ours_top") for r in rows) and len(feats):
+    if (
+        ours is None
+        and any(r in ("ours", "ours_angle") or r.startswith("ours_top") for r in rows)
+        and len(feats)
+    ):
         if est is None:
             raise InputError("rows 'ours'/'ours_topK' need an estimator")
         ours = est.estimate(feats.image, feats.xy, top_k=cfg.top_k)
@@ -216,8 +283,8 @@ def match_images(
     describer = describer or Describer(cfg.descriptor, cfg.descriptor_weights)
     if "upper" in rows and H is None:
         raise InputError("the 'upper' row needs the ground-truth homography H")
-    f1 = detect(image1, cfg.max_keypoints, keypoints1)
-    f2 = detect(image2, cfg.max_keypoints, keypoints2)
+    f1 = detect(image1, cfg.max_keypoints, keypoints1, cfg.detector)
+    f2 = detect(image2, cfg.max_keypoints, keypoints2, cfg.detector)
     d1 = describe_rows(f1, rows, describer, est, None, cfg)
     d2 = describe_rows(f2, rows, describer, est, H, cfg)
     out = {"xy1": f1.xy, "xy2": f2.xy, "rows": {}}
@@ -237,7 +304,9 @@ def reprojection_errors(H, xy1, xy2) -> np.ndarray:
 
 __all__ = [
     "SIFT_REGION",
+    "DETECTORS",
     "pose_rows",
+    "handcrafted_poses",
     "MatchConfig",
     "Features",
     "detect",
