@@ -89,6 +89,47 @@ def test_empty_keypoint_file(tmp_path):
     assert r.returncode == 2 and "empty" in r.stderr
 
 
+@pytest.mark.parametrize(
+    "text, match",
+    [
+        ("100,100\n200\n300,300\n", "line 2"),  # a broken line is not skipped silently
+        ("x;y\nfoo;bar\n", "no line of x, y numbers"),
+    ],
+)
+def test_malformed_keypoint_files_name_the_problem(tmp_path, capsys, text, match):
+    kp = tmp_path / "kp.txt"
+    kp.write_text(text)
+    assert main(["estimate", str(demo_photo()), "--keypoints", str(kp), "--out", str(tmp_path)]) == 2
+    assert match in capsys.readouterr().err
+
+
+def test_semicolon_separated_keypoints_are_read(tmp_path):
+    from patchpose.fileio import read_keypoints
+
+    (tmp_path / "kp.csv").write_text("x;y;score\n10.5;20;0.9\n30;40;0.1\n")
+    assert read_keypoints(tmp_path / "kp.csv").tolist() == [[10.5, 20.0], [30.0, 40.0]]
+
+
+@pytest.mark.parametrize(
+    "args, match",
+    [
+        (["--max-keypoints", "0"], "--max-keypoints"),
+        (["--top-k", "0"], "--top-k"),
+    ],
+)
+def test_estimate_rejects_bad_counts(tmp_path, capsys, args, match):
+    assert main(["estimate", str(demo_photo()), "--out", str(tmp_path), *args]) == 2
+    assert match in capsys.readouterr().err
+
+
+def test_match_threshold_and_bench_counts_are_checked(tmp_path, capsys):
+    photo = str(demo_photo())
+    assert main(["match", photo, photo, "--threshold", "-1", "--out", str(tmp_path)]) == 2
+    assert "--threshold" in capsys.readouterr().err
+    assert main(["bench", "--repeats", "0", "--out", str(tmp_path)]) == 2
+    assert "repeats" in capsys.readouterr().err
+
+
 def test_unknown_override_is_an_error(tmp_path):
     r = run_cli("train", "--out", str(tmp_path / "r"), "optim.lrr=1")
     assert r.returncode == 2 and "lrr" in r.stderr and "Traceback" not in r.stderr

@@ -120,6 +120,30 @@ def test_bad_input_is_a_clear_error(est, image, keypoints, match):
         est.estimate(image, keypoints)
 
 
+def test_outside_keypoint_message_prints_plain_numbers(est):
+    with pytest.raises(InputError, match=r"#0 at \(70, 2\)"):
+        est.estimate(np.zeros((64, 64), np.uint8), np.array([[70.0, 2.0]]))
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"device": "bogus"}, "device 'bogus'"),
+        ({"batch_size": "a"}, "batch_size"),
+        ({"batch_size": 0}, "batch_size"),
+    ],
+)
+def test_bad_estimator_options_are_clear_errors(kwargs, match):
+    with pytest.raises(InputError, match=match):
+        PatchPoseEstimator.from_pretrained(**kwargs)
+
+
+@pytest.mark.parametrize("top_k", [0, 26, 40, 2.5, True])
+def test_top_k_beyond_the_bins_is_a_clear_error(est, photo, kps, top_k):
+    with pytest.raises(InputError, match="top_k"):
+        est.estimate(photo, kps[:3], top_k=top_k)
+
+
 def test_border_policy(est, photo):
     """Keypoints near the border: reflect (default) flags them invalid; 'error' refuses them."""
     xy = np.array([[3.0, 3.0], [256.0, 256.0]])

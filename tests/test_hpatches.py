@@ -232,6 +232,12 @@ def test_evaluation_end_to_end_and_resume(tmp_path):
     assert len(caches) == 2
     again = evaluate_hpatches(tmp_path, out, max_keypoints=200, progress=False)
     assert again["mma"] == doc["mma"] and again["pose_accuracy"] == doc["pose_accuracy"]
+    # a sequence whose files changed is evaluated again, not read from the cache
+    seq = tmp_path / "hpatches-sequences-release" / "v_b"
+    cv2.imwrite(str(seq / "3.ppm"), np.full((200, 200, 3), 128, np.uint8))
+    changed = evaluate_hpatches(tmp_path, out, max_keypoints=200, pose=False, progress=False)
+    assert changed["mma"]["ours"]["viewpoint"] != doc["mma"]["ours"]["viewpoint"]
+    assert changed["mma"]["ours"]["illumination"] == doc["mma"]["ours"]["illumination"]
 
 
 def test_keynet_protocol_keeps_all_sequences_and_five_thresholds(tmp_path):
@@ -454,7 +460,7 @@ def test_harris_and_file_keypoints_evaluate_without_sift_rows(tmp_path):
     )
     assert list(doc["mma"]) == list(pose_rows(4, sift=False))
     assert doc["setup"]["detector"].startswith("Harris")
-    assert set(doc["repeated_keypoints_pose"]["overall"]) == {"n", "ours"}
+    assert set(doc["repeated_keypoints_pose"]["overall"]) == {"n", "ours", "dominant_gradient", "log+dominant_gradient"}
     kdir = tmp_path / "kp" / "v_b"
     kdir.mkdir(parents=True)
     for k in (1, 2, 3):

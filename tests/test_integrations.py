@@ -325,3 +325,17 @@ def test_resolve_orientations_keeps_the_detectors_angle_nearest_ours():
     assert patchpose.resolve_orientations(img, [], est) == []
     with pytest.raises(InputError, match="cv2.KeyPoint"):
         patchpose.resolve_orientations(img, [(1.0, 2.0)], est)
+
+
+def test_assign_takes_a_model_name_and_checks_its_arguments():
+    img = (make_textured_image(200, seed=1) * 255).astype(np.uint8)
+    kps = [cv2.KeyPoint(100.0, 100.0, 8.0, 0.0), cv2.KeyPoint(80.0, 120.0, 6.0, 0.0)]
+    by_name = patchpose.assign(img, kps, estimator="patchpose-v1")
+    by_est = patchpose.assign(img, kps, estimator=patchpose.PatchPoseEstimator.load("patchpose-v1"))
+    assert [(k.size, k.angle) for k in by_name] == [(k.size, k.angle) for k in by_est]
+    with pytest.raises(InputError, match="size_factor"):
+        patchpose.assign(img, kps, size_factor=0)
+    with pytest.raises(InputError, match="estimator must be"):
+        patchpose.assign(img, kps, estimator=3)
+    with pytest.raises(InputError, match="size > 0"):
+        patchpose.assign(img, [cv2.KeyPoint(100.0, 100.0, 0.0, 0.0)], keep_size=True)

@@ -273,3 +273,19 @@ def test_load_image_returns_rgb_uint8(tmp_path):
     rgb = load_image(path)
     assert rgb.shape == (20, 24, 3) and rgb.dtype == np.uint8
     assert rgb[0, 0].tolist() == [0, 0, 200]
+
+
+def test_sixteen_bit_files_keep_the_contrast_of_their_bit_depth(tmp_path):
+    """12-bit data in a 16-bit PNG reads like the same picture in 8 bits (not cut to 16 grey levels); full
+    16-bit range too."""
+    from patchpose.data.patches import load_image
+
+    g = np.arange(256, dtype=np.uint16)[None, :].repeat(40, 0)
+    cv2.imwrite(str(tmp_path / "g8.png"), g.astype(np.uint8))
+    cv2.imwrite(str(tmp_path / "g12.png"), g * 16)  # values 0…4080: 12 bits
+    cv2.imwrite(str(tmp_path / "g16.png"), g * 257)  # values 0…65535
+    ref = load_image(tmp_path / "g8.png").astype(int)
+    for name in ("g12.png", "g16.png"):
+        img = load_image(tmp_path / name)
+        assert img.dtype == np.uint8 and img.shape == (40, 256, 3)
+        assert np.abs(img.astype(int) - ref).max() <= 1

@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import json
 import logging
+import math
 import os
 import time
 from pathlib import Path
@@ -118,6 +119,10 @@ def run_estimate(
     from .data.keypoints import detect_sift
     from .data.patches import check_image, load_image
 
+    if int(max_keypoints) != max_keypoints or max_keypoints < 1:
+        raise InputError(f"--max-keypoints must be a positive integer, got {max_keypoints}")
+    if int(top_k) != top_k or top_k < 1:
+        raise InputError(f"--top-k must be a positive integer, got {top_k}")
     image = load_image(image_path)
     check_image(image)  # size and content checks before detection
     est = PatchPoseEstimator.load(weights, rotations=rotations, passes=passes)
@@ -256,6 +261,8 @@ def match_command(a) -> int:
         "dominant-gradient": "dominant_gradient",
         "log-dominant-gradient": "log+dominant_gradient",
     }
+    if not (math.isfinite(a.threshold) and a.threshold > 0):
+        raise InputError(f"--threshold must be a positive number of pixels, got {a.threshold}")
     if a.top_k < 2 and a.pose == "ours-topk":
         raise InputError("--pose ours-topk needs --top-k of at least 2")
     row = rows[a.pose]

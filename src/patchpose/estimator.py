@@ -46,7 +46,7 @@ def check_keypoints(keypoints, shape: tuple[int, int]) -> np.ndarray:
     if outside.any():
         i = int(np.nonzero(outside)[0][0])
         raise InputError(
-            f"{int(outside.sum())} keypoint(s) lie outside the {w}×{h} image, e.g. #{i} at {tuple(kp[i])}; "
+            f"{int(outside.sum())} keypoint(s) lie outside the {w}×{h} image, e.g. #{i} at ({kp[i, 0]:g}, {kp[i, 1]:g}); "
             "pixel centres are at integer coordinates"
         )
     return kp
@@ -130,15 +130,20 @@ class PatchPoseEstimator:
             raise InputError(f"border must be one of {BORDER_POLICIES}, got {border!r}")
         if set(model.cfg.heads) != {"scale", "orientation"}:
             raise InputError(f"the estimator needs a model with both heads, this one has {model.cfg.heads}")
-        self.device = torch.device(device)
-        self.model = model.to(self.device).eval()
+        try:
+            self.device = torch.device(device)
+            self.model = model.to(self.device).eval()
+        except (RuntimeError, AssertionError, TypeError) as e:  # unknown device, or no CUDA in this build
+            raise InputError(
+                f"device {device!r} cannot be used here ({str(e).splitlines()[0][:120]})"
+            ) from None
         if rotations not in (1, 2, 4):
             raise InputError(f"rotations must be 1, 2 or 4, got {rotations!r}")
         passes = DEFAULT_PASSES if passes is None else passes
         _check_passes(passes)
         if batch_size is None:
             batch_size = POLAR_BATCH if model.cfg.is_polar else 32
-        if int(batch_size) != batch_size or batch_size < 1:
+        if not isinstance(batch_size, (int, np.integer)) or isinstance(batch_size, bool) or batch_size < 1:
             raise InputError(f"batch_size must be a positive integer, got {batch_size!r}")
         self.batch_size, self.border, self.meta, self.rotations, self.passes = (
             int(batch_size),
@@ -224,7 +229,7 @@ class PatchPoseEstimator:
             i = int(np.nonzero(~valid)[0][0])
             raise InputError(
                 f"{int((~valid).sum())} keypoint(s) are closer than {m[i]:.0f} px to the image border (e.g. #{i} "
-                f"at {tuple(kp[i])}); use border='reflect' or drop them"
+                f"at ({kp[i, 0]:g}, {kp[i, 1]:g})); use border='reflect' or drop them"
             )
         patches = extract_inputs(
             pyramid,
@@ -281,8 +286,11 @@ class PatchPoseEstimator:
             patchpose-v2; scale bins relative to ``frame_scale``); ``valid`` ``(N,)`` True where the
             window at the caller's frame (the first pass) lies inside the image.
         """
-        if top_k is not None and (int(top_k) != top_k or top_k < 1):
-            raise InputError(f"top_k must be a positive integer or None, got {top_k!r}")
+        n_bins = min(self.cfg.num_scale_bins, self.cfg.num_ori_bins)
+        if top_k is not None and (
+            not isinstance(top_k, (int, np.integer)) or isinstance(top_k, bool) or not 1 <= top_k <= n_bins
+        ):
+            raise InputError(f"top_k must be None or an integer from 1 to {n_bins} (the bins), got {top_k!r}")
         passes = self.passes if passes is None else passes
         _check_passes(passes)
         img = check_image(image)

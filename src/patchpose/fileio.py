@@ -20,8 +20,9 @@ def write_text_atomic(path: str | Path, text: str) -> Path:
 
 
 def read_keypoints(path: str | Path) -> np.ndarray:
-    """Keypoints from ``.npy`` ``(N, 2)`` or a text/CSV file whose first two columns are x, y (a header
-    line is skipped)."""
+    """Keypoints ``(N, 2)`` x, y from a ``.npy`` array ``(N, ≥2)`` or a text/CSV file, whose first two
+    columns are x, y (further columns, e.g. a score, are ignored; header lines before the first keypoint
+    are skipped; separators: spaces, tabs, commas or semicolons)."""
     path = Path(path)
     if not path.is_file():
         raise InputError(f"keypoints file not found: {path}")
@@ -39,15 +40,19 @@ def read_keypoints(path: str | Path) -> np.ndarray:
             text = path.read_text()
         except UnicodeDecodeError:
             raise InputError(f"{path}: not a text file of x, y keypoints (nor a .npy array)") from None
-        for line in text.splitlines():
-            parts = [p for p in line.replace(",", " ").split() if p]
-            if len(parts) < 2:
+        for n, line in enumerate(text.splitlines(), start=1):
+            parts = line.replace(",", " ").replace(";", " ").replace("\t", " ").split()
+            if not parts:
                 continue
             try:
+                if len(parts) < 2:
+                    raise ValueError
                 rows.append([float(parts[0]), float(parts[1])])
             except ValueError:
-                if rows:
-                    raise InputError(f"{path}: cannot parse line {line!r} as x, y") from None
+                if rows:  # non-numeric lines are a header only before the first keypoint
+                    raise InputError(f"{path}, line {n}: cannot parse {line.strip()!r} as x, y") from None
+        if not rows and text.strip():
+            raise InputError(f"{path}: no line of x, y numbers (separators: space, tab, comma or semicolon)")
         kp = np.array(rows, dtype=np.float64).reshape(-1, 2)
     return kp
 

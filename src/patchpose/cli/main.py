@@ -140,8 +140,6 @@ def _cmd_eval_patchpose(a: argparse.Namespace) -> int:
         progress=not a.no_progress,
         include_pruned=a.include_pruned,
         passes=a.passes,
-        detector=a.detector,
-        keypoints_dir=a.keypoints,
     )
     print(Path(a.out, "results.md").read_text())
     print(f"wrote {a.out}/results.json, results.md and figures in {doc['seconds']:.0f} s")
@@ -245,8 +243,6 @@ def _cmd_eval_pose(a: argparse.Namespace) -> int:
         estimator=a.estimator,
         progress=not a.no_progress,
         passes=a.passes,
-        detector=a.detector,
-        keypoints_dir=a.keypoints,
     )
     print(Path(a.out, "results.md").read_text())
     print(f"wrote {a.out}/results.json and results.md in {doc['seconds']:.0f} s")
@@ -272,8 +268,6 @@ def _cmd_eval_rotation(a: argparse.Namespace) -> int:
         angles=tuple(range(0, 360, a.step)),
         progress=not a.no_progress,
         passes=a.passes,
-        detector=a.detector,
-        keypoints_dir=a.keypoints,
     )
     print(Path(a.out, "results.md").read_text())
     print(f"wrote {a.out}/results.json and results.md in {doc['seconds']:.0f} s")

@@ -23,14 +23,26 @@ LEVELS_PER_OCTAVE = 3
 
 
 def load_image(path: str | Path) -> np.ndarray:
-    """Read an image file as ``H×W×3`` uint8 RGB; raise :class:`InputError` if it cannot be read."""
+    """Read an image file as ``H×W×3`` uint8 RGB; raise :class:`InputError` if it cannot be read.
+
+    A 16-bit file is brought to 8 bits by its *bit depth*, the smallest ``b ≥ 8`` with ``2**b − 1`` at
+    least its largest value, so that 10- or 12-bit data stored in 16 bits (cameras, scientific images)
+    keeps its contrast instead of being cut to its top 8 of 16 bits."""
     path = Path(path)
     if not path.is_file():
         raise InputError(f"image not found: {path}")
     data = np.fromfile(str(path), dtype=np.uint8)
-    img = cv2.imdecode(data, cv2.IMREAD_COLOR) if data.size else None
+    img = cv2.imdecode(data, cv2.IMREAD_COLOR | cv2.IMREAD_ANYDEPTH) if data.size else None
     if img is None:
         raise InputError(f"cannot decode image (unreadable or not an image): {path}")
+    if img.dtype == np.uint16:
+        bits = max(8, int(np.ceil(np.log2(float(img.max()) + 1.0))))
+        img = np.clip(np.rint(img.astype(np.float64) * (255.0 / (2.0**bits - 1.0))), 0, 255).astype(np.uint8)
+    elif img.dtype != np.uint8:  # 32-bit float files (e.g. TIFF, EXR) are taken as [0, 1]
+        f = img.astype(np.float64)
+        if not np.isfinite(f).all():
+            raise InputError(f"image has NaN or infinite values: {path}")
+        img = np.clip(np.rint(f * 255.0), 0, 255).astype(np.uint8)
     return cv2.cvtColor(img, cv2.COLOR_BGR2RGB)
 
 

@@ -38,6 +38,9 @@ def bench(
     from ..errors import InputError
     from ..estimator import PatchPoseEstimator
 
+    for name, v in (("keypoints", num_keypoints), ("repeats", repeats)):
+        if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < 1:
+            raise InputError(f"{name} must be a positive integer, got {v!r}")
     img = cv2.resize(load_image(demo_photo()), size, interpolation=cv2.INTER_CUBIC)
     gray = cv2.cvtColor(img, cv2.COLOR_RGB2GRAY)
     sift = cv2.SIFT_create()

@@ -45,7 +45,15 @@ from ..fileio import read_keypoints, write_text_atomic
 from ..geometry import apply_homography, inside, pose_change
 from ..matching.describe import Describer
 from ..matching.matcher import mutual_nn
-from ..matching.pipeline import MatchConfig, describe_rows, detect, pose_rows, reprojection_errors
+from ..matching.pipeline import (
+    HANDCRAFTED_ROWS,
+    MatchConfig,
+    describe_rows,
+    detect,
+    handcrafted_poses,
+    pose_rows,
+    reprojection_errors,
+)
 from .metrics import redetections
 from .patchpose_eval import MethodPoses, _continuous, _official
 
@@ -75,6 +83,8 @@ def pair_mma(err: np.ndarray, thresholds) -> list[float]:
     return [float(np.mean(err <= t)) if len(err) else 0.0 for t in thresholds]
 
 
+#: the poses whose consistency at re-detected keypoints is reported, in table order
+REPEAT_SOURCES = ("sift", "ours", *HANDCRAFTED_ROWS)
 REPEAT_PX = 1.5  # a keypoint of image k "repeats" one of image 1 when H maps the latter within this
 
 
@@ -113,6 +123,30 @@ def sequence_keypoints(keypoints_dir: str | Path, seq: Sequence, k: int, max_key
     raise InputError(f"no keypoints for {seq.name} image {k}: expected {d / f'{k}.npy'} (or {k}.txt)")
 
 
+def model_digest(model) -> str:
+    """A short hash of a model's parameters and buffers: the cache key sees a weights file that changed
+    under the same name."""
+    h = hashlib.sha256()
+    for name, t in sorted(model.state_dict().items()):
+        h.update(name.encode())
+        h.update(t.detach().cpu().contiguous().numpy().tobytes())
+    return h.hexdigest()[:16]
+
+
+def sequence_fingerprint(seq: Sequence, keypoints_dir: str | Path | None = None) -> str:
+    """A short hash of the sequence's files (path, size, modification time), and of its keypoint files: a
+    cached result is reused only for the very files it was computed from."""
+    files = [*seq.images.values(), *(seq.path / f"H_1_{k}" for k in seq.targets)]
+    if keypoints_dir is not None:
+        d = Path(keypoints_dir) / seq.name
+        files += sorted(d.iterdir()) if d.is_dir() else []
+    h = hashlib.sha256()
+    for f in files:
+        st = Path(f).stat() if Path(f).exists() else None
+        h.update(f"{Path(f).resolve()}|{st.st_size if st else -1}|{st.st_mtime_ns if st else -1};".encode())
+    return h.hexdigest()[:12]
+
+
 def match_sequence(
     seq: Sequence,
     est,
@@ -136,6 +170,9 @@ def match_sequence(
         poses = {"ours": (o["scale"][:, 0], o["orientation"][:, 0])} if o is not None else {}
         if np.isfinite(f.sift_scale).all() and o is not None:
             poses = {"sift": (f.sift_scale, f.sift_ori), **poses}
+        for row in HANDCRAFTED_ROWS:  # computed once per image (memoised), shared with the matching rows
+            if row in rows and o is not None:
+                poses[row] = handcrafted_poses(f, scale=row == "log+dominant_gradient")
         return f, o, poses
 
     f1, o1, p1 = feats(1)
@@ -190,7 +227,7 @@ def summarize_repeat(per_seq: dict[str, list[dict]]) -> dict:
         if not n:
             continue
         out[kind] = {"n": n}
-        for src in [s for s in ("sift", "ours") if all(s in r for r in reps)]:
+        for src in [s for s in REPEAT_SOURCES if all(s in r for r in reps)]:
             tot = np.sum([r[src] for r in reps], axis=0)
             out[kind][src] = {k: 100.0 * float(v) / n for k, v in zip(keys, tot)}
     return out
@@ -390,13 +427,14 @@ def evaluate_hpatches(
     setting = json.dumps(
         {
             "model": model_name,
+            "model_digest": model_digest(est.model),
             "passes": est.passes,
             "weights": str(weights),
             **asdict(cfg),
             "protocol": protocol,
             "keypoints_dir": None if keypoints_dir is None else str(Path(keypoints_dir).resolve()),
-            # 4: peaks refined by a Gaussian fit; 5: row sift_resolved_by_ours; 6: hand-crafted rows; 7: ours_angle
-            "cache_version": 7,
+            # 4: peaks refined by a Gaussian fit; 5: row sift_resolved_by_ours; 6: hand-crafted rows; 7: ours_angle; 8: hand-crafted repeats
+            "cache_version": 8,
         },
         sort_keys=True,
     )
@@ -406,7 +444,8 @@ def evaluate_hpatches(
     (cache / "setting.json").write_text(setting)
     matching, poses = {}, {}
     for seq in tqdm(seqs, desc="sequences", disable=not progress):
-        mf, pf = cache / f"{seq.name}.match.json", cache / f"{seq.name}.pose.npz"
+        fp = sequence_fingerprint(seq, keypoints_dir)  # the files themselves, wherever the root is
+        mf, pf = cache / f"{seq.name}.{fp}.match.json", cache / f"{seq.name}.{fp}.pose.npz"
         todo = not mf.is_file() or (pose and not pf.is_file())
         images = {k: seq.image(k) for k in (1, *seq.targets)} if todo else None  # read once per sequence
         if not mf.is_file():
@@ -523,8 +562,13 @@ def results_markdown(doc: dict) -> str:
             "Scale ±1/6 / ±1/3 octave, orientation ±5° / ±10°, against the pose change of H.",
             "",
         ]
-        srcs = [s for s in ("sift", "ours") if all(s in r for r in rep.values())]
-        names = {"sift": "SIFT's own pose", "ours": "ours"}
+        srcs = [s for s in REPEAT_SOURCES if all(s in r for r in rep.values())]
+        names = {
+            "sift": "SIFT's own pose",
+            "ours": "ours",
+            "dominant_gradient": "dominant gradient (upright)",
+        }
+        names["log+dominant_gradient"] = "LoG + dominant gradient"
         lines += [
             "| pairs | keypoint pairs | " + " | ".join(names[s] for s in srcs) + " |",
             "|---|---|" + "---|" * len(srcs),

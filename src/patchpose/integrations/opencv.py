@@ -4,6 +4,7 @@ clockwise as displayed, in [0, 360)), keeping their position, response, octave a
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import cv2
 import numpy as np
@@ -16,6 +17,29 @@ from ..errors import InputError
 #: With the default factor 1, ``size`` is the region's diameter, and ``cv2.SIFT.compute`` describes a window
 #: about ten times as wide (and slower by that factor squared).
 SIFT_DESCRIPTOR_SIZE_FACTOR = 1.0 / (2.0 * 5.3)
+
+
+def as_estimator(estimator=None):
+    """An estimator from ``None`` (the bundled default), a bundled model's name or a weights path, or a
+    :class:`~patchpose.PatchPoseEstimator` itself."""
+    from ..estimator import PatchPoseEstimator
+
+    if estimator is None or isinstance(estimator, (str, Path)):
+        return PatchPoseEstimator.load(estimator)
+    if not isinstance(estimator, PatchPoseEstimator):
+        raise InputError(
+            "estimator must be a PatchPoseEstimator, a bundled model's name or a weights file, got "
+            f"{type(estimator).__name__}"
+        )
+    return estimator
+
+
+def check_size_factor(size_factor) -> float:
+    if not isinstance(size_factor, (int, float, np.floating, np.integer)) or not (
+        np.isfinite(size_factor) and size_factor > 0
+    ):
+        raise InputError(f"size_factor must be a positive number, got {size_factor!r}")
+    return float(size_factor)
 
 
 def assign(
@@ -31,7 +55,8 @@ def assign(
     Args:
         image: ``H×W×3`` uint8 RGB, or ``H×W`` gray (the same as :meth:`PatchPoseEstimator.estimate`).
         keypoints: a sequence of ``cv2.KeyPoint`` (e.g. from ``cv2.SIFT.detect``).
-        estimator: a :class:`~patchpose.PatchPoseEstimator` (default: the bundled model).
+        estimator: a :class:`~patchpose.PatchPoseEstimator`, a bundled model's name (e.g.
+            ``"patchpose-v1"``) or a weights file (default: the bundled default model).
         size_factor: ``size = 2 · 16 · 2**σ · size_factor`` (1 = the diameter of our characteristic region).
         top_k: None for one keypoint per input; ``k`` for ``k`` keypoints per input (our top-k poses),
             in input order, strongest pose first.
@@ -42,18 +67,25 @@ def assign(
     For SIFT keypoints that will be described by SIFT, :func:`resolve_orientations` (SIFT's own pose, with
     our angle choosing only where SIFT found several orientations) matches better than our angle alone.
     """
-    from ..estimator import PatchPoseEstimator
 
     kps = list(keypoints)
     if not kps:
         return []
     if not all(isinstance(k, cv2.KeyPoint) for k in kps):
         raise InputError("keypoints must be cv2.KeyPoint objects (use estimate() for (N, 2) arrays)")
-    est = estimator if estimator is not None else PatchPoseEstimator.from_pretrained()
+    est = as_estimator(estimator)
+    check_size_factor(size_factor)
     xy = np.array([k.pt for k in kps], np.float64)
     frame = None
     if keep_size:
-        frame, _ = from_cv2_size_angle([k.size for k in kps], np.zeros(len(kps)), size_factor)
+        sizes = np.array([k.size for k in kps], np.float64)
+        if not (np.isfinite(sizes) & (sizes > 0)).all():
+            i = int(np.nonzero(~(np.isfinite(sizes) & (sizes > 0)))[0][0])
+            raise InputError(
+                f"keep_size=True needs each keypoint's size > 0 (the detector's scale); keypoint #{i} has "
+                f"size {sizes[i]:g}: use keep_size=False to estimate the size too"
+            )
+        frame, _ = from_cv2_size_angle(sizes, np.zeros(len(kps)), size_factor)
     # keep_size: the angle of the detector's region, so one pass (a second would leave the detector's frame;
     # docs/model_card.md, "Reading twice")
     out = est.estimate(image, xy, top_k=top_k or 1, frame_scale=frame, passes=1 if keep_size else None)

@@ -35,7 +35,7 @@ their own), or any ``(N, 2)`` array. Rows that need SIFT's pose (``sift``, ``sif
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -105,6 +105,8 @@ class Features:
     image: np.ndarray  # float32 [0, 1], as given (gray or RGB)
     # per keypoint, every orientation SIFT found at its location (radians CCW, its own first); None: none
     sift_ori_candidates: list[np.ndarray] | None = None
+    # poses computed once per image and reused by every row that needs them (hand-crafted rows)
+    memo: dict = field(default_factory=dict, repr=False)
 
     def __len__(self) -> int:
         return len(self.xy)
@@ -154,6 +156,8 @@ def handcrafted_poses(feats: Features, scale: bool = True) -> tuple[np.ndarray, 
     n = len(feats)
     if n == 0:
         return np.zeros(0), np.zeros(0)
+    if ("handcrafted", scale) in feats.memo:
+        return feats.memo[("handcrafted", scale)]
     xy, zero = feats.xy, np.zeros(n)
     if scale:
         stack = extract_patches(feats.pyramid, xy, zero, zero, LOG_PATCH, list(LOG_WINDOWS))
@@ -165,7 +169,8 @@ def handcrafted_poses(feats: Features, scale: bool = True) -> tuple[np.ndarray, 
     else:
         size = ori_frame = zero
     ori = dominant_gradient_orientation(extract_patches(feats.pyramid, xy, ori_frame, zero, ORI_PATCH, [1.0]))
-    return np.asarray(size, np.float64), ori
+    feats.memo[("handcrafted", scale)] = (np.asarray(size, np.float64), ori)
+    return feats.memo[("handcrafted", scale)]
 
 
 def sift_framed_poses(est, feats: Features) -> dict:
