@@ -204,3 +204,47 @@ def test_train_recipe_errors_exit_2(tmp_path):
     assert r.returncode == 2 and "patchpose-v2" in r.stderr  # the recipes there are
     r = run_cli("train", "--recipe", "patchpose-v2", "--out", str(tmp_path / "c"), "optim.stepz=3")
     assert r.returncode == 2 and "stepz" in r.stderr and not (tmp_path / "c" / "stage1").exists()
+
+
+class _Reached(Exception):
+    pass
+
+
+@pytest.mark.parametrize(
+    "module, func, argv",
+    [
+        (
+            "patchpose.evaluation.patchpose_eval",
+            "evaluate",
+            ["eval", "patchpose", "--data", "D", "--out", "O"],
+        ),
+        ("patchpose.evaluation.hpatches_eval", "evaluate_hpatches", ["eval", "hpatches", "--root", "R"]),
+        (
+            "patchpose.evaluation.hpatches_eval",
+            "evaluate_hpatches",
+            ["eval", "hpatches", "--root", "R", "--detector", "harris", "--keypoints", "K"],
+        ),
+        (
+            "patchpose.evaluation.pose_eval",
+            "evaluate_pose",
+            ["eval", "pose", "--pairs", "P", "--images", "I"],
+        ),
+        ("patchpose.evaluation.rotation_eval", "evaluate_rotation", ["eval", "rotation"]),
+    ],
+)
+def test_every_eval_command_calls_its_function_with_arguments_it_takes(monkeypatch, module, func, argv):
+    """The parser's options reach the evaluation function as arguments it accepts (a stub binds them to
+    the real signature), so an option wired to the wrong command fails here, not in a user's run."""
+    import importlib
+    import inspect
+
+    mod = importlib.import_module(module)
+    sig = inspect.signature(getattr(mod, func))
+
+    def stub(*args, **kwargs):
+        sig.bind(*args, **kwargs)  # TypeError on an argument the function does not take
+        raise _Reached
+
+    monkeypatch.setattr(mod, func, stub)
+    with pytest.raises(_Reached):
+        main(argv)
