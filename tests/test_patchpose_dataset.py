@@ -198,3 +198,73 @@ def test_eval_patchpose_reads_twice_like_the_estimator(dataset, tmp_path):
     assert np.any(k != 0)
     evaluate(dataset, tmp_path / "out", split="test", progress=False, passes=2)
     assert json.loads((tmp_path / "out" / "results.json").read_text())["passes"] == 2
+
+
+def _tiny_split(root):
+    """A hand-made dataset folder: split 'val' of one shard, one keypoint with a reference and one A_rot
+    sample (the layout ``generate`` writes, without running it)."""
+    (root / "shards" / "val").mkdir(parents=True)
+    with h5py.File(root / "shards" / "val" / "p.h5", "w") as f:
+        f.attrs.update({"photo": "p.png", "windows": [1.0]})
+        f.create_dataset("image", data=np.zeros((64, 64, 3), np.uint8))
+        f.create_dataset("keypoints", data=np.array([[32.0, 32.0]]))
+        f.create_dataset("kp_index", data=np.zeros(2, np.int32))
+        f.create_dataset("series", data=np.array([0, SERIES.index("A_rot")], np.int8))
+        f.create_dataset("scale_factor", data=np.ones(2))
+        f.create_dataset("angle_deg", data=np.array([0.0, 90.0]))
+        f.create_dataset("frame_sigma", data=np.zeros(2))
+        f.create_dataset("frame_theta", data=np.array([0.0, -np.pi / 2]))
+        f.create_dataset("patches", data=np.zeros((2, 1, 32, 32), np.uint8))
+    info = {"shards": ["p.h5"], "photos": 1, "kept": {"p.h5": [0]}}
+    (root / "manifest.json").write_text(json.dumps({"format_version": 1, "splits": {"val": info}}))
+    return root
+
+
+def _truncate(root):
+    shard = root / "shards" / "val" / "p.h5"
+    shard.write_bytes(shard.read_bytes()[:1000])
+
+
+def _drop_kept(root):
+    m = json.loads((root / "manifest.json").read_text())
+    del m["splits"]["val"]["kept"]
+    (root / "manifest.json").write_text(json.dumps(m))
+
+
+def _drop_patches(root):
+    with h5py.File(root / "shards" / "val" / "p.h5", "a") as f:
+        del f["patches"]
+
+
+@pytest.mark.parametrize(
+    "corrupt,where,msg",
+    [
+        (_truncate, "p.h5", "cannot read shard"),
+        (lambda r: (r / "shards" / "val" / "p.h5").write_bytes(b""), "p.h5", "cannot read shard"),
+        (lambda r: (r / "shards" / "val" / "p.h5").unlink(), "p.h5", "is missing"),
+        (_drop_patches, "p.h5", "incomplete .*'patches'"),
+        (lambda r: (r / "manifest.json").write_text('{"splits": '), "manifest.json", "invalid JSON"),
+        (lambda r: (r / "manifest.json").write_text("[1, 2]"), "manifest.json", "no 'splits'"),
+        (lambda r: (r / "manifest.json").write_text('{"format_version": 1}'), "manifest.json", "no 'splits'"),
+        (_drop_kept, "manifest.json", "kept keypoints"),
+    ],
+)
+def test_loader_names_a_broken_manifest_or_shard_and_says_to_regenerate(
+    tmp_path, capsys, corrupt, where, msg
+):
+    """A truncated, empty, missing or incomplete shard and a manifest that is not one give one InputError
+    naming the file and the command that writes it again; the CLI prints it on one line, status 2."""
+    from patchpose.cli.main import main
+
+    root = _tiny_split(tmp_path / "ok")
+    assert len(PatchPoseData(root, "val").load()["series"]) == 2  # the hand-made split is readable
+    root = _tiny_split(tmp_path / "d")
+    corrupt(root)
+    with pytest.raises(InputError, match=msg) as e:
+        PatchPoseData(root, "val").load()
+    assert where in str(e.value) and "patchpose generate patchpose" in str(e.value)
+    assert (
+        main(["eval", "patchpose", "--data", str(root), "--split", "val", "--out", str(tmp_path / "o")]) == 2
+    )
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and where in err and "Traceback" not in err

@@ -195,6 +195,7 @@ def test_evaluation_end_to_end_reports_failing_pairs(tmp_path):
         assert set(row) == {"inliers", "mAA@5", "mAA@10", "AUC@5", "AUC@10", "AUC@20"}
         assert 0.0 <= row["mAA@10"] <= 2 / 3 + 1e-9  # the blank pair can never count
     assert all(p["errors"]["sift@256"] == FAIL_DEG for p in saved["per_pair"] if "blank" in p["pair"])
+    assert any("no keypoints detected in blank.png" in f for f in saved["failures"])  # the method's failure
     assert doc["per_pair"][0]["errors"]["sift@512"] < 5.0  # the camera-rotation pair is easy
     assert doc["per_pair"][0]["errors"]["sift resolved by ours@512"] < 5.0
     assert "| sift+ours@512 |" in (tmp_path / "out" / "results.md").read_text()
@@ -229,3 +230,124 @@ def test_resolved_pose_source_keeps_sift_where_unambiguous_and_needs_our_poses()
     with pytest.raises(InputError, match="describe_pose must be one of"):
         TwoViewConfig(describe_pose="bogus").validate()
     assert n > 10
+
+
+def _pose_inputs(tmp_path, second="b.png", rot=("0", "0")):
+    """A pairs file whose pair (line 2, after a comment) names ``a.png`` (a good image) and ``second``."""
+    images = tmp_path / "imgs"
+    images.mkdir(exist_ok=True)
+    cv2.imwrite(str(images / "a.png"), (make_textured_image(64) * 255).astype(np.uint8))
+    toks = _line("a.png", second).split()
+    toks[2:4] = rot
+    pairs = tmp_path / "p.txt"
+    pairs.write_text("# header\n" + " ".join(toks) + "\n")
+    return pairs, images
+
+
+@pytest.mark.parametrize(
+    "second,make,msg",
+    [
+        ("nope.png", None, "image not found"),
+        ("text.png", lambda p: p.write_text("not an image"), "cannot decode image"),
+        ("tiny.png", lambda p: cv2.imwrite(str(p), np.zeros((5, 5, 3), np.uint8)), "too small"),
+    ],
+)
+def test_pose_eval_refuses_bad_images_up_front(tmp_path, capsys, second, make, msg):
+    """A missing, undecodable or tiny image is the user's error, not a 180° failure of the method: the run
+    stops before any work with the pairs-file line, and the CLI exits with status 2."""
+    from patchpose.cli.main import main
+    from patchpose.evaluation.pose_eval import evaluate_pose
+
+    pairs, images = _pose_inputs(tmp_path, second)
+    if make is not None:
+        make(images / second)
+    with pytest.raises(InputError, match=rf"p\.txt:2: .*{msg}"):
+        evaluate_pose(pairs, images, tmp_path / "out", progress=False)
+    assert not (tmp_path / "out").exists()
+    rc = main(["eval", "pose", "--pairs", str(pairs), "--images", str(images), "--out", str(tmp_path / "o")])
+    err = capsys.readouterr().err.strip()
+    assert rc == 2 and msg in err and second in err and len(err.splitlines()) == 1
+
+
+@pytest.mark.parametrize("budgets", [(0,), (-5,), (1024, 0), (), (1.5,)])
+def test_pose_eval_refuses_keypoint_budgets_that_are_not_positive_integers(tmp_path, budgets):
+    from patchpose.evaluation.pose_eval import evaluate_pose
+
+    pairs, images = _pose_inputs(tmp_path, "a.png")
+    with pytest.raises(InputError, match="keypoint budget"):
+        evaluate_pose(pairs, images, tmp_path / "out", budgets=budgets, progress=False)
+
+
+def test_pose_eval_cli_keypoints_zero_exits_2(tmp_path, capsys):
+    from patchpose.cli.main import main
+
+    pairs, images = _pose_inputs(tmp_path, "a.png")
+    for k in ("0", "-5"):
+        argv = ["eval", "pose", "--pairs", str(pairs), "--images", str(images), "--keypoints", k]
+        assert main([*argv, "--out", str(tmp_path / "o")]) == 2
+        assert "must be positive integers" in capsys.readouterr().err
+
+
+def test_pose_eval_refuses_non_zero_rotations(tmp_path):
+    """``rot0``/``rot1`` (EXIF-style quarter turns) are not applied, so a non-zero one is refused rather
+    than silently ignored."""
+    from patchpose.evaluation.pose_eval import evaluate_pose
+
+    pairs, images = _pose_inputs(tmp_path, "a.png", rot=("0", "1"))
+    with pytest.raises(InputError, match=r"p\.txt:2: non-zero rotations .*not supported"):
+        evaluate_pose(pairs, images, tmp_path / "out", progress=False)
+
+
+def test_eval_synthetic_refuses_a_pair_count_that_is_not_positive(tmp_path, capsys):
+    from patchpose.cli.main import main
+    from patchpose.evaluation.synthetic import make_protocol_pairs
+
+    for n in (0, -1):
+        with pytest.raises(InputError, match="positive integer"):
+            make_protocol_pairs(None, n, 0, 32, (1.0,))
+    photos = tmp_path / "photos"
+    photos.mkdir()
+    cv2.imwrite(str(photos / "tex.png"), (make_textured_image(96) * 255).astype(np.uint8))
+    for n in ("0", "-1"):
+        rc = main(["eval", "synthetic", "--images", str(photos), "--pairs", n, "--out", str(tmp_path / "o")])
+        err = capsys.readouterr().err.strip()
+        assert rc == 2 and "--pairs" in err and len(err.splitlines()) == 1
+
+
+def test_eval_rotation_refuses_no_photos_and_no_angles(tmp_path, capsys):
+    from patchpose.cli.main import main
+    from patchpose.evaluation.rotation_eval import evaluate_rotation, rotation_angles
+
+    photo = tmp_path / "tex.png"
+    cv2.imwrite(str(photo), (make_textured_image(64) * 255).astype(np.uint8))
+    with pytest.raises(InputError, match="no photos"):
+        evaluate_rotation([], tmp_path / "o", progress=False)
+    for angles in ((), (0,), (0, 360)):
+        with pytest.raises(InputError, match="no rotation to evaluate"):
+            evaluate_rotation([photo], tmp_path / "o", angles=angles, progress=False)
+    assert rotation_angles(90) == (0, 90, 180, 270)
+    for step in (0, -10, 360, 2.5):
+        with pytest.raises(InputError, match="from 1 to 359"):
+            rotation_angles(step)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert main(["eval", "rotation", "--images", str(empty), "--out", str(tmp_path / "o")]) == 2
+    assert "no photos" in capsys.readouterr().err
+    one = tmp_path / "one"
+    one.mkdir()
+    cv2.imwrite(str(one / "tex.png"), (make_textured_image(64) * 255).astype(np.uint8))
+    assert (
+        main(["eval", "rotation", "--images", str(one), "--step", "-10", "--out", str(tmp_path / "o")]) == 2
+    )
+    assert "from 1 to 359" in capsys.readouterr().err
+    assert main(["eval", "rotation", "--images", str(one), "--step", "0", "--out", str(tmp_path / "o")]) == 2
+    assert "from 1 to 359" in capsys.readouterr().err
+
+
+def test_eval_rotation_refuses_photos_without_keypoints(tmp_path):
+    from patchpose.evaluation.rotation_eval import evaluate_rotation
+
+    blank = tmp_path / "blank.png"
+    cv2.imwrite(str(blank), np.full((64, 64, 3), 128, np.uint8))
+    with pytest.raises(InputError, match="none of the 1 photos"):
+        evaluate_rotation([blank], tmp_path / "o", angles=(0, 90), progress=False)

@@ -252,7 +252,7 @@ def _cmd_eval_pose(a: argparse.Namespace) -> int:
 def _cmd_eval_rotation(a: argparse.Namespace) -> int:
     from ..data.photos import list_images, load_splits, wheel_photo_paths
     from ..errors import InputError
-    from ..evaluation.rotation_eval import evaluate_rotation
+    from ..evaluation.rotation_eval import evaluate_rotation, rotation_angles
 
     if a.split and not a.images:
         raise InputError("--split picks a split of --images: give --images DIR (e.g. data/photos) too")
@@ -265,7 +265,7 @@ def _cmd_eval_rotation(a: argparse.Namespace) -> int:
         photos,
         a.out,
         a.weights,
-        angles=tuple(range(0, 360, a.step)),
+        angles=rotation_angles(a.step),
         progress=not a.no_progress,
         passes=a.passes,
     )

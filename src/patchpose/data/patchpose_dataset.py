@@ -329,22 +329,96 @@ def write_manifest(out: Path, cfg: GenerateConfig, splits) -> dict:
     return doc
 
 
+#: the per-sample datasets of a shard (one row per sample), read by :meth:`PatchPoseData.load`
+SAMPLE_KEYS = ("kp_index", "series", "scale_factor", "angle_deg", "frame_sigma", "frame_theta", "patches")
+
+
+def _regenerate_hint(root: Path) -> str:
+    return f"run 'patchpose generate patchpose --images PHOTOS --out {root}' again"
+
+
+def read_manifest(root: str | Path) -> dict:
+    """The manifest of a generated PatchPose folder, checked: a JSON object whose ``splits`` maps each
+    split to an object with a ``shards`` list. Anything else raises :class:`InputError` naming the file and
+    saying how to write it again."""
+    root = Path(root)
+    mf = root / "manifest.json"
+    if not mf.is_file():
+        raise InputError(f"no manifest.json in {root}: run 'patchpose generate patchpose' first")
+    bad = f"{mf} is not a PatchPose manifest"
+    try:
+        doc = json.loads(mf.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise InputError(f"{bad} (unreadable or invalid JSON: {e}); {_regenerate_hint(root)}") from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("splits"), dict):
+        raise InputError(f"{bad} (no 'splits' object); {_regenerate_hint(root)}")
+    for name, info in doc["splits"].items():
+        shards = info.get("shards") if isinstance(info, dict) else None
+        if not isinstance(shards, list) or not all(isinstance(n, str) for n in shards):
+            raise InputError(f"{bad} (split {name!r} has no list of 'shards'); {_regenerate_hint(root)}")
+    return doc
+
+
+def read_shard(path: Path, root: Path) -> tuple[dict, np.ndarray, str, list[float]]:
+    """One shard's ``keypoints`` and per-sample arrays (:data:`SAMPLE_KEYS`), its photo, the photo's name and
+    the windows of its patches. A missing, truncated or incomplete shard raises :class:`InputError` naming
+    the file and saying how to write it again (``root``: the dataset folder, for the message)."""
+    import h5py
+
+    fix = f"delete it and {_regenerate_hint(root)} (finished shards are kept)"
+    if not path.is_file():
+        raise InputError(
+            f"shard {path} listed in {root / 'manifest.json'} is missing; {_regenerate_hint(root)}"
+        )
+    missing: list[str] = []
+    try:
+        with h5py.File(path, "r") as f:
+            missing = [f"dataset {k!r}" for k in ("keypoints", *SAMPLE_KEYS, "image") if k not in f]
+            missing += [f"attribute {a!r}" for a in ("photo", "windows") if a not in f.attrs]
+            if not missing:
+                d = {k: f[k][()] for k in ("keypoints", *SAMPLE_KEYS)}
+                image = f["image"][()]
+                photo = str(f.attrs["photo"])
+                windows = [float(w) for w in np.atleast_1d(f.attrs["windows"])]
+    except (OSError, KeyError, ValueError, TypeError) as e:
+        reason = str(e).splitlines()[0] if str(e) else type(e).__name__
+        raise InputError(f"cannot read shard {path} (truncated or not HDF5: {reason}); {fix}") from None
+    if missing:
+        raise InputError(f"shard {path} is incomplete (no {', '.join(missing)}); {fix}")
+    n = len(d["series"]) if np.ndim(d["series"]) else -1
+    if n < 0 or any(np.ndim(d[k]) == 0 or len(d[k]) != n for k in SAMPLE_KEYS):
+        raise InputError(f"shard {path} is inconsistent (per-sample arrays of different lengths); {fix}")
+    if d["keypoints"].ndim != 2 or d["keypoints"].shape[1] != 2:
+        raise InputError(f"shard {path} is inconsistent (keypoints are not an (N, 2) array); {fix}")
+    if n and (d["kp_index"].min() < 0 or d["kp_index"].max() >= len(d["keypoints"])):
+        raise InputError(f"shard {path} is inconsistent (keypoint indices out of range); {fix}")
+    return d, image, photo, windows
+
+
 class PatchPoseData:
-    """Reads a generated PatchPose split: stored patches, ground truth and the frames to re-render."""
+    """Reads a generated PatchPose split: stored patches, ground truth and the frames to re-render.
+
+    A manifest or shard that cannot be used (invalid JSON, missing entries, a truncated or empty HDF5
+    file, a missing dataset) raises :class:`InputError` naming the file and how to write it again."""
 
     def __init__(self, root: str | Path, split: str = "test", include_pruned: bool = False) -> None:
         root = Path(root)
-        mf = root / "manifest.json"
-        if not mf.is_file():
-            raise InputError(f"no manifest.json in {root}: run 'patchpose generate patchpose' first")
         self.root, self.split = root, split
-        self.manifest = json.loads(mf.read_text())
+        self.manifest = read_manifest(root)
         if split not in self.manifest["splits"]:
             raise InputError(
                 f"split {split!r} was not generated in {root}; have {sorted(self.manifest['splits'])}"
             )
         self.info = self.manifest["splits"][split]
         self.include_pruned = include_pruned
+        if not include_pruned:
+            kept = self.info.get("kept")
+            missing = [n for n in self.info["shards"] if not isinstance(kept, dict) or n not in kept]
+            if missing:
+                raise InputError(
+                    f"{root / 'manifest.json'} does not list the kept keypoints of split {split!r} "
+                    f"(shard {missing[0]}); {_regenerate_hint(root)}"
+                )
 
     def load(self) -> dict:
         """All samples of the split, concatenated (pruned keypoints removed unless ``include_pruned``):
@@ -353,29 +427,13 @@ class PatchPoseData:
         photo) and ``windows``."""
         if getattr(self, "_cache", None) is not None:
             return self._cache
-        import h5py
-
         cols: dict[str, list] = {}
         images, names, windows = [], [], None
         kp_offset = 0
         for pi, name in enumerate(self.info["shards"]):
-            with h5py.File(self.root / "shards" / self.split / name, "r") as f:
-                d = {
-                    k: f[k][()]
-                    for k in (
-                        "keypoints",
-                        "kp_index",
-                        "series",
-                        "scale_factor",
-                        "angle_deg",
-                        "frame_sigma",
-                        "frame_theta",
-                        "patches",
-                    )
-                }
-                images.append(f["image"][()])
-                names.append(str(f.attrs["photo"]))
-                windows = [float(w) for w in f.attrs["windows"]]
+            d, image, photo, windows = read_shard(self.root / "shards" / self.split / name, self.root)
+            images.append(image)
+            names.append(photo)
             keep = np.ones(len(d["series"]), bool)
             if not self.include_pruned:
                 keep = np.isin(d["kp_index"], self.info["kept"][name])

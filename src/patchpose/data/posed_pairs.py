@@ -5,8 +5,8 @@
     name0 name1 rot0 rot1 K0[9] K1[9] T_0to1[16]
 
 ``name0``/``name1`` are image paths relative to the images folder; ``rot0``/``rot1`` are EXIF-style
-rotations in quarter turns (kept, not applied: our generated pairs use 0); ``K0``/``K1`` the 3×3
-intrinsics row-major; ``T_0to1`` the 4×4 row-major transform that maps camera-0 coordinates to camera-1
+rotations in quarter turns (our generated pairs use 0; ``eval pose`` does not apply them and refuses
+non-zero ones); ``K0``/``K1`` the 3×3 intrinsics row-major; ``T_0to1`` the 4×4 row-major transform that maps camera-0 coordinates to camera-1
 coordinates (``X1 = R·X0 + t``). Pixel centres at integers, as everywhere in patchpose.
 
 **Generator** (``patchpose generate posed-pairs``): pairs with exactly known relative pose made here.

@@ -4,7 +4,13 @@ or ours, scored by IMC's mAA and LightGlue/LoFTR's AUC.
 Per pair the error is ``max(rotation error, translation-direction error)`` in degrees, where the
 translation error is the angle between the directions, folded to ``min(e, 180 − e)`` (an essential matrix
 fixes ``t`` up to sign). When the true baseline is zero (a pure camera rotation) only the rotation error
-counts. A pair whose pose cannot be estimated (too few matches, failed fit) has error 180°.
+counts. A pair whose pose cannot be estimated (no keypoints, too few matches, failed fit) has error 180°.
+
+User input is checked before anything runs (:func:`check_pose_inputs`): every image the pairs file names
+must exist, decode and be at least ``MIN_IMAGE_SIDE`` px on each side, the keypoint budgets must be
+positive integers, and ``rot0``/``rot1`` must be 0 (this evaluation does not apply EXIF-style rotations);
+a bad input raises :class:`~patchpose.errors.InputError` naming the pairs-file line, so only the method's
+own failures are ever counted as 180°.
 
 * ``mAA@τ`` (IMC 2020/21): the mean over thresholds ``1°, 2°, …, τ`` of the share of pairs within the
   threshold.
@@ -111,6 +117,68 @@ def _rows(budgets) -> dict:
 MAIN_ROWS = ("sift", "sift+ours", "sift resolved by ours")
 
 
+def check_budgets(budgets) -> tuple[int, ...]:
+    """The keypoint budgets as a tuple of ints; :class:`InputError` unless each is a positive integer."""
+    try:
+        values = list(budgets)
+    except TypeError:
+        values = [budgets]
+    if not values:
+        raise InputError("give at least one keypoint budget (--keypoints K [K ...])")
+    out = []
+    for k in values:
+        integral = isinstance(k, (int, float, np.integer, np.floating)) and float(k).is_integer()
+        if isinstance(k, bool) or not integral or k < 1:
+            raise InputError(f"keypoint budgets (--keypoints) must be positive integers, got {k!r}")
+        out.append(int(k))
+    return tuple(dict.fromkeys(out))  # a budget given twice is run once
+
+
+def _pair_line_numbers(pairs_file: Path) -> list[int]:
+    """The line number of every pair of a pairs file that :func:`read_pairs_file` has read (same rules:
+    ``#`` comments and blank lines skipped)."""
+    lines = pairs_file.read_text().splitlines()
+    return [no for no, raw in enumerate(lines, start=1) if raw.split("#", 1)[0].strip()]
+
+
+def check_pose_inputs(pairs_file: str | Path, pairs: list, images: Path) -> None:
+    """Check what the user gave before anything runs; :class:`InputError` naming the pairs-file line.
+
+    * ``rot0``/``rot1`` must be 0: the evaluation does not apply EXIF-style quarter turns (rotate such
+      images and their intrinsics and pose beforehand, and write 0);
+    * every image named must exist below ``images``, decode (:func:`patchpose.data.patches.load_image`)
+      and pass :func:`patchpose.data.patches.check_image` (both sides at least ``MIN_IMAGE_SIDE`` px).
+
+    Each image is read once, whatever the number of pairs naming it."""
+    from ..data.patches import check_image, load_image
+
+    pairs_file = Path(pairs_file)
+    numbers = _pair_line_numbers(pairs_file)
+    if len(numbers) != len(pairs):  # cannot happen for pairs read from this file; no line numbers then
+        numbers = [0] * len(pairs)
+    checked: set[str] = set()
+    for no, p in zip(numbers, pairs):
+        where = f"{pairs_file}:{no}" if no else str(pairs_file)
+        if p.rot0 or p.rot1:
+            raise InputError(
+                f"{where}: non-zero rotations (rot0={p.rot0}, rot1={p.rot1}) are not supported: rotate the "
+                "images, intrinsics and pose beforehand and write 0 0"
+            )
+        for name in (p.name0, p.name1):
+            if name in checked:
+                continue
+            try:
+                img = load_image(images / name)  # its messages name the file
+            except InputError as e:
+                raise InputError(f"{where}: {e}") from None
+            try:
+                check_image(img)
+            except InputError as e:
+                raise InputError(f"{where}: {images / name}: {e}") from None
+            del img
+            checked.add(name)
+
+
 def evaluate_pose(
     pairs_file: str | Path,
     images: str | Path,
@@ -122,8 +190,13 @@ def evaluate_pose(
     progress: bool = True,
     passes: int | None = None,
 ) -> dict:
-    """Run every row on every pair; write ``results.json`` and ``results.md``. A pair that fails (too few
-    matches, unreadable image) counts as error 180° for that row, and the run goes on."""
+    """Run every row on every pair; write ``results.json`` and ``results.md``.
+
+    The inputs are checked first (:func:`check_budgets`, :func:`check_pose_inputs`, the estimator's name):
+    a missing, unreadable or tiny image, a keypoint budget that is not a positive integer or a non-zero
+    ``rot0``/``rot1`` raises :class:`InputError` before any work. A pair on which the method fails (no
+    keypoints, too few matches for the robust fit) counts as error 180° for that row, is listed under
+    ``failures``, and the run goes on."""
     from tqdm import tqdm
 
     from ..data.patches import load_image
@@ -133,21 +206,38 @@ def evaluate_pose(
     from ..matching.twoview import TwoViewConfig, match_two_views, relative_pose
 
     t0 = time.time()
+    budgets = check_budgets(budgets)
+    rows = _rows(budgets)
+    if not ablation:
+        rows = {k: v for k, v in rows.items() if k.split("@")[0] in MAIN_ROWS}
+    configs = {
+        row: TwoViewConfig(
+            max_keypoints=k,
+            describe_pose=dpose,
+            adalam_pose=apose,
+            adalam_checks=checks,
+            matcher=matcher,
+            estimator=estimator,
+        )
+        for row, (k, dpose, apose, checks, matcher) in rows.items()
+    }
+    for cfg in configs.values():
+        cfg.validate()
     pairs = read_pairs_file(pairs_file)
     images = Path(images)
     if not images.is_dir():
         raise InputError(f"images folder not found: {images}")
+    check_pose_inputs(pairs_file, pairs, images)
     est = PatchPoseEstimator.load(weights, passes=passes)
     describer = Describer()
-    rows = _rows(tuple(budgets))
-    if not ablation:
-        rows = {k: v for k, v in rows.items() if k.split("@")[0] in MAIN_ROWS}
     errors = {r: [] for r in rows}
     inliers = {r: [] for r in rows}
     failures: list[str] = []
     feats_cache: dict = {}
 
     def features(name: str, k: int):
+        """``(features, our poses, our poses in SIFT's frame)`` of an image at budget ``k`` (cached); the
+        images were checked up front, so reading them here does not fail on user input."""
         key = (name, k)
         if key not in feats_cache:
             if len(feats_cache) > 8:
@@ -161,25 +251,22 @@ def evaluate_pose(
     per_pair = []
     for p in tqdm(pairs, desc="pairs", disable=not progress):
         rec = {"pair": f"{p.name0} {p.name1}", "errors": {}}
-        for row, (k, dpose, apose, checks, matcher) in rows.items():
+        for row, cfg in configs.items():
             try:
-                f0, o0, r0 = features(p.name0, k)
-                f1, o1, r1 = features(p.name1, k)
-                if "resolved" in (dpose, apose):
+                f0, o0, r0 = features(p.name0, cfg.max_keypoints)
+                f1, o1, r1 = features(p.name1, cfg.max_keypoints)
+                if "resolved" in (cfg.describe_pose, cfg.adalam_pose):
                     o0, o1 = r0, r1
-                cfg = TwoViewConfig(
-                    max_keypoints=k,
-                    describe_pose=dpose,
-                    adalam_pose=apose,
-                    adalam_checks=checks,
-                    matcher=matcher,
-                    estimator=estimator,
-                )
+                empty = list(dict.fromkeys(n for n, f in ((p.name0, f0), (p.name1, f1)) if not len(f)))
+                if empty:  # a blank image: nothing to match, a failure of the method on this pair
+                    raise RuntimeError(f"no keypoints detected in {', '.join(empty)}")
                 m = match_two_views(f0, f1, describer, cfg, o0, o1)
                 fit = relative_pose(f0.xy[m[:, 0]], f1.xy[m[:, 1]], p.K0, p.K1, cfg)
                 err = pose_error_deg(p.T_0to1, fit["R"], fit["t"])
                 n_in = fit["inliers"]
-            except (InputError, RuntimeError, ValueError, cv2.error) as e:  # this pair fails, the run goes on
+            except InputError:  # the inputs were checked up front: this is not a failure of the method
+                raise
+            except (RuntimeError, ValueError, cv2.error) as e:  # this pair fails, the run goes on
                 failures.append(f"{p.name0} {p.name1} [{row}]: {type(e).__name__}: {e}")
                 err, n_in = FAIL_DEG, 0
             errors[row].append(err)

@@ -13,6 +13,11 @@ size, angle 0, the lower bound). One more row is SIFT as it comes, a keypoint pe
 at equal cost. Matches are mutual nearest neighbours (``cv2.BFMatcher(crossCheck=True)``); MMA@t is the
 share within t px of the true rotation, averaged over pairs. Outputs ``results.json``, ``results.md``.
 
+The inputs are checked before any work (:class:`~patchpose.errors.InputError` otherwise): at least one
+photo, and at least one angle that is not a multiple of 360° (``patchpose eval rotation --step S`` turns
+by ``0, S, 2S, … < 360``, so ``S`` must be an integer from 1 to 359: :func:`rotation_angles`); a run
+where no photo has the 10 SIFT keypoints it needs is an error too, not a table of NaNs.
+
 A diagnostic goes with it: the **angle error at the keypoints SIFT finds again** (a keypoint of the turned
 image within 1 px of a keypoint's true position and within ±1/4 octave of its size), for each row's angle,
 split by how far from the true position the keypoint was found again (``ANGLE_OFFSET_BINS``, pixels), and
@@ -30,6 +35,7 @@ import cv2
 import numpy as np
 
 from ..conventions import similarity_about
+from ..errors import InputError
 from ..fileio import write_text_atomic
 from ..geometry import apply_homography
 from .metrics import redetections
@@ -39,6 +45,35 @@ ANGLE_ROWS = ("sift", "ours", "ours_at_sift_size", "sift_resolved_by_ours")
 #: the angle diagnostic's extra row: our angle read at the true position of each keypoint found again
 TRUE_POSITION_ROW = "ours_at_sift_size_true_position"
 ANGLE_OFFSET_BINS = ((0.0, 0.25), (0.25, 0.5), (0.5, 1.0))
+#: a photo (and each turned copy) needs this many SIFT locations to be evaluated
+MIN_KEYPOINTS = 10
+
+
+def rotation_angles(step) -> tuple[int, ...]:
+    """The angles ``0, step, 2·step, … < 360`` (degrees); :class:`InputError` unless ``step`` is an
+    integer from 1 to 359 (0 or less gives no angles, 360 or more only the unturned photo)."""
+    integral = isinstance(step, (int, float, np.integer, np.floating)) and float(step).is_integer()
+    if isinstance(step, bool) or not integral or not 1 <= step <= 359:
+        raise InputError(f"the rotation step (--step) must be an integer from 1 to 359 degrees, got {step!r}")
+    return tuple(range(0, 360, int(step)))
+
+
+def check_angles(angles) -> tuple[float, ...]:
+    """The rotation angles (degrees) as a tuple; :class:`InputError` unless they are finite numbers, at
+    least one of them a real turn (not a multiple of 360°)."""
+    try:
+        values = tuple(angles)
+        arr = np.asarray(values, np.float64)
+    except (TypeError, ValueError):
+        raise InputError(f"angles must be numbers (degrees), got {angles!r}") from None
+    if arr.ndim != 1 or not np.isfinite(arr).all():
+        raise InputError(f"angles must be finite numbers (degrees), got {angles!r}")
+    if not np.any(arr % 360):
+        raise InputError(
+            f"no rotation to evaluate (angles {list(values)}): give angles other than 0° "
+            "(with --step, an integer from 1 to 359)"
+        )
+    return values
 
 
 def found_again(k0, k1, H: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -160,25 +195,41 @@ def evaluate_rotation(
     progress: bool = True,
     passes: int | None = None,
 ) -> dict:
+    """Match every photo against its turned copies at every pose row; write ``results.json`` and
+    ``results.md`` to ``out_dir``. ``photos`` must not be empty and ``angles`` must hold a real turn
+    (:func:`check_angles`); photos with fewer than ``MIN_KEYPOINTS`` SIFT locations are skipped, and a run
+    that skips them all raises :class:`InputError`."""
     from tqdm import tqdm
 
     from ..data.patches import load_image, resize_long_side
     from ..estimator import PatchPoseEstimator
 
     t0 = time.time()
+    photos = list(photos)
+    if not photos:
+        raise InputError("no photos to evaluate: the folder (or split) holds no images (.png, .jpg, …)")
+    angles = check_angles(angles)
+    if (
+        isinstance(max_keypoints, bool)
+        or not isinstance(max_keypoints, (int, np.integer))
+        or max_keypoints < 1
+    ):
+        raise InputError(f"max_keypoints must be a positive integer, got {max_keypoints!r}")
     est = PatchPoseEstimator.load(weights, passes=passes)
     sift = cv2.SIFT_create(nfeatures=max_keypoints)
     bf = cv2.BFMatcher(cv2.NORM_L2, crossCheck=True)
     per_angle = {r: {a: [] for a in angles} for r in ROWS}
     n_matches: dict = {r: [] for r in ROWS}
     errs: dict = {r: [] for r in (*ANGLE_ROWS, TRUE_POSITION_ROW)}
+    used = 0  # photos with enough keypoints
     for p in tqdm(photos, desc="photos", disable=not progress):
         img, _ = resize_long_side(load_image(p), max_side)
         h, w = img.shape[:2]
         g0 = cv2.cvtColor(img, cv2.COLOR_RGB2GRAY)
         det0 = sift.detect(g0, None)
-        if len(_dedupe(det0)) < 10:
+        if len(_dedupe(det0)) < MIN_KEYPOINTS:
             continue
+        used += 1
         views0 = _views(img, det0, est)
         kept0, d0 = _described(sift, g0, views0)
         for a in angles:
@@ -186,7 +237,7 @@ def evaluate_rotation(
             img1 = cv2.warpAffine(img, H[:2], (w, h), flags=cv2.INTER_LINEAR)
             g1 = cv2.cvtColor(img1, cv2.COLOR_RGB2GRAY)
             det1 = sift.detect(g1, None)
-            if len(_dedupe(det1)) < 10:
+            if len(_dedupe(det1)) < MIN_KEYPOINTS:
                 for r in ROWS:
                     per_angle[r][a].append([0.0] * len(thresholds))
                 continue
@@ -206,6 +257,11 @@ def evaluate_rotation(
                 x1 = np.array([kept1[r][q.trainIdx].pt for q in m])
                 e = np.linalg.norm(apply_homography(H, x0) - x1, axis=1)
                 per_angle[r][a].append([float(np.mean(e <= t)) for t in thresholds])
+    if not used:
+        raise InputError(
+            f"none of the {len(photos)} photos has {MIN_KEYPOINTS} SIFT keypoints (blank or too small?): "
+            "nothing to evaluate"
+        )
     curves = {r: {str(a): np.mean(v, axis=0).tolist() for a, v in per_angle[r].items() if v} for r in ROWS}
     overall = {r: np.mean([c for c in curves[r].values()], axis=0).tolist() for r in ROWS}
     doc = {
@@ -258,4 +314,4 @@ def evaluate_rotation(
     return doc
 
 
-__all__ = ["evaluate_rotation"]
+__all__ = ["evaluate_rotation", "rotation_angles", "check_angles"]

@@ -11,6 +11,7 @@ from dataclasses import replace
 import numpy as np
 
 from ..data.pairs import PairConfig, PhotoPool, sample_pairs
+from ..errors import InputError
 from ..inference import decode_poses, predict_histograms
 from .metrics import accuracies, relative_errors
 
@@ -23,6 +24,14 @@ def protocol_config(base: PairConfig | None = None) -> PairConfig:
     return replace(base, sigma_min=-2.0, sigma_max=2.0, source_upright=1.0, noise=0.0, gamma=0.0)
 
 
+def check_pair_count(n) -> int:
+    """``n`` as an int; :class:`InputError` unless it is a positive integer (pairs per protocol)."""
+    integral = isinstance(n, (int, float, np.integer, np.floating)) and float(n).is_integer()
+    if isinstance(n, bool) or not integral or n < 1:
+        raise InputError(f"the number of pairs per protocol (--pairs) must be a positive integer, got {n!r}")
+    return int(n)
+
+
 def make_protocol_pairs(
     pool: PhotoPool,
     n: int,
@@ -32,7 +41,9 @@ def make_protocol_pairs(
     cfg: PairConfig | None = None,
     polar=None,
 ) -> dict:
-    """Fixed pairs per protocol (same keypoints and Δ for every method evaluated on them)."""
+    """Fixed pairs per protocol (same keypoints and Δ for every method evaluated on them); ``n`` pairs per
+    protocol, a positive integer (:class:`InputError` otherwise)."""
+    n = check_pair_count(n)
     cfg = protocol_config(cfg)
     out = {}
     for i, proto in enumerate(PROTOCOLS):
