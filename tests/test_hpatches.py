@@ -460,7 +460,12 @@ def test_harris_and_file_keypoints_evaluate_without_sift_rows(tmp_path):
     )
     assert list(doc["mma"]) == list(pose_rows(4, sift=False))
     assert doc["setup"]["detector"].startswith("Harris")
-    assert set(doc["repeated_keypoints_pose"]["overall"]) == {"n", "ours", "dominant_gradient", "log+dominant_gradient"}
+    assert set(doc["repeated_keypoints_pose"]["overall"]) == {
+        "n",
+        "ours",
+        "dominant_gradient",
+        "log+dominant_gradient",
+    }
     kdir = tmp_path / "kp" / "v_b"
     kdir.mkdir(parents=True)
     for k in (1, 2, 3):
