@@ -268,3 +268,23 @@ def test_loader_names_a_broken_manifest_or_shard_and_says_to_regenerate(
     )
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and where in err and "Traceback" not in err
+
+
+def test_unusable_photos_are_skipped_and_none_usable_is_an_error(tmp_path, caplog):
+    """A tiny photo and a flat one give no shard, with a warning; a folder with nothing usable is an
+    error rather than an empty dataset. The HPatches generator refuses a tiny photo too."""
+    import cv2
+
+    from patchpose.data.hpatches import generate_hpatches
+
+    root = tmp_path / "photos"
+    root.mkdir()
+    cv2.imwrite(str(root / "tiny.png"), np.zeros((5, 5, 3), np.uint8))
+    cv2.imwrite(str(root / "flat.png"), np.full((200, 200, 3), 90, np.uint8))
+    (root / "splits.json").write_text(json.dumps({"train": [], "val": [], "test": ["tiny.png", "flat.png"]}))
+    with pytest.raises(InputError, match="no photo could be used"):
+        generate(root, tmp_path / "out", CFG, splits=("test",), progress=False)
+    assert "too small" in caplog.text and "no keypoints found" in caplog.text
+    assert not list((tmp_path / "out").rglob("*.h5"))
+    with pytest.raises(InputError, match="tiny.png: image is too small"):
+        generate_hpatches([root / "tiny.png"], tmp_path / "hp", progress=False)

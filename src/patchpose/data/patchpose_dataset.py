@@ -49,7 +49,7 @@ import numpy as np
 
 from ..errors import InputError
 from .keypoints import detect_harris, detect_sift
-from .patches import Pyramid, extract_patches, load_image, resize_long_side, to_gray
+from .patches import Pyramid, check_image, extract_patches, load_image, resize_long_side, to_gray
 from .photos import load_splits
 
 log = logging.getLogger(__name__)
@@ -130,8 +130,14 @@ def generate_shard(photo: Path, split: str, out_path: Path, cfg: GenerateConfig)
     seed = int.from_bytes(hashlib.sha256(f"{cfg.seed}:{photo.name}".encode()).digest()[:8], "little")
     rng = np.random.default_rng(seed)
     img = load_image(photo)
+    try:
+        check_image(img)
+    except InputError as e:
+        raise InputError(f"{photo.name}: {e}") from None
     img, _ = resize_long_side(img, cfg.long_side)
     kps = _pick_keypoints(img, rng, cfg)
+    if len(kps) == 0:
+        raise InputError(f"{photo.name}: no keypoints found (a flat or tiny photo?)")
     gray = to_gray(img.astype(np.float32) / 255.0)
     pyr = Pyramid(gray)
     rows, kp_index = [], []
@@ -257,6 +263,10 @@ def generate(
     for r in results:
         if "error" in r:
             log.warning("skipped %s: %s", r["photo"], r["error"])
+    if results and all("error" in r for r in results) and not any((out / "shards").rglob("*.h5")):
+        raise InputError(
+            f"no photo could be used ({len(results)} tried), e.g. {results[0]['error']}; no shard written"
+        )
     if shard is not None and shard[1] > 1:
         done = {"shard": list(shard), "splits": list(splits), "photos": len(results)}
         (out / f"part_{shard[0]}_of_{shard[1]}.json").write_text(json.dumps(done))
