@@ -78,3 +78,244 @@ def test_weights_that_do_not_fit_their_config(tmp_path):
 def test_missing_file():
     with pytest.raises(WeightsError, match="not found"):
         load_weights("/nonexistent/w.safetensors")
+
+
+def _with_metadata(src, dst, **changes):
+    """Copy a weights file with some of its header metadata replaced."""
+    from safetensors.torch import load_file, safe_open
+
+    with safe_open(str(src), framework="pt") as f:
+        meta = {**f.metadata(), **changes}
+    save_file(load_file(str(src)), str(dst), metadata=meta)
+    return dst
+
+
+@pytest.mark.parametrize("config", ["null", "[1, 2]", '"small-cnn"', "7"])
+def test_model_config_that_is_not_an_object(tmp_path, config):
+    p = save_weights(create_model("small-cnn", width=0.5), tmp_path / "m.safetensors")
+    bad = _with_metadata(p, tmp_path / "bad.safetensors", model_config=config)
+    with pytest.raises(WeightsError, match=r"bad\.safetensors: model_config is not an object"):
+        load_weights(bad)
+
+
+def test_model_config_with_non_finite_numbers_or_bad_json(tmp_path):
+    import json
+
+    m = create_model("small-cnn", width=0.5)
+    p = save_weights(m, tmp_path / "m.safetensors")
+    cfg = json.dumps({**m.cfg.to_dict(), "windows": [1.0, float("inf")]})
+    with pytest.raises(WeightsError, match="model_config is not valid JSON"):
+        load_weights(_with_metadata(p, tmp_path / "inf.safetensors", model_config=cfg))
+    with pytest.raises(WeightsError, match="model_config is not valid JSON"):
+        load_weights(_with_metadata(p, tmp_path / "junk.safetensors", model_config="{not json"))
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf")])
+def test_non_finite_weights_are_refused(tmp_path, value):
+    m = create_model("small-cnn", width=0.5)
+    key = next(k for k, v in m.state_dict().items() if k.endswith("weight") and v.is_floating_point())
+    with torch.no_grad():
+        m.state_dict()[key].view(-1)[0] = value
+    p = save_weights(m, tmp_path / "nan.safetensors")
+    with pytest.raises(WeightsError, match=rf"nan\.safetensors: tensor '{key}' holds non-finite values"):
+        load_weights(p)
+
+
+def test_integer_weights_are_refused(tmp_path):
+    """load_state_dict would silently cast integer tensors into the float parameters."""
+    from safetensors.torch import load_file, safe_open
+
+    p = save_weights(create_model("small-cnn", width=0.5), tmp_path / "m.safetensors")
+    state = {k: v.round().long() if v.is_floating_point() else v for k, v in load_file(str(p)).items()}
+    with safe_open(str(p), framework="pt") as f:
+        meta = f.metadata()
+    save_file(state, str(tmp_path / "int.safetensors"), metadata=meta)
+    with pytest.raises(WeightsError, match="not floating point"):
+        load_weights(tmp_path / "int.safetensors")
+
+
+def _onnx_with_config(tmp_path, config: str):
+    pytest.importorskip("onnxruntime")
+    onnx = pytest.importorskip("onnx")
+    from patchpose.onnx_backend import export_bytes
+
+    proto = onnx.load_from_string(export_bytes(create_model("small-cnn", width=0.5)))
+    for p in proto.metadata_props:
+        if p.key == "patchpose_model_config":
+            p.value = config
+    path = tmp_path / "m.onnx"
+    path.write_bytes(proto.SerializeToString())
+    return path
+
+
+def test_onnx_config_that_is_not_an_object(tmp_path):
+    from patchpose.onnx_backend import OnnxPoseNet
+
+    with pytest.raises(WeightsError, match=r"m\.onnx: model_config is not an object"):
+        OnnxPoseNet(_onnx_with_config(tmp_path, "null"))
+
+
+def test_onnx_config_that_does_not_match_the_graph(tmp_path):
+    """A config whose input (or output) is not the graph's is refused when loading, not with an onnxruntime
+    traceback from estimate()."""
+    import json
+
+    from patchpose.estimator import PatchPoseEstimator
+    from patchpose.onnx_backend import OnnxPoseNet
+
+    cfg = create_model("small-cnn", width=0.5).cfg.to_dict()
+    path = _onnx_with_config(tmp_path, json.dumps({**cfg, "color": "rgb"}))
+    with pytest.raises(WeightsError, match=r"m\.onnx: the graph's input .* does not match its model config"):
+        PatchPoseEstimator.load(path, backend="onnx")
+    path = _onnx_with_config(tmp_path, json.dumps({**cfg, "num_ori_bins": 2 * cfg["num_ori_bins"]}))
+    with pytest.raises(WeightsError, match="the graph's outputs .* do not match its model config"):
+        OnnxPoseNet(path)
+    net = OnnxPoseNet(_onnx_with_config(tmp_path, json.dumps(cfg)))  # the true config is fine
+    assert net(torch.rand(2, *net.cfg.input_shape))["ori_logits"].shape == (2, cfg["num_ori_bins"])
+
+
+def test_kornia_angle_detector_refuses_non_finite_patches():
+    import patchpose
+    from patchpose.errors import InputError
+    from patchpose.estimator import PatchPoseEstimator
+
+    det = patchpose.kornia_angle_detector(PatchPoseEstimator.load("patchpose-v1"))
+    patches = torch.rand(2, 1, 32, 32)
+    assert det(patches).shape == (2,)
+    patches[1, 0, 3, 4] = float("nan")
+    with pytest.raises(InputError, match="non-finite"):
+        det(patches)
+    with pytest.raises(InputError, match="non-finite"):
+        det(torch.full((1, 1, 32, 32), float("inf")))
+
+
+def _checkpoint(path, net=None, **changes):
+    """A training checkpoint of ``net`` as :func:`save_checkpoint` writes it, with entries replaced
+    (``None``: removed)."""
+    from patchpose.training.checkpoint import save_checkpoint
+
+    net = net or create_model("small-cnn", width=0.5)
+    opt = torch.optim.SGD(net.parameters(), lr=0.1)
+    sched = torch.optim.lr_scheduler.StepLR(opt, 1)
+    save_checkpoint(path, net, opt, sched, {"model": net.cfg.to_dict()}, 3, {}, 0.5)
+    ck = torch.load(path, weights_only=True)
+    for k, v in changes.items():
+        if v is None:
+            ck.pop(k)
+        else:
+            ck[k] = v
+    torch.save(ck, path)
+    return path
+
+
+def test_export_of_a_training_checkpoint(tmp_path):
+    from patchpose.weights import export_checkpoint
+
+    m = create_model("small-cnn", width=0.5)
+    out = export_checkpoint(_checkpoint(tmp_path / "ck.pt", m), tmp_path / "w.safetensors")
+    m2, meta = load_weights(out)
+    assert m2.cfg == m.cfg and "step 3" in meta["notes"]
+
+
+@pytest.mark.parametrize(
+    "changes, message",
+    [
+        ({"config": {"lr": 1}}, "its config has no 'model' section"),
+        ({"config": "x"}, "its config has no 'model' section"),
+        ({"step": None, "optimizer": None}, "missing 'step', 'optimizer'"),
+        ({"step": "3"}, "'step' must be a whole number"),
+        ({"model": [1, 2]}, "'model' is not a state dict"),
+        ({"config": {"model": {"arch": "small-cnn", "bogus": 1}}}, "invalid model config"),
+    ],
+)
+def test_foreign_training_checkpoints_are_clear_errors(tmp_path, changes, message):
+    from patchpose.training.checkpoint import load_checkpoint
+
+    p = _checkpoint(tmp_path / "ck.pt", **changes)
+    with pytest.raises(WeightsError, match=rf"ck\.pt is not a patchpose training checkpoint: {message}"):
+        load_checkpoint(p)
+
+
+def test_checkpoint_weights_of_the_wrong_shapes_or_not_finite(tmp_path):
+    from patchpose.training.checkpoint import load_checkpoint
+
+    other = create_model("small-cnn").state_dict()  # width 1, the config says 0.5
+    with pytest.raises(WeightsError, match="the 'model' weights do not fit the checkpoint's model config"):
+        load_checkpoint(_checkpoint(tmp_path / "a.pt", model=other))
+    m = create_model("small-cnn", width=0.5)
+    state = {k: v.clone() for k, v in m.state_dict().items()}
+    key = next(k for k, v in state.items() if v.is_floating_point())
+    state[key].view(-1)[0] = float("nan")
+    with pytest.raises(WeightsError, match=f"tensor '{key}' holds non-finite values"):
+        load_checkpoint(_checkpoint(tmp_path / "b.pt", m, model=state))
+
+
+def test_foreign_checkpoint_in_the_cli_is_one_line(tmp_path, capsys):
+    """`patchpose export CKPT` and `patchpose train --out DIR --resume` print one line and exit with 2."""
+    from patchpose.cli.main import main
+
+    torch.save({"model": {"w": torch.zeros(3)}, "config": {"lr": 1}}, tmp_path / "foreign.pt")
+    assert main(["export", str(tmp_path / "foreign.pt"), "--out", str(tmp_path / "w.safetensors")]) == 2
+    err = capsys.readouterr().err
+    assert "foreign.pt is not a patchpose training checkpoint" in err and err.count("\n") == 1
+    run = tmp_path / "run"
+    run.mkdir()
+    shutil.copy(tmp_path / "foreign.pt", run / "checkpoint.pt")
+    assert main(["train", "--out", str(run), "--resume", "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert "checkpoint.pt is not a patchpose training checkpoint" in err and err.count("\n") == 1
+
+
+def _png(path):
+    import cv2
+    import numpy as np
+
+    path.write_bytes(cv2.imencode(".png", np.zeros((8, 8), np.uint8))[1].tobytes())
+    return path
+
+
+def test_a_file_that_is_not_a_torch_file_is_a_one_line_error(tmp_path, capsys):
+    """No torch advice to re-run with weights_only=False (files from elsewhere are never unpickled)."""
+    import numpy as np
+
+    from patchpose.cli.main import main
+    from patchpose.matching.describe import Describer
+
+    png = _png(tmp_path / "image.png")
+    torch.save({"a": np.zeros(3)}, tmp_path / "numpy.pt")  # needs unpickling a numpy global
+    for path in (png, tmp_path / "numpy.pt"):
+        with pytest.raises(WeightsError, match="is not a PyTorch state dict / checkpoint") as e:
+            Describer("hardnet", weights=path)
+        assert "\n" not in str(e.value) and "weights_only" not in str(e.value)
+        assert main(["export", str(path), "--out", str(tmp_path / "w.safetensors")]) == 2
+        err = capsys.readouterr().err
+        assert "is not a PyTorch state dict / checkpoint" in err and err.count("\n") == 1
+        assert "weights_only" not in err
+
+
+def test_describer_weights_that_are_not_its_state_dict(tmp_path):
+    from patchpose.matching.describe import Describer
+
+    torch.save([1, 2], tmp_path / "list.pt")
+    with pytest.raises(WeightsError, match="not a PyTorch state dict"):
+        Describer("hardnet", weights=tmp_path / "list.pt")
+    torch.save({"features.0.weight": torch.zeros(3)}, tmp_path / "other.pt")
+    with pytest.raises(WeightsError, match="cannot load hardnet weights") as e:
+        Describer("hardnet", weights=tmp_path / "other.pt")
+    assert "\n" not in str(e.value)
+
+
+def test_export_to_a_folder_is_a_clear_error_and_leaves_nothing(tmp_path):
+    from patchpose.cli.main import main
+
+    out = tmp_path / "odir"
+    out.mkdir()
+    assert main(["export", "onnx", "--weights", "patchpose-v2", "--out", str(out)]) == 2
+    assert not list(tmp_path.glob("*.tmp")) and not list(out.iterdir())
+
+
+def test_kornia_angle_detector_takes_a_model_name():
+    import patchpose
+
+    det = patchpose.kornia_angle_detector("patchpose-v1")
+    assert det.est.meta["name"] == "patchpose-v1"

@@ -320,3 +320,16 @@ class PatchPoseEstimator:
             "valid": valid,
         }
         return out
+
+
+def as_estimator(estimator=None):
+    """An estimator from ``None`` (the bundled default), a bundled model's name or a weights path, or a
+    :class:`~patchpose.PatchPoseEstimator` itself."""
+    if estimator is None or isinstance(estimator, (str, Path)):
+        return PatchPoseEstimator.load(estimator)
+    if not isinstance(estimator, PatchPoseEstimator):
+        raise InputError(
+            "estimator must be a PatchPoseEstimator, a bundled model's name or a weights file, got "
+            f"{type(estimator).__name__}"
+        )
+    return estimator

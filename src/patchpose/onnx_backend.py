@@ -22,7 +22,8 @@ import torch
 from torch import nn
 
 from .errors import InputError, WeightsError
-from .models import ModelConfig, PoseNet
+from .models import PoseNet
+from .weights import config_from_json, one_line
 
 OUTPUTS = ("scale_logits", "ori_logits")
 
@@ -61,11 +62,18 @@ def export_bytes(model: PoseNet, opset: int = 18) -> bytes:
 
 
 def export_onnx(model: PoseNet, path: str | Path, opset: int = 18) -> Path:
+    """Write ``model`` as an ONNX file (through a temporary sibling and a rename)."""
     path = Path(path)
+    if path.is_dir():
+        raise InputError(f"{path} is a folder: give the ONNX file's name, e.g. {path / 'model.onnx'}")
     data = export_bytes(model, opset)
+    path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_bytes(data)
-    tmp.replace(path)
+    try:
+        tmp.write_bytes(data)
+        tmp.replace(path)
+    finally:
+        tmp.unlink(missing_ok=True)
     return path
 
 
@@ -78,30 +86,64 @@ class OnnxPoseNet(nn.Module):
         import onnx
         import onnxruntime as ort
 
+        name = f"ONNX file {source}" if isinstance(source, (str, Path)) else "the in-memory ONNX model"
+        self.name = name
         try:
             data = Path(source).read_bytes() if isinstance(source, (str, Path)) else source
             proto = onnx.load_from_string(data)
         except Exception as e:  # noqa: BLE001 - any failure: not a usable ONNX file
             raise WeightsError(
-                f"cannot read ONNX model {source if not isinstance(source, bytes) else ''}: {e}"
+                f"cannot read ONNX model {source if not isinstance(source, bytes) else ''}: {one_line(e)}"
             ) from None
         meta = {p.key: p.value for p in proto.metadata_props}
         if "patchpose_model_config" not in meta:
             raise WeightsError("this ONNX file is not a patchpose model (no patchpose_model_config metadata)")
-        self.cfg = ModelConfig.from_dict(json.loads(meta["patchpose_model_config"]))
+        self.cfg = config_from_json(meta["patchpose_model_config"], name)
         opts = ort.SessionOptions()
         if threads:
             opts.intra_op_num_threads = int(threads)
-        self.session = ort.InferenceSession(data, opts, providers=["CPUExecutionProvider"])
+        try:
+            self.session = ort.InferenceSession(data, opts, providers=["CPUExecutionProvider"])
+        except Exception as e:  # noqa: BLE001 - onnxruntime's own error types: an unusable graph
+            raise WeightsError(f"{name}: onnxruntime cannot load the model ({one_line(e)})") from None
         self.outputs = [o.name for o in self.session.get_outputs()]
+        self._check_graph(name)
         self._anchor = nn.Parameter(torch.zeros(0), requires_grad=False)  # device of "the model": CPU
+
+    def _check_graph(self, name: str) -> None:
+        """The graph's input and outputs must be those of the stored config (static sizes compared)."""
+        cfg = self.cfg
+
+        def fits(shape, want: tuple[int, ...]) -> bool:
+            return len(shape) == len(want) + 1 and all(
+                not isinstance(d, int) or d == w for d, w in zip(shape[1:], want)
+            )
+
+        inputs = self.session.get_inputs()
+        if len(inputs) != 1 or inputs[0].name != "x" or not fits(inputs[0].shape, cfg.input_shape):
+            got = ", ".join(f"{i.name} {list(i.shape)}" for i in inputs)
+            raise WeightsError(
+                f"{name}: the graph's input ({got}) does not match its model config "
+                f"(x [N, {', '.join(map(str, cfg.input_shape))}])"
+            )
+        bins = {"scale_logits": cfg.num_scale_bins, "ori_logits": cfg.num_ori_bins}
+        want = [o for o, h in zip(OUTPUTS, ("scale", "orientation")) if h in cfg.heads]
+        shapes = {o.name: o.shape for o in self.session.get_outputs()}
+        if sorted(shapes) != sorted(want) or not all(fits(shapes[o], (bins[o],)) for o in want):
+            raise WeightsError(
+                f"{name}: the graph's outputs ({', '.join(f'{k} {list(v)}' for k, v in shapes.items())}) "
+                f"do not match its model config ({', '.join(f'{o} [N, {bins[o]}]' for o in want)})"
+            )
 
     def forward(self, x: torch.Tensor) -> dict[str, torch.Tensor]:
         if x.dim() != 4 or tuple(x.shape[1:]) != self.cfg.input_shape:
             raise ValueError(
                 f"expected inputs (N, {', '.join(map(str, self.cfg.input_shape))}), got {tuple(x.shape)}"
             )
-        res = self.session.run(None, {"x": np.ascontiguousarray(x.detach().cpu().numpy(), np.float32)})
+        try:
+            res = self.session.run(None, {"x": np.ascontiguousarray(x.detach().cpu().numpy(), np.float32)})
+        except Exception as e:  # noqa: BLE001 - onnxruntime's own error types: the graph cannot run
+            raise WeightsError(f"{self.name}: onnxruntime cannot run the model ({one_line(e)})") from None
         return {name: torch.from_numpy(v) for name, v in zip(self.outputs, res)}
 
 

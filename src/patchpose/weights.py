@@ -10,12 +10,16 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import pickle
+import re
 from pathlib import Path
+from typing import Any
 
+import torch
 from safetensors import SafetensorError
 from safetensors.torch import load_file, safe_open, save_file
 
-from .errors import WeightsError
+from .errors import InputError, WeightsError
 from .models import ModelConfig, PoseNet
 
 WEIGHTS_DIR = Path(__file__).resolve().parent / "weights"
@@ -35,9 +39,80 @@ def sha256_of(path: str | Path) -> str:
     return h.hexdigest()
 
 
+def config_from_json(text: str, where: str) -> ModelConfig:
+    """Parse and validate a model config stored as JSON in a weights file's metadata.
+
+    ``where`` names the file in the message of the :class:`WeightsError` raised for a config that is not
+    valid JSON, not a JSON object, or not a valid patchpose model config."""
+
+    def non_finite(name: str) -> float:
+        raise ValueError(f"non-finite number {name}")
+
+    try:
+        d = json.loads(text, parse_constant=non_finite)
+    except (ValueError, TypeError) as e:
+        raise WeightsError(f"{where}: model_config is not valid JSON ({one_line(e)})") from None
+    if not isinstance(d, dict):
+        raise WeightsError(f"{where}: model_config is not an object (got {type(d).__name__})")
+    try:
+        cfg = ModelConfig.from_dict(d)
+        cfg.validate()
+    except (ValueError, TypeError, KeyError, AttributeError) as e:
+        raise WeightsError(f"{where}: model_config is not a valid model config ({one_line(e)})") from None
+    return cfg
+
+
+def check_finite(state: dict[str, torch.Tensor], where: str) -> None:
+    """Raise :class:`WeightsError` naming ``where`` and the tensor if a tensor holds NaN or infinity."""
+    for key, t in state.items():
+        if isinstance(t, torch.Tensor) and (t.is_floating_point() or t.is_complex()):
+            if not bool(torch.isfinite(t).all()):
+                raise WeightsError(f"{where}: tensor {key!r} holds non-finite values (NaN or infinity)")
+
+
+def one_line(e: BaseException, limit: int = 300) -> str:
+    """An exception's message on one line (whitespace runs collapsed), at most ``limit`` characters."""
+    text = " ".join(str(e).split()) or type(e).__name__
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _torch_load_reason(e: BaseException) -> str:
+    """Why ``torch.load(weights_only=True)`` failed, in a few words and without torch's advice to unpickle
+    with ``weights_only=False`` (files from elsewhere must never be unpickled)."""
+    text = str(e)
+    if isinstance(e, EOFError):
+        return "the file is empty or truncated"
+    if isinstance(e, pickle.UnpicklingError):
+        m = re.search(r"Unsupported global: GLOBAL (\S+)", text)
+        if m:
+            return f"it holds a {m.group(1)} object; only tensors and plain containers are loaded"
+        return "not a file written by torch.save"
+    if "PytorchStreamReader" in text:
+        return "a corrupt or truncated torch.save archive"
+    reason = one_line(e, 200)
+    return f"{type(e).__name__}" if "weights_only" in reason else f"{type(e).__name__}: {reason}"
+
+
+def load_torch_file(path: str | Path, what: str = "PyTorch state dict / checkpoint") -> Any:
+    """``torch.load(path, weights_only=True)`` on CPU; a file it cannot read is a one-line
+    :class:`WeightsError` ``"<path> is not a <what> (<reason>)"``. Nothing but tensors and plain
+    containers is ever unpickled."""
+    path = Path(path)
+    if not path.is_file():
+        raise WeightsError(f"file not found: {path}")
+    try:
+        return torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as e:  # noqa: BLE001 - any failure: not a usable torch file
+        raise WeightsError(f"{path} is not a {what} ({_torch_load_reason(e)})") from None
+
+
 def save_weights(model: PoseNet, path: str | Path, name: str = "custom", notes: str = "") -> Path:
     """Write ``model`` as a patchpose safetensors file (atomically)."""
     path = Path(path)
+    if path.is_dir():
+        raise InputError(
+            f"{path} is a folder: give the weights file's name, e.g. {path / 'model.safetensors'}"
+        )
     path.parent.mkdir(parents=True, exist_ok=True)
     meta = {
         "format": "patchpose",
@@ -67,15 +142,19 @@ def load_weights(path: str | Path, expected_sha256: str | None = None) -> tuple[
             meta = f.metadata() or {}
         state = load_file(str(path))
     except (SafetensorError, OSError, ValueError) as e:
-        raise WeightsError(f"{path} is not a readable safetensors file ({e})") from None
+        raise WeightsError(f"{path} is not a readable safetensors file ({one_line(e)})") from None
     if meta.get("format") != "patchpose" or "model_config" not in meta:
         raise WeightsError(f"{path} is a safetensors file but not a patchpose model (no patchpose metadata)")
+    cfg = config_from_json(meta["model_config"], str(path))
+    check_finite(state, str(path))
     try:
-        cfg = ModelConfig.from_dict(json.loads(meta["model_config"]))
         model = PoseNet(cfg)
         model.load_state_dict(state, strict=True)
     except (ValueError, RuntimeError, KeyError, TypeError) as e:
-        raise WeightsError(f"{path}: weights do not fit the stored model config ({str(e)[:300]})") from None
+        raise WeightsError(f"{path}: weights do not fit the stored model config ({one_line(e)})") from None
+    for key, t in model.state_dict().items():  # load_state_dict casts silently: integer weights are wrong
+        if t.is_floating_point() and not state[key].is_floating_point():
+            raise WeightsError(f"{path}: tensor {key!r} is {state[key].dtype}, not floating point")
     model.eval()
     return model, meta
 
@@ -91,7 +170,7 @@ def export_checkpoint(checkpoint: str | Path, out: str | Path, name: str = "cust
     """Training checkpoint (``torch.load(weights_only=True)``) → safetensors weights file."""
     from .training.checkpoint import load_checkpoint
 
-    ckpt = load_checkpoint(checkpoint)
+    ckpt = load_checkpoint(checkpoint)  # validated: the config builds and the weights fit it
     model = PoseNet(ModelConfig.from_dict(ckpt["config"]["model"]))
     model.load_state_dict(ckpt["model"])
     return save_weights(model, out, name=name, notes=notes or f"exported from step {ckpt['step']}")
@@ -105,4 +184,12 @@ def register_bundled(path: str | Path, name: str) -> None:
     _BUNDLED_JSON.write_text(json.dumps(d, indent=1) + "\n")
 
 
-__all__ = ["BUNDLED", "DEFAULT_MODEL", "load_bundled", "load_weights", "save_weights", "export_checkpoint"]
+__all__ = [
+    "BUNDLED",
+    "DEFAULT_MODEL",
+    "load_bundled",
+    "load_weights",
+    "load_torch_file",
+    "save_weights",
+    "export_checkpoint",
+]

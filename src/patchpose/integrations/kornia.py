@@ -23,12 +23,8 @@ import torch
 from torch import nn
 
 from ..conventions import REFERENCE_RADIUS, TWO_PI
-
-
-def _estimator(estimator):
-    from ..estimator import PatchPoseEstimator
-
-    return estimator if estimator is not None else PatchPoseEstimator.from_pretrained()
+from ..errors import InputError
+from ..estimator import as_estimator
 
 
 class LAFPoseAssigner(nn.Module):
@@ -43,7 +39,7 @@ class LAFPoseAssigner(nn.Module):
         laf_frame: bool = False,
     ):
         super().__init__()
-        self.est = _estimator(estimator)
+        self.est = as_estimator(estimator)
         self.est.model.eval()
         self.set_scale, self.set_orientation, self.laf_factor = scale, orientation, float(laf_factor)
         # read the model's input in each LAF's own frame (its scale) instead of at scale 0
@@ -88,7 +84,7 @@ class PatchAngleDetector(nn.Module):
 
     def __init__(self, estimator=None):
         super().__init__()
-        self.est = _estimator(estimator)
+        self.est = as_estimator(estimator)
         self.est.model.eval()
         cfg = self.est.cfg
         self.cfg = cfg
@@ -109,8 +105,12 @@ class PatchAngleDetector(nn.Module):
 
         from ..inference import decode_poses
 
+        if not isinstance(patches, torch.Tensor):
+            raise InputError(f"patches must be a torch.Tensor (B, 1, PS, PS), got {type(patches).__name__}")
         if patches.dim() != 4 or patches.shape[1] != 1:
-            raise ValueError(f"patches must be (B, 1, PS, PS), got {tuple(patches.shape)}")
+            raise InputError(f"patches must be (B, 1, PS, PS), got {tuple(patches.shape)}")
+        if patches.is_floating_point() and not bool(torch.isfinite(patches).all()):
+            raise InputError("patches hold non-finite values (NaN or infinity)")
         x = patches.detach().float().cpu()
         if self.cfg.is_polar:
             g = self.grid.expand(len(x), -1, -1, -1)

@@ -4,34 +4,19 @@ clockwise as displayed, in [0, 360)), keeping their position, response, octave a
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 import cv2
 import numpy as np
 
 from ..conventions import CV2_SIZE_FACTOR, angle_diff, from_cv2_size_angle, to_cv2_size_angle
 from ..errors import InputError
+from ..estimator import as_estimator
 
 #: ``size_factor`` that makes OpenCV's SIFT descriptor window (radius ≈ 5.3 · size) cover our characteristic
 #: region (radius ``16 · 2**σ``), as the matching pipeline does (:data:`patchpose.matching.pipeline.SIFT_REGION`).
 #: With the default factor 1, ``size`` is the region's diameter, and ``cv2.SIFT.compute`` describes a window
 #: about ten times as wide (and slower by that factor squared).
 SIFT_DESCRIPTOR_SIZE_FACTOR = 1.0 / (2.0 * 5.3)
-
-
-def as_estimator(estimator=None):
-    """An estimator from ``None`` (the bundled default), a bundled model's name or a weights path, or a
-    :class:`~patchpose.PatchPoseEstimator` itself."""
-    from ..estimator import PatchPoseEstimator
-
-    if estimator is None or isinstance(estimator, (str, Path)):
-        return PatchPoseEstimator.load(estimator)
-    if not isinstance(estimator, PatchPoseEstimator):
-        raise InputError(
-            "estimator must be a PatchPoseEstimator, a bundled model's name or a weights file, got "
-            f"{type(estimator).__name__}"
-        )
-    return estimator
 
 
 def check_size_factor(size_factor) -> float:

@@ -18,6 +18,7 @@ import torch
 
 from ..data.patches import Pyramid, extract_patches
 from ..errors import InputError, WeightsError
+from ..weights import load_torch_file, one_line
 
 DESCRIPTORS = ("sift", "hardnet", "sosnet")
 PATCH_SIZE = 32
@@ -41,12 +42,22 @@ class Describer:
                     "pretrained weights cannot be downloaded here"
                 )
             self.net = KF.HardNet(pretrained=False) if name == "hardnet" else KF.SOSNet(pretrained=False)
-            try:
-                state = torch.load(weights, map_location="cpu", weights_only=True)
-                self.net.load_state_dict(state.get("state_dict", state))
-            except Exception as e:  # noqa: BLE001 - any failure means the file is not usable weights
-                raise WeightsError(f"cannot load {name} weights from {weights}: {e}") from None
+            self._load_weights(weights)
         self.net.eval()
+
+    def _load_weights(self, weights: str | Path) -> None:
+        """Load a local state dict (or ``{"state_dict": ...}``) into the network; one-line WeightsErrors."""
+        state = load_torch_file(weights, "PyTorch state dict / checkpoint")  # weights_only: nothing unpickled
+        if isinstance(state, dict) and isinstance(state.get("state_dict"), dict):
+            state = state["state_dict"]
+        if not isinstance(state, dict):
+            raise WeightsError(f"{weights} is not a PyTorch state dict (it holds a {type(state).__name__})")
+        if not all(isinstance(v, torch.Tensor) for v in state.values()):
+            raise WeightsError(f"{weights} is not a PyTorch state dict (not a mapping of names to tensors)")
+        try:
+            self.net.load_state_dict(state)
+        except (RuntimeError, ValueError, TypeError, KeyError) as e:
+            raise WeightsError(f"cannot load {self.name} weights from {weights}: {one_line(e)}") from None
 
     @property
     def dim(self) -> int:
