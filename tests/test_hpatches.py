@@ -502,3 +502,12 @@ def test_keypoint_files_that_are_not_keypoints_are_clear_errors(tmp_path):
         read_keypoints(tmp_path / "bin.txt")
     np.save(tmp_path / "ok.npy", np.array([[1.0, 2.0, 0.5]]))  # extra columns (e.g. a score) are dropped
     assert read_keypoints(tmp_path / "ok.npy").tolist() == [[1.0, 2.0]]
+
+
+def test_a_bad_image_in_a_sequence_is_named(tmp_path):
+    from patchpose.evaluation.hpatches_eval import evaluate_hpatches
+
+    rel = make_replica(tmp_path, names=("v_b",), targets=1)
+    cv2.imwrite(str(rel / "v_b" / "2.ppm"), np.zeros((5, 5, 3), np.uint8))
+    with pytest.raises(InputError, match=r"sequence .*v_b: image is too small"):
+        evaluate_hpatches(tmp_path, tmp_path / "o", max_keypoints=50, pose=False, progress=False)

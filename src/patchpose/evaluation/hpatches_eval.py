@@ -447,14 +447,17 @@ def evaluate_hpatches(
         fp = sequence_fingerprint(seq, keypoints_dir)  # the files themselves, wherever the root is
         mf, pf = cache / f"{seq.name}.{fp}.match.json", cache / f"{seq.name}.{fp}.pose.npz"
         todo = not mf.is_file() or (pose and not pf.is_file())
-        images = {k: seq.image(k) for k in (1, *seq.targets)} if todo else None  # read once per sequence
-        if not mf.is_file():
-            res = match_sequence(seq, est, describer, rows, cfg, proto.thresholds, images, keypoints_dir)
-            write_text_atomic(mf, json.dumps(res))
+        try:  # a user-input problem names its sequence
+            images = {k: seq.image(k) for k in (1, *seq.targets)} if todo else None  # read once per sequence
+            if not mf.is_file():
+                res = match_sequence(seq, est, describer, rows, cfg, proto.thresholds, images, keypoints_dir)
+                write_text_atomic(mf, json.dumps(res))
+            if pose and not pf.is_file():
+                _save_npz(pf, pose_sequence(seq, est, images))
+        except InputError as e:
+            raise InputError(f"sequence {seq.path}: {e}") from None
         matching[seq.name] = json.loads(mf.read_text())
         if pose:
-            if not pf.is_file():
-                _save_npz(pf, pose_sequence(seq, est, images))
             with np.load(pf) as z:
                 poses[seq.name] = {k: z[k] for k in z.files}
     mma, matches = summarize_matching(matching, rows)
