@@ -34,7 +34,7 @@ import cv2
 import numpy as np
 
 from ..errors import InputError
-from .patches import check_image, load_image, resize_long_side
+from .patches import load_image, load_photo
 
 log = logging.getLogger(__name__)
 
@@ -262,12 +262,7 @@ def generate_hpatches(
     for name, kind, p in tqdm(jobs, desc="sequences", disable=not progress):
         if (out / name).is_dir():
             continue
-        img = load_image(p)
-        try:
-            check_image(img)
-        except InputError as e:
-            raise InputError(f"photo {p}: {e}") from None
-        img, _ = resize_long_side(img, cfg.max_side)
+        img = load_photo(p, cfg.max_side)
         _write_sequence(out, name, img, kind, cfg)
     manifest = {
         "format": "hpatches-sequences-release",

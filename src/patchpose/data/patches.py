@@ -88,6 +88,17 @@ def to_gray(image: np.ndarray) -> np.ndarray:
     return cv2.cvtColor(image, cv2.COLOR_RGB2GRAY)
 
 
+def load_photo(path: str | Path, long_side: int | None = None, name: str | None = None) -> np.ndarray:
+    """A photo for dataset generation: :func:`load_image`, checked by :func:`check_image` (an error names
+    the photo, as ``name`` or its path), and resized by :func:`resize_long_side`."""
+    img = load_image(path)
+    try:
+        check_image(img)
+    except InputError as e:
+        raise InputError(f"{name or f'photo {path}'}: {e}") from None
+    return resize_long_side(img, long_side)[0]
+
+
 def resize_long_side(
     image: np.ndarray, long_side: int | None, upscale: bool = False
 ) -> tuple[np.ndarray, float]:

@@ -49,7 +49,7 @@ import numpy as np
 
 from ..errors import InputError
 from .keypoints import detect_harris, detect_sift
-from .patches import Pyramid, check_image, extract_patches, load_image, resize_long_side, to_gray
+from .patches import Pyramid, extract_patches, load_photo, to_gray
 from .photos import load_splits
 
 log = logging.getLogger(__name__)
@@ -129,12 +129,7 @@ def generate_shard(photo: Path, split: str, out_path: Path, cfg: GenerateConfig)
 
     seed = int.from_bytes(hashlib.sha256(f"{cfg.seed}:{photo.name}".encode()).digest()[:8], "little")
     rng = np.random.default_rng(seed)
-    img = load_image(photo)
-    try:
-        check_image(img)
-    except InputError as e:
-        raise InputError(f"{photo.name}: {e}") from None
-    img, _ = resize_long_side(img, cfg.long_side)
+    img = load_photo(photo, cfg.long_side, name=photo.name)
     kps = _pick_keypoints(img, rng, cfg)
     if len(kps) == 0:
         raise InputError(f"{photo.name}: no keypoints found (a flat or tiny photo?)")

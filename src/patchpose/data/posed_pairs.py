@@ -33,7 +33,7 @@ import cv2
 import numpy as np
 
 from ..errors import InputError
-from .patches import check_image, load_image, resize_long_side
+from .patches import load_photo
 
 #: Middlebury 2014 motorcycle at 1/4 resolution, as documented by skimage.data.stereo_motorcycle.
 MOTORCYCLE = {"f": 994.978, "cx": 311.193, "cy": 254.877, "doffs": 31.086, "baseline_mm": 193.001}
@@ -175,12 +175,7 @@ def generate_posed_pairs(
         if kind == "rot":
             stem = "".join(c for c in Path(p).stem if c.isalnum()).lower() or "photo"
             name0, name1 = f"{stem}_0.png", f"{stem}_r{i}.png"
-            img = load_image(p)
-            try:
-                check_image(img)
-            except InputError as e:
-                raise InputError(f"photo {p}: {e}") from None
-            img, _ = resize_long_side(img, max_side)
+            img = load_photo(p, max_side)
             K0 = K1 = default_intrinsics(img.shape)
             R = random_rotation(_rng(seed, name1), max_roll_deg, max_tilt_deg)
             T = np.eye(4)
