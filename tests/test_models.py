@@ -43,6 +43,13 @@ def test_bad_model_configs():
         create_model("small-cnn", heads=["pose"])
     with pytest.raises(ValueError, match="unknown model config keys"):
         ModelConfig.from_dict({"arch": "small-cnn", "depth": 3})
+    for bad, match in (
+        ({"patch_size": 0}, "patch_size"),
+        ({"windows": [1.0, 1e6]}, "windows"),
+        ({"num_ori_bins": 2}, "orientation bins"),
+    ):
+        with pytest.raises(ValueError, match=match):
+            ModelConfig(arch="small-cnn", **bad).validate()
 
 
 def test_presets_load_and_overrides_apply():

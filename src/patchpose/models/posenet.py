@@ -122,8 +122,14 @@ class ModelConfig:
             raise ValueError(
                 f"heads must be a non-empty subset of ['scale', 'orientation'], got {self.heads}"
             )
-        if not self.windows or min(self.windows) <= 0:
-            raise ValueError(f"windows must be positive radius multipliers, got {self.windows}")
+        if not self.windows or not all(0 < w <= 64 for w in self.windows):
+            raise ValueError(f"windows must be radius multipliers in (0, 64], got {self.windows}")
+        if not self.is_polar and not 8 <= self.patch_size <= 512:
+            raise ValueError(f"patch_size must be from 8 to 512 px, got {self.patch_size}")
+        if self.num_scale_bins < 2 or self.num_ori_bins < 4:
+            raise ValueError(
+                f"need at least 2 scale and 4 orientation bins, got {self.num_scale_bins} and {self.num_ori_bins}"
+            )
 
 
 class PoseNet(nn.Module):
