@@ -46,6 +46,7 @@ from ..geometry import apply_homography, inside, pose_change
 from ..matching.describe import Describer
 from ..matching.matcher import mutual_nn
 from ..matching.pipeline import (
+    DETECTORS,
     HANDCRAFTED_ROWS,
     MatchConfig,
     describe_rows,
@@ -83,8 +84,14 @@ def pair_mma(err: np.ndarray, thresholds) -> list[float]:
     return [float(np.mean(err <= t)) if len(err) else 0.0 for t in thresholds]
 
 
-#: the poses whose consistency at re-detected keypoints is reported, in table order
+#: the poses whose consistency at re-detected keypoints is reported, in table order, and their labels
 REPEAT_SOURCES = ("sift", "ours", *HANDCRAFTED_ROWS)
+REPEAT_LABELS = {
+    "sift": "SIFT's own pose",
+    "ours": "ours",
+    "dominant_gradient": "dominant gradient (upright)",
+    "log+dominant_gradient": "LoG + dominant gradient",
+}
 REPEAT_PX = 1.5  # a keypoint of image k "repeats" one of image 1 when H maps the latter within this
 
 
@@ -403,8 +410,6 @@ def evaluate_hpatches(
         raise InputError(f"protocol must be one of {sorted(PROTOCOLS)}, got {protocol!r}")
     if int(top_k) != top_k or top_k < 2:
         raise InputError(f"top_k must be an integer of at least 2 (the top-k row), got {top_k!r}")
-    from ..matching.pipeline import DETECTORS
-
     if detector not in DETECTORS:
         raise InputError(f"detector must be one of {DETECTORS}, got {detector!r}")
     if keypoints_dir is not None and not Path(keypoints_dir).is_dir():
@@ -433,7 +438,8 @@ def evaluate_hpatches(
             **asdict(cfg),
             "protocol": protocol,
             "keypoints_dir": None if keypoints_dir is None else str(Path(keypoints_dir).resolve()),
-            # 4: peaks refined by a Gaussian fit; 5: row sift_resolved_by_ours; 6: hand-crafted rows; 7: ours_angle; 8: hand-crafted repeats
+            # 4: peaks refined by a Gaussian fit; 5: row sift_resolved_by_ours; 6: hand-crafted rows;
+            # 7: ours_angle; 8: hand-crafted poses in the re-detection table
             "cache_version": 8,
         },
         sort_keys=True,
@@ -566,14 +572,8 @@ def results_markdown(doc: dict) -> str:
             "",
         ]
         srcs = [s for s in REPEAT_SOURCES if all(s in r for r in rep.values())]
-        names = {
-            "sift": "SIFT's own pose",
-            "ours": "ours",
-            "dominant_gradient": "dominant gradient (upright)",
-        }
-        names["log+dominant_gradient"] = "LoG + dominant gradient"
         lines += [
-            "| pairs | keypoint pairs | " + " | ".join(names[s] for s in srcs) + " |",
+            "| pairs | keypoint pairs | " + " | ".join(REPEAT_LABELS[s] for s in srcs) + " |",
             "|---|---|" + "---|" * len(srcs),
         ]
         for kind, r in rep.items():
