@@ -34,7 +34,10 @@ def _cmd_train(a: argparse.Namespace) -> int:
         return 0
     cfg = load_config(a.config or "v1", a.overrides)
     res = train(cfg, a.out, resume=a.resume, progress=not a.no_progress)
-    print(json.dumps(res))  # one line per rank under torchrun
+    # one line per rank under torchrun, written whole in one call (a pipe keeps writes under 4 KiB apart),
+    # so that the ranks' lines never interleave
+    sys.stdout.write(json.dumps(res) + "\n")
+    sys.stdout.flush()
     return 0
 
 

@@ -53,9 +53,17 @@ def any_true(flag: bool, d: Dist, device: torch.device) -> bool:
     return bool(t.item() > 0)
 
 
+def finish_together(d: Dist) -> None:
+    """A barrier after a run that ended normally on this rank, so that no rank tears gloo down while
+    another is still in a collective (which can abort that process at exit on a busy machine). Not for a
+    failed run: a rank that raised must not wait for ranks that may never arrive."""
+    if d.enabled and dist.is_initialized():
+        dist.barrier()
+
+
 def teardown(d: Dist) -> None:
     if d.enabled and dist.is_initialized():
         dist.destroy_process_group()
 
 
-__all__ = ["Dist", "setup", "any_true", "teardown"]
+__all__ = ["Dist", "setup", "any_true", "finish_together", "teardown"]

@@ -144,7 +144,9 @@ def train(cfg, out_dir: str | Path, resume: bool = False, progress: bool = True)
 
     dd = D.setup(cfg.run.device)
     try:
-        return _train(cfg, out_dir, resume, progress and dd.main, dd)
+        result = _train(cfg, out_dir, resume, progress and dd.main, dd)
+        D.finish_together(dd)
+        return result
     finally:
         D.teardown(dd)
 
