@@ -227,3 +227,14 @@ def test_passes_must_be_a_small_positive_integer(bad, photo, kps):
         PatchPoseEstimator.from_pretrained(passes=bad)
     with pytest.raises(InputError, match="passes"):
         PatchPoseEstimator.from_pretrained().estimate(photo, kps[:2], passes=bad)
+
+
+def test_is_int_in_is_the_one_integer_check():
+    from patchpose.errors import is_int_in
+
+    assert is_int_in(3, 1) and is_int_in(np.int64(3), 1, 3) and not is_int_in(4, 1, 3)
+    assert not is_int_in(True, 0) and not is_int_in("3", 1) and not is_int_in(None, 1)
+    assert not is_int_in(3.0, 1) and is_int_in(3.0, 1, integral_floats=True)
+    assert not is_int_in(2.5, 1, integral_floats=True) and not is_int_in(
+        float("nan"), 1, integral_floats=True
+    )

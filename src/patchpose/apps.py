@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from .conventions import REFERENCE_RADIUS
-from .errors import InputError
+from .errors import InputError, is_int_in
 from .estimator import PatchPoseEstimator
 from .fileio import read_keypoints, write_text_atomic
 
@@ -119,9 +119,9 @@ def run_estimate(
     from .data.keypoints import detect_sift
     from .data.patches import check_image, load_image
 
-    if int(max_keypoints) != max_keypoints or max_keypoints < 1:
+    if not is_int_in(max_keypoints, 1, integral_floats=True):
         raise InputError(f"--max-keypoints must be a positive integer, got {max_keypoints}")
-    if int(top_k) != top_k or top_k < 1:
+    if not is_int_in(top_k, 1, integral_floats=True):
         raise InputError(f"--top-k must be a positive integer, got {top_k}")
     image = load_image(image_path)
     check_image(image)  # size and content checks before detection

@@ -11,3 +11,16 @@ class InputError(PatchPoseError, ValueError):
 
 class WeightsError(PatchPoseError):
     """A weights or checkpoint file that is missing, corrupt, or not a patchpose model."""
+
+
+def is_int_in(value, lo: int, hi: int | None = None, integral_floats: bool = False) -> bool:
+    """True if ``value`` is an integer (``bool`` is not one) within ``[lo, hi]``; with
+    ``integral_floats``, a float with no fractional part (``4.0``, from a CLI or a config) counts too."""
+    import numbers
+
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        return False
+    if not isinstance(value, numbers.Integral):
+        if not (integral_floats and float(value).is_integer()):
+            return False
+    return lo <= value and (hi is None or value <= hi)

@@ -19,7 +19,7 @@ import torch
 from .data.inputs import extract_inputs
 from .data.patches import Pyramid, check_image, to_gray, window_margin
 from .data.polar import polar_margin
-from .errors import InputError, WeightsError
+from .errors import InputError, WeightsError, is_int_in
 from .inference import decode_poses, predict_histograms
 from .models import PoseNet
 from .weights import BUNDLED, DEFAULT_MODEL, load_bundled, load_weights
@@ -80,7 +80,7 @@ def next_shift(shift: np.ndarray, scale: np.ndarray, bins_per_octave: int, frame
 
 
 def _check_passes(passes) -> None:
-    if not isinstance(passes, (int, np.integer)) or isinstance(passes, bool) or not 1 <= passes <= 8:
+    if not is_int_in(passes, 1, 8):
         raise InputError(f"passes must be an integer from 1 to 8, got {passes!r}")
 
 
@@ -143,7 +143,7 @@ class PatchPoseEstimator:
         _check_passes(passes)
         if batch_size is None:
             batch_size = POLAR_BATCH if model.cfg.is_polar else 32
-        if not isinstance(batch_size, (int, np.integer)) or isinstance(batch_size, bool) or batch_size < 1:
+        if not is_int_in(batch_size, 1):
             raise InputError(f"batch_size must be a positive integer, got {batch_size!r}")
         self.batch_size, self.border, self.meta, self.rotations, self.passes = (
             int(batch_size),
@@ -287,9 +287,7 @@ class PatchPoseEstimator:
             window at the caller's frame (the first pass) lies inside the image.
         """
         n_bins = min(self.cfg.num_scale_bins, self.cfg.num_ori_bins)
-        if top_k is not None and (
-            not isinstance(top_k, (int, np.integer)) or isinstance(top_k, bool) or not 1 <= top_k <= n_bins
-        ):
+        if top_k is not None and not is_int_in(top_k, 1, n_bins):
             raise InputError(f"top_k must be None or an integer from 1 to {n_bins} (the bins), got {top_k!r}")
         passes = self.passes if passes is None else passes
         _check_passes(passes)

@@ -35,11 +35,11 @@ def bench(
     from ..data.keypoints import detect_sift
     from ..data.patches import load_image
     from ..data.photos import demo_photo
-    from ..errors import InputError
+    from ..errors import InputError, is_int_in
     from ..estimator import PatchPoseEstimator
 
     for name, v in (("keypoints", num_keypoints), ("repeats", repeats)):
-        if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < 1:
+        if not is_int_in(v, 1):
             raise InputError(f"{name} must be a positive integer, got {v!r}")
     img = cv2.resize(load_image(demo_photo()), size, interpolation=cv2.INTER_CUBIC)
     gray = cv2.cvtColor(img, cv2.COLOR_RGB2GRAY)

@@ -41,6 +41,7 @@ import numpy as np
 
 from ..data.hpatches import Sequence, load_hpatches
 from ..data.keypoints import detect_harris, detect_sift
+from ..errors import InputError, is_int_in
 from ..fileio import read_keypoints, write_text_atomic
 from ..geometry import apply_homography, inside, pose_change
 from ..matching.describe import Describer
@@ -121,8 +122,6 @@ def repeated_pose_counts(H, f1, fk, poses1: dict, posesk: dict) -> dict:
 def sequence_keypoints(keypoints_dir: str | Path, seq: Sequence, k: int, max_keypoints: int) -> np.ndarray:
     """The keypoints a user gave for image ``k`` of ``seq``: ``DIR/<sequence>/<k>.npy`` (or ``.txt``, x y
     per row), strongest first; the first ``max_keypoints`` are kept."""
-    from ..errors import InputError
-
     d = Path(keypoints_dir) / seq.name
     for ext in (".npy", ".txt"):
         if (d / f"{k}{ext}").is_file():
@@ -403,12 +402,11 @@ def evaluate_hpatches(
     (:func:`sequence_keypoints`). Without SIFT detections the rows that read SIFT's pose are left out."""
     from tqdm import tqdm
 
-    from ..errors import InputError
     from ..estimator import PatchPoseEstimator
 
     if protocol not in PROTOCOLS:
         raise InputError(f"protocol must be one of {sorted(PROTOCOLS)}, got {protocol!r}")
-    if int(top_k) != top_k or top_k < 2:
+    if not is_int_in(top_k, 2, integral_floats=True):
         raise InputError(f"top_k must be an integer of at least 2 (the top-k row), got {top_k!r}")
     if detector not in DETECTORS:
         raise InputError(f"detector must be one of {DETECTORS}, got {detector!r}")

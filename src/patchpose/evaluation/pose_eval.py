@@ -34,7 +34,7 @@ import cv2
 import numpy as np
 
 from ..data.posed_pairs import read_pairs_file
-from ..errors import InputError
+from ..errors import InputError, is_int_in
 from ..fileio import write_text_atomic
 
 FAIL_DEG = 180.0
@@ -127,8 +127,7 @@ def check_budgets(budgets) -> tuple[int, ...]:
         raise InputError("give at least one keypoint budget (--keypoints K [K ...])")
     out = []
     for k in values:
-        integral = isinstance(k, (int, float, np.integer, np.floating)) and float(k).is_integer()
-        if isinstance(k, bool) or not integral or k < 1:
+        if not is_int_in(k, 1, integral_floats=True):
             raise InputError(f"keypoint budgets (--keypoints) must be positive integers, got {k!r}")
         out.append(int(k))
     return tuple(dict.fromkeys(out))  # a budget given twice is run once

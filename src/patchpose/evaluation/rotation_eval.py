@@ -35,7 +35,7 @@ import cv2
 import numpy as np
 
 from ..conventions import similarity_about
-from ..errors import InputError
+from ..errors import InputError, is_int_in
 from ..fileio import write_text_atomic
 from ..geometry import apply_homography
 from .metrics import redetections
@@ -52,8 +52,7 @@ MIN_KEYPOINTS = 10
 def rotation_angles(step) -> tuple[int, ...]:
     """The angles ``0, step, 2·step, … < 360`` (degrees); :class:`InputError` unless ``step`` is an
     integer from 1 to 359 (0 or less gives no angles, 360 or more only the unturned photo)."""
-    integral = isinstance(step, (int, float, np.integer, np.floating)) and float(step).is_integer()
-    if isinstance(step, bool) or not integral or not 1 <= step <= 359:
+    if not is_int_in(step, 1, 359, integral_floats=True):
         raise InputError(f"the rotation step (--step) must be an integer from 1 to 359 degrees, got {step!r}")
     return tuple(range(0, 360, int(step)))
 
@@ -209,11 +208,7 @@ def evaluate_rotation(
     if not photos:
         raise InputError("no photos to evaluate: the folder (or split) holds no images (.png, .jpg, …)")
     angles = check_angles(angles)
-    if (
-        isinstance(max_keypoints, bool)
-        or not isinstance(max_keypoints, (int, np.integer))
-        or max_keypoints < 1
-    ):
+    if not is_int_in(max_keypoints, 1):
         raise InputError(f"max_keypoints must be a positive integer, got {max_keypoints!r}")
     est = PatchPoseEstimator.load(weights, passes=passes)
     sift = cv2.SIFT_create(nfeatures=max_keypoints)

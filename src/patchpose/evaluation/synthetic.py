@@ -11,7 +11,7 @@ from dataclasses import replace
 import numpy as np
 
 from ..data.pairs import PairConfig, PhotoPool, sample_pairs
-from ..errors import InputError
+from ..errors import InputError, is_int_in
 from ..inference import decode_poses, predict_histograms
 from .metrics import accuracies, relative_errors
 
@@ -26,8 +26,7 @@ def protocol_config(base: PairConfig | None = None) -> PairConfig:
 
 def check_pair_count(n) -> int:
     """``n`` as an int; :class:`InputError` unless it is a positive integer (pairs per protocol)."""
-    integral = isinstance(n, (int, float, np.integer, np.floating)) and float(n).is_integer()
-    if isinstance(n, bool) or not integral or n < 1:
+    if not is_int_in(n, 1, integral_floats=True):
         raise InputError(f"the number of pairs per protocol (--pairs) must be a positive integer, got {n!r}")
     return int(n)
 

@@ -50,7 +50,7 @@ from ..baselines import (
 from ..conventions import angle_diff
 from ..data.keypoints import detect_harris, detect_sift
 from ..data.patches import Pyramid, check_image, extract_patches, to_gray
-from ..errors import InputError
+from ..errors import InputError, is_int_in
 from ..geometry import apply_homography, pose_change
 from ..interop import from_cv2_keypoints
 from .describe import Describer
@@ -120,7 +120,7 @@ def detect(image, max_keypoints: int = 2000, keypoints=None, detector: str = "si
     gray = to_gray(img)
     if keypoints is None and detector not in DETECTORS:
         raise InputError(f"detector must be one of {DETECTORS}, got {detector!r}")
-    if keypoints is None and (int(max_keypoints) != max_keypoints or max_keypoints < 1):
+    if keypoints is None and not is_int_in(max_keypoints, 1, integral_floats=True):
         raise InputError(f"max_keypoints must be a positive integer, got {max_keypoints!r}")
     if keypoints is None and detector == "harris":
         keypoints = detect_harris(img, int(max_keypoints))

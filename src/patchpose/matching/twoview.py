@@ -26,7 +26,7 @@ import cv2
 import numpy as np
 import torch
 
-from ..errors import InputError
+from ..errors import InputError, is_int_in
 from .describe import Describer
 from .matcher import mutual_nn
 from .pipeline import Features, keypoint_poses
@@ -56,17 +56,13 @@ class TwoViewConfig:
     def validate(self) -> None:
         """:class:`InputError` for a setting that cannot be used (names, budgets, thresholds)."""
         k = self.max_keypoints
-        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
+        if not is_int_in(k, 1):
             raise InputError(f"max_keypoints must be a positive integer, got {k!r}")
         if not (np.isfinite(self.threshold_px) and self.threshold_px > 0):
             raise InputError(f"threshold_px must be a positive number of pixels, got {self.threshold_px!r}")
         if not 0.0 < self.confidence < 1.0:
             raise InputError(f"confidence must be in (0, 1), got {self.confidence!r}")
-        if (
-            isinstance(self.max_iters, bool)
-            or not isinstance(self.max_iters, (int, np.integer))
-            or self.max_iters < 1
-        ):
+        if not is_int_in(self.max_iters, 1):
             raise InputError(f"max_iters must be a positive integer, got {self.max_iters!r}")
         for name in ("describe_pose", "adalam_pose"):
             v = getattr(self, name)
