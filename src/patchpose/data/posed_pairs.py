@@ -48,6 +48,7 @@ class PosedPair:
     T_0to1: np.ndarray  # (4, 4)
     rot0: int = 0
     rot1: int = 0
+    line_no: int = 0  # its line number in the pairs file it was read from (0: not read from a file)
 
     @property
     def R(self) -> np.ndarray:
@@ -92,7 +93,7 @@ def read_pairs_file(path: str | Path) -> list[PosedPair]:
         R = T[:3, :3]
         if not np.allclose(R @ R.T, np.eye(3), atol=1e-4) or np.linalg.det(R) < 0:
             raise InputError(f"{path}:{no}: the rotation part of T_0to1 is not a rotation")
-        pairs.append(PosedPair(tok[0], tok[1], K0, K1, T, rot0, rot1))
+        pairs.append(PosedPair(tok[0], tok[1], K0, K1, T, rot0, rot1, line_no=no))
     if not pairs:
         raise InputError(f"{path}: no pairs")
     return pairs

@@ -133,13 +133,6 @@ def check_budgets(budgets) -> tuple[int, ...]:
     return tuple(dict.fromkeys(out))  # a budget given twice is run once
 
 
-def _pair_line_numbers(pairs_file: Path) -> list[int]:
-    """The line number of every pair of a pairs file that :func:`read_pairs_file` has read (same rules:
-    ``#`` comments and blank lines skipped)."""
-    lines = pairs_file.read_text().splitlines()
-    return [no for no, raw in enumerate(lines, start=1) if raw.split("#", 1)[0].strip()]
-
-
 def check_pose_inputs(pairs_file: str | Path, pairs: list, images: Path) -> None:
     """Check what the user gave before anything runs; :class:`InputError` naming the pairs-file line.
 
@@ -152,12 +145,9 @@ def check_pose_inputs(pairs_file: str | Path, pairs: list, images: Path) -> None
     from ..data.patches import check_image, load_image
 
     pairs_file = Path(pairs_file)
-    numbers = _pair_line_numbers(pairs_file)
-    if len(numbers) != len(pairs):  # cannot happen for pairs read from this file; no line numbers then
-        numbers = [0] * len(pairs)
     checked: set[str] = set()
-    for no, p in zip(numbers, pairs):
-        where = f"{pairs_file}:{no}" if no else str(pairs_file)
+    for p in pairs:
+        where = f"{pairs_file}:{p.line_no}" if p.line_no else str(pairs_file)
         if p.rot0 or p.rot1:
             raise InputError(
                 f"{where}: non-zero rotations (rot0={p.rot0}, rot1={p.rot1}) are not supported: rotate the "
