@@ -173,3 +173,70 @@ def test_polar_orientation_window_moves_with_the_zoom():
         PoseNet(ModelConfig.from_dict({**SMALL_POLAR, "heads": ["orientation"], "polar_ori_window": 2}))
     with pytest.raises(ValueError, match="replaces"):
         PoseNet(ModelConfig.from_dict({**SMALL_POLAR, "polar_ori_window": 2, "polar_ori_min_ring": 3}))
+
+
+def test_gradient_orientation_histograms_vote_for_the_displayed_gradient_direction():
+    """A brightness ramp rising towards θ (counter-clockwise as displayed, y down in the image) puts the
+    votes of every ring in the bin of θ, split linearly between two bins when θ falls between them."""
+    import math
+
+    import numpy as np
+
+    from patchpose.data.patches import Pyramid
+    from patchpose.data.polar import PolarGrid, extract_polar
+    from patchpose.models.polar import gradient_orientation_histograms
+
+    grid = PolarGrid(31, 36, 3)
+    yy, xx = np.mgrid[0:1300, 0:1300].astype(np.float32)
+    for deg, bins in ((0, {0: 1.0}), (30, {3: 1.0}), (95, {9: 0.5, 10: 0.5}), (200, {20: 1.0})):
+        t = math.radians(deg)
+        img = xx * math.cos(t) - yy * math.sin(t)
+        img = ((img - img.min()) / (img.max() - img.min())).astype(np.float32)
+        x = torch.from_numpy(extract_polar(Pyramid(img), np.array([[650.0, 650.0]]), 0.0, 0.0, grid)[:, 0])
+        h = gradient_orientation_histograms(x, 3)[0]
+        assert h.shape == (31, 36)
+        assert torch.all(h[[0, -1]] == 0)  # the end rings have no radial difference
+        share = h.sum(0) / h.sum()
+        for b, w in bins.items():
+            assert share[b] == pytest.approx(w, abs=0.02), (deg, b)
+
+
+def test_gradient_orientation_histograms_are_equivariant():
+    """Rolling the grid along its angles (a turn by whole steps) rolls every histogram by as many bins;
+    shifting it along its rings (a zoom by whole rings) shifts them by as many rings: the radial and
+    tangential differences are per unit of log radius and of angle, so a zoom leaves them unchanged."""
+    from patchpose.models.polar import gradient_orientation_histograms as goh
+
+    torch.manual_seed(0)
+    x = torch.randn(3, 31, 36)
+    h = goh(x, 3)
+    torch.testing.assert_close(goh(torch.roll(x, 5, 2), 3), torch.roll(h, 5, 2), atol=1e-4, rtol=1e-4)
+    torch.testing.assert_close(goh(torch.roll(x, 2, 1), 3)[:, 3:-1], h[:, 1:-3])
+    assert not torch.allclose(goh(torch.roll(x, 2, 1), 3), h)
+
+
+def test_polar_model_with_gradient_histograms_is_equivariant_and_exports():
+    """polar_grad_hist: the orientation head reads K more channels; turning the grid still rolls its logits
+    exactly, and the ONNX graph gives the same numbers."""
+    pytest.importorskip("onnxruntime")
+    import onnxruntime as ort
+
+    from patchpose.models import ModelConfig, PoseNet
+    from patchpose.onnx_backend import export_bytes
+
+    torch.manual_seed(2)
+    m = PoseNet(ModelConfig.from_dict({**SMALL_POLAR, "polar_grad_hist": True})).eval()
+    plain = PoseNet(ModelConfig.from_dict(SMALL_POLAR))
+    extra = sum(p.numel() for p in m.parameters()) - sum(p.numel() for p in plain.parameters())
+    assert extra == 31 * 3 * SMALL_POLAR["polar_head_width"]  # one more input channel per ring
+    x = torch.rand(4, 1, 31, 36)
+    with torch.no_grad():
+        out = m(x)
+        turned = m(torch.roll(x, 11, dims=3))
+    torch.testing.assert_close(turned["ori_logits"], torch.roll(out["ori_logits"], 11, dims=1))
+    sess = ort.InferenceSession(export_bytes(m), providers=["CPUExecutionProvider"])
+    got = dict(zip(["scale_logits", "ori_logits"], sess.run(None, {"x": x.numpy()})))
+    for k in got:
+        torch.testing.assert_close(torch.from_numpy(got[k]), out[k], atol=1e-4, rtol=1e-4)
+    with pytest.raises(ValueError, match="grad_hist"):
+        PoseNet(ModelConfig.from_dict({**SMALL_POLAR, "polar_grad_hist": True, "polar_ori_window": 3}))

@@ -285,3 +285,30 @@ def test_bad_recipes_are_clear_errors(tmp_path, text, match):
         load_recipe(str(p))
     with pytest.raises(FileNotFoundError, match="recipes"):
         load_recipe("no-such-recipe")
+
+
+def test_fine_tuning_may_add_gradient_histograms(tmp_path):
+    """run.init_from with model.polar_grad_hist=true from weights without it: the new inputs of the
+    orientation head start at zero weight, so the model starts out giving exactly the old logits."""
+    from patchpose.models import ModelConfig, PoseNet
+    from patchpose.training.trainer import _init_weights
+    from patchpose.weights import save_weights
+
+    base = dict(arch="polar-cnn", num_scale_bins=25, scale_range=[-4.0, 4.0], polar_rings=31,
+                polar_head_width=8, polar_ori_dilations=[1, 2], polar_ori_kernel=36)  # fmt: skip
+    torch.manual_seed(0)
+    old = PoseNet(ModelConfig.from_dict(base)).eval()
+    w = save_weights(old, tmp_path / "old.safetensors")
+    new = PoseNet(ModelConfig.from_dict({**base, "polar_grad_hist": True})).eval()
+    _init_weights(new, str(w))
+    x = torch.rand(3, 1, 31, 36)
+    with torch.no_grad():
+        a, b = old(x), new(x)
+    for k in a:
+        torch.testing.assert_close(b[k], a[k])
+    assert new.polar.ori_convs[0].weight.shape[1] == 62
+    # the other way (dropping them) is another network
+    with pytest.raises(ValueError, match="another network"):
+        _init_weights(
+            PoseNet(ModelConfig.from_dict(base)), str(save_weights(new, tmp_path / "new.safetensors"))
+        )

@@ -18,6 +18,8 @@ the loss of content at the grid's ends; equivariance itself needs no training.
 
 from __future__ import annotations
 
+import math
+
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -55,6 +57,39 @@ def angular_harmonics(f: torch.Tensor, k: int) -> torch.Tensor:
     re = f @ torch.cos(ang).to(f.dtype)
     im = f @ torch.sin(ang).to(f.dtype)
     return torch.sqrt(re * re + im * im + 1e-12) / a
+
+
+def gradient_orientation_histograms(x: torch.Tensor, rings_per_octave: int) -> torch.Tensor:
+    """Per-ring histograms of the *directions of image gradients*, ``(N, K, A)``, from a log-polar grid
+    ``(N, K, A)`` (one channel), the way SIFT's orientation histogram is made but one per ring.
+
+    At every grid point the gradient is taken by central differences along the ring axis (radial) and the
+    angle axis (tangential), both per unit of ``log`` radius / angle, so a zoom leaves them unchanged
+    (scale-covariant). Its direction *as displayed* is ``α_j + atan2(g_t, g_r)`` (``α_j`` the point's
+    direction; ``g_r`` outwards, ``g_t`` towards higher angle indices), and it votes with its magnitude into
+    the two angle bins about that direction (linear interpolation). Turning the content by one angle step
+    rolls every histogram by one bin, exactly, as it rolls the grid. Unlike the samples themselves, a vote
+    goes to the bin of the gradient's own direction, not of where it sits about the centre, so it moves
+    little when a detector finds the keypoint a fraction of a pixel away. The two end rings have no radial
+    difference and are zeros. Fixed (no parameters).
+    """
+    n, k, a = x.shape
+    step = 2 * math.pi / a
+    dr = (x[:, 2:] - x[:, :-2]) / (2.0 * math.sinh(math.log(2.0) / rings_per_octave))  # rings 1 … K−2
+    mid = x[:, 1:-1]
+    dt = (torch.roll(mid, -1, 2) - torch.roll(mid, 1, 2)) / (2.0 * step)
+    mag = torch.sqrt(dr * dr + dt * dt + 1e-12)
+    # atan2 with dr = 0 replaced by a tiny positive number: the same angles, and no 0/0 in the ONNX graph
+    # (which computes atan2 through atan(y / x))
+    psi = torch.atan2(dt, torch.where(dr == 0, torch.full_like(dr, 1e-20), dr))
+    pos = torch.arange(a, device=x.device, dtype=x.dtype) + psi / step  # (N, K − 2, A), in angle steps
+    lo = torch.floor(pos)
+    w_hi = pos - lo
+    lo_i = torch.remainder(lo.long(), a)
+    hi_i = torch.remainder(lo_i + 1, a)
+    hist = torch.zeros_like(mid).scatter_add(2, lo_i, mag * (1 - w_hi)).scatter_add(2, hi_i, mag * w_hi)
+    zero = torch.zeros_like(x[:, :1])
+    return torch.cat([zero, hist, zero], 1)
 
 
 def whole_circle_conv(h: torch.Tensor, conv: nn.Conv1d) -> torch.Tensor:
@@ -96,6 +131,8 @@ class PolarNet(nn.Module):
         ori_min_ring: int = 0,
         ori_rings_below_scale: int = -1,
         ori_window: int = -1,
+        grad_hist: bool = False,
+        rings_per_octave: int = 3,
     ) -> None:
         super().__init__()
         if angles % num_ori_bins:
@@ -117,6 +154,9 @@ class PolarNet(nn.Module):
         if ori_window >= 0 and (ori_min_ring or ori_rings_below_scale >= 0):
             raise ValueError("ori_window replaces ori_min_ring and ori_rings_below_scale; set one of them")
         self.ori_window = ori_window
+        if grad_hist and (ori_window >= 0 or in_channels != 1):
+            raise ValueError("grad_hist needs one input channel and every ring (ori_window = -1)")
+        self.grad_hist, self.rings_per_octave = bool(grad_hist), rings_per_octave
         self.rings, self.angles, self.heads, self.harmonics = rings, angles, tuple(heads), harmonics
         self.use_fft = True  # False: the FFT-free path (same numbers; what ONNX export uses)
         self.num_scale_bins, self.num_ori_bins = num_scale_bins, num_ori_bins
@@ -139,7 +179,7 @@ class PolarNet(nn.Module):
         if "orientation" in self.heads:
             # hidden circular convs (kernel 3, given dilations), then one of ``ori_kernel`` taps: up to
             # the whole circle, so that each logit can weigh every direction (as an intensity centroid does)
-            convs, cin = [], c * (rings if ori_window < 0 else 2 * ori_window + 1)
+            convs, cin = [], c * (rings if ori_window < 0 else 2 * ori_window + 1) + rings * self.grad_hist
             for d in ori_dilations:
                 convs.append(nn.Conv1d(cin, w, 3, dilation=d))
                 cin = w
@@ -147,7 +187,9 @@ class PolarNet(nn.Module):
             self.ori_convs = nn.ModuleList(convs)
 
     def forward(self, x: torch.Tensor) -> dict[str, torch.Tensor]:
+        pad = slice(None)
         if self.depth:
+            pad = slice(self.depth, self.depth + x.shape[-1])
             x = F.pad(x, (self.depth, self.depth, 0, 0), mode="circular")
         f = self.features(x)  # (N, C, K, A)
         out = {}
@@ -177,6 +219,8 @@ class PolarNet(nn.Module):
             if self.ori_window >= 0:
                 fo = self._window(fo, out["scale_logits"])
             h = fo.flatten(1, 2)  # (N, C·K, A)
+            if self.grad_hist:  # the gradient-direction histograms of every ring as K more channels
+                h = torch.cat([h, gradient_orientation_histograms(x[:, 0, :, pad], self.rings_per_octave)], 1)
             for i, conv in enumerate(self.ori_convs):
                 if conv.kernel_size[0] == self.angles:
                     h = whole_circle_conv(h, conv) if self.use_fft else circular_conv_direct(h, conv)

@@ -48,6 +48,9 @@ class ModelConfig:
     # ... or (>= 0) only the 2·W + 1 rings centred on the characteristic ring that the scale head estimates
     # (W rings on each side): an orientation head that moves with the content under zoom; -1 = all rings
     polar_ori_window: int = -1
+    # the orientation head also reads, per ring, a histogram of the directions of the image gradients
+    # (as SIFT's orientation histogram, one per ring; models/polar.py): K more input channels
+    polar_grad_hist: bool = False
 
     @property
     def is_polar(self) -> bool:
@@ -156,6 +159,8 @@ class PoseNet(nn.Module):
                 cfg.polar_ori_min_ring,
                 cfg.polar_ori_rings_below_scale,
                 cfg.polar_ori_window,
+                cfg.polar_grad_hist,
+                round(cfg.scale_bins_per_octave),
             )
             return
         if cfg.arch == "small-cnn":

@@ -130,8 +130,18 @@ def _init_weights(model: PoseNet, path: str) -> None:
     a, b = ModelConfig.from_dict(src_cfg).to_dict(), model.cfg.to_dict()
     for key in INIT_FREE_KEYS:  # settings without parameters of their own: a fine-tuning may change them
         a.pop(key, None), b.pop(key, None)
+    # adding gradient histograms (not removing them) keeps every old parameter
+    grow = bool(b.get("polar_grad_hist")) and not a.get("polar_grad_hist")
+    if grow:
+        a.pop("polar_grad_hist", None), b.pop("polar_grad_hist", None)
     if a != b:
         raise ValueError(f"run.init_from={path} holds another network than model: the configs differ")
+    if grow:  # gradient histograms added: their input weights start at zero, so the model starts as it was
+        key = "polar.ori_convs.0.weight"
+        w = state[key]
+        extra = model.state_dict()[key].shape[1] - w.shape[1]
+        state = {**state, key: torch.cat([w, torch.zeros(w.shape[0], extra, w.shape[2], dtype=w.dtype)], 1)}
+        log.info("the orientation head's %d gradient-histogram inputs start at zero", extra)
     model.load_state_dict(state)
     log.info("initialised from %s", path)
 
