@@ -75,19 +75,23 @@ def gradient_orientation_histograms(x: torch.Tensor, rings_per_octave: int) -> t
     """
     n, k, a = x.shape
     step = 2 * math.pi / a
-    dr = (x[:, 2:] - x[:, :-2]) / (2.0 * math.sinh(math.log(2.0) / rings_per_octave))  # rings 1 … K−2
+    dr = (x[:, 2:] - x[:, :-2]) * (0.5 / math.sinh(math.log(2.0) / rings_per_octave))  # rings 1 … K−2
     mid = x[:, 1:-1]
-    dt = (torch.roll(mid, -1, 2) - torch.roll(mid, 1, 2)) / (2.0 * step)
-    mag = torch.sqrt(dr * dr + dt * dt + 1e-12)
+    wrapped = torch.cat([mid[..., -1:], mid, mid[..., :1]], 2)  # circular neighbours along the angles
+    dt = (wrapped[..., 2:] - wrapped[..., :-2]) * (0.5 / step)
+    mag = torch.sqrt(dr * dr + dt * dt)
     # atan2 with dr = 0 replaced by a tiny positive number: the same angles, and no 0/0 in the ONNX graph
     # (which computes atan2 through atan(y / x))
     psi = torch.atan2(dt, torch.where(dr == 0, torch.full_like(dr, 1e-20), dr))
-    pos = torch.arange(a, device=x.device, dtype=x.dtype) + psi / step  # (N, K − 2, A), in angle steps
-    lo = torch.floor(pos)
-    w_hi = pos - lo
-    lo_i = torch.remainder(lo.long(), a)
-    hi_i = torch.remainder(lo_i + 1, a)
-    hist = torch.zeros_like(mid).scatter_add(2, lo_i, mag * (1 - w_hi)).scatter_add(2, hi_i, mag * w_hi)
+    angle_idx = torch.arange(a, device=x.device, dtype=x.dtype)
+    pos = torch.remainder(angle_idx + psi * (1.0 / step), float(a))  # in angle steps, [0, a]
+    lo = torch.floor(pos).clamp(max=a - 1)  # (rounding can give exactly a)
+    v_hi = mag * (pos - lo)
+    idx = lo.long()
+    # votes into a + 1 bins (the upper neighbour of bin a − 1 is bin a), then bin a folded onto bin 0
+    hist = torch.zeros(n, k - 2, a + 1, device=x.device, dtype=x.dtype)
+    hist = hist.scatter_add(2, idx, mag - v_hi).scatter_add(2, idx + 1, v_hi)
+    hist = torch.cat([hist[..., :1] + hist[..., a:], hist[..., 1:a]], 2)
     zero = torch.zeros_like(x[:, :1])
     return torch.cat([zero, hist, zero], 1)
 
