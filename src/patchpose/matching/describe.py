@@ -47,7 +47,7 @@ class Describer:
 
     def _load_weights(self, weights: str | Path) -> None:
         """Load a local state dict (or ``{"state_dict": ...}``) into the network; one-line WeightsErrors."""
-        state = load_torch_file(weights, "PyTorch state dict / checkpoint")  # weights_only: nothing unpickled
+        state = load_torch_file(weights)  # weights_only: nothing unpickled
         if isinstance(state, dict) and isinstance(state.get("state_dict"), dict):
             state = state["state_dict"]
         if not isinstance(state, dict):

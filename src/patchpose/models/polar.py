@@ -239,6 +239,17 @@ class PolarNet(nn.Module):
             out["ori_logits"] = o
         return out
 
+    def with_grad_hist_inputs(
+        self, state: dict[str, torch.Tensor], prefix: str = ""
+    ) -> dict[str, torch.Tensor]:
+        """``state`` of the same network *without* gradient histograms, made loadable into this one (which has
+        them): the first orientation conv gets zero weights for the histogram channels, which :meth:`forward`
+        appends after the samples' channels, so the loaded network gives exactly the old logits."""
+        key = f"{prefix}ori_convs.0.weight"
+        w = state[key]
+        extra = self.ori_convs[0].weight.shape[1] - w.shape[1]
+        return {**state, key: torch.cat([w, w.new_zeros(w.shape[0], extra, w.shape[2])], 1)}
+
     def _window(self, f: torch.Tensor, scale_logits: torch.Tensor) -> torch.Tensor:
         """The ``2·ori_window + 1`` rings centred on the characteristic ring that the scale head found
         (scale bin ``b`` sits at ring ``(rings − bins)/2 + b``), zeros where the window leaves the grid:

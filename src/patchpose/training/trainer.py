@@ -137,11 +137,8 @@ def _init_weights(model: PoseNet, path: str) -> None:
     if a != b:
         raise ValueError(f"run.init_from={path} holds another network than model: the configs differ")
     if grow:  # gradient histograms added: their input weights start at zero, so the model starts as it was
-        key = "polar.ori_convs.0.weight"
-        w = state[key]
-        extra = model.state_dict()[key].shape[1] - w.shape[1]
-        state = {**state, key: torch.cat([w, torch.zeros(w.shape[0], extra, w.shape[2], dtype=w.dtype)], 1)}
-        log.info("the orientation head's %d gradient-histogram inputs start at zero", extra)
+        state = model.polar.with_grad_hist_inputs(state, prefix="polar.")
+        log.info("the orientation head's gradient-histogram inputs start at zero")
     model.load_state_dict(state)
     log.info("initialised from %s", path)
 
