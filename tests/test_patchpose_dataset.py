@@ -158,6 +158,22 @@ def test_eval_patchpose_writes_results_and_figures(dataset, tmp_path):
     assert doc["data"]["pairs"]["A_rot"] > 0
     for f in ("results.md", "prediction_ranges.png", "rangewise_accuracy.png"):
         assert (tmp_path / f).stat().st_size > 1000
+    # bootstrap intervals: their point values are the protocol tables' numbers, per column and method
+    iv = res["intervals"]
+    assert set(iv) == {"official_AB", "joint"}
+    for proto, cols in iv.items():
+        table = res["protocols"][proto]
+        for col, r in cols.items():
+            assert r["accuracy"]["patchpose"]["value"] == pytest.approx(table["patchpose"][col])
+            lo, hi = r["accuracy"]["patchpose"]["interval"]
+            assert lo <= table["patchpose"][col] <= hi
+            for m, d in r["difference"].items():
+                assert d["value"] == pytest.approx(table["patchpose"][col] - table[m][col])
+    assert "log" in iv["official_AB"]["scale_acc@1/3"]["difference"]
+    assert "log" not in iv["official_AB"]["ori_acc@10"]["difference"]
+    assert "How sure" in (tmp_path / "results.md").read_text()
+    none = evaluate(dataset, tmp_path / "nb", split="test", progress=False, bootstrap=0)
+    assert none["intervals"] == {} and "How sure" not in (tmp_path / "nb" / "results.md").read_text()
 
 
 def test_eval_patchpose_with_a_polar_model(dataset, tmp_path):

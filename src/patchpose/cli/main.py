@@ -143,6 +143,7 @@ def _cmd_eval_patchpose(a: argparse.Namespace) -> int:
         progress=not a.no_progress,
         include_pruned=a.include_pruned,
         passes=a.passes,
+        bootstrap=a.bootstrap,
     )
     print(Path(a.out, "results.md").read_text())
     print(f"wrote {a.out}/results.json, results.md and figures in {doc['seconds']:.0f} s")
@@ -499,6 +500,14 @@ def build_parser() -> argparse.ArgumentParser:
     pp.add_argument("--orinet-weights", default=None, help="local OriNet state dict for the OriNet baseline")
     pp.add_argument("--rotations", type=int, choices=(1, 2, 4), default=1)
     pp.add_argument("--include-pruned", action="store_true", help="also the keypoints that pruning dropped")
+    pp.add_argument(
+        "--bootstrap",
+        type=int,
+        default=2000,
+        metavar="N",
+        help="bootstrap replicates over keypoints for 95%% intervals of the official A+B and joint columns "
+        "(0: none)",
+    )
     pp.add_argument("--no-progress", action="store_true")
     pp.set_defaults(func=_cmd_eval_patchpose)
     po = evs.add_parser(

@@ -27,16 +27,23 @@ def relative_errors(pred_a: dict, pred_b: dict, d_scale, d_ori) -> dict[str, np.
     return out
 
 
-def accuracies(errors: dict[str, np.ndarray]) -> dict[str, float]:
-    """Percent of pairs within ±1/6, ±1/3 octave and ±5°, ±10°."""
+def within_thresholds(errors: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Per pair, whether it is within ±1/6, ±1/3 octave and ±5°, ±10° (boolean arrays by column)."""
     out = {}
     if "scale" in errors:
-        out["scale_acc@1/6"] = 100.0 * float(np.mean(errors["scale"] <= SCALE_THRESHOLDS[0] + 1e-9))
-        out["scale_acc@1/3"] = 100.0 * float(np.mean(errors["scale"] <= SCALE_THRESHOLDS[1] + 1e-9))
+        e = np.asarray(errors["scale"])
+        out["scale_acc@1/6"] = e <= SCALE_THRESHOLDS[0] + 1e-9
+        out["scale_acc@1/3"] = e <= SCALE_THRESHOLDS[1] + 1e-9
     if "orientation" in errors:
-        out["ori_acc@5"] = 100.0 * float(np.mean(errors["orientation"] <= ORI_THRESHOLDS_DEG[0] + 1e-9))
-        out["ori_acc@10"] = 100.0 * float(np.mean(errors["orientation"] <= ORI_THRESHOLDS_DEG[1] + 1e-9))
+        e = np.asarray(errors["orientation"])
+        out["ori_acc@5"] = e <= ORI_THRESHOLDS_DEG[0] + 1e-9
+        out["ori_acc@10"] = e <= ORI_THRESHOLDS_DEG[1] + 1e-9
     return out
+
+
+def accuracies(errors: dict[str, np.ndarray]) -> dict[str, float]:
+    """Percent of pairs within ±1/6, ±1/3 octave and ±5°, ±10°."""
+    return {key: 100.0 * float(np.mean(ok)) for key, ok in within_thresholds(errors).items()}
 
 
 def redetections(projected, found, max_px: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -40,10 +40,14 @@ from ..baselines import (
 from ..data.patches import Pyramid, extract_patches, to_gray
 from ..data.patchpose_dataset import PatchPoseData
 from ..data.polar import render_view_polar
+from ..errors import InputError
 from ..fileio import write_text_atomic
 from ..inference import decode_poses, predict_histograms
-from .metrics import accuracies, relative_errors
+from .intervals import DEFAULT_REPLICATES, cluster_bootstrap, format_interval
+from .metrics import accuracies, relative_errors, within_thresholds
 from .official import (
+    ORI_THRESHOLDS_BINS,
+    SCALE_THRESHOLDS_BINS,
     official_accuracies,
     official_errors_from_poses,
     official_topk_ori_errors,
@@ -54,6 +58,8 @@ log = logging.getLogger(__name__)
 
 PROTOCOLS = ("official_A", "official_B", "official_AB", "continuous_AB", "joint")
 TOPK = (1, 2, 3, 4)
+#: the protocols that get bootstrap intervals: the two of issue #4's targets and of the selection score
+INTERVAL_PROTOCOLS = ("official_AB", "joint")
 
 
 def render(data: dict, idx: np.ndarray, patch_size: int, windows, color: str = "gray") -> np.ndarray:
@@ -257,6 +263,33 @@ def _official(m: MethodPoses, pairs_s: dict | None, pairs_o: dict | None, k: int
     return res
 
 
+def _official_correct(m: MethodPoses, pairs_s: dict, pairs_o: dict) -> dict[str, np.ndarray]:
+    """Per pair and column, whether the official metric counts the pair as correct (argmax bins)."""
+    se = _official_errors(m.scale_hist, m.scale, pairs_s, "scale", 1, m.scale_bins_per_octave)
+    oe = _official_errors(m.ori_hist, m.ori, pairs_o, "orientation", 1)
+    out = {}
+    if se is not None:
+        e = np.asarray(se, dtype=np.float64).reshape(-1)
+        out.update({key: e <= SCALE_THRESHOLDS_BINS[key] for key in COLS[:2]})
+    if oe is not None:
+        e = np.asarray(oe, dtype=np.float64).reshape(-1)
+        out.update({key: e <= ORI_THRESHOLDS_BINS[key] for key in COLS[2:]})
+    return out
+
+
+def _intervals(
+    per_method: dict[str, dict[str, np.ndarray]], clusters: dict[str, np.ndarray], replicates: int
+):
+    """Bootstrap intervals per column (:mod:`patchpose.evaluation.intervals`): our accuracy, and ours minus
+    every other method that measures that column."""
+    out = {}
+    for col in COLS:
+        correct = {name: c[col] for name, c in per_method.items() if col in c}
+        if "patchpose" in correct:
+            out[col] = cluster_bootstrap(correct, clusters[col], "patchpose", replicates)
+    return out
+
+
 def _continuous(m: MethodPoses, pairs: dict, what=("scale", "orientation")) -> tuple[dict, dict]:
     pa, pb = {}, {}
     if "scale" in what and m.scale is not None:
@@ -299,8 +332,14 @@ def evaluate(
     progress: bool = True,
     include_pruned: bool = False,
     passes: int | None = None,
+    bootstrap: int = DEFAULT_REPLICATES,
 ) -> dict:
-    """Run every method on the split and write ``results.json``, ``results.md`` and the figures."""
+    """Run every method on the split and write ``results.json``, ``results.md`` and the figures.
+
+    ``bootstrap`` replicates (0: none) give 95 % intervals of our accuracy and of ours minus every other
+    method on the official A+B and joint protocols, resampling keypoints (``doc["intervals"]``)."""
+    if bootstrap < 0:
+        raise InputError(f"bootstrap must be 0 (off) or a number of replicates, got {bootstrap}")
     from ..estimator import PatchPoseEstimator
 
     t0 = time.time()
@@ -312,11 +351,13 @@ def evaluate(
     protocols: dict = {p: {} for p in PROTOCOLS}
     topk: dict = {}
     cont_err: dict = {}
+    correct: dict = {p: {} for p in INTERVAL_PROTOCOLS}
     for m in methods:
         protocols["official_A"][m.name] = _official(m, pairs["A_scale"], pairs["A_rot"])
         protocols["official_B"][m.name] = _official(m, pairs["B_scale"], pairs["B_rot"])
         ab_s, ab_o = _cat(pairs["A_scale"], pairs["B_scale"]), _cat(pairs["A_rot"], pairs["B_rot"])
         protocols["official_AB"][m.name] = _official(m, ab_s, ab_o)
+        correct["official_AB"][m.name] = _official_correct(m, ab_s, ab_o)
         rs, es = _continuous(m, ab_s, ("scale",))
         ro, eo = _continuous(m, ab_o, ("orientation",))
         protocols["continuous_AB"][m.name] = {
@@ -325,7 +366,8 @@ def evaluate(
             "n_pairs": rs["n_pairs"] * ("scale" in es) + ro["n_pairs"] * ("orientation" in eo),
         }
         cont_err[m.name] = {"scale": es.get("scale"), "orientation": eo.get("orientation")}
-        protocols["joint"][m.name], _ = _continuous(m, pairs["B_joint"])
+        protocols["joint"][m.name], ej = _continuous(m, pairs["B_joint"])
+        correct["joint"][m.name] = within_thresholds(ej)
         if m.name in ("patchpose", "sift"):
             topk[m.name] = {str(k): _official(m, ab_s, ab_o, k) for k in TOPK}
     exact = exact_poses(data)
@@ -336,6 +378,16 @@ def evaluate(
             exact, _cat(pairs["A_scale"], pairs["B_scale"]), _cat(pairs["A_rot"], pairs["B_rot"])
         ),
     }
+    intervals: dict = {}
+    if bootstrap:
+        kp = np.asarray(data["keypoint"])
+        ab_s, ab_o = _cat(pairs["A_scale"], pairs["B_scale"]), _cat(pairs["A_rot"], pairs["B_rot"])
+        by_col = {
+            "official_AB": dict.fromkeys(COLS[:2], kp[ab_s["trg"]])
+            | dict.fromkeys(COLS[2:], kp[ab_o["trg"]]),
+            "joint": dict.fromkeys(COLS, kp[pairs["B_joint"]["trg"]]),
+        }
+        intervals = {p: _intervals(correct[p], by_col[p], bootstrap) for p in INTERVAL_PROTOCOLS}
     for proto in protocols.values():  # drop methods that measure nothing under a protocol
         for name in [n for n, r in proto.items() if len(r) == 1]:
             del proto[name]
@@ -343,6 +395,7 @@ def evaluate(
         "protocols": protocols,
         "topk": topk,
         "ceiling": ceiling,
+        "intervals": intervals,
         "data": {
             "root": str(data_root),
             "split": split,
@@ -415,6 +468,7 @@ def results_markdown(doc: dict) -> str:
         for proto, r in doc["ceiling"].items():
             lines.append(f"| {proto} | " + " | ".join(f"{r[c]:.1f}" for c in COLS) + " |")
         lines.append("")
+    lines += _intervals_markdown(doc.get("intervals") or {})
     lines += [
         "## Top-k recall (official metric, A+B)",
         "",
@@ -428,3 +482,36 @@ def results_markdown(doc: dict) -> str:
             )
     lines += ["", f"Evaluated in {doc['seconds']:.0f} s (every method, including rendering the views)."]
     return "\n".join(lines) + "\n"
+
+
+def _intervals_markdown(intervals: dict) -> list[str]:
+    if not intervals:
+        return []
+    some = next(iter(r for p in intervals.values() for r in p.values()))
+    lines = [
+        "## How sure: 95 % intervals (bootstrap over keypoints)",
+        "",
+        f"First row of each protocol: our accuracy and its interval. Other rows: ours minus the method, in "
+        f"percentage points, with the interval of that difference. {some['replicates']} replicates, each drawing "
+        "keypoints with replacement and keeping all their pairs, the same draws for every method "
+        "(`patchpose.evaluation.intervals`). An interval that holds 0: this split cannot tell the two apart.",
+        "",
+        "| protocol | method | " + " | ".join(COLS) + " | keypoints |",
+        "|---" * (len(COLS) + 3) + "|",
+    ]
+    for proto, cols in intervals.items():
+        if not cols:
+            continue
+        n_kp = max(r["n_clusters"] for r in cols.values())
+        ours = [format_interval(**cols[c]["accuracy"]["patchpose"]) if c in cols else "–" for c in COLS]
+        lines.append(f"| {proto} | patchpose (accuracy) | " + " | ".join(ours) + f" | {n_kp} |")
+        others = list(dict.fromkeys(m for r in cols.values() for m in r["difference"]))
+        for m in others:
+            cells = [
+                format_interval(**cols[c]["difference"][m], signed=True)
+                if c in cols and m in cols[c]["difference"]
+                else "–"
+                for c in COLS
+            ]
+            lines.append(f"| {proto} | ours − {m} | " + " | ".join(cells) + " | |")
+    return lines + [""]

@@ -1,0 +1,98 @@
+"""Bootstrap intervals over keypoints (patchpose.evaluation.intervals): exact values on hand-built cases."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from patchpose.errors import InputError
+from patchpose.evaluation.intervals import cluster_bootstrap, format_interval
+
+
+def test_two_keypoints_one_always_right_one_always_wrong():
+    """Two keypoints of 5 pairs each: a replicate draws {right, right}, {right, wrong} or {wrong, wrong} with
+    probabilities 1/4, 1/2, 1/4, so the replicates' accuracies are 100, 50, 0 and the 95 % interval is the
+    whole range, although 10 pairs resampled one by one would give a much narrower one."""
+    correct = np.array([True] * 5 + [False] * 5)
+    clusters = np.repeat([7, 3], 5)
+    r = cluster_bootstrap({"m": correct}, clusters)
+    acc = r["accuracy"]["m"]
+    assert acc["value"] == 50.0 and acc["interval"] == [0.0, 100.0]
+    assert r["n_pairs"] == 10 and r["n_clusters"] == 2 and r["difference"] == {}
+    by_pair = cluster_bootstrap({"m": correct}, np.arange(10))["accuracy"]["m"]["interval"]
+    assert 0.0 < by_pair[0] < 50.0 < by_pair[1] < 100.0
+
+
+def test_paired_differences_are_exact_where_they_do_not_vary():
+    rng = np.random.default_rng(1)
+    a = rng.random(300) < 0.7
+    clusters = rng.integers(0, 40, 300)
+    r = cluster_bootstrap(
+        {"ours": a, "same": a.copy(), "never": np.zeros(300, bool), "always": np.ones(300, bool)},
+        clusters,
+        reference="ours",
+    )
+    d = r["difference"]
+    assert set(d) == {"same", "never", "always"}
+    assert d["same"]["value"] == 0.0 and d["same"]["interval"] == [0.0, 0.0]
+    assert d["never"]["value"] == pytest.approx(100 * a.mean())
+    assert d["always"]["value"] == pytest.approx(100 * (a.mean() - 1))
+    lo, hi = d["never"]["interval"]  # ours − never is our own accuracy, replicate by replicate
+    assert [lo, hi] == pytest.approx(r["accuracy"]["ours"]["interval"])
+    assert r["accuracy"]["always"]["interval"] == [100.0, 100.0]
+
+
+def test_pairing_narrows_the_difference_of_methods_that_fail_on_the_same_keypoints():
+    """Method b fails wherever a fails and on one more pair per keypoint that a gets right: each accuracy
+    moves by tens of points between replicates, their difference by a few."""
+    kp = np.repeat(np.arange(30), 10)
+    hard = np.isin(kp, np.arange(12))
+    a = ~hard
+    b = a.copy()
+    b[np.arange(30) * 10] = False
+    r = cluster_bootstrap({"a": a, "b": b}, kp, reference="a")
+    width = lambda iv: iv[1] - iv[0]  # noqa: E731
+    assert width(r["accuracy"]["a"]["interval"]) > 20.0
+    assert width(r["difference"]["b"]["interval"]) < width(r["accuracy"]["a"]["interval"]) / 5
+    assert r["difference"]["b"]["value"] == pytest.approx(100 * 18 / 300)
+
+
+def test_the_same_seed_gives_the_same_intervals_and_another_seed_nearly_the_same():
+    rng = np.random.default_rng(0)
+    c, k = rng.random(500) < 0.6, rng.integers(0, 80, 500)
+    r1, r2 = cluster_bootstrap({"m": c}, k, seed=3), cluster_bootstrap({"m": c}, k, seed=3)
+    assert r1 == r2
+    r3 = cluster_bootstrap({"m": c}, k, seed=4)
+    assert r3["accuracy"]["m"]["interval"] != r1["accuracy"]["m"]["interval"]
+    assert np.allclose(r3["accuracy"]["m"]["interval"], r1["accuracy"]["m"]["interval"], atol=1.5)
+    narrow = cluster_bootstrap({"m": c}, k, level=0.5)["accuracy"]["m"]["interval"]
+    wide = r1["accuracy"]["m"]["interval"]
+    assert wide[0] < narrow[0] < narrow[1] < wide[1]
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"correct": {}}, "at least one method"),
+        ({"correct": {"m": np.ones(3, bool)}, "clusters": np.zeros(4)}, "(3,) correctness values for 4"),
+        ({"correct": {"m": np.array([0, 2, 1])}}, "boolean"),
+        ({"correct": {"m": np.ones(3, bool)}, "reference": "x"}, "reference method 'x'"),
+        ({"correct": {"m": np.ones(3, bool)}, "replicates": 0}, "replicates must be positive"),
+        ({"correct": {"m": np.ones(3, bool)}, "level": 1.0}, "level must lie in (0, 1)"),
+        ({"correct": {"m": np.ones(0, bool)}, "clusters": np.zeros(0)}, "at least one pair"),
+    ],
+)
+def test_bad_input_is_named(kwargs, message):
+    args = {"clusters": np.zeros(3), **kwargs}
+    with pytest.raises(InputError, match=__import__("re").escape(message)):
+        cluster_bootstrap(**args)
+
+
+def test_integer_zero_one_correctness_is_accepted():
+    r = cluster_bootstrap({"m": np.array([1, 0, 1, 1])}, np.arange(4))
+    assert r["accuracy"]["m"]["value"] == 75.0
+
+
+def test_format_interval():
+    assert format_interval(1.23, [-0.44, 2.9], signed=True) == "+1.2 [−0.4, +2.9]"
+    assert format_interval(68.54, [64.81, 72.0]) == "68.5 [64.8, 72.0]"
