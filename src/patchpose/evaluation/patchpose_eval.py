@@ -348,6 +348,7 @@ def evaluate(
     est = PatchPoseEstimator.load(weights, rotations=rotations, passes=passes)
     pairs = {s: ds.pairs(s) for s in ("A_scale", "A_rot", "B_scale", "B_rot", "B_joint")}
     methods = run_methods(data, est, orinet_weights, progress)
+    ab_s, ab_o = _cat(pairs["A_scale"], pairs["B_scale"]), _cat(pairs["A_rot"], pairs["B_rot"])  # A+B
     protocols: dict = {p: {} for p in PROTOCOLS}
     topk: dict = {}
     cont_err: dict = {}
@@ -355,7 +356,6 @@ def evaluate(
     for m in methods:
         protocols["official_A"][m.name] = _official(m, pairs["A_scale"], pairs["A_rot"])
         protocols["official_B"][m.name] = _official(m, pairs["B_scale"], pairs["B_rot"])
-        ab_s, ab_o = _cat(pairs["A_scale"], pairs["B_scale"]), _cat(pairs["A_rot"], pairs["B_rot"])
         protocols["official_AB"][m.name] = _official(m, ab_s, ab_o)
         correct["official_AB"][m.name] = _official_correct(m, ab_s, ab_o)
         rs, es = _continuous(m, ab_s, ("scale",))
@@ -374,14 +374,11 @@ def evaluate(
     ceiling = {
         "official_A": _official(exact, pairs["A_scale"], pairs["A_rot"]),
         "official_B": _official(exact, pairs["B_scale"], pairs["B_rot"]),
-        "official_AB": _official(
-            exact, _cat(pairs["A_scale"], pairs["B_scale"]), _cat(pairs["A_rot"], pairs["B_rot"])
-        ),
+        "official_AB": _official(exact, ab_s, ab_o),
     }
     intervals: dict = {}
     if bootstrap:
         kp = np.asarray(data["keypoint"])
-        ab_s, ab_o = _cat(pairs["A_scale"], pairs["B_scale"]), _cat(pairs["A_rot"], pairs["B_rot"])
         by_col = {
             "official_AB": dict.fromkeys(COLS[:2], kp[ab_s["trg"]])
             | dict.fromkeys(COLS[2:], kp[ab_o["trg"]]),
@@ -416,12 +413,7 @@ def evaluate(
     from .figures import prediction_ranges, rangewise_accuracy
 
     prediction_ranges(methods, pairs, out / "prediction_ranges.png")
-    rangewise_accuracy(
-        cont_err,
-        _cat(pairs["A_scale"], pairs["B_scale"]),
-        _cat(pairs["A_rot"], pairs["B_rot"]),
-        out / "rangewise_accuracy.png",
-    )
+    rangewise_accuracy(cont_err, ab_s, ab_o, out / "rangewise_accuracy.png")
     doc["seconds"] = time.time() - t0
     _write(out / "results.json", json.dumps(doc, indent=1))
     return doc
