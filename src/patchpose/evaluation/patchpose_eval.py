@@ -251,22 +251,27 @@ def _official_errors(hist, poses, pairs: dict | None, kind: str, k: int, bins_pe
     return official_errors_from_poses(poses[pairs["ref"], :k], poses[pairs["trg"], :k], gt, kind)
 
 
-def _official(m: MethodPoses, pairs_s: dict | None, pairs_o: dict | None, k: int = 1) -> dict:
-    se = _official_errors(m.scale_hist, m.scale, pairs_s, "scale", k, m.scale_bins_per_octave)
-    oe = _official_errors(m.ori_hist, m.ori, pairs_o, "orientation", k)
-    acc = official_accuracies(se, oe)
-    keys = (("scale_acc@1/6", "scale_acc@1/3") if se is not None else ()) + (
-        ("ori_acc@5", "ori_acc@10") if oe is not None else ()
+def _official_pair_errors(m: MethodPoses, pairs_s: dict | None, pairs_o: dict | None, k: int = 1):
+    """Official per-pair errors in bins ``(scale, orientation)``, each None where unmeasured."""
+    return (
+        _official_errors(m.scale_hist, m.scale, pairs_s, "scale", k, m.scale_bins_per_octave),
+        _official_errors(m.ori_hist, m.ori, pairs_o, "orientation", k),
     )
+
+
+def _official(m: MethodPoses, pairs_s: dict | None, pairs_o: dict | None, k: int = 1, errors=None) -> dict:
+    """Official accuracies of ``m`` (from ``errors``, :func:`_official_pair_errors`'s, when given)."""
+    se, oe = errors if errors is not None else _official_pair_errors(m, pairs_s, pairs_o, k)
+    acc = official_accuracies(se, oe)
+    keys = (COLS[:2] if se is not None else ()) + (COLS[2:] if oe is not None else ())
     res = {key: acc[key] for key in keys}
     res["n_pairs"] = int((len(se) if se is not None else 0) + (len(oe) if oe is not None else 0))
     return res
 
 
-def _official_correct(m: MethodPoses, pairs_s: dict, pairs_o: dict) -> dict[str, np.ndarray]:
-    """Per pair and column, whether the official metric counts the pair as correct (argmax bins)."""
-    se = _official_errors(m.scale_hist, m.scale, pairs_s, "scale", 1, m.scale_bins_per_octave)
-    oe = _official_errors(m.ori_hist, m.ori, pairs_o, "orientation", 1)
+def _official_correct(se, oe) -> dict[str, np.ndarray]:
+    """Per pair and column, whether the official metric counts the pair as correct (the thresholds of
+    :func:`~patchpose.evaluation.official.official_accuracies`), from :func:`_official_pair_errors`."""
     out = {}
     if se is not None:
         e = np.asarray(se, dtype=np.float64).reshape(-1)
@@ -356,8 +361,9 @@ def evaluate(
     for m in methods:
         protocols["official_A"][m.name] = _official(m, pairs["A_scale"], pairs["A_rot"])
         protocols["official_B"][m.name] = _official(m, pairs["B_scale"], pairs["B_rot"])
-        protocols["official_AB"][m.name] = _official(m, ab_s, ab_o)
-        correct["official_AB"][m.name] = _official_correct(m, ab_s, ab_o)
+        ab_err = _official_pair_errors(m, ab_s, ab_o)  # once: for the table and for the intervals
+        protocols["official_AB"][m.name] = _official(m, ab_s, ab_o, errors=ab_err)
+        correct["official_AB"][m.name] = _official_correct(*ab_err)
         rs, es = _continuous(m, ab_s, ("scale",))
         ro, eo = _continuous(m, ab_o, ("orientation",))
         protocols["continuous_AB"][m.name] = {
