@@ -191,6 +191,11 @@ def test_rotation_matching_eval_on_a_tiny_set(tmp_path):
     assert per["upright"]["90"][1] < per["sift"]["90"][1]  # without a pose, a quarter turn hurts
     assert doc["matches"]["sift_all_orientations"] >= doc["matches"]["sift"] > 10  # mean matches per pair
     assert "| ours |" in (tmp_path / "o" / "results.md").read_text()
+    iv = doc["intervals"]["mma@3px"]  # one photo: every replicate draws it, so each interval is its value
+    assert iv["n_photos"] == 1 and iv["mma"]["ours"]["interval"] == pytest.approx(
+        [doc["mma_overall"]["ours"][1]] * 2
+    )
+    assert "| ours − sift |" in (tmp_path / "o" / "results.md").read_text()
     cons = doc["angle_consistency"]  # a quarter turn is exact: SIFT finds its keypoints and angles again
     assert set(cons) == {
         "sift",

@@ -75,7 +75,9 @@ def test_the_same_seed_gives_the_same_intervals_and_another_seed_nearly_the_same
     [
         ({"correct": {}}, "at least one method"),
         ({"correct": {"m": np.ones(3, bool)}, "clusters": np.zeros(4)}, "(3,) correctness values for 4"),
-        ({"correct": {"m": np.array([0, 2, 1])}}, "boolean"),
+        ({"correct": {"m": np.array([0, 2, 1])}}, "boolean, or a score from 0 to 1"),
+        ({"correct": {"m": np.array([0.5, np.nan, 1])}}, "boolean, or a score from 0 to 1"),
+        ({"correct": {"m": np.array(["a", "b", "c"])}}, "boolean, or a score from 0 to 1"),
         ({"correct": {"m": np.ones(3, bool)}, "reference": "x"}, "reference method 'x'"),
         ({"correct": {"m": np.ones(3, bool)}, "replicates": 0}, "replicates must be positive"),
         ({"correct": {"m": np.ones(3, bool)}, "level": 1.0}, "level must lie in (0, 1)"),
@@ -93,6 +95,34 @@ def test_integer_zero_one_correctness_is_accepted():
     assert r["accuracy"]["m"]["value"] == 75.0
 
 
+def test_scores_between_0_and_1_are_averaged_per_cluster():
+    """A score per pair (an MMA, say): two clusters whose pairs score 0.2 and 0.6 on average; the mean is
+    0.4 (40 %), and a resample draws either cluster twice or both, so the interval is [20, 60]."""
+    scores = np.array([0.1, 0.3, 0.6, 0.6])
+    r = cluster_bootstrap({"a": scores, "b": scores - 0.05}, np.array([0, 0, 1, 1]), "a", replicates=400)
+    assert r["accuracy"]["a"]["value"] == pytest.approx(40.0)
+    assert r["accuracy"]["a"]["interval"] == pytest.approx([20.0, 60.0])
+    assert r["difference"]["b"]["value"] == pytest.approx(5.0)
+    assert r["difference"]["b"]["interval"] == pytest.approx([5.0, 5.0])
+
+
 def test_format_interval():
     assert format_interval(1.23, [-0.44, 2.9], signed=True) == "+1.2 [−0.4, +2.9]"
     assert format_interval(68.54, [64.81, 72.0]) == "68.5 [64.8, 72.0]"
+
+
+def test_rotation_mma_intervals_resample_photos():
+    """eval rotation: photos are the clusters. Two photos, two turns: SIFT's MMA 0.8 and 0.6 per photo (0.7
+    overall), ours 0.1 lower on each photo, so ours − sift is −0.1 in every replicate."""
+    from patchpose.evaluation.rotation_eval import mma_intervals
+
+    per_angle = {
+        "sift": {0: [[1.0], [0.8]], 90: [[0.6], [0.4]]},
+        "ours": {0: [[0.9], [0.9]], 90: [[0.5], [0.1]]},
+    }
+    r = mma_intervals(per_angle, (3,), replicates=400)["mma@3px"]
+    assert r["n_photos"] == 2 and r["replicates"] == 400
+    assert r["mma"]["sift"]["value"] == pytest.approx(0.7)
+    assert r["mma"]["sift"]["interval"] == pytest.approx([0.6, 0.8])
+    assert r["minus_sift"]["ours"]["value"] == pytest.approx(-0.1)
+    assert r["minus_sift"]["ours"]["interval"] == pytest.approx([-0.1, -0.1])

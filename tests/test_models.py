@@ -240,3 +240,60 @@ def test_polar_model_with_gradient_histograms_is_equivariant_and_exports():
         torch.testing.assert_close(torch.from_numpy(got[k]), out[k], atol=1e-4, rtol=1e-4)
     with pytest.raises(ValueError, match="grad_hist"):
         PoseNet(ModelConfig.from_dict({**SMALL_POLAR, "polar_grad_hist": True, "polar_ori_window": 3}))
+
+
+def test_orientation_vector_turns_with_the_content_and_exports():
+    """polar_ori_vector: turning the grid by j angle steps multiplies the vector by e^{i·2πj/A} exactly (its
+    angle moves by j·10°), the histograms are those of the same network without it, and ONNX agrees."""
+    pytest.importorskip("onnxruntime")
+    import onnxruntime as ort
+
+    from patchpose.models import PoseNet
+    from patchpose.onnx_backend import export_bytes
+
+    torch.manual_seed(3)
+    m = PoseNet(ModelConfig.from_dict({**SMALL_POLAR, "polar_ori_vector": True})).eval()
+    with torch.no_grad():  # give the hidden channels a say too
+        m.polar.ori_vector.hidden_weight.normal_()
+    x = torch.rand(4, 1, 31, 36)
+    with torch.no_grad():
+        out = m(x)
+        turned = m(torch.roll(x, 7, dims=3))
+    z = torch.complex(*out["ori_vector"].double().unbind(1))
+    zt = torch.complex(*turned["ori_vector"].double().unbind(1))
+    rot = torch.exp(torch.tensor(1j * 7 * 2 * torch.pi / 36, dtype=torch.complex128))
+    torch.testing.assert_close(zt, z * rot, atol=1e-4, rtol=1e-4)
+    torch.testing.assert_close(turned["ori_logits"], torch.roll(out["ori_logits"], 7, dims=1))
+    sess = ort.InferenceSession(export_bytes(m), providers=["CPUExecutionProvider"])
+    got = dict(zip(["scale_logits", "ori_logits", "ori_vector"], sess.run(None, {"x": x.numpy()})))
+    assert set(got) == set(out)
+    for k in got:
+        torch.testing.assert_close(torch.from_numpy(got[k]), out[k], atol=1e-4, rtol=1e-4)
+    with pytest.raises(ValueError, match="ori_vector needs both heads"):
+        PoseNet(ModelConfig.from_dict({**SMALL_POLAR, "polar_ori_vector": True, "heads": ["orientation"]}))
+
+
+def test_orientation_vector_ring_weights_move_with_the_scale_found():
+    """The grid term weighs ring r by w(r − ρ), averaged over the scale head's characteristic ring ρ: content
+    zoomed by one ring (one scale bin) with its scale estimate moved by one bin gives the same vector."""
+    from patchpose.models.polar import OrientationVector
+
+    torch.manual_seed(4)
+    v = OrientationVector(rings=31, num_scale_bins=25, hidden=0)
+    with torch.no_grad():
+        v.profile.normal_()
+    grid = torch.rand(2, 31, 36)
+    grid[:, -1] = 0.0  # what a zoom by one ring pushes out of the grid
+    p = torch.softmax(torch.randn(2, 25), 1)
+    p[:, -1] = 0.0
+    p = p / p.sum(1, keepdim=True)
+    zoomed = torch.cat([torch.zeros_like(grid[:, :1]), grid[:, :-1]], 1)  # content one ring further out
+    p_zoomed = torch.cat([torch.zeros_like(p[:, :1]), p[:, :-1]], 1)
+    empty = torch.zeros(2, 0, 36)
+    torch.testing.assert_close(v(zoomed, empty, p_zoomed), v(grid, empty, p), atol=1e-5, rtol=1e-5)
+    # and the start: the weights of the rings up to 3 inside the characteristic ring, growing outwards
+    # (an intensity centroid's), none beyond
+    w = OrientationVector(31, 25, 0).profile.detach()
+    delta = torch.arange(-30, 31)
+    assert torch.all(w[delta > -3] == 0) and w[delta == -3].item() == 1.0
+    assert torch.all(torch.diff(w[delta <= -3]) > 0)

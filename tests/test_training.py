@@ -312,3 +312,31 @@ def test_fine_tuning_may_add_gradient_histograms(tmp_path):
         _init_weights(
             PoseNet(ModelConfig.from_dict(base)), str(save_weights(new, tmp_path / "new.safetensors"))
         )
+
+
+def test_fine_tuning_may_add_an_orientation_vector(tmp_path):
+    """run.init_from with model.polar_ori_vector=true from weights without it: every old parameter is kept
+    (the histograms are unchanged) and the vector starts as built."""
+    from patchpose.models import ModelConfig, PoseNet
+    from patchpose.training.trainer import _init_weights
+    from patchpose.weights import save_weights
+
+    base = dict(arch="polar-cnn", num_scale_bins=25, scale_range=[-4.0, 4.0], polar_rings=31,
+                polar_head_width=8, polar_ori_dilations=[1, 2], polar_ori_kernel=36)  # fmt: skip
+    torch.manual_seed(0)
+    old = PoseNet(ModelConfig.from_dict(base)).eval()
+    w = save_weights(old, tmp_path / "old.safetensors")
+    new = PoseNet(ModelConfig.from_dict({**base, "polar_ori_vector": True})).eval()
+    fresh = new.polar.ori_vector.profile.detach().clone()
+    _init_weights(new, str(w))
+    x = torch.rand(3, 1, 31, 36)
+    with torch.no_grad():
+        a, b = old(x), new(x)
+    for k in a:
+        torch.testing.assert_close(b[k], a[k])
+    assert "ori_vector" in b
+    torch.testing.assert_close(new.polar.ori_vector.profile.detach(), fresh)
+    with pytest.raises(ValueError, match="another network"):
+        _init_weights(
+            PoseNet(ModelConfig.from_dict(base)), str(save_weights(new, tmp_path / "new.safetensors"))
+        )

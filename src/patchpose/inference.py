@@ -67,18 +67,25 @@ def _predict(model: PoseNet, patches, batch_size: int, amp: str | None) -> dict[
             for key, name in (("scale_logits", "scale_hist"), ("ori_logits", "orientation_hist")):
                 if key in o:
                     out.setdefault(name, []).append(o[key].float().softmax(1).cpu().numpy())
+            if "ori_vector" in o:
+                out.setdefault("orientation_vector", []).append(o["ori_vector"].float().cpu().numpy())
     finally:
         model.train(was_training)
-    nb = {"scale_hist": model.cfg.num_scale_bins, "orientation_hist": model.cfg.num_ori_bins}
+    nb = {
+        "scale_hist": model.cfg.num_scale_bins,
+        "orientation_hist": model.cfg.num_ori_bins,
+        "orientation_vector": 2,
+    }
     return {
         n: np.concatenate(out[n]) if n in out else np.zeros((0, nb[n]), np.float32) for n in _names(model)
     }
 
 
 def _names(model: PoseNet) -> list[str]:
-    return [
+    names = [
         n for h, n in (("scale", "scale_hist"), ("orientation", "orientation_hist")) if h in model.cfg.heads
     ]
+    return names + ["orientation_vector"] * bool(getattr(model.cfg, "polar_ori_vector", False))
 
 
 def decode_poses(
@@ -86,7 +93,11 @@ def decode_poses(
 ) -> dict[str, np.ndarray]:
     """Histograms → ``{"scale": log2 (N, k), "orientation": radians (N, k)}``, strongest first.
 
-    ``scale_range``: log2 scales of the first and last scale bin (the model's ``cfg.scale_range``)."""
+    ``scale_range``: log2 scales of the first and last scale bin (the model's ``cfg.scale_range``).
+
+    With an ``orientation_vector`` ``(N, 2)`` (a model with an orientation vector), the first orientation
+    is the vector's angle (``refine`` does not apply to it) and the other ``k − 1`` are the strongest
+    peaks of the histogram more than one bin away from it (:func:`vector_candidates`)."""
     out = {}
     if "scale_hist" in hists:
         h = torch.from_numpy(hists["scale_hist"]).double()
@@ -95,5 +106,29 @@ def decode_poses(
         )
     if "orientation_hist" in hists:
         h = torch.from_numpy(hists["orientation_hist"]).double()
-        out["orientation"] = bin_to_ori(decode(h, circular=True, k=k, refine=refine).numpy(), h.shape[1])
+        vec = hists.get("orientation_vector")
+        # two spares: at most two modes (local maxima) lie within one bin of the vector's angle
+        kk = k if vec is None else min(k + 2, h.shape[1])
+        ori = bin_to_ori(decode(h, circular=True, k=kk, refine=refine).numpy(), h.shape[1])
+        out["orientation"] = ori if vec is None else vector_candidates(vec, ori, k)
     return out
+
+
+def vector_angle(z: np.ndarray) -> np.ndarray:
+    """The angle in ``[0, 2π)`` of orientation vectors ``(N, 2)`` (re, im) (counter-clockwise, as the
+    orientation bins: bin ``i`` is the direction ``2πi/B``)."""
+    z = np.asarray(z, dtype=np.float64)
+    return np.mod(np.arctan2(z[:, 1], z[:, 0]), 2 * np.pi)
+
+
+def vector_candidates(
+    z: np.ndarray, peaks: np.ndarray, k: int, min_sep: float = 2 * np.pi / 36
+) -> np.ndarray:
+    """``(N, k)`` orientations: the vector's angle, then the histogram's ``peaks`` ``(N, ≥ k)`` (strongest
+    first) that lie more than ``min_sep`` (one 10° bin) from it, in their order; a peak that close says the
+    same as the vector. Where too few remain, the weakest peaks fill in."""
+    first = vector_angle(z)
+    d = np.abs(np.angle(np.exp(1j * (peaks - first[:, None]))))
+    order = np.argsort(d <= min_sep, axis=1, kind="stable")  # far peaks first, each group in its order
+    rest = np.take_along_axis(peaks, order, axis=1)
+    return np.concatenate([first[:, None], rest], 1)[:, :k]

@@ -1,7 +1,8 @@
 """ONNX export and an onnxruntime backend for the estimator (optional: ``pip install onnx onnxruntime``).
 
 ``patchpose export onnx --weights NAME_OR_FILE --out model.onnx`` writes the network (inputs
-``x (N, C, rings, angles)`` or ``(N, C, PS, PS)``, outputs ``scale_logits``, ``ori_logits``, dynamic N) with the
+``x (N, C, rings, angles)`` or ``(N, C, PS, PS)``, outputs ``scale_logits``, ``ori_logits`` and, with an
+orientation vector, ``ori_vector``; dynamic N) with the
 model config in the ONNX metadata. The log-polar network is exported on its FFT-free path (the same numbers:
 circular padding and a plain convolution, a cosine/sine table for the angular harmonics), since ONNX has
 no real FFT.
@@ -25,7 +26,21 @@ from .errors import InputError, WeightsError
 from .models import PoseNet
 from .weights import config_from_json, one_line
 
-OUTPUTS = ("scale_logits", "ori_logits")
+OUTPUTS = ("scale_logits", "ori_logits", "ori_vector")
+
+
+def output_sizes(cfg) -> dict[str, int]:
+    """The graph's outputs for a model config and their sizes per sample, in :data:`OUTPUTS`' order:
+    ``scale_logits`` and ``ori_logits`` for the heads it has, ``ori_vector`` (re, im) with an orientation
+    vector."""
+    sizes = {}
+    if "scale" in cfg.heads:
+        sizes["scale_logits"] = cfg.num_scale_bins
+    if "orientation" in cfg.heads:
+        sizes["ori_logits"] = cfg.num_ori_bins
+    if getattr(cfg, "polar_ori_vector", False):
+        sizes["ori_vector"] = 2
+    return sizes
 
 
 def _require():
@@ -47,7 +62,7 @@ def export_bytes(model: PoseNet, opset: int = 18) -> bytes:
     if m.cfg.is_polar:
         m.polar.use_fft = False
     x = torch.zeros(2, *m.cfg.input_shape)
-    names = [o for o, h in zip(OUTPUTS, ("scale", "orientation")) if h in m.cfg.heads]
+    names = list(output_sizes(m.cfg))
     buf = io.BytesIO()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -126,8 +141,8 @@ class OnnxPoseNet(nn.Module):
                 f"{name}: the graph's input ({got}) does not match its model config "
                 f"(x [N, {', '.join(map(str, cfg.input_shape))}])"
             )
-        bins = {"scale_logits": cfg.num_scale_bins, "ori_logits": cfg.num_ori_bins}
-        want = [o for o, h in zip(OUTPUTS, ("scale", "orientation")) if h in cfg.heads]
+        bins = output_sizes(cfg)
+        want = list(bins)
         shapes = {o.name: o.shape for o in self.session.get_outputs()}
         if sorted(shapes) != sorted(want) or not all(fits(shapes[o], (bins[o],)) for o in want):
             raise WeightsError(

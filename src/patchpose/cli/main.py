@@ -272,6 +272,7 @@ def _cmd_eval_rotation(a: argparse.Namespace) -> int:
         angles=rotation_angles(a.step),
         progress=not a.no_progress,
         passes=a.passes,
+        bootstrap=a.bootstrap,
     )
     print(Path(a.out, "results.md").read_text())
     print(f"wrote {a.out}/results.json and results.md in {doc['seconds']:.0f} s")
@@ -565,6 +566,13 @@ def build_parser() -> argparse.ArgumentParser:
     ro.add_argument("--step", type=int, default=10, help="degrees between rotations (default 10: 36 angles)")
     ro.add_argument("--out", default="outputs/eval_rotation")
     _add_weights(ro)
+    ro.add_argument(
+        "--bootstrap",
+        type=int,
+        default=2000,
+        metavar="N",
+        help="bootstrap replicates over photos for 95%% intervals of the MMA columns (0: none)",
+    )
     ro.add_argument("--no-progress", action="store_true")
     ro.set_defaults(func=_cmd_eval_rotation)
     pe = evs.add_parser("pose", help="two-view relative pose with AdaLAM: SIFT's poses vs ours (mAA, AUC)")

@@ -304,7 +304,7 @@ def pose_sequence(seq: Sequence, est, images: dict | None = None) -> dict[str, n
     if len(pairs["ref"]) == 0:
         return out
     for m in run_methods(data, est, progress=False):
-        for field in ("scale", "ori", "scale_hist", "ori_hist"):
+        for field in ("scale", "ori", "scale_hist", "ori_hist", "ori_vector"):
             v = getattr(m, field)
             if v is not None:
                 out[f"{m.name}/{field}"] = np.asarray(v)
@@ -354,7 +354,13 @@ def pose_tables(per_seq: dict[str, dict], names: list[str], top_k: int, bins_per
         for name, f in {**bounds, **methods}.items():
             label = "ours" if name == "patchpose" else name
             m = MethodPoses(
-                label, f.get("scale"), f.get("ori"), f.get("scale_hist"), f.get("ori_hist"), bins_per_octave
+                label,
+                f.get("scale"),
+                f.get("ori"),
+                f.get("scale_hist"),
+                f.get("ori_hist"),
+                bins_per_octave,
+                f.get("ori_vector"),
             )
             official[label] = _strip(_official(m, pairs, pairs))
             continuous[label] = _strip(_continuous(m, pairs)[0])

@@ -34,8 +34,10 @@ def cluster_bootstrap(
     """Accuracies and paired differences with bootstrap intervals over clusters.
 
     Args:
-        correct: per method, a boolean ``(N,)`` array: whether each pair was within the threshold. Every
-            method is scored on the same N pairs, in the same order.
+        correct: per method, a boolean ``(N,)`` array: whether each pair was within the threshold; or a
+            score in ``[0, 1]`` per pair (e.g. the share of a pair's matches that are correct), whose mean
+            is then reported like an accuracy, in percent. Every method is scored on the same N pairs, in
+            the same order.
         clusters: ``(N,)`` the cluster of each pair (the keypoint id); any hashable numeric labels.
         reference: the method whose differences to every other one are reported (``reference − other``);
             None: no differences.
@@ -65,9 +67,11 @@ def cluster_bootstrap(
         if a.shape != (n,):
             raise InputError(f"method {name!r}: {a.shape} correctness values for {n} pairs")
         if a.dtype != bool:
-            if not np.all(np.isin(a, (0, 1))):
-                raise InputError(f"method {name!r}: correctness must be boolean (0 or 1)")
-            a = a.astype(bool)
+            if not np.issubdtype(a.dtype, np.number) or not np.all((a >= 0) & (a <= 1)):
+                raise InputError(
+                    f"method {name!r}: correctness must be boolean, or a score from 0 to 1 per pair"
+                )
+            a = a.astype(np.float64)
         arrays[name] = a
     _, inv = np.unique(cl, return_inverse=True)
     k = int(inv.max()) + 1

@@ -141,12 +141,20 @@ def model_passes(data: dict, est) -> tuple[dict, dict]:
 
 
 class MethodPoses:
-    """Per-sample outputs of one method: histograms (ours) and/or continuous poses ``(N, k)``."""
+    """Per-sample outputs of one method: histograms (ours) and/or continuous poses ``(N, k)``; for a model
+    with an orientation vector, its vectors ``ori_vector`` ``(N, 2)`` too."""
 
     def __init__(
-        self, name: str, scale=None, ori=None, scale_hist=None, ori_hist=None, scale_bins_per_octave=None
+        self,
+        name: str,
+        scale=None,
+        ori=None,
+        scale_hist=None,
+        ori_hist=None,
+        scale_bins_per_octave=None,
+        ori_vector=None,
     ) -> None:
-        self.scale_bins_per_octave = scale_bins_per_octave
+        self.scale_bins_per_octave, self.ori_vector = scale_bins_per_octave, ori_vector
         self.name, self.scale, self.ori, self.scale_hist, self.ori_hist = (
             name,
             scale,
@@ -185,6 +193,7 @@ def run_methods(
                     h["scale_hist"],
                     h["orientation_hist"],
                     est.cfg.scale_bins_per_octave,
+                    h.get("orientation_vector"),
                 )
             )
         elif name == "sift":
@@ -252,10 +261,18 @@ def _official_errors(hist, poses, pairs: dict | None, kind: str, k: int, bins_pe
 
 
 def _official_pair_errors(m: MethodPoses, pairs_s: dict | None, pairs_o: dict | None, k: int = 1):
-    """Official per-pair errors in bins ``(scale, orientation)``, each None where unmeasured."""
+    """Official per-pair errors in bins ``(scale, orientation)``, each None where unmeasured.
+
+    A model with an orientation vector takes its angle from the vector, not from the histogram's argmax:
+    its ``k`` candidates are decoded (the vector's angle, then the histogram's other peaks) and binned as a
+    baseline's angles are."""
+    ori_hist, ori = m.ori_hist, m.ori
+    if m.ori_vector is not None and ori_hist is not None:
+        hists = {"orientation_hist": ori_hist, "orientation_vector": m.ori_vector}
+        ori_hist, ori = None, decode_poses(hists, k=k, refine=True)["orientation"]
     return (
         _official_errors(m.scale_hist, m.scale, pairs_s, "scale", k, m.scale_bins_per_octave),
-        _official_errors(m.ori_hist, m.ori, pairs_o, "orientation", k),
+        _official_errors(ori_hist, ori, pairs_o, "orientation", k),
     )
 
 

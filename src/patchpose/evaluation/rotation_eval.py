@@ -23,6 +23,11 @@ image within 1 px of a keypoint's true position and within ±1/4 octave of its s
 split by how far from the true position the keypoint was found again (``ANGLE_OFFSET_BINS``, pixels), and
 once more with our angle read at the keypoint's true position in the turned image
 (``ours_at_sift_size_true_position``): the difference between the two is what the re-detection offset costs.
+
+How sure the MMA numbers are: the turned copies of one photo are not independent (a photo with repetitive
+texture is hard at every angle), so ``bootstrap`` replicates resample **photos**, each with all its turns, the
+same draws for every row (:func:`~patchpose.evaluation.intervals.cluster_bootstrap`), and give 95 % intervals
+of every row's MMA and of every row minus SIFT's own pose (``doc["intervals"]``).
 """
 
 from __future__ import annotations
@@ -38,6 +43,7 @@ from ..conventions import similarity_about
 from ..errors import InputError, is_int_in
 from ..fileio import write_text_atomic
 from ..geometry import apply_homography
+from .intervals import DEFAULT_REPLICATES, cluster_bootstrap
 from .metrics import redetections
 
 ROWS = ("sift", "ours", "ours_at_sift_size", "sift_resolved_by_ours", "upright", "sift_all_orientations")
@@ -193,11 +199,13 @@ def evaluate_rotation(
     thresholds=(1, 3, 5, 10),
     progress: bool = True,
     passes: int | None = None,
+    bootstrap: int = DEFAULT_REPLICATES,
 ) -> dict:
     """Match every photo against its turned copies at every pose row; write ``results.json`` and
     ``results.md`` to ``out_dir``. ``photos`` must not be empty and ``angles`` must hold a real turn
     (:func:`check_angles`); photos with fewer than ``MIN_KEYPOINTS`` SIFT locations are skipped, and a run
-    that skips them all raises :class:`InputError`."""
+    that skips them all raises :class:`InputError`. ``bootstrap`` replicates over photos (0: none) give the
+    MMA intervals (:func:`mma_intervals`)."""
     from tqdm import tqdm
 
     from ..data.patches import load_image, resize_long_side
@@ -208,6 +216,8 @@ def evaluate_rotation(
     if not photos:
         raise InputError("no photos to evaluate: the folder (or split) holds no images (.png, .jpg, …)")
     angles = check_angles(angles)
+    if not is_int_in(bootstrap, 0):
+        raise InputError(f"bootstrap must be 0 (off) or a number of replicates, got {bootstrap!r}")
     if not is_int_in(max_keypoints, 1):
         raise InputError(f"max_keypoints must be a positive integer, got {max_keypoints!r}")
     est = PatchPoseEstimator.load(weights, passes=passes)
@@ -266,7 +276,9 @@ def evaluate_rotation(
         "mma_per_angle": curves,
         "matches": {r: float(np.mean(v)) if v else 0.0 for r, v in n_matches.items()},
         "angle_consistency": summarise_angle_errors(errs),
+        "intervals": mma_intervals(per_angle, thresholds, bootstrap) if bootstrap else {},
         "photos": len(photos),
+        "photos_used": used,
         "model": est.meta.get("name", str(weights)),
         "passes": est.passes,
         "seconds": time.time() - t0,
@@ -285,6 +297,7 @@ def evaluate_rotation(
     for r in ROWS:
         mma = " | ".join(f"{v:.3f}" for v in overall[r])
         lines.append(f"| {r} | {doc['matches'][r]:.1f} | {mma} |")
+    lines += _intervals_markdown(doc["intervals"], used)
     lines += [
         "",
         "## Angle error at the keypoints SIFT finds again",
@@ -309,4 +322,65 @@ def evaluate_rotation(
     return doc
 
 
-__all__ = ["evaluate_rotation", "rotation_angles", "check_angles"]
+def mma_intervals(per_angle: dict, thresholds, replicates: int) -> dict:
+    """95 % intervals of each row's MMA and of each row minus ``sift``, resampling photos.
+
+    ``per_angle[row][angle]``: one list ``[MMA@t for t in thresholds]`` per photo, in the same photo order for
+    every row and angle (what :func:`evaluate_rotation` collects). Returns ``{"mma@Tpx": {"mma": {row:
+    {"value", "interval"}}, "minus_sift": {row: {"value", "interval"}}, "n_photos": P, "replicates": R}}``,
+    MMA as fractions."""
+    out = {}
+    angles = [a for a in per_angle["sift"] if per_angle["sift"][a]]
+    clusters = np.concatenate([np.arange(len(per_angle["sift"][a])) for a in angles])
+    for ti, t in enumerate(thresholds):
+        values = {r: np.concatenate([np.asarray(per_angle[r][a])[:, ti] for a in angles]) for r in per_angle}
+        b = cluster_bootstrap(values, clusters, "sift", replicates)
+
+        def frac(d: dict, sign: float = 1.0) -> dict:
+            lo, hi = sorted(sign * v / 100.0 for v in d["interval"])
+            return {"value": sign * d["value"] / 100.0, "interval": [lo, hi]}
+
+        out[f"mma@{t}px"] = {
+            "mma": {r: frac(v) for r, v in b["accuracy"].items()},
+            # cluster_bootstrap gives sift − row: turned round to row − sift
+            "minus_sift": {r: frac(v, -1.0) for r, v in b["difference"].items()},
+            "n_photos": b["n_clusters"],
+            "replicates": b["replicates"],
+        }
+    return out
+
+
+def _intervals_markdown(intervals: dict, photos: int) -> list[str]:
+    if not intervals:
+        return []
+    some = next(iter(intervals.values()))
+    cols = list(intervals)
+    lines = [
+        "",
+        f"## How sure: 95 % intervals (bootstrap over the {photos} photos)",
+        "",
+        f"{some['replicates']} replicates, each drawing photos with replacement and keeping all their turns, the "
+        "same draws for every row. First the MMA of each row, then each row minus SIFT's own pose: an interval "
+        "that holds 0 means these photos cannot tell the two apart.",
+        "",
+        "| pose | " + " | ".join(c.replace("mma@", "MMA@") for c in cols) + " |",
+        "|---|" + "---|" * len(cols),
+    ]
+
+    for r in intervals[cols[0]]["mma"]:
+        cells = [_fmt3(intervals[c]["mma"][r], False) for c in cols]
+        lines.append(f"| {r} | " + " | ".join(cells) + " |")
+    for r in intervals[cols[0]]["minus_sift"]:
+        cells = [_fmt3(intervals[c]["minus_sift"][r], True) for c in cols]
+        lines.append(f"| {r} − sift | " + " | ".join(cells) + " |")
+    return lines
+
+
+def _fmt3(d: dict, signed: bool) -> str:
+    """``0.843 [0.812, 0.871]`` or ``−0.050 [−0.071, −0.030]``: fractions, three decimals."""
+    f = "{:+.3f}" if signed else "{:.3f}"
+    lo, hi = d["interval"]
+    return f"{f.format(d['value'])} [{f.format(lo)}, {f.format(hi)}]".replace("-", "−")
+
+
+__all__ = ["evaluate_rotation", "rotation_angles", "check_angles", "mma_intervals"]

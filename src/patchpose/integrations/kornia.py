@@ -122,9 +122,11 @@ class PatchAngleDetector(nn.Module):
             x = x.repeat(1, len(self.cfg.windows), 1, 1)
         if self.cfg.color == "rgb":
             x = x.repeat(1, 3, 1, 1)
-        logits = self.est.model(x)["ori_logits"].double()
-        h = torch.softmax(logits, 1).numpy()
-        theta = decode_poses({"orientation_hist": h}, k=1)["orientation"][:, 0]
+        o = self.est.model(x)
+        hists = {"orientation_hist": torch.softmax(o["ori_logits"].double(), 1).numpy()}
+        if "ori_vector" in o:  # a model with an orientation vector: its angle
+            hists["orientation_vector"] = o["ori_vector"].double().numpy()
+        theta = decode_poses(hists, k=1)["orientation"][:, 0]
         return torch.from_numpy(np.mod(theta, TWO_PI)).to(device=patches.device, dtype=patches.dtype)
 
 

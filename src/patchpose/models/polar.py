@@ -8,6 +8,9 @@ network keeps both symmetries:
   strided, so the feature map shifts with the input;
 * the **orientation** logits are one value per angle sample (rings stacked as channels, then circular
   1-D convolutions along angles), so a rotation by ``j`` angle steps rolls them by ``j`` bins, exactly;
+* the optional **orientation vector** (``ori_vector``) is a first angular harmonic, a complex number that a
+  rotation by any angle ``t`` multiplies by ``e^{it}`` (up to interpolation): the angle of an intensity
+  centroid, generalised (see :class:`OrientationVector`);
 * the **scale** logits are one value per ring (pooled over angles, so rotation-invariant, then two 1-D
   convolutions along rings), read at the ``num_scale_bins`` central rings, so a rescaling by whole rings
   shifts them (up to what enters or leaves the grid at its ends).
@@ -108,6 +111,58 @@ def whole_circle_conv(h: torch.Tensor, conv: nn.Conv1d) -> torch.Tensor:
     return out + conv.bias[None, :, None] if conv.bias is not None else out
 
 
+def first_harmonic(f: torch.Tensor) -> torch.Tensor:
+    """``Σ_j f[..., j]·e^{iα_j}`` over the last axis (``α_j = 2πj/A``, counter-clockwise as the grid's
+    angles), as ``(..., 2)`` real and imaginary parts: a product with a cosine/sine table (no complex
+    dtype, no FFT, so it exports to ONNX). Rolling ``f`` by one step multiplies it by ``e^{i·2π/A}``."""
+    a = f.shape[-1]
+    ang = torch.arange(a, dtype=torch.float64, device=f.device) * (2 * math.pi / a)
+    table = torch.stack([torch.cos(ang), torch.sin(ang)], 1).to(f.dtype)  # (A, 2)
+    return f @ table
+
+
+class OrientationVector(nn.Module):
+    """A continuous orientation: ``z = Σ_r u_r·G_r + Σ_c a_c·H_c`` (complex), its angle the orientation.
+
+    ``G_r`` is the first angular harmonic of ring ``r`` of the (standardised) grid and ``H_c`` that of
+    hidden orientation channel ``c``; ``a_c`` are learnt complex weights. ``u_r`` are ring weights that move
+    with the scale the scale head finds: a learnt profile ``w(δ)`` over ring offsets ``δ = r − ρ``, averaged
+    over the characteristic ring ``ρ`` with the scale head's probabilities (detached), so that a zoom by
+    whole rings moves the weights with the content. With ``w(δ) = 2^(2δ/3)`` for ``δ ≤ −3`` and 0 beyond,
+    ``Σ_r u_r G_r`` is close to ORB's intensity centroid on a disc of half the characteristic radius; that
+    is how it starts, and training moves it.
+
+    Why: a histogram read by its argmax flips between two peaks of nearly equal height, and its sub-bin
+    refinement is a fit to 10° bins. A harmonic moves continuously with the content and has no bins, the
+    reason an intensity centroid is so precise under pure rotation; the learnt parts make it hold under
+    zoom and lock onto structure that survives resampling. Rotating the grid by one angle step multiplies
+    every term, so ``z``, by ``e^{i·2π/A}``: equivariant by construction, like the histograms.
+    """
+
+    def __init__(self, rings: int, num_scale_bins: int, hidden: int, cut: int = -3) -> None:
+        super().__init__()
+        delta = torch.arange(-(rings - 1), rings, dtype=torch.float32)  # ring offsets from the scale ring
+        self.profile = nn.Parameter(torch.where(delta <= cut, 2.0 ** (2.0 * (delta - cut) / 3.0), 0.0))
+        self.hidden_weight = nn.Parameter(torch.zeros(hidden, 2))  # complex a_c as (re, im)
+        ring0 = (rings - num_scale_bins) // 2
+        # index of w(r − ρ_b) for scale bin b (ring ρ_b = ring0 + b) and ring r
+        idx = torch.arange(rings)[None, :] - (ring0 + torch.arange(num_scale_bins))[:, None] + rings - 1
+        self.register_buffer("profile_index", idx, persistent=False)
+
+    def forward(self, grid: torch.Tensor, hidden: torch.Tensor, scale_prob: torch.Tensor) -> torch.Tensor:
+        """``grid (N, K, A)``, ``hidden (N, C, A)``, ``scale_prob (N, Bs)`` → ``z (N, 2)`` (re, im)."""
+        u = scale_prob @ self.profile[self.profile_index]  # (N, K)
+        g = first_harmonic(grid)  # (N, K, 2)
+        z = (u[..., None] * g).sum(1)
+        if self.hidden_weight.shape[0]:
+            h = first_harmonic(hidden)  # (N, C, 2)
+            a = self.hidden_weight
+            re = (h[..., 0] * a[:, 0] - h[..., 1] * a[:, 1]).sum(1)
+            im = (h[..., 0] * a[:, 1] + h[..., 1] * a[:, 0]).sum(1)
+            z = z + torch.stack([re, im], 1)
+        return z
+
+
 class PolarNet(nn.Module):
     """``(N, C, rings, angles)`` → ``{"scale_logits": (N, Bs), "ori_logits": (N, Bo)}`` (heads as asked).
 
@@ -137,6 +192,7 @@ class PolarNet(nn.Module):
         ori_window: int = -1,
         grad_hist: bool = False,
         rings_per_octave: int = 3,
+        ori_vector: bool = False,
     ) -> None:
         super().__init__()
         if angles % num_ori_bins:
@@ -189,6 +245,11 @@ class PolarNet(nn.Module):
                 cin = w
             convs.append(nn.Conv1d(cin, 1, ori_kernel))
             self.ori_convs = nn.ModuleList(convs)
+        self.ori_vector = None
+        if ori_vector:
+            if not {"scale", "orientation"} <= set(self.heads) or in_channels != 1:
+                raise ValueError("ori_vector needs both heads and one input channel")
+            self.ori_vector = OrientationVector(rings, num_scale_bins, w if ori_dilations else 0)
 
     def forward(self, x: torch.Tensor) -> dict[str, torch.Tensor]:
         pad = slice(None)
@@ -226,6 +287,8 @@ class PolarNet(nn.Module):
             if self.grad_hist:  # the gradient-direction histograms of every ring as K more channels
                 h = torch.cat([h, gradient_orientation_histograms(x[:, 0, :, pad], self.rings_per_octave)], 1)
             for i, conv in enumerate(self.ori_convs):
+                if i == len(self.ori_convs) - 1:
+                    hidden = h  # the last hidden map (or the input channels without hidden convs)
                 if conv.kernel_size[0] == self.angles:
                     h = whole_circle_conv(h, conv) if self.use_fft else circular_conv_direct(h, conv)
                 else:
@@ -237,6 +300,9 @@ class PolarNet(nn.Module):
             if self.angles != self.num_ori_bins:
                 o = o.reshape(len(o), self.num_ori_bins, -1).mean(2)
             out["ori_logits"] = o
+            if self.ori_vector is not None:
+                p = out["scale_logits"].detach().float().softmax(1)
+                out["ori_vector"] = self.ori_vector(x[:, 0, :, pad], hidden, p)
         return out
 
     def with_grad_hist_inputs(

@@ -51,6 +51,9 @@ class ModelConfig:
     # the orientation head also reads, per ring, a histogram of the directions of the image gradients
     # (as SIFT's orientation histogram, one per ring; models/polar.py): K more input channels
     polar_grad_hist: bool = False
+    # a continuous orientation besides the histogram: the angle of a learnt first angular harmonic
+    # (models/polar.py, OrientationVector); the estimator's top-1 orientation then comes from it
+    polar_ori_vector: bool = False
 
     @property
     def is_polar(self) -> bool:
@@ -161,6 +164,7 @@ class PoseNet(nn.Module):
                 cfg.polar_ori_window,
                 cfg.polar_grad_hist,
                 round(cfg.scale_bins_per_octave),
+                cfg.polar_ori_vector,
             )
             return
         if cfg.arch == "small-cnn":

@@ -134,11 +134,18 @@ def _init_weights(model: PoseNet, path: str) -> None:
     grow = bool(b.get("polar_grad_hist")) and not a.get("polar_grad_hist")
     if grow:
         a.pop("polar_grad_hist", None), b.pop("polar_grad_hist", None)
+    # adding an orientation vector keeps every old parameter; the vector's own start as built
+    add_vector = bool(b.get("polar_ori_vector")) and not a.get("polar_ori_vector")
+    if add_vector:
+        a.pop("polar_ori_vector", None), b.pop("polar_ori_vector", None)
     if a != b:
         raise ValueError(f"run.init_from={path} holds another network than model: the configs differ")
     if grow:  # gradient histograms added: their input weights start at zero, so the model starts as it was
         state = model.polar.with_grad_hist_inputs(state, prefix="polar.")
         log.info("the orientation head's gradient-histogram inputs start at zero")
+    if add_vector:
+        state = {**model.state_dict(), **state}  # the vector's parameters keep their initial values
+        log.info("the orientation vector starts as a centroid-like harmonic of the grid")
     model.load_state_dict(state)
     log.info("initialised from %s", path)
 
