@@ -297,3 +297,19 @@ def test_orientation_vector_ring_weights_move_with_the_scale_found():
     delta = torch.arange(-30, 31)
     assert torch.all(w[delta > -3] == 0) and w[delta == -3].item() == 1.0
     assert torch.all(torch.diff(w[delta <= -3]) > 0)
+
+
+@pytest.mark.parametrize("dilations, reach", [([1, 1], 3), ([1, 2, 4], 8)])
+def test_polar_scale_head_sees_as_many_rings_as_its_dilations_say(dilations, reach):
+    """polar_scale_dilations: a change to one ring moves exactly the scale logits within the head's reach
+    (1 + Σ dilations rings), no others; the default [1, 1] is the layout the bundled weights load into."""
+    torch.manual_seed(5)
+    m = create_model({**SMALL_POLAR, "polar_scale_dilations": dilations}).eval()
+    x = torch.rand(1, 1, 31, 36)
+    y = x.clone()
+    y[0, 0, 15] = torch.rand(36) * 3.0  # ring 15 = scale bin 12 (rings 3 … 27 hold bins 0 … 24)
+    with torch.no_grad():  # the network itself (the model's per-grid standardisation would mix every ring)
+        moved = (m.polar(x)["scale_logits"] - m.polar(y)["scale_logits"]).abs()[0] > 1e-6
+    assert moved.nonzero()[:, 0].tolist() == list(range(12 - reach, 12 + reach + 1))
+    with pytest.raises(ValueError, match="bad scale head"):
+        create_model({**SMALL_POLAR, "polar_scale_dilations": [1, 16]})

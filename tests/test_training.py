@@ -287,9 +287,12 @@ def test_bad_recipes_are_clear_errors(tmp_path, text, match):
         load_recipe("no-such-recipe")
 
 
-def test_fine_tuning_may_add_gradient_histograms(tmp_path):
-    """run.init_from with model.polar_grad_hist=true from weights without it: the new inputs of the
-    orientation head start at zero weight, so the model starts out giving exactly the old logits."""
+@pytest.mark.parametrize("added", ["polar_grad_hist", "polar_ori_vector"])
+def test_fine_tuning_may_add_inputs_or_outputs(tmp_path, added):
+    """run.init_from with model.polar_grad_hist=true or model.polar_ori_vector=true from weights without it:
+    the model starts out giving exactly the old logits (gradient histograms: their inputs start at zero
+    weight; the orientation vector: every old parameter is kept, the vector's own start as built). Dropping
+    the option again is another network."""
     from patchpose.models import ModelConfig, PoseNet
     from patchpose.training.trainer import _init_weights
     from patchpose.weights import save_weights
@@ -299,43 +302,20 @@ def test_fine_tuning_may_add_gradient_histograms(tmp_path):
     torch.manual_seed(0)
     old = PoseNet(ModelConfig.from_dict(base)).eval()
     w = save_weights(old, tmp_path / "old.safetensors")
-    new = PoseNet(ModelConfig.from_dict({**base, "polar_grad_hist": True})).eval()
+    new = PoseNet(ModelConfig.from_dict({**base, added: True})).eval()
+    fresh = {k: v.clone() for k, v in new.state_dict().items() if "ori_vector" in k}
     _init_weights(new, str(w))
     x = torch.rand(3, 1, 31, 36)
     with torch.no_grad():
         a, b = old(x), new(x)
     for k in a:
         torch.testing.assert_close(b[k], a[k])
-    assert new.polar.ori_convs[0].weight.shape[1] == 62
-    # the other way (dropping them) is another network
-    with pytest.raises(ValueError, match="another network"):
-        _init_weights(
-            PoseNet(ModelConfig.from_dict(base)), str(save_weights(new, tmp_path / "new.safetensors"))
-        )
-
-
-def test_fine_tuning_may_add_an_orientation_vector(tmp_path):
-    """run.init_from with model.polar_ori_vector=true from weights without it: every old parameter is kept
-    (the histograms are unchanged) and the vector starts as built."""
-    from patchpose.models import ModelConfig, PoseNet
-    from patchpose.training.trainer import _init_weights
-    from patchpose.weights import save_weights
-
-    base = dict(arch="polar-cnn", num_scale_bins=25, scale_range=[-4.0, 4.0], polar_rings=31,
-                polar_head_width=8, polar_ori_dilations=[1, 2], polar_ori_kernel=36)  # fmt: skip
-    torch.manual_seed(0)
-    old = PoseNet(ModelConfig.from_dict(base)).eval()
-    w = save_weights(old, tmp_path / "old.safetensors")
-    new = PoseNet(ModelConfig.from_dict({**base, "polar_ori_vector": True})).eval()
-    fresh = new.polar.ori_vector.profile.detach().clone()
-    _init_weights(new, str(w))
-    x = torch.rand(3, 1, 31, 36)
-    with torch.no_grad():
-        a, b = old(x), new(x)
-    for k in a:
-        torch.testing.assert_close(b[k], a[k])
-    assert "ori_vector" in b
-    torch.testing.assert_close(new.polar.ori_vector.profile.detach(), fresh)
+    if added == "polar_grad_hist":
+        assert new.polar.ori_convs[0].weight.shape[1] == 62
+    else:
+        assert "ori_vector" in b and fresh
+        for k, v in fresh.items():
+            torch.testing.assert_close(new.state_dict()[k], v)
     with pytest.raises(ValueError, match="another network"):
         _init_weights(
             PoseNet(ModelConfig.from_dict(base)), str(save_weights(new, tmp_path / "new.safetensors"))

@@ -193,6 +193,7 @@ class PolarNet(nn.Module):
         grad_hist: bool = False,
         rings_per_octave: int = 3,
         ori_vector: bool = False,
+        scale_dilations: tuple[int, ...] = (1, 1),
     ) -> None:
         super().__init__()
         if angles % num_ori_bins:
@@ -203,6 +204,8 @@ class PolarNet(nn.Module):
             raise ValueError(f"harmonics must be in [0, {angles // 2}], got {harmonics}")
         if not 1 <= ori_kernel <= angles or any(d < 1 or 2 * d >= angles for d in ori_dilations):
             raise ValueError(f"bad orientation head: kernel {ori_kernel}, dilations {ori_dilations}")
+        if not scale_dilations or any(d < 1 or 2 * d >= rings for d in scale_dilations):
+            raise ValueError(f"bad scale head: dilations {scale_dilations} (each from 1 to {(rings - 1) // 2})")
         if not 0 <= ori_min_ring < rings:
             raise ValueError(f"ori_min_ring must be in [0, {rings}), got {ori_min_ring}")
         self.ori_min_ring = ori_min_ring
@@ -229,13 +232,13 @@ class PolarNet(nn.Module):
         self.features = nn.Sequential(*layers)
         c, w = cin, head_width
         if "scale" in self.heads:
-            self.scale_head = nn.Sequential(
-                nn.Conv1d((2 + harmonics) * c, w, 3, padding=1),
-                nn.ReLU(inplace=True),
-                nn.Conv1d(w, w, 3, padding=1),
-                nn.ReLU(inplace=True),
-                nn.Conv1d(w, 1, 3, padding=1),
-            )
+            # hidden convs along the rings (zero padding: the grid's ends are real ends), then one to 1 logit
+            # per ring; with the default dilations (1, 1) the module is the one v2 was trained with
+            layers, cin = [], (2 + harmonics) * c
+            for d in scale_dilations:
+                layers += [nn.Conv1d(cin, w, 3, padding=d, dilation=d), nn.ReLU(inplace=True)]
+                cin = w
+            self.scale_head = nn.Sequential(*layers, nn.Conv1d(w, 1, 3, padding=1))
         if "orientation" in self.heads:
             # hidden circular convs (kernel 3, given dilations), then one of ``ori_kernel`` taps: up to
             # the whole circle, so that each logit can weigh every direction (as an intensity centroid does)

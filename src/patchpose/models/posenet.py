@@ -36,6 +36,9 @@ class ModelConfig:
     polar_head_width: int = 64
     polar_harmonics: int = 4  # angular Fourier magnitudes per ring fed to the scale head
     polar_ori_dilations: list[int] = field(default_factory=lambda: [1, 1])  # hidden orientation convs
+    # dilations of the scale head's hidden convolutions along the rings (kernel 3 each, then a last one of
+    # kernel 3): [1, 1] sees ±3 rings (one octave) about each scale bin; [1, 2, 4] sees ±8
+    polar_scale_dilations: list[int] = field(default_factory=lambda: [1, 1])
     polar_ori_kernel: int = 3  # taps of the last orientation conv (up to polar_angles: the whole circle)
     polar_blur: int = 0  # rings read this many pyramid levels (1/3 octave each) coarser
     # the orientation head sees zeros in place of rings 0..k-1, the innermost (in v2's grid ring k has a
@@ -100,6 +103,7 @@ class ModelConfig:
         cfg.polar_channels = [int(c) for c in cfg.polar_channels]
         cfg.scale_range = [float(v) for v in cfg.scale_range]
         cfg.polar_ori_dilations = [int(d) for d in cfg.polar_ori_dilations]
+        cfg.polar_scale_dilations = [int(d) for d in cfg.polar_scale_dilations]
         return cfg
 
     def validate(self) -> None:
@@ -165,6 +169,7 @@ class PoseNet(nn.Module):
                 cfg.polar_grad_hist,
                 round(cfg.scale_bins_per_octave),
                 cfg.polar_ori_vector,
+                tuple(cfg.polar_scale_dilations),
             )
             return
         if cfg.arch == "small-cnn":
