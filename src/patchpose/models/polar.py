@@ -205,7 +205,9 @@ class PolarNet(nn.Module):
         if not 1 <= ori_kernel <= angles or any(d < 1 or 2 * d >= angles for d in ori_dilations):
             raise ValueError(f"bad orientation head: kernel {ori_kernel}, dilations {ori_dilations}")
         if not scale_dilations or any(d < 1 or 2 * d >= rings for d in scale_dilations):
-            raise ValueError(f"bad scale head: dilations {scale_dilations} (each from 1 to {(rings - 1) // 2})")
+            raise ValueError(
+                f"bad scale head: dilations {scale_dilations} (each from 1 to {(rings - 1) // 2})"
+            )
         if not 0 <= ori_min_ring < rings:
             raise ValueError(f"ori_min_ring must be in [0, {rings}), got {ori_min_ring}")
         self.ori_min_ring = ori_min_ring
