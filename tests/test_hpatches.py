@@ -227,6 +227,15 @@ def test_evaluation_end_to_end_and_resume(tmp_path):
     assert (out / "mma.png").stat().st_size > 10_000 and "| ours (top-4) |" in (
         out / "results.md"
     ).read_text()
+    # intervals of MMA@3 px over sequences; one sequence per kind: each interval is its value
+    iv = saved["intervals"]
+    assert set(iv) == {"overall", "illumination", "viewpoint"} and iv["viewpoint"]["n_clusters"] == 1
+    ours = saved["mma"]["ours"]["viewpoint"][2]
+    assert iv["viewpoint"]["mean"]["ours"]["interval"] == pytest.approx([ours, ours])
+    assert (
+        "ours" not in iv["overall"]["minus_reference"] and "ours (argmax)" in (out / "results.md").read_text()
+    )
+    assert "− ours (argmax)" in (out / "results.md").read_text()
     # a second run reads every sequence from the cache and gives the same numbers
     caches = list((out / "cache").rglob("*.match.json"))
     assert len(caches) == 2
@@ -238,6 +247,26 @@ def test_evaluation_end_to_end_and_resume(tmp_path):
     changed = evaluate_hpatches(tmp_path, out, max_keypoints=200, pose=False, progress=False)
     assert changed["mma"]["ours"]["viewpoint"] != doc["mma"]["ours"]["viewpoint"]
     assert changed["mma"]["ours"]["illumination"] == doc["mma"]["ours"]["illumination"]
+
+
+def test_mma_intervals_resample_sequences():
+    """Two viewpoint sequences of two pairs each; ours scores 0.6 and 0.2 on them (0.4 overall), SIFT's pose
+    0.1 more on every pair: sift − ours is +0.1 in every replicate, and ours' interval spans the two
+    sequences' means."""
+    from patchpose.evaluation.hpatches_eval import mma_intervals
+
+    def pair(ours):
+        return {"mma": {"ours": [0.0, 0.0, ours], "sift": [0.0, 0.0, ours + 0.1]}}
+
+    per_seq = {"v_a": [pair(0.5), pair(0.7)], "v_b": [pair(0.1), pair(0.3)]}
+    iv = mma_intervals(per_seq, ["ours", "sift"], (1, 2, 3), replicates=400)
+    assert set(iv) == {"overall", "viewpoint"}  # no illumination sequence
+    v = iv["viewpoint"]
+    assert v["reference"] == "ours" and v["n_clusters"] == 2
+    assert v["mean"]["ours"]["value"] == pytest.approx(0.4)
+    assert v["mean"]["ours"]["interval"] == pytest.approx([0.2, 0.6])
+    assert v["minus_reference"]["sift"]["value"] == pytest.approx(0.1)
+    assert v["minus_reference"]["sift"]["interval"] == pytest.approx([0.1, 0.1])
 
 
 def test_keynet_protocol_keeps_all_sequences_and_five_thresholds(tmp_path):

@@ -192,7 +192,7 @@ def test_rotation_matching_eval_on_a_tiny_set(tmp_path):
     assert doc["matches"]["sift_all_orientations"] >= doc["matches"]["sift"] > 10  # mean matches per pair
     assert "| ours |" in (tmp_path / "o" / "results.md").read_text()
     iv = doc["intervals"]["mma@3px"]  # one photo: every replicate draws it, so each interval is its value
-    assert iv["n_photos"] == 1 and iv["mma"]["ours"]["interval"] == pytest.approx(
+    assert iv["n_clusters"] == 1 and iv["mean"]["ours"]["interval"] == pytest.approx(
         [doc["mma_overall"]["ours"][1]] * 2
     )
     assert "| ours − sift |" in (tmp_path / "o" / "results.md").read_text()

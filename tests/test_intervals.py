@@ -121,8 +121,8 @@ def test_rotation_mma_intervals_resample_photos():
         "ours": {0: [[0.9], [0.9]], 90: [[0.5], [0.1]]},
     }
     r = mma_intervals(per_angle, (3,), replicates=400)["mma@3px"]
-    assert r["n_photos"] == 2 and r["replicates"] == 400
-    assert r["mma"]["sift"]["value"] == pytest.approx(0.7)
-    assert r["mma"]["sift"]["interval"] == pytest.approx([0.6, 0.8])
-    assert r["minus_sift"]["ours"]["value"] == pytest.approx(-0.1)
-    assert r["minus_sift"]["ours"]["interval"] == pytest.approx([-0.1, -0.1])
+    assert r["n_clusters"] == 2 and r["replicates"] == 400 and r["reference"] == "sift"
+    assert r["mean"]["sift"]["value"] == pytest.approx(0.7)
+    assert r["mean"]["sift"]["interval"] == pytest.approx([0.6, 0.8])
+    assert r["minus_reference"]["ours"]["value"] == pytest.approx(-0.1)
+    assert r["minus_reference"]["ours"]["interval"] == pytest.approx([-0.1, -0.1])

@@ -209,6 +209,7 @@ def _cmd_eval_hpatches(a: argparse.Namespace) -> int:
         passes=a.passes,
         detector=a.detector,
         keypoints_dir=a.keypoints,
+        bootstrap=a.bootstrap,
     )
     print(Path(a.out, "results.md").read_text())
     print(f"wrote {a.out}/results.json, results.md, mma.png in {doc['seconds']:.0f} s")
@@ -556,6 +557,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="keypoints from files instead: DIR/<sequence>/<k>.npy or <k>.txt (x y per row, strongest first)",
     )
     hp.add_argument("--no-pose", action="store_true", help="matching only (skip the pose-transfer table)")
+    hp.add_argument(
+        "--bootstrap",
+        type=int,
+        default=2000,
+        metavar="N",
+        help="bootstrap replicates over sequences for 95%% intervals of MMA@3px (0: none)",
+    )
     hp.add_argument("--no-progress", action="store_true")
     hp.set_defaults(func=_cmd_eval_hpatches)
     ro = evs.add_parser(

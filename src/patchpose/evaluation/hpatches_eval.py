@@ -56,6 +56,7 @@ from ..matching.pipeline import (
     pose_rows,
     reprojection_errors,
 )
+from .intervals import DEFAULT_REPLICATES, format_fraction_interval, mean_intervals
 from .metrics import redetections
 from .patchpose_eval import MethodPoses, _continuous, _official
 
@@ -216,6 +217,29 @@ def summarize_matching(per_seq: dict[str, list[dict]], rows) -> tuple[dict, dict
         counts = [p["matches"][row] for pairs in per_seq.values() for p in pairs]
         matches[row] = float(np.mean(counts)) if counts else 0.0
     return mma, matches
+
+
+#: the threshold of the MMA whose intervals are reported, and the row the others are compared with
+INTERVAL_PX, INTERVAL_REFERENCE = 3, "ours"
+
+
+def mma_intervals(per_seq: dict[str, list[dict]], rows, thresholds, replicates: int) -> dict:
+    """95 % intervals of MMA@3 px, by kind of sequence: ``{kind: mean_intervals}``
+    (:func:`~patchpose.evaluation.intervals.mean_intervals`), resampling **sequences** with all their pairs
+    (the five pairs of a sequence share its scene, and are hard or easy together), the same draws for every
+    row; the differences are ``row − ours``."""
+    ti = list(thresholds).index(INTERVAL_PX)
+    ref = INTERVAL_REFERENCE if INTERVAL_REFERENCE in rows else rows[0]
+    out = {}
+    for kind in KINDS:
+        names = [n for n in per_seq if kind == "overall" or n.startswith("i_") == (kind == "illumination")]
+        pairs = [(i, p) for i, n in enumerate(names) for p in per_seq[n]]
+        if not pairs:
+            continue
+        clusters = np.array([i for i, _ in pairs])
+        values = {r: np.array([p["mma"][r][ti] for _, p in pairs]) for r in rows}
+        out[kind] = mean_intervals(values, clusters, ref, replicates)
+    return out
 
 
 def summarize_repeat(per_seq: dict[str, list[dict]]) -> dict:
@@ -401,11 +425,13 @@ def evaluate_hpatches(
     passes: int | None = None,
     detector: str = "sift",
     keypoints_dir: str | Path | None = None,
+    bootstrap: int = DEFAULT_REPLICATES,
 ) -> dict:
     """Run the pose-transfer and matching evaluations; write ``results.json``, ``results.md``, ``mma.png``.
 
     ``detector``: ``"sift"`` (default) or ``"harris"``; ``keypoints_dir``: keypoints from files instead
-    (:func:`sequence_keypoints`). Without SIFT detections the rows that read SIFT's pose are left out."""
+    (:func:`sequence_keypoints`). Without SIFT detections the rows that read SIFT's pose are left out.
+    ``bootstrap`` replicates over sequences (0: none) give 95 % intervals of MMA@3 px (:func:`mma_intervals`)."""
     from tqdm import tqdm
 
     from ..estimator import PatchPoseEstimator
@@ -416,6 +442,8 @@ def evaluate_hpatches(
         raise InputError(f"top_k must be an integer of at least 2 (the top-k row), got {top_k!r}")
     if detector not in DETECTORS:
         raise InputError(f"detector must be one of {DETECTORS}, got {detector!r}")
+    if not is_int_in(bootstrap, 0):
+        raise InputError(f"bootstrap must be 0 (off) or a number of replicates, got {bootstrap!r}")
     if keypoints_dir is not None and not Path(keypoints_dir).is_dir():
         raise InputError(f"keypoints folder not found: {keypoints_dir}")
     proto = PROTOCOLS[protocol]
@@ -483,6 +511,7 @@ def evaluate_hpatches(
     doc = {
         "protocol": protocol,
         "mma": mma,
+        "intervals": mma_intervals(matching, rows, list(proto.thresholds), bootstrap) if bootstrap else {},
         "matches": matches,
         "pose_accuracy": {},
         "repeated_keypoints_pose": repeat,
@@ -566,6 +595,7 @@ def results_markdown(doc: dict) -> str:
         cells = [f"{o[th.index(t)]:.3f}" if o else "–" for t in show]
         extra = [f"{by_kind[k][th.index(3)]:.3f}" if by_kind[k] else "–" for k in KINDS[1:]]
         lines.append(f"| {_label(row)} | {doc['matches'][row]:.1f} | " + " | ".join(cells + extra) + " |")
+    lines += _intervals_markdown(doc.get("intervals") or {})
     rep = doc.get("repeated_keypoints_pose", {})
     if rep:
         lines += [
@@ -605,6 +635,32 @@ def results_markdown(doc: dict) -> str:
                 lines.append(f"| {name} | {fmt(acc)} | {fmt(cont) if cont else '–'} |")
             lines.append("")
     return "\n".join(lines) + "\n"
+
+
+def _intervals_markdown(intervals: dict) -> list[str]:
+    if not intervals:
+        return []
+    some = next(iter(intervals.values()))
+    ref = some["reference"]
+    kinds = list(intervals)
+    lines = [
+        "",
+        f"## How sure: 95 % intervals of MMA@{INTERVAL_PX}px (bootstrap over sequences)",
+        "",
+        f"{some['replicates']} replicates, each drawing sequences with replacement and keeping all their pairs, "
+        f"the same draws for every row. First each row's MMA, then each row minus `{ref}`: an interval that "
+        "holds 0 means these sequences cannot tell the two apart.",
+        "",
+        "| pose | " + " | ".join(f"{k} ({intervals[k]['n_clusters']} sequences)" for k in kinds) + " |",
+        "|---|" + "---|" * len(kinds),
+    ]
+    for r in some["mean"]:
+        cells = [format_fraction_interval(intervals[k]["mean"][r]) for k in kinds]
+        lines.append(f"| {_label(r)} | " + " | ".join(cells) + " |")
+    for r in some["minus_reference"]:
+        cells = [format_fraction_interval(intervals[k]["minus_reference"][r], True) for k in kinds]
+        lines.append(f"| {_label(r)} − {_label(ref)} | " + " | ".join(cells) + " |")
+    return lines
 
 
 def plot_mma(doc: dict, path: Path) -> None:

@@ -110,6 +110,35 @@ def cluster_bootstrap(
     return out
 
 
+def mean_intervals(
+    values: dict[str, np.ndarray], clusters: np.ndarray, reference: str, replicates: int = DEFAULT_REPLICATES
+) -> dict:
+    """:func:`cluster_bootstrap` for scores in ``[0, 1]`` reported as fractions (an MMA, say): ``{"mean": {row:
+    {"value", "interval"}}, "minus_reference": {row: {"value", "interval"}}, "reference": name, "n_clusters",
+    "replicates"}``, the differences being ``row − reference``."""
+    b = cluster_bootstrap(values, clusters, reference, replicates)
+
+    def frac(d: dict, sign: float = 1.0) -> dict:
+        lo, hi = sorted(sign * v / 100.0 for v in d["interval"])
+        return {"value": sign * d["value"] / 100.0, "interval": [lo, hi]}
+
+    return {
+        "mean": {r: frac(v) for r, v in b["accuracy"].items()},
+        # cluster_bootstrap gives reference − row: turned round
+        "minus_reference": {r: frac(v, -1.0) for r, v in b["difference"].items()},
+        "reference": reference,
+        "n_clusters": b["n_clusters"],
+        "replicates": b["replicates"],
+    }
+
+
+def format_fraction_interval(d: dict, signed: bool = False) -> str:
+    """``0.843 [0.812, 0.871]`` or ``−0.050 [−0.071, −0.030]`` from ``{"value", "interval"}`` (fractions)."""
+    f = "{:+.3f}" if signed else "{:.3f}"
+    lo, hi = d["interval"]
+    return f"{f.format(d['value'])} [{f.format(lo)}, {f.format(hi)}]".replace("-", "−")
+
+
 def format_interval(value: float, interval: list[float], signed: bool = False) -> str:
     """``"+1.2 [−0.4, +2.9]"`` (signed) or ``"68.5 [64.1, 72.6]"``, one decimal."""
     f = "{:+.1f}" if signed else "{:.1f}"
@@ -117,4 +146,10 @@ def format_interval(value: float, interval: list[float], signed: bool = False) -
     return f"{f.format(value)} [{f.format(lo)}, {f.format(hi)}]".replace("-", "−")
 
 
-__all__ = ["DEFAULT_REPLICATES", "cluster_bootstrap", "format_interval"]
+__all__ = [
+    "DEFAULT_REPLICATES",
+    "cluster_bootstrap",
+    "format_fraction_interval",
+    "format_interval",
+    "mean_intervals",
+]

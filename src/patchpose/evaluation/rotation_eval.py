@@ -43,7 +43,7 @@ from ..conventions import similarity_about
 from ..errors import InputError, is_int_in
 from ..fileio import write_text_atomic
 from ..geometry import apply_homography
-from .intervals import DEFAULT_REPLICATES, cluster_bootstrap
+from .intervals import DEFAULT_REPLICATES, format_fraction_interval, mean_intervals
 from .metrics import redetections
 
 ROWS = ("sift", "ours", "ours_at_sift_size", "sift_resolved_by_ours", "upright", "sift_all_orientations")
@@ -326,28 +326,20 @@ def mma_intervals(per_angle: dict, thresholds, replicates: int) -> dict:
     """95 % intervals of each row's MMA and of each row minus ``sift``, resampling photos.
 
     ``per_angle[row][angle]``: one list ``[MMA@t for t in thresholds]`` per photo, in the same photo order for
-    every row and angle (what :func:`evaluate_rotation` collects). Returns ``{"mma@Tpx": {"mma": {row:
-    {"value", "interval"}}, "minus_sift": {row: {"value", "interval"}}, "n_photos": P, "replicates": R}}``,
-    MMA as fractions."""
-    out = {}
+    every row and angle (what :func:`evaluate_rotation` collects). Returns ``{"mma@Tpx": }`` the
+    :func:`~patchpose.evaluation.intervals.mean_intervals` of that column (MMA as fractions, photos as
+    clusters, ``minus_reference`` = row − sift)."""
     angles = [a for a in per_angle["sift"] if per_angle["sift"][a]]
     clusters = np.concatenate([np.arange(len(per_angle["sift"][a])) for a in angles])
-    for ti, t in enumerate(thresholds):
-        values = {r: np.concatenate([np.asarray(per_angle[r][a])[:, ti] for a in angles]) for r in per_angle}
-        b = cluster_bootstrap(values, clusters, "sift", replicates)
-
-        def frac(d: dict, sign: float = 1.0) -> dict:
-            lo, hi = sorted(sign * v / 100.0 for v in d["interval"])
-            return {"value": sign * d["value"] / 100.0, "interval": [lo, hi]}
-
-        out[f"mma@{t}px"] = {
-            "mma": {r: frac(v) for r, v in b["accuracy"].items()},
-            # cluster_bootstrap gives sift − row: turned round to row − sift
-            "minus_sift": {r: frac(v, -1.0) for r, v in b["difference"].items()},
-            "n_photos": b["n_clusters"],
-            "replicates": b["replicates"],
-        }
-    return out
+    return {
+        f"mma@{t}px": mean_intervals(
+            {r: np.concatenate([np.asarray(per_angle[r][a])[:, ti] for a in angles]) for r in per_angle},
+            clusters,
+            "sift",
+            replicates,
+        )
+        for ti, t in enumerate(thresholds)
+    }
 
 
 def _intervals_markdown(intervals: dict, photos: int) -> list[str]:
@@ -366,21 +358,14 @@ def _intervals_markdown(intervals: dict, photos: int) -> list[str]:
         "| pose | " + " | ".join(c.replace("mma@", "MMA@") for c in cols) + " |",
         "|---|" + "---|" * len(cols),
     ]
-
-    for r in intervals[cols[0]]["mma"]:
-        cells = [_fmt3(intervals[c]["mma"][r], False) for c in cols]
-        lines.append(f"| {r} | " + " | ".join(cells) + " |")
-    for r in intervals[cols[0]]["minus_sift"]:
-        cells = [_fmt3(intervals[c]["minus_sift"][r], True) for c in cols]
+    for r in some["mean"]:
+        lines.append(
+            f"| {r} | " + " | ".join(format_fraction_interval(intervals[c]["mean"][r]) for c in cols) + " |"
+        )
+    for r in some["minus_reference"]:
+        cells = [format_fraction_interval(intervals[c]["minus_reference"][r], True) for c in cols]
         lines.append(f"| {r} − sift | " + " | ".join(cells) + " |")
     return lines
-
-
-def _fmt3(d: dict, signed: bool) -> str:
-    """``0.843 [0.812, 0.871]`` or ``−0.050 [−0.071, −0.030]``: fractions, three decimals."""
-    f = "{:+.3f}" if signed else "{:.3f}"
-    lo, hi = d["interval"]
-    return f"{f.format(d['value'])} [{f.format(lo)}, {f.format(hi)}]".replace("-", "−")
 
 
 __all__ = ["evaluate_rotation", "rotation_angles", "check_angles", "mma_intervals"]
