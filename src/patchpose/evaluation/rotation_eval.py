@@ -26,7 +26,7 @@ once more with our angle read at the keypoint's true position in the turned imag
 
 How sure the MMA numbers are: the turned copies of one photo are not independent (a photo with repetitive
 texture is hard at every angle), so ``bootstrap`` replicates resample **photos**, each with all its turns, the
-same draws for every row (:func:`~patchpose.evaluation.intervals.cluster_bootstrap`), and give 95 % intervals
+same draws for every row (:func:`mma_intervals`), and give 95 % intervals
 of every row's MMA and of every row minus SIFT's own pose (``doc["intervals"]``).
 """
 
@@ -326,9 +326,9 @@ def mma_intervals(per_angle: dict, thresholds, replicates: int) -> dict:
     """95 % intervals of each row's MMA and of each row minus ``sift``, resampling photos.
 
     ``per_angle[row][angle]``: one list ``[MMA@t for t in thresholds]`` per photo, in the same photo order for
-    every row and angle (what :func:`evaluate_rotation` collects). Returns ``{"mma@Tpx": }`` the
-    :func:`~patchpose.evaluation.intervals.mean_intervals` of that column (MMA as fractions, photos as
-    clusters, ``minus_reference`` = row − sift)."""
+    every row and angle (what :func:`evaluate_rotation` collects). Returns, for every threshold ``T``,
+    ``{"mma@Tpx": ...}`` with :func:`~patchpose.evaluation.intervals.mean_intervals` of that column (MMA as
+    fractions, photos as clusters, ``minus_reference`` = row − sift)."""
     angles = [a for a in per_angle["sift"] if per_angle["sift"][a]]
     clusters = np.concatenate([np.arange(len(per_angle["sift"][a])) for a in angles])
     return {
