@@ -77,6 +77,25 @@ def test_ring_levels_and_blur():
     assert soft.std() < 0.7 * sharp.std()
 
 
+def test_level_offset_moves_the_rounding_of_each_view(pyr):
+    """level_offset u: a ring whose spacing lies a fraction f of a level above its level is read one level
+    coarser when f + u ≥ 1, per view; u = 0 is the plain grid, so only rings that moved level change."""
+    step = np.array([[2.0 ** (2.5 / 3), 2.0 ** (2.1 / 3)]])  # levels 2.5 and 2.1
+    assert GRID.ring_levels(step, 30, 0.4).tolist() == [[2, 2]]
+    assert GRID.ring_levels(step, 30, 0.6).tolist() == [[3, 2]]
+    assert GRID.ring_levels(step, 30, 0.95).tolist() == [[3, 3]]
+    xy = np.array([[200.0, 200.0], [180.0, 210.0]])
+    plain = extract_polar(pyr, xy, 0.3, 0.2, NET_GRID)
+    np.testing.assert_array_equal(extract_polar(pyr, xy, 0.3, 0.2, NET_GRID, level_offset=np.zeros(2)), plain)
+    moved = extract_polar(pyr, xy, 0.3, 0.2, NET_GRID, level_offset=np.array([0.0, 0.99]))
+    np.testing.assert_array_equal(moved[0], plain[0])
+    r = REFERENCE_RADIUS * np.exp2(NET_GRID.log2_radii() + 0.3) * 2 * math.pi / NET_GRID.angles
+    nl = len(pyr.levels)
+    changed = NET_GRID.ring_levels(r, nl, 0.99) != NET_GRID.ring_levels(r, nl)
+    differs = np.abs(moved[1, 0] - plain[1, 0]).max(axis=1) > 0
+    assert changed.any() and np.array_equal(differs, changed)
+
+
 def test_pose_shifts_are_exact_ring_and_angle_shifts(pyr):
     """A frame smaller by 1/3 octave and turned by −10° shows the content enlarged and turned CCW: the
     samples move one ring outwards and one angle step up, exactly (same pyramid level, same points)."""

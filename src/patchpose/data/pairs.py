@@ -66,6 +66,10 @@ class PairConfig:
     # offsets are about constant in image pixels (turned photos: ~0.3 px per axis; 0.7, 0.4 and 0.14 *view*
     # pixels for keypoints below scale 0, between 0 and 1, above 1), which ``jitter`` does not model
     jitter_px: float = 0.0
+    # log-polar views sampled straight from the photo only: each view's pyramid-level rounding moved by
+    # U[0, 1) levels (data.polar.extract_polar's level_offset), so that the blur along the rings no longer
+    # tells the view's absolute scale modulo 1/3 octave (a cue rendered views do not share)
+    level_jitter: bool = False
 
 
 class PhotoPool:
@@ -198,6 +202,7 @@ def sample_pairs(
             m = rng.random(len(sel)) < cfg.resample if resample else np.zeros(len(sel), bool)
             d = ~m
             sh = shapes[vi, sel] if cfg.anisotropy > 0 else None
+            off = rng.random(int(d.sum())) if cfg.level_jitter and augment and polar is not None else None
             v = extract_inputs(
                 pyr,
                 xy_v[vi][sel][d],
@@ -207,6 +212,7 @@ def sample_pairs(
                 windows,
                 polar,
                 shape=None if sh is None else sh[d],
+                level_offset=off,
             )
             if m.any():
                 full = np.empty((len(sel), *v.shape[1:]), np.float32)
