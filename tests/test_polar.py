@@ -77,6 +77,26 @@ def test_ring_levels_and_blur():
     assert soft.std() < 0.7 * sharp.std()
 
 
+def test_view_min_step_smooths_only_the_rings_finer_than_a_view_pixel():
+    """view_min_step = 1 at a frame of scale 1 (a view pixel is 2 image pixels): rings whose angular spacing is
+    under one view pixel are read from a coarser level (smoother); the others are sampled exactly as before."""
+    noise = Pyramid(np.random.default_rng(1).random((300, 300)).astype(np.float32))
+    grid = PolarGrid(rings=31, angles=36)
+    xy = np.array([[150.0, 150.0]])
+    plain = extract_polar(noise, xy, 1.0, 0.0, grid)[0, 0]
+    smooth = extract_polar(noise, xy, 1.0, 0.0, PolarGrid(rings=31, angles=36, view_min_step=1.0))[0, 0]
+    view_step = REFERENCE_RADIUS * np.exp2(grid.log2_radii()) * 2 * math.pi / 36  # view pixels
+    fine = view_step < 1.0 - 1e-9
+    # rings at least a view pixel apart: untouched; finer ones from a coarser level, unless already there
+    np.testing.assert_array_equal(smooth[~fine], plain[~fine])
+    image_step = view_step * 2.0
+    moved = fine & (np.floor(3 * np.log2(image_step) + 1e-6) < 3)
+    assert moved.any() and np.all(np.any(smooth[moved] != plain[moved], axis=1))
+    assert smooth[moved].std() < plain[moved].std()
+    with pytest.raises(ValueError, match="invalid polar grid"):
+        PolarGrid(view_min_step=-1.0)
+
+
 def test_level_offset_moves_the_rounding_of_each_view(pyr):
     """level_offset u: a ring whose spacing lies a fraction f of a level above its level is read one level
     coarser when f + u ≥ 1, per view; u = 0 is the plain grid, so only rings that moved level change."""

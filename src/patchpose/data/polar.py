@@ -42,9 +42,18 @@ class PolarGrid:
     angles: int = 36
     rings_per_octave: int = 3
     blur_levels: int = 0  # read each ring this many pyramid levels (1/3 octave each) coarser
+    # > 0: a ring's sample spacing counts as at least this many *view* pixels (2**σ image pixels) when its
+    # level is chosen, so rings finer than that are as smooth as in a view rendered at its own resolution
+    view_min_step: float = 0.0
 
     def __post_init__(self) -> None:
-        if self.rings < 1 or self.angles < 4 or self.rings_per_octave < 1 or self.blur_levels < 0:
+        if (
+            self.rings < 1
+            or self.angles < 4
+            or self.rings_per_octave < 1
+            or self.blur_levels < 0
+            or self.view_min_step < 0
+        ):
             raise ValueError(f"invalid polar grid {self}")
 
     def ring_levels(self, step: np.ndarray, num_levels: int, offset=0.0) -> np.ndarray:
@@ -104,6 +113,8 @@ def extract_polar(
     mode = cv2.BORDER_REFLECT_101 if border == "reflect" else cv2.BORDER_CONSTANT
     r = REFERENCE_RADIUS * np.exp2(grid.log2_radii()[None, :] + s[:, None])  # (n, K) pixels
     step = r * (TWO_PI / A)
+    if grid.view_min_step > 0:  # no ring sharper than view_min_step view pixels (2**σ image pixels each)
+        step = np.maximum(step, grid.view_min_step * np.exp2(s)[:, None])
     off = 0.0 if level_offset is None else np.asarray(level_offset, np.float64).reshape(n, 1)
     lev = grid.ring_levels(step, len(pyramid.levels), off)  # (n, K)
     ang = grid.angles_rad()[None, :] + t[:, None]  # (n, A)

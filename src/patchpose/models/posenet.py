@@ -41,6 +41,8 @@ class ModelConfig:
     polar_scale_dilations: list[int] = field(default_factory=lambda: [1, 1])
     polar_ori_kernel: int = 3  # taps of the last orientation conv (up to polar_angles: the whole circle)
     polar_blur: int = 0  # rings read this many pyramid levels (1/3 octave each) coarser
+    # rings read no sharper than this many view pixels (data/polar.py, PolarGrid.view_min_step); 0 = off
+    polar_view_min_step: float = 0.0
     # the orientation head sees zeros in place of rings 0..k-1, the innermost (in v2's grid ring k has a
     # radius of 0.5·2^(k/3) px at scale 0): their directions from the centre change most when a detector
     # finds the keypoint a fraction of a pixel away
@@ -70,7 +72,11 @@ class ModelConfig:
         from ..data.polar import PolarGrid
 
         return PolarGrid(
-            self.polar_rings, self.polar_angles, round(self.scale_bins_per_octave), self.polar_blur
+            self.polar_rings,
+            self.polar_angles,
+            round(self.scale_bins_per_octave),
+            self.polar_blur,
+            float(self.polar_view_min_step),
         )
 
     @property

@@ -113,7 +113,7 @@ def _pair_config(dc) -> PairConfig:
 
 #: model settings that own no parameters (how the grid is read, which rings a head sees): fine-tuning from
 #: weights trained with other values of them is allowed
-INIT_FREE_KEYS = ("polar_blur", "polar_ori_min_ring", "polar_ori_rings_below_scale")
+INIT_FREE_KEYS = ("polar_blur", "polar_view_min_step", "polar_ori_min_ring", "polar_ori_rings_below_scale")
 
 
 def _init_weights(model: PoseNet, path: str) -> None:
