@@ -20,6 +20,12 @@ def autocast_ctx(device: torch.device, amp: str | None):
 
 
 ROTATIONS = {1: (0,), 2: (0, 2), 4: (0, 1, 2, 3)}
+#: the network's outputs (:attr:`ModelConfig.output_sizes`) and what :func:`predict_histograms` calls them
+OUTPUT_NAMES = {
+    "scale_logits": "scale_hist",
+    "ori_logits": "orientation_hist",
+    "ori_vector": "orientation_vector",
+}
 
 
 def predict_histograms(
@@ -64,28 +70,15 @@ def _predict(model: PoseNet, patches, batch_size: int, amp: str | None) -> dict[
             x = x_all[i : i + batch_size].to(device, torch.float32)
             with autocast_ctx(device, amp):
                 o = model(x)
-            for key, name in (("scale_logits", "scale_hist"), ("ori_logits", "orientation_hist")):
-                if key in o:
-                    out.setdefault(name, []).append(o[key].float().softmax(1).cpu().numpy())
-            if "ori_vector" in o:
-                out.setdefault("orientation_vector", []).append(o["ori_vector"].float().cpu().numpy())
+            for key, v in o.items():  # histograms as probabilities, the orientation vector as it is
+                v = v.float() if key == "ori_vector" else v.float().softmax(1)
+                out.setdefault(key, []).append(v.cpu().numpy())
     finally:
         model.train(was_training)
-    nb = {
-        "scale_hist": model.cfg.num_scale_bins,
-        "orientation_hist": model.cfg.num_ori_bins,
-        "orientation_vector": 2,
-    }
     return {
-        n: np.concatenate(out[n]) if n in out else np.zeros((0, nb[n]), np.float32) for n in _names(model)
+        OUTPUT_NAMES[key]: np.concatenate(out[key]) if key in out else np.zeros((0, size), np.float32)
+        for key, size in model.cfg.output_sizes.items()
     }
-
-
-def _names(model: PoseNet) -> list[str]:
-    names = [
-        n for h, n in (("scale", "scale_hist"), ("orientation", "orientation_hist")) if h in model.cfg.heads
-    ]
-    return names + ["orientation_vector"] * bool(getattr(model.cfg, "polar_ori_vector", False))
 
 
 def decode_poses(

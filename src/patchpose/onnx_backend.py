@@ -26,22 +26,6 @@ from .errors import InputError, WeightsError
 from .models import PoseNet
 from .weights import config_from_json, one_line
 
-OUTPUTS = ("scale_logits", "ori_logits", "ori_vector")
-
-
-def output_sizes(cfg) -> dict[str, int]:
-    """The graph's outputs for a model config and their sizes per sample, in :data:`OUTPUTS`' order:
-    ``scale_logits`` and ``ori_logits`` for the heads it has, ``ori_vector`` (re, im) with an orientation
-    vector."""
-    sizes = {}
-    if "scale" in cfg.heads:
-        sizes["scale_logits"] = cfg.num_scale_bins
-    if "orientation" in cfg.heads:
-        sizes["ori_logits"] = cfg.num_ori_bins
-    if getattr(cfg, "polar_ori_vector", False):
-        sizes["ori_vector"] = 2
-    return sizes
-
 
 def _require():
     try:
@@ -62,7 +46,7 @@ def export_bytes(model: PoseNet, opset: int = 18) -> bytes:
     if m.cfg.is_polar:
         m.polar.use_fft = False
     x = torch.zeros(2, *m.cfg.input_shape)
-    names = list(output_sizes(m.cfg))
+    names = list(m.cfg.output_sizes)
     buf = io.BytesIO()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -141,7 +125,7 @@ class OnnxPoseNet(nn.Module):
                 f"{name}: the graph's input ({got}) does not match its model config "
                 f"(x [N, {', '.join(map(str, cfg.input_shape))}])"
             )
-        bins = output_sizes(cfg)
+        bins = cfg.output_sizes
         want = list(bins)
         shapes = {o.name: o.shape for o in self.session.get_outputs()}
         if sorted(shapes) != sorted(want) or not all(fits(shapes[o], (bins[o],)) for o in want):

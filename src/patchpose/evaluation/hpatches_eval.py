@@ -56,7 +56,7 @@ from ..matching.pipeline import (
     pose_rows,
     reprojection_errors,
 )
-from .intervals import DEFAULT_REPLICATES, format_fraction_interval, mean_intervals
+from .intervals import DEFAULT_REPLICATES, mean_interval_rows, mean_intervals
 from .metrics import redetections
 from .patchpose_eval import MethodPoses, _continuous, _official
 
@@ -654,13 +654,7 @@ def _intervals_markdown(intervals: dict) -> list[str]:
         "| pose | " + " | ".join(f"{k} ({intervals[k]['n_clusters']} sequences)" for k in kinds) + " |",
         "|---|" + "---|" * len(kinds),
     ]
-    for r in some["mean"]:
-        cells = [format_fraction_interval(intervals[k]["mean"][r]) for k in kinds]
-        lines.append(f"| {_label(r)} | " + " | ".join(cells) + " |")
-    for r in some["minus_reference"]:
-        cells = [format_fraction_interval(intervals[k]["minus_reference"][r], True) for k in kinds]
-        lines.append(f"| {_label(r)} − {_label(ref)} | " + " | ".join(cells) + " |")
-    return lines
+    return lines + mean_interval_rows([intervals[k] for k in kinds], _label)
 
 
 def plot_mma(doc: dict, path: Path) -> None:

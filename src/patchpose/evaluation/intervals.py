@@ -139,6 +139,23 @@ def format_fraction_interval(d: dict, signed: bool = False) -> str:
     return f"{f.format(d['value'])} [{f.format(lo)}, {f.format(hi)}]".replace("-", "−")
 
 
+def mean_interval_rows(columns: list[dict], label=str) -> list[str]:
+    """Markdown table rows of :func:`mean_intervals` results side by side (one result per column): each
+    row's mean, then each row minus the reference; ``label`` names a row."""
+    first = columns[0]
+    ref = label(first["reference"])
+    rows = [
+        f"| {label(r)} | " + " | ".join(format_fraction_interval(c["mean"][r]) for c in columns) + " |"
+        for r in first["mean"]
+    ]
+    return rows + [
+        f"| {label(r)} − {ref} | "
+        + " | ".join(format_fraction_interval(c["minus_reference"][r], True) for c in columns)
+        + " |"
+        for r in first["minus_reference"]
+    ]
+
+
 def format_interval(value: float, interval: list[float], signed: bool = False) -> str:
     """``"+1.2 [−0.4, +2.9]"`` (signed) or ``"68.5 [64.1, 72.6]"``, one decimal."""
     f = "{:+.1f}" if signed else "{:.1f}"
@@ -151,5 +168,6 @@ __all__ = [
     "cluster_bootstrap",
     "format_fraction_interval",
     "format_interval",
+    "mean_interval_rows",
     "mean_intervals",
 ]

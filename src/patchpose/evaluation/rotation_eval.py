@@ -43,7 +43,7 @@ from ..conventions import similarity_about
 from ..errors import InputError, is_int_in
 from ..fileio import write_text_atomic
 from ..geometry import apply_homography
-from .intervals import DEFAULT_REPLICATES, format_fraction_interval, mean_intervals
+from .intervals import DEFAULT_REPLICATES, mean_interval_rows, mean_intervals
 from .metrics import redetections
 
 ROWS = ("sift", "ours", "ours_at_sift_size", "sift_resolved_by_ours", "upright", "sift_all_orientations")
@@ -358,14 +358,7 @@ def _intervals_markdown(intervals: dict, photos: int) -> list[str]:
         "| pose | " + " | ".join(c.replace("mma@", "MMA@") for c in cols) + " |",
         "|---|" + "---|" * len(cols),
     ]
-    for r in some["mean"]:
-        lines.append(
-            f"| {r} | " + " | ".join(format_fraction_interval(intervals[c]["mean"][r]) for c in cols) + " |"
-        )
-    for r in some["minus_reference"]:
-        cells = [format_fraction_interval(intervals[c]["minus_reference"][r], True) for c in cols]
-        lines.append(f"| {r} − sift | " + " | ".join(cells) + " |")
-    return lines
+    return lines + mean_interval_rows([intervals[c] for c in cols])
 
 
 __all__ = ["evaluate_rotation", "rotation_angles", "check_angles", "mma_intervals"]

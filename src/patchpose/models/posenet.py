@@ -80,6 +80,20 @@ class ModelConfig:
         )
 
     @property
+    def output_sizes(self) -> dict[str, int]:
+        """The network's outputs and their sizes per sample: ``scale_logits`` and ``ori_logits`` for the
+        heads it has, ``ori_vector`` (re, im) with an orientation vector (what inference and the ONNX graph
+        carry)."""
+        sizes = {}
+        if "scale" in self.heads:
+            sizes["scale_logits"] = self.num_scale_bins
+        if "orientation" in self.heads:
+            sizes["ori_logits"] = self.num_ori_bins
+        if self.polar_ori_vector:
+            sizes["ori_vector"] = 2
+        return sizes
+
+    @property
     def scale_bins_per_octave(self) -> float:
         """Scale bins per octave (3 for the paper's 13 bins over [−2, 2])."""
         return 1.0 / scale_bin_width(self.num_scale_bins, tuple(self.scale_range))
