@@ -12,7 +12,7 @@ from patchpose.errors import InputError
 from patchpose.estimator import PatchPoseEstimator
 
 
-@pytest.fixture(scope="module", params=["patchpose-v1", "patchpose-v2"])
+@pytest.fixture(scope="module", params=["patchpose-v1", "patchpose-v2", "patchpose-v6"])
 def est(request):
     return patchpose.PatchPoseEstimator.from_pretrained(request.param)
 
@@ -34,11 +34,11 @@ def kps(photo):
 
 def test_output_shapes_and_ranges(est, photo, kps):
     """(N,) poses in range, (N, 36) and (N, B_s) probability histograms (13 over [−2, 2] for v1, 25 over
-    [−4, 4] for v2), for one pass (more passes move the frame: next test)."""
+    [−4, 4] for v2 and v6), for one pass (more passes move the frame: next test)."""
     out = est.estimate(photo, kps, passes=1)
     n = len(kps)
     lo, hi = est.cfg.scale_range
-    bins = {"patchpose-v1": 13, "patchpose-v2": 25}[est.meta["name"]]
+    bins = {"patchpose-v1": 13, "patchpose-v2": 25, "patchpose-v6": 25}[est.meta["name"]]
     assert out["orientation"].shape == (n,) and out["scale"].shape == (n,)
     assert out["orientation_hist"].shape == (n, 36) and out["scale_hist"].shape == (n, bins)
     assert np.all((out["orientation"] >= 0) & (out["orientation"] < 2 * np.pi))

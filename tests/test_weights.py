@@ -11,7 +11,7 @@ from patchpose.models import create_model
 from patchpose.weights import BUNDLED, WEIGHTS_DIR, load_bundled, load_weights, save_weights, sha256_of
 
 
-@pytest.mark.parametrize("name", ["patchpose-v1", "patchpose-v2", "patchpose-v3"])
+@pytest.mark.parametrize("name", ["patchpose-v1", "patchpose-v2", "patchpose-v3", "patchpose-v6"])
 def test_bundled_models_are_listed_small_and_verified(name):
     fname, sha = BUNDLED[name]
     path = WEIGHTS_DIR / fname
@@ -20,6 +20,17 @@ def test_bundled_models_are_listed_small_and_verified(name):
     model, meta = load_bundled(name)
     assert meta["name"] == name and not model.training
     assert load_bundled()[1]["name"] == "patchpose-v2"  # the default
+
+
+def test_v6_is_v2s_network_with_the_wide_scale_head_and_the_ring_clamp():
+    """patchpose-v6 is what its model card says: v2's layout except the scale head's dilations [1, 2, 4] and rings
+    read no sharper than a view pixel; a refactor that changed how either loads would break its numbers."""
+    v2, _ = load_bundled("patchpose-v2")
+    v6, meta = load_bundled("patchpose-v6")
+    assert list(v6.cfg.polar_scale_dilations) == [1, 2, 4] and list(v2.cfg.polar_scale_dilations) == [1, 1]
+    assert v6.cfg.polar_view_min_step == 1.0 and v2.cfg.polar_view_min_step == 0.0
+    assert v6.cfg.num_scale_bins == v2.cfg.num_scale_bins == 25 and v6.cfg.num_ori_bins == 36
+    assert "patchpose-v6" in meta["notes"]
 
 
 def test_save_load_round_trip(tmp_path):
