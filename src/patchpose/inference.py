@@ -58,6 +58,16 @@ def predict_histograms(
     return acc
 
 
+def output_arrays(o: dict[str, torch.Tensor], dtype: torch.dtype = torch.float32) -> dict[str, np.ndarray]:
+    """A network's outputs as numpy arrays of ``dtype`` under the names of :data:`OUTPUT_NAMES` (what
+    :func:`predict_histograms` returns): logits as probabilities (softmax over the bins), the orientation
+    vector as it is."""
+    return {
+        OUTPUT_NAMES[key]: (v.to(dtype) if key == "ori_vector" else v.to(dtype).softmax(1)).cpu().numpy()
+        for key, v in o.items()
+    }
+
+
 @torch.inference_mode()
 def _predict(model: PoseNet, patches, batch_size: int, amp: str | None) -> dict[str, np.ndarray]:
     was_training = model.training
@@ -70,14 +80,14 @@ def _predict(model: PoseNet, patches, batch_size: int, amp: str | None) -> dict[
             x = x_all[i : i + batch_size].to(device, torch.float32)
             with autocast_ctx(device, amp):
                 o = model(x)
-            for key, v in o.items():  # histograms as probabilities, the orientation vector as it is
-                v = v.float() if key == "ori_vector" else v.float().softmax(1)
-                out.setdefault(key, []).append(v.cpu().numpy())
+            for name, v in output_arrays(o).items():
+                out.setdefault(name, []).append(v)
     finally:
         model.train(was_training)
+    names = {OUTPUT_NAMES[key]: size for key, size in model.cfg.output_sizes.items()}
     return {
-        OUTPUT_NAMES[key]: np.concatenate(out[key]) if key in out else np.zeros((0, size), np.float32)
-        for key, size in model.cfg.output_sizes.items()
+        n: np.concatenate(out[n]) if n in out else np.zeros((0, size), np.float32)
+        for n, size in names.items()
     }
 
 

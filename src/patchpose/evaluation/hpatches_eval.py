@@ -56,9 +56,9 @@ from ..matching.pipeline import (
     pose_rows,
     reprojection_errors,
 )
-from .intervals import DEFAULT_REPLICATES, mean_interval_rows, mean_intervals
+from .intervals import DEFAULT_REPLICATES, check_bootstrap, mean_interval_rows, mean_intervals
 from .metrics import redetections
-from .patchpose_eval import MethodPoses, _continuous, _official
+from .patchpose_eval import POSE_ARRAYS, MethodPoses, _continuous, _official
 
 POSE_MARGIN = 32.0  # px: pose-transfer keypoints lie this far inside both images
 POSE_KEYPOINTS = 25  # per detector (SIFT, Harris) in image 1, as the paper's 25 patches per pair
@@ -328,7 +328,7 @@ def pose_sequence(seq: Sequence, est, images: dict | None = None) -> dict[str, n
     if len(pairs["ref"]) == 0:
         return out
     for m in run_methods(data, est, progress=False):
-        for field in ("scale", "ori", "scale_hist", "ori_hist", "ori_vector"):
+        for field in POSE_ARRAYS:
             v = getattr(m, field)
             if v is not None:
                 out[f"{m.name}/{field}"] = np.asarray(v)
@@ -378,13 +378,7 @@ def pose_tables(per_seq: dict[str, dict], names: list[str], top_k: int, bins_per
         for name, f in {**bounds, **methods}.items():
             label = "ours" if name == "patchpose" else name
             m = MethodPoses(
-                label,
-                f.get("scale"),
-                f.get("ori"),
-                f.get("scale_hist"),
-                f.get("ori_hist"),
-                bins_per_octave,
-                f.get("ori_vector"),
+                label, scale_bins_per_octave=bins_per_octave, **{k: f.get(k) for k in POSE_ARRAYS}
             )
             official[label] = _strip(_official(m, pairs, pairs))
             continuous[label] = _strip(_continuous(m, pairs)[0])
@@ -442,8 +436,7 @@ def evaluate_hpatches(
         raise InputError(f"top_k must be an integer of at least 2 (the top-k row), got {top_k!r}")
     if detector not in DETECTORS:
         raise InputError(f"detector must be one of {DETECTORS}, got {detector!r}")
-    if not is_int_in(bootstrap, 0):
-        raise InputError(f"bootstrap must be 0 (off) or a number of replicates, got {bootstrap!r}")
+    check_bootstrap(bootstrap)
     if keypoints_dir is not None and not Path(keypoints_dir).is_dir():
         raise InputError(f"keypoints folder not found: {keypoints_dir}")
     proto = PROTOCOLS[protocol]

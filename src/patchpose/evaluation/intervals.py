@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import InputError
+from ..errors import InputError, is_int_in
 
 #: bootstrap replicates by default (the 2.5 and 97.5 percentiles move by about 0.1 point between seeds)
 DEFAULT_REPLICATES = 2000
@@ -110,6 +110,12 @@ def cluster_bootstrap(
     return out
 
 
+def check_bootstrap(bootstrap) -> None:
+    """An evaluation's ``bootstrap`` setting: 0 (no intervals) or a number of replicates."""
+    if not is_int_in(bootstrap, 0):
+        raise InputError(f"bootstrap must be 0 (off) or a number of replicates, got {bootstrap!r}")
+
+
 def mean_intervals(
     values: dict[str, np.ndarray], clusters: np.ndarray, reference: str, replicates: int = DEFAULT_REPLICATES
 ) -> dict:
@@ -165,6 +171,7 @@ def format_interval(value: float, interval: list[float], signed: bool = False) -
 
 __all__ = [
     "DEFAULT_REPLICATES",
+    "check_bootstrap",
     "cluster_bootstrap",
     "format_fraction_interval",
     "format_interval",

@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import logging
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -40,10 +41,9 @@ from ..baselines import (
 from ..data.patches import Pyramid, extract_patches, to_gray
 from ..data.patchpose_dataset import PatchPoseData
 from ..data.polar import render_view_polar
-from ..errors import InputError
 from ..fileio import write_text_atomic
 from ..inference import decode_poses, predict_histograms
-from .intervals import DEFAULT_REPLICATES, cluster_bootstrap, format_interval
+from .intervals import DEFAULT_REPLICATES, check_bootstrap, cluster_bootstrap, format_interval
 from .metrics import accuracies, relative_errors, within_thresholds
 from .official import (
     ORI_THRESHOLDS_BINS,
@@ -140,28 +140,22 @@ def model_passes(data: dict, est) -> tuple[dict, dict]:
     return h, poses
 
 
+@dataclass
 class MethodPoses:
     """Per-sample outputs of one method: histograms (ours) and/or continuous poses ``(N, k)``; for a model
     with an orientation vector, its vectors ``ori_vector`` ``(N, 2)`` too."""
 
-    def __init__(
-        self,
-        name: str,
-        scale=None,
-        ori=None,
-        scale_hist=None,
-        ori_hist=None,
-        scale_bins_per_octave=None,
-        ori_vector=None,
-    ) -> None:
-        self.scale_bins_per_octave, self.ori_vector = scale_bins_per_octave, ori_vector
-        self.name, self.scale, self.ori, self.scale_hist, self.ori_hist = (
-            name,
-            scale,
-            ori,
-            scale_hist,
-            ori_hist,
-        )
+    name: str
+    scale: np.ndarray | None = None
+    ori: np.ndarray | None = None
+    scale_hist: np.ndarray | None = None
+    ori_hist: np.ndarray | None = None
+    scale_bins_per_octave: float | None = None
+    ori_vector: np.ndarray | None = None
+
+
+#: the per-sample arrays of a :class:`MethodPoses` (what a cache stores of it)
+POSE_ARRAYS = ("scale", "ori", "scale_hist", "ori_hist", "ori_vector")
 
 
 def run_methods(
@@ -360,8 +354,7 @@ def evaluate(
 
     ``bootstrap`` replicates (0: none) give 95 % intervals of our accuracy and of ours minus every other
     method on the official A+B and joint protocols, resampling keypoints (``doc["intervals"]``)."""
-    if bootstrap < 0:
-        raise InputError(f"bootstrap must be 0 (off) or a number of replicates, got {bootstrap}")
+    check_bootstrap(bootstrap)
     from ..estimator import PatchPoseEstimator
 
     t0 = time.time()

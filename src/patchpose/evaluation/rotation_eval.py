@@ -43,7 +43,7 @@ from ..conventions import similarity_about
 from ..errors import InputError, is_int_in
 from ..fileio import write_text_atomic
 from ..geometry import apply_homography
-from .intervals import DEFAULT_REPLICATES, mean_interval_rows, mean_intervals
+from .intervals import DEFAULT_REPLICATES, check_bootstrap, mean_interval_rows, mean_intervals
 from .metrics import redetections
 
 ROWS = ("sift", "ours", "ours_at_sift_size", "sift_resolved_by_ours", "upright", "sift_all_orientations")
@@ -216,8 +216,7 @@ def evaluate_rotation(
     if not photos:
         raise InputError("no photos to evaluate: the folder (or split) holds no images (.png, .jpg, …)")
     angles = check_angles(angles)
-    if not is_int_in(bootstrap, 0):
-        raise InputError(f"bootstrap must be 0 (off) or a number of replicates, got {bootstrap!r}")
+    check_bootstrap(bootstrap)
     if not is_int_in(max_keypoints, 1):
         raise InputError(f"max_keypoints must be a positive integer, got {max_keypoints!r}")
     est = PatchPoseEstimator.load(weights, passes=passes)

@@ -103,7 +103,7 @@ class PatchAngleDetector(nn.Module):
     def forward(self, patches: torch.Tensor) -> torch.Tensor:
         import torch.nn.functional as F
 
-        from ..inference import decode_poses
+        from ..inference import decode_poses, output_arrays
 
         if not isinstance(patches, torch.Tensor):
             raise InputError(f"patches must be a torch.Tensor (B, 1, PS, PS), got {type(patches).__name__}")
@@ -123,10 +123,8 @@ class PatchAngleDetector(nn.Module):
         if self.cfg.color == "rgb":
             x = x.repeat(1, 3, 1, 1)
         o = self.est.model(x)
-        hists = {"orientation_hist": torch.softmax(o["ori_logits"].double(), 1).numpy()}
-        if "ori_vector" in o:  # a model with an orientation vector: its angle
-            hists["orientation_vector"] = o["ori_vector"].double().numpy()
-        theta = decode_poses(hists, k=1)["orientation"][:, 0]
+        o.pop("scale_logits", None)  # the angle only: the orientation histogram, and the vector if any
+        theta = decode_poses(output_arrays(o, torch.float64), k=1)["orientation"][:, 0]
         return torch.from_numpy(np.mod(theta, TWO_PI)).to(device=patches.device, dtype=patches.dtype)
 
 
