@@ -142,7 +142,7 @@ def test_bench_reports_times_and_ratios(tmp_path):
     assert res["num_keypoints"] == 64 and res["sift_detect_s"] > 0 and res["patchpose_rot1_s"] > 0
     assert res["ratio_rot1_to_sift"] == pytest.approx(res["patchpose_rot1_s"] / res["sift_detect_s"])
     assert res["ratio_passes2_to_sift"] == pytest.approx(res["patchpose_passes2_s"] / res["sift_detect_s"])
-    assert json.loads((tmp_path / "bench.json").read_text())["model"] == "patchpose-v2"
+    assert json.loads((tmp_path / "bench.json").read_text())["model"] == "patchpose-v6"
 
 
 def test_eval_synthetic_writes_results(tmp_path):

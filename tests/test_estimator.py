@@ -17,8 +17,8 @@ def est(request):
     return patchpose.PatchPoseEstimator.from_pretrained(request.param)
 
 
-def test_the_default_is_v2():
-    assert patchpose.PatchPoseEstimator.from_pretrained().meta["name"] == "patchpose-v2"
+def test_the_default_is_v6():
+    assert patchpose.PatchPoseEstimator.from_pretrained().meta["name"] == "patchpose-v6"
 
 
 @pytest.fixture(scope="module")

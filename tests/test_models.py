@@ -313,3 +313,46 @@ def test_polar_scale_head_sees_as_many_rings_as_its_dilations_say(dilations, rea
     assert moved.nonzero()[:, 0].tolist() == list(range(12 - reach, 12 + reach + 1))
     with pytest.raises(ValueError, match="bad scale head"):
         create_model({**SMALL_POLAR, "polar_scale_dilations": [1, 16]})
+
+
+@pytest.mark.parametrize("extra", [{}, {"polar_ori_window": 2}, {"polar_ori_vector": True}])
+def test_a_read_can_run_the_scale_head_alone(extra):
+    """``model(x, heads=("scale",))`` gives exactly the scale logits of a full read and nothing else (what a
+    pass before the last runs); ``("orientation",)`` the orientation outputs only, even where the orientation
+    head reads the scale found; a head the model lacks, or none, is a clear error."""
+    from patchpose.models import ModelConfig, PoseNet
+
+    torch.manual_seed(0)
+    m = PoseNet(ModelConfig.from_dict({**SMALL_POLAR, **extra})).eval()
+    x = torch.rand(5, 1, 31, 36)
+    with torch.no_grad():
+        full = m(x)
+        s = m(x, heads=("scale",))
+        o = m(x, heads=["orientation"])
+    assert set(s) == {"scale_logits"} and set(o) == set(full) - {"scale_logits"}
+    torch.testing.assert_close(s["scale_logits"], full["scale_logits"], rtol=0, atol=0)
+    for k, v in o.items():
+        torch.testing.assert_close(v, full[k], rtol=0, atol=0)
+    for bad in [(), ("pose",)]:
+        with pytest.raises(ValueError, match="subset"):
+            m(x, heads=bad)
+    cart = create_model("small-cnn", heads=["orientation"]).eval()
+    assert set(cart(torch.rand(2, 1, 32, 32), heads=["orientation"])) == {"ori_logits"}
+    with pytest.raises(ValueError, match="subset"):
+        cart(torch.rand(2, 1, 32, 32), heads=["scale"])
+
+
+def test_predict_histograms_runs_the_heads_asked_for():
+    """``predict_histograms(..., heads=("scale",))`` returns the scale histogram of a full read, only."""
+    import numpy as np
+
+    from patchpose.inference import predict_histograms
+    from patchpose.models import ModelConfig, PoseNet
+
+    torch.manual_seed(0)
+    m = PoseNet(ModelConfig.from_dict(SMALL_POLAR)).eval()
+    x = np.random.default_rng(0).random((7, 1, 31, 36), dtype=np.float32)
+    full = predict_histograms(m, x, batch_size=3)
+    s = predict_histograms(m, x, batch_size=3, heads=("scale",))
+    assert set(s) == {"scale_hist"} and set(full) == {"scale_hist", "orientation_hist"}
+    np.testing.assert_array_equal(s["scale_hist"], full["scale_hist"])

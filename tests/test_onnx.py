@@ -14,7 +14,7 @@ pytest.importorskip("onnxruntime")
 pytest.importorskip("onnx")
 
 
-@pytest.mark.parametrize("name", ["patchpose-v2", "patchpose-v1"])
+@pytest.mark.parametrize("name", ["patchpose-v6", "patchpose-v2", "patchpose-v1"])
 def test_onnx_backend_matches_pytorch(name, tmp_path):
     from patchpose.cli.main import main
 
@@ -32,6 +32,11 @@ def test_onnx_backend_matches_pytorch(name, tmp_path):
         np.testing.assert_allclose(
             np.exp(1j * out["orientation"]), np.exp(1j * ref["orientation"]), atol=1e-3
         )
+    # two passes: the first runs the scale head alone in PyTorch; the graph computes both and drops one
+    ref2 = PatchPoseEstimator.load(name).estimate(img, xy, passes=2)
+    got2 = est.estimate(img, xy, passes=2)
+    np.testing.assert_allclose(got2["scale_hist"], ref2["scale_hist"], atol=1e-5)
+    np.testing.assert_allclose(got2["orientation_hist"], ref2["orientation_hist"], atol=1e-5)
 
 
 def test_fft_free_path_equals_the_fft_path():

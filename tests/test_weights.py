@@ -19,7 +19,7 @@ def test_bundled_models_are_listed_small_and_verified(name):
     assert sha256_of(path) == sha
     model, meta = load_bundled(name)
     assert meta["name"] == name and not model.training
-    assert load_bundled()[1]["name"] == "patchpose-v2"  # the default
+    assert load_bundled()[1]["name"] == "patchpose-v6"  # the default
 
 
 def test_v6_is_v2s_network_with_the_wide_scale_head_and_the_ring_clamp():
@@ -31,6 +31,21 @@ def test_v6_is_v2s_network_with_the_wide_scale_head_and_the_ring_clamp():
     assert v6.cfg.polar_view_min_step == 1.0 and v2.cfg.polar_view_min_step == 0.0
     assert v6.cfg.num_scale_bins == v2.cfg.num_scale_bins == 25 and v6.cfg.num_ori_bins == 36
     assert "patchpose-v6" in meta["notes"]
+
+
+def test_a_bundled_models_recipe_builds_its_network(tmp_path):
+    """``train --recipe NAME`` for a bundled model NAME ends in a network with exactly the bundled layout, so the
+    one documented command reproduces it (the v6 recipe once lacked its wide scale head)."""
+    from omegaconf import OmegaConf
+
+    from patchpose.models import ModelConfig
+    from patchpose.training.recipe import list_recipes, load_recipe, stage_configs
+
+    names = sorted(set(BUNDLED) & set(list_recipes()))
+    assert {"patchpose-v2", "patchpose-v3", "patchpose-v6"} <= set(names)
+    for name in names:
+        last = stage_configs(load_recipe(name), tmp_path / name)[-1]
+        assert ModelConfig.from_dict(OmegaConf.to_container(last.model)) == load_bundled(name)[0].cfg, name
 
 
 def test_save_load_round_trip(tmp_path):

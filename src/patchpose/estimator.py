@@ -79,6 +79,12 @@ def next_shift(shift: np.ndarray, scale: np.ndarray, bins_per_octave: int, frame
     return np.clip(new, -lim, lim).astype(np.int64)
 
 
+def pass_heads(cfg, last: bool):
+    """The heads a read runs: all of them on the last pass; before it only the scale head, whose scale is all
+    that moves the frame (a log-polar model's orientation head is most of its cost)."""
+    return None if last or "scale" not in cfg.heads else ("scale",)
+
+
 def _check_passes(passes) -> None:
     if not is_int_in(passes, 1, 8):
         raise InputError(f"passes must be an integer from 1 to 8, got {passes!r}")
@@ -303,7 +309,10 @@ class PatchPoseEstimator:
             patches, v = self._extract(img, kp, fs0 + shift / bpo, pyramid, check_border=p == 0)
             if p == 0:
                 valid = v
-            hists = predict_histograms(self.model, patches, self.batch_size, rotations=self.rotations)
+            heads = pass_heads(self.cfg, last=p + 1 == passes)
+            hists = predict_histograms(
+                self.model, patches, self.batch_size, rotations=self.rotations, heads=heads
+            )
             if p + 1 < passes:  # move the frame to the scale found, in whole bins
                 s = decode_poses(hists, k=1, refine=True, scale_range=self.cfg.scale_range)["scale"][:, 0]
                 shift = next_shift(shift, s, bpo, fs0)

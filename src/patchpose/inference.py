@@ -29,7 +29,12 @@ OUTPUT_NAMES = {
 
 
 def predict_histograms(
-    model: PoseNet, patches, batch_size: int = 128, amp: str | None = None, rotations: int = 1
+    model: PoseNet,
+    patches,
+    batch_size: int = 128,
+    amp: str | None = None,
+    rotations: int = 1,
+    heads=None,
 ) -> dict[str, np.ndarray]:
     """Probabilities ``{"scale_hist": (N, Bs), "orientation_hist": (N, Bo)}`` for patches ``(N, C, PS, PS)``.
 
@@ -41,16 +46,18 @@ def predict_histograms(
     ``np.rot90`` over the (row, col) axes turns the content counter-clockwise as displayed, which adds
     ``B/4`` bins per quarter turn. A ``polar-cnn`` is equivariant to quarter turns by construction, so
     ``rotations`` changes nothing for it and is skipped.
+
+    ``heads``: None for every histogram of the model, or the heads to run (``("scale",)`` gives only
+    ``scale_hist``, at a fraction of the cost of a log-polar model's orientation head).
     """
     if rotations not in ROTATIONS:
         raise ValueError(f"rotations must be 1, 2 or 4, got {rotations!r}")
     if rotations == 1 or model.cfg.is_polar:  # a polar-cnn is exactly equivariant to quarter turns already
-        return _predict(model, patches, batch_size, amp)
+        return _predict(model, patches, batch_size, amp, heads)
     acc: dict[str, np.ndarray] = {}
     for k in ROTATIONS[rotations]:
-        h = _predict(
-            model, np.ascontiguousarray(np.rot90(np.asarray(patches), k, axes=(2, 3))), batch_size, amp
-        )
+        turned = np.ascontiguousarray(np.rot90(np.asarray(patches), k, axes=(2, 3)))
+        h = _predict(model, turned, batch_size, amp, heads)
         if "orientation_hist" in h:
             h["orientation_hist"] = np.roll(h["orientation_hist"], -k * model.cfg.num_ori_bins // 4, axis=1)
         for name, v in h.items():
@@ -69,7 +76,7 @@ def output_arrays(o: dict[str, torch.Tensor], dtype: torch.dtype = torch.float32
 
 
 @torch.inference_mode()
-def _predict(model: PoseNet, patches, batch_size: int, amp: str | None) -> dict[str, np.ndarray]:
+def _predict(model: PoseNet, patches, batch_size: int, amp: str | None, heads=None) -> dict[str, np.ndarray]:
     was_training = model.training
     model.eval()
     device = next(model.parameters()).device
@@ -79,12 +86,18 @@ def _predict(model: PoseNet, patches, batch_size: int, amp: str | None) -> dict[
         for i in range(0, len(x_all), batch_size):
             x = x_all[i : i + batch_size].to(device, torch.float32)
             with autocast_ctx(device, amp):
-                o = model(x)
+                o = model(x) if heads is None else model(x, heads=heads)
             for name, v in output_arrays(o).items():
                 out.setdefault(name, []).append(v)
     finally:
         model.train(was_training)
-    names = {OUTPUT_NAMES[key]: size for key, size in model.cfg.output_sizes.items()}
+    sizes = model.cfg.output_sizes
+    if heads is not None:  # the outputs of the heads asked for (the orientation vector is orientation's)
+        keep = ({"scale_logits"} if "scale" in heads else set()) | (
+            {"ori_logits", "ori_vector"} if "orientation" in heads else set()
+        )
+        sizes = {k: v for k, v in sizes.items() if k in keep}
+    names = {OUTPUT_NAMES[key]: size for key, size in sizes.items()}
     return {
         n: np.concatenate(out[n]) if n in out else np.zeros((0, size), np.float32)
         for n, size in names.items()

@@ -134,7 +134,9 @@ class OnnxPoseNet(nn.Module):
                 f"do not match its model config ({', '.join(f'{o} [N, {bins[o]}]' for o in want)})"
             )
 
-    def forward(self, x: torch.Tensor) -> dict[str, torch.Tensor]:
+    def forward(self, x: torch.Tensor, heads=None) -> dict[str, torch.Tensor]:
+        """Every output of the graph; ``heads`` (as :meth:`PoseNet.forward`) only drops the others (the graph
+        computes them all)."""
         if x.dim() != 4 or tuple(x.shape[1:]) != self.cfg.input_shape:
             raise ValueError(
                 f"expected inputs (N, {', '.join(map(str, self.cfg.input_shape))}), got {tuple(x.shape)}"
@@ -143,7 +145,12 @@ class OnnxPoseNet(nn.Module):
             res = self.session.run(None, {"x": np.ascontiguousarray(x.detach().cpu().numpy(), np.float32)})
         except Exception as e:  # noqa: BLE001 - onnxruntime's own error types: the graph cannot run
             raise WeightsError(f"{self.name}: onnxruntime cannot run the model ({one_line(e)})") from None
-        return {name: torch.from_numpy(v) for name, v in zip(self.outputs, res)}
+        out = {name: torch.from_numpy(v) for name, v in zip(self.outputs, res)}
+        if heads is not None and "scale" not in heads:
+            out.pop("scale_logits", None)
+        if heads is not None and "orientation" not in heads:
+            out = {k: v for k, v in out.items() if k == "scale_logits"}
+        return out
 
 
 __all__ = ["export_onnx", "export_bytes", "OnnxPoseNet"]

@@ -121,7 +121,7 @@ def model_passes(data: dict, est) -> tuple[dict, dict]:
     views in a frame moved by the scale found, in whole bins. Returns the last pass's histograms, with
     ``scale_hist`` moved back to the view's own frame (for the official metric's argmax bins), and the
     refined poses ``{"scale", "orientation"}`` ``(N, 1)`` in the view's frame."""
-    from ..estimator import next_shift, shift_bins
+    from ..estimator import next_shift, pass_heads, shift_bins
 
     bpo = est.cfg.scale_bins_per_octave
     shift = np.zeros(len(data["series"]), np.int64)
@@ -130,7 +130,9 @@ def model_passes(data: dict, est) -> tuple[dict, dict]:
         if p:
             d = {k: v for k, v in data.items() if k != "patches"}  # the stored patches are at shift 0
             d["frame_sigma"] = data["frame_sigma"] + shift / bpo
-        h = predict_histograms(est.model, model_patches(d, est), est.batch_size, rotations=est.rotations)
+        heads = pass_heads(est.cfg, last=p + 1 == est.passes)
+        x = model_patches(d, est)
+        h = predict_histograms(est.model, x, est.batch_size, rotations=est.rotations, heads=heads)
         if p + 1 < est.passes:
             s = decode_poses(h, k=1, refine=True, scale_range=est.cfg.scale_range)["scale"][:, 0]
             shift = next_shift(shift, s, bpo, data["frame_sigma"])

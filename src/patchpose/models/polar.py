@@ -256,14 +256,25 @@ class PolarNet(nn.Module):
                 raise ValueError("ori_vector needs both heads and one input channel")
             self.ori_vector = OrientationVector(rings, num_scale_bins, w if ori_dilations else 0)
 
-    def forward(self, x: torch.Tensor) -> dict[str, torch.Tensor]:
+    def forward(self, x: torch.Tensor, heads=None) -> dict[str, torch.Tensor]:
+        """``heads``: None (every head of the network) or the ones to compute, e.g. ``("scale",)``: a read
+        whose orientation would be thrown away (the first of two passes) skips the orientation head, most of
+        the cost. The scale head also runs when the orientation head needs it. A head computed is the same
+        either way."""
+        want = self.heads if heads is None else tuple(heads)
+        if set(want) - set(self.heads) or not want:
+            raise ValueError(f"heads must be a non-empty subset of {list(self.heads)}, got {list(want)}")
+        ori = "orientation" in want
+        needs_scale = ori and (
+            self.ori_rings_below_scale >= 0 or self.ori_window >= 0 or self.ori_vector is not None
+        )
         pad = slice(None)
         if self.depth:
             pad = slice(self.depth, self.depth + x.shape[-1])
             x = F.pad(x, (self.depth, self.depth, 0, 0), mode="circular")
         f = self.features(x)  # (N, C, K, A)
         out = {}
-        if "scale" in self.heads:
+        if "scale" in want or needs_scale:
             stats = [f.mean(3), f.amax(3)]
             if self.harmonics:
                 if self.use_fft:
@@ -274,7 +285,7 @@ class PolarNet(nn.Module):
             s = self.scale_head(torch.cat(stats, 1))[:, 0]  # (N, K)
             lo = self.scale_ring0
             out["scale_logits"] = s[:, lo : lo + self.num_scale_bins]
-        if "orientation" in self.heads:
+        if ori:
             fo = f
             if self.ori_min_ring:  # the innermost rings are zeros for this head (same parameters)
                 k = self.ori_min_ring
@@ -308,6 +319,8 @@ class PolarNet(nn.Module):
             if self.ori_vector is not None:
                 p = out["scale_logits"].detach().float().softmax(1)
                 out["ori_vector"] = self.ori_vector(x[:, 0, :, pad], hidden, p)
+        if "scale" not in want:
+            out.pop("scale_logits", None)
         return out
 
     def with_grad_hist_inputs(

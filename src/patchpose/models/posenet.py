@@ -203,7 +203,11 @@ class PoseNet(nn.Module):
         if "orientation" in cfg.heads:
             self.heads["orientation"] = make_head(self.trunk.out_dim, cfg.num_ori_bins, cfg.head)
 
-    def forward(self, x: torch.Tensor) -> dict[str, torch.Tensor]:
+    def forward(self, x: torch.Tensor, heads=None) -> dict[str, torch.Tensor]:
+        """``heads``: None for every head of the model, or the subset to compute (e.g. ``("scale",)``)."""
+        want = tuple(self.cfg.heads) if heads is None else tuple(heads)
+        if not want or set(want) - set(self.cfg.heads):
+            raise ValueError(f"heads must be a non-empty subset of {list(self.cfg.heads)}, got {list(want)}")
         if x.dim() != 4 or tuple(x.shape[1:]) != self.cfg.input_shape:
             raise ValueError(
                 f"expected inputs (N, {', '.join(map(str, self.cfg.input_shape))}), got {tuple(x.shape)}"
@@ -214,12 +218,12 @@ class PoseNet(nn.Module):
             std = x.std(dim=(2, 3), keepdim=True)
             x = (x - mean) / (std + 1e-3)
         if self.cfg.is_polar:
-            return self.polar(x)
+            return self.polar(x, heads)
         f = self.trunk(x)
         out = {}
-        if "scale" in self.heads:
+        if "scale" in want:
             out["scale_logits"] = self.heads["scale"](f)
-        if "orientation" in self.heads:
+        if "orientation" in want:
             out["ori_logits"] = self.heads["orientation"](f)
         return out
 
