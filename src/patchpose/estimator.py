@@ -116,10 +116,11 @@ class PatchPoseEstimator:
         passes: how many times the model reads each keypoint (default 1). Pass ``p + 1`` reads it again
             in a frame moved to the scale pass ``p`` found, rounded to whole scale bins, so that the
             characteristic structure sits in the middle of the model's window; scale and orientation come
-            from the last pass, and each pass costs as much as the first. Measured with patchpose-v2
-            (``docs/model_card.md``, "Reading twice"): 2 passes are better on scale under large zooms of
-            keypoints cut at their own scale (PatchPose protocol) and worse on orientation, and worse on
-            both for keypoints read at scale 0 of real photo pairs (HPatches-style), hence not the default.
+            from the last pass. A pass before the last runs the scale head alone (:func:`pass_heads`), so
+            2 passes cost about 1.6× one. With patchpose-v6, the default, 2 passes are far better on
+            PatchPose (scale and the joint protocol) and about equal on HPatches-style pairs of real photos;
+            they are not the default because one pass is what is faster than SIFT detection
+            (``docs/model_card.md``, "Reading twice with v6"; with patchpose-v2 they hurt on real photos).
     """
 
     def __init__(
@@ -289,7 +290,7 @@ class PatchPoseEstimator:
             ``orientation`` ``(N,)`` or ``(N, k)`` radians in ``[0, 2π)``; ``scale`` log2 scale, same shape;
             ``orientation_hist`` ``(N, B_o)`` and ``scale_hist`` ``(N, B_s)`` probabilities of the last pass
             (the model's bins: 36 and 13 over [−2, 2] for the paper's layout, 25 over [−4, 4] for
-            patchpose-v2; scale bins relative to ``frame_scale``); ``valid`` ``(N,)`` True where the
+            patchpose-v2 and v6; scale bins relative to ``frame_scale``); ``valid`` ``(N,)`` True where the
             window at the caller's frame (the first pass) lies inside the image.
         """
         n_bins = min(self.cfg.num_scale_bins, self.cfg.num_ori_bins)
