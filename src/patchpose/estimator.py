@@ -81,7 +81,7 @@ def next_shift(shift: np.ndarray, scale: np.ndarray, bins_per_octave: int, frame
 
 def pass_heads(cfg, last: bool):
     """The heads a read runs: all of them on the last pass; before it only the scale head, whose scale is all
-    that moves the frame (a log-polar model's orientation head is most of its cost)."""
+    that moves the frame (v6's orientation head is about two thirds of the network's time)."""
     return None if last or "scale" not in cfg.heads else ("scale",)
 
 
