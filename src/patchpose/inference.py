@@ -91,13 +91,7 @@ def _predict(model: PoseNet, patches, batch_size: int, amp: str | None, heads=No
                 out.setdefault(name, []).append(v)
     finally:
         model.train(was_training)
-    sizes = model.cfg.output_sizes
-    if heads is not None:  # the outputs of the heads asked for (the orientation vector is orientation's)
-        keep = ({"scale_logits"} if "scale" in heads else set()) | (
-            {"ori_logits", "ori_vector"} if "orientation" in heads else set()
-        )
-        sizes = {k: v for k, v in sizes.items() if k in keep}
-    names = {OUTPUT_NAMES[key]: size for key, size in sizes.items()}
+    names = {OUTPUT_NAMES[key]: size for key, size in model.cfg.outputs_of(heads).items()}
     return {
         n: np.concatenate(out[n]) if n in out else np.zeros((0, size), np.float32)
         for n, size in names.items()

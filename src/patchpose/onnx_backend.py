@@ -145,12 +145,8 @@ class OnnxPoseNet(nn.Module):
             res = self.session.run(None, {"x": np.ascontiguousarray(x.detach().cpu().numpy(), np.float32)})
         except Exception as e:  # noqa: BLE001 - onnxruntime's own error types: the graph cannot run
             raise WeightsError(f"{self.name}: onnxruntime cannot run the model ({one_line(e)})") from None
-        out = {name: torch.from_numpy(v) for name, v in zip(self.outputs, res)}
-        if heads is not None and "scale" not in heads:
-            out.pop("scale_logits", None)
-        if heads is not None and "orientation" not in heads:
-            out = {k: v for k, v in out.items() if k == "scale_logits"}
-        return out
+        keep = self.cfg.outputs_of(heads)
+        return {name: torch.from_numpy(v) for name, v in zip(self.outputs, res) if name in keep}
 
 
 __all__ = ["export_onnx", "export_bytes", "OnnxPoseNet"]

@@ -122,8 +122,7 @@ class PatchAngleDetector(nn.Module):
             x = x.repeat(1, len(self.cfg.windows), 1, 1)
         if self.cfg.color == "rgb":
             x = x.repeat(1, 3, 1, 1)
-        o = self.est.model(x)
-        o.pop("scale_logits", None)  # the angle only: the orientation histogram, and the vector if any
+        o = self.est.model(x, heads=("orientation",))  # the angle only: the histogram, and the vector if any
         theta = decode_poses(output_arrays(o, torch.float64), k=1)["orientation"][:, 0]
         return torch.from_numpy(np.mod(theta, TWO_PI)).to(device=patches.device, dtype=patches.dtype)
 

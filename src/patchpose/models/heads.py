@@ -5,6 +5,15 @@ from __future__ import annotations
 from torch import nn
 
 
+def select_heads(have, heads=None) -> tuple[str, ...]:
+    """The heads a read runs: all of ``have`` for None, else ``heads``, which must be a non-empty subset of them
+    (``ValueError`` otherwise)."""
+    want = tuple(have) if heads is None else tuple(heads)
+    if not want or set(want) - set(have):
+        raise ValueError(f"heads must be a non-empty subset of {list(have)}, got {list(want)}")
+    return want
+
+
 def make_head(
     in_dim: int, num_bins: int, kind: str = "linear", hidden: tuple[int, ...] = (512, 128, 64)
 ) -> nn.Module:

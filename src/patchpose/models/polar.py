@@ -27,6 +27,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .heads import select_heads
+
 
 class StemBlock(nn.Module):
     """3×3 conv (zero padding along rings only; the caller pads the angles circularly), BN, ReLU."""
@@ -261,9 +263,7 @@ class PolarNet(nn.Module):
         whose orientation would be thrown away (the first of two passes) skips the orientation head, about
         two thirds of the network's time for v6. The scale head also runs when the orientation head needs
         it. A head computed is the same either way."""
-        want = self.heads if heads is None else tuple(heads)
-        if set(want) - set(self.heads) or not want:
-            raise ValueError(f"heads must be a non-empty subset of {list(self.heads)}, got {list(want)}")
+        want = select_heads(self.heads, heads)
         ori = "orientation" in want
         needs_scale = ori and (
             self.ori_rings_below_scale >= 0 or self.ori_window >= 0 or self.ori_vector is not None

@@ -9,7 +9,7 @@ from torch import nn
 
 from ..conventions import NUM_ORI_BINS, NUM_SCALE_BINS, SCALE_RANGE, scale_bin_width
 from .backbones import ResNet18, SmallCNN
-from .heads import make_head
+from .heads import make_head, select_heads
 from .polar import PolarNet
 
 
@@ -84,13 +84,19 @@ class ModelConfig:
         """The network's outputs and their sizes per sample: ``scale_logits`` and ``ori_logits`` for the
         heads it has, ``ori_vector`` (re, im) with an orientation vector (what inference and the ONNX graph
         carry)."""
+        return self.outputs_of()
+
+    def outputs_of(self, heads=None) -> dict[str, int]:
+        """:attr:`output_sizes` of a read that runs only ``heads`` (None: all; see :func:`select_heads`); the
+        orientation vector belongs to the orientation head."""
+        want = select_heads(self.heads, heads)
         sizes = {}
-        if "scale" in self.heads:
+        if "scale" in want:
             sizes["scale_logits"] = self.num_scale_bins
-        if "orientation" in self.heads:
+        if "orientation" in want:
             sizes["ori_logits"] = self.num_ori_bins
-        if self.polar_ori_vector:
-            sizes["ori_vector"] = 2
+            if self.polar_ori_vector:
+                sizes["ori_vector"] = 2
         return sizes
 
     @property
@@ -205,9 +211,7 @@ class PoseNet(nn.Module):
 
     def forward(self, x: torch.Tensor, heads=None) -> dict[str, torch.Tensor]:
         """``heads``: None for every head of the model, or the subset to compute (e.g. ``("scale",)``)."""
-        want = tuple(self.cfg.heads) if heads is None else tuple(heads)
-        if not want or set(want) - set(self.cfg.heads):
-            raise ValueError(f"heads must be a non-empty subset of {list(self.cfg.heads)}, got {list(want)}")
+        want = select_heads(self.cfg.heads, heads)
         if x.dim() != 4 or tuple(x.shape[1:]) != self.cfg.input_shape:
             raise ValueError(
                 f"expected inputs (N, {', '.join(map(str, self.cfg.input_shape))}), got {tuple(x.shape)}"
@@ -218,7 +222,7 @@ class PoseNet(nn.Module):
             std = x.std(dim=(2, 3), keepdim=True)
             x = (x - mean) / (std + 1e-3)
         if self.cfg.is_polar:
-            return self.polar(x, heads)
+            return self.polar(x, want)
         f = self.trunk(x)
         out = {}
         if "scale" in want:
