@@ -292,3 +292,30 @@ def test_pose_loss_adds_the_vector_term_with_its_weight():
         got = pose_loss(oa, ob, d_s, d_o, LossConfig(ori_vector_weight=w))
         lv = vector_alignment_loss(oa["ori_vector"], ob["ori_vector"], d_o * 2 * math.pi / 36).mean()
         torch.testing.assert_close(got["total"], base["total"] + w * lv)
+
+
+def test_distillation_loss_is_the_kl_divergence_from_the_teacher():
+    """Σ over heads of mean KL(p_teacher ‖ p_student): 0 for the teacher's own logits (or any per-row
+    offset of them), the hand-computed value otherwise, and no gradient into the teacher."""
+    from patchpose.losses import distillation_loss
+
+    zt = {"scale_logits": torch.tensor([[0.0, math.log(3.0)]]), "ori_logits": torch.zeros(1, 4)}
+    same = {k: (v + 5.0).requires_grad_() for k, v in zt.items()}
+    assert distillation_loss(same, zt).item() == pytest.approx(0.0, abs=1e-6)
+    # teacher (1/4, 3/4) against a uniform student on the scale head; orientation equal
+    zs = {"scale_logits": torch.zeros(1, 2, requires_grad=True), "ori_logits": torch.zeros(1, 4)}
+    kl = 0.25 * math.log(0.25 / 0.5) + 0.75 * math.log(0.75 / 0.5)
+    loss = distillation_loss(zs, {k: v.clone().requires_grad_() for k, v in zt.items()})
+    assert loss.item() == pytest.approx(kl, rel=1e-5)
+    t = {k: v.clone().requires_grad_() for k, v in zt.items()}
+    distillation_loss(zs, t).backward()
+    assert zs["scale_logits"].grad.abs().sum() > 0 and t["scale_logits"].grad is None
+    # the temperature divides both sides' logits
+    half = distillation_loss(
+        {"scale_logits": torch.zeros(1, 2)}, {"scale_logits": 2 * zt["scale_logits"]}, 2.0
+    )
+    assert half.item() == pytest.approx(kl, rel=1e-5)
+    with pytest.raises(ValueError, match="teacher"):
+        distillation_loss({"scale_logits": torch.zeros(1, 3)}, zt)
+    with pytest.raises(ValueError, match="no histogram head"):
+        distillation_loss({"ori_logits": torch.zeros(1, 4)}, {"scale_logits": torch.zeros(1, 2)})

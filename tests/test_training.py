@@ -320,3 +320,55 @@ def test_fine_tuning_may_add_inputs_or_outputs(tmp_path, added):
         _init_weights(
             PoseNet(ModelConfig.from_dict(base)), str(save_weights(new, tmp_path / "new.safetensors"))
         )
+
+
+def _polar_cfg(photos, *extra):
+    return load_config(
+        "polar",
+        [
+            f"data.photos={photos}",
+            "model.polar_head_width=8",
+            "optim.steps=1",
+            "optim.batch_size=16",
+            "optim.warmup_steps=0",
+            "data.val_pairs=0",
+            "data.long_side=512",
+            "run.log_every=1",
+            "run.threads=2",
+            *extra,
+        ],
+    )
+
+
+def _first_logged(out: Path) -> dict:
+    return next(json.loads(s) for s in (out / "metrics.jsonl").read_text().splitlines() if '"total"' in s)
+
+
+def test_distillation_from_a_teacher(photos, tmp_path):
+    """run.teacher + loss.distill: a student that starts as its teacher has zero distillation loss at its
+    first step and one that starts elsewhere does not; a teacher that reads other inputs, or one half of
+    the pair of settings without the other, is a clear error."""
+    from patchpose.models import ModelConfig, PoseNet
+    from patchpose.weights import save_weights
+
+    train(_polar_cfg(photos), tmp_path / "t", progress=False)
+    ck = load_checkpoint(tmp_path / "t" / "checkpoint.pt")
+    teacher = PoseNet(ModelConfig.from_dict(ck["config"]["model"]))
+    teacher.load_state_dict(ck["model"])
+    w = save_weights(teacher, tmp_path / "teacher.safetensors")
+    kd = [f"run.teacher={w}", "loss.distill=1.0"]
+    train(_polar_cfg(photos, *kd, f"run.init_from={w}", "optim.lr=0"), tmp_path / "same", progress=False)
+    assert _first_logged(tmp_path / "same")["distill"] == pytest.approx(0.0, abs=1e-5)
+    train(
+        _polar_cfg(photos, *kd, "model.polar_head_width=4", "run.seed=1"), tmp_path / "narrow", progress=False
+    )
+    first = _first_logged(tmp_path / "narrow")
+    assert first["distill"] > 5e-4  # two nearly uniform random networks: small, but 50× the tolerance above
+    # the total adds the distillation term with its weight
+    assert first["total"] == pytest.approx(
+        first["scale"] + first["orientation"] + first["ori_reg"] + first["distill"], rel=1e-4
+    )
+    with pytest.raises(ValueError, match="reads other inputs"):
+        train(_polar_cfg(photos, *kd, "model.polar_rings=29"), tmp_path / "bad", progress=False)
+    with pytest.raises(ValueError, match="go together"):
+        train(_polar_cfg(photos, f"run.teacher={w}"), tmp_path / "half", progress=False)

@@ -19,6 +19,9 @@ Switches (all measured on our machines; see ``shared/reference/training-pitfalls
 * ``ori_shift``: ``"prob"`` (the paper: shift the probabilities) or ``"logits"`` (the official code).
 * ``ori_vector_weight``: for a network with an orientation vector (a first angular harmonic ``z``), the
   pair term :func:`vector_alignment_loss`, ``1 − cos(arg z' − arg z − Δ)``.
+* ``distill``: weight of :func:`distillation_loss`, the KL divergence from a fixed teacher network's
+  histograms of the same views to the student's (``run.teacher`` names the teacher): how a narrower,
+  faster network is taught what a wider one does. 0 (default): no teacher.
 * ``ori_entropy`` / ``ori_batch_entropy``: a per-sample entropy penalty ``+H(h)`` and a batch-level bonus
   ``−H(mean h')`` for the rotated views. **Trap** without them: a uniform orientation histogram is a
   stationary point of the symmetric loss (every circular shift of a uniform histogram is itself), so
@@ -47,6 +50,7 @@ class LossConfig:
     scale_weight: float = 1.0
     ori_weight: float = 1.0
     ori_vector_weight: float = 1.0  # weight of the orientation vector's loss (models with one)
+    distill: float = 0.0  # weight of the KL divergence to a teacher's histograms (run.teacher)
 
 
 def _cross_entropy(
@@ -115,6 +119,25 @@ def vector_alignment_loss(za: torch.Tensor, zb: torch.Tensor, d_rad: torch.Tenso
     re_ba = nb[:, 0] * na[:, 0] + nb[:, 1] * na[:, 1]
     im_ba = nb[:, 1] * na[:, 0] - nb[:, 0] * na[:, 1]
     return 1.0 - (re_ba * c + im_ba * s)
+
+
+def distillation_loss(student: dict, teacher: dict, temperature: float = 1.0) -> torch.Tensor:
+    """``Σ_heads mean_i KL(p_teacher,i ‖ p_student,i)`` over the histogram heads both outputs have, with
+    ``p = softmax(z / T)``: zero exactly when the student's histograms are the teacher's. The teacher's
+    side carries no gradient."""
+    total = None
+    for key in ("scale_logits", "ori_logits"):
+        if key not in student or key not in teacher:
+            continue
+        zs, zt = student[key].float() / temperature, teacher[key].detach().float() / temperature
+        if zs.shape != zt.shape:
+            raise ValueError(f"{key}: the student has {tuple(zs.shape)}, the teacher {tuple(zt.shape)}")
+        lt = zt.log_softmax(1)
+        kl = (lt.exp() * (lt - zs.log_softmax(1))).sum(1).mean()
+        total = kl if total is None else total + kl
+    if total is None:
+        raise ValueError("the student and the teacher share no histogram head")
+    return total
 
 
 def pose_loss(out_a: dict, out_b: dict, d_scale: torch.Tensor, d_ori: torch.Tensor, cfg: LossConfig) -> dict:

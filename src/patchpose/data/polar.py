@@ -125,28 +125,30 @@ def extract_polar(
         B = np.stack([np.stack([c, s_], -1), np.stack([-s_, c], -1)], 1) @ np.asarray(shape, np.float64)
         off = B @ u  # (n, 2, A)
         cos_a, sin_a = off[:, 0].astype(np.float32), (-off[:, 1]).astype(np.float32)
-    for level in np.unique(lev):
-        ii, kk = np.nonzero(lev == level)  # the (keypoint, ring) pairs read from this level
-        fx, fy = pyramid.factors[level]
-        rr = r[ii, kk]
-        # level pixel coordinates (x + 0.5)·f − 0.5 of x = xy + r·(cos, −sin), in float32 (M, A)
-        mx = ((xy[ii, 0] + 0.5) * fx - 0.5).astype(np.float32)[:, None] + (rr * fx).astype(np.float32)[
-            :, None
-        ] * cos_a[ii]
-        my = ((xy[ii, 1] + 0.5) * fy - 0.5).astype(np.float32)[:, None] - (rr * fy).astype(np.float32)[
-            :, None
-        ] * sin_a[ii]
-        vals = np.empty((len(mx), A, chans), np.float32)
-        for i in range(0, len(mx), _REMAP_ROWS):
-            v = cv2.remap(
-                pyramid.levels[level],
-                mx[i : i + _REMAP_ROWS],
-                my[i : i + _REMAP_ROWS],
-                cv2.INTER_LINEAR,
-                borderMode=mode,
-            )
-            vals[i : i + _REMAP_ROWS] = v.reshape(len(v), A, chans)
-        out[ii, kk] = vals
+    # every (keypoint, ring) row sorted by level once, so that each level's rows are one contiguous slice
+    # (no per-level search and gather); level pixel coordinates (x + 0.5)·f − 0.5 of x = xy + r·(cos, −sin),
+    # in float32 (rows, A)
+    order = np.argsort(lev.ravel(), kind="stable")
+    lev_s = lev.ravel()[order]
+    kp_s = order // K
+    factors = np.asarray(pyramid.factors, np.float64)  # (L, 2)
+    fx, fy = factors[lev_s, 0], factors[lev_s, 1]
+    rr = r.ravel()[order]
+    mx = ((xy[kp_s, 0] + 0.5) * fx - 0.5).astype(np.float32)[:, None] + (rr * fx).astype(np.float32)[
+        :, None
+    ] * cos_a[kp_s]
+    my = ((xy[kp_s, 1] + 0.5) * fy - 0.5).astype(np.float32)[:, None] - (rr * fy).astype(np.float32)[
+        :, None
+    ] * sin_a[kp_s]
+    vals = np.empty((len(order), A, chans), np.float32)
+    bounds = np.searchsorted(lev_s, np.arange(len(pyramid.levels) + 1))
+    for level in range(len(pyramid.levels)):
+        lo, hi = int(bounds[level]), int(bounds[level + 1])
+        for i in range(lo, hi, _REMAP_ROWS):
+            j = min(i + _REMAP_ROWS, hi)
+            v = cv2.remap(pyramid.levels[level], mx[i:j], my[i:j], cv2.INTER_LINEAR, borderMode=mode)
+            vals[i:j] = v.reshape(j - i, A, chans)
+    out.reshape(n * K, A, chans)[order] = vals
     return np.ascontiguousarray(out.transpose(0, 3, 1, 2))
 
 

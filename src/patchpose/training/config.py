@@ -49,6 +49,9 @@ class RunConfig:
     checkpoint_minutes: float = 5.0  # also at every validation and at the end
     max_minutes: float = 0.0  # stop (with a checkpoint) after this wall time; 0 = no limit
     init_from: str = ""  # start a new run from these weights (checkpoint.pt or .safetensors; same network)
+    # a fixed network whose histograms the student learns too (with loss.distill > 0): a bundled model's
+    # name or a .safetensors file, reading the same inputs (grid or windows) with the same bins
+    teacher: str = ""
 
 
 @dataclass

@@ -23,7 +23,7 @@ from ..data.pairs import PairConfig, PairStream, PhotoPool
 from ..data.photos import load_splits
 from ..evaluation.synthetic import evaluate_model, make_protocol_pairs
 from ..inference import autocast_ctx
-from ..losses import LossConfig, pose_loss
+from ..losses import LossConfig, distillation_loss, pose_loss
 from ..models import ModelConfig, PoseNet
 from .checkpoint import load_checkpoint, save_checkpoint
 from .config import to_container
@@ -150,6 +150,29 @@ def _init_weights(model: PoseNet, path: str) -> None:
     log.info("initialised from %s", path)
 
 
+def load_teacher(spec: str, student: ModelConfig) -> PoseNet:
+    """The fixed network of ``run.teacher`` (a bundled model's name or a ``.safetensors`` file), checked to
+    read what the student reads (same input, grid and bins), in eval mode and without gradients."""
+    from ..weights import BUNDLED, load_bundled, load_weights
+
+    model, _ = load_bundled(spec) if spec in BUNDLED else load_weights(spec)
+    t = model.cfg
+
+    def reads(c: ModelConfig) -> tuple:
+        return (c.input_shape, c.color, c.polar_grid, c.num_scale_bins, tuple(c.scale_range), c.num_ori_bins,
+                None if c.is_polar else (c.patch_size, tuple(c.windows)))  # fmt: skip
+
+    if reads(t) != reads(student):
+        raise ValueError(
+            f"run.teacher={spec} reads other inputs or bins than the model trained: {reads(t)} against "
+            f"{reads(student)}"
+        )
+    if not set(student.heads) & set(t.heads):
+        raise ValueError(f"run.teacher={spec} has none of the student's heads ({student.heads})")
+    model.eval().requires_grad_(False)
+    return model
+
+
 def train(cfg, out_dir: str | Path, resume: bool = False, progress: bool = True) -> dict:
     """Train per ``cfg`` (an OmegaConf ``TrainConfig``) into ``out_dir``; returns the last validation.
 
@@ -202,6 +225,9 @@ def _train(cfg, out_dir, resume: bool, progress: bool, dd) -> dict:
     opt = make_optimizer(model, oc)
     sched = make_scheduler(opt, oc)
     lcfg = LossConfig(**c["loss"])
+    if (lcfg.distill > 0) != bool(rc.teacher):
+        raise ValueError("loss.distill > 0 and run.teacher go together: give both or neither")
+    teacher = load_teacher(rc.teacher, mcfg).to(device) if rc.teacher else None
     step, best = 0, -1.0
     ema = WeightEMA(model, oc.ema) if oc.ema else None
     if ckpt is not None:
@@ -286,6 +312,12 @@ def _train(cfg, out_dir, resume: bool, progress: bool, dd) -> dict:
             d_s = batch["d_scale"].to(device).float() * mcfg.scale_bins_per_octave
             d_o = batch["d_ori"].to(device).float() * mcfg.num_ori_bins / (2 * math.pi)
             losses = pose_loss(oa, ob, d_s, d_o, lcfg)
+            if teacher is not None:  # the teacher reads the same views; its histograms are targets
+                with torch.no_grad():
+                    ot = teacher(x)
+                kd = distillation_loss(o, ot, lcfg.temperature)
+                losses["distill"] = kd.detach()
+                losses["total"] = losses["total"] + lcfg.distill * kd
             if not torch.isfinite(losses["total"]):
                 raise FloatingPointError(
                     f"loss is not finite at step {step}: lower optim.lr or loss.temperature"
