@@ -143,6 +143,14 @@ def test_bench_reports_times_and_ratios(tmp_path):
     assert res["ratio_rot1_to_sift"] == pytest.approx(res["patchpose_rot1_s"] / res["sift_detect_s"])
     assert res["ratio_passes2_to_sift"] == pytest.approx(res["patchpose_passes2_s"] / res["sift_detect_s"])
     assert json.loads((tmp_path / "bench.json").read_text())["model"] == "patchpose-v6"
+    # the default setting is the model's recommended reads (v6 names none: one read)
+    assert res["default_passes"] == 1 and res["patchpose_default_s"] == res["patchpose_rot1_s"]
+    assert res["ratio_default_to_sift"] == pytest.approx(res["patchpose_default_s"] / res["sift_detect_s"])
+    from patchpose.weights import load_bundled, save_weights
+
+    two = save_weights(load_bundled("patchpose-v6")[0], tmp_path / "two.safetensors", passes=2)
+    res = bench(str(two), num_keypoints=64, repeats=1, rotations=(1,), backends=())
+    assert res["default_passes"] == 2 and res["patchpose_default_s"] == res["patchpose_passes2_s"]
 
 
 def test_eval_synthetic_writes_results(tmp_path):

@@ -226,6 +226,7 @@ def test_recipe_runs_its_stages_in_order_resumes_and_exports(photos, tmp_path):
     rec = tmp_path / "tiny.yaml"
     rec.write_text(
         "name: tiny\n"
+        "passes: 2\n"
         "stages:\n"
         "  - config: polar\n"
         "    overrides: [optim.steps=3, optim.warmup_steps=1, optim.batch_size=16, run.val_every=3]\n"
@@ -241,6 +242,7 @@ def test_recipe_runs_its_stages_in_order_resumes_and_exports(photos, tmp_path):
     assert all(torch.equal(s1[k], s2[k]) for k in s1 if k.endswith("weight"))
     est = PatchPoseEstimator.from_file(res["weights"])
     assert est.meta["name"] == "tiny" and est.cfg.is_polar
+    assert est.passes == 2  # the recipe's reads per keypoint travel in the weights file
     mtime = (out / "stage2" / "checkpoint.pt").stat().st_mtime_ns
     again = train_recipe(str(rec), out, common, resume=True, progress=False)  # nothing left to do
     assert again["finished"] and (out / "stage2" / "checkpoint.pt").stat().st_mtime_ns == mtime
@@ -274,6 +276,8 @@ def test_every_shipped_recipe_resolves(tmp_path):
         ("stages:\n  - overrides: [optim.steps=1]\n", "config"),
         ("stages:\n  - config: polar\n    overrides: [optim.steps]\n", "key=value"),
         ("stages:\n  - config: polar\n  - config: polar\n    overrides: [run.init_from=a.pt]\n", "init_from"),
+        ("passes: 0\nstages:\n  - config: polar\n", "passes"),
+        ("passes: two\nstages:\n  - config: polar\n", "passes"),
     ],
 )
 def test_bad_recipes_are_clear_errors(tmp_path, text, match):

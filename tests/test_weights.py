@@ -345,3 +345,35 @@ def test_kornia_angle_detector_takes_a_model_name():
 
     det = patchpose.kornia_angle_detector("patchpose-v1")
     assert det.est.meta["name"] == "patchpose-v1"
+
+
+def test_a_weights_file_may_recommend_its_number_of_reads(tmp_path):
+    """save_weights(passes=) stores the reads a model is meant for; the estimator takes them as its default,
+    an explicit passes wins, a file without them reads once, and a bad value is a clear WeightsError."""
+    import importlib.util
+
+    from safetensors.torch import load_file, safe_open, save_file
+
+    from patchpose import PatchPoseEstimator
+    from patchpose.errors import InputError, WeightsError
+    from patchpose.weights import load_bundled, recommended_passes, save_weights
+
+    model, _ = load_bundled("patchpose-v6")
+    two = save_weights(model, tmp_path / "two.safetensors", passes=2)
+    assert PatchPoseEstimator.load(two).passes == 2
+    assert PatchPoseEstimator.load(two, passes=1).passes == 1
+    if importlib.util.find_spec("onnxruntime"):  # the ONNX look-alike keeps the file's metadata
+        assert PatchPoseEstimator.load(two, backend="onnx").passes == 2
+    plain = save_weights(model, tmp_path / "plain.safetensors")
+    assert PatchPoseEstimator.load(plain).passes == 1
+    assert PatchPoseEstimator.load("patchpose-v6").passes == 1
+    assert recommended_passes({}) is None and recommended_passes({"passes": "3"}) == 3
+    with pytest.raises(InputError, match="passes"):
+        save_weights(model, tmp_path / "bad.safetensors", passes=0)
+    with safe_open(str(two), framework="pt") as f:
+        meta = f.metadata()
+    for bad in ("0", "9", "two", "-1"):
+        path = tmp_path / f"bad{bad}.safetensors"
+        save_file(load_file(str(two)), str(path), metadata={**meta, "passes": bad})
+        with pytest.raises(WeightsError, match="'passes' must be an integer from 1 to 8"):
+            PatchPoseEstimator.load(path)

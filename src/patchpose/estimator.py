@@ -22,7 +22,7 @@ from .data.polar import polar_margin
 from .errors import InputError, WeightsError, is_int_in
 from .inference import decode_poses, predict_histograms
 from .models import PoseNet
-from .weights import BUNDLED, DEFAULT_MODEL, load_bundled, load_weights
+from .weights import BUNDLED, DEFAULT_MODEL, load_bundled, load_weights, recommended_passes
 
 log = logging.getLogger(__name__)
 
@@ -113,7 +113,8 @@ class PatchPoseEstimator:
             ``"error"`` (raise :class:`~patchpose.errors.InputError`).
         rotations: rotation test-time augmentation: 1 (off, default), 2 or 4 quarter turns averaged;
             4 is more accurate (docs/model_card.md) and 4× slower.
-        passes: how many times the model reads each keypoint (default 1). Pass ``p + 1`` reads it again
+        passes: how many times the model reads each keypoint (default: what the weights file recommends, its
+            ``passes`` metadata, else 1; :func:`~patchpose.weights.recommended_passes`). Pass ``p + 1`` reads it again
             in a frame moved to the scale pass ``p`` found, rounded to whole scale bins, so that the
             characteristic structure sits in the middle of the model's window; scale and orientation come
             from the last pass. A pass before the last runs the scale head alone (:func:`pass_heads`), so
@@ -146,7 +147,8 @@ class PatchPoseEstimator:
             ) from None
         if rotations not in (1, 2, 4):
             raise InputError(f"rotations must be 1, 2 or 4, got {rotations!r}")
-        passes = DEFAULT_PASSES if passes is None else passes
+        if passes is None:  # what the weights file recommends, else one read
+            passes = recommended_passes(meta or {}) or DEFAULT_PASSES
         _check_passes(passes)
         if batch_size is None:
             batch_size = POLAR_BATCH if model.cfg.is_polar else 32

@@ -106,8 +106,31 @@ def load_torch_file(path: str | Path, what: str = "PyTorch state dict / checkpoi
         raise WeightsError(f"{path} is not a {what} ({_torch_load_reason(e)})") from None
 
 
-def save_weights(model: PoseNet, path: str | Path, name: str = "custom", notes: str = "") -> Path:
-    """Write ``model`` as a patchpose safetensors file (atomically)."""
+#: reads per keypoint a weights file may recommend (its ``passes`` metadata; see :func:`recommended_passes`)
+MAX_PASSES = 8
+
+
+def recommended_passes(meta: dict, where: str = "the weights") -> int | None:
+    """How many times a model is meant to read each keypoint (the ``passes`` metadata its file was written
+    with; :class:`~patchpose.PatchPoseEstimator` uses it when no ``passes`` is given), or None when the
+    file does not say. A value that is not an integer from 1 to :data:`MAX_PASSES` is a
+    :class:`WeightsError`."""
+    v = meta.get("passes")
+    if v is None:
+        return None
+    if not (isinstance(v, str) and v.isdigit() and 1 <= int(v) <= MAX_PASSES):
+        raise WeightsError(f"{where}: metadata 'passes' must be an integer from 1 to {MAX_PASSES}, got {v!r}")
+    return int(v)
+
+
+def save_weights(
+    model: PoseNet, path: str | Path, name: str = "custom", notes: str = "", passes: int | None = None
+) -> Path:
+    """Write ``model`` as a patchpose safetensors file (atomically). ``passes``: the reads per keypoint the
+    model is meant for (stored in the metadata; the estimator's default for it), or None (the estimator's
+    own default, one read)."""
+    if passes is not None and not (isinstance(passes, int) and 1 <= passes <= MAX_PASSES):
+        raise InputError(f"passes must be None or an integer from 1 to {MAX_PASSES}, got {passes!r}")
     path = Path(path)
     if path.is_dir():
         raise InputError(
@@ -120,6 +143,8 @@ def save_weights(model: PoseNet, path: str | Path, name: str = "custom", notes: 
         "model_config": json.dumps(model.cfg.to_dict()),
         "notes": notes,
     }
+    if passes is not None:
+        meta["passes"] = str(passes)
     tensors = {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}
     tmp = path.with_name(path.name + ".tmp")
     save_file(tensors, str(tmp), metadata=meta)
@@ -146,6 +171,7 @@ def load_weights(path: str | Path, expected_sha256: str | None = None) -> tuple[
     if meta.get("format") != "patchpose" or "model_config" not in meta:
         raise WeightsError(f"{path} is a safetensors file but not a patchpose model (no patchpose metadata)")
     cfg = config_from_json(meta["model_config"], str(path))
+    recommended_passes(meta, str(path))
     check_finite(state, str(path))
     try:
         model = PoseNet(cfg)
@@ -166,14 +192,19 @@ def load_bundled(name: str = DEFAULT_MODEL) -> tuple[PoseNet, dict]:
     return load_weights(WEIGHTS_DIR / fname, expected_sha256=sha)
 
 
-def export_checkpoint(checkpoint: str | Path, out: str | Path, name: str = "custom", notes: str = "") -> Path:
-    """Training checkpoint (``torch.load(weights_only=True)``) → safetensors weights file."""
+def export_checkpoint(
+    checkpoint: str | Path, out: str | Path, name: str = "custom", notes: str = "", passes: int | None = None
+) -> Path:
+    """Training checkpoint (``torch.load(weights_only=True)``) → safetensors weights file (``passes``: see
+    :func:`save_weights`)."""
     from .training.checkpoint import load_checkpoint
 
     ckpt = load_checkpoint(checkpoint)  # validated: the config builds and the weights fit it
     model = PoseNet(ModelConfig.from_dict(ckpt["config"]["model"]))
     model.load_state_dict(ckpt["model"])
-    return save_weights(model, out, name=name, notes=notes or f"exported from step {ckpt['step']}")
+    return save_weights(
+        model, out, name=name, notes=notes or f"exported from step {ckpt['step']}", passes=passes
+    )
 
 
 def register_bundled(path: str | Path, name: str) -> None:
@@ -189,6 +220,7 @@ __all__ = [
     "DEFAULT_MODEL",
     "load_bundled",
     "load_weights",
+    "recommended_passes",
     "load_torch_file",
     "save_weights",
     "export_checkpoint",

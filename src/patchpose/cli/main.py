@@ -51,7 +51,7 @@ def _cmd_export(a: argparse.Namespace) -> int:
         return 0
     from ..weights import export_checkpoint
 
-    path = export_checkpoint(a.checkpoint, a.out, name=a.name, notes=a.notes)
+    path = export_checkpoint(a.checkpoint, a.out, name=a.name, notes=a.notes, passes=a.passes)
     print(f"wrote {path}")
     return 0
 
@@ -340,6 +340,13 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--out", required=True)
     e.add_argument("--name", default="custom")
     e.add_argument("--notes", default="")
+    e.add_argument(
+        "--passes",
+        type=int,
+        default=None,
+        help="reads per keypoint the model is meant for, stored in the file: the estimator's default for it "
+        "(default: not stored, i.e. one read)",
+    )
     e.set_defaults(func=_cmd_export)
 
     ph = sub.add_parser("photos", help="photo pool for training and evaluation")

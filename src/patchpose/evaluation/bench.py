@@ -70,6 +70,12 @@ def bench(
     res["patchpose_passes2_s"] = _median_time(lambda: est.estimate(img, xy), repeats)
     res["ratio_passes2_to_sift"] = res["patchpose_passes2_s"] / res["sift_detect_s"]
     res["model"] = est.meta.get("name", str(weights))
+    # the model as it runs by default: its weights file's recommended reads (1 when it names none)
+    default = PatchPoseEstimator.load(weights).passes
+    res["default_passes"] = default
+    t = {1: res.get("patchpose_rot1_s"), 2: res["patchpose_passes2_s"]}.get(default)
+    res["patchpose_default_s"] = t or _median_time(lambda: est.estimate(img, xy, passes=default), repeats)
+    res["ratio_default_to_sift"] = res["patchpose_default_s"] / res["sift_detect_s"]
     # per backend: inputs already extracted (the same for any number of passes), network + decoding only
     # (keypoints per second), and end to end
     inputs, _ = est.extract(img, xy)

@@ -25,7 +25,9 @@ def list_recipes() -> list[str]:
 
 
 def load_recipe(name_or_path: str) -> dict:
-    """``{"name": str, "stages": [{"config": str, "overrides": [str, ...]}, ...]}``, validated."""
+    """``{"name": str, "stages": [{"config": str, "overrides": [str, ...]}, ...], "passes": int | None}``,
+    validated (``passes``: the reads per keypoint the recipe's model is meant for, written into its weights
+    file; see :func:`~patchpose.weights.recommended_passes`)."""
     p = Path(name_or_path)
     if not p.is_file():
         p = RECIPES_DIR / f"{name_or_path}.yaml"
@@ -48,7 +50,12 @@ def load_recipe(name_or_path: str) -> dict:
         if any(o.startswith("run.init_from=") for o in ov) and i > 1:
             raise ValueError(f"bad recipe {p}: stage {i} starts from stage {i - 1}; drop its run.init_from")
         out.append({"config": st["config"], "overrides": ov})
-    return {"name": str(r.get("name") or p.stem), "stages": out}
+    passes = r.get("passes")
+    if passes is not None and not (isinstance(passes, int) and 1 <= passes <= 8):
+        raise ValueError(
+            f"bad recipe {p}: 'passes' (reads per keypoint the model is meant for) must be 1 to 8"
+        )
+    return {"name": str(r.get("name") or p.stem), "stages": out, "passes": passes}
 
 
 def stage_configs(recipe: dict, out_dir: str | Path, overrides=()) -> list:
@@ -99,7 +106,9 @@ def train_recipe(
             os.replace(tmp, done)
     weights = out / f"{rec['name']}.safetensors"
     if not weights.is_file() and results[-1].get("rank", 0) == 0:  # rank 0 alone writes files
-        export_checkpoint(out / f"stage{len(cfgs)}" / "checkpoint.pt", weights, name=rec["name"])
+        export_checkpoint(
+            out / f"stage{len(cfgs)}" / "checkpoint.pt", weights, name=rec["name"], passes=rec.get("passes")
+        )
     return {"name": rec["name"], "stages": results, "finished": True, "weights": str(weights)}
 
 
