@@ -142,8 +142,8 @@ def test_bench_reports_times_and_ratios(tmp_path):
     assert res["num_keypoints"] == 64 and res["sift_detect_s"] > 0 and res["patchpose_rot1_s"] > 0
     assert res["ratio_rot1_to_sift"] == pytest.approx(res["patchpose_rot1_s"] / res["sift_detect_s"])
     assert res["ratio_passes2_to_sift"] == pytest.approx(res["patchpose_passes2_s"] / res["sift_detect_s"])
-    assert json.loads((tmp_path / "bench.json").read_text())["model"] == "patchpose-v6"
-    # the default setting is the model's recommended reads (v6 names none: one read)
+    assert json.loads((tmp_path / "bench.json").read_text())["model"] == "patchpose-v7"
+    # the default setting is the model's recommended reads (v7 names none: one read)
     assert res["default_passes"] == 1 and res["patchpose_default_s"] == res["patchpose_rot1_s"]
     assert res["ratio_default_to_sift"] == pytest.approx(res["patchpose_default_s"] / res["sift_detect_s"])
     from patchpose.weights import load_bundled, save_weights

@@ -14,7 +14,7 @@ pytest.importorskip("onnxruntime")
 pytest.importorskip("onnx")
 
 
-@pytest.mark.parametrize("name", ["patchpose-v6", "patchpose-v2", "patchpose-v1"])
+@pytest.mark.parametrize("name", ["patchpose-v7", "patchpose-v6", "patchpose-v2", "patchpose-v1"])
 def test_onnx_backend_matches_pytorch(name, tmp_path):
     from patchpose.cli.main import main
 
@@ -26,17 +26,19 @@ def test_onnx_backend_matches_pytorch(name, tmp_path):
     est = PatchPoseEstimator.load(tmp_path / "m.onnx", backend="onnx")
     assert est.cfg.to_dict() == PatchPoseEstimator.load(name).cfg.to_dict()
     got = est.estimate(img, xy, top_k=2)
+    # float rounding only (onnxruntime's direct whole-circle convolution against PyTorch's FFT): v7's sharper
+    # histograms differ by up to 2e-5 in probability; a wrong graph differs by far more
     for out in (mem, got):
-        np.testing.assert_allclose(out["orientation_hist"], ref["orientation_hist"], atol=1e-5)
-        np.testing.assert_allclose(out["scale_hist"], ref["scale_hist"], atol=1e-5)
+        np.testing.assert_allclose(out["orientation_hist"], ref["orientation_hist"], atol=1e-4)
+        np.testing.assert_allclose(out["scale_hist"], ref["scale_hist"], atol=1e-4)
         np.testing.assert_allclose(
             np.exp(1j * out["orientation"]), np.exp(1j * ref["orientation"]), atol=1e-3
         )
     # two passes: the first runs the scale head alone in PyTorch; the graph computes both and drops one
     ref2 = PatchPoseEstimator.load(name).estimate(img, xy, passes=2)
     got2 = est.estimate(img, xy, passes=2)
-    np.testing.assert_allclose(got2["scale_hist"], ref2["scale_hist"], atol=1e-5)
-    np.testing.assert_allclose(got2["orientation_hist"], ref2["orientation_hist"], atol=1e-5)
+    np.testing.assert_allclose(got2["scale_hist"], ref2["scale_hist"], atol=1e-4)
+    np.testing.assert_allclose(got2["orientation_hist"], ref2["orientation_hist"], atol=1e-4)
 
 
 def test_fft_free_path_equals_the_fft_path():

@@ -11,7 +11,9 @@ from patchpose.models import create_model
 from patchpose.weights import BUNDLED, WEIGHTS_DIR, load_bundled, load_weights, save_weights, sha256_of
 
 
-@pytest.mark.parametrize("name", ["patchpose-v1", "patchpose-v2", "patchpose-v3", "patchpose-v6"])
+@pytest.mark.parametrize(
+    "name", ["patchpose-v1", "patchpose-v2", "patchpose-v3", "patchpose-v6", "patchpose-v7"]
+)
 def test_bundled_models_are_listed_small_and_verified(name):
     fname, sha = BUNDLED[name]
     path = WEIGHTS_DIR / fname
@@ -19,7 +21,7 @@ def test_bundled_models_are_listed_small_and_verified(name):
     assert sha256_of(path) == sha
     model, meta = load_bundled(name)
     assert meta["name"] == name and not model.training
-    assert load_bundled()[1]["name"] == "patchpose-v6"  # the default
+    assert load_bundled()[1]["name"] == "patchpose-v7"  # the default
 
 
 def test_v6_is_v2s_network_with_the_wide_scale_head_and_the_ring_clamp():
@@ -33,6 +35,17 @@ def test_v6_is_v2s_network_with_the_wide_scale_head_and_the_ring_clamp():
     assert "patchpose-v6" in meta["notes"]
 
 
+def test_v7_is_v6s_network_at_half_width():
+    """patchpose-v7 is what its model card says: v6's layout with every hidden layer half as wide (32 channels)."""
+    v6, _ = load_bundled("patchpose-v6")
+    v7, meta = load_bundled("patchpose-v7")
+    a, b = v6.cfg.to_dict(), v7.cfg.to_dict()
+    assert b.pop("width") == 0.5 and a.pop("width") == 1.0 and a == b
+    assert v7.polar.scale_head[0].out_channels == 32 and v7.polar.ori_convs[0].out_channels == 32
+    assert sum(p.numel() for p in v7.parameters()) < sum(p.numel() for p in v6.parameters()) / 3
+    assert "patchpose-v7" in meta["notes"] and "passes" not in meta  # read once unless told otherwise
+
+
 def test_a_bundled_models_recipe_builds_its_network(tmp_path):
     """``train --recipe NAME`` for a bundled model NAME ends in a network with exactly the bundled layout, so the
     one documented command reproduces it (the v6 recipe once lacked its wide scale head)."""
@@ -42,7 +55,7 @@ def test_a_bundled_models_recipe_builds_its_network(tmp_path):
     from patchpose.training.recipe import list_recipes, load_recipe, stage_configs
 
     names = sorted(set(BUNDLED) & set(list_recipes()))
-    assert {"patchpose-v2", "patchpose-v3", "patchpose-v6"} <= set(names)
+    assert {"patchpose-v2", "patchpose-v3", "patchpose-v6", "patchpose-v7"} <= set(names)
     for name in names:
         last = stage_configs(load_recipe(name), tmp_path / name)[-1]
         assert ModelConfig.from_dict(OmegaConf.to_container(last.model)) == load_bundled(name)[0].cfg, name

@@ -66,7 +66,7 @@ def check_frame_scale(frame_scale, n: int) -> np.ndarray:
     return fs
 
 
-POLAR_BATCH = 256
+POLAR_BATCH = 512
 #: reads per keypoint (:class:`PatchPoseEstimator`'s ``passes``)
 DEFAULT_PASSES = 1
 
@@ -81,7 +81,7 @@ def next_shift(shift: np.ndarray, scale: np.ndarray, bins_per_octave: int, frame
 
 def pass_heads(cfg, last: bool):
     """The heads a read runs: all of them on the last pass; before it only the scale head, whose scale is all
-    that moves the frame (v6's orientation head is about two thirds of the network's time)."""
+    that moves the frame (the orientation head is about half of the network's time for v6 and v7)."""
     return None if last or "scale" not in cfg.heads else ("scale",)
 
 
@@ -118,10 +118,10 @@ class PatchPoseEstimator:
             in a frame moved to the scale pass ``p`` found, rounded to whole scale bins, so that the
             characteristic structure sits in the middle of the model's window; scale and orientation come
             from the last pass. A pass before the last runs the scale head alone (:func:`pass_heads`), so
-            2 passes cost about 1.6× one. With patchpose-v6, the default, 2 passes are far better on
-            PatchPose (scale and the joint protocol) and about equal on HPatches-style pairs of real photos;
-            they are not the default because one pass is what is faster than SIFT detection
-            (``docs/model_card.md``, "Reading twice with v6"; with patchpose-v2 they hurt on real photos).
+            2 passes cost about 1.5× one. With patchpose-v7, the default, 2 passes are far better on
+            PatchPose (scale and the joint protocol) and still faster than SIFT detection, but matching real
+            photos with the model's own pose was a little worse with them on the val photos, so one pass stays
+            the default (``docs/model_card.md``, "patchpose-v7"; with patchpose-v2 they hurt on real photos).
     """
 
     def __init__(

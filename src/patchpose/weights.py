@@ -23,7 +23,7 @@ from .errors import InputError, WeightsError
 from .models import ModelConfig, PoseNet
 
 WEIGHTS_DIR = Path(__file__).resolve().parent / "weights"
-DEFAULT_MODEL = "patchpose-v6"
+DEFAULT_MODEL = "patchpose-v7"
 #: name -> (file inside patchpose/weights, sha256)
 BUNDLED: dict[str, tuple[str, str]] = {}
 _BUNDLED_JSON = WEIGHTS_DIR / "bundled.json"

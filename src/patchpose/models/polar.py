@@ -263,8 +263,8 @@ class PolarNet(nn.Module):
 
     def forward(self, x: torch.Tensor, heads=None) -> dict[str, torch.Tensor]:
         """``heads``: None (every head of the network) or the ones to compute, e.g. ``("scale",)``: a read
-        whose orientation would be thrown away (the first of two passes) skips the orientation head, about
-        two thirds of the network's time for v6. The scale head also runs when the orientation head needs
+        whose orientation would be thrown away (the first of two passes) skips the orientation head,
+        about half of the network's time for v6 and v7. The scale head also runs when the orientation head needs
         it. A head computed is the same either way."""
         want = select_heads(self.heads, heads)
         ori = "orientation" in want
