@@ -134,12 +134,13 @@ def extract_polar(
     factors = np.asarray(pyramid.factors, np.float64)  # (L, 2)
     fx, fy = factors[lev_s, 0], factors[lev_s, 1]
     rr = r.ravel()[order]
-    mx = ((xy[kp_s, 0] + 0.5) * fx - 0.5).astype(np.float32)[:, None] + (rr * fx).astype(np.float32)[
-        :, None
-    ] * cos_a[kp_s]
-    my = ((xy[kp_s, 1] + 0.5) * fy - 0.5).astype(np.float32)[:, None] - (rr * fy).astype(np.float32)[
-        :, None
-    ] * sin_a[kp_s]
+    # written in place (no temporaries): rows × A products, then the centres added; every keypoint turned by
+    # the same angle (what inference asks for) shares one row of directions instead of a gathered copy
+    same = shape is None and bool(np.all(t == t[0]))
+    mx = (cos_a[:1] if same else cos_a[kp_s]) * (rr * fx).astype(np.float32)[:, None]
+    mx += ((xy[kp_s, 0] + 0.5) * fx - 0.5).astype(np.float32)[:, None]
+    my = (sin_a[:1] if same else sin_a[kp_s]) * (rr * fy).astype(np.float32)[:, None]
+    np.subtract(((xy[kp_s, 1] + 0.5) * fy - 0.5).astype(np.float32)[:, None], my, out=my)
     vals = np.empty((len(order), A, chans), np.float32)
     bounds = np.searchsorted(lev_s, np.arange(len(pyramid.levels) + 1))
     for level in range(len(pyramid.levels)):
