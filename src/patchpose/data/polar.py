@@ -149,7 +149,10 @@ def extract_polar(
             j = min(i + _REMAP_ROWS, hi)
             v = cv2.remap(pyramid.levels[level], mx[i:j], my[i:j], cv2.INTER_LINEAR, borderMode=mode)
             vals[i:j] = v.reshape(j - i, A, chans)
-    out.reshape(n * K, A, chans)[order] = vals
+    # back to keypoint-major order: a gather by the inverse permutation (several times faster than a scatter)
+    inv = np.empty_like(order)
+    inv[order] = np.arange(order.size)
+    out = np.take(vals.reshape(n * K, A * chans), inv, axis=0).reshape(n, K, A, chans)
     return np.ascontiguousarray(out.transpose(0, 3, 1, 2))
 
 
