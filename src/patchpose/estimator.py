@@ -22,7 +22,7 @@ from .data.polar import polar_margin
 from .errors import InputError, WeightsError, is_int_in
 from .inference import decode_poses, predict_histograms
 from .models import PoseNet
-from .weights import BUNDLED, DEFAULT_MODEL, load_bundled, load_weights, recommended_passes
+from .weights import DEFAULT_MODEL, MAX_PASSES, load_bundled, load_model, load_weights, recommended_passes
 
 log = logging.getLogger(__name__)
 
@@ -86,8 +86,14 @@ def pass_heads(cfg, last: bool):
 
 
 def _check_passes(passes) -> None:
-    if not is_int_in(passes, 1, 8):
-        raise InputError(f"passes must be an integer from 1 to 8, got {passes!r}")
+    if not is_int_in(passes, 1, MAX_PASSES):
+        raise InputError(f"passes must be an integer from 1 to {MAX_PASSES}, got {passes!r}")
+
+
+def default_passes(meta: dict | None) -> int:
+    """The reads per keypoint of an estimator given no ``passes``: what its weights file recommends
+    (:func:`~patchpose.weights.recommended_passes`), else :data:`DEFAULT_PASSES`."""
+    return recommended_passes(meta or {}) or DEFAULT_PASSES
 
 
 def shift_bins(hist: np.ndarray, shift: np.ndarray) -> np.ndarray:
@@ -147,8 +153,8 @@ class PatchPoseEstimator:
             ) from None
         if rotations not in (1, 2, 4):
             raise InputError(f"rotations must be 1, 2 or 4, got {rotations!r}")
-        if passes is None:  # what the weights file recommends, else one read
-            passes = recommended_passes(meta or {}) or DEFAULT_PASSES
+        if passes is None:
+            passes = default_passes(meta)
         _check_passes(passes)
         if batch_size is None:
             batch_size = POLAR_BATCH if model.cfg.is_polar else 32
@@ -187,9 +193,8 @@ class PatchPoseEstimator:
                 )
             base = cls.load(weights)
             return cls(OnnxPoseNet(export_bytes(base.model)), meta={**base.meta, "backend": "onnx"}, **kwargs)
-        if weights and str(weights) in BUNDLED:
-            return cls.from_pretrained(str(weights), **kwargs)
-        return cls.from_file(weights, **kwargs) if weights else cls.from_pretrained(**kwargs)
+        model, meta = load_model(weights)
+        return cls(model, meta=meta, **kwargs)
 
     @classmethod
     def from_file(cls, path: str | Path, **kwargs) -> PatchPoseEstimator:

@@ -19,7 +19,7 @@ import torch
 from safetensors import SafetensorError
 from safetensors.torch import load_file, safe_open, save_file
 
-from .errors import InputError, WeightsError
+from .errors import InputError, WeightsError, is_int_in
 from .models import ModelConfig, PoseNet
 
 WEIGHTS_DIR = Path(__file__).resolve().parent / "weights"
@@ -129,7 +129,7 @@ def save_weights(
     """Write ``model`` as a patchpose safetensors file (atomically). ``passes``: the reads per keypoint the
     model is meant for (stored in the metadata; the estimator's default for it), or None (the estimator's
     own default, one read)."""
-    if passes is not None and not (isinstance(passes, int) and 1 <= passes <= MAX_PASSES):
+    if passes is not None and not is_int_in(passes, 1, MAX_PASSES):
         raise InputError(f"passes must be None or an integer from 1 to {MAX_PASSES}, got {passes!r}")
     path = Path(path)
     if path.is_dir():
@@ -192,6 +192,15 @@ def load_bundled(name: str = DEFAULT_MODEL) -> tuple[PoseNet, dict]:
     return load_weights(WEIGHTS_DIR / fname, expected_sha256=sha)
 
 
+def load_model(name_or_path: str | Path | None = None) -> tuple[PoseNet, dict]:
+    """A bundled model by name, a patchpose safetensors file, or (None) the default bundled model."""
+    if not name_or_path:
+        return load_bundled()
+    if str(name_or_path) in BUNDLED:
+        return load_bundled(str(name_or_path))
+    return load_weights(name_or_path)
+
+
 def export_checkpoint(
     checkpoint: str | Path, out: str | Path, name: str = "custom", notes: str = "", passes: int | None = None
 ) -> Path:
@@ -220,6 +229,7 @@ __all__ = [
     "DEFAULT_MODEL",
     "load_bundled",
     "load_weights",
+    "load_model",
     "recommended_passes",
     "load_torch_file",
     "save_weights",

@@ -107,9 +107,8 @@ def extract_polar(
     base = pyramid.levels[0]
     chans = 1 if base.ndim == 2 else base.shape[2]
     K, A = grid.rings, grid.angles
-    out = np.empty((n, K, A, chans), dtype=np.float32)
     if n == 0:
-        return out.transpose(0, 3, 1, 2)
+        return np.empty((0, chans, K, A), dtype=np.float32)
     mode = cv2.BORDER_REFLECT_101 if border == "reflect" else cv2.BORDER_CONSTANT
     r = REFERENCE_RADIUS * np.exp2(grid.log2_radii()[None, :] + s[:, None])  # (n, K) pixels
     step = r * (TWO_PI / A)

@@ -36,7 +36,7 @@ def bench(
     from ..data.patches import load_image
     from ..data.photos import demo_photo
     from ..errors import InputError, is_int_in
-    from ..estimator import PatchPoseEstimator
+    from ..estimator import PatchPoseEstimator, default_passes
 
     for name, v in (("keypoints", num_keypoints), ("repeats", repeats)):
         if not is_int_in(v, 1):
@@ -71,7 +71,7 @@ def bench(
     res["ratio_passes2_to_sift"] = res["patchpose_passes2_s"] / res["sift_detect_s"]
     res["model"] = est.meta.get("name", str(weights))
     # the model as it runs by default: its weights file's recommended reads (1 when it names none)
-    default = PatchPoseEstimator.load(weights).passes
+    default = default_passes(est.meta)
     res["default_passes"] = default
     t = {1: res.get("patchpose_rot1_s"), 2: res["patchpose_passes2_s"]}.get(default)
     res["patchpose_default_s"] = t or _median_time(lambda: est.estimate(img, xy, passes=default), repeats)

@@ -60,9 +60,8 @@ def angular_harmonics(f: torch.Tensor, k: int) -> torch.Tensor:
         * torch.arange(1, k + 1, dtype=torch.float64)[None]
         * (2 * torch.pi / a)
     )
-    z = f @ torch.cat([torch.cos(ang), torch.sin(ang)], 1).to(
-        f.dtype
-    )  # (..., 2k): real parts, then imaginary
+    table = torch.cat([torch.cos(ang), torch.sin(ang)], 1).to(f.dtype)  # (A, 2k): cosines, then sines
+    z = f @ table
     re, im = z[..., :k], z[..., k:]
     return torch.sqrt(re * re + im * im + 1e-12) / a
 
@@ -228,7 +227,8 @@ class PolarNet(nn.Module):
             raise ValueError("grad_hist needs one input channel and every ring (ori_window = -1)")
         self.grad_hist, self.rings_per_octave = bool(grad_hist), rings_per_octave
         self.rings, self.angles, self.heads, self.harmonics = rings, angles, tuple(heads), harmonics
-        self.use_fft = True  # False: the FFT-free path (same numbers; what ONNX export uses)
+        # False: the whole-circle orientation conv as a direct convolution (same numbers; what ONNX export uses)
+        self.use_fft = True
         self.num_scale_bins, self.num_ori_bins = num_scale_bins, num_ori_bins
         self.scale_ring0 = (rings - num_scale_bins) // 2  # the ring of scale bin 0
         layers, cin = [], in_channels

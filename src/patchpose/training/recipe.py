@@ -50,10 +50,13 @@ def load_recipe(name_or_path: str) -> dict:
         if any(o.startswith("run.init_from=") for o in ov) and i > 1:
             raise ValueError(f"bad recipe {p}: stage {i} starts from stage {i - 1}; drop its run.init_from")
         out.append({"config": st["config"], "overrides": ov})
+    from ..errors import is_int_in
+    from ..weights import MAX_PASSES
+
     passes = r.get("passes")
-    if passes is not None and not (isinstance(passes, int) and 1 <= passes <= 8):
+    if passes is not None and not is_int_in(passes, 1, MAX_PASSES):
         raise ValueError(
-            f"bad recipe {p}: 'passes' (reads per keypoint the model is meant for) must be 1 to 8"
+            f"bad recipe {p}: 'passes' (reads per keypoint the model is meant for) must be 1 to {MAX_PASSES}"
         )
     return {"name": str(r.get("name") or p.stem), "stages": out, "passes": passes}
 

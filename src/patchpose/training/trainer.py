@@ -153,9 +153,9 @@ def _init_weights(model: PoseNet, path: str) -> None:
 def load_teacher(spec: str, student: ModelConfig) -> PoseNet:
     """The fixed network of ``run.teacher`` (a bundled model's name or a ``.safetensors`` file), checked to
     read what the student reads (same input, grid and bins), in eval mode and without gradients."""
-    from ..weights import BUNDLED, load_bundled, load_weights
+    from ..weights import load_model
 
-    model, _ = load_bundled(spec) if spec in BUNDLED else load_weights(spec)
+    model, _ = load_model(spec)
     t = model.cfg
 
     def reads(c: ModelConfig) -> tuple:
