@@ -142,6 +142,9 @@ def test_bench_reports_times_and_ratios(tmp_path):
     assert res["num_keypoints"] == 64 and res["sift_detect_s"] > 0 and res["patchpose_rot1_s"] > 0
     assert res["ratio_rot1_to_sift"] == pytest.approx(res["patchpose_rot1_s"] / res["sift_detect_s"])
     assert res["ratio_passes2_to_sift"] == pytest.approx(res["patchpose_passes2_s"] / res["sift_detect_s"])
+    for p in (1, 2):
+        t = res[f"patchpose_passes{p}_turns3_s"]
+        assert t > 0 and res[f"ratio_passes{p}_turns3_to_sift"] == pytest.approx(t / res["sift_detect_s"])
     assert json.loads((tmp_path / "bench.json").read_text())["model"] == "patchpose-v7"
     # the default setting is the model's recommended reads (v7 names none: one read)
     assert res["default_passes"] == 1 and res["patchpose_default_s"] == res["patchpose_rot1_s"]
@@ -203,6 +206,25 @@ def test_passes_option_reads_twice_and_bad_values_exit_2(tmp_path):
         "estimate", str(demo_photo()), "--keypoints", str(kp), "--out", str(tmp_path), "--passes", "0"
     )
     assert r.returncode == 2 and "passes" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_turns_option_averages_turned_reads_and_bad_values_exit_2(tmp_path):
+    """``--turns 3`` gives the estimator's turn-averaged poses; 0 or 10 turns are a clear error."""
+    from patchpose.data.patches import load_image
+    from patchpose.estimator import PatchPoseEstimator
+
+    kp = tmp_path / "kp.csv"
+    kp.write_text("x,y\n100,120\n200.5,300\n300,260\n")
+    args = ["estimate", str(demo_photo()), "--keypoints", str(kp), "--out", str(tmp_path)]
+    assert main([*args, "--turns", "3"]) == 0
+    doc = json.loads((tmp_path / "astronaut_poses.json").read_text())
+    xy = np.array([[100, 120], [200.5, 300], [300, 260]])
+    want = PatchPoseEstimator.from_pretrained(turns=3).estimate(load_image(demo_photo()), xy)
+    np.testing.assert_allclose([k["orientation"] for k in doc["keypoints"]], want["orientation"], atol=1e-4)
+    np.testing.assert_allclose([k["scale"] for k in doc["keypoints"]], want["scale"], atol=1e-4)
+    for bad in ("0", "10"):
+        r = run_cli(*args, "--turns", bad)
+        assert r.returncode == 2 and "turns" in r.stderr and "Traceback" not in r.stderr
 
 
 def test_train_recipe_errors_exit_2(tmp_path):

@@ -268,3 +268,102 @@ def test_a_model_with_an_orientation_vector_gives_its_angle_and_turns_with_the_i
     b = est.estimate(rot, np.stack([kps[:, 1], w - 1 - kps[:, 0]], 1))
     err = np.degrees(np.abs(angle_diff(b["orientation"] - out["orientation"][:, 0], np.pi / 2)))
     assert np.median(err) < 1e-3
+
+
+def test_turn_bins_spread_whole_bins_over_a_quarter_turn():
+    from patchpose.inference import MAX_TURNS, turn_bins
+
+    assert turn_bins(1, 36).tolist() == [0]
+    assert turn_bins(3, 36).tolist() == [0, 3, 6]  # 0°, 30°, 60°
+    assert turn_bins(MAX_TURNS, 36).tolist() == list(range(9))
+    assert turn_bins(2, 8).tolist() == [0, 1]
+    for bad in (0, 10, 1.5, "3", True):
+        with pytest.raises(InputError, match="turns"):
+            turn_bins(bad, 36)
+    with pytest.raises(ValueError, match="multiple of 4"):
+        turn_bins(1, 30)
+
+
+def test_unturn_rolls_the_orientation_back_and_keeps_the_scale():
+    from patchpose.inference import average_outputs, unturn
+
+    o = np.zeros((2, 36), np.float32)
+    o[0, 5], o[1, 0] = 1.0, 1.0
+    s = np.random.default_rng(0).random((2, 25)).astype(np.float32)
+    v = np.array([[np.cos(0.5), np.sin(0.5)], [1.0, 0.0]], np.float32)  # angles 0.5 rad and 0
+    out = unturn({"orientation_hist": o, "scale_hist": s, "orientation_vector": v}, 3)  # turned by 30°
+    assert out["orientation_hist"][0].argmax() == 2 and out["orientation_hist"][1].argmax() == 33
+    np.testing.assert_array_equal(out["scale_hist"], s)
+    np.testing.assert_allclose(np.arctan2(out["orientation_vector"][:, 1], out["orientation_vector"][:, 0]),
+                               [0.5 - np.pi / 6, -np.pi / 6], atol=1e-6)  # fmt: skip
+    assert o[0, 5] == 1.0  # the input is not changed
+    m = average_outputs([{"a": np.ones(2)}, {"a": np.zeros(2)}])
+    np.testing.assert_allclose(m["a"], [0.5, 0.5])
+
+
+@pytest.mark.parametrize("deg", [90, 30, -45])
+def test_turn_image_turns_counter_clockwise_and_maps_keypoints(deg):
+    """A bright pixel right of the centre goes up under a quarter turn counter-clockwise as displayed, and
+    the returned map sends every point to where its pixel went (pixel centres at integers)."""
+    from patchpose.estimator import turn_image
+
+    img = np.zeros((41, 61), np.float32)
+    pts = np.array([[45.0, 20.0], [10.0, 5.0], [30.0, 33.0]])
+    for x, y in pts.astype(int):
+        img[y - 1 : y + 2, x - 1 : x + 2] = 1.0  # 3×3 blobs: their centre of mass survives interpolation
+    turned, m = turn_image(img, np.radians(deg))
+    a = np.radians(deg)
+    assert turned.shape == (  # (height, width) of the turned image's bounding box
+        int(np.ceil(abs(61 * np.sin(a)) + abs(41 * np.cos(a)) - 1e-9)),
+        int(np.ceil(abs(61 * np.cos(a)) + abs(41 * np.sin(a)) - 1e-9)),
+    )
+    mapped = pts @ m[:, :2].T + m[:, 2]
+    for u, v in mapped:
+        yy, xx = np.mgrid[-3:4, -3:4]
+        win = turned[int(round(v)) - 3 : int(round(v)) + 4, int(round(u)) - 3 : int(round(u)) + 4]
+        assert win.sum() > 5  # the blob is there
+        cx, cy = (win * xx).sum() / win.sum() + round(u), (win * yy).sum() / win.sum() + round(v)
+        assert abs(cx - u) < 0.2 and abs(cy - v) < 0.2
+    if deg == 90:  # (45, 20) lies 15 px right of the centre (30, 20): it ends 15 px above the new centre
+        c = (np.array(turned.shape[::-1]) - 1) / 2
+        np.testing.assert_allclose(mapped[0], [c[0], c[1] - 15], atol=1e-9)
+
+
+def test_turns_average_the_reads_of_the_turned_image(photo, kps):
+    """``turns=2``: the orientation histogram is the mean of the upright read's and of the read of the image
+    turned by 2π·b/36 (b the second turn's bins) at the mapped keypoints, rolled back by b; the scale is the
+    upright read's; with two passes only the last pass's orientation is averaged."""
+    from patchpose.estimator import turn_image
+    from patchpose.inference import turn_bins
+
+    est = PatchPoseEstimator.from_pretrained()
+    b = int(turn_bins(2, 36)[1])
+    one = est.estimate(photo, kps)
+    turned, m = turn_image(photo.astype(np.float32) / 255.0, 2 * np.pi * b / 36)
+    other = est.estimate(turned, kps @ m[:, :2].T + m[:, 2])
+    two = PatchPoseEstimator.from_pretrained(turns=2).estimate(photo, kps)
+    np.testing.assert_allclose(
+        two["orientation_hist"],
+        (one["orientation_hist"] + np.roll(other["orientation_hist"], -b, 1)) / 2,
+        atol=1e-5,
+    )
+    np.testing.assert_array_equal(two["scale_hist"], one["scale_hist"])
+    np.testing.assert_array_equal(two["scale"], one["scale"])
+    p2 = PatchPoseEstimator.from_pretrained(passes=2)
+    a, b2 = p2.estimate(photo, kps), p2.estimate(photo, kps, turns=2)
+    np.testing.assert_array_equal(b2["scale"], a["scale"])
+    assert 0 < np.mean(np.abs(angle_diff(b2["orientation"], a["orientation"])) > 1e-4) < 1
+    # the turned read on its own agrees with the upright one, turned: the sign of the roll is right
+    d = np.abs(angle_diff(other["orientation"] - 2 * np.pi * b / 36, one["orientation"]))
+    assert np.median(d) < np.radians(3)
+    assert np.median(np.abs(angle_diff(two["orientation"], one["orientation"]))) < np.radians(2)
+    assert est.estimate(photo, kps[:5], turns=2)["orientation"].shape == (5,)
+    assert np.array_equal(two["valid"], one["valid"])
+
+
+@pytest.mark.parametrize("bad", [0, 10, 2.5])
+def test_turns_must_be_one_to_nine(bad, photo, kps):
+    with pytest.raises(InputError, match="turns"):
+        PatchPoseEstimator.from_pretrained(turns=bad)
+    with pytest.raises(InputError, match="turns"):
+        PatchPoseEstimator.from_pretrained().estimate(photo, kps[:2], turns=bad)

@@ -350,3 +350,27 @@ def test_jitter_px_moves_views_by_photo_pixels_whatever_their_scale(pool):
     b0 = sample_pairs(np.random.default_rng(7), pool, 2000, plain, PS)
     np.testing.assert_array_equal(b0["d_ori"], b["d_ori"])  # labels unchanged
     np.testing.assert_array_equal(b0["d_scale"], b["d_scale"])
+
+
+def test_teacher_turns_render_every_view_turned(pool):
+    """``teacher_turns=3``: each view also rendered with its content turned by 3 and 6 orientation bins (its
+    frame turned by −30° and −60°), exactly what ``render_view_polar`` gives at those frames; off without
+    augmentation (validation pairs) and by default."""
+    from patchpose.data.polar import PolarGrid, render_view_polar
+
+    grid = PolarGrid(rings=9, angles=36)
+    c = PairConfig(long_side=0, margin=60, teacher_turns=3, gamma=0.0, noise=0.0, resample=0.5)
+    b = sample_pairs(np.random.default_rng(5), pool, 6, c, polar=grid)
+    assert b["turned_a"].shape == b["turned_b"].shape == (6, 2, 1, 9, 36)
+    assert b["turn_bins"].tolist() == [3, 6]
+    pyr = pool.pyramids[0]
+    sb, tb = b["sigma_a"] - b["d_scale"], b["theta_a"] - b["d_ori"]
+    for j, deg in enumerate((30, 60)):
+        want_a = render_view_polar(pyr, b["xy_a"], b["sigma_a"], b["theta_a"] - np.radians(deg), grid)
+        want_b = render_view_polar(pyr, b["xy_b"], sb, tb - np.radians(deg), grid)
+        np.testing.assert_allclose(b["turned_a"][:, j], want_a, atol=1e-6)
+        np.testing.assert_allclose(b["turned_b"][:, j], want_b, atol=1e-5)
+    assert "turned_a" not in sample_pairs(np.random.default_rng(5), pool, 6, c, polar=grid, augment=False)
+    assert "turned_a" not in sample_pairs(
+        np.random.default_rng(5), pool, 6, PairConfig(long_side=0), polar=grid
+    )

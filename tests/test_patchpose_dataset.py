@@ -216,6 +216,38 @@ def test_eval_patchpose_reads_twice_like_the_estimator(dataset, tmp_path):
     assert json.loads((tmp_path / "out" / "results.json").read_text())["passes"] == 2
 
 
+def test_eval_patchpose_turn_averaging_renders_every_view_turned(dataset, tmp_path):
+    """``turns=2``: every view rendered again with its content turned by the second turn (its frame turned
+    the other way), the orientation histogram rolled back and averaged with the upright read's, as
+    ``estimate`` does with a turned image; scale is the upright read's; ``results.json`` says how many turns."""
+    from patchpose.estimator import PatchPoseEstimator
+    from patchpose.evaluation.patchpose_eval import evaluate, model_passes, render_polar
+    from patchpose.inference import predict_histograms, turn_bins
+
+    data = PatchPoseData(dataset, "test").load()
+    est = PatchPoseEstimator.from_pretrained()
+    b = int(turn_bins(2, 36)[1])
+    h1, _ = model_passes(data, est)
+    h2, p2 = model_passes(data, PatchPoseEstimator.from_pretrained(turns=2))
+    turned = dict(data, frame_theta=data["frame_theta"] - 2 * np.pi * b / 36)
+    ht = predict_histograms(
+        est.model, render_polar(turned, np.arange(len(data["series"])), est.cfg.polar_grid), 256
+    )
+    np.testing.assert_allclose(
+        h2["orientation_hist"],
+        (h1["orientation_hist"] + np.roll(ht["orientation_hist"], -b, 1)) / 2,
+        atol=1e-6,
+    )
+    np.testing.assert_array_equal(h2["scale_hist"], h1["scale_hist"])  # scale: the upright read's
+    # rolled back, the turned read agrees with the upright one on most views (the sign of the roll is right)
+    agree = np.abs(
+        (np.roll(ht["orientation_hist"], -b, 1).argmax(1) - h1["orientation_hist"].argmax(1) + 18) % 36 - 18
+    )
+    assert np.mean(agree <= 1) > 0.8
+    evaluate(dataset, tmp_path / "out", split="test", progress=False, turns=2, bootstrap=0)
+    assert json.loads((tmp_path / "out" / "results.json").read_text())["turns"] == 2
+
+
 def _tiny_split(root):
     """A hand-made dataset folder: split 'val' of one shard, one keypoint with a reference and one A_rot
     sample (the layout ``generate`` writes, without running it)."""

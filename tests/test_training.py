@@ -376,3 +376,60 @@ def test_distillation_from_a_teacher(photos, tmp_path):
         train(_polar_cfg(photos, *kd, "model.polar_rings=29"), tmp_path / "bad", progress=False)
     with pytest.raises(ValueError, match="go together"):
         train(_polar_cfg(photos, f"run.teacher={w}"), tmp_path / "half", progress=False)
+
+
+def test_turn_averaged_targets_undo_each_turn():
+    """The teacher's orientation target is the mean of its histograms of a view and of the view turned by each
+    of ``turn_bins``, rolled back (its scale target the view's own read): with turned views that are the grid itself rolled by those bins (a turn
+    that resamples nothing), an equivariant polar-cnn gives back exactly its single read; with other
+    turned views, the mean of the rolled-back probabilities."""
+    from patchpose.models import ModelConfig, PoseNet
+    from patchpose.training.trainer import turn_averaged_targets
+
+    torch.manual_seed(0)
+    net = PoseNet(ModelConfig(arch="polar-cnn", polar_rings=15, num_scale_bins=13, polar_head_width=8)).eval()
+    x = torch.randn(8, 1, 15, 36)
+    bins = torch.tensor([3, 6])
+    rolled = torch.stack([torch.roll(x, int(b), -1) for b in bins], 1)  # content turned by b bins
+    with torch.no_grad():
+        ot = net(x)
+        t = turn_averaged_targets(
+            net, ot, {"turned_a": rolled[:4], "turned_b": rolled[4:], "turn_bins": bins}, "cpu"
+        )
+    torch.testing.assert_close(t["ori_logits"], ot["ori_logits"].log_softmax(1), atol=1e-5, rtol=0)
+    assert t["scale_logits"] is ot["scale_logits"]  # scale: the upright read's, as turn averaging leaves it
+    other = torch.randn(8, 2, 1, 15, 36)
+    with torch.no_grad():
+        t = turn_averaged_targets(
+            net, ot, {"turned_a": other[:4], "turned_b": other[4:], "turn_bins": bins}, "cpu"
+        )
+        want = ot["ori_logits"].softmax(1)
+        for j, b in enumerate(bins):
+            want = want + torch.roll(net(other[:, j])["ori_logits"], -int(b), 1).softmax(1)
+    torch.testing.assert_close(t["ori_logits"].exp(), want / 3, atol=1e-6, rtol=1e-5)
+
+
+def test_teacher_turns_train_against_the_turned_reads_and_need_a_teacher(photos, tmp_path):
+    """A student that starts as its teacher (patchpose-v7) has no distillation loss with one read, and a
+    clearly positive one when the target averages the teacher's turned reads (a turn resamples the pixels,
+    which moves some of its peaks); without a teacher the setting is a clear error."""
+    from patchpose.weights import BUNDLED, WEIGHTS_DIR
+
+    v7 = ["model.width=0.5", "model.polar_head_width=64", "model.polar_view_min_step=1.0"]
+    v7 += [
+        "model.polar_scale_dilations=[1,2,4]",
+        "run.teacher=patchpose-v7",
+        "loss.distill=1.0",
+        "optim.lr=0",
+    ]
+    v7 += [f"run.init_from={WEIGHTS_DIR / BUNDLED['patchpose-v7'][0]}"]
+    train(_polar_cfg(photos, *v7), tmp_path / "one", progress=False)
+    train(
+        _polar_cfg(photos, *v7, "data.teacher_turns=3", "data.resample=0.5"),
+        tmp_path / "three",
+        progress=False,
+    )
+    assert _first_logged(tmp_path / "one")["distill"] == pytest.approx(0.0, abs=1e-5)
+    assert _first_logged(tmp_path / "three")["distill"] > 0.01
+    with pytest.raises(ValueError, match="teacher_turns"):
+        train(_polar_cfg(photos, "data.teacher_turns=3"), tmp_path / "a", progress=False)

@@ -114,7 +114,17 @@ def write_poses(path: Path, xy: np.ndarray, out: dict, fmt: str) -> Path:
 
 
 def run_estimate(
-    image_path, keypoints_path, out_dir, weights, max_keypoints, top_k, fmt, refine, rotations=1, passes=None
+    image_path,
+    keypoints_path,
+    out_dir,
+    weights,
+    max_keypoints,
+    top_k,
+    fmt,
+    refine,
+    rotations=1,
+    passes=None,
+    turns=1,
 ) -> dict:
     from .data.keypoints import detect_sift
     from .data.patches import check_image, load_image
@@ -125,7 +135,7 @@ def run_estimate(
         raise InputError(f"--top-k must be a positive integer, got {top_k}")
     image = load_image(image_path)
     check_image(image)  # size and content checks before detection
-    est = PatchPoseEstimator.load(weights, rotations=rotations, passes=passes)
+    est = PatchPoseEstimator.load(weights, rotations=rotations, passes=passes, turns=turns)
     if keypoints_path:
         xy = read_keypoints(keypoints_path)
     else:
@@ -169,6 +179,7 @@ def estimate_command(a) -> int:
         not a.no_refine,
         a.rotations,
         a.passes,
+        a.turns,
     )
     return 0
 
@@ -273,7 +284,9 @@ def match_command(a) -> int:
     if (kp1 is None) != (kp2 is None):
         raise InputError("give keypoints for both images (--keypoints1 and --keypoints2) or for none")
     est = (
-        PatchPoseEstimator.load(a.weights, passes=a.passes) if row not in ("lower", "sift") else None
+        PatchPoseEstimator.load(a.weights, passes=a.passes, turns=a.turns)
+        if row not in ("lower", "sift")
+        else None
     )  # rows that read our model
     cfg = MatchConfig(
         max_keypoints=a.max_keypoints,

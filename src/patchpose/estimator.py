@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
+import cv2
 import numpy as np
 import torch
 
@@ -20,7 +21,7 @@ from .data.inputs import extract_inputs
 from .data.patches import Pyramid, check_image, to_gray, window_margin
 from .data.polar import polar_margin
 from .errors import InputError, WeightsError, is_int_in
-from .inference import decode_poses, predict_histograms
+from .inference import average_outputs, decode_poses, predict_histograms, turn_bins, unturn
 from .models import PoseNet
 from .weights import DEFAULT_MODEL, MAX_PASSES, load_bundled, load_model, load_weights, recommended_passes
 
@@ -105,6 +106,23 @@ def shift_bins(hist: np.ndarray, shift: np.ndarray) -> np.ndarray:
     return np.where(ok, hist[np.arange(n)[:, None], np.clip(src, 0, b - 1)], 0.0).astype(hist.dtype)
 
 
+def turn_image(img: np.ndarray, angle: float, border: str = "reflect") -> tuple[np.ndarray, np.ndarray]:
+    """``img`` turned counter-clockwise as displayed by ``angle`` radians about its centre, on a canvas that
+    holds all of it (the corners beyond the image filled as the border policy pads: mirrored, or zeros), and
+    the ``2×3`` affine map from ``img``'s pixel coordinates to the turned image's (pixel centres at integers,
+    :mod:`patchpose.conventions`)."""
+    h, w = img.shape[:2]
+    c, s = float(np.cos(angle)), float(np.sin(angle))
+    nw = int(np.ceil(abs(w * c) + abs(h * s) - 1e-9))
+    nh = int(np.ceil(abs(w * s) + abs(h * c) - 1e-9))
+    cx, cy, ncx, ncy = (w - 1) / 2, (h - 1) / 2, (nw - 1) / 2, (nh - 1) / 2
+    # x' = c·x + s·y + tx, y' = −s·x + c·y + ty: counter-clockwise as displayed, since y points down
+    m = np.array([[c, s, ncx - c * cx - s * cy], [-s, c, ncy + s * cx - c * cy]])
+    mode = cv2.BORDER_CONSTANT if border == "constant" else cv2.BORDER_REFLECT_101
+    turned = cv2.warpAffine(img, m, (nw, nh), flags=cv2.INTER_LINEAR, borderMode=mode)
+    return turned, m
+
+
 class PatchPoseEstimator:
     """Estimates the characteristic scale (log2) and orientation (radians, CCW as displayed) of keypoints.
 
@@ -118,7 +136,15 @@ class PatchPoseEstimator:
             mirror the image, and report ``valid=False`` for those keypoints), ``"constant"`` (zeros), or
             ``"error"`` (raise :class:`~patchpose.errors.InputError`).
         rotations: rotation test-time augmentation: 1 (off, default), 2 or 4 quarter turns averaged;
-            4 is more accurate (docs/model_card.md) and 4× slower.
+            4 is more accurate (docs/model_card.md) and 4× slower. A log-polar model is exactly equivariant to
+            quarter turns, so for it this changes nothing: see ``turns``.
+        turns: *turn averaging*, 1 (off, default) to 9 (:data:`~patchpose.inference.MAX_TURNS`): the model
+            reads every keypoint ``turns`` times, the image turned about its centre by whole orientation bins
+            spread over a quarter turn (:func:`~patchpose.inference.turn_bins`; 3 turns: 0°, 30°, 60°), each
+            read's orientation histogram turned back, and the orientation histograms averaged (on the last
+            pass; the scale stays the upright read's). It averages out how a turn resamples the pixels, which
+            decides between the two peaks of an ambiguous orientation histogram; each turn costs about half a
+            read (the orientation head alone) plus turning the image (``docs/model_card.md``, "Turn averaging").
         passes: how many times the model reads each keypoint (default: what the weights file recommends, its
             ``passes`` metadata, else 1; :func:`~patchpose.weights.recommended_passes`). Pass ``p + 1`` reads it again
             in a frame moved to the scale pass ``p`` found, rounded to whole scale bins, so that the
@@ -139,6 +165,7 @@ class PatchPoseEstimator:
         meta: dict | None = None,
         rotations: int = 1,
         passes: int | None = None,
+        turns: int = 1,
     ) -> None:
         if border not in BORDER_POLICIES:
             raise InputError(f"border must be one of {BORDER_POLICIES}, got {border!r}")
@@ -156,6 +183,7 @@ class PatchPoseEstimator:
         if passes is None:
             passes = default_passes(meta)
         _check_passes(passes)
+        turn_bins(turns, model.cfg.num_ori_bins)  # checks turns
         if batch_size is None:
             batch_size = POLAR_BATCH if model.cfg.is_polar else 32
         if not is_int_in(batch_size, 1):
@@ -167,6 +195,7 @@ class PatchPoseEstimator:
             rotations,
             int(passes),
         )
+        self.turns = int(turns)
 
     @classmethod
     def from_pretrained(cls, name: str = DEFAULT_MODEL, **kwargs) -> PatchPoseEstimator:
@@ -216,7 +245,7 @@ class PatchPoseEstimator:
     def __repr__(self) -> str:
         return (
             f"PatchPoseEstimator(model={self.meta.get('name', 'custom')}, device={self.device}, "
-            f"border={self.border}, rotations={self.rotations}, passes={self.passes})"
+            f"border={self.border}, rotations={self.rotations}, passes={self.passes}, turns={self.turns})"
         )
 
     def extract(self, image, keypoints, frame_scale=None) -> tuple[np.ndarray, np.ndarray]:
@@ -257,6 +286,24 @@ class PatchPoseEstimator:
         )
         return patches, valid
 
+    def _turn_average(self, hists: dict, img: np.ndarray, kp: np.ndarray, fs: np.ndarray, bins) -> dict:
+        """``hists`` (the last pass's upright read) with its orientation outputs averaged with those of ``img``
+        turned counter-clockwise by each of ``bins[1:]`` orientation bins (:func:`turn_image`) and read upright
+        at the keypoints' new places and the same frames, each turned back (:func:`~patchpose.inference.unturn`).
+        The scale stays the upright read's: averaging it too (and, with two passes, the first pass's scale,
+        which moves the frame) scored a little lower on the val photos (``docs/model_card.md``, "Turn
+        averaging")."""
+        reads = [{k: v for k, v in hists.items() if k != "scale_hist"}]
+        src = to_gray(img) if self.cfg.color == "gray" else img  # a third of the pixels to turn
+        for b in bins[1:]:
+            turned, m = turn_image(src, 2 * np.pi * int(b) / self.cfg.num_ori_bins, self.border)
+            patches, _ = self._extract(turned, kp @ m[:, :2].T + m[:, 2], fs, self._pyramid(turned), False)
+            h = predict_histograms(
+                self.model, patches, self.batch_size, rotations=self.rotations, heads=("orientation",)
+            )
+            reads.append(unturn(h, int(b)))
+        return {**hists, **average_outputs(reads)}
+
     def _pyramid(self, img: np.ndarray) -> Pyramid:
         src = (
             to_gray(img)
@@ -273,6 +320,7 @@ class PatchPoseEstimator:
         refine: bool = True,
         frame_scale=None,
         passes: int | None = None,
+        turns: int | None = None,
     ) -> dict[str, np.ndarray]:
         """Scale and orientation of each keypoint.
 
@@ -292,6 +340,8 @@ class PatchPoseEstimator:
                 in the detector's frame only.
             passes: None (the estimator's ``passes``) or how many times to read each keypoint (see the
                 class).
+            turns: None (the estimator's ``turns``) or how many turned copies of the image to read the
+                orientation from and average (see the class).
 
         Returns:
             ``orientation`` ``(N,)`` or ``(N, k)`` radians in ``[0, 2π)``; ``scale`` log2 scale, same shape;
@@ -305,6 +355,7 @@ class PatchPoseEstimator:
             raise InputError(f"top_k must be None or an integer from 1 to {n_bins} (the bins), got {top_k!r}")
         passes = self.passes if passes is None else passes
         _check_passes(passes)
+        bins = turn_bins(self.turns if turns is None else turns, self.cfg.num_ori_bins)
         img = check_image(image)
         kp = check_keypoints(keypoints, img.shape[:2])
         fs0 = check_frame_scale(frame_scale, len(kp))
@@ -317,10 +368,13 @@ class PatchPoseEstimator:
             patches, v = self._extract(img, kp, fs0 + shift / bpo, pyramid, check_border=p == 0)
             if p == 0:
                 valid = v
-            heads = pass_heads(self.cfg, last=p + 1 == passes)
+            last = p + 1 == passes
+            heads = pass_heads(self.cfg, last=last)
             hists = predict_histograms(
                 self.model, patches, self.batch_size, rotations=self.rotations, heads=heads
             )
+            if last and len(bins) > 1:
+                hists = self._turn_average(hists, img, kp, fs0 + shift / bpo, bins)
             if p + 1 < passes:  # move the frame to the scale found, in whole bins
                 s = decode_poses(hists, k=1, refine=True, scale_range=self.cfg.scale_range)["scale"][:, 0]
                 shift = next_shift(shift, s, bpo, fs0)

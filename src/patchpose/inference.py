@@ -8,6 +8,7 @@ import numpy as np
 import torch
 
 from .conventions import SCALE_RANGE, bin_to_ori, bin_to_scale
+from .errors import InputError, is_int_in
 from .histogram import decode
 from .models import PoseNet
 
@@ -63,6 +64,50 @@ def predict_histograms(
         for name, v in h.items():
             acc[name] = acc.get(name, 0.0) + v / rotations
     return acc
+
+
+#: the most reads per keypoint with the image turned (:func:`turn_bins`): one per orientation bin in a quarter turn
+MAX_TURNS = 9
+
+
+def turn_bins(turns: int, num_ori_bins: int) -> np.ndarray:
+    """Orientation bins ``(turns,)`` by which the image is turned for each read of *turn averaging*: whole bins
+    spread evenly over a quarter turn, starting at 0 (for 36 bins and 3 turns: 0, 3, 6, i.e. 0°, 30°, 60°).
+
+    Why a quarter turn: turning a pixel grid by 90° moves no sample between pixels, so reads a quarter turn
+    apart see the same resampling; what the turns average out is how a turn by an angle between those
+    interpolates the pixels (``docs/model_card.md``, "Turn averaging")."""
+    if num_ori_bins % 4:
+        raise ValueError(f"turn averaging needs a multiple of 4 orientation bins, got {num_ori_bins}")
+    quarter = num_ori_bins // 4
+    if not is_int_in(turns, 1, quarter):
+        raise InputError(
+            f"turns must be an integer from 1 to {quarter} (bins in a quarter turn), got {turns!r}"
+        )
+    return np.round(np.arange(turns) * quarter / turns).astype(np.int64)
+
+
+def unturn(hists: dict[str, np.ndarray], bins: int) -> dict[str, np.ndarray]:
+    """Outputs of a read whose content was turned ``bins`` orientation bins counter-clockwise (so its
+    orientation histogram sits ``bins`` higher) brought back to the unturned frame: the orientation histogram
+    rolled down, an orientation vector turned back; scale is unchanged by a turn."""
+    out = dict(hists)
+    if "orientation_hist" in out:
+        nb = out["orientation_hist"].shape[1]
+        out["orientation_hist"] = np.roll(out["orientation_hist"], -int(bins), axis=1)
+        if "orientation_vector" in out:
+            a = -2 * np.pi * bins / nb
+            v = out["orientation_vector"]
+            c, s = np.cos(a), np.sin(a)
+            out["orientation_vector"] = np.stack(
+                [c * v[:, 0] - s * v[:, 1], s * v[:, 0] + c * v[:, 1]], 1
+            ).astype(v.dtype)
+    return out
+
+
+def average_outputs(reads: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
+    """The mean of several reads' outputs (probabilities averaged bin by bin)."""
+    return {k: sum(r[k] for r in reads) / len(reads) for k in reads[0]}
 
 
 def output_arrays(o: dict[str, torch.Tensor], dtype: torch.dtype = torch.float32) -> dict[str, np.ndarray]:

@@ -143,6 +143,7 @@ def _cmd_eval_patchpose(a: argparse.Namespace) -> int:
         progress=not a.no_progress,
         include_pruned=a.include_pruned,
         passes=a.passes,
+        turns=a.turns,
         bootstrap=a.bootstrap,
     )
     print(Path(a.out, "results.md").read_text())
@@ -207,6 +208,7 @@ def _cmd_eval_hpatches(a: argparse.Namespace) -> int:
         pose=not a.no_pose,
         progress=not a.no_progress,
         passes=a.passes,
+        turns=a.turns,
         detector=a.detector,
         keypoints_dir=a.keypoints,
         bootstrap=a.bootstrap,
@@ -248,6 +250,7 @@ def _cmd_eval_pose(a: argparse.Namespace) -> int:
         estimator=a.estimator,
         progress=not a.no_progress,
         passes=a.passes,
+        turns=a.turns,
     )
     print(Path(a.out, "results.md").read_text())
     print(f"wrote {a.out}/results.json and results.md in {doc['seconds']:.0f} s")
@@ -273,6 +276,7 @@ def _cmd_eval_rotation(a: argparse.Namespace) -> int:
         angles=rotation_angles(a.step),
         progress=not a.no_progress,
         passes=a.passes,
+        turns=a.turns,
         bootstrap=a.bootstrap,
     )
     print(Path(a.out, "results.md").read_text())
@@ -305,6 +309,14 @@ def _add_weights(p: argparse.ArgumentParser, passes: bool = True) -> None:
             help="reads per keypoint, each after the first in the frame of the scale found (default: what the "
             "weights file recommends, else 1; 2 cost about 1.5x one and, with patchpose-v7 or v6, are far better on "
             "PatchPose, though not on matching real photos: docs/model_card.md, 'patchpose-v7')",
+        )
+        p.add_argument(
+            "--turns",
+            type=int,
+            default=1,
+            help="turn averaging: read each keypoint from this many copies of the image turned over a quarter "
+            "turn (3: 0, 30 and 60 degrees) and average the histograms turned back (1 to 9; default 1, off); "
+            "steadier orientation, each turn costing about one more read: docs/model_card.md, 'Turn averaging'",
         )
 
 

@@ -70,6 +70,11 @@ class PairConfig:
     # U[0, 1) levels (data.polar.extract_polar's level_offset), so that the blur along the rings no longer
     # tells the view's absolute scale modulo 1/3 octave (a cue rendered views do not share)
     level_jitter: bool = False
+    # log-polar training pairs with a teacher (run.teacher) only: each view is also rendered with its content
+    # turned by the whole orientation bins of inference.turn_bins(teacher_turns)[1:] (photometric changes
+    # drawn anew), and the teacher's histograms of all the reads, turned back, are averaged into the target
+    # (training/trainer.py): the student learns in one read what turn averaging gives. 1 = off
+    teacher_turns: int = 1
 
 
 class PhotoPool:
@@ -226,12 +231,16 @@ def sample_pairs(
         if pa is None:
             pa, pb = np.empty((n, *a.shape[1:]), np.float32), np.empty((n, *a.shape[1:]), np.float32)
         pa[sel], pb[sel] = a, b
+    turned = {}
+    if augment and polar is not None and cfg.teacher_turns > 1:
+        turned = _turned_views(rng, pool, img_idx, xy_v, ((sa, ta), (sb, tb)), shapes, cfg, polar)
     if augment:
         if polar is not None and cfg.shading > 0:
             pa = polar_shading(rng, pa, sa, polar, cfg.shading)
             pb = polar_shading(rng, pb, sb, polar, cfg.shading)
         pa, pb = photometric(rng, pa, cfg), photometric(rng, pb, cfg)
     return {
+        **turned,
         "patch_a": pa,
         "patch_b": pb,
         "d_scale": ds.astype(np.float32),
@@ -245,6 +254,33 @@ def sample_pairs(
         "shape_a": shapes[0],
         "shape_b": shapes[1],
     }
+
+
+def _turned_views(
+    rng, pool: PhotoPool, img_idx, xy_v, frames, shapes, cfg: PairConfig, polar: PolarGrid
+) -> dict:
+    """``turned_a``, ``turned_b`` ``(n, T−1, C, K, A)``: every view rendered with its content turned by each
+    of ``turn_bins(cfg.teacher_turns)[1:]`` orientation bins (its frame turned the other way, as
+    ``evaluation.patchpose_eval.model_passes`` does), with photometric changes of their own; and
+    ``turn_bins`` ``(T−1,)``."""
+    from ..inference import turn_bins
+
+    bins = turn_bins(cfg.teacher_turns, polar.angles)[1:]
+    n, out = len(img_idx), {}
+    for vi, (s_, t_) in enumerate(frames):
+        views = np.empty((n, len(bins), 1, polar.rings, polar.angles), np.float32)
+        for k in np.unique(img_idx):
+            sel = np.nonzero(img_idx == k)[0]
+            sh = shapes[vi, sel] if cfg.anisotropy > 0 else None
+            for j, b in enumerate(bins):
+                th = t_[sel] - TWO_PI * b / polar.angles
+                views[sel, j] = render_view_polar(
+                    pool.pyramids[k], xy_v[vi][sel], s_[sel], th, polar, shape=sh
+                )
+        flat = photometric(rng, views.reshape(n * len(bins), 1, polar.rings, polar.angles), cfg)
+        out["turned_" + "ab"[vi]] = flat.reshape(views.shape)
+    out["turn_bins"] = bins
+    return out
 
 
 class PairStream(torch.utils.data.IterableDataset):
@@ -286,7 +322,8 @@ class PairStream(torch.utils.data.IterableDataset):
             )
             yield {
                 k: torch.from_numpy(np.ascontiguousarray(b[k]))
-                for k in ("patch_a", "patch_b", "d_scale", "d_ori")
+                for k in ("patch_a", "patch_b", "d_scale", "d_ori", "turned_a", "turned_b", "turn_bins")
+                if k in b
             }
 
 

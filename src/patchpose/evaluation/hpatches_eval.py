@@ -417,6 +417,7 @@ def evaluate_hpatches(
     pose: bool = True,
     progress: bool = True,
     passes: int | None = None,
+    turns: int = 1,
     detector: str = "sift",
     keypoints_dir: str | Path | None = None,
     bootstrap: int = DEFAULT_REPLICATES,
@@ -442,7 +443,7 @@ def evaluate_hpatches(
     proto = PROTOCOLS[protocol]
     t0 = time.time()
     seqs = load_hpatches(root, drop_high_res=proto.drop_high_res, names=names)
-    est = PatchPoseEstimator.load(weights, passes=passes)
+    est = PatchPoseEstimator.load(weights, passes=passes, turns=turns)
     cfg = MatchConfig(
         max_keypoints=max_keypoints or proto.max_keypoints,
         descriptor=descriptor,
@@ -459,6 +460,7 @@ def evaluate_hpatches(
             "model": model_name,
             "model_digest": model_digest(est.model),
             "passes": est.passes,
+            "turns": est.turns,
             "weights": str(weights),
             **asdict(cfg),
             "protocol": protocol,
@@ -524,6 +526,7 @@ def evaluate_hpatches(
             "region": cfg.region,
             "model": model_name,
             "passes": est.passes,
+            "turns": est.turns,
         },
     }
     if pose:

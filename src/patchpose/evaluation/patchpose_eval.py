@@ -42,7 +42,7 @@ from ..data.patches import Pyramid, extract_patches, to_gray
 from ..data.patchpose_dataset import PatchPoseData
 from ..data.polar import render_view_polar
 from ..fileio import write_text_atomic
-from ..inference import decode_poses, predict_histograms
+from ..inference import average_outputs, decode_poses, predict_histograms, turn_bins, unturn
 from .intervals import DEFAULT_REPLICATES, check_bootstrap, cluster_bootstrap, format_interval
 from .metrics import accuracies, relative_errors, within_thresholds
 from .official import (
@@ -120,19 +120,36 @@ def model_passes(data: dict, est) -> tuple[dict, dict]:
     :meth:`~patchpose.estimator.PatchPoseEstimator.estimate` does: each pass after the first re-renders the
     views in a frame moved by the scale found, in whole bins. Returns the last pass's histograms, with
     ``scale_hist`` moved back to the view's own frame (for the official metric's argmax bins), and the
-    refined poses ``{"scale", "orientation"}`` ``(N, 1)`` in the view's frame."""
+    refined poses ``{"scale", "orientation"}`` ``(N, 1)`` in the view's frame.
+
+    With ``est.turns`` > 1 every view is also rendered, on the last pass, with its content turned by each of
+    :func:`~patchpose.inference.turn_bins` (its frame turned the other way), as ``estimate`` turns the image,
+    and its orientation histograms turned back and averaged (scale stays the upright read's)."""
     from ..estimator import next_shift, pass_heads, shift_bins
 
     bpo = est.cfg.scale_bins_per_octave
+    bins = turn_bins(est.turns, est.cfg.num_ori_bins)
     shift = np.zeros(len(data["series"]), np.int64)
     for p in range(est.passes):
         d = data
         if p:
             d = {k: v for k, v in data.items() if k != "patches"}  # the stored patches are at shift 0
             d["frame_sigma"] = data["frame_sigma"] + shift / bpo
-        heads = pass_heads(est.cfg, last=p + 1 == est.passes)
+        last = p + 1 == est.passes
+        heads = pass_heads(est.cfg, last=last)
         x = model_patches(d, est)
         h = predict_histograms(est.model, x, est.batch_size, rotations=est.rotations, heads=heads)
+        if last and len(bins) > 1:
+            reads = [{k: v for k, v in h.items() if k != "scale_hist"}]
+            for b in bins[1:]:
+                dt = {k: v for k, v in d.items() if k != "patches"}  # the stored patches are upright
+                dt["frame_theta"] = d["frame_theta"] - 2 * np.pi * b / est.cfg.num_ori_bins
+                xt = model_patches(dt, est)
+                ht = predict_histograms(
+                    est.model, xt, est.batch_size, rotations=est.rotations, heads=("orientation",)
+                )
+                reads.append(unturn(ht, int(b)))
+            h = {**h, **average_outputs(reads)}
         if p + 1 < est.passes:
             s = decode_poses(h, k=1, refine=True, scale_range=est.cfg.scale_range)["scale"][:, 0]
             shift = next_shift(shift, s, bpo, data["frame_sigma"])
@@ -350,6 +367,7 @@ def evaluate(
     progress: bool = True,
     include_pruned: bool = False,
     passes: int | None = None,
+    turns: int = 1,
     bootstrap: int = DEFAULT_REPLICATES,
 ) -> dict:
     """Run every method on the split and write ``results.json``, ``results.md`` and the figures.
@@ -362,7 +380,7 @@ def evaluate(
     t0 = time.time()
     ds = PatchPoseData(data_root, split, include_pruned=include_pruned)
     data = ds.load()
-    est = PatchPoseEstimator.load(weights, rotations=rotations, passes=passes)
+    est = PatchPoseEstimator.load(weights, rotations=rotations, passes=passes, turns=turns)
     pairs = {s: ds.pairs(s) for s in ("A_scale", "A_rot", "B_scale", "B_rot", "B_joint")}
     methods = run_methods(data, est, orinet_weights, progress)
     ab_s, ab_o = _cat(pairs["A_scale"], pairs["B_scale"]), _cat(pairs["A_rot"], pairs["B_rot"])  # A+B
@@ -421,6 +439,7 @@ def evaluate(
         "model": est.meta.get("name", str(weights)),
         "rotations": rotations,
         "passes": est.passes,
+        "turns": est.turns,
         "include_pruned": include_pruned,
         "seconds": time.time() - t0,
     }

@@ -178,6 +178,7 @@ def evaluate_pose(
     estimator: str = "accurate",
     progress: bool = True,
     passes: int | None = None,
+    turns: int = 1,
 ) -> dict:
     """Run every row on every pair; write ``results.json`` and ``results.md``.
 
@@ -217,7 +218,7 @@ def evaluate_pose(
     if not images.is_dir():
         raise InputError(f"images folder not found: {images}")
     check_pose_inputs(pairs_file, pairs, images)
-    est = PatchPoseEstimator.load(weights, passes=passes)
+    est = PatchPoseEstimator.load(weights, passes=passes, turns=turns)
     describer = Describer()
     errors = {r: [] for r in rows}
     inliers = {r: [] for r in rows}
@@ -273,6 +274,7 @@ def evaluate_pose(
             "estimator": f"OpenCV findEssentialMat ({estimator}, 1 px), or a pure rotation when it explains as much",
             "model": est.meta.get("name", str(weights)),
             "passes": est.passes,
+            "turns": est.turns,
         },
         "failures": failures,
         "per_pair": per_pair,

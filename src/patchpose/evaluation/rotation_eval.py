@@ -199,6 +199,7 @@ def evaluate_rotation(
     thresholds=(1, 3, 5, 10),
     progress: bool = True,
     passes: int | None = None,
+    turns: int = 1,
     bootstrap: int = DEFAULT_REPLICATES,
 ) -> dict:
     """Match every photo against its turned copies at every pose row; write ``results.json`` and
@@ -219,7 +220,7 @@ def evaluate_rotation(
     check_bootstrap(bootstrap)
     if not is_int_in(max_keypoints, 1):
         raise InputError(f"max_keypoints must be a positive integer, got {max_keypoints!r}")
-    est = PatchPoseEstimator.load(weights, passes=passes)
+    est = PatchPoseEstimator.load(weights, passes=passes, turns=turns)
     sift = cv2.SIFT_create(nfeatures=max_keypoints)
     bf = cv2.BFMatcher(cv2.NORM_L2, crossCheck=True)
     per_angle = {r: {a: [] for a in angles} for r in ROWS}
@@ -280,6 +281,7 @@ def evaluate_rotation(
         "photos_used": used,
         "model": est.meta.get("name", str(weights)),
         "passes": est.passes,
+        "turns": est.turns,
         "seconds": time.time() - t0,
     }
     out = Path(out_dir)

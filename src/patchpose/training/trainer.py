@@ -22,7 +22,7 @@ from tqdm import tqdm
 from ..data.pairs import PairConfig, PairStream, PhotoPool
 from ..data.photos import load_splits
 from ..evaluation.synthetic import evaluate_model, make_protocol_pairs
-from ..inference import autocast_ctx
+from ..inference import autocast_ctx, turn_bins
 from ..losses import LossConfig, distillation_loss, pose_loss
 from ..models import ModelConfig, PoseNet
 from .checkpoint import load_checkpoint, save_checkpoint
@@ -150,6 +150,21 @@ def _init_weights(model: PoseNet, path: str) -> None:
     log.info("initialised from %s", path)
 
 
+def turn_averaged_targets(teacher: PoseNet, ot: dict, batch: dict, device) -> dict:
+    """The teacher's outputs ``ot`` (logits of ``patch_a`` then ``patch_b``) with the orientation histogram
+    replaced by its average with those of the same views with their content turned (``batch["turned_a"]``,
+    ``["turned_b"]``, ``(n, T−1, C, K, A)``, by ``batch["turn_bins"]`` orientation bins), each rolled back by
+    its turn, as log-probabilities (which :func:`~patchpose.losses.distillation_loss` takes as logits): what
+    the estimator's turn averaging gives, which also leaves scale to the upright read."""
+    bins = [int(b) for b in batch["turn_bins"]]
+    ta, tb = batch["turned_a"].to(device), batch["turned_b"].to(device)
+    p = ot["ori_logits"].float().softmax(1)
+    for j, b in enumerate(bins):
+        z = teacher(torch.cat([ta[:, j], tb[:, j]]), heads=("orientation",))["ori_logits"].float()
+        p = p + torch.roll(z, -b, 1).softmax(1)
+    return {**ot, "ori_logits": torch.log((p / (len(bins) + 1)).clamp_min(1e-30))}  # no log(0)
+
+
 def load_teacher(spec: str, student: ModelConfig) -> PoseNet:
     """The fixed network of ``run.teacher`` (a bundled model's name or a ``.safetensors`` file), checked to
     read what the student reads (same input, grid and bins), in eval mode and without gradients."""
@@ -228,6 +243,13 @@ def _train(cfg, out_dir, resume: bool, progress: bool, dd) -> dict:
     if (lcfg.distill > 0) != bool(rc.teacher):
         raise ValueError("loss.distill > 0 and run.teacher go together: give both or neither")
     teacher = load_teacher(rc.teacher, mcfg).to(device) if rc.teacher else None
+    turns = int(c["data"].get("teacher_turns", 1))
+    if turns != 1:
+        if teacher is None or not mcfg.is_polar:
+            raise ValueError(
+                "data.teacher_turns > 1 needs run.teacher and a polar-cnn (it averages the teacher's reads)"
+            )
+        turn_bins(turns, mcfg.num_ori_bins)  # checks the value
     step, best = 0, -1.0
     ema = WeightEMA(model, oc.ema) if oc.ema else None
     if ckpt is not None:
@@ -315,6 +337,8 @@ def _train(cfg, out_dir, resume: bool, progress: bool, dd) -> dict:
             if teacher is not None:  # the teacher reads the same views; its histograms are targets
                 with torch.no_grad():
                     ot = teacher(x)
+                    if "turned_a" in batch:  # and the views turned: its reads turned back and averaged
+                        ot = turn_averaged_targets(teacher, ot, batch, device)
                 kd = distillation_loss(o, ot, lcfg.temperature)
                 losses["distill"] = kd.detach()
                 losses["total"] = losses["total"] + lcfg.distill * kd
