@@ -39,6 +39,10 @@ def test_onnx_backend_matches_pytorch(name, tmp_path):
     got2 = est.estimate(img, xy, passes=2)
     np.testing.assert_allclose(got2["scale_hist"], ref2["scale_hist"], atol=1e-4)
     np.testing.assert_allclose(got2["orientation_hist"], ref2["orientation_hist"], atol=1e-4)
+    # turn averaging: the turned reads run the orientation head alone in PyTorch, the whole graph in ONNX
+    ref3 = PatchPoseEstimator.load(name).estimate(img, xy, turns=3)
+    got3 = est.estimate(img, xy, turns=3)
+    np.testing.assert_allclose(got3["orientation_hist"], ref3["orientation_hist"], atol=1e-4)
 
 
 def test_fft_free_path_equals_the_fft_path():
