@@ -246,6 +246,9 @@ def test_eval_patchpose_turn_averaging_renders_every_view_turned(dataset, tmp_pa
     assert np.mean(agree <= 1) > 0.8
     evaluate(dataset, tmp_path / "out", split="test", progress=False, turns=2, bootstrap=0)
     assert json.loads((tmp_path / "out" / "results.json").read_text())["turns"] == 2
+    assert "judge the effect on orientation by `official_B`" in (tmp_path / "out" / "results.md").read_text()
+    evaluate(dataset, tmp_path / "one", split="test", progress=False, bootstrap=0)
+    assert "official_B`, whose turns" not in (tmp_path / "one" / "results.md").read_text()
 
 
 def _tiny_split(root):

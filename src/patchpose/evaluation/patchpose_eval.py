@@ -470,6 +470,14 @@ def results_markdown(doc: dict) -> str:
         "Accuracy in % (scale ±1/6, ±1/3 octave; orientation ±5°, ±10°).",
         "",
     ]
+    if doc.get("turns", 1) > 1:
+        lines += [
+            f"Turn averaging ({doc['turns']} turns, `--turns`): PatchPose-A turns its views by multiples of 10°, the "
+            "lattice the turns lie on, so its views are averaged over the same resamplings more often than arbitrary "
+            "turns would be (with 9 turns always): judge the effect on orientation by `official_B`, whose turns "
+            "are continuous (docs/model_card.md, 'Turn averaging').",
+            "",
+        ]
     for proto, methods in doc["protocols"].items():
         lines += [
             f"## {proto}",
