@@ -21,7 +21,7 @@ from .data.inputs import extract_inputs
 from .data.patches import Pyramid, check_image, to_gray, window_margin
 from .data.polar import polar_margin
 from .errors import InputError, WeightsError, is_int_in
-from .inference import average_outputs, decode_poses, predict_histograms, turn_bins, unturn
+from .inference import decode_poses, predict_histograms, turn_average, turn_bins
 from .models import PoseNet
 from .weights import DEFAULT_MODEL, MAX_PASSES, load_bundled, load_model, load_weights, recommended_passes
 
@@ -138,7 +138,7 @@ class PatchPoseEstimator:
         rotations: rotation test-time augmentation: 1 (off, default), 2 or 4 quarter turns averaged;
             4 is more accurate (docs/model_card.md) and 4× slower. A log-polar model is exactly equivariant to
             quarter turns, so for it this changes nothing: see ``turns``.
-        turns: *turn averaging*, 1 (off, default) to 9 (:data:`~patchpose.inference.MAX_TURNS`): the model
+        turns: *turn averaging*, 1 (off, default) to the orientation bins in a quarter turn (9 for 36): the model
             reads every keypoint ``turns`` times, the image turned about its centre by whole orientation bins
             spread over a quarter turn (:func:`~patchpose.inference.turn_bins`; 3 turns: 0°, 30°, 60°), each
             read's orientation histogram turned back, and the orientation histograms averaged (on the last
@@ -286,23 +286,12 @@ class PatchPoseEstimator:
         )
         return patches, valid
 
-    def _turn_average(self, hists: dict, img: np.ndarray, kp: np.ndarray, fs: np.ndarray, bins) -> dict:
-        """``hists`` (the last pass's upright read) with its orientation outputs averaged with those of ``img``
-        turned counter-clockwise by each of ``bins[1:]`` orientation bins (:func:`turn_image`) and read upright
-        at the keypoints' new places and the same frames, each turned back (:func:`~patchpose.inference.unturn`).
-        The scale stays the upright read's: averaging it too (and, with two passes, the first pass's scale,
-        which moves the frame) scored a little lower on the val photos (``docs/model_card.md``, "Turn
-        averaging")."""
-        reads = [{k: v for k, v in hists.items() if k != "scale_hist"}]
-        src = to_gray(img) if self.cfg.color == "gray" else img  # a third of the pixels to turn
-        for b in bins[1:]:
-            turned, m = turn_image(src, 2 * np.pi * int(b) / self.cfg.num_ori_bins, self.border)
-            patches, _ = self._extract(turned, kp @ m[:, :2].T + m[:, 2], fs, self._pyramid(turned), False)
-            h = predict_histograms(
-                self.model, patches, self.batch_size, rotations=self.rotations, heads=("orientation",)
-            )
-            reads.append(unturn(h, int(b)))
-        return {**hists, **average_outputs(reads)}
+    def _turned_inputs(self, src: np.ndarray, kp: np.ndarray, fs: np.ndarray, bins: int) -> np.ndarray:
+        """The model's inputs at the keypoints ``kp`` of ``src`` (at frames ``fs``) with the image turned
+        counter-clockwise by ``bins`` orientation bins (:func:`turn_image`), read upright where they went."""
+        turned, m = turn_image(src, 2 * np.pi * bins / self.cfg.num_ori_bins, self.border)
+        patches, _ = self._extract(turned, kp @ m[:, :2].T + m[:, 2], fs, self._pyramid(turned), False)
+        return patches
 
     def _pyramid(self, img: np.ndarray) -> Pyramid:
         src = (
@@ -373,8 +362,18 @@ class PatchPoseEstimator:
             hists = predict_histograms(
                 self.model, patches, self.batch_size, rotations=self.rotations, heads=heads
             )
+            # turn averaging: the last read's orientation; the scale stays the upright read's
             if last and len(bins) > 1:
-                hists = self._turn_average(hists, img, kp, fs0 + shift / bpo, bins)
+                src = to_gray(img) if self.cfg.color == "gray" else img  # a third of the pixels to turn
+                f = fs0 + shift / bpo
+                hists = turn_average(
+                    self.model,
+                    hists,
+                    lambda b, src=src, f=f: self._turned_inputs(src, kp, f, b),
+                    bins,
+                    self.batch_size,
+                    self.rotations,
+                )
             if p + 1 < passes:  # move the frame to the scale found, in whole bins
                 s = decode_poses(hists, k=1, refine=True, scale_range=self.cfg.scale_range)["scale"][:, 0]
                 shift = next_shift(shift, s, bpo, fs0)

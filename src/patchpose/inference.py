@@ -66,10 +66,6 @@ def predict_histograms(
     return acc
 
 
-#: the most reads per keypoint with the image turned (:func:`turn_bins`): one per orientation bin in a quarter turn
-MAX_TURNS = 9
-
-
 def turn_bins(turns: int, num_ori_bins: int) -> np.ndarray:
     """Orientation bins ``(turns,)`` by which the image is turned for each read of *turn averaging*: whole bins
     spread evenly over a quarter turn, starting at 0 (for 36 bins and 3 turns: 0, 3, 6, i.e. 0°, 30°, 60°).
@@ -105,9 +101,21 @@ def unturn(hists: dict[str, np.ndarray], bins: int) -> dict[str, np.ndarray]:
     return out
 
 
-def average_outputs(reads: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
-    """The mean of several reads' outputs (probabilities averaged bin by bin)."""
-    return {k: sum(r[k] for r in reads) / len(reads) for k in reads[0]}
+def turn_average(
+    model: PoseNet, hists: dict[str, np.ndarray], turned_inputs, bins, batch_size: int, rotations: int = 1
+) -> dict[str, np.ndarray]:
+    """*Turn averaging*: ``hists`` (an upright read's outputs) with its orientation outputs averaged with those
+    of reads whose content is turned by each of ``bins[1:]`` orientation bins (:func:`turn_bins`), each turned
+    back (:func:`unturn`). ``turned_inputs(b)`` gives the model's inputs with the content turned ``b`` bins
+    counter-clockwise (the estimator turns the image; ``eval patchpose`` re-renders each view). Only the
+    orientation head runs on them; the scale histogram stays the upright read's."""
+    reads = [{k: v for k, v in hists.items() if k != "scale_hist"}]
+    for b in bins[1:]:
+        h = predict_histograms(
+            model, turned_inputs(int(b)), batch_size, rotations=rotations, heads=("orientation",)
+        )
+        reads.append(unturn(h, int(b)))
+    return {**hists, **{k: sum(r[k] for r in reads) / len(reads) for k in reads[0]}}
 
 
 def output_arrays(o: dict[str, torch.Tensor], dtype: torch.dtype = torch.float32) -> dict[str, np.ndarray]:

@@ -314,9 +314,10 @@ def _add_weights(p: argparse.ArgumentParser, passes: bool = True) -> None:
             "--turns",
             type=int,
             default=1,
-            help="turn averaging: read each keypoint from this many copies of the image turned over a quarter "
-            "turn (3: 0, 30 and 60 degrees) and average the histograms turned back (1 to 9; default 1, off); "
-            "steadier orientation, each turn costing about one more read: docs/model_card.md, 'Turn averaging'",
+            help="turn averaging: read each keypoint's orientation from this many copies of the image turned over "
+            "a quarter turn (3: 0, 30 and 60 degrees) and average the histograms turned back (1 to 9; default 1, "
+            "off); steadier orientation on rotated patches, each turn costing about half a read plus turning the "
+            "image: docs/model_card.md, 'Turn averaging'",
         )
 
 

@@ -71,10 +71,9 @@ def bench(
     res["ratio_passes2_to_sift"] = res["patchpose_passes2_s"] / res["sift_detect_s"]
     # turn averaging (``turns=3``: the orientation also read from the image turned by 30° and 60°), after one
     # read and after two
-    est3 = PatchPoseEstimator.load(weights, passes=1, turns=3)
     for p in (1, 2):
         res[f"patchpose_passes{p}_turns3_s"] = _median_time(
-            lambda p=p: est3.estimate(img, xy, passes=p), repeats
+            lambda p=p: est.estimate(img, xy, passes=p, turns=3), repeats
         )
         res[f"ratio_passes{p}_turns3_to_sift"] = res[f"patchpose_passes{p}_turns3_s"] / res["sift_detect_s"]
     res["model"] = est.meta.get("name", str(weights))

@@ -42,7 +42,7 @@ from ..data.patches import Pyramid, extract_patches, to_gray
 from ..data.patchpose_dataset import PatchPoseData
 from ..data.polar import render_view_polar
 from ..fileio import write_text_atomic
-from ..inference import average_outputs, decode_poses, predict_histograms, turn_bins, unturn
+from ..inference import decode_poses, predict_histograms, turn_average, turn_bins
 from .intervals import DEFAULT_REPLICATES, check_bootstrap, cluster_bootstrap, format_interval
 from .metrics import accuracies, relative_errors, within_thresholds
 from .official import (
@@ -140,16 +140,13 @@ def model_passes(data: dict, est) -> tuple[dict, dict]:
         x = model_patches(d, est)
         h = predict_histograms(est.model, x, est.batch_size, rotations=est.rotations, heads=heads)
         if last and len(bins) > 1:
-            reads = [{k: v for k, v in h.items() if k != "scale_hist"}]
-            for b in bins[1:]:
+
+            def turned(b: int, d: dict = d) -> np.ndarray:  # each view's frame turned the other way
                 dt = {k: v for k, v in d.items() if k != "patches"}  # the stored patches are upright
                 dt["frame_theta"] = d["frame_theta"] - 2 * np.pi * b / est.cfg.num_ori_bins
-                xt = model_patches(dt, est)
-                ht = predict_histograms(
-                    est.model, xt, est.batch_size, rotations=est.rotations, heads=("orientation",)
-                )
-                reads.append(unturn(ht, int(b)))
-            h = {**h, **average_outputs(reads)}
+                return model_patches(dt, est)
+
+            h = turn_average(est.model, h, turned, bins, est.batch_size, est.rotations)
         if p + 1 < est.passes:
             s = decode_poses(h, k=1, refine=True, scale_range=est.cfg.scale_range)["scale"][:, 0]
             shift = next_shift(shift, s, bpo, data["frame_sigma"])
