@@ -227,6 +227,19 @@ def test_turns_option_averages_turned_reads_and_bad_values_exit_2(tmp_path):
         assert r.returncode == 2 and "turns" in r.stderr and "Traceback" not in r.stderr
 
 
+def test_descriptor_region_option_is_checked_and_exits_2(tmp_path):
+    """``--descriptor-region`` on the matching commands: a value that is not a positive number up to 16 is a
+    clear error (exit 2), whichever row is asked for; a good one runs."""
+    img = str(demo_photo())
+    for pose, bad in (("ours", "0"), ("ours", "nan"), ("sift", "20")):
+        r = run_cli("match", img, img, "--pose", pose, "--descriptor-region", bad, "--out", str(tmp_path))
+        assert r.returncode == 2 and "descriptor-region" in r.stderr and "Traceback" not in r.stderr
+    r = run_cli("eval", "rotation", "--out", str(tmp_path / "r"), "--descriptor-region", "0", "--step", "90")
+    assert r.returncode == 2 and "descriptor_region" in r.stderr and "Traceback" not in r.stderr
+    args = ["match", img, img, "--max-keypoints", "50", "--out", str(tmp_path / "ok")]
+    assert main([*args, "--descriptor-region", "2"]) == 0
+
+
 def test_train_recipe_errors_exit_2(tmp_path):
     r = run_cli("train", "--recipe", "patchpose-v2", "--config", "polar", "--out", str(tmp_path / "a"))
     assert r.returncode == 2 and "not both" in r.stderr and "Traceback" not in r.stderr

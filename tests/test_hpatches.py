@@ -236,6 +236,11 @@ def test_evaluation_end_to_end_and_resume(tmp_path):
         "ours" not in iv["overall"]["minus_reference"] and "ours (argmax)" in (out / "results.md").read_text()
     )
     assert "− ours (argmax)" in (out / "results.md").read_text()
+    vs = saved["intervals_vs_sift"]["viewpoint"]  # our rows against SIFT's own pose, in the same run
+    assert vs["reference"] == "sift" and set(vs["minus_reference"]) == {"ours", "ours_top4"}
+    sift = saved["mma"]["sift"]["viewpoint"][2]
+    assert vs["minus_reference"]["ours"]["value"] == pytest.approx(ours - sift)
+    assert "| ours (top-4) − SIFT's own pose |" in (out / "results.md").read_text()
     # a second run reads every sequence from the cache and gives the same numbers
     caches = list((out / "cache").rglob("*.match.json"))
     assert len(caches) == 2
@@ -267,6 +272,9 @@ def test_mma_intervals_resample_sequences():
     assert v["mean"]["ours"]["interval"] == pytest.approx([0.2, 0.6])
     assert v["minus_reference"]["sift"]["value"] == pytest.approx(0.1)
     assert v["minus_reference"]["sift"]["interval"] == pytest.approx([0.1, 0.1])
+    w = mma_intervals(per_seq, ["sift", "ours"], (1, 2, 3), replicates=400, reference="sift")["viewpoint"]
+    assert w["reference"] == "sift" and w["minus_reference"]["ours"]["value"] == pytest.approx(-0.1)
+    assert w["minus_reference"]["ours"]["interval"] == pytest.approx([-0.1, -0.1])
 
 
 def test_keynet_protocol_keeps_all_sequences_and_five_thresholds(tmp_path):
@@ -540,3 +548,66 @@ def test_a_bad_image_in_a_sequence_is_named(tmp_path):
     cv2.imwrite(str(rel / "v_b" / "2.ppm"), np.zeros((5, 5, 3), np.uint8))
     with pytest.raises(InputError, match=r"sequence .*v_b: image is too small"):
         evaluate_hpatches(tmp_path, tmp_path / "o", max_keypoints=50, pose=False, progress=False)
+
+
+class _Recorder:
+    """A describer that records the frames it is asked to describe (one row per call)."""
+
+    dim = 3
+
+    def __init__(self):
+        self.calls = []
+
+    def describe(self, pyramid, xy, log2_scale, theta, region=1.0):
+        s = np.asarray(log2_scale, np.float64).reshape(-1)
+        self.calls.append((s.copy(), np.asarray(theta, np.float64).reshape(-1).copy(), region))
+        return np.stack([s, np.asarray(theta, np.float64).reshape(-1), np.zeros_like(s)], 1).astype(
+            np.float32
+        )
+
+
+def test_rows_at_our_scale_cut_the_estimators_descriptor_window():
+    """The rows cut at our scale (``ours``, ``ours_topK``) widen their window by the estimator's
+    ``descriptor_region`` (log2 added to our scale), every other row keeps its own window, and the poses
+    themselves do not change; the two-view chain does the same for ``describe_pose="ours"``."""
+    from patchpose import PatchPoseEstimator
+    from patchpose.matching.pipeline import MatchConfig, describe_rows, ours_window
+    from patchpose.matching.twoview import TwoViewConfig, match_two_views
+
+    img = (make_textured_image(240, seed=5) * 255).astype(np.uint8)
+    f = detect(img, 60)
+    rows = ("lower", "sift", "ours", "ours_top2", "ours_angle", "sift_scale+ours_angle")
+    cfg = MatchConfig(top_k=2)
+    out = {}
+    for region in (1.0, 2.0):
+        est = PatchPoseEstimator.load("patchpose-v7", descriptor_region=region)
+        ours = est.estimate(f.image, f.xy, top_k=2)
+        rec = _Recorder()
+        describe_rows(f, rows, rec, est, None, cfg, ours=ours)
+        out[region] = dict(zip(rows, rec.calls))
+        np.testing.assert_allclose(out[region]["ours"][0], ours["scale"][:, 0] + math.log2(region))
+        np.testing.assert_allclose(out[region]["ours"][1], ours["orientation"][:, 0])
+        np.testing.assert_allclose(
+            out[region]["ours_top2"][0], np.repeat(ours["scale"][:, 0], 2) + math.log2(region)
+        )
+        assert ours_window("ours", est) == ours_window("ours_top2", est) == math.log2(region)
+        assert ours_window("sift", est) == ours_window("ours_angle", est) == 0.0
+    for row in ("lower", "sift", "ours_angle", "sift_scale+ours_angle"):  # untouched by the setting
+        for a, b in zip(out[1.0][row][:2], out[2.0][row][:2]):
+            np.testing.assert_array_equal(a, b)
+    assert ours_window("ours", None) == 0.0
+
+    rec = _Recorder()
+    ours = PatchPoseEstimator.load("patchpose-v7").estimate(f.image, f.xy, top_k=1)
+    match_two_views(
+        f, f, rec, TwoViewConfig(describe_pose="ours", matcher="mnn", descriptor_region=4.0), ours, ours
+    )
+    np.testing.assert_allclose(rec.calls[0][0], ours["scale"][:, 0] + 2.0)
+    rec = _Recorder()
+    match_two_views(
+        f, f, rec, TwoViewConfig(describe_pose="sift", matcher="mnn", descriptor_region=4.0), ours, ours
+    )
+    np.testing.assert_allclose(rec.calls[0][0], f.sift_scale)
+    for bad in (0.0, -1.0, float("nan")):
+        with pytest.raises(InputError, match="descriptor_region must be a positive number"):
+            TwoViewConfig(descriptor_region=bad).validate()

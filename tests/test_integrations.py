@@ -344,3 +344,19 @@ def test_assign_takes_a_model_name_and_checks_its_arguments():
         patchpose.assign(img, kps, estimator=3)
     with pytest.raises(InputError, match="size > 0"):
         patchpose.assign(img, [cv2.KeyPoint(100.0, 100.0, 0.0, 0.0)], keep_size=True)
+
+
+def test_sift_size_factor_covers_the_models_descriptor_window():
+    """sift_size_factor(est) is SIFT_DESCRIPTOR_SIZE_FACTOR times the estimator's descriptor_region, so assign's
+    sizes grow by that factor and the angles stay the same."""
+    from patchpose.integrations.opencv import SIFT_DESCRIPTOR_SIZE_FACTOR, sift_size_factor
+
+    img = (make_textured_image(200, seed=1) * 255).astype(np.uint8)
+    kps = [cv2.KeyPoint(100.0, 100.0, 8.0, 0.0), cv2.KeyPoint(80.0, 120.0, 6.0, 0.0)]
+    wide = patchpose.PatchPoseEstimator.load("patchpose-v7", descriptor_region=2.5)
+    assert sift_size_factor(wide) == pytest.approx(2.5 * SIFT_DESCRIPTOR_SIZE_FACTOR)
+    assert sift_size_factor("patchpose-v6") == pytest.approx(SIFT_DESCRIPTOR_SIZE_FACTOR)
+    a = patchpose.assign(img, kps, wide, size_factor=SIFT_DESCRIPTOR_SIZE_FACTOR)
+    b = patchpose.assign(img, kps, wide, size_factor=sift_size_factor(wide))
+    np.testing.assert_allclose([k.size for k in b], [2.5 * k.size for k in a], rtol=1e-5)
+    assert [k.angle for k in a] == [k.angle for k in b]

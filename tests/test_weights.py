@@ -44,6 +44,9 @@ def test_v7_is_v6s_network_at_half_width():
     assert v7.polar.scale_head[0].out_channels == 32 and v7.polar.ori_convs[0].out_channels == 32
     assert sum(p.numel() for p in v7.parameters()) < sum(p.numel() for p in v6.parameters()) / 3
     assert "patchpose-v7" in meta["notes"] and "passes" not in meta  # read once unless told otherwise
+    assert (
+        meta["descriptor_region"] == "2.25"
+    )  # calibrated on the val sequences (model card, "The descriptor window")
 
 
 def test_a_bundled_models_recipe_builds_its_network(tmp_path):
@@ -389,4 +392,39 @@ def test_a_weights_file_may_recommend_its_number_of_reads(tmp_path):
         path = tmp_path / f"bad{bad}.safetensors"
         save_file(load_file(str(two)), str(path), metadata={**meta, "passes": bad})
         with pytest.raises(WeightsError, match="'passes' must be an integer from 1 to 8"):
+            PatchPoseEstimator.load(path)
+
+
+def test_a_weights_file_may_carry_its_descriptor_window(tmp_path):
+    """save_weights(descriptor_region=) stores the descriptor window a model's pose was calibrated with; the
+    estimator takes it as its default, an explicit value wins, a file without one uses 1, and a bad value is
+    a clear InputError (argument) or WeightsError (file)."""
+    from safetensors.torch import load_file, safe_open, save_file
+
+    from patchpose import PatchPoseEstimator
+    from patchpose.errors import InputError, WeightsError
+    from patchpose.weights import load_bundled, recommended_descriptor_region, save_weights
+
+    model, _ = load_bundled("patchpose-v6")
+    wide = save_weights(model, tmp_path / "wide.safetensors", descriptor_region=2.5)
+    assert PatchPoseEstimator.load(wide).descriptor_region == 2.5
+    assert PatchPoseEstimator.load(wide, descriptor_region=1.5).descriptor_region == 1.5
+    assert (
+        PatchPoseEstimator.load(save_weights(model, tmp_path / "plain.safetensors")).descriptor_region == 1.0
+    )
+    assert PatchPoseEstimator.load("patchpose-v6").descriptor_region == 1.0  # calibrated before the setting
+    assert recommended_descriptor_region({}) is None
+    assert recommended_descriptor_region({"descriptor_region": "2.25"}) == 2.25
+    for bad in (0, -1.0, float("nan"), float("inf"), 17.0, "2", True):
+        with pytest.raises(InputError, match="descriptor_region must be a number in"):
+            save_weights(model, tmp_path / "bad.safetensors", descriptor_region=bad)
+        with pytest.raises(InputError, match="descriptor_region must be a number in"):
+            PatchPoseEstimator.load("patchpose-v6", descriptor_region=bad)
+    assert not (tmp_path / "bad.safetensors").exists()
+    with safe_open(str(wide), framework="pt") as f:
+        meta = f.metadata()
+    for bad in ("0", "-2", "wide", "nan", "100"):
+        path = tmp_path / "badmeta.safetensors"
+        save_file(load_file(str(wide)), str(path), metadata={**meta, "descriptor_region": bad})
+        with pytest.raises(WeightsError, match="'descriptor_region' must be a number in"):
             PatchPoseEstimator.load(path)

@@ -261,6 +261,7 @@ def match_command(a) -> int:
     from .data.patches import load_image
     from .matching.draw import draw_matches
     from .matching.pipeline import MatchConfig, match_images
+    from .weights import check_descriptor_region
 
     rows = {
         "none": "lower",
@@ -283,8 +284,12 @@ def match_command(a) -> int:
     kp2 = read_keypoints(a.keypoints2) if a.keypoints2 else None
     if (kp1 is None) != (kp2 is None):
         raise InputError("give keypoints for both images (--keypoints1 and --keypoints2) or for none")
+    if a.descriptor_region is not None:  # checked even for the rows that do not use it
+        check_descriptor_region(a.descriptor_region, "--descriptor-region")
     est = (
-        PatchPoseEstimator.load(a.weights, passes=a.passes, turns=a.turns)
+        PatchPoseEstimator.load(
+            a.weights, passes=a.passes, turns=a.turns, descriptor_region=a.descriptor_region
+        )
         if row not in ("lower", "sift")
         else None
     )  # rows that read our model

@@ -23,7 +23,16 @@ from .data.polar import polar_margin
 from .errors import InputError, WeightsError, is_int_in
 from .inference import decode_poses, predict_histograms, turn_average, turn_bins
 from .models import PoseNet
-from .weights import DEFAULT_MODEL, MAX_PASSES, load_bundled, load_model, load_weights, recommended_passes
+from .weights import (
+    DEFAULT_MODEL,
+    MAX_PASSES,
+    check_descriptor_region,
+    load_bundled,
+    load_model,
+    load_weights,
+    recommended_descriptor_region,
+    recommended_passes,
+)
 
 log = logging.getLogger(__name__)
 
@@ -154,6 +163,11 @@ class PatchPoseEstimator:
             PatchPose (scale and the joint protocol) and still faster than SIFT detection, but matching real
             photos with the model's own pose was a little worse with them on the val photos, so one pass stays
             the default (``docs/model_card.md``, "patchpose-v7"; with patchpose-v2 they hurt on real photos).
+        descriptor_region: the half-width of a descriptor patch cut at our pose, in units of our
+            characteristic radius (``16 · 2**σ`` px): what the matching pipeline (:mod:`patchpose.matching`),
+            ``patchpose match`` and :func:`~patchpose.integrations.opencv.sift_size_factor` use. Default:
+            what the weights file was calibrated with (its ``descriptor_region`` metadata,
+            :func:`~patchpose.weights.recommended_descriptor_region`), else 1. It changes no pose.
     """
 
     def __init__(
@@ -166,6 +180,7 @@ class PatchPoseEstimator:
         rotations: int = 1,
         passes: int | None = None,
         turns: int = 1,
+        descriptor_region: float | None = None,
     ) -> None:
         if border not in BORDER_POLICIES:
             raise InputError(f"border must be one of {BORDER_POLICIES}, got {border!r}")
@@ -196,6 +211,11 @@ class PatchPoseEstimator:
             int(passes),
         )
         self.turns = int(turns)
+        self.descriptor_region = (
+            check_descriptor_region(descriptor_region)
+            if descriptor_region is not None
+            else recommended_descriptor_region(self.meta) or 1.0
+        )
 
     @classmethod
     def from_pretrained(cls, name: str = DEFAULT_MODEL, **kwargs) -> PatchPoseEstimator:
@@ -245,7 +265,8 @@ class PatchPoseEstimator:
     def __repr__(self) -> str:
         return (
             f"PatchPoseEstimator(model={self.meta.get('name', 'custom')}, device={self.device}, "
-            f"border={self.border}, rotations={self.rotations}, passes={self.passes}, turns={self.turns})"
+            f"border={self.border}, rotations={self.rotations}, passes={self.passes}, turns={self.turns}, "
+            f"descriptor_region={self.descriptor_region:g})"
         )
 
     def extract(self, image, keypoints, frame_scale=None) -> tuple[np.ndarray, np.ndarray]:

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
+import numbers
 import os
 import pickle
 import re
@@ -123,14 +125,54 @@ def recommended_passes(meta: dict, where: str = "the weights") -> int | None:
     return int(v)
 
 
+#: the largest descriptor window a weights file may give, in units of its characteristic radius
+MAX_DESCRIPTOR_REGION = 16.0
+
+
+def check_descriptor_region(v, where: str = "descriptor_region") -> float:
+    """``v`` as a float in (0, :data:`MAX_DESCRIPTOR_REGION`], else :class:`~patchpose.errors.InputError`."""
+    ok = isinstance(v, numbers.Real) and not isinstance(v, bool)
+    if not (ok and math.isfinite(v) and 0 < v <= MAX_DESCRIPTOR_REGION):
+        raise InputError(f"{where} must be a number in (0, {MAX_DESCRIPTOR_REGION:g}], got {v!r}")
+    return float(v)
+
+
+def recommended_descriptor_region(meta: dict, where: str = "the weights") -> float | None:
+    """The half-width of a descriptor patch, in units of the model's characteristic radius (``16 · 2**σ``
+    pixels), that a weights file was calibrated with (its ``descriptor_region`` metadata; the matching
+    pipeline's window for the model's own pose), or None when the file does not say (then 1).
+
+    Why a model needs it: self-supervised training fixes only *relative* scale, so where a model puts σ = 0
+    on a structure is its own, and so is the window a descriptor needs about it
+    (``docs/model_card.md``, "The descriptor window"). A value that is not a number in
+    (0, :data:`MAX_DESCRIPTOR_REGION`] is a :class:`WeightsError`."""
+    v = meta.get("descriptor_region")
+    if v is None:
+        return None
+    try:
+        return check_descriptor_region(float(v))
+    except (ValueError, InputError):
+        raise WeightsError(
+            f"{where}: metadata 'descriptor_region' must be a number in (0, {MAX_DESCRIPTOR_REGION:g}], got {v!r}"
+        ) from None
+
+
 def save_weights(
-    model: PoseNet, path: str | Path, name: str = "custom", notes: str = "", passes: int | None = None
+    model: PoseNet,
+    path: str | Path,
+    name: str = "custom",
+    notes: str = "",
+    passes: int | None = None,
+    descriptor_region: float | None = None,
 ) -> Path:
     """Write ``model`` as a patchpose safetensors file (atomically). ``passes``: the reads per keypoint the
     model is meant for (stored in the metadata; the estimator's default for it), or None (the estimator's
-    own default, one read)."""
+    own default, one read). ``descriptor_region``: the descriptor window the model's pose was calibrated
+    with (:func:`recommended_descriptor_region`), or None (1)."""
     if passes is not None and not is_int_in(passes, 1, MAX_PASSES):
         raise InputError(f"passes must be None or an integer from 1 to {MAX_PASSES}, got {passes!r}")
+    if descriptor_region is not None:
+        descriptor_region = check_descriptor_region(descriptor_region)
     path = Path(path)
     if path.is_dir():
         raise InputError(
@@ -145,6 +187,8 @@ def save_weights(
     }
     if passes is not None:
         meta["passes"] = str(passes)
+    if descriptor_region is not None:
+        meta["descriptor_region"] = repr(descriptor_region)
     tensors = {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}
     tmp = path.with_name(path.name + ".tmp")
     save_file(tensors, str(tmp), metadata=meta)
@@ -172,6 +216,7 @@ def load_weights(path: str | Path, expected_sha256: str | None = None) -> tuple[
         raise WeightsError(f"{path} is a safetensors file but not a patchpose model (no patchpose metadata)")
     cfg = config_from_json(meta["model_config"], str(path))
     recommended_passes(meta, str(path))
+    recommended_descriptor_region(meta, str(path))
     check_finite(state, str(path))
     try:
         model = PoseNet(cfg)
@@ -202,17 +247,27 @@ def load_model(name_or_path: str | Path | None = None) -> tuple[PoseNet, dict]:
 
 
 def export_checkpoint(
-    checkpoint: str | Path, out: str | Path, name: str = "custom", notes: str = "", passes: int | None = None
+    checkpoint: str | Path,
+    out: str | Path,
+    name: str = "custom",
+    notes: str = "",
+    passes: int | None = None,
+    descriptor_region: float | None = None,
 ) -> Path:
-    """Training checkpoint (``torch.load(weights_only=True)``) → safetensors weights file (``passes``: see
-    :func:`save_weights`)."""
+    """Training checkpoint (``torch.load(weights_only=True)``) → safetensors weights file (``passes``,
+    ``descriptor_region``: see :func:`save_weights`)."""
     from .training.checkpoint import load_checkpoint
 
     ckpt = load_checkpoint(checkpoint)  # validated: the config builds and the weights fit it
     model = PoseNet(ModelConfig.from_dict(ckpt["config"]["model"]))
     model.load_state_dict(ckpt["model"])
     return save_weights(
-        model, out, name=name, notes=notes or f"exported from step {ckpt['step']}", passes=passes
+        model,
+        out,
+        name=name,
+        notes=notes or f"exported from step {ckpt['step']}",
+        passes=passes,
+        descriptor_region=descriptor_region,
     )
 
 
@@ -231,6 +286,7 @@ __all__ = [
     "load_weights",
     "load_model",
     "recommended_passes",
+    "recommended_descriptor_region",
     "load_torch_file",
     "save_weights",
     "export_checkpoint",

@@ -51,7 +51,14 @@ def _cmd_export(a: argparse.Namespace) -> int:
         return 0
     from ..weights import export_checkpoint
 
-    path = export_checkpoint(a.checkpoint, a.out, name=a.name, notes=a.notes, passes=a.passes)
+    path = export_checkpoint(
+        a.checkpoint,
+        a.out,
+        name=a.name,
+        notes=a.notes,
+        passes=a.passes,
+        descriptor_region=a.descriptor_region,
+    )
     print(f"wrote {path}")
     return 0
 
@@ -209,6 +216,7 @@ def _cmd_eval_hpatches(a: argparse.Namespace) -> int:
         progress=not a.no_progress,
         passes=a.passes,
         turns=a.turns,
+        descriptor_region=a.descriptor_region,
         detector=a.detector,
         keypoints_dir=a.keypoints,
         bootstrap=a.bootstrap,
@@ -251,6 +259,7 @@ def _cmd_eval_pose(a: argparse.Namespace) -> int:
         progress=not a.no_progress,
         passes=a.passes,
         turns=a.turns,
+        descriptor_region=a.descriptor_region,
     )
     print(Path(a.out, "results.md").read_text())
     print(f"wrote {a.out}/results.json and results.md in {doc['seconds']:.0f} s")
@@ -277,6 +286,7 @@ def _cmd_eval_rotation(a: argparse.Namespace) -> int:
         progress=not a.no_progress,
         passes=a.passes,
         turns=a.turns,
+        descriptor_region=a.descriptor_region,
         bootstrap=a.bootstrap,
     )
     print(Path(a.out, "results.md").read_text())
@@ -321,6 +331,16 @@ def _add_weights(p: argparse.ArgumentParser, passes: bool = True) -> None:
         )
 
 
+def _add_descriptor_region(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--descriptor-region",
+        type=float,
+        default=None,
+        help="half-width of a descriptor patch cut at our pose, in units of our characteristic radius "
+        "(default: what the weights file was calibrated with, else 1; docs/model_card.md, 'The descriptor window')",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="patchpose", description="Keypoint scale and orientation, learned without labels."
@@ -359,6 +379,13 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="reads per keypoint the model is meant for, stored in the file: the estimator's default for it "
         "(default: not stored, i.e. one read)",
+    )
+    e.add_argument(
+        "--descriptor-region",
+        type=float,
+        default=None,
+        help="the descriptor window the model's pose was calibrated with, stored in the file (half-width in "
+        "units of its characteristic radius; default: not stored, i.e. 1)",
     )
     e.set_defaults(func=_cmd_export)
 
@@ -409,6 +436,7 @@ def build_parser() -> argparse.ArgumentParser:
     mt.add_argument("--keypoints2", default=None)
     _add_descriptor(mt)
     _add_weights(mt)
+    _add_descriptor_region(mt)
     mt.set_defaults(func=_cmd_match)
 
     for name, helptext in (
@@ -586,6 +614,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="bootstrap replicates over sequences for 95%% intervals of MMA@3px (0: none)",
     )
     hp.add_argument("--no-progress", action="store_true")
+    _add_descriptor_region(hp)
     hp.set_defaults(func=_cmd_eval_hpatches)
     ro = evs.add_parser(
         "rotation", help="OpenCV SIFT descriptors on SIFT's own poses vs ours under in-plane rotations"
@@ -603,6 +632,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="bootstrap replicates over photos for 95%% intervals of the MMA columns (0: none)",
     )
     ro.add_argument("--no-progress", action="store_true")
+    _add_descriptor_region(ro)
     ro.set_defaults(func=_cmd_eval_rotation)
     pe = evs.add_parser("pose", help="two-view relative pose with AdaLAM: SIFT's poses vs ours (mAA, AUC)")
     pe.add_argument("--pairs", required=True, help="pairs file: name0 name1 rot0 rot1 K0[9] K1[9] T_0to1[16]")
@@ -618,6 +648,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     pe.add_argument("--no-ablation", action="store_true", help="only the sift and sift+ours rows")
     pe.add_argument("--no-progress", action="store_true")
+    _add_descriptor_region(pe)
     pe.set_defaults(func=_cmd_eval_pose)
     return p
 

@@ -56,7 +56,13 @@ from ..matching.pipeline import (
     pose_rows,
     reprojection_errors,
 )
-from .intervals import DEFAULT_REPLICATES, check_bootstrap, mean_interval_rows, mean_intervals
+from .intervals import (
+    DEFAULT_REPLICATES,
+    check_bootstrap,
+    format_fraction_interval,
+    mean_interval_rows,
+    mean_intervals,
+)
 from .metrics import redetections
 from .patchpose_eval import POSE_ARRAYS, MethodPoses, _continuous, _official
 
@@ -223,13 +229,15 @@ def summarize_matching(per_seq: dict[str, list[dict]], rows) -> tuple[dict, dict
 INTERVAL_PX, INTERVAL_REFERENCE = 3, "ours"
 
 
-def mma_intervals(per_seq: dict[str, list[dict]], rows, thresholds, replicates: int) -> dict:
+def mma_intervals(
+    per_seq: dict[str, list[dict]], rows, thresholds, replicates: int, reference: str | None = None
+) -> dict:
     """95 % intervals of MMA@3 px, by kind of sequence: ``{kind: mean_intervals}``
     (:func:`~patchpose.evaluation.intervals.mean_intervals`), resampling **sequences** with all their pairs
     (the five pairs of a sequence share its scene, and are hard or easy together), the same draws for every
-    row; the differences are ``row − ours``."""
+    row; the differences are ``row − reference`` (default ``ours``)."""
     ti = list(thresholds).index(INTERVAL_PX)
-    ref = INTERVAL_REFERENCE if INTERVAL_REFERENCE in rows else rows[0]
+    ref = reference or (INTERVAL_REFERENCE if INTERVAL_REFERENCE in rows else rows[0])
     out = {}
     for kind in KINDS:
         names = [n for n in per_seq if kind == "overall" or n.startswith("i_") == (kind == "illumination")]
@@ -421,6 +429,7 @@ def evaluate_hpatches(
     detector: str = "sift",
     keypoints_dir: str | Path | None = None,
     bootstrap: int = DEFAULT_REPLICATES,
+    descriptor_region: float | None = None,
 ) -> dict:
     """Run the pose-transfer and matching evaluations; write ``results.json``, ``results.md``, ``mma.png``.
 
@@ -443,7 +452,7 @@ def evaluate_hpatches(
     proto = PROTOCOLS[protocol]
     t0 = time.time()
     seqs = load_hpatches(root, drop_high_res=proto.drop_high_res, names=names)
-    est = PatchPoseEstimator.load(weights, passes=passes, turns=turns)
+    est = PatchPoseEstimator.load(weights, passes=passes, turns=turns, descriptor_region=descriptor_region)
     cfg = MatchConfig(
         max_keypoints=max_keypoints or proto.max_keypoints,
         descriptor=descriptor,
@@ -461,6 +470,7 @@ def evaluate_hpatches(
             "model_digest": model_digest(est.model),
             "passes": est.passes,
             "turns": est.turns,
+            "descriptor_region": est.descriptor_region,
             "weights": str(weights),
             **asdict(cfg),
             "protocol": protocol,
@@ -503,10 +513,17 @@ def evaluate_hpatches(
         )
         for kind in KINDS
     }
+    vs_sift = ["sift", *(r for r in rows if r == "ours" or r.startswith("ours_top"))]
     doc = {
         "protocol": protocol,
         "mma": mma,
         "intervals": mma_intervals(matching, rows, list(proto.thresholds), bootstrap) if bootstrap else {},
+        # our rows against the detector's own pose (the issue's comparison), the same kind of draws
+        "intervals_vs_sift": (
+            mma_intervals(matching, vs_sift, list(proto.thresholds), bootstrap, reference="sift")
+            if bootstrap and "sift" in rows
+            else {}
+        ),
         "matches": matches,
         "pose_accuracy": {},
         "repeated_keypoints_pose": repeat,
@@ -592,6 +609,7 @@ def results_markdown(doc: dict) -> str:
         extra = [f"{by_kind[k][th.index(3)]:.3f}" if by_kind[k] else "–" for k in KINDS[1:]]
         lines.append(f"| {_label(row)} | {doc['matches'][row]:.1f} | " + " | ".join(cells + extra) + " |")
     lines += _intervals_markdown(doc.get("intervals") or {})
+    lines += _vs_sift_markdown(doc.get("intervals_vs_sift") or {})
     rep = doc.get("repeated_keypoints_pose", {})
     if rep:
         lines += [
@@ -651,6 +669,28 @@ def _intervals_markdown(intervals: dict) -> list[str]:
         "|---|" + "---|" * len(kinds),
     ]
     return lines + mean_interval_rows([intervals[k] for k in kinds], _label)
+
+
+def _vs_sift_markdown(intervals: dict) -> list[str]:
+    """Our rows minus SIFT's own pose (95 % intervals, the same kind of draws as the table above)."""
+    if not intervals:
+        return []
+    kinds = list(intervals)
+    first = intervals[kinds[0]]
+    lines = [
+        "",
+        f"Our rows minus SIFT's own pose, MMA@{INTERVAL_PX}px ({first['replicates']} replicates; the top-k row "
+        "describes each keypoint k times and keeps the closest pair):",
+        "",
+        "| pose | " + " | ".join(kinds) + " |",
+        "|---|" + "---|" * len(kinds),
+    ]
+    return lines + [
+        f"| {_label(r)} − {_label('sift')} | "
+        + " | ".join(format_fraction_interval(intervals[k]["minus_reference"][r], True) for k in kinds)
+        + " |"
+        for r in first["minus_reference"]
+    ]
 
 
 def plot_mma(doc: dict, path: Path) -> None:

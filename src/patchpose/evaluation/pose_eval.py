@@ -179,6 +179,7 @@ def evaluate_pose(
     progress: bool = True,
     passes: int | None = None,
     turns: int = 1,
+    descriptor_region: float | None = None,
 ) -> dict:
     """Run every row on every pair; write ``results.json`` and ``results.md``.
 
@@ -218,7 +219,9 @@ def evaluate_pose(
     if not images.is_dir():
         raise InputError(f"images folder not found: {images}")
     check_pose_inputs(pairs_file, pairs, images)
-    est = PatchPoseEstimator.load(weights, passes=passes, turns=turns)
+    est = PatchPoseEstimator.load(weights, passes=passes, turns=turns, descriptor_region=descriptor_region)
+    for cfg in configs.values():  # the rows that describe at our pose cut the model's calibrated window
+        cfg.descriptor_region = est.descriptor_region
     describer = Describer()
     errors = {r: [] for r in rows}
     inliers = {r: [] for r in rows}

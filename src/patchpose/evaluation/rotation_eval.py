@@ -164,14 +164,20 @@ def _views(img, detected, est) -> dict:
     """The keypoints of every row, one per location (:func:`_dedupe` of SIFT's ``detected`` keypoints):
     SIFT's own, ours, SIFT's size with our angle, SIFT's angle nearest ours where SIFT found several
     (:func:`patchpose.integrations.opencv.resolve_orientations`), and upright."""
-    from ..integrations.opencv import SIFT_DESCRIPTOR_SIZE_FACTOR, assign, resolve_orientations
+    from ..integrations.opencv import (
+        SIFT_DESCRIPTOR_SIZE_FACTOR,
+        assign,
+        resolve_orientations,
+        sift_size_factor,
+    )
 
-    f = SIFT_DESCRIPTOR_SIZE_FACTOR
+    f = SIFT_DESCRIPTOR_SIZE_FACTOR  # SIFT's window: the frame our angle is read in at SIFT's size
     kps = _dedupe(detected)
     resolved = {(k.pt, k.size): k for k in resolve_orientations(img, detected, est, size_factor=f)}
     return {
         "sift": kps,
-        "ours": assign(img, kps, est, size_factor=f),
+        # our size: SIFT's window made to cover the model's calibrated descriptor window
+        "ours": assign(img, kps, est, size_factor=sift_size_factor(est)),
         "ours_at_sift_size": assign(img, kps, est, size_factor=f, keep_size=True),
         "sift_resolved_by_ours": [resolved[(k.pt, k.size)] for k in kps],
         "upright": [cv2.KeyPoint(*k.pt, k.size, 0) for k in kps],
@@ -201,6 +207,7 @@ def evaluate_rotation(
     passes: int | None = None,
     turns: int = 1,
     bootstrap: int = DEFAULT_REPLICATES,
+    descriptor_region: float | None = None,
 ) -> dict:
     """Match every photo against its turned copies at every pose row; write ``results.json`` and
     ``results.md`` to ``out_dir``. ``photos`` must not be empty and ``angles`` must hold a real turn
@@ -220,7 +227,7 @@ def evaluate_rotation(
     check_bootstrap(bootstrap)
     if not is_int_in(max_keypoints, 1):
         raise InputError(f"max_keypoints must be a positive integer, got {max_keypoints!r}")
-    est = PatchPoseEstimator.load(weights, passes=passes, turns=turns)
+    est = PatchPoseEstimator.load(weights, passes=passes, turns=turns, descriptor_region=descriptor_region)
     sift = cv2.SIFT_create(nfeatures=max_keypoints)
     bf = cv2.BFMatcher(cv2.NORM_L2, crossCheck=True)
     per_angle = {r: {a: [] for a in angles} for r in ROWS}

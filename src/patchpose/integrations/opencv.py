@@ -19,6 +19,15 @@ from ..estimator import as_estimator
 SIFT_DESCRIPTOR_SIZE_FACTOR = 1.0 / (2.0 * 5.3)
 
 
+def sift_size_factor(estimator=None) -> float:
+    """The ``size_factor`` for :func:`assign` whose sizes make ``cv2.SIFT.compute`` describe the window the
+    model's pose was calibrated with: :data:`SIFT_DESCRIPTOR_SIZE_FACTOR` times the estimator's
+    ``descriptor_region`` (:class:`~patchpose.PatchPoseEstimator`; ``docs/model_card.md``, "The descriptor
+    window"). For the angle alone at the detector's size (``keep_size=True``) use
+    :data:`SIFT_DESCRIPTOR_SIZE_FACTOR`: that frame is the detector's window."""
+    return SIFT_DESCRIPTOR_SIZE_FACTOR * as_estimator(estimator).descriptor_region
+
+
 def check_size_factor(size_factor) -> float:
     if not isinstance(size_factor, (int, float, np.floating, np.integer)) or not (
         np.isfinite(size_factor) and size_factor > 0
@@ -132,4 +141,4 @@ def resolve_orientations(
     return [chosen[id(g[0])] for g in groups.values()]
 
 
-__all__ = ["assign", "resolve_orientations", "SIFT_DESCRIPTOR_SIZE_FACTOR"]
+__all__ = ["assign", "resolve_orientations", "sift_size_factor", "SIFT_DESCRIPTOR_SIZE_FACTOR"]

@@ -6,11 +6,12 @@ Pose rows (how each keypoint's descriptor patch is turned and sized):
 ``lower``       no pose: every patch upright, half-width ``REFERENCE_RADIUS`` px (16)
 ``sift``        the detector's own pose: OpenCV SIFT's angle, half-width ``SIFT_REGION · size`` (OpenCV's
                 own descriptor window, whose median over the training photos is 15 px ≈ ours)
-``ours``        our argmax pose: half-width ``REFERENCE_RADIUS · 2**σ`` (the models are centred on σ = 0)
+``ours``        our argmax pose: half-width ``REFERENCE_RADIUS · 2**σ · d`` (the models are centred on σ = 0;
+                ``d`` the estimator's ``descriptor_region``, calibrated per model: :func:`ours_window`)
 ``ours_angle``  our orientation on the upright-size patch (16 px): our angle without our scale, for
                 keypoints whose size should stay fixed (corners have no characteristic scale)
-``ours_topK``   our top-K orientations (at the argmax scale): K patches per keypoint; two keypoints'
-                distance is the smallest over their K × K descriptor pairs
+``ours_topK``   our top-K orientations (at the argmax scale, the same window as ``ours``): K patches per
+                keypoint; two keypoints' distance is the smallest over their K × K descriptor pairs
 ``sift_scale+   SIFT's scale kept, our angle estimated in the frame of that scale
 ours_angle``    (:meth:`~patchpose.PatchPoseEstimator.estimate` with ``frame_scale``)
 ``sift_resolved SIFT's own pose, except where SIFT found several orientations at a location: the one
@@ -225,6 +226,18 @@ def keypoint_poses(
     raise InputError(f"unknown pose row {row!r}; rows are {pose_rows(top_k)}")
 
 
+#: the rows whose descriptor window follows our scale (widened by the estimator's ``descriptor_region``)
+def ours_window(row: str, est) -> float:
+    """``log2`` of the factor by which a row's descriptor window is widened: the estimator's
+    ``descriptor_region`` for the rows cut at our scale (``ours``, ``ours_topK``), 0 for every other row
+    and without an estimator. Self-supervised training fixes only relative scale, so where a model puts
+    σ = 0 on a structure, and so the window a descriptor needs about it, is calibrated per model
+    (:func:`patchpose.weights.recommended_descriptor_region`)."""
+    if est is None or not (row == "ours" or row.startswith("ours_top")):
+        return 0.0
+    return math.log2(est.descriptor_region)
+
+
 def describe_rows(
     feats: Features,
     rows,
@@ -235,7 +248,8 @@ def describe_rows(
     ours: dict | None = None,
 ) -> dict[str, np.ndarray]:
     """``{row: (N, k, D) descriptors}`` for one image (``ours``: the estimator's output at ``feats.xy`` with
-    ``cfg.top_k`` candidates, if already computed)."""
+    ``cfg.top_k`` candidates, if already computed; the rows cut at our scale take their window from
+    ``est``, :func:`ours_window`)."""
     cfg = cfg or MatchConfig()
     if (
         ours is None
@@ -261,6 +275,7 @@ def describe_rows(
                 s, o = feats.sift_scale[:, None], framed["orientation"][:, None]
         else:
             s, o = keypoint_poses(row, feats, ours, H_from_1, cfg.top_k)
+            s = s + ours_window(row, est)
         k = s.shape[1]
         d = describer.describe(
             feats.pyramid, np.repeat(feats.xy, k, 0), s.reshape(-1), o.reshape(-1), cfg.region
@@ -317,6 +332,7 @@ __all__ = [
     "detect",
     "keypoint_poses",
     "describe_rows",
+    "ours_window",
     "match_images",
     "reprojection_errors",
 ]

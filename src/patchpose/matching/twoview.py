@@ -20,6 +20,7 @@ explains nearly as many matches as the essential matrix does (:func:`relative_po
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import cv2
@@ -52,6 +53,9 @@ class TwoViewConfig:
     max_iters: int = 10_000
     descriptor: str = "sift"
     descriptor_weights: str | None = None
+    # the descriptor window of describe_pose "ours", in units of our characteristic radius: the
+    # estimator's descriptor_region (:func:`patchpose.matching.pipeline.ours_window`)
+    descriptor_region: float = 1.0
 
     def validate(self) -> None:
         """:class:`InputError` for a setting that cannot be used (names, budgets, thresholds)."""
@@ -72,6 +76,8 @@ class TwoViewConfig:
             raise InputError(f"matcher must be 'adalam' or 'mnn', got {self.matcher!r}")
         if self.estimator not in ESTIMATORS:
             raise InputError(f"estimator must be one of {sorted(ESTIMATORS)}, got {self.estimator!r}")
+        if not (np.isfinite(self.descriptor_region) and self.descriptor_region > 0):
+            raise InputError(f"descriptor_region must be a positive number, got {self.descriptor_region!r}")
 
 
 def frame_poses(feats: Features, pose: str, ours: dict | None) -> tuple[np.ndarray, np.ndarray]:
@@ -253,8 +259,9 @@ def match_two_views(
     apose = cfg.adalam_pose or dpose
     s0, o0 = frame_poses(f0, dpose, ours0)
     s1, o1 = frame_poses(f1, dpose, ours1)
-    d0 = describer.describe(f0.pyramid, f0.xy, s0, o0)
-    d1 = describer.describe(f1.pyramid, f1.xy, s1, o1)
+    w = math.log2(cfg.descriptor_region) if dpose == "ours" else 0.0  # our pose's calibrated window
+    d0 = describer.describe(f0.pyramid, f0.xy, s0 + w, o0)
+    d1 = describer.describe(f1.pyramid, f1.xy, s1 + w, o1)
     if cfg.matcher == "mnn":
         m, _ = mutual_nn(d0, d1)
         return m
