@@ -13,7 +13,9 @@
   :class:`LAFPoseAssigner` (numbers in ``docs/integrations.md``); use it where only patches exist.
 
 Units: kornia LAF scale = half-width in px = ``REFERENCE_RADIUS·2**σ·laf_factor``; orientation in degrees,
-counter-clockwise as displayed (the same sign as ours). The model runs in eval mode, without gradients.
+counter-clockwise as displayed (the same sign as ours). kornia's descriptors cut patches of ±LAF scale, so for
+them ``laf_factor=est.descriptor_region`` gives the window the model was calibrated with
+(:func:`patchpose.weights.recommended_descriptor_region`). The model runs in eval mode, without gradients.
 """
 
 from __future__ import annotations
