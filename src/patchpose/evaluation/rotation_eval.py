@@ -4,8 +4,8 @@ better on our keypoint poses (:func:`patchpose.assign`) than on SIFT's own?
 Each photo is turned about its centre by 0°, 10°, …, 350° (same canvas; the corners that leave it are lost).
 SIFT keypoints are detected in both images (one per location) and described by OpenCV's SIFT descriptor
 at these poses: SIFT's own (where SIFT found several orientations at a location, the first it lists, as
-any one-per-location pipeline would keep), ours (``assign`` with ``SIFT_DESCRIPTOR_SIZE_FACTOR``, so that
-the descriptor window covers our characteristic region, as in the matching pipeline), ours at SIFT's size
+any one-per-location pipeline would keep), ours (``assign`` with ``sift_size_factor(est)``, so that the
+descriptor window covers the model's calibrated descriptor window, as in the matching pipeline), ours at SIFT's size
 (``keep_size``: SIFT's size kept, our angle read in its frame), SIFT's own angle resolved by ours (where
 SIFT found several, the one nearest our angle: :func:`patchpose.resolve_orientations`), and upright (SIFT's
 size, angle 0, the lower bound). One more row is SIFT as it comes, a keypoint per orientation

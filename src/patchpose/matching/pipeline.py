@@ -226,7 +226,6 @@ def keypoint_poses(
     raise InputError(f"unknown pose row {row!r}; rows are {pose_rows(top_k)}")
 
 
-#: the rows whose descriptor window follows our scale (widened by the estimator's ``descriptor_region``)
 def ours_window(row: str, est) -> float:
     """``log2`` of the factor by which a row's descriptor window is widened: the estimator's
     ``descriptor_region`` for the rows cut at our scale (``ours``, ``ours_topK``), 0 for every other row
