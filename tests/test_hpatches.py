@@ -590,12 +590,11 @@ def test_rows_at_our_scale_cut_the_estimators_descriptor_window():
         np.testing.assert_allclose(
             out[region]["ours_top2"][0], np.repeat(ours["scale"][:, 0], 2) + math.log2(region)
         )
-        assert ours_window("ours", est) == ours_window("ours_top2", est) == math.log2(region)
-        assert ours_window("sift", est) == ours_window("ours_angle", est) == 0.0
+        assert ours_window("ours", region) == ours_window("ours_top2", region) == math.log2(region)
+        assert ours_window("sift", region) == ours_window("ours_angle", region) == 0.0
     for row in ("lower", "sift", "ours_angle", "sift_scale+ours_angle"):  # untouched by the setting
         for a, b in zip(out[1.0][row][:2], out[2.0][row][:2]):
             np.testing.assert_array_equal(a, b)
-    assert ours_window("ours", None) == 0.0
 
     rec = _Recorder()
     ours = PatchPoseEstimator.load("patchpose-v7").estimate(f.image, f.xy, top_k=1)

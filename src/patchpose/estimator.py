@@ -375,7 +375,8 @@ class PatchPoseEstimator:
         for p in range(passes):
             # the border policy and ``valid`` concern the caller's frame (pass 1); later passes read
             # beyond the border the way the policy's padding does
-            patches, v = self._extract(img, kp, fs0 + shift / bpo, pyramid, check_border=p == 0)
+            frame = fs0 + shift / bpo
+            patches, v = self._extract(img, kp, frame, pyramid, check_border=p == 0)
             if p == 0:
                 valid = v
             last = p + 1 == passes
@@ -386,11 +387,10 @@ class PatchPoseEstimator:
             # turn averaging: the last read's orientation; the scale stays the upright read's
             if last and len(bins) > 1:
                 src = to_gray(img) if self.cfg.color == "gray" else img  # a third of the pixels to turn
-                f = fs0 + shift / bpo
                 hists = turn_average(
                     self.model,
                     hists,
-                    lambda b, src=src, f=f: self._turned_inputs(src, kp, f, b),
+                    lambda b, src=src, f=frame: self._turned_inputs(src, kp, f, b),
                     bins,
                     self.batch_size,
                     self.rotations,

@@ -56,13 +56,7 @@ from ..matching.pipeline import (
     pose_rows,
     reprojection_errors,
 )
-from .intervals import (
-    DEFAULT_REPLICATES,
-    check_bootstrap,
-    format_fraction_interval,
-    mean_interval_rows,
-    mean_intervals,
-)
+from .intervals import DEFAULT_REPLICATES, check_bootstrap, mean_interval_rows, mean_intervals
 from .metrics import redetections
 from .patchpose_eval import POSE_ARRAYS, MethodPoses, _continuous, _official
 
@@ -685,12 +679,7 @@ def _vs_sift_markdown(intervals: dict) -> list[str]:
         "| pose | " + " | ".join(kinds) + " |",
         "|---|" + "---|" * len(kinds),
     ]
-    return lines + [
-        f"| {_label(r)} − {_label('sift')} | "
-        + " | ".join(format_fraction_interval(intervals[k]["minus_reference"][r], True) for k in kinds)
-        + " |"
-        for r in first["minus_reference"]
-    ]
+    return lines + mean_interval_rows([intervals[k] for k in kinds], _label)[len(first["mean"]) :]
 
 
 def plot_mma(doc: dict, path: Path) -> None:

@@ -226,15 +226,15 @@ def keypoint_poses(
     raise InputError(f"unknown pose row {row!r}; rows are {pose_rows(top_k)}")
 
 
-def ours_window(row: str, est) -> float:
-    """``log2`` of the factor by which a row's descriptor window is widened: the estimator's
-    ``descriptor_region`` for the rows cut at our scale (``ours``, ``ours_topK``), 0 for every other row
-    and without an estimator. Self-supervised training fixes only relative scale, so where a model puts
-    σ = 0 on a structure, and so the window a descriptor needs about it, is calibrated per model
+def ours_window(row: str, descriptor_region: float) -> float:
+    """``log2`` of the factor by which a row's descriptor window is widened: ``descriptor_region`` (the
+    estimator's) for the rows cut at our scale (``ours``, ``ours_topK``), 0 for every other row.
+    Self-supervised training fixes only relative scale, so where a model puts σ = 0 on a structure, and so
+    the window a descriptor needs about it, is calibrated per model
     (:func:`patchpose.weights.recommended_descriptor_region`)."""
-    if est is None or not (row == "ours" or row.startswith("ours_top")):
+    if not (row == "ours" or row.startswith("ours_top")):
         return 0.0
-    return math.log2(est.descriptor_region)
+    return math.log2(descriptor_region)
 
 
 def describe_rows(
@@ -274,7 +274,7 @@ def describe_rows(
                 s, o = feats.sift_scale[:, None], framed["orientation"][:, None]
         else:
             s, o = keypoint_poses(row, feats, ours, H_from_1, cfg.top_k)
-            s = s + ours_window(row, est)
+            s = s + ours_window(row, est.descriptor_region if est is not None else 1.0)
         k = s.shape[1]
         d = describer.describe(
             feats.pyramid, np.repeat(feats.xy, k, 0), s.reshape(-1), o.reshape(-1), cfg.region

@@ -20,7 +20,6 @@ explains nearly as many matches as the essential matrix does (:func:`relative_po
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import cv2
@@ -30,7 +29,7 @@ import torch
 from ..errors import InputError, is_int_in
 from .describe import Describer
 from .matcher import mutual_nn
-from .pipeline import Features, keypoint_poses
+from .pipeline import Features, keypoint_poses, ours_window
 
 ESTIMATORS = {"magsac": cv2.USAC_MAGSAC, "accurate": cv2.USAC_ACCURATE, "ransac": cv2.RANSAC}
 
@@ -259,7 +258,7 @@ def match_two_views(
     apose = cfg.adalam_pose or dpose
     s0, o0 = frame_poses(f0, dpose, ours0)
     s1, o1 = frame_poses(f1, dpose, ours1)
-    w = math.log2(cfg.descriptor_region) if dpose == "ours" else 0.0  # our pose's calibrated window
+    w = ours_window(_ROW[dpose], cfg.descriptor_region)  # our pose's calibrated window
     d0 = describer.describe(f0.pyramid, f0.xy, s0 + w, o0)
     d1 = describer.describe(f1.pyramid, f1.xy, s1 + w, o1)
     if cfg.matcher == "mnn":
