@@ -145,8 +145,8 @@ def test_bench_reports_times_and_ratios(tmp_path):
     for p in (1, 2):
         t = res[f"patchpose_passes{p}_turns3_s"]
         assert t > 0 and res[f"ratio_passes{p}_turns3_to_sift"] == pytest.approx(t / res["sift_detect_s"])
-    assert json.loads((tmp_path / "bench.json").read_text())["model"] == "patchpose-v7"
-    # the default setting is the model's recommended reads (v7 names none: one read)
+    assert json.loads((tmp_path / "bench.json").read_text())["model"] == "patchpose-v8"
+    # the default setting is the model's recommended reads (v8 names none: one read)
     assert res["default_passes"] == 1 and res["patchpose_default_s"] == res["patchpose_rot1_s"]
     assert res["ratio_default_to_sift"] == pytest.approx(res["patchpose_default_s"] / res["sift_detect_s"])
     from patchpose.weights import load_bundled, save_weights

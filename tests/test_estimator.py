@@ -12,14 +12,16 @@ from patchpose.errors import InputError
 from patchpose.estimator import PatchPoseEstimator
 
 
-@pytest.fixture(scope="module", params=["patchpose-v1", "patchpose-v2", "patchpose-v6", "patchpose-v7"])
+@pytest.fixture(
+    scope="module", params=["patchpose-v1", "patchpose-v2", "patchpose-v6", "patchpose-v7", "patchpose-v8"]
+)
 def est(request):
     return patchpose.PatchPoseEstimator.from_pretrained(request.param)
 
 
-def test_the_default_is_v7_read_once():
+def test_the_default_is_v8_read_once_with_its_descriptor_window():
     est = patchpose.PatchPoseEstimator.from_pretrained()
-    assert est.meta["name"] == "patchpose-v7" and est.passes == 1
+    assert est.meta["name"] == "patchpose-v8" and est.passes == 1 and est.descriptor_region == 2.25
 
 
 @pytest.fixture(scope="module")
@@ -39,7 +41,13 @@ def test_output_shapes_and_ranges(est, photo, kps):
     out = est.estimate(photo, kps, passes=1)
     n = len(kps)
     lo, hi = est.cfg.scale_range
-    bins = {"patchpose-v1": 13, "patchpose-v2": 25, "patchpose-v6": 25, "patchpose-v7": 25}[est.meta["name"]]
+    bins = {
+        "patchpose-v1": 13,
+        "patchpose-v2": 25,
+        "patchpose-v6": 25,
+        "patchpose-v7": 25,
+        "patchpose-v8": 25,
+    }[est.meta["name"]]
     assert out["orientation"].shape == (n,) and out["scale"].shape == (n,)
     assert out["orientation_hist"].shape == (n, 36) and out["scale_hist"].shape == (n, bins)
     assert np.all((out["orientation"] >= 0) & (out["orientation"] < 2 * np.pi))

@@ -14,7 +14,9 @@ pytest.importorskip("onnxruntime")
 pytest.importorskip("onnx")
 
 
-@pytest.mark.parametrize("name", ["patchpose-v7", "patchpose-v6", "patchpose-v2", "patchpose-v1"])
+@pytest.mark.parametrize(
+    "name", ["patchpose-v8", "patchpose-v7", "patchpose-v6", "patchpose-v2", "patchpose-v1"]
+)
 def test_onnx_backend_matches_pytorch(name, tmp_path):
     from patchpose.cli.main import main
 

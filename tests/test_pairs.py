@@ -308,6 +308,60 @@ def test_polar_shading_is_a_linear_ramp_in_log_gain():
     np.testing.assert_array_equal(same, ones)
 
 
+def test_context_loss_replaces_what_lies_beyond_a_line_by_a_constant():
+    """data.context: a view that loses its context has every sample farther than d along some direction
+    replaced by one constant, nothing at a radius under d_min touched, the lost samples of a ring one arc
+    (at most two with two lines), and views left alone bit-identical; prob 0 changes nothing."""
+    from patchpose.data.polar import PolarGrid
+
+    grid = PolarGrid(31, 36, 3)
+    rng = np.random.default_rng(1)
+    p = rng.uniform(0.05, 0.95, (400, 1, 31, 36)).astype(np.float32)
+    out = pairs_mod.polar_context_loss(np.random.default_rng(0), p, grid, 0.5, 32.0, 256.0)
+    assert out is not p and not np.shares_memory(out, p)
+    changed = (out != p).reshape(400, -1).any(1)
+    assert 0.4 < changed.mean() < 0.6
+    np.testing.assert_array_equal(out[~changed], p[~changed])
+    r = 16.0 * 2.0 ** grid.log2_radii()
+    for i in np.flatnonzero(changed):
+        lost = out[i, 0] != p[i, 0]
+        assert not lost[r <= 32.0].any()  # inside the nearest possible line: untouched
+        assert len(np.unique(out[i, 0][lost])) == 1  # one constant
+        assert lost[-1].any()  # the outermost ring (512 px) reaches past the farthest line (256 px)
+        ring = lost[-1].astype(int)
+        assert np.count_nonzero(np.diff(np.r_[ring, ring[0]])) <= 4  # one or two arcs around the circle
+        k = np.flatnonzero(lost.any(1))  # once a ring loses samples, every ring outside it loses more
+        assert (np.diff(lost[k].sum(1)) >= 0).all()
+    same = pairs_mod.polar_context_loss(np.random.default_rng(0), p, grid, 0.0, 32.0, 256.0)
+    np.testing.assert_array_equal(same, p)
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [dict(context=1.5), dict(context=-0.1), dict(context_min=0.0), dict(context_min=64.0, context_max=32.0)],
+)
+def test_context_settings_out_of_range_are_clear_errors(bad):
+    from patchpose.errors import InputError
+
+    with pytest.raises(InputError, match="data.context"):
+        PairConfig(**bad)
+
+
+def test_context_loss_is_applied_to_training_views_only(pool):
+    from patchpose.data.polar import PolarGrid
+
+    grid = PolarGrid(31, 36, 3)
+    kw = dict(long_side=0, margin=60, noise=0.0, gamma=0.0)
+    plain = sample_pairs(np.random.default_rng(3), pool, 64, PairConfig(**kw), polar=grid)
+    ctx = sample_pairs(np.random.default_rng(3), pool, 64, PairConfig(**kw, context=1.0), polar=grid)
+    ev = sample_pairs(
+        np.random.default_rng(3), pool, 64, PairConfig(**kw, context=1.0), polar=grid, augment=False
+    )
+    np.testing.assert_array_equal(plain["d_ori"], ctx["d_ori"])
+    assert (ctx["patch_a"] != plain["patch_a"]).reshape(64, -1).any(1).all()
+    np.testing.assert_array_equal(ev["patch_a"], plain["patch_a"])
+
+
 def test_jitter_moves_each_view_by_its_own_pixels_and_keeps_labels(pool):
     """data.jitter: each view's keypoint moves on its own by N(0, jitter²) of *its* pixels (2**sigma photo
     pixels), the views are cut there, and the labels do not change; without augmentation nothing moves."""

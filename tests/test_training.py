@@ -227,6 +227,7 @@ def test_recipe_runs_its_stages_in_order_resumes_and_exports(photos, tmp_path):
     rec.write_text(
         "name: tiny\n"
         "passes: 2\n"
+        "descriptor_region: 2.5\n"
         "stages:\n"
         "  - config: polar\n"
         "    overrides: [optim.steps=3, optim.warmup_steps=1, optim.batch_size=16, run.val_every=3]\n"
@@ -243,6 +244,7 @@ def test_recipe_runs_its_stages_in_order_resumes_and_exports(photos, tmp_path):
     est = PatchPoseEstimator.from_file(res["weights"])
     assert est.meta["name"] == "tiny" and est.cfg.is_polar
     assert est.passes == 2  # the recipe's reads per keypoint travel in the weights file
+    assert est.descriptor_region == 2.5  # and so does its descriptor window
     mtime = (out / "stage2" / "checkpoint.pt").stat().st_mtime_ns
     again = train_recipe(str(rec), out, common, resume=True, progress=False)  # nothing left to do
     assert again["finished"] and (out / "stage2" / "checkpoint.pt").stat().st_mtime_ns == mtime
@@ -278,6 +280,8 @@ def test_every_shipped_recipe_resolves(tmp_path):
         ("stages:\n  - config: polar\n  - config: polar\n    overrides: [run.init_from=a.pt]\n", "init_from"),
         ("passes: 0\nstages:\n  - config: polar\n", "passes"),
         ("passes: two\nstages:\n  - config: polar\n", "passes"),
+        ("descriptor_region: 0\nstages:\n  - config: polar\n", "descriptor_region"),
+        ("descriptor_region: wide\nstages:\n  - config: polar\n", "descriptor_region"),
     ],
 )
 def test_bad_recipes_are_clear_errors(tmp_path, text, match):

@@ -8,7 +8,16 @@ from safetensors.torch import save_file
 
 from patchpose.errors import WeightsError
 from patchpose.models import create_model
-from patchpose.weights import BUNDLED, WEIGHTS_DIR, load_bundled, load_weights, save_weights, sha256_of
+from patchpose.weights import (
+    BUNDLED,
+    WEIGHTS_DIR,
+    load_bundled,
+    load_weights,
+    recommended_descriptor_region,
+    recommended_passes,
+    save_weights,
+    sha256_of,
+)
 
 
 @pytest.mark.parametrize(
@@ -21,7 +30,7 @@ def test_bundled_models_are_listed_small_and_verified(name):
     assert sha256_of(path) == sha
     model, meta = load_bundled(name)
     assert meta["name"] == name and not model.training
-    assert load_bundled()[1]["name"] == "patchpose-v7"  # the default
+    assert load_bundled()[1]["name"] == "patchpose-v8"  # the default
 
 
 def test_v6_is_v2s_network_with_the_wide_scale_head_and_the_ring_clamp():
@@ -60,8 +69,47 @@ def test_a_bundled_models_recipe_builds_its_network(tmp_path):
     names = sorted(set(BUNDLED) & set(list_recipes()))
     assert {"patchpose-v2", "patchpose-v3", "patchpose-v6", "patchpose-v7"} <= set(names)
     for name in names:
-        last = stage_configs(load_recipe(name), tmp_path / name)[-1]
-        assert ModelConfig.from_dict(OmegaConf.to_container(last.model)) == load_bundled(name)[0].cfg, name
+        rec = load_recipe(name)
+        last = stage_configs(rec, tmp_path / name)[-1]
+        model, meta = load_bundled(name)
+        assert ModelConfig.from_dict(OmegaConf.to_container(last.model)) == model.cfg, name
+        # and the exported file says what the bundled one says (reads per keypoint, descriptor window)
+        assert rec["passes"] == recommended_passes(meta), name
+        assert rec["descriptor_region"] == recommended_descriptor_region(meta), name
+
+
+def test_v8_is_v7s_network_fine_tuned():
+    """patchpose-v8 has v7's layout and descriptor window, with its own weights (model card, "patchpose-v8")."""
+    v7, _ = load_bundled("patchpose-v7")
+    v8, meta = load_bundled("patchpose-v8")
+    assert v8.cfg == v7.cfg and meta["descriptor_region"] == "2.25" and "passes" not in meta
+    assert "context" in meta["notes"]
+    assert any(not torch.equal(a, b) for a, b in zip(v7.state_dict().values(), v8.state_dict().values()))
+
+
+def test_v8s_orientation_ignores_far_content_that_moves_v7s():
+    """What v8 was trained for: blacking out the right half of a photo hardly moves its orientation at keypoints
+    64-160 px left of the cut (a warped canvas's black corners, the edge of a second image), where v7's moves
+    by more than 10° at one keypoint in five."""
+    import numpy as np
+    import skimage.data
+
+    from patchpose import PatchPoseEstimator
+    from patchpose.data.keypoints import detect_sift
+
+    img = skimage.data.astronaut()
+    line = img.shape[1] // 2
+    xy, _ = detect_sift(img, 2000, margin=20)
+    xy = xy[(xy[:, 0] < line - 64) & (xy[:, 0] > line - 160)]
+    cut = img.copy()
+    cut[:, line:] = 0
+    moved = {}
+    for name in ("patchpose-v7", "patchpose-v8"):
+        est = PatchPoseEstimator.from_pretrained(name)
+        a, b = (est.estimate(im, xy)["orientation"] for im in (img, cut))
+        moved[name] = np.mean(np.degrees(np.abs(np.angle(np.exp(1j * (a - b))))) > 10)
+    assert len(xy) > 100
+    assert moved["patchpose-v7"] > 0.15 and moved["patchpose-v8"] < 0.06, moved
 
 
 def test_save_load_round_trip(tmp_path):

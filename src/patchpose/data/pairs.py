@@ -75,6 +75,24 @@ class PairConfig:
     # drawn anew), and the teacher's histograms of all the reads, turned back, are averaged into the target
     # (training/trainer.py): the student learns in one read what turn averaging gives. 1 = off
     teacher_turns: int = 1
+    # log-polar inputs only: with probability ``context`` per view, what lies beyond a random line at
+    # distance d ~ 2^U[log2 context_min, log2 context_max] *view* pixels from the keypoint (1 or 2 such
+    # lines) is replaced by a constant (black half the time, else a random gray), each view on its own:
+    # the far context of a real second image is not the first's (a warped canvas's black corners, the
+    # frame's edge padded by reflection, the end of a plane, an occluder). Labels unchanged: a pose should
+    # come from the keypoint's surroundings, not from content a few characteristic radii away
+    context: float = 0.0
+    context_min: float = 16.0
+    context_max: float = 512.0
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.context <= 1.0:
+            raise InputError(f"data.context is a probability in [0, 1], got {self.context!r}")
+        if not 0.0 < self.context_min <= self.context_max:
+            raise InputError(
+                "data.context_min and data.context_max must satisfy 0 < min <= max (view pixels), got "
+                f"{self.context_min!r} and {self.context_max!r}"
+            )
 
 
 class PhotoPool:
@@ -149,6 +167,35 @@ def polar_shading(rng: np.random.Generator, p: np.ndarray, log2_scale, grid: Pol
     proj = np.cos(grid.angles_rad()[None, :] - phi[:, None])  # (n, A)
     gain = np.exp2(g[:, None, None] * r[:, :, None] * proj[:, None, :] / 512.0).astype(np.float32)
     return p * gain[:, None]
+
+
+def polar_context_loss(
+    rng: np.random.Generator, p: np.ndarray, grid: PolarGrid, prob: float, d_min: float, d_max: float
+) -> np.ndarray:
+    """Log-polar views ``(n, C, K, A)`` with, for a share ``prob`` of them, the samples beyond one or two
+    random lines set to a constant (0 half the time, else U[0, 1]). A line lies at distance
+    ``d ~ 2^U[log2 d_min, log2 d_max]`` view pixels from the keypoint (radius ``REFERENCE_RADIUS·2^ρ`` of ring
+    ``ρ`` at scale 0, the unit the model reads a keypoint in) along a random direction (``PairConfig.context``)."""
+    n = len(p)
+    hit = np.flatnonzero(rng.random(n) < prob)
+    if not len(hit):
+        return p
+    p = p.copy()
+    r = REFERENCE_RADIUS * np.exp2(grid.log2_radii())  # (K,)
+    ang = grid.angles_rad()  # (A,)
+    lost = np.zeros((len(hit), len(r), len(ang)), bool)
+    lines = 1 + (rng.random(len(hit)) < 0.5)
+    for j in range(2):
+        d = np.exp2(rng.uniform(np.log2(d_min), np.log2(d_max), len(hit)))
+        phi = rng.uniform(0.0, TWO_PI, len(hit))
+        beyond = r[None, :, None] * np.cos(ang[None, None, :] - phi[:, None, None]) > d[:, None, None]
+        lost |= beyond & (j < lines)[:, None, None]
+    fill = np.where(rng.random(len(hit)) < 0.5, 0.0, rng.random(len(hit))).astype(np.float32)
+    view = p[hit]
+    m = np.broadcast_to(lost[:, None], view.shape)
+    view[m] = np.broadcast_to(fill[:, None, None, None], view.shape)[m]
+    p[hit] = view
+    return p
 
 
 def photometric(rng: np.random.Generator, p: np.ndarray, cfg: PairConfig) -> np.ndarray:
@@ -235,6 +282,11 @@ def sample_pairs(
     if augment and polar is not None and cfg.teacher_turns > 1:
         turned = _turned_views(rng, pool, img_idx, xy_v, ((sa, ta), (sb, tb)), shapes, cfg, polar)
     if augment:
+        if polar is not None and cfg.context > 0:
+            pa, pb = (
+                polar_context_loss(rng, v, polar, cfg.context, cfg.context_min, cfg.context_max)
+                for v in (pa, pb)
+            )
         if polar is not None and cfg.shading > 0:
             pa = polar_shading(rng, pa, sa, polar, cfg.shading)
             pb = polar_shading(rng, pb, sb, polar, cfg.shading)

@@ -25,9 +25,11 @@ def list_recipes() -> list[str]:
 
 
 def load_recipe(name_or_path: str) -> dict:
-    """``{"name": str, "stages": [{"config": str, "overrides": [str, ...]}, ...], "passes": int | None}``,
-    validated (``passes``: the reads per keypoint the recipe's model is meant for, written into its weights
-    file; see :func:`~patchpose.weights.recommended_passes`)."""
+    """``{"name": str, "stages": [{"config": str, "overrides": [str, ...]}, ...], "passes": int | None,
+    "descriptor_region": float | None}``, validated (``passes``: the reads per keypoint the recipe's model is
+    meant for; ``descriptor_region``: the descriptor window its own pose is calibrated with; both written into
+    its weights file: :func:`~patchpose.weights.recommended_passes`,
+    :func:`~patchpose.weights.recommended_descriptor_region`)."""
     p = Path(name_or_path)
     if not p.is_file():
         p = RECIPES_DIR / f"{name_or_path}.yaml"
@@ -50,15 +52,26 @@ def load_recipe(name_or_path: str) -> dict:
         if any(o.startswith("run.init_from=") for o in ov) and i > 1:
             raise ValueError(f"bad recipe {p}: stage {i} starts from stage {i - 1}; drop its run.init_from")
         out.append({"config": st["config"], "overrides": ov})
-    from ..errors import is_int_in
-    from ..weights import MAX_PASSES
+    from ..errors import InputError, is_int_in
+    from ..weights import MAX_PASSES, check_descriptor_region
 
     passes = r.get("passes")
     if passes is not None and not is_int_in(passes, 1, MAX_PASSES):
         raise ValueError(
             f"bad recipe {p}: 'passes' (reads per keypoint the model is meant for) must be 1 to {MAX_PASSES}"
         )
-    return {"name": str(r.get("name") or p.stem), "stages": out, "passes": passes}
+    region = r.get("descriptor_region")
+    if region is not None:
+        try:
+            region = check_descriptor_region(region, "'descriptor_region'")
+        except InputError as e:
+            raise ValueError(f"bad recipe {p}: {e}") from None
+    return {
+        "name": str(r.get("name") or p.stem),
+        "stages": out,
+        "passes": passes,
+        "descriptor_region": region,
+    }
 
 
 def stage_configs(recipe: dict, out_dir: str | Path, overrides=()) -> list:
@@ -110,7 +123,11 @@ def train_recipe(
     weights = out / f"{rec['name']}.safetensors"
     if not weights.is_file() and results[-1].get("rank", 0) == 0:  # rank 0 alone writes files
         export_checkpoint(
-            out / f"stage{len(cfgs)}" / "checkpoint.pt", weights, name=rec["name"], passes=rec.get("passes")
+            out / f"stage{len(cfgs)}" / "checkpoint.pt",
+            weights,
+            name=rec["name"],
+            passes=rec.get("passes"),
+            descriptor_region=rec.get("descriptor_region"),
         )
     return {"name": rec["name"], "stages": results, "finished": True, "weights": str(weights)}
 
