@@ -159,10 +159,11 @@ class PatchPoseEstimator:
             in a frame moved to the scale pass ``p`` found, rounded to whole scale bins, so that the
             characteristic structure sits in the middle of the model's window; scale and orientation come
             from the last pass. A pass before the last runs the scale head alone (:func:`pass_heads`), so
-            2 passes cost about 1.5× one. With patchpose-v7, the default, 2 passes are far better on
+            2 passes cost about 1.5× one. With patchpose-v8, the default, and v7, 2 passes are far better on
             PatchPose (scale and the joint protocol) and still faster than SIFT detection, but matching real
-            photos with the model's own pose was a little worse with them on the val photos, so one pass stays
-            the default (``docs/model_card.md``, "patchpose-v7"; with patchpose-v2 they hurt on real photos).
+            photos with the model's own pose was no better with them on the val photos (v7: a little worse), so
+            one pass stays the default (``docs/model_card.md``, "patchpose-v8" and "patchpose-v7"; with
+            patchpose-v2 they hurt on real photos).
         descriptor_region: the half-width of a descriptor patch cut at our pose, in units of our
             characteristic radius (``16 · 2**σ`` px): what the matching pipeline (:mod:`patchpose.matching`),
             ``patchpose match`` and :func:`~patchpose.integrations.opencv.sift_size_factor` use. Default:

@@ -317,8 +317,8 @@ def _add_weights(p: argparse.ArgumentParser, passes: bool = True) -> None:
             type=int,
             default=None,
             help="reads per keypoint, each after the first in the frame of the scale found (default: what the "
-            "weights file recommends, else 1; 2 cost about 1.5x one and, with patchpose-v7 or v6, are far better on "
-            "PatchPose, though not on matching real photos: docs/model_card.md, 'patchpose-v7')",
+            "weights file recommends, else 1; 2 cost about 1.5x one and, with patchpose-v8, v7 or v6, are far better "
+            "on PatchPose, though not on matching real photos: docs/model_card.md, 'patchpose-v8')",
         )
         p.add_argument(
             "--turns",
@@ -355,7 +355,7 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument(
         "--recipe",
         default=None,
-        help="several stages in one command, e.g. patchpose-v7, the default model (patchpose/configs/recipes/*.yaml): "
+        help="several stages in one command, e.g. patchpose-v8, the default model (patchpose/configs/recipes/*.yaml): "
         "OUT/stage1, OUT/stage2, ..., then OUT/NAME.safetensors",
     )
     t.add_argument("--out", required=True, help="output folder (checkpoints, config.yaml, metrics.jsonl)")
