@@ -331,12 +331,13 @@ def _add_weights(p: argparse.ArgumentParser, passes: bool = True) -> None:
         )
 
 
-def _add_descriptor_region(p: argparse.ArgumentParser) -> None:
+def _add_descriptor_region(p: argparse.ArgumentParser, help: str | None = None) -> None:
     p.add_argument(
         "--descriptor-region",
         type=float,
         default=None,
-        help="half-width of a descriptor patch cut at our pose, in units of our characteristic radius "
+        help=help
+        or "half-width of a descriptor patch cut at our pose, in units of our characteristic radius "
         "(default: what the weights file was calibrated with, else 1; docs/model_card.md, 'The descriptor window')",
     )
 
@@ -380,10 +381,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="reads per keypoint the model is meant for, stored in the file: the estimator's default for it "
         "(default: not stored, i.e. one read)",
     )
-    e.add_argument(
-        "--descriptor-region",
-        type=float,
-        default=None,
+    _add_descriptor_region(
+        e,
         help="the descriptor window the model's pose was calibrated with, stored in the file (half-width in "
         "units of its characteristic radius; default: not stored, i.e. 1)",
     )

@@ -27,6 +27,7 @@ import numpy as np
 import torch
 
 from ..errors import InputError, is_int_in
+from ..weights import check_descriptor_region
 from .describe import Describer
 from .matcher import mutual_nn
 from .pipeline import Features, keypoint_poses, ours_window
@@ -75,8 +76,7 @@ class TwoViewConfig:
             raise InputError(f"matcher must be 'adalam' or 'mnn', got {self.matcher!r}")
         if self.estimator not in ESTIMATORS:
             raise InputError(f"estimator must be one of {sorted(ESTIMATORS)}, got {self.estimator!r}")
-        if not (np.isfinite(self.descriptor_region) and self.descriptor_region > 0):
-            raise InputError(f"descriptor_region must be a positive number, got {self.descriptor_region!r}")
+        check_descriptor_region(self.descriptor_region)  # the estimator's own rule
 
 
 def frame_poses(feats: Features, pose: str, ours: dict | None) -> tuple[np.ndarray, np.ndarray]:
