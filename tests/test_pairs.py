@@ -336,9 +336,40 @@ def test_context_loss_replaces_what_lies_beyond_a_line_by_a_constant():
     np.testing.assert_array_equal(same, p)
 
 
+def test_context_swap_fills_the_lost_samples_with_another_views_samples_at_the_same_points():
+    """data.context_swap = 1: every view that loses its context gets, beyond its line, the samples of one
+    other view of the batch at the same grid points (never its own), and keeps its own samples elsewhere."""
+    from patchpose.data.polar import PolarGrid
+
+    grid = PolarGrid(31, 36, 3)
+    n = 200
+    # view i holds the value i + 1 at every point, so a filled sample names its donor
+    p = (np.arange(n, dtype=np.float32)[:, None, None, None] + 1) * np.ones((n, 1, 31, 36), np.float32)
+    out = pairs_mod.polar_context_loss(np.random.default_rng(0), p, grid, 0.5, 32.0, 256.0, swap=1.0)
+    changed = np.flatnonzero((out != p).reshape(n, -1).any(1))
+    assert 0.4 * n < len(changed) < 0.6 * n
+    for i in changed:
+        lost = out[i, 0] != p[i, 0]
+        donors = np.unique(out[i, 0][lost])
+        assert len(donors) == 1 and donors[0] != i + 1 and donors[0] == int(donors[0])  # one other view
+        np.testing.assert_array_equal(out[i, 0][~lost], i + 1)
+    # swap 0 draws nothing more: the constant fills of the default are unchanged
+    np.testing.assert_array_equal(
+        pairs_mod.polar_context_loss(np.random.default_rng(0), p, grid, 0.5, 32.0, 256.0, swap=0.0),
+        pairs_mod.polar_context_loss(np.random.default_rng(0), p, grid, 0.5, 32.0, 256.0),
+    )
+
+
 @pytest.mark.parametrize(
     "bad",
-    [dict(context=1.5), dict(context=-0.1), dict(context_min=0.0), dict(context_min=64.0, context_max=32.0)],
+    [
+        dict(context=1.5),
+        dict(context=-0.1),
+        dict(context_min=0.0),
+        dict(context_min=64.0, context_max=32.0),
+        dict(context_swap=1.2),
+        dict(context_swap=-0.5),
+    ],
 )
 def test_context_settings_out_of_range_are_clear_errors(bad):
     from patchpose.errors import InputError

@@ -84,10 +84,16 @@ class PairConfig:
     context: float = 0.0
     context_min: float = 16.0
     context_max: float = 512.0
+    # the share of those views whose lost samples are another view's samples at the same grid points (a
+    # random other keypoint of the batch, most often of another photo) instead of a constant: a second
+    # image's far content is usually other content, not a flat region
+    context_swap: float = 0.0
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.context <= 1.0:
             raise InputError(f"data.context is a probability in [0, 1], got {self.context!r}")
+        if not 0.0 <= self.context_swap <= 1.0:
+            raise InputError(f"data.context_swap is a probability in [0, 1], got {self.context_swap!r}")
         if not 0.0 < self.context_min <= self.context_max:
             raise InputError(
                 "data.context_min and data.context_max must satisfy 0 < min <= max (view pixels), got "
@@ -170,12 +176,20 @@ def polar_shading(rng: np.random.Generator, p: np.ndarray, log2_scale, grid: Pol
 
 
 def polar_context_loss(
-    rng: np.random.Generator, p: np.ndarray, grid: PolarGrid, prob: float, d_min: float, d_max: float
+    rng: np.random.Generator,
+    p: np.ndarray,
+    grid: PolarGrid,
+    prob: float,
+    d_min: float,
+    d_max: float,
+    swap: float = 0.0,
 ) -> np.ndarray:
     """Log-polar views ``(n, C, K, A)`` with, for a share ``prob`` of them, the samples beyond one or two
     random lines set to a constant (0 half the time, else U[0, 1]). A line lies at distance
     ``d ~ 2^U[log2 d_min, log2 d_max]`` view pixels from the keypoint (radius ``REFERENCE_RADIUS·2^ρ`` of ring
-    ``ρ`` at scale 0, the unit the model reads a keypoint in) along a random direction (``PairConfig.context``)."""
+    ``ρ`` at scale 0, the unit the model reads a keypoint in) along a random direction (``PairConfig.context``).
+    ``swap``: the share of those views filled instead with another view's samples at the same grid points
+    (another view of ``p``, drawn at random; ``PairConfig.context_swap``)."""
     n = len(p)
     hit = np.flatnonzero(rng.random(n) < prob)
     if not len(hit):
@@ -192,8 +206,13 @@ def polar_context_loss(
         lost |= beyond & (j < lines)[:, None, None]
     fill = np.where(rng.random(len(hit)) < 0.5, 0.0, rng.random(len(hit))).astype(np.float32)
     view = p[hit]
+    src = np.broadcast_to(fill[:, None, None, None], view.shape)
+    if swap > 0 and n > 1:
+        donor = (hit + rng.integers(1, n, len(hit))) % n  # any view but the one itself
+        swapped = rng.random(len(hit)) < swap
+        src = np.where(swapped[:, None, None, None], p[donor], src)
     m = np.broadcast_to(lost[:, None], view.shape)
-    view[m] = np.broadcast_to(fill[:, None, None, None], view.shape)[m]
+    view[m] = src[m]
     p[hit] = view
     return p
 
@@ -284,7 +303,9 @@ def sample_pairs(
     if augment:
         if polar is not None and cfg.context > 0:
             pa, pb = (
-                polar_context_loss(rng, v, polar, cfg.context, cfg.context_min, cfg.context_max)
+                polar_context_loss(
+                    rng, v, polar, cfg.context, cfg.context_min, cfg.context_max, cfg.context_swap
+                )
                 for v in (pa, pb)
             )
         if polar is not None and cfg.shading > 0:
