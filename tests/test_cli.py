@@ -145,15 +145,12 @@ def test_bench_reports_times_and_ratios(tmp_path):
     for p in (1, 2):
         t = res[f"patchpose_passes{p}_turns3_s"]
         assert t > 0 and res[f"ratio_passes{p}_turns3_to_sift"] == pytest.approx(t / res["sift_detect_s"])
-    assert json.loads((tmp_path / "bench.json").read_text())["model"] == "patchpose-v8"
-    # the default setting is the model's recommended reads (v8 names none: one read)
-    assert res["default_passes"] == 1 and res["patchpose_default_s"] == res["patchpose_rot1_s"]
-    assert res["ratio_default_to_sift"] == pytest.approx(res["patchpose_default_s"] / res["sift_detect_s"])
-    from patchpose.weights import load_bundled, save_weights
-
-    two = save_weights(load_bundled("patchpose-v6")[0], tmp_path / "two.safetensors", passes=2)
-    res = bench(str(two), num_keypoints=64, repeats=1, rotations=(1,), backends=())
+    assert json.loads((tmp_path / "bench.json").read_text())["model"] == "patchpose-v9"
+    # the default setting is the model's recommended reads (v9 recommends two; v6 names none: one read)
     assert res["default_passes"] == 2 and res["patchpose_default_s"] == res["patchpose_passes2_s"]
+    assert res["ratio_default_to_sift"] == pytest.approx(res["patchpose_default_s"] / res["sift_detect_s"])
+    res = bench("patchpose-v6", num_keypoints=64, repeats=1, rotations=(1,), backends=())
+    assert res["default_passes"] == 1 and res["patchpose_default_s"] == res["patchpose_rot1_s"]
 
 
 def test_eval_synthetic_writes_results(tmp_path):
@@ -198,7 +195,7 @@ def test_passes_option_reads_twice_and_bad_values_exit_2(tmp_path):
         load_image(demo_photo()), np.array([[100, 120], [200.5, 300], [300, 260]])
     )
     np.testing.assert_allclose([k["scale"] for k in doc["keypoints"]], want["scale"], atol=1e-4)
-    one = PatchPoseEstimator.from_pretrained().estimate(
+    one = PatchPoseEstimator.from_pretrained(passes=1).estimate(
         load_image(demo_photo()), np.array([[100, 120], [200.5, 300], [300, 260]])
     )
     assert np.abs(one["scale"] - want["scale"]).max() > 1e-3  # the second read did change something

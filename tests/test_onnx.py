@@ -15,7 +15,7 @@ pytest.importorskip("onnx")
 
 
 @pytest.mark.parametrize(
-    "name", ["patchpose-v8", "patchpose-v7", "patchpose-v6", "patchpose-v2", "patchpose-v1"]
+    "name", ["patchpose-v9", "patchpose-v8", "patchpose-v7", "patchpose-v6", "patchpose-v2", "patchpose-v1"]
 )
 def test_onnx_backend_matches_pytorch(name, tmp_path):
     from patchpose.cli.main import main
@@ -26,7 +26,14 @@ def test_onnx_backend_matches_pytorch(name, tmp_path):
     mem = PatchPoseEstimator.load(name, backend="onnx").estimate(img, xy, top_k=2)
     assert main(["export", "onnx", "--weights", name, "--out", str(tmp_path / "m.onnx")]) == 0
     est = PatchPoseEstimator.load(tmp_path / "m.onnx", backend="onnx")
-    assert est.cfg.to_dict() == PatchPoseEstimator.load(name).cfg.to_dict()
+    base = PatchPoseEstimator.load(name)
+    assert est.cfg.to_dict() == base.cfg.to_dict()
+    # the file carries what the weights recommend: it reads and describes as they do
+    assert (est.meta["name"], est.passes, est.descriptor_region) == (
+        name,
+        base.passes,
+        base.descriptor_region,
+    )
     got = est.estimate(img, xy, top_k=2)
     # float rounding only (onnxruntime's direct whole-circle convolution against PyTorch's FFT): v7's sharper
     # histograms differ by up to 2e-5 in probability; a wrong graph differs by far more
@@ -97,3 +104,29 @@ def test_onnx_backend_carries_the_orientation_vector(tmp_path):
     got = PatchPoseEstimator.load(w, backend="onnx").estimate(img, xy, top_k=2)
     assert got["orientation"].shape == (40, 2)
     np.testing.assert_allclose(np.exp(1j * got["orientation"]), np.exp(1j * ref["orientation"]), atol=1e-3)
+
+
+def test_onnx_file_carries_and_checks_the_weights_recommendations(tmp_path):
+    """``export onnx`` stores the weights' reads per keypoint and descriptor window (the command line may
+    override them); a bad value is a clear error at export, and a tampered file a WeightsError at load."""
+    import onnx
+
+    from patchpose.cli.main import main
+
+    out = tmp_path / "m.onnx"
+    assert main(["export", "onnx", "--weights", "patchpose-v9", "--out", str(out)]) == 0
+    est = PatchPoseEstimator.load(out, backend="onnx")
+    assert (est.meta["name"], est.passes, est.descriptor_region) == ("patchpose-v9", 2, 2.25)
+    args = ["export", "onnx", "--weights", "patchpose-v8", "--out", str(out), "--passes", "3"]
+    assert main([*args, "--descriptor-region", "1.5"]) == 0
+    est = PatchPoseEstimator.load(out, backend="onnx")
+    assert (est.meta["name"], est.passes, est.descriptor_region) == ("patchpose-v8", 3, 1.5)
+    assert main([*args[:-1], "0"]) == 2  # passes 0: refused, nothing written over the good file
+    assert PatchPoseEstimator.load(out, backend="onnx").passes == 3
+    proto = onnx.load(out)
+    for p in proto.metadata_props:
+        if p.key == "patchpose_meta":
+            p.value = '{"passes": "many"}'
+    onnx.save(proto, out)
+    with pytest.raises(WeightsError, match="'passes' must be an integer"):
+        PatchPoseEstimator.load(out, backend="onnx")

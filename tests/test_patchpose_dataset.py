@@ -201,7 +201,7 @@ def test_eval_patchpose_reads_twice_like_the_estimator(dataset, tmp_path):
     from patchpose.inference import decode_poses, predict_histograms
 
     data = PatchPoseData(dataset, "test").load()
-    h1, p1 = model_passes(data, PatchPoseEstimator.from_pretrained())
+    h1, p1 = model_passes(data, PatchPoseEstimator.from_pretrained(passes=1))
     h2, p2 = model_passes(data, PatchPoseEstimator.from_pretrained(passes=2))
     k = np.round(p1["scale"][:, 0] * 3).astype(int)
     moved = dict(data, frame_sigma=data["frame_sigma"] + k / 3)
@@ -225,10 +225,10 @@ def test_eval_patchpose_turn_averaging_renders_every_view_turned(dataset, tmp_pa
     from patchpose.inference import predict_histograms, turn_bins
 
     data = PatchPoseData(dataset, "test").load()
-    est = PatchPoseEstimator.from_pretrained()
+    est = PatchPoseEstimator.from_pretrained(passes=1)
     b = int(turn_bins(2, 36)[1])
     h1, _ = model_passes(data, est)
-    h2, p2 = model_passes(data, PatchPoseEstimator.from_pretrained(turns=2))
+    h2, p2 = model_passes(data, PatchPoseEstimator.from_pretrained(turns=2, passes=1))
     turned = dict(data, frame_theta=data["frame_theta"] - 2 * np.pi * b / 36)
     ht = predict_histograms(
         est.model, render_polar(turned, np.arange(len(data["series"])), est.cfg.polar_grid), 256

@@ -30,7 +30,7 @@ def test_bundled_models_are_listed_small_and_verified(name):
     assert sha256_of(path) == sha
     model, meta = load_bundled(name)
     assert meta["name"] == name and not model.training
-    assert load_bundled()[1]["name"] == "patchpose-v8"  # the default
+    assert load_bundled()[1]["name"] == "patchpose-v9"  # the default
 
 
 def test_v6_is_v2s_network_with_the_wide_scale_head_and_the_ring_clamp():
@@ -85,6 +85,17 @@ def test_v8_is_v7s_network_fine_tuned():
     assert v8.cfg == v7.cfg and meta["descriptor_region"] == "2.25" and "passes" not in meta
     assert "context" in meta["notes"]
     assert any(not torch.equal(a, b) for a, b in zip(v7.state_dict().values(), v8.state_dict().values()))
+
+
+def test_v9_is_v8s_network_fine_tuned_with_jitter_and_read_twice():
+    """patchpose-v9 has v8's layout and descriptor window, its own weights, and recommends two reads where v8
+    recommends none (model card, "patchpose-v9")."""
+    v8, meta8 = load_bundled("patchpose-v8")
+    v9, meta = load_bundled("patchpose-v9")
+    assert v9.cfg == v8.cfg and meta["descriptor_region"] == meta8["descriptor_region"] == "2.25"
+    assert recommended_passes(meta) == 2 and recommended_passes(meta8) is None
+    assert "jitter" in meta["notes"]
+    assert any(not torch.equal(a, b) for a, b in zip(v8.state_dict().values(), v9.state_dict().values()))
 
 
 def test_v8s_orientation_ignores_far_content_that_moves_v7s():

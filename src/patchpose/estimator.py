@@ -159,11 +159,12 @@ class PatchPoseEstimator:
             in a frame moved to the scale pass ``p`` found, rounded to whole scale bins, so that the
             characteristic structure sits in the middle of the model's window; scale and orientation come
             from the last pass. A pass before the last runs the scale head alone (:func:`pass_heads`), so
-            2 passes cost about 1.5× one. With patchpose-v8, the default, and v7, 2 passes are far better on
-            PatchPose (scale and the joint protocol) and still faster than SIFT detection, but matching real
-            photos with the model's own pose was no better with them on the val photos (v7: a little worse), so
-            one pass stays the default (``docs/model_card.md``, "patchpose-v8" and "patchpose-v7"; with
-            patchpose-v2 they hurt on real photos).
+            2 passes cost about 1.5× one. patchpose-v9, the default, recommends 2: it was trained to be read
+            twice, which is far better on PatchPose (scale and the joint protocol), better at matching real
+            photos with its own pose on the val photos, and still faster than SIFT detection
+            (``docs/model_card.md``, "patchpose-v9"). The other bundled models read once by default (v7: 2
+            passes were a little worse at matching on the val photos; with patchpose-v2 they hurt on real
+            photos).
         descriptor_region: the half-width of a descriptor patch cut at our pose, in units of our
             characteristic radius (``16 · 2**σ`` px): what the matching pipeline (:mod:`patchpose.matching`),
             ``patchpose match`` and :func:`~patchpose.integrations.opencv.sift_size_factor` use. Default:
@@ -238,9 +239,8 @@ class PatchPoseEstimator:
             if weights and str(weights).endswith(".onnx"):
                 if not Path(weights).is_file():
                     raise WeightsError(f"ONNX file not found: {weights}")
-                return cls(
-                    OnnxPoseNet(weights), meta={"name": Path(weights).stem, "backend": "onnx"}, **kwargs
-                )
+                net = OnnxPoseNet(weights)  # it carries its weights' name, reads and descriptor window
+                return cls(net, meta={"name": Path(weights).stem, **net.meta, "backend": "onnx"}, **kwargs)
             base = cls.load(weights)
             return cls(OnnxPoseNet(export_bytes(base.model)), meta={**base.meta, "backend": "onnx"}, **kwargs)
         model, meta = load_model(weights)

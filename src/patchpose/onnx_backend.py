@@ -3,7 +3,9 @@
 ``patchpose export onnx --weights NAME_OR_FILE --out model.onnx`` writes the network (inputs
 ``x (N, C, rings, angles)`` or ``(N, C, PS, PS)``, outputs ``scale_logits``, ``ori_logits`` and, with an
 orientation vector, ``ori_vector``; dynamic N) with the
-model config in the ONNX metadata. The log-polar network is exported on its FFT-free path (the same numbers:
+model config in the ONNX metadata, and what the weights file recommends (its name, reads per keypoint
+``passes`` and descriptor window ``descriptor_region``), so that an estimator loaded from the ``.onnx`` file
+reads and describes as one loaded from the weights does. The log-polar network is exported on its FFT-free path (the same numbers:
 circular padding and a plain convolution, a cosine/sine table for the angular harmonics), since ONNX has
 no real FFT.
 
@@ -24,7 +26,10 @@ from torch import nn
 
 from .errors import InputError, WeightsError
 from .models import PoseNet
-from .weights import config_from_json, one_line
+from .weights import config_from_json, one_line, recommended_descriptor_region, recommended_passes
+
+#: the weights-file metadata an ONNX file carries over (``patchpose_meta``, a JSON object of strings)
+CARRIED_META = ("name", "passes", "descriptor_region")
 
 
 def _require():
@@ -34,8 +39,9 @@ def _require():
         raise InputError("the onnx backend needs onnxruntime: pip install onnx onnxruntime") from None
 
 
-def export_bytes(model: PoseNet, opset: int = 18) -> bytes:
-    """The model as ONNX bytes (FFT-free path, dynamic batch), with its config in the metadata."""
+def export_bytes(model: PoseNet, opset: int = 18, meta: dict | None = None) -> bytes:
+    """The model as ONNX bytes (FFT-free path, dynamic batch), with its config in the metadata and, from
+    ``meta`` (a weights file's metadata), the entries of :data:`CARRIED_META` it has."""
     import warnings
 
     try:
@@ -57,15 +63,24 @@ def export_bytes(model: PoseNet, opset: int = 18) -> bytes:
     proto = onnx.load_from_string(buf.getvalue())
     entry = proto.metadata_props.add()
     entry.key, entry.value = "patchpose_model_config", json.dumps(m.cfg.to_dict())
+    carried = {k: str(meta[k]) for k in CARRIED_META if meta and meta.get(k) is not None}
+    try:
+        _carried_meta(json.dumps(carried), "the ONNX export")
+    except WeightsError as e:  # a bad value given to the export, not a bad file
+        raise InputError(str(e)) from None
+    if carried:
+        entry = proto.metadata_props.add()
+        entry.key, entry.value = "patchpose_meta", json.dumps(carried)
     return proto.SerializeToString()
 
 
-def export_onnx(model: PoseNet, path: str | Path, opset: int = 18) -> Path:
-    """Write ``model`` as an ONNX file (through a temporary sibling and a rename)."""
+def export_onnx(model: PoseNet, path: str | Path, opset: int = 18, meta: dict | None = None) -> Path:
+    """Write ``model`` as an ONNX file (through a temporary sibling and a rename); ``meta``: the weights
+    file's metadata to carry over (:func:`export_bytes`)."""
     path = Path(path)
     if path.is_dir():
         raise InputError(f"{path} is a folder: give the ONNX file's name, e.g. {path / 'model.onnx'}")
-    data = export_bytes(model, opset)
+    data = export_bytes(model, opset, meta)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
     try:
@@ -98,6 +113,7 @@ class OnnxPoseNet(nn.Module):
         if "patchpose_model_config" not in meta:
             raise WeightsError("this ONNX file is not a patchpose model (no patchpose_model_config metadata)")
         self.cfg = config_from_json(meta["patchpose_model_config"], name)
+        self.meta = _carried_meta(meta.get("patchpose_meta"), name)
         opts = ort.SessionOptions()
         if threads:
             opts.intra_op_num_threads = int(threads)
@@ -149,4 +165,20 @@ class OnnxPoseNet(nn.Module):
         return {name: torch.from_numpy(v) for name, v in zip(self.outputs, res) if name in keep}
 
 
-__all__ = ["export_onnx", "export_bytes", "OnnxPoseNet"]
+def _carried_meta(text: str | None, name: str) -> dict[str, str]:
+    """The weights metadata an ONNX file carries (:data:`CARRIED_META`), checked as a weights file's is."""
+    if text is None:
+        return {}
+    try:
+        meta = json.loads(text)
+    except ValueError:
+        meta = None
+    if not isinstance(meta, dict) or not all(isinstance(v, str) for v in meta.values()):
+        raise WeightsError(f"{name}: its patchpose_meta metadata is not a JSON object of strings")
+    meta = {k: v for k, v in meta.items() if k in CARRIED_META}
+    recommended_passes(meta, name)
+    recommended_descriptor_region(meta, name)
+    return meta
+
+
+__all__ = ["CARRIED_META", "export_onnx", "export_bytes", "OnnxPoseNet"]

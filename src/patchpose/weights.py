@@ -25,7 +25,7 @@ from .errors import InputError, WeightsError, is_int_in
 from .models import ModelConfig, PoseNet
 
 WEIGHTS_DIR = Path(__file__).resolve().parent / "weights"
-DEFAULT_MODEL = "patchpose-v8"
+DEFAULT_MODEL = "patchpose-v9"
 #: name -> (file inside patchpose/weights, sha256)
 BUNDLED: dict[str, tuple[str, str]] = {}
 _BUNDLED_JSON = WEIGHTS_DIR / "bundled.json"

@@ -46,7 +46,13 @@ def _cmd_export(a: argparse.Namespace) -> int:
         from ..estimator import PatchPoseEstimator
         from ..onnx_backend import export_onnx
 
-        path = export_onnx(PatchPoseEstimator.load(a.weights).model, a.out)
+        est = PatchPoseEstimator.load(a.weights)
+        meta = dict(est.meta)  # what the weights recommend, unless the command line says otherwise
+        if a.passes is not None:
+            meta["passes"] = a.passes
+        if a.descriptor_region is not None:
+            meta["descriptor_region"] = a.descriptor_region
+        path = export_onnx(est.model, a.out, meta=meta)
         print(f"wrote {path}")
         return 0
     from ..weights import export_checkpoint
@@ -317,8 +323,8 @@ def _add_weights(p: argparse.ArgumentParser, passes: bool = True) -> None:
             type=int,
             default=None,
             help="reads per keypoint, each after the first in the frame of the scale found (default: what the "
-            "weights file recommends, else 1; 2 cost about 1.5x one and, with patchpose-v8, v7 or v6, are far better "
-            "on PatchPose, though not on matching real photos: docs/model_card.md, 'patchpose-v8')",
+            "weights file recommends, else 1: 2 for patchpose-v9, the default model, 1 for the others; 2 cost about "
+            "1.5x one and are far better on PatchPose: docs/model_card.md, 'patchpose-v9')",
         )
         p.add_argument(
             "--turns",
@@ -356,7 +362,7 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument(
         "--recipe",
         default=None,
-        help="several stages in one command, e.g. patchpose-v8, the default model (patchpose/configs/recipes/*.yaml): "
+        help="several stages in one command, e.g. patchpose-v9, the default model (patchpose/configs/recipes/*.yaml): "
         "OUT/stage1, OUT/stage2, ..., then OUT/NAME.safetensors",
     )
     t.add_argument("--out", required=True, help="output folder (checkpoints, config.yaml, metrics.jsonl)")

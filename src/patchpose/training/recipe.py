@@ -1,4 +1,4 @@
-"""Multi-stage training in one command: ``patchpose train --recipe patchpose-v8 --out runs/v8``.
+"""Multi-stage training in one command: ``patchpose train --recipe patchpose-v9 --out runs/v9``.
 
 A recipe (``patchpose/configs/recipes/NAME.yaml``, or any YAML file) names its stages, each a config
 preset with its own ``key=value`` overrides. Stage ``k`` trains into ``OUT/stage{k}`` starting from stage
