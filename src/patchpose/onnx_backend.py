@@ -2,12 +2,11 @@
 
 ``patchpose export onnx --weights NAME_OR_FILE --out model.onnx`` writes the network (inputs
 ``x (N, C, rings, angles)`` or ``(N, C, PS, PS)``, outputs ``scale_logits``, ``ori_logits`` and, with an
-orientation vector, ``ori_vector``; dynamic N) with the
-model config in the ONNX metadata, and what the weights file recommends (its name, reads per keypoint
-``passes`` and descriptor window ``descriptor_region``), so that an estimator loaded from the ``.onnx`` file
-reads and describes as one loaded from the weights does. The log-polar network is exported on its FFT-free path (the same numbers:
-circular padding and a plain convolution, a cosine/sine table for the angular harmonics), since ONNX has
-no real FFT.
+orientation vector, ``ori_vector``; dynamic N) with the model config in the ONNX metadata, and what the weights
+file recommends (its name, reads per keypoint ``passes`` and descriptor window ``descriptor_region``), so that
+an estimator loaded from the ``.onnx`` file reads and describes as one loaded from the weights does. The
+log-polar network is exported on its FFT-free path (the same numbers: circular padding and a plain
+convolution, a cosine/sine table for the angular harmonics), since ONNX has no real FFT.
 
 ``PatchPoseEstimator.load(weights, backend="onnx")`` runs the same estimator on onnxruntime: ``weights``
 may be an ``.onnx`` file written by the command above, or any patchpose weights (exported in memory).
@@ -48,6 +47,11 @@ def export_bytes(model: PoseNet, opset: int = 18, meta: dict | None = None) -> b
         import onnx
     except ImportError:
         raise InputError("ONNX export needs the onnx package: pip install onnx onnxruntime") from None
+    carried = {k: str(meta[k]) for k in CARRIED_META if meta and meta.get(k) is not None}
+    try:
+        _carried_meta(json.dumps(carried), "the ONNX export")
+    except WeightsError as e:  # a bad value given to the export, not a bad file
+        raise InputError(str(e)) from None
     m = copy.deepcopy(model).eval().float()
     if m.cfg.is_polar:
         m.polar.use_fft = False
@@ -63,11 +67,6 @@ def export_bytes(model: PoseNet, opset: int = 18, meta: dict | None = None) -> b
     proto = onnx.load_from_string(buf.getvalue())
     entry = proto.metadata_props.add()
     entry.key, entry.value = "patchpose_model_config", json.dumps(m.cfg.to_dict())
-    carried = {k: str(meta[k]) for k in CARRIED_META if meta and meta.get(k) is not None}
-    try:
-        _carried_meta(json.dumps(carried), "the ONNX export")
-    except WeightsError as e:  # a bad value given to the export, not a bad file
-        raise InputError(str(e)) from None
     if carried:
         entry = proto.metadata_props.add()
         entry.key, entry.value = "patchpose_meta", json.dumps(carried)
