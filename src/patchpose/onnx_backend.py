@@ -25,7 +25,7 @@ from torch import nn
 
 from .errors import InputError, WeightsError
 from .models import PoseNet
-from .weights import config_from_json, one_line, recommended_descriptor_region, recommended_passes
+from .weights import check_recommendations, config_from_json, one_line
 
 #: the weights-file metadata an ONNX file carries over (``patchpose_meta``, a JSON object of strings)
 CARRIED_META = ("name", "passes", "descriptor_region")
@@ -49,7 +49,7 @@ def export_bytes(model: PoseNet, opset: int = 18, meta: dict | None = None) -> b
         raise InputError("ONNX export needs the onnx package: pip install onnx onnxruntime") from None
     carried = {k: str(meta[k]) for k in CARRIED_META if meta and meta.get(k) is not None}
     try:
-        _carried_meta(json.dumps(carried), "the ONNX export")
+        check_recommendations(carried, "the ONNX export")
     except WeightsError as e:  # a bad value given to the export, not a bad file
         raise InputError(str(e)) from None
     m = copy.deepcopy(model).eval().float()
@@ -175,8 +175,7 @@ def _carried_meta(text: str | None, name: str) -> dict[str, str]:
     if not isinstance(meta, dict) or not all(isinstance(v, str) for v in meta.values()):
         raise WeightsError(f"{name}: its patchpose_meta metadata is not a JSON object of strings")
     meta = {k: v for k, v in meta.items() if k in CARRIED_META}
-    recommended_passes(meta, name)
-    recommended_descriptor_region(meta, name)
+    check_recommendations(meta, name)
     return meta
 
 

@@ -157,6 +157,14 @@ def recommended_descriptor_region(meta: dict, where: str = "the weights") -> flo
         ) from None
 
 
+def check_recommendations(meta: dict, where: str = "the weights") -> None:
+    """What a weights file (or an ONNX file carrying its metadata) recommends, checked: its ``passes``
+    (:func:`recommended_passes`) and ``descriptor_region`` (:func:`recommended_descriptor_region`); a bad
+    value is a :class:`WeightsError`."""
+    recommended_passes(meta, where)
+    recommended_descriptor_region(meta, where)
+
+
 def save_weights(
     model: PoseNet,
     path: str | Path,
@@ -215,8 +223,7 @@ def load_weights(path: str | Path, expected_sha256: str | None = None) -> tuple[
     if meta.get("format") != "patchpose" or "model_config" not in meta:
         raise WeightsError(f"{path} is a safetensors file but not a patchpose model (no patchpose metadata)")
     cfg = config_from_json(meta["model_config"], str(path))
-    recommended_passes(meta, str(path))
-    recommended_descriptor_region(meta, str(path))
+    check_recommendations(meta, str(path))
     check_finite(state, str(path))
     try:
         model = PoseNet(cfg)
@@ -287,6 +294,7 @@ __all__ = [
     "load_model",
     "recommended_passes",
     "recommended_descriptor_region",
+    "check_recommendations",
     "load_torch_file",
     "save_weights",
     "export_checkpoint",
