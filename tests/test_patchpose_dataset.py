@@ -194,8 +194,9 @@ def test_eval_patchpose_with_a_polar_model(dataset, tmp_path):
 
 
 def test_eval_patchpose_reads_twice_like_the_estimator(dataset, tmp_path):
-    """``passes=2``: every view rendered again in the frame of the scale found (whole bins), and its scale
-    histogram moved back into the view's frame; ``results.json`` says how many passes."""
+    """``passes=2``: every view read again, from its own rendered pixels, with the grid at the scale found
+    (whole bins), and its scale histogram moved back into the view's frame; ``results.json`` says how many
+    passes."""
     from patchpose.estimator import PatchPoseEstimator, shift_bins
     from patchpose.evaluation.patchpose_eval import evaluate, model_passes, render_polar
     from patchpose.inference import decode_poses, predict_histograms
@@ -204,9 +205,9 @@ def test_eval_patchpose_reads_twice_like_the_estimator(dataset, tmp_path):
     h1, p1 = model_passes(data, PatchPoseEstimator.from_pretrained(passes=1))
     h2, p2 = model_passes(data, PatchPoseEstimator.from_pretrained(passes=2))
     k = np.round(p1["scale"][:, 0] * 3).astype(int)
-    moved = dict(data, frame_sigma=data["frame_sigma"] + k / 3)
     est = PatchPoseEstimator.from_pretrained()
-    h = predict_histograms(est.model, render_polar(moved, np.arange(len(k)), est.cfg.polar_grid), 256)
+    x = render_polar(data, np.arange(len(k)), est.cfg.polar_grid, read_scale=k / 3)
+    h = predict_histograms(est.model, x, 256)
     np.testing.assert_allclose(h2["orientation_hist"], h["orientation_hist"], atol=1e-6)
     np.testing.assert_allclose(h2["scale_hist"], shift_bins(h["scale_hist"], k), atol=1e-6)
     s = decode_poses(h, scale_range=est.cfg.scale_range)["scale"][:, 0] + k / 3
@@ -217,9 +218,9 @@ def test_eval_patchpose_reads_twice_like_the_estimator(dataset, tmp_path):
 
 
 def test_eval_patchpose_turn_averaging_renders_every_view_turned(dataset, tmp_path):
-    """``turns=2``: every view rendered again with its content turned by the second turn (its frame turned
-    the other way), the orientation histogram rolled back and averaged with the upright read's, as
-    ``estimate`` does with a turned image; scale is the upright read's; ``results.json`` says how many turns."""
+    """``turns=2``: every view turned by the second turn with a resampling warp (as ``estimate`` turns the
+    image) and read upright, the orientation histogram rolled back and averaged with the upright read's;
+    scale is the upright read's; ``results.json`` says how many turns."""
     from patchpose.estimator import PatchPoseEstimator
     from patchpose.evaluation.patchpose_eval import evaluate, model_passes, render_polar
     from patchpose.inference import predict_histograms, turn_bins
@@ -229,10 +230,8 @@ def test_eval_patchpose_turn_averaging_renders_every_view_turned(dataset, tmp_pa
     b = int(turn_bins(2, 36)[1])
     h1, _ = model_passes(data, est)
     h2, p2 = model_passes(data, PatchPoseEstimator.from_pretrained(turns=2, passes=1))
-    turned = dict(data, frame_theta=data["frame_theta"] - 2 * np.pi * b / 36)
-    ht = predict_histograms(
-        est.model, render_polar(turned, np.arange(len(data["series"])), est.cfg.polar_grid), 256
-    )
+    x = render_polar(data, np.arange(len(data["series"])), est.cfg.polar_grid, turn=2 * np.pi * b / 36)
+    ht = predict_histograms(est.model, x, 256)
     np.testing.assert_allclose(
         h2["orientation_hist"],
         (h1["orientation_hist"] + np.roll(ht["orientation_hist"], -b, 1)) / 2,
@@ -249,6 +248,44 @@ def test_eval_patchpose_turn_averaging_renders_every_view_turned(dataset, tmp_pa
     assert "judge the effect on orientation by `official_B`" in (tmp_path / "out" / "results.md").read_text()
     evaluate(dataset, tmp_path / "one", split="test", progress=False, bootstrap=0)
     assert "official_B`, whose turns" not in (tmp_path / "one" / "results.md").read_text()
+
+
+def test_eval_renders_no_detail_finer_than_a_view_pixel(dataset):
+    """A window whose patch pixels would be finer than the view's (the LoG baseline's small windows) is
+    rendered at the view's pixels and resized up: a view rendered at half resolution of a 1-px checkerboard
+    stays flat however small the window; at the view's own resolution the checkerboard shows."""
+    from patchpose.evaluation.patchpose_eval import render, resize_patches, view_window
+
+    yy, xx = np.mgrid[0:256, 0:256]
+    data = {
+        "images": [((xx + yy) % 2 * 255).astype(np.uint8)],
+        "photo": np.zeros(2, int),
+        "xy": np.array([[128.3, 128.6], [128.3, 128.6]]),
+        "frame_sigma": np.array([1.0, 0.0]),  # view 0: half resolution; view 1: the photo's own
+        "frame_theta": np.array([0.3, 0.3]),
+    }
+    x = render(data, np.arange(2), 24, [0.25, 2.0], color="gray")
+    assert x.shape == (2, 2, 24, 24)
+    assert x[0, 0].std() < 0.01 and x[1, 0].std() > 0.05  # window 0.25: 8 view pixels over 24 patch pixels
+    assert view_window(24, 0.25) == 8 and view_window(24, 2.0) == 24
+    ramp = np.broadcast_to((np.arange(4) + 0.5) / 4, (4, 4)).astype(np.float32)[None, None]
+    np.testing.assert_allclose(resize_patches(ramp, 8)[0, 0, 0, 1:-1], (np.arange(1, 7) + 0.5) / 8, atol=1e-6)
+
+
+def test_eval_rereads_of_a_cartesian_model_are_refused(dataset):
+    """Later or turned reads of a rendered view are emulated for log-polar models only: a Cartesian model
+    asked for them is a clear InputError, not numbers from the photo re-rendered at the pose found."""
+    from patchpose.errors import InputError
+    from patchpose.estimator import PatchPoseEstimator
+    from patchpose.evaluation.patchpose_eval import model_passes, model_patches
+
+    data = PatchPoseData(dataset, "test").load()
+    est = PatchPoseEstimator.from_pretrained("patchpose-v1", passes=1)
+    assert model_patches(data, est).shape[0] == len(data["series"])
+    with pytest.raises(InputError, match="log-polar models only"):
+        model_passes(data, PatchPoseEstimator.from_pretrained("patchpose-v1", passes=2))
+    with pytest.raises(InputError, match="log-polar models only"):
+        model_passes(data, PatchPoseEstimator.from_pretrained("patchpose-v1", passes=1, turns=2))
 
 
 def _tiny_split(root):

@@ -318,3 +318,44 @@ def test_extract_polar_with_an_affine_shape_samples_the_stretched_points():
     want = (200.0 + r[:, None] * off[0][None]) / 400.0
     inner = r < 20  # level 0 (no pyramid smoothing of the ramp)
     np.testing.assert_allclose(got[inner], want[inner], atol=2e-4)
+
+
+def _checkerboard(n: int = 400) -> np.ndarray:
+    """A 1-pixel checkerboard: detail at the finest scale a photo has, none once it is halved."""
+    yy, xx = np.mgrid[0:n, 0:n]
+    return ((xx + yy) % 2).astype(np.float32)
+
+
+def test_a_later_read_of_a_view_comes_from_the_view_not_the_photo():
+    """``read_scale``/``read_theta``: the grid laid again on the *same* rendered view. A view rendered at half
+    resolution (σ = +1) of a 1-px checkerboard is flat gray; read again one octave finer it stays flat (its
+    blur, as in a real image), while the photo re-rendered at that pose would show the checkerboard.
+    At pose (0, 0) the samples are exactly those of a first read."""
+    pyr = Pyramid(_checkerboard())
+    grid = PolarGrid(13, 36, 3, view_min_step=1.0)  # the inner rings sample finer than a pixel
+    xy = np.array([[200.0, 200.0]])
+    first = render_view_polar(pyr, xy, 1.0, 0.3, grid)
+    np.testing.assert_array_equal(
+        render_view_polar(pyr, xy, 1.0, 0.3, grid, read_scale=0.0, read_theta=0.0), first
+    )
+    again = render_view_polar(pyr, xy, 1.0, 0.3, grid, read_scale=-1.0)
+    rerendered = render_view_polar(pyr, xy, 0.0, 0.3, grid)
+    inner = slice(0, 3)  # rings finer than a view pixel after the move
+    assert again[..., inner, :].std() < 0.01
+    assert rerendered[..., inner, :].std() > 0.04
+
+
+def test_a_later_read_turned_by_whole_steps_reads_the_same_points_and_a_turned_view_is_resampled(pyr):
+    """``read_theta`` of whole angle steps rolls the samples exactly (the same points of the view);
+    ``turn`` turns the view itself by a resampling warp (what ``estimate(turns=…)`` does to an image): close
+    to the rolled samples, but not equal to them."""
+    grid = PolarGrid(13, 36, 3, view_min_step=1.0)
+    xy = np.array([[200.0, 200.0], [150.0, 230.0]])
+    up = render_view_polar(pyr, xy, [0.4, -0.7], [0.2, 1.9], grid)
+    step = 2 * math.pi / 36
+    read = render_view_polar(pyr, xy, [0.4, -0.7], [0.2, 1.9], grid, read_theta=-3 * step)
+    np.testing.assert_allclose(read, np.roll(up, 3, 3), atol=1e-5)  # grid turned back = content forward
+    turned = render_view_polar(pyr, xy, [0.4, -0.7], [0.2, 1.9], grid, turn=3 * step)
+    assert np.corrcoef(turned.ravel(), np.roll(up, 3, 3).ravel())[0, 1] > 0.97
+    assert not np.allclose(turned, np.roll(up, 3, 3), atol=1e-3)
+    np.testing.assert_array_equal(render_view_polar(pyr, xy, [0.4, -0.7], [0.2, 1.9], grid, turn=0.0), up)

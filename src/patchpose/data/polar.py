@@ -165,11 +165,19 @@ def polar_margin(grid: PolarGrid) -> float:
 
 
 def render_view_polar(
-    pyramid: Pyramid, xy, log2_scale, theta, grid: PolarGrid, shape: np.ndarray | None = None
+    pyramid: Pyramid,
+    xy,
+    log2_scale,
+    theta,
+    grid: PolarGrid,
+    shape: np.ndarray | None = None,
+    read_scale=None,
+    read_theta=None,
+    turn=None,
 ) -> np.ndarray:
     """Polar samples of *transformed views*, as if the image had been warped by the frame and the grid then
     laid at the transformed keypoint with pose ``(0, 0)`` (the paper's protocol: transform the image,
-    then crop).
+    then crop), or with pose ``(read_scale, read_theta)`` in the view's own pixels.
 
     The warped view is never built whole: for every pyramid level the rings read, the view's level is
     rendered as a small crop about the keypoint (its own pixel grid, anti-aliased from ``pyramid`` by
@@ -177,39 +185,91 @@ def render_view_polar(
     :func:`extract_polar` at pose ``(σ, θ)``, views that differ by whole rings or angle steps then do not
     reuse the same photo samples, so a benchmark cannot be passed by the sampling grid alone.
     ``shape``: optional ``(N, 2, 2)`` affine shapes of the views (as :func:`extract_polar`).
+
+    ``read_scale``, ``read_theta`` (``(N,)`` or scalars; None for 0): where a later read of the *same* view
+    lays the grid, as :func:`extract_polar` lays it on an image at pose ``(σ, θ)``: rings
+    ``2**read_scale`` times larger, directions turned by ``read_theta``, each ring read from the view's
+    pyramid level for its sample spacing (at least ``view_min_step · 2**read_scale`` view pixels) and
+    never finer than the view's own pixels. So a view rendered small stays small: a read at a finer
+    pose sees its blur, as it would in a real image, instead of the photo re-rendered at that pose. At
+    pose ``(0, 0)`` the samples are the same as without it.
+
+    ``turn`` (``(N,)`` or a scalar, radians; None for 0): the view *turned* counter-clockwise about the
+    keypoint before it is read, as an image turned by a resampling warp (``estimate(..., turns=…)`` turns
+    the image): each level's crop is resampled onto its own pixel grid turned, bilinearly, and then read.
+    That second resampling is what distinguishes it from a read turned by ``read_theta``; for this grid
+    and whole angle steps the latter reads the same points.
     """
     from .patches import extract_patches
 
     xy, s, t = as_frames(xy, log2_scale, theta)
+    _, rs, rt = as_frames(
+        xy, 0.0 if read_scale is None else read_scale, 0.0 if read_theta is None else read_theta
+    )
+    tu = None if turn is None else as_frames(xy, 0.0, turn)[2]
     n = len(xy)
     chans = 1 if pyramid.levels[0].ndim == 2 else pyramid.levels[0].shape[2]
     K, A = grid.rings, grid.angles
-    r = REFERENCE_RADIUS * np.exp2(grid.log2_radii())  # (K,) view pixels
-    lev = grid.ring_levels(r * (TWO_PI / A), 10**6)
-    ang = grid.angles_rad()
     out = np.empty((n, chans, K, A), np.float32)
+    if n == 0:
+        return out
+    r = REFERENCE_RADIUS * np.exp2(grid.log2_radii()[None, :] + rs[:, None])  # (n, K) view pixels
+    step = r * (TWO_PI / A)
+    if grid.view_min_step > 0:  # as extract_polar: no ring sharper than view_min_step pixels of the read
+        step = np.maximum(step, grid.view_min_step * np.exp2(rs)[:, None])
+    lev = grid.ring_levels(step, 10**6)  # (n, K); level 0 is the view's own pixels
+    ang = grid.angles_rad()[None, :] + rt[:, None]  # (n, A)
+    cos_a, sin_a = np.cos(ang), np.sin(ang)
     for level in np.unique(lev):
-        rings = np.nonzero(lev == level)[0]
-        step = 2.0 ** (level / LEVELS_PER_OCTAVE)  # view pixels per crop pixel
-        half = int(math.ceil(r[rings].max() / step + 2.0))
+        vi, ki = np.nonzero(lev == level)  # the (view, ring) pairs read from this level
+        views, local = np.unique(vi, return_inverse=True)
+        crop_step = 2.0 ** (level / LEVELS_PER_OCTAVE)  # view pixels per crop pixel
+        rad = r[vi, ki] / crop_step  # (m,) ring radii in crop pixels
+        half = int(math.ceil(rad.max() + 2.0))
         size = 2 * half
-        w = half * step / REFERENCE_RADIUS  # crop covers ±half·step view pixels
-        crops = extract_patches(pyramid, xy, s, t, size, [w], shape=shape)  # (n, C, size, size)
+        w = half * crop_step / REFERENCE_RADIUS  # crop covers ±half·crop_step view pixels
+        crops = extract_patches(
+            pyramid, xy[views], s[views], t[views], size, [w], shape=None if shape is None else shape[views]
+        )  # (v, C, size, size)
+        if tu is not None:
+            crops = _turn_crops(crops, tu[views])
         # ring points in crop pixels; the keypoint sits at (half − 0.5, half − 0.5)
-        px = (half - 0.5) + (r[rings, None] / step) * np.cos(ang)[None, :]  # (k, A)
-        py = (half - 0.5) - (r[rings, None] / step) * np.sin(ang)[None, :]
-        x0, y0 = np.floor(px).astype(int), np.floor(py).astype(int)
-        fx, fy = (px - x0).astype(np.float32), (py - y0).astype(np.float32)
-        x0, y0 = np.clip(x0, 0, size - 2), np.clip(y0, 0, size - 2)
-
-        v = (  # bilinear, vectorised over views: crops[:, :, y, x] is (n, C, k, A)
-            crops[:, :, y0, x0] * (1 - fx) * (1 - fy)
-            + crops[:, :, y0, x0 + 1] * fx * (1 - fy)
-            + crops[:, :, y0 + 1, x0] * (1 - fx) * fy
-            + crops[:, :, y0 + 1, x0 + 1] * fx * fy
-        )
-        out[:, :, rings] = v
+        px = (half - 0.5) + rad[:, None] * cos_a[vi]  # (m, A)
+        py = (half - 0.5) - rad[:, None] * sin_a[vi]
+        v = _bilinear(crops.transpose(0, 2, 3, 1), local[:, None], px, py)  # (m, A, C)
+        out[vi, :, ki] = v.transpose(0, 2, 1)
     return out
+
+
+def _bilinear(c: np.ndarray, li: np.ndarray, px: np.ndarray, py: np.ndarray) -> np.ndarray:
+    """Bilinear samples of crops ``c`` ``(v, size, size, C)``: crop ``li`` ``(m, 1)`` at crop pixel
+    coordinates ``px``, ``py`` ``(m, P)`` (clamped inside), as ``(m, P, C)``."""
+    size = c.shape[1]
+    x0, y0 = np.floor(px).astype(int), np.floor(py).astype(int)
+    fx, fy = (px - x0).astype(np.float32)[..., None], (py - y0).astype(np.float32)[..., None]
+    x0, y0 = np.clip(x0, 0, size - 2), np.clip(y0, 0, size - 2)
+    return (
+        c[li, y0, x0] * (1 - fx) * (1 - fy)
+        + c[li, y0, x0 + 1] * fx * (1 - fy)
+        + c[li, y0 + 1, x0] * (1 - fx) * fy
+        + c[li, y0 + 1, x0 + 1] * fx * fy
+    )
+
+
+def _turn_crops(crops: np.ndarray, turn: np.ndarray) -> np.ndarray:
+    """Crops ``(v, C, size, size)`` (keypoint at their centre) with their content turned counter-clockwise by
+    ``turn`` ``(v,)`` radians, resampled bilinearly onto the same pixel grid (what turning an image does)."""
+    v, chans, size, _ = crops.shape
+    c0 = (size - 1) / 2.0
+    yy, xx = np.mgrid[0:size, 0:size]
+    dx, dy = (xx - c0).ravel()[None, :], (yy - c0).ravel()[None, :]  # (1, P), y down
+    co, si = np.cos(turn)[:, None], np.sin(turn)[:, None]
+    # a point turned CCW as displayed (y down) by t came from the point turned back: x' = c·dx − s·dy,
+    # y' = s·dx + c·dy
+    px = c0 + co * dx - si * dy
+    py = c0 + si * dx + co * dy
+    out = _bilinear(crops.transpose(0, 2, 3, 1), np.arange(v)[:, None], px, py)  # (v, P, C)
+    return np.ascontiguousarray(out.transpose(0, 2, 1).reshape(v, chans, size, size))
 
 
 __all__ = ["PolarGrid", "extract_polar", "polar_margin", "render_view_polar"]

@@ -38,9 +38,11 @@ from ..baselines import (
     log_scale_selection,
     sift_patch_poses,
 )
+from ..conventions import REFERENCE_RADIUS
 from ..data.patches import Pyramid, extract_patches, to_gray
 from ..data.patchpose_dataset import PatchPoseData
 from ..data.polar import render_view_polar
+from ..errors import InputError
 from ..fileio import write_text_atomic
 from ..inference import decode_poses, predict_histograms, turn_average, turn_bins
 from .intervals import DEFAULT_REPLICATES, check_bootstrap, cluster_bootstrap, format_interval
@@ -63,9 +65,13 @@ INTERVAL_PROTOCOLS = ("official_AB", "joint")
 
 
 def render(data: dict, idx: np.ndarray, patch_size: int, windows, color: str = "gray") -> np.ndarray:
-    """Patches of samples ``idx`` re-rendered from the stored photos and frames (float in [0, 1])."""
-    chans = len(windows) * (1 if color == "gray" else 3)
-    out = np.empty((len(idx), chans, patch_size, patch_size), np.float32)
+    """Patches of samples ``idx`` re-rendered from the stored photos and frames (float in [0, 1]).
+
+    A window whose patch pixels would be finer than the view's own pixels (``2·16·w / patch_size < 1``) is
+    rendered at the view's pixel spacing and resized up to ``patch_size`` (bilinear), so that a view rendered
+    small shows no detail it does not have (:func:`view_window`)."""
+    chans = 1 if color == "gray" else 3
+    out = np.empty((len(idx), len(windows) * chans, patch_size, patch_size), np.float32)
     cache = data.setdefault("_pyramids", {})  # one pyramid per photo and colour, shared by every method
     for p in np.unique(data["photo"][idx]):
         sel = np.nonzero(data["photo"][idx] == p)[0]
@@ -74,35 +80,86 @@ def render(data: dict, idx: np.ndarray, patch_size: int, windows, color: str = "
             cache[(p, color)] = Pyramid(to_gray(img) if color == "gray" else img)
         pyr = cache[(p, color)]
         i = idx[sel]
-        out[sel] = extract_patches(
-            pyr, data["xy"][i], data["frame_sigma"][i], data["frame_theta"][i], patch_size, list(windows)
-        )
+        for j, w in enumerate(windows):
+            size = view_window(patch_size, w)
+            x = extract_patches(pyr, data["xy"][i], data["frame_sigma"][i], data["frame_theta"][i], size, [w])
+            if size != patch_size:
+                x = resize_patches(x, patch_size)
+            out[sel, j * chans : (j + 1) * chans] = x
     return out
 
 
-def render_polar(data: dict, idx: np.ndarray, grid) -> np.ndarray:
+def view_window(patch_size: int, window: float) -> int:
+    """The pixel size at which to render a window of ``window`` (covering ``±16·window`` view pixels) so that
+    its pixels are no finer than the view's: ``patch_size`` when they already are, else
+    ``⌈2·16·window⌉`` (at least 2)."""
+    if 2 * REFERENCE_RADIUS * float(window) >= patch_size:
+        return patch_size
+    return max(2, int(np.ceil(2 * REFERENCE_RADIUS * float(window))))
+
+
+def resize_patches(x: np.ndarray, size: int) -> np.ndarray:
+    """Patches ``(N, C, m, m)`` resized up to ``(N, C, size, size)`` bilinearly over the same extent (pixel
+    centres at half-integers, as every extractor here)."""
+    import torch
+    import torch.nn.functional as F
+
+    t = torch.from_numpy(np.ascontiguousarray(x, dtype=np.float32))
+    return F.interpolate(t, size=(size, size), mode="bilinear", align_corners=False).numpy()
+
+
+def render_polar(
+    data: dict, idx: np.ndarray, grid, read_scale=None, read_theta=None, turn=None
+) -> np.ndarray:
     """Log-polar inputs of samples ``idx``: each view rendered as a transformed image crop first, then
-    sampled at its centre (:func:`patchpose.data.polar.render_view_polar`)."""
+    sampled at its centre (:func:`patchpose.data.polar.render_view_polar`), with the grid at pose
+    ``(read_scale, read_theta)`` (``(len(idx),)`` each, None for 0) on the view: a later read of the same
+    view, from the view's own pixels; ``turn`` (radians, None for 0): the view turned counter-clockwise by a
+    resampling warp first, as ``estimate`` turns an image."""
     out = np.empty((len(idx), 1, grid.rings, grid.angles), np.float32)
     cache = data.setdefault("_pyramids", {})
+    rs = None if read_scale is None else np.broadcast_to(np.asarray(read_scale, np.float64), (len(idx),))
+    rt = None if read_theta is None else np.broadcast_to(np.asarray(read_theta, np.float64), (len(idx),))
     for p in np.unique(data["photo"][idx]):
         sel = np.nonzero(data["photo"][idx] == p)[0]
         if (p, "gray") not in cache:
             cache[(p, "gray")] = Pyramid(to_gray(data["images"][p].astype(np.float32) / 255.0))
         i = idx[sel]
         out[sel] = render_view_polar(
-            cache[(p, "gray")], data["xy"][i], data["frame_sigma"][i], data["frame_theta"][i], grid
+            cache[(p, "gray")],
+            data["xy"][i],
+            data["frame_sigma"][i],
+            data["frame_theta"][i],
+            grid,
+            read_scale=None if rs is None else rs[sel],
+            read_theta=None if rt is None else rt[sel],
+            turn=turn,
         )
     return out
 
 
-def model_patches(data: dict, est) -> np.ndarray:
-    """The model's input for every sample: the stored patches when they fit, else re-rendered."""
+def model_patches(data: dict, est, read_scale=None, read_theta=None, turn=None) -> np.ndarray:
+    """The model's input for every sample: the stored patches when they fit, else re-rendered.
+
+    ``read_scale``, ``read_theta`` (``(N,)`` each, None for 0): a later read of every view with the grid at
+    that pose on the view (log2 scale, radians), from the view's own pixels as the estimator reads an image
+    (:func:`~patchpose.data.polar.render_view_polar`), never the photo re-rendered at that pose, which would
+    give a view rendered small the detail it lost. ``turn`` (radians, None for 0): every view turned by a
+    resampling warp first (:func:`render_polar`). Log-polar models only: a Cartesian model's later or turned
+    reads are an :class:`~patchpose.errors.InputError`."""
     cfg = est.cfg
+    moved = any(v is not None and np.any(np.asarray(v) != 0) for v in (read_scale, read_theta, turn))
     if cfg.is_polar:
         if cfg.color != "gray":
             raise ValueError("polar-cnn evaluation renders gray inputs only")
-        return render_polar(data, np.arange(len(data["series"])), cfg.polar_grid)
+        return render_polar(
+            data, np.arange(len(data["series"])), cfg.polar_grid, read_scale, read_theta, turn
+        )
+    if moved:
+        raise InputError(
+            "eval patchpose reads a rendered view again (passes > 1, turns > 1) for log-polar models only; "
+            "give --passes 1 --turns 1 for this Cartesian model"
+        )
     stored = [float(w) for w in data.get("windows", [])]
     if (
         "patches" in data
@@ -117,34 +174,32 @@ def model_patches(data: dict, est) -> np.ndarray:
 
 def model_passes(data: dict, est) -> tuple[dict, dict]:
     """The model's histograms for every sample, read ``est.passes`` times as
-    :meth:`~patchpose.estimator.PatchPoseEstimator.estimate` does: each pass after the first re-renders the
-    views in a frame moved by the scale found, in whole bins. Returns the last pass's histograms, with
+    :meth:`~patchpose.estimator.PatchPoseEstimator.estimate` does: each pass after the first reads the same
+    rendered view again with the grid moved to the scale found, in whole bins (:func:`model_patches`: from
+    the view's own pixels, as the estimator reads an image). Returns the last pass's histograms, with
     ``scale_hist`` moved back to the view's own frame (for the official metric's argmax bins), and the
     refined poses ``{"scale", "orientation"}`` ``(N, 1)`` in the view's frame.
 
-    With ``est.turns`` > 1 every view is also rendered, on the last pass, with its content turned by each of
-    :func:`~patchpose.inference.turn_bins` (its frame turned the other way), as ``estimate`` turns the image,
-    and its orientation histograms turned back and averaged (scale stays the upright read's)."""
+    With ``est.turns`` > 1 every view is also read, on the last pass, turned by each of
+    :func:`~patchpose.inference.turn_bins` (resampled as ``estimate`` turns the image), and its orientation
+    histograms turned back and averaged (scale stays the upright read's)."""
     from ..estimator import next_shift, pass_heads, shift_bins
 
     bpo = est.cfg.scale_bins_per_octave
     bins = turn_bins(est.turns, est.cfg.num_ori_bins)
     shift = np.zeros(len(data["series"]), np.int64)
     for p in range(est.passes):
-        d = data
-        if p:
-            d = {k: v for k, v in data.items() if k != "patches"}  # the stored patches are at shift 0
-            d["frame_sigma"] = data["frame_sigma"] + shift / bpo
+        read = shift / bpo if p else None  # each later read: the same view, the grid at the scale found
         last = p + 1 == est.passes
         heads = pass_heads(est.cfg, last=last)
-        x = model_patches(d, est)
+        x = model_patches(data, est, read_scale=read)
         h = predict_histograms(est.model, x, est.batch_size, rotations=est.rotations, heads=heads)
         if last and len(bins) > 1:
 
-            def turned(b: int, d: dict = d) -> np.ndarray:  # each view's frame turned the other way
-                dt = {k: v for k, v in d.items() if k != "patches"}  # the stored patches are upright
-                dt["frame_theta"] = d["frame_theta"] - 2 * np.pi * b / est.cfg.num_ori_bins
-                return model_patches(dt, est)
+            def turned(
+                b: int, read=read
+            ) -> np.ndarray:  # each view turned by a resampling warp, read upright
+                return model_patches(data, est, read_scale=read, turn=2 * np.pi * b / est.cfg.num_ori_bins)
 
             h = turn_average(est.model, h, turned, bins, est.batch_size, est.rotations)
         if p + 1 < est.passes:
