@@ -88,8 +88,16 @@ class PairConfig:
     # random other keypoint of the batch, most often of another photo) instead of a constant: a second
     # image's far content is usually other content, not a flat region
     context_swap: float = 0.0
+    # log-polar views drawn for re-rendering (``resample``), training pairs only: the view rendered at a pixel
+    # size 2^δ times its frame's, δ ~ U[-reread, reread] octaves, and its grid laid back at the frame (read
+    # scale −δ; data.polar.render_view_polar): what a later read in another frame sees (the second of two
+    # reads moves to the scale found; a view rendered small then reads finer than its pixels). Labels
+    # unchanged: the grid is where it would be
+    reread: float = 0.0
 
     def __post_init__(self) -> None:
+        if not 0.0 <= self.reread <= 4.0:
+            raise InputError(f"data.reread is in [0, 4] octaves, got {self.reread!r}")
         if not 0.0 <= self.context <= 1.0:
             raise InputError(f"data.context is a probability in [0, 1], got {self.context!r}")
         if not 0.0 <= self.context_swap <= 1.0:
@@ -288,8 +296,15 @@ def sample_pairs(
             if m.any():
                 full = np.empty((len(sel), *v.shape[1:]), np.float32)
                 full[d] = v
+                dl = rng.uniform(-cfg.reread, cfg.reread, int(m.sum())) if augment and cfg.reread > 0 else 0.0
                 full[m] = render_view_polar(
-                    pyr, xy_v[vi][sel][m], s_[m], t_[m], polar, shape=None if sh is None else sh[m]
+                    pyr,
+                    xy_v[vi][sel][m],
+                    s_[m] + dl,
+                    t_[m],
+                    polar,
+                    shape=None if sh is None else sh[m],
+                    read_scale=None if np.isscalar(dl) else -dl,
                 )
                 v = full
             views.append(v)
