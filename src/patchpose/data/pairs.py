@@ -296,7 +296,10 @@ def sample_pairs(
             if m.any():
                 full = np.empty((len(sel), *v.shape[1:]), np.float32)
                 full[d] = v
-                dl = rng.uniform(-cfg.reread, cfg.reread, int(m.sum())) if augment and cfg.reread > 0 else 0.0
+                k = int(
+                    m.sum()
+                )  # reread: rendered 2^dl coarser, read back at the frame (0: the frame itself)
+                dl = rng.uniform(-cfg.reread, cfg.reread, k) if augment and cfg.reread > 0 else np.zeros(k)
                 full[m] = render_view_polar(
                     pyr,
                     xy_v[vi][sel][m],
@@ -304,7 +307,7 @@ def sample_pairs(
                     t_[m],
                     polar,
                     shape=None if sh is None else sh[m],
-                    read_scale=None if np.isscalar(dl) else -dl,
+                    read_scale=-dl,
                 )
                 v = full
             views.append(v)

@@ -108,18 +108,15 @@ def resize_patches(x: np.ndarray, size: int) -> np.ndarray:
     return F.interpolate(t, size=(size, size), mode="bilinear", align_corners=False).numpy()
 
 
-def render_polar(
-    data: dict, idx: np.ndarray, grid, read_scale=None, read_theta=None, turn=None
-) -> np.ndarray:
+def render_polar(data: dict, idx: np.ndarray, grid, read_scale=None, turn=None) -> np.ndarray:
     """Log-polar inputs of samples ``idx``: each view rendered as a transformed image crop first, then
-    sampled at its centre (:func:`patchpose.data.polar.render_view_polar`), with the grid at pose
-    ``(read_scale, read_theta)`` (``(len(idx),)`` each, None for 0) on the view: a later read of the same
-    view, from the view's own pixels; ``turn`` (radians, None for 0): the view turned counter-clockwise by a
+    sampled at its centre (:func:`patchpose.data.polar.render_view_polar`), with the grid ``read_scale``
+    (``(len(idx),)`` or a scalar, None for 0) octaves from the view's frame: a later read of the same view,
+    from the view's own pixels; ``turn`` (radians, None for 0): the view turned counter-clockwise by a
     resampling warp first, as ``estimate`` turns an image."""
     out = np.empty((len(idx), 1, grid.rings, grid.angles), np.float32)
     cache = data.setdefault("_pyramids", {})
-    rs = None if read_scale is None else np.broadcast_to(np.asarray(read_scale, np.float64), (len(idx),))
-    rt = None if read_theta is None else np.broadcast_to(np.asarray(read_theta, np.float64), (len(idx),))
+    rs = np.broadcast_to(np.asarray(0.0 if read_scale is None else read_scale, np.float64), (len(idx),))
     for p in np.unique(data["photo"][idx]):
         sel = np.nonzero(data["photo"][idx] == p)[0]
         if (p, "gray") not in cache:
@@ -131,31 +128,27 @@ def render_polar(
             data["frame_sigma"][i],
             data["frame_theta"][i],
             grid,
-            read_scale=None if rs is None else rs[sel],
-            read_theta=None if rt is None else rt[sel],
+            read_scale=rs[sel],
             turn=turn,
         )
     return out
 
 
-def model_patches(data: dict, est, read_scale=None, read_theta=None, turn=None) -> np.ndarray:
+def model_patches(data: dict, est, read_scale=None, turn=None) -> np.ndarray:
     """The model's input for every sample: the stored patches when they fit, else re-rendered.
 
-    ``read_scale``, ``read_theta`` (``(N,)`` each, None for 0): a later read of every view with the grid at
-    that pose on the view (log2 scale, radians), from the view's own pixels as the estimator reads an image
+    ``read_scale`` (``(N,)``, None for 0): a later read of every view with the grid that many octaves from the
+    view's frame, from the view's own pixels as the estimator reads an image
     (:func:`~patchpose.data.polar.render_view_polar`), never the photo re-rendered at that pose, which would
     give a view rendered small the detail it lost. ``turn`` (radians, None for 0): every view turned by a
     resampling warp first (:func:`render_polar`). Log-polar models only: a Cartesian model's later or turned
     reads are an :class:`~patchpose.errors.InputError`."""
     cfg = est.cfg
-    moved = any(v is not None and np.any(np.asarray(v) != 0) for v in (read_scale, read_theta, turn))
     if cfg.is_polar:
         if cfg.color != "gray":
             raise ValueError("polar-cnn evaluation renders gray inputs only")
-        return render_polar(
-            data, np.arange(len(data["series"])), cfg.polar_grid, read_scale, read_theta, turn
-        )
-    if moved:
+        return render_polar(data, np.arange(len(data["series"])), cfg.polar_grid, read_scale, turn)
+    if any(v is not None and np.any(np.asarray(v) != 0) for v in (read_scale, turn)):
         raise InputError(
             "eval patchpose reads a rendered view again (passes > 1, turns > 1) for log-polar models only; "
             "give --passes 1 --turns 1 for this Cartesian model"
@@ -196,9 +189,7 @@ def model_passes(data: dict, est) -> tuple[dict, dict]:
         h = predict_histograms(est.model, x, est.batch_size, rotations=est.rotations, heads=heads)
         if last and len(bins) > 1:
 
-            def turned(
-                b: int, read=read
-            ) -> np.ndarray:  # each view turned by a resampling warp, read upright
+            def turned(b: int, read=read) -> np.ndarray:  # each view turned by a warp, read upright
                 return model_patches(data, est, read_scale=read, turn=2 * np.pi * b / est.cfg.num_ori_bins)
 
             h = turn_average(est.model, h, turned, bins, est.batch_size, est.rotations)
