@@ -356,3 +356,32 @@ def test_predict_histograms_runs_the_heads_asked_for():
     s = predict_histograms(m, x, batch_size=3, heads=("scale",))
     assert set(s) == {"scale_hist"} and set(full) == {"scale_hist", "orientation_hist"}
     np.testing.assert_array_equal(s["scale_hist"], full["scale_hist"])
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        {},
+        {"polar_channels": [4], "polar_ori_vector": True, "polar_ori_window": 2},
+        {"polar_grad_hist": True, "polar_ori_vector": True},
+        {"polar_ori_rings_below_scale": 3, "polar_scale_dilations": [1, 2, 4]},
+    ],
+)
+def test_polar_model_runs_on_another_device(extra):
+    """Every tensor a polar network makes on the fly lands on its input's device (a CUDA run failed on a
+    cosine table made on the CPU). Checked without a GPU: fake CUDA tensors carry devices and no data, and
+    mixing devices in one operation raises as it would on a real one."""
+    fake = pytest.importorskip("torch._subclasses.fake_tensor")
+    cfg = ModelConfig(
+        arch="polar-cnn",
+        num_scale_bins=25,
+        scale_range=[-4.0, 4.0],
+        polar_rings=31,
+        polar_harmonics=4,
+        **extra,
+    )
+    model = create_model(cfg).eval()
+    with fake.FakeTensorMode(allow_non_fake_inputs=True):
+        model = model.to("cuda")
+        out = model(torch.empty(3, *cfg.input_shape, device="cuda"))
+    assert out and all(v.device.type == "cuda" for v in out.values())

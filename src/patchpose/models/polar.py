@@ -56,8 +56,8 @@ def angular_harmonics(f: torch.Tensor, k: int) -> torch.Tensor:
     exports to ONNX, and for the 4 harmonics of the log-polar networks about 3× faster than an FFT on CPU)."""
     a = f.shape[-1]
     ang = (
-        torch.arange(a, dtype=torch.float64)[:, None]
-        * torch.arange(1, k + 1, dtype=torch.float64)[None]
+        torch.arange(a, dtype=torch.float64, device=f.device)[:, None]
+        * torch.arange(1, k + 1, dtype=torch.float64, device=f.device)[None]
         * (2 * torch.pi / a)
     )
     table = torch.cat([torch.cos(ang), torch.sin(ang)], 1).to(f.dtype)  # (A, 2k): cosines, then sines
