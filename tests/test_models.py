@@ -393,14 +393,7 @@ def test_polar_model_runs_on_another_device(extra):
     """Every tensor a polar network makes on the fly lands on its input's device (a CUDA run failed on a
     cosine table made on the CPU): the network and its input on the meta device, and no operation may mix
     devices."""
-    cfg = ModelConfig(
-        arch="polar-cnn",
-        num_scale_bins=25,
-        scale_range=[-4.0, 4.0],
-        polar_rings=31,
-        polar_harmonics=4,
-        **extra,
-    )
+    cfg = ModelConfig(**{**SMALL_POLAR, **extra})
     model = create_model(cfg).eval().to("meta")
     with _OneDevicePerOp():
         out = model(torch.empty(3, *cfg.input_shape, device="meta"))
