@@ -219,21 +219,31 @@ def test_wide_orientation_head_stays_equivariant():
         create_model("polar-cnn", polar_ori_dilations=[18])
 
 
+class OnePhoto:
+    """A photo pool of one photo (``pyr``) and two keypoints, for :func:`sample_pairs`."""
+
+    color = "gray"
+
+    def __init__(self, pyr):
+        self.pyramids, self.keypoints = [pyr], [np.array([[200.0, 200.0], [190.0, 215.0]])]
+
+    def __len__(self):
+        return 1
+
+
 def test_resampled_training_views(pyr):
     """data.resample renders that share of the views as warped crops: close to, not equal to, the direct
     samples; 0 leaves every view direct."""
     from patchpose.data.pairs import PairConfig, sample_pairs
 
-    class Pool:
-        pyramids, keypoints, color = [pyr], [np.array([[200.0, 200.0], [190.0, 215.0]])], "gray"
-
-        def __len__(self):
-            return 1
-
     kw = dict(mode="rotation", augment=False, polar=NET_GRID)
-    direct = sample_pairs(np.random.default_rng(3), Pool(), 8, PairConfig(), 32, [1.0], **kw)
-    again = sample_pairs(np.random.default_rng(3), Pool(), 8, PairConfig(resample=0.0), 32, [1.0], **kw)
-    warped = sample_pairs(np.random.default_rng(3), Pool(), 8, PairConfig(resample=1.0), 32, [1.0], **kw)
+    direct = sample_pairs(np.random.default_rng(3), OnePhoto(pyr), 8, PairConfig(), 32, [1.0], **kw)
+    again = sample_pairs(
+        np.random.default_rng(3), OnePhoto(pyr), 8, PairConfig(resample=0.0), 32, [1.0], **kw
+    )
+    warped = sample_pairs(
+        np.random.default_rng(3), OnePhoto(pyr), 8, PairConfig(resample=1.0), 32, [1.0], **kw
+    )
     np.testing.assert_array_equal(direct["patch_b"], again["patch_b"])
     np.testing.assert_array_equal(direct["d_ori"], warped["d_ori"])
     assert not np.allclose(direct["patch_b"], warped["patch_b"], atol=1e-3)
@@ -245,27 +255,21 @@ def test_reread_training_views_are_rendered_at_another_resolution_and_read_at_th
     frame's and read back at the frame, exactly ``render_view_polar(s + δ, read_scale=−δ)`` with δ the draw
     that follows the pair's; the grid and the labels are unchanged, the blur is not. Outside [0, 4] octaves
     it is refused; without augmentation (val pairs) it does nothing."""
-    from patchpose.data.pairs import PairConfig, sample_pairs
+    from patchpose.data.pairs import PairConfig, sample_deltas, sample_pairs
     from patchpose.errors import InputError
-
-    class Pool:
-        pyramids, keypoints, color = [pyr], [np.array([[200.0, 200.0], [190.0, 215.0]])], "gray"
-
-        def __len__(self):
-            return 1
 
     quiet = dict(gamma=0.0, noise=0.0, resample=1.0)
     kw = dict(mode="scale", polar=NET_GRID)
-    plain = sample_pairs(np.random.default_rng(5), Pool(), 6, PairConfig(**quiet), 32, [1.0], **kw)
-    rr = sample_pairs(np.random.default_rng(5), Pool(), 6, PairConfig(reread=1.5, **quiet), 32, [1.0], **kw)
+    plain = sample_pairs(np.random.default_rng(5), OnePhoto(pyr), 6, PairConfig(**quiet), 32, [1.0], **kw)
+    rr = sample_pairs(
+        np.random.default_rng(5), OnePhoto(pyr), 6, PairConfig(reread=1.5, **quiet), 32, [1.0], **kw
+    )
     np.testing.assert_array_equal(plain["d_scale"], rr["d_scale"])
     np.testing.assert_array_equal(plain["sigma_a"], rr["sigma_a"])
     assert not np.allclose(plain["patch_a"], rr["patch_a"], atol=1e-3)
     assert np.corrcoef(plain["patch_a"].ravel(), rr["patch_a"].ravel())[0, 1] > 0.9
     # view a, rebuilt: the same draws in the same order as sample_pairs makes them
     rng = np.random.default_rng(5)
-    from patchpose.data.pairs import sample_deltas
-
     ds, do, sa, ta = sample_deltas(rng, 6, PairConfig(reread=1.5, **quiet), "scale")
     rng.integers(0, 1, 6)
     for _ in range(6):
@@ -275,10 +279,17 @@ def test_reread_training_views_are_rendered_at_another_resolution_and_read_at_th
     want = render_view_polar(pyr, rr["xy_a"], sa + dl, ta, NET_GRID, read_scale=-dl)
     np.testing.assert_allclose(rr["patch_a"], want, atol=1e-6)
     val = sample_pairs(
-        np.random.default_rng(5), Pool(), 6, PairConfig(reread=1.5, **quiet), 32, [1.0], augment=False, **kw
+        np.random.default_rng(5),
+        OnePhoto(pyr),
+        6,
+        PairConfig(reread=1.5, **quiet),
+        32,
+        [1.0],
+        augment=False,
+        **kw,
     )
     val0 = sample_pairs(
-        np.random.default_rng(5), Pool(), 6, PairConfig(**quiet), 32, [1.0], augment=False, **kw
+        np.random.default_rng(5), OnePhoto(pyr), 6, PairConfig(**quiet), 32, [1.0], augment=False, **kw
     )
     np.testing.assert_array_equal(val["patch_a"], val0["patch_a"])
     with pytest.raises(InputError, match="reread"):

@@ -296,9 +296,8 @@ def sample_pairs(
             if m.any():
                 full = np.empty((len(sel), *v.shape[1:]), np.float32)
                 full[d] = v
-                k = int(
-                    m.sum()
-                )  # reread: rendered 2^dl coarser, read back at the frame (0: the frame itself)
+                # reread: rendered 2^dl coarser, read back at the frame (0: the frame itself)
+                k = int(m.sum())
                 dl = rng.uniform(-cfg.reread, cfg.reread, k) if augment and cfg.reread > 0 else np.zeros(k)
                 full[m] = render_view_polar(
                     pyr,
