@@ -231,19 +231,23 @@ class OnePhoto:
         return 1
 
 
+def one_photo_pairs(pyr, seed: int, n: int, cfg, **kw):
+    """:func:`sample_pairs` of ``n`` pairs on :class:`OnePhoto` with a fresh generator of ``seed``, 32 px
+    views at one window."""
+    from patchpose.data.pairs import sample_pairs
+
+    return sample_pairs(np.random.default_rng(seed), OnePhoto(pyr), n, cfg, 32, [1.0], **kw)
+
+
 def test_resampled_training_views(pyr):
     """data.resample renders that share of the views as warped crops: close to, not equal to, the direct
     samples; 0 leaves every view direct."""
-    from patchpose.data.pairs import PairConfig, sample_pairs
+    from patchpose.data.pairs import PairConfig
 
     kw = dict(mode="rotation", augment=False, polar=NET_GRID)
-    direct = sample_pairs(np.random.default_rng(3), OnePhoto(pyr), 8, PairConfig(), 32, [1.0], **kw)
-    again = sample_pairs(
-        np.random.default_rng(3), OnePhoto(pyr), 8, PairConfig(resample=0.0), 32, [1.0], **kw
-    )
-    warped = sample_pairs(
-        np.random.default_rng(3), OnePhoto(pyr), 8, PairConfig(resample=1.0), 32, [1.0], **kw
-    )
+    direct = one_photo_pairs(pyr, 3, 8, PairConfig(), **kw)
+    again = one_photo_pairs(pyr, 3, 8, PairConfig(resample=0.0), **kw)
+    warped = one_photo_pairs(pyr, 3, 8, PairConfig(resample=1.0), **kw)
     np.testing.assert_array_equal(direct["patch_b"], again["patch_b"])
     np.testing.assert_array_equal(direct["d_ori"], warped["d_ori"])
     assert not np.allclose(direct["patch_b"], warped["patch_b"], atol=1e-3)
@@ -255,15 +259,13 @@ def test_reread_training_views_are_rendered_at_another_resolution_and_read_at_th
     frame's and read back at the frame, exactly ``render_view_polar(s + δ, read_scale=−δ)`` with δ the draw
     that follows the pair's; the grid and the labels are unchanged, the blur is not. Outside [0, 4] octaves
     it is refused; without augmentation (val pairs) it does nothing."""
-    from patchpose.data.pairs import PairConfig, sample_deltas, sample_pairs
+    from patchpose.data.pairs import PairConfig, sample_deltas
     from patchpose.errors import InputError
 
     quiet = dict(gamma=0.0, noise=0.0, resample=1.0)
     kw = dict(mode="scale", polar=NET_GRID)
-    plain = sample_pairs(np.random.default_rng(5), OnePhoto(pyr), 6, PairConfig(**quiet), 32, [1.0], **kw)
-    rr = sample_pairs(
-        np.random.default_rng(5), OnePhoto(pyr), 6, PairConfig(reread=1.5, **quiet), 32, [1.0], **kw
-    )
+    plain = one_photo_pairs(pyr, 5, 6, PairConfig(**quiet), **kw)
+    rr = one_photo_pairs(pyr, 5, 6, PairConfig(reread=1.5, **quiet), **kw)
     np.testing.assert_array_equal(plain["d_scale"], rr["d_scale"])
     np.testing.assert_array_equal(plain["sigma_a"], rr["sigma_a"])
     assert not np.allclose(plain["patch_a"], rr["patch_a"], atol=1e-3)
@@ -278,19 +280,8 @@ def test_reread_training_views_are_rendered_at_another_resolution_and_read_at_th
     dl = rng.uniform(-1.5, 1.5, 6)
     want = render_view_polar(pyr, rr["xy_a"], sa + dl, ta, NET_GRID, read_scale=-dl)
     np.testing.assert_allclose(rr["patch_a"], want, atol=1e-6)
-    val = sample_pairs(
-        np.random.default_rng(5),
-        OnePhoto(pyr),
-        6,
-        PairConfig(reread=1.5, **quiet),
-        32,
-        [1.0],
-        augment=False,
-        **kw,
-    )
-    val0 = sample_pairs(
-        np.random.default_rng(5), OnePhoto(pyr), 6, PairConfig(**quiet), 32, [1.0], augment=False, **kw
-    )
+    val = one_photo_pairs(pyr, 5, 6, PairConfig(reread=1.5, **quiet), augment=False, **kw)
+    val0 = one_photo_pairs(pyr, 5, 6, PairConfig(**quiet), augment=False, **kw)
     np.testing.assert_array_equal(val["patch_a"], val0["patch_a"])
     with pytest.raises(InputError, match="reread"):
         PairConfig(reread=5.0)
