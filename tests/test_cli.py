@@ -237,6 +237,31 @@ def test_descriptor_region_option_is_checked_and_exits_2(tmp_path):
     assert main([*args, "--descriptor-region", "2"]) == 0
 
 
+def test_orientation_offset_option_is_checked_and_exits_2(tmp_path):
+    """``--orientation-offset`` on the commands that read the model: a value that is not a number of octaves
+    within ±4 is a clear error (exit 2); a good one runs; ``export`` stores it in the weights file."""
+    img = str(demo_photo())
+    for bad in ("9", "nan"):
+        r = run_cli("match", img, img, "--orientation-offset", bad, "--out", str(tmp_path))
+        assert r.returncode == 2 and "orientation_offset" in r.stderr and "Traceback" not in r.stderr
+    r = run_cli(
+        "eval", "rotation", "--out", str(tmp_path / "r"), "--orientation-offset", "-5", "--step", "90"
+    )
+    assert r.returncode == 2 and "orientation_offset" in r.stderr and "Traceback" not in r.stderr
+    args = ["match", img, img, "--max-keypoints", "50", "--out", str(tmp_path / "ok")]
+    assert main([*args, "--orientation-offset", "-1"]) == 0
+    out = tmp_path / "m.onnx"
+    assert (
+        main(
+            ["export", "onnx", "--weights", "patchpose-v9", "--out", str(out), "--orientation-offset", "-0.5"]
+        )
+        == 0
+    )
+    from patchpose.estimator import PatchPoseEstimator
+
+    assert PatchPoseEstimator.load(out, backend="onnx").orientation_offset == -0.5
+
+
 def test_train_recipe_errors_exit_2(tmp_path):
     r = run_cli("train", "--recipe", "patchpose-v2", "--config", "polar", "--out", str(tmp_path / "a"))
     assert r.returncode == 2 and "not both" in r.stderr and "Traceback" not in r.stderr

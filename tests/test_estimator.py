@@ -224,6 +224,35 @@ def test_passes_read_again_in_the_frame_of_the_scale_found(photo, kps):
     )
 
 
+def test_orientation_offset_moves_only_the_last_orientation_read(photo, kps):
+    """With ``orientation_offset`` o and 2 passes, the scale is the plain 2-pass scale and the orientation is a
+    single read at the second pass's frame (pass 1's scale in whole bins) moved by o; one read ignores o."""
+    plain = PatchPoseEstimator.from_pretrained(orientation_offset=0)
+    est = PatchPoseEstimator.from_pretrained(orientation_offset=-1)
+    assert est.passes == 2 and est.orientation_offset == -1.0 and "orientation_offset=-1" in repr(est)
+    k = np.round(plain.estimate(photo, kps, passes=1)["scale"] * 3) / 3
+    moved = est.estimate(photo, kps, top_k=2)
+    ref = plain.estimate(photo, kps, top_k=2)
+    at = plain.estimate(photo, kps, top_k=2, frame_scale=k - 1.0, passes=1)
+    np.testing.assert_allclose(moved["scale"], ref["scale"], atol=1e-6)
+    np.testing.assert_allclose(moved["scale_hist"], ref["scale_hist"], atol=1e-7)
+    np.testing.assert_allclose(moved["orientation"], at["orientation"], atol=1e-6)
+    np.testing.assert_allclose(moved["orientation_hist"], at["orientation_hist"], atol=1e-7)
+    assert np.mean(np.abs(angle_diff(moved["orientation"][:, 0], ref["orientation"][:, 0])) > 0.1) > 0.05
+    one = est.estimate(photo, kps, passes=1)
+    np.testing.assert_allclose(one["orientation"], plain.estimate(photo, kps, passes=1)["orientation"])
+    # turn averaging reads its turned copies in the moved frame too
+    turned = est.estimate(photo, kps[:30], turns=3)["orientation_hist"]
+    want = plain.estimate(photo, kps[:30], turns=3, frame_scale=k[:30] - 1.0, passes=1)["orientation_hist"]
+    np.testing.assert_allclose(turned, want, atol=1e-6)
+
+
+@pytest.mark.parametrize("bad", [5, -4.5, float("nan"), float("inf"), "1", True])
+def test_orientation_offset_must_be_a_finite_number_of_octaves(bad):
+    with pytest.raises(InputError, match="orientation_offset"):
+        PatchPoseEstimator.from_pretrained(orientation_offset=bad)
+
+
 def test_shift_bins_moves_rows_and_drops_what_leaves():
     from patchpose.estimator import shift_bins
 

@@ -203,7 +203,7 @@ def test_eval_patchpose_reads_twice_like_the_estimator(dataset, tmp_path):
 
     data = PatchPoseData(dataset, "test").load()
     h1, p1 = model_passes(data, PatchPoseEstimator.from_pretrained(passes=1))
-    h2, p2 = model_passes(data, PatchPoseEstimator.from_pretrained(passes=2))
+    h2, p2 = model_passes(data, PatchPoseEstimator.from_pretrained(passes=2, orientation_offset=0))
     k = np.round(p1["scale"][:, 0] * 3).astype(int)
     est = PatchPoseEstimator.from_pretrained()
     x = render_polar(data, np.arange(len(k)), est.cfg.polar_grid, read_scale=k / 3)
@@ -213,6 +213,15 @@ def test_eval_patchpose_reads_twice_like_the_estimator(dataset, tmp_path):
     s = decode_poses(h, scale_range=est.cfg.scale_range)["scale"][:, 0] + k / 3
     np.testing.assert_allclose(p2["scale"][:, 0], s, atol=1e-5)
     assert np.any(k != 0)
+    # an orientation offset: the orientation read at that frame moved by it, as the estimator does
+    h3, p3 = model_passes(data, PatchPoseEstimator.from_pretrained(passes=2, orientation_offset=-1))
+    xo = render_polar(data, np.arange(len(k)), est.cfg.polar_grid, read_scale=k / 3 - 1)
+    np.testing.assert_allclose(
+        h3["orientation_hist"], predict_histograms(est.model, xo, 256)["orientation_hist"], atol=1e-6
+    )
+    np.testing.assert_allclose(h3["scale_hist"], h2["scale_hist"], atol=1e-6)
+    np.testing.assert_allclose(p3["scale"], p2["scale"], atol=1e-6)
+    assert not np.allclose(h3["orientation_hist"], h2["orientation_hist"], atol=1e-3)
     evaluate(dataset, tmp_path / "out", split="test", progress=False, passes=2)
     assert json.loads((tmp_path / "out" / "results.json").read_text())["passes"] == 2
 

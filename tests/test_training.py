@@ -228,6 +228,7 @@ def test_recipe_runs_its_stages_in_order_resumes_and_exports(photos, tmp_path):
         "name: tiny\n"
         "passes: 2\n"
         "descriptor_region: 2.5\n"
+        "orientation_offset: -0.5\n"
         "stages:\n"
         "  - config: polar\n"
         "    overrides: [optim.steps=3, optim.warmup_steps=1, optim.batch_size=16, run.val_every=3]\n"
@@ -245,6 +246,7 @@ def test_recipe_runs_its_stages_in_order_resumes_and_exports(photos, tmp_path):
     assert est.meta["name"] == "tiny" and est.cfg.is_polar
     assert est.passes == 2  # the recipe's reads per keypoint travel in the weights file
     assert est.descriptor_region == 2.5  # and so does its descriptor window
+    assert est.orientation_offset == -0.5  # and where its orientation is read
     mtime = (out / "stage2" / "checkpoint.pt").stat().st_mtime_ns
     again = train_recipe(str(rec), out, common, resume=True, progress=False)  # nothing left to do
     assert again["finished"] and (out / "stage2" / "checkpoint.pt").stat().st_mtime_ns == mtime
@@ -282,6 +284,8 @@ def test_every_shipped_recipe_resolves(tmp_path):
         ("passes: two\nstages:\n  - config: polar\n", "passes"),
         ("descriptor_region: 0\nstages:\n  - config: polar\n", "descriptor_region"),
         ("descriptor_region: wide\nstages:\n  - config: polar\n", "descriptor_region"),
+        ("orientation_offset: 5\nstages:\n  - config: polar\n", "orientation_offset"),
+        ("orientation_offset: near\nstages:\n  - config: polar\n", "orientation_offset"),
     ],
 )
 def test_bad_recipes_are_clear_errors(tmp_path, text, match):

@@ -487,3 +487,43 @@ def test_a_weights_file_may_carry_its_descriptor_window(tmp_path):
         save_file(load_file(str(wide)), str(path), metadata={**meta, "descriptor_region": bad})
         with pytest.raises(WeightsError, match="'descriptor_region' must be a number in"):
             PatchPoseEstimator.load(path)
+
+
+def test_a_weights_file_may_carry_its_orientation_offset(tmp_path):
+    """save_weights(orientation_offset=) stores where a model's orientation is meant to be read; the estimator
+    takes it as its default, an explicit value wins, a file without one reads in the frame found (0), and a
+    bad value is a clear InputError (argument) or WeightsError (file, and the ONNX metadata check)."""
+    from safetensors.torch import load_file, safe_open, save_file
+
+    from patchpose import PatchPoseEstimator
+    from patchpose.errors import InputError, WeightsError
+    from patchpose.weights import (
+        check_recommendations,
+        load_bundled,
+        recommended_orientation_offset,
+        save_weights,
+    )
+
+    model, _ = load_bundled("patchpose-v9")
+    moved = save_weights(model, tmp_path / "moved.safetensors", passes=2, orientation_offset=-1.0)
+    assert PatchPoseEstimator.load(moved).orientation_offset == -1.0
+    assert PatchPoseEstimator.load(moved, orientation_offset=0).orientation_offset == 0.0
+    assert PatchPoseEstimator.load(save_weights(model, tmp_path / "p.safetensors")).orientation_offset == 0.0
+    assert recommended_orientation_offset({}) is None
+    assert recommended_orientation_offset({"orientation_offset": "-0.5"}) == -0.5
+    for bad in (4.5, float("nan"), float("inf"), "-1", True):
+        with pytest.raises(InputError, match="orientation_offset must be a number of octaves"):
+            save_weights(model, tmp_path / "bad.safetensors", orientation_offset=bad)
+    assert not (tmp_path / "bad.safetensors").exists()
+    with safe_open(str(moved), "pt") as f:
+        meta = dict(f.metadata())
+    for bad in ("far", "nan", "-9"):
+        save_file(
+            load_file(str(moved)),
+            str(tmp_path / "t.safetensors"),
+            metadata={**meta, "orientation_offset": bad},
+        )
+        with pytest.raises(WeightsError, match="orientation_offset"):
+            PatchPoseEstimator.load(tmp_path / "t.safetensors")
+        with pytest.raises(WeightsError, match="orientation_offset"):
+            check_recommendations({"orientation_offset": bad}, "the ONNX export")

@@ -125,6 +125,7 @@ def run_estimate(
     rotations=1,
     passes=None,
     turns=1,
+    orientation_offset=None,
 ) -> dict:
     from .data.keypoints import detect_sift
     from .data.patches import check_image, load_image
@@ -135,7 +136,9 @@ def run_estimate(
         raise InputError(f"--top-k must be a positive integer, got {top_k}")
     image = load_image(image_path)
     check_image(image)  # size and content checks before detection
-    est = PatchPoseEstimator.load(weights, rotations=rotations, passes=passes, turns=turns)
+    est = PatchPoseEstimator.load(
+        weights, rotations=rotations, passes=passes, turns=turns, orientation_offset=orientation_offset
+    )
     if keypoints_path:
         xy = read_keypoints(keypoints_path)
     else:
@@ -180,6 +183,7 @@ def estimate_command(a) -> int:
         a.rotations,
         a.passes,
         a.turns,
+        getattr(a, "orientation_offset", None),
     )
     return 0
 
@@ -288,7 +292,11 @@ def match_command(a) -> int:
         check_descriptor_region(a.descriptor_region, "--descriptor-region")
     est = (
         PatchPoseEstimator.load(
-            a.weights, passes=a.passes, turns=a.turns, descriptor_region=a.descriptor_region
+            a.weights,
+            passes=a.passes,
+            turns=a.turns,
+            descriptor_region=a.descriptor_region,
+            orientation_offset=a.orientation_offset,
         )
         if row not in ("lower", "sift")
         else None

@@ -27,10 +27,12 @@ from .weights import (
     DEFAULT_MODEL,
     MAX_PASSES,
     check_descriptor_region,
+    check_orientation_offset,
     load_bundled,
     load_model,
     load_weights,
     recommended_descriptor_region,
+    recommended_orientation_offset,
     recommended_passes,
 )
 
@@ -87,6 +89,10 @@ def next_shift(shift: np.ndarray, scale: np.ndarray, bins_per_octave: int, frame
     new = shift + np.round(scale * bins_per_octave).astype(np.int64)
     lim = np.floor((12.0 - np.abs(frame0)) * bins_per_octave)
     return np.clip(new, -lim, lim).astype(np.int64)
+
+
+#: the heads of a read of the orientation alone (in the frame ``orientation_offset`` moves it to)
+ORI_HEADS = ("orientation",)
 
 
 def pass_heads(cfg, last: bool):
@@ -170,6 +176,14 @@ class PatchPoseEstimator:
             ``patchpose match`` and :func:`~patchpose.integrations.opencv.sift_size_factor` use. Default:
             what the weights file was calibrated with (its ``descriptor_region`` metadata,
             :func:`~patchpose.weights.recommended_descriptor_region`), else 1. It changes no pose.
+        orientation_offset: octaves between the frame of the scale found and the frame the orientation is
+            read in, on the last pass when there are 2 or more (a single read has no scale found yet, so it
+            reads both in the caller's frame). Negative: a smaller frame, so the orientation rests on content
+            nearer the keypoint, which a change of viewpoint distorts less. Default: what the weights file
+            recommends (its ``orientation_offset`` metadata,
+            :func:`~patchpose.weights.recommended_orientation_offset`), else 0 (both heads in one frame). A
+            non-zero offset costs one more sampling of the grid (``docs/model_card.md``, "The orientation
+            frame").
     """
 
     def __init__(
@@ -183,6 +197,7 @@ class PatchPoseEstimator:
         passes: int | None = None,
         turns: int = 1,
         descriptor_region: float | None = None,
+        orientation_offset: float | None = None,
     ) -> None:
         if border not in BORDER_POLICIES:
             raise InputError(f"border must be one of {BORDER_POLICIES}, got {border!r}")
@@ -217,6 +232,11 @@ class PatchPoseEstimator:
             check_descriptor_region(descriptor_region)
             if descriptor_region is not None
             else recommended_descriptor_region(self.meta) or 1.0
+        )
+        self.orientation_offset = (
+            check_orientation_offset(orientation_offset)
+            if orientation_offset is not None
+            else recommended_orientation_offset(self.meta) or 0.0
         )
 
     @classmethod
@@ -267,7 +287,7 @@ class PatchPoseEstimator:
         return (
             f"PatchPoseEstimator(model={self.meta.get('name', 'custom')}, device={self.device}, "
             f"border={self.border}, rotations={self.rotations}, passes={self.passes}, turns={self.turns}, "
-            f"descriptor_region={self.descriptor_region:g})"
+            f"descriptor_region={self.descriptor_region:g}, orientation_offset={self.orientation_offset:g})"
         )
 
     def extract(self, image, keypoints, frame_scale=None) -> tuple[np.ndarray, np.ndarray]:
@@ -381,17 +401,27 @@ class PatchPoseEstimator:
             if p == 0:
                 valid = v
             last = p + 1 == passes
-            heads = pass_heads(self.cfg, last=last)
+            moved = last and p > 0 and self.orientation_offset != 0.0  # orientation read in its own frame
+            heads = ("scale",) if moved else pass_heads(self.cfg, last=last)
             hists = predict_histograms(
                 self.model, patches, self.batch_size, rotations=self.rotations, heads=heads
             )
+            ori_frame = frame + self.orientation_offset if moved else frame
+            if moved:
+                ori_patches, _ = self._extract(img, kp, ori_frame, pyramid, check_border=False)
+                hists = {
+                    **hists,
+                    **predict_histograms(
+                        self.model, ori_patches, self.batch_size, rotations=self.rotations, heads=ORI_HEADS
+                    ),
+                }
             # turn averaging: the last read's orientation; the scale stays the upright read's
             if last and len(bins) > 1:
                 src = to_gray(img) if self.cfg.color == "gray" else img  # a third of the pixels to turn
                 hists = turn_average(
                     self.model,
                     hists,
-                    lambda b, src=src, f=frame: self._turned_inputs(src, kp, f, b),
+                    lambda b, src=src, f=ori_frame: self._turned_inputs(src, kp, f, b),
                     bins,
                     self.batch_size,
                     self.rotations,

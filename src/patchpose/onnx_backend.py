@@ -3,7 +3,8 @@
 ``patchpose export onnx --weights NAME_OR_FILE --out model.onnx`` writes the network (inputs
 ``x (N, C, rings, angles)`` or ``(N, C, PS, PS)``, outputs ``scale_logits``, ``ori_logits`` and, with an
 orientation vector, ``ori_vector``; dynamic N) with the model config in the ONNX metadata, and what the weights
-file recommends (its name, reads per keypoint ``passes`` and descriptor window ``descriptor_region``), so that
+file recommends (its name, reads per keypoint ``passes``, descriptor window ``descriptor_region`` and
+``orientation_offset``), so that
 an estimator loaded from the ``.onnx`` file reads and describes as one loaded from the weights does. The
 log-polar network is exported on its FFT-free path (the same numbers: circular padding and a plain
 convolution, a cosine/sine table for the angular harmonics), since ONNX has no real FFT.
@@ -28,7 +29,7 @@ from .models import PoseNet
 from .weights import check_recommendations, config_from_json, one_line
 
 #: the weights-file metadata an ONNX file carries over (``patchpose_meta``, a JSON object of strings)
-CARRIED_META = ("name", "passes", "descriptor_region")
+CARRIED_META = ("name", "passes", "descriptor_region", "orientation_offset")
 
 
 def _require():

@@ -157,12 +157,48 @@ def recommended_descriptor_region(meta: dict, where: str = "the weights") -> flo
         ) from None
 
 
+#: the largest move (octaves, either way) of the orientation read from the frame of the scale found
+MAX_ORIENTATION_OFFSET = 4.0
+
+
+def check_orientation_offset(v, where: str = "orientation_offset") -> float:
+    """``v`` as a float in [−:data:`MAX_ORIENTATION_OFFSET`, +:data:`MAX_ORIENTATION_OFFSET`], else
+    :class:`~patchpose.errors.InputError`."""
+    ok = isinstance(v, numbers.Real) and not isinstance(v, bool)
+    if not (ok and math.isfinite(v) and abs(v) <= MAX_ORIENTATION_OFFSET):
+        raise InputError(
+            f"{where} must be a number of octaves in [-{MAX_ORIENTATION_OFFSET:g}, {MAX_ORIENTATION_OFFSET:g}], "
+            f"got {v!r}"
+        )
+    return float(v)
+
+
+def recommended_orientation_offset(meta: dict, where: str = "the weights") -> float | None:
+    """How many octaves from the frame of the scale found a model's orientation is meant to be read (its
+    ``orientation_offset`` metadata; :class:`~patchpose.PatchPoseEstimator` uses it when none is given), or
+    None when the file does not say (then 0: in that frame). Negative: a smaller frame, so that the
+    orientation rests on content nearer the keypoint (``docs/model_card.md``, "The orientation frame").
+    A value that is not a number in [−:data:`MAX_ORIENTATION_OFFSET`, :data:`MAX_ORIENTATION_OFFSET`] is a
+    :class:`WeightsError`."""
+    v = meta.get("orientation_offset")
+    if v is None:
+        return None
+    try:
+        return check_orientation_offset(float(v))
+    except (ValueError, InputError):
+        raise WeightsError(
+            f"{where}: metadata 'orientation_offset' must be a number of octaves in "
+            f"[-{MAX_ORIENTATION_OFFSET:g}, {MAX_ORIENTATION_OFFSET:g}], got {v!r}"
+        ) from None
+
+
 def check_recommendations(meta: dict, where: str = "the weights") -> None:
     """What a weights file (or an ONNX file carrying its metadata) recommends, checked: its ``passes``
-    (:func:`recommended_passes`) and ``descriptor_region`` (:func:`recommended_descriptor_region`); a bad
-    value is a :class:`WeightsError`."""
+    (:func:`recommended_passes`), ``descriptor_region`` (:func:`recommended_descriptor_region`) and
+    ``orientation_offset`` (:func:`recommended_orientation_offset`); a bad value is a :class:`WeightsError`."""
     recommended_passes(meta, where)
     recommended_descriptor_region(meta, where)
+    recommended_orientation_offset(meta, where)
 
 
 def save_weights(
@@ -172,15 +208,19 @@ def save_weights(
     notes: str = "",
     passes: int | None = None,
     descriptor_region: float | None = None,
+    orientation_offset: float | None = None,
 ) -> Path:
     """Write ``model`` as a patchpose safetensors file (atomically). ``passes``: the reads per keypoint the
     model is meant for (stored in the metadata; the estimator's default for it), or None (the estimator's
     own default, one read). ``descriptor_region``: the descriptor window the model's pose was calibrated
-    with (:func:`recommended_descriptor_region`), or None (1)."""
+    with (:func:`recommended_descriptor_region`), or None (1). ``orientation_offset``: where its
+    orientation is meant to be read (:func:`recommended_orientation_offset`), or None (0)."""
     if passes is not None and not is_int_in(passes, 1, MAX_PASSES):
         raise InputError(f"passes must be None or an integer from 1 to {MAX_PASSES}, got {passes!r}")
     if descriptor_region is not None:
         descriptor_region = check_descriptor_region(descriptor_region)
+    if orientation_offset is not None:
+        orientation_offset = check_orientation_offset(orientation_offset)
     path = Path(path)
     if path.is_dir():
         raise InputError(
@@ -197,6 +237,8 @@ def save_weights(
         meta["passes"] = str(passes)
     if descriptor_region is not None:
         meta["descriptor_region"] = repr(descriptor_region)
+    if orientation_offset is not None:
+        meta["orientation_offset"] = repr(orientation_offset)
     tensors = {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}
     tmp = path.with_name(path.name + ".tmp")
     save_file(tensors, str(tmp), metadata=meta)
@@ -260,9 +302,10 @@ def export_checkpoint(
     notes: str = "",
     passes: int | None = None,
     descriptor_region: float | None = None,
+    orientation_offset: float | None = None,
 ) -> Path:
     """Training checkpoint (``torch.load(weights_only=True)``) → safetensors weights file (``passes``,
-    ``descriptor_region``: see :func:`save_weights`)."""
+    ``descriptor_region``, ``orientation_offset``: see :func:`save_weights`)."""
     from .training.checkpoint import load_checkpoint
 
     ckpt = load_checkpoint(checkpoint)  # validated: the config builds and the weights fit it
@@ -275,6 +318,7 @@ def export_checkpoint(
         notes=notes or f"exported from step {ckpt['step']}",
         passes=passes,
         descriptor_region=descriptor_region,
+        orientation_offset=orientation_offset,
     )
 
 
@@ -294,6 +338,7 @@ __all__ = [
     "load_model",
     "recommended_passes",
     "recommended_descriptor_region",
+    "recommended_orientation_offset",
     "check_recommendations",
     "load_torch_file",
     "save_weights",

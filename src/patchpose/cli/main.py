@@ -52,6 +52,8 @@ def _cmd_export(a: argparse.Namespace) -> int:
             meta["passes"] = a.passes
         if a.descriptor_region is not None:
             meta["descriptor_region"] = a.descriptor_region
+        if a.orientation_offset is not None:
+            meta["orientation_offset"] = a.orientation_offset
         path = export_onnx(est.model, a.out, meta=meta)
         print(f"wrote {path}")
         return 0
@@ -64,6 +66,7 @@ def _cmd_export(a: argparse.Namespace) -> int:
         notes=a.notes,
         passes=a.passes,
         descriptor_region=a.descriptor_region,
+        orientation_offset=a.orientation_offset,
     )
     print(f"wrote {path}")
     return 0
@@ -157,6 +160,7 @@ def _cmd_eval_patchpose(a: argparse.Namespace) -> int:
         include_pruned=a.include_pruned,
         passes=a.passes,
         turns=a.turns,
+        orientation_offset=a.orientation_offset,
         bootstrap=a.bootstrap,
     )
     print(Path(a.out, "results.md").read_text())
@@ -222,6 +226,7 @@ def _cmd_eval_hpatches(a: argparse.Namespace) -> int:
         progress=not a.no_progress,
         passes=a.passes,
         turns=a.turns,
+        orientation_offset=a.orientation_offset,
         descriptor_region=a.descriptor_region,
         detector=a.detector,
         keypoints_dir=a.keypoints,
@@ -265,6 +270,7 @@ def _cmd_eval_pose(a: argparse.Namespace) -> int:
         progress=not a.no_progress,
         passes=a.passes,
         turns=a.turns,
+        orientation_offset=a.orientation_offset,
         descriptor_region=a.descriptor_region,
     )
     print(Path(a.out, "results.md").read_text())
@@ -292,6 +298,7 @@ def _cmd_eval_rotation(a: argparse.Namespace) -> int:
         progress=not a.no_progress,
         passes=a.passes,
         turns=a.turns,
+        orientation_offset=a.orientation_offset,
         descriptor_region=a.descriptor_region,
         bootstrap=a.bootstrap,
     )
@@ -335,6 +342,14 @@ def _add_weights(p: argparse.ArgumentParser, passes: bool = True) -> None:
             "a quarter turn (3: 0, 30 and 60 degrees) and average the histograms turned back (1 to 9; default 1, "
             "off); steadier orientation on rotated patches, each turn costing about half a read plus turning the "
             "image: docs/model_card.md, 'Turn averaging'",
+        )
+        p.add_argument(
+            "--orientation-offset",
+            type=float,
+            default=None,
+            help="octaves between the frame of the scale found and the frame the orientation is read in, with 2 or "
+            "more passes (negative: a smaller frame; default: what the weights file recommends, else 0: -1 for "
+            "patchpose-v9, the default model: docs/model_card.md, 'The orientation frame')",
         )
 
 
@@ -392,6 +407,13 @@ def build_parser() -> argparse.ArgumentParser:
         e,
         help="the descriptor window the model's pose was calibrated with, stored in the file (half-width in "
         "units of its characteristic radius; default: not stored, i.e. 1)",
+    )
+    e.add_argument(
+        "--orientation-offset",
+        type=float,
+        default=None,
+        help="octaves from the frame of the scale found to the frame the orientation is meant to be read in, "
+        "stored in the file: the estimator's default for it (default: not stored, i.e. 0)",
     )
     e.set_defaults(func=_cmd_export)
 

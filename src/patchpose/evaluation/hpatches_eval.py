@@ -420,6 +420,7 @@ def evaluate_hpatches(
     progress: bool = True,
     passes: int | None = None,
     turns: int = 1,
+    orientation_offset: float | None = None,
     detector: str = "sift",
     keypoints_dir: str | Path | None = None,
     bootstrap: int = DEFAULT_REPLICATES,
@@ -446,7 +447,13 @@ def evaluate_hpatches(
     proto = PROTOCOLS[protocol]
     t0 = time.time()
     seqs = load_hpatches(root, drop_high_res=proto.drop_high_res, names=names)
-    est = PatchPoseEstimator.load(weights, passes=passes, turns=turns, descriptor_region=descriptor_region)
+    est = PatchPoseEstimator.load(
+        weights,
+        passes=passes,
+        turns=turns,
+        orientation_offset=orientation_offset,
+        descriptor_region=descriptor_region,
+    )
     cfg = MatchConfig(
         max_keypoints=max_keypoints or proto.max_keypoints,
         descriptor=descriptor,
@@ -464,6 +471,7 @@ def evaluate_hpatches(
             "model_digest": model_digest(est.model),
             "passes": est.passes,
             "turns": est.turns,
+            "orientation_offset": est.orientation_offset,
             "descriptor_region": est.descriptor_region,
             "weights": str(weights),
             **asdict(cfg),
@@ -538,6 +546,7 @@ def evaluate_hpatches(
             "model": model_name,
             "passes": est.passes,
             "turns": est.turns,
+            "orientation_offset": est.orientation_offset,
         },
     }
     if pose:

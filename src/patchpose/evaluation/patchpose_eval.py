@@ -175,8 +175,9 @@ def model_passes(data: dict, est) -> tuple[dict, dict]:
 
     With ``est.turns`` > 1 every view is also read, on the last pass, turned by each of
     :func:`~patchpose.inference.turn_bins` (resampled as ``estimate`` turns the image), and its orientation
-    histograms turned back and averaged (scale stays the upright read's)."""
-    from ..estimator import next_shift, pass_heads, shift_bins
+    histograms turned back and averaged (scale stays the upright read's). With ``est.orientation_offset``,
+    the last of two or more passes reads the orientation in a frame moved by it, as ``estimate`` does."""
+    from ..estimator import ORI_HEADS, next_shift, pass_heads, shift_bins
 
     bpo = est.cfg.scale_bins_per_octave
     bins = turn_bins(est.turns, est.cfg.num_ori_bins)
@@ -184,12 +185,20 @@ def model_passes(data: dict, est) -> tuple[dict, dict]:
     for p in range(est.passes):
         read = shift / bpo if p else None  # each later read: the same view, the grid at the scale found
         last = p + 1 == est.passes
-        heads = pass_heads(est.cfg, last=last)
+        moved = last and p > 0 and est.orientation_offset != 0.0  # the estimator's orientation frame
+        heads = ("scale",) if moved else pass_heads(est.cfg, last=last)
         x = model_patches(data, est, read_scale=read)
         h = predict_histograms(est.model, x, est.batch_size, rotations=est.rotations, heads=heads)
+        ori_read = read + est.orientation_offset if moved else read
+        if moved:
+            xo = model_patches(data, est, read_scale=ori_read)
+            h = {
+                **h,
+                **predict_histograms(est.model, xo, est.batch_size, rotations=est.rotations, heads=ORI_HEADS),
+            }
         if last and len(bins) > 1:
 
-            def turned(b: int, read=read) -> np.ndarray:  # each view turned by a warp, read upright
+            def turned(b: int, read=ori_read) -> np.ndarray:  # each view turned by a warp, read upright
                 return model_patches(data, est, read_scale=read, turn=2 * np.pi * b / est.cfg.num_ori_bins)
 
             h = turn_average(est.model, h, turned, bins, est.batch_size, est.rotations)
@@ -411,6 +420,7 @@ def evaluate(
     include_pruned: bool = False,
     passes: int | None = None,
     turns: int = 1,
+    orientation_offset: float | None = None,
     bootstrap: int = DEFAULT_REPLICATES,
 ) -> dict:
     """Run every method on the split and write ``results.json``, ``results.md`` and the figures.
@@ -423,7 +433,9 @@ def evaluate(
     t0 = time.time()
     ds = PatchPoseData(data_root, split, include_pruned=include_pruned)
     data = ds.load()
-    est = PatchPoseEstimator.load(weights, rotations=rotations, passes=passes, turns=turns)
+    est = PatchPoseEstimator.load(
+        weights, rotations=rotations, passes=passes, turns=turns, orientation_offset=orientation_offset
+    )
     pairs = {s: ds.pairs(s) for s in ("A_scale", "A_rot", "B_scale", "B_rot", "B_joint")}
     methods = run_methods(data, est, orinet_weights, progress)
     ab_s, ab_o = _cat(pairs["A_scale"], pairs["B_scale"]), _cat(pairs["A_rot"], pairs["B_rot"])  # A+B
@@ -483,6 +495,7 @@ def evaluate(
         "rotations": rotations,
         "passes": est.passes,
         "turns": est.turns,
+        "orientation_offset": est.orientation_offset,
         "include_pruned": include_pruned,
         "seconds": time.time() - t0,
     }

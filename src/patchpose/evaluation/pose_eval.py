@@ -179,6 +179,7 @@ def evaluate_pose(
     progress: bool = True,
     passes: int | None = None,
     turns: int = 1,
+    orientation_offset: float | None = None,
     descriptor_region: float | None = None,
 ) -> dict:
     """Run every row on every pair; write ``results.json`` and ``results.md``.
@@ -219,7 +220,13 @@ def evaluate_pose(
     if not images.is_dir():
         raise InputError(f"images folder not found: {images}")
     check_pose_inputs(pairs_file, pairs, images)
-    est = PatchPoseEstimator.load(weights, passes=passes, turns=turns, descriptor_region=descriptor_region)
+    est = PatchPoseEstimator.load(
+        weights,
+        passes=passes,
+        turns=turns,
+        orientation_offset=orientation_offset,
+        descriptor_region=descriptor_region,
+    )
     for cfg in configs.values():  # the rows that describe at our pose cut the model's calibrated window
         cfg.descriptor_region = est.descriptor_region
     describer = Describer()
@@ -278,6 +285,7 @@ def evaluate_pose(
             "model": est.meta.get("name", str(weights)),
             "passes": est.passes,
             "turns": est.turns,
+            "orientation_offset": est.orientation_offset,
         },
         "failures": failures,
         "per_pair": per_pair,

@@ -206,6 +206,7 @@ def evaluate_rotation(
     progress: bool = True,
     passes: int | None = None,
     turns: int = 1,
+    orientation_offset: float | None = None,
     bootstrap: int = DEFAULT_REPLICATES,
     descriptor_region: float | None = None,
 ) -> dict:
@@ -227,7 +228,13 @@ def evaluate_rotation(
     check_bootstrap(bootstrap)
     if not is_int_in(max_keypoints, 1):
         raise InputError(f"max_keypoints must be a positive integer, got {max_keypoints!r}")
-    est = PatchPoseEstimator.load(weights, passes=passes, turns=turns, descriptor_region=descriptor_region)
+    est = PatchPoseEstimator.load(
+        weights,
+        passes=passes,
+        turns=turns,
+        orientation_offset=orientation_offset,
+        descriptor_region=descriptor_region,
+    )
     sift = cv2.SIFT_create(nfeatures=max_keypoints)
     bf = cv2.BFMatcher(cv2.NORM_L2, crossCheck=True)
     per_angle = {r: {a: [] for a in angles} for r in ROWS}
@@ -289,6 +296,7 @@ def evaluate_rotation(
         "model": est.meta.get("name", str(weights)),
         "passes": est.passes,
         "turns": est.turns,
+        "orientation_offset": est.orientation_offset,
         "seconds": time.time() - t0,
     }
     out = Path(out_dir)

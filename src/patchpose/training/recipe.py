@@ -26,10 +26,11 @@ def list_recipes() -> list[str]:
 
 def load_recipe(name_or_path: str) -> dict:
     """``{"name": str, "stages": [{"config": str, "overrides": [str, ...]}, ...], "passes": int | None,
-    "descriptor_region": float | None}``, validated (``passes``: the reads per keypoint the recipe's model is
-    meant for; ``descriptor_region``: the descriptor window its own pose is calibrated with; both written into
-    its weights file: :func:`~patchpose.weights.recommended_passes`,
-    :func:`~patchpose.weights.recommended_descriptor_region`)."""
+    "descriptor_region": float | None, "orientation_offset": float | None}``, validated (``passes``: the reads
+    per keypoint the recipe's model is meant for; ``descriptor_region``: the descriptor window its own pose is
+    calibrated with; ``orientation_offset``: where its orientation is read; all written into its weights file:
+    :func:`~patchpose.weights.recommended_passes`, :func:`~patchpose.weights.recommended_descriptor_region`,
+    :func:`~patchpose.weights.recommended_orientation_offset`)."""
     p = Path(name_or_path)
     if not p.is_file():
         p = RECIPES_DIR / f"{name_or_path}.yaml"
@@ -53,7 +54,7 @@ def load_recipe(name_or_path: str) -> dict:
             raise ValueError(f"bad recipe {p}: stage {i} starts from stage {i - 1}; drop its run.init_from")
         out.append({"config": st["config"], "overrides": ov})
     from ..errors import InputError, is_int_in
-    from ..weights import MAX_PASSES, check_descriptor_region
+    from ..weights import MAX_PASSES, check_descriptor_region, check_orientation_offset
 
     passes = r.get("passes")
     if passes is not None and not is_int_in(passes, 1, MAX_PASSES):
@@ -66,11 +67,18 @@ def load_recipe(name_or_path: str) -> dict:
             region = check_descriptor_region(region, "'descriptor_region'")
         except InputError as e:
             raise ValueError(f"bad recipe {p}: {e}") from None
+    offset = r.get("orientation_offset")
+    if offset is not None:
+        try:
+            offset = check_orientation_offset(offset, "'orientation_offset'")
+        except InputError as e:
+            raise ValueError(f"bad recipe {p}: {e}") from None
     return {
         "name": str(r.get("name") or p.stem),
         "stages": out,
         "passes": passes,
         "descriptor_region": region,
+        "orientation_offset": offset,
     }
 
 
@@ -128,6 +136,7 @@ def train_recipe(
             name=rec["name"],
             passes=rec.get("passes"),
             descriptor_region=rec.get("descriptor_region"),
+            orientation_offset=rec.get("orientation_offset"),
         )
     return {"name": rec["name"], "stages": results, "finished": True, "weights": str(weights)}
 
