@@ -14,6 +14,7 @@ from patchpose.weights import (
     load_bundled,
     load_weights,
     recommended_descriptor_region,
+    recommended_orientation_offset,
     recommended_passes,
     save_weights,
     sha256_of,
@@ -76,6 +77,7 @@ def test_a_bundled_models_recipe_builds_its_network(tmp_path):
         # and the exported file says what the bundled one says (reads per keypoint, descriptor window)
         assert rec["passes"] == recommended_passes(meta), name
         assert rec["descriptor_region"] == recommended_descriptor_region(meta), name
+        assert rec["orientation_offset"] == recommended_orientation_offset(meta), name
 
 
 def test_v8_is_v7s_network_fine_tuned():
@@ -94,6 +96,8 @@ def test_v9_is_v8s_network_fine_tuned_with_jitter_and_read_twice():
     v9, meta = load_bundled("patchpose-v9")
     assert v9.cfg == v8.cfg and meta["descriptor_region"] == meta8["descriptor_region"] == "2.25"
     assert recommended_passes(meta) == 2 and recommended_passes(meta8) is None
+    # its orientation is read 4/3 octave below the scale found (model card, "The orientation frame")
+    assert recommended_orientation_offset(meta) == -4 / 3 and recommended_orientation_offset(meta8) is None
     assert "jitter" in meta["notes"]
     assert any(not torch.equal(a, b) for a, b in zip(v8.state_dict().values(), v9.state_dict().values()))
 

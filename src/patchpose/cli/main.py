@@ -348,7 +348,7 @@ def _add_weights(p: argparse.ArgumentParser, passes: bool = True) -> None:
             type=float,
             default=None,
             help="octaves between the frame of the scale found and the frame the orientation is read in, with 2 or "
-            "more passes (negative: a smaller frame; default: what the weights file recommends, else 0: -1 for "
+            "more passes (negative: a smaller frame; default: what the weights file recommends, else 0: -4/3 for "
             "patchpose-v9, the default model: docs/model_card.md, 'The orientation frame')",
         )
 
