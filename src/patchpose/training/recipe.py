@@ -61,25 +61,17 @@ def load_recipe(name_or_path: str) -> dict:
         raise ValueError(
             f"bad recipe {p}: 'passes' (reads per keypoint the model is meant for) must be 1 to {MAX_PASSES}"
         )
-    region = r.get("descriptor_region")
-    if region is not None:
+    checked = {}  # what the recipe's weights file will recommend besides its reads
+    for key, check in (
+        ("descriptor_region", check_descriptor_region),
+        ("orientation_offset", check_orientation_offset),
+    ):
+        v = r.get(key)
         try:
-            region = check_descriptor_region(region, "'descriptor_region'")
+            checked[key] = None if v is None else check(v, f"'{key}'")
         except InputError as e:
             raise ValueError(f"bad recipe {p}: {e}") from None
-    offset = r.get("orientation_offset")
-    if offset is not None:
-        try:
-            offset = check_orientation_offset(offset, "'orientation_offset'")
-        except InputError as e:
-            raise ValueError(f"bad recipe {p}: {e}") from None
-    return {
-        "name": str(r.get("name") or p.stem),
-        "stages": out,
-        "passes": passes,
-        "descriptor_region": region,
-        "orientation_offset": offset,
-    }
+    return {"name": str(r.get("name") or p.stem), "stages": out, "passes": passes, **checked}
 
 
 def stage_configs(recipe: dict, out_dir: str | Path, overrides=()) -> list:
