@@ -165,8 +165,9 @@ class PatchPoseEstimator:
             in a frame moved to the scale pass ``p`` found, rounded to whole scale bins, so that the
             characteristic structure sits in the middle of the model's window; scale and orientation come
             from the last pass. A pass before the last runs the scale head alone (:func:`pass_heads`), so
-            2 passes cost about 1.5× one. patchpose-v9, the default, recommends 2: it matches real photos
-            better with its own pose when read twice (the val photos), and is still faster than SIFT detection;
+            2 passes cost about 1.5× one (about 1.85× with an ``orientation_offset``, below). patchpose-v9, the
+            default, recommends 2: it matches real photos better with its own pose when read twice (the val
+            photos), and is still about as fast as SIFT detection;
             on the rendered PatchPose pairs one read does a little better (``docs/model_card.md``,
             "patchpose-v9"). The other bundled models read once by default (v7: 2
             passes were a little worse at matching on the val photos; with patchpose-v2 they hurt on real

@@ -331,7 +331,7 @@ def _add_weights(p: argparse.ArgumentParser, passes: bool = True) -> None:
             default=None,
             help="reads per keypoint, each after the first in the frame of the scale found (default: what the "
             "weights file recommends, else 1: 2 for patchpose-v9, the default model, 1 for the others; 2 cost about "
-            "1.5x one; they match real photos better, one read does a little better on rendered PatchPose pairs: "
+            "1.5x one, 1.85x with an orientation offset; they match real photos better, one read does a little better on rendered PatchPose pairs: "
             "docs/model_card.md, 'patchpose-v9')",
         )
         p.add_argument(
