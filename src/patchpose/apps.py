@@ -183,7 +183,7 @@ def estimate_command(a) -> int:
         a.rotations,
         a.passes,
         a.turns,
-        getattr(a, "orientation_offset", None),
+        a.orientation_offset,
     )
     return 0
 

@@ -101,6 +101,17 @@ def pass_heads(cfg, last: bool):
     return None if last or "scale" not in cfg.heads else ("scale",)
 
 
+def pass_reads(cfg, p: int, passes: int, orientation_offset: float) -> tuple[tuple | None, float | None]:
+    """What pass ``p`` of ``passes`` reads: the heads it runs in its own frame (:func:`pass_heads`), and the
+    octaves by which a separate read of the orientation head alone moves from that frame, or None when there
+    is none (every pass but the last of two or more, or an offset of 0). One rule for
+    :meth:`PatchPoseEstimator.estimate` and ``eval patchpose``'s reads of rendered views."""
+    last = p + 1 == passes
+    if last and p > 0 and orientation_offset != 0.0:
+        return ("scale",), float(orientation_offset)
+    return pass_heads(cfg, last=last), None
+
+
 def _check_passes(passes) -> None:
     if not is_int_in(passes, 1, MAX_PASSES):
         raise InputError(f"passes must be an integer from 1 to {MAX_PASSES}, got {passes!r}")
@@ -402,13 +413,12 @@ class PatchPoseEstimator:
             if p == 0:
                 valid = v
             last = p + 1 == passes
-            moved = last and p > 0 and self.orientation_offset != 0.0  # orientation read in its own frame
-            heads = ("scale",) if moved else pass_heads(self.cfg, last=last)
+            heads, move = pass_reads(self.cfg, p, passes, self.orientation_offset)
             hists = predict_histograms(
                 self.model, patches, self.batch_size, rotations=self.rotations, heads=heads
             )
-            ori_frame = frame + self.orientation_offset if moved else frame
-            if moved:
+            ori_frame = frame if move is None else frame + move  # the orientation's own frame
+            if move is not None:
                 ori_patches, _ = self._extract(img, kp, ori_frame, pyramid, check_border=False)
                 hists = {
                     **hists,

@@ -146,15 +146,23 @@ def recommended_descriptor_region(meta: dict, where: str = "the weights") -> flo
     on a structure is its own, and so is the window a descriptor needs about it
     (``docs/model_card.md``, "The descriptor window"). A value that is not a number in
     (0, :data:`MAX_DESCRIPTOR_REGION`] is a :class:`WeightsError`."""
-    v = meta.get("descriptor_region")
+    return _recommended_number(meta, "descriptor_region", check_descriptor_region, where)
+
+
+def _recommended_number(meta: dict, key: str, check, where: str) -> float | None:
+    """``meta[key]`` (a metadata string) as the float ``check`` accepts, or None when absent; a value that is
+    not a number, or one ``check`` refuses, is a :class:`WeightsError` that says what ``check`` wants."""
+    v = meta.get(key)
     if v is None:
         return None
     try:
-        return check_descriptor_region(float(v))
-    except (ValueError, InputError):
-        raise WeightsError(
-            f"{where}: metadata 'descriptor_region' must be a number in (0, {MAX_DESCRIPTOR_REGION:g}], got {v!r}"
-        ) from None
+        x = float(v)
+    except (TypeError, ValueError):
+        x = v  # not a number at all: ``check`` says what it should be
+    try:
+        return check(x, f"{where}: metadata {key!r}")
+    except InputError as e:
+        raise WeightsError(str(e)) from None
 
 
 #: the largest move (octaves, either way) of the orientation read from the frame of the scale found
@@ -180,16 +188,7 @@ def recommended_orientation_offset(meta: dict, where: str = "the weights") -> fl
     orientation rests on content nearer the keypoint (``docs/model_card.md``, "The orientation frame").
     A value that is not a number in [−:data:`MAX_ORIENTATION_OFFSET`, :data:`MAX_ORIENTATION_OFFSET`] is a
     :class:`WeightsError`."""
-    v = meta.get("orientation_offset")
-    if v is None:
-        return None
-    try:
-        return check_orientation_offset(float(v))
-    except (ValueError, InputError):
-        raise WeightsError(
-            f"{where}: metadata 'orientation_offset' must be a number of octaves in "
-            f"[-{MAX_ORIENTATION_OFFSET:g}, {MAX_ORIENTATION_OFFSET:g}], got {v!r}"
-        ) from None
+    return _recommended_number(meta, "orientation_offset", check_orientation_offset, where)
 
 
 def check_recommendations(meta: dict, where: str = "the weights") -> None:

@@ -177,7 +177,7 @@ def model_passes(data: dict, est) -> tuple[dict, dict]:
     :func:`~patchpose.inference.turn_bins` (resampled as ``estimate`` turns the image), and its orientation
     histograms turned back and averaged (scale stays the upright read's). With ``est.orientation_offset``,
     the last of two or more passes reads the orientation in a frame moved by it, as ``estimate`` does."""
-    from ..estimator import ORI_HEADS, next_shift, pass_heads, shift_bins
+    from ..estimator import ORI_HEADS, next_shift, pass_reads, shift_bins
 
     bpo = est.cfg.scale_bins_per_octave
     bins = turn_bins(est.turns, est.cfg.num_ori_bins)
@@ -185,12 +185,11 @@ def model_passes(data: dict, est) -> tuple[dict, dict]:
     for p in range(est.passes):
         read = shift / bpo if p else None  # each later read: the same view, the grid at the scale found
         last = p + 1 == est.passes
-        moved = last and p > 0 and est.orientation_offset != 0.0  # the estimator's orientation frame
-        heads = ("scale",) if moved else pass_heads(est.cfg, last=last)
+        heads, move = pass_reads(est.cfg, p, est.passes, est.orientation_offset)
         x = model_patches(data, est, read_scale=read)
         h = predict_histograms(est.model, x, est.batch_size, rotations=est.rotations, heads=heads)
-        ori_read = read + est.orientation_offset if moved else read
-        if moved:
+        ori_read = read if move is None else read + move  # the orientation's own frame, as estimate reads
+        if move is not None:
             xo = model_patches(data, est, read_scale=ori_read)
             h = {
                 **h,
