@@ -236,6 +236,44 @@ def test_cv2_no_angle_maps_to_zero():
     assert float(t) == 0.0
 
 
+def _sift_positions_under_half_turn(precise: bool) -> tuple[np.ndarray, np.ndarray]:
+    """OpenCV SIFT keypoints of a textured image and of the same image turned by 180° (exactly: ``rot90``
+    twice), the second mapped back into the first; the pairs of each keypoint found again."""
+    from conftest import make_textured_image
+
+    img = (make_textured_image(240, seed=3) * 255).astype(np.uint8)
+    sift = cv2.SIFT_create(enable_precise_upscale=precise)
+    p0 = np.array([k.pt for k in sift.detect(img, None)], np.float64)
+    p1 = np.array([k.pt for k in sift.detect(np.ascontiguousarray(img[::-1, ::-1]), None)], np.float64)
+    back = 239.0 - p1  # (x, y) ↦ (W − 1 − x, H − 1 − y): the half turn about the image centre
+    dist = np.linalg.norm(p0[:, None] - back[None], axis=2)
+    j = dist.argmin(1)
+    found = dist[np.arange(len(p0)), j] < 1.0
+    return p0[found], back[j[found]]
+
+
+def test_opencv_sift_reports_keypoints_a_quarter_pixel_off():
+    """``cv2.SIFT_create()`` puts every keypoint +0.25 px right of and below what it found: under a half turn
+    that shift turns into −0.25, so a keypoint found again lands 0.5 px up-left of itself; moved by
+    ``from_opencv_sift_xy`` (both images), it lands on itself. ``enable_precise_upscale=True`` has no shift."""
+    p0, back = _sift_positions_under_half_turn(precise=False)
+    assert len(p0) > 30
+    np.testing.assert_allclose(np.median(back - p0, axis=0), [-2 * C.OPENCV_SIFT_XY_BIAS] * 2, atol=0.02)
+    # the same positions in pixel centres: the second image's keypoint turned back is 239 − (pt − 0.25)
+    fixed = np.median((239.0 - C.from_opencv_sift_xy(239.0 - back)) - C.from_opencv_sift_xy(p0), axis=0)
+    np.testing.assert_allclose(fixed, [0.0, 0.0], atol=0.02)
+    p0, back = _sift_positions_under_half_turn(precise=True)
+    assert len(p0) > 30
+    np.testing.assert_allclose(np.median(back - p0, axis=0), [0.0, 0.0], atol=0.02)
+
+
+def test_opencv_sift_xy_helpers_round_trip():
+    xy = np.array([[10.0, 20.0], [0.25, 0.25]])
+    np.testing.assert_allclose(C.from_opencv_sift_xy(xy), xy - 0.25)
+    np.testing.assert_allclose(C.to_opencv_sift_xy(C.from_opencv_sift_xy(xy)), xy)
+    assert C.OPENCV_SIFT_XY_BIAS == 0.25
+
+
 def _textured_image(n: int = 321, seed: int = 0) -> np.ndarray:
     rng = np.random.default_rng(seed)
     img = cv2.GaussianBlur(rng.random((n, n)), (0, 0), 3)

@@ -332,6 +332,42 @@ def test_resolve_orientations_keeps_the_detectors_angle_nearest_ours():
         patchpose.resolve_orientations(img, [(1.0, 2.0)], est)
 
 
+def test_assign_reads_opencv_sift_keypoints_at_their_pixel_centre_position():
+    """OpenCV SIFT's keypoints (recognised by their packed octave) are read a quarter pixel up-left of ``pt``
+    (conventions: OPENCV_SIFT_XY_BIAS), other keypoints at ``pt``; ``xy_bias`` overrides; the returned
+    keypoints keep their ``pt`` either way. ``detect_sift``'s xy are the same pixel-centre positions."""
+    from patchpose.data.keypoints import detect_sift
+    from patchpose.integrations.opencv import is_opencv_sift, keypoint_xy_bias
+
+    img = (make_textured_image(200, seed=2) * 255).astype(np.uint8)
+    sift = cv2.SIFT_create(nfeatures=40).detect(img, None)
+    orb = cv2.ORB_create(nfeatures=40).detect(img, None)
+    plain = [cv2.KeyPoint(*k.pt, k.size) for k in sift]
+    assert is_opencv_sift(sift) and not is_opencv_sift(orb) and not is_opencv_sift(plain)
+    assert not is_opencv_sift([]) and not is_opencv_sift([*sift, plain[0]])
+    assert (
+        keypoint_xy_bias(sift) == 0.25 and keypoint_xy_bias(orb) == 0.0 and keypoint_xy_bias(sift, 0) == 0.0
+    )
+    est = patchpose.PatchPoseEstimator.from_pretrained()
+    xy = np.array([k.pt for k in sift], np.float64)
+    want = np.mod(-np.degrees(est.estimate(img, xy - 0.25)["orientation"]), 360.0)
+    out = patchpose.assign(img, sift, est)
+    np.testing.assert_allclose([k.angle for k in out], want, atol=1e-3)
+    assert [k.pt for k in out] == [k.pt for k in sift] and [k.octave for k in out] == [k.octave for k in sift]
+    # the same keypoints without SIFT's octave are read where they say, as is SIFT's with xy_bias=0
+    at_pt = np.mod(-np.degrees(est.estimate(img, xy)["orientation"]), 360.0)
+    np.testing.assert_allclose([k.angle for k in patchpose.assign(img, plain, est)], at_pt, atol=1e-3)
+    np.testing.assert_allclose(
+        [k.angle for k in patchpose.assign(img, sift, est, xy_bias=0)], at_pt, atol=1e-3
+    )
+    assert not np.allclose(want, at_pt, atol=1e-3)  # a quarter pixel matters
+    for bad in ("0.25", np.nan, True):
+        with pytest.raises(InputError, match="xy_bias"):
+            patchpose.assign(img, sift, est, xy_bias=bad)
+    xy_d, kps_d = detect_sift(img, 40)
+    np.testing.assert_allclose(xy_d, np.array([k.pt for k in kps_d]) - 0.25)
+
+
 def test_assign_takes_a_model_name_and_checks_its_arguments():
     img = (make_textured_image(200, seed=1) * 255).astype(np.uint8)
     kps = [cv2.KeyPoint(100.0, 100.0, 8.0, 0.0), cv2.KeyPoint(80.0, 120.0, 6.0, 0.0)]

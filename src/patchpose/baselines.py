@@ -17,6 +17,8 @@ import math
 import numpy as np
 import torch
 
+from .conventions import OPENCV_SIFT_XY_BIAS
+
 #: patch side and window (in REFERENCE_RADIUS units) for the orientation baselines
 ORI_PATCH, ORI_WINDOW = 32, 1.0
 #: LoG scale selection: a scale space sampled by resampling windows of radius 2^(k/4)·16 px to
@@ -100,7 +102,12 @@ def sift_patch_poses(patches: np.ndarray, k: int = 1) -> tuple[np.ndarray, np.nd
     ori = np.full((n, k), np.nan)
     for i in range(n):
         img = np.clip(patches[i, 0] * 255.0 + 0.5, 0, 255).astype(np.uint8)
-        kps = [kp for kp in sift.detect(img, None) if math.hypot(kp.pt[0] - c, kp.pt[1] - c) <= SIFT_MAX_DIST]
+        kps = [  # OpenCV SIFT's pt is a quarter pixel off its pixel-centre position (conventions)
+            kp
+            for kp in sift.detect(img, None)
+            if math.hypot(kp.pt[0] - OPENCV_SIFT_XY_BIAS - c, kp.pt[1] - OPENCV_SIFT_XY_BIAS - c)
+            <= SIFT_MAX_DIST
+        ]
         kps.sort(key=lambda kp: -kp.response)
         for j, kp in enumerate(kps[:k]):
             scale[i, j] = math.log2(kp.size)

@@ -41,6 +41,17 @@ OpenCV ``cv2.KeyPoint``
     ``[0, 360)``. We map ``size = 2 · REFERENCE_RADIUS · 2**scale · size_factor`` and
     ``angle = (−degrees(θ)) mod 360``.
 
+OpenCV SIFT's positions
+    ``cv2.SIFT_create()`` (its default ``enable_precise_upscale=False``) reports every keypoint
+    :data:`OPENCV_SIFT_XY_BIAS` = **0.25 px right of and below** the pixel-centre position of what it found:
+    it doubles the image with ``INTER_LINEAR`` (pixel centres aligned: doubled pixel ``u`` lies at
+    ``u/2 − 0.25``) and then halves coordinates as if pixel ``u`` lay at ``u/2``. Its own ``compute`` undoes
+    the same shift, so its descriptors are consistent; anything else that reads the image at ``pt`` (our
+    model, a patch, a ground-truth warp) must use ``pt − 0.25`` (:func:`from_opencv_sift_xy`). Turning the
+    image by ``t`` turns the content but not the shift, so without the correction a keypoint found again
+    moves by ``0.25·√2·2 sin(t/2)`` px against the content (0.71 px at 180°). ``enable_precise_upscale=True``
+    has no shift.
+
 kornia LAF
     Orientation in **degrees**, CCW as displayed (same sign as ours); LAF scale = ``sqrt|det A|`` = the
     half-width of the region in pixels. We map ``laf_scale = REFERENCE_RADIUS · 2**scale · laf_factor``.
@@ -178,6 +189,23 @@ def from_cv2_size_angle(size, angle_deg, size_factor: float = CV2_SIZE_FACTOR):
     log2_scale = np.log2(size / (2.0 * REFERENCE_RADIUS * size_factor))
     theta = np.where(angle_deg < 0, 0.0, np.mod(-np.radians(angle_deg), TWO_PI))
     return log2_scale, theta
+
+
+#: px per axis that ``cv2.SIFT_create()``'s keypoints lie right of and below their pixel-centre position
+#: (with its default ``enable_precise_upscale=False``; see the module's docstring).
+OPENCV_SIFT_XY_BIAS = 0.25
+
+
+def from_opencv_sift_xy(xy):
+    """Positions reported by ``cv2.SIFT_create()`` (default settings) → pixel-centre positions (ours):
+    ``xy − OPENCV_SIFT_XY_BIAS`` per axis."""
+    return np.asarray(xy, dtype=np.float64) - OPENCV_SIFT_XY_BIAS
+
+
+def to_opencv_sift_xy(xy):
+    """Pixel-centre positions → where ``cv2.SIFT_create()`` (default settings) would report them, e.g. to
+    describe them with its ``compute``: ``xy + OPENCV_SIFT_XY_BIAS``."""
+    return np.asarray(xy, dtype=np.float64) + OPENCV_SIFT_XY_BIAS
 
 
 # ----------------------------------------------------------------------------- kornia LAFs

@@ -10,11 +10,13 @@ import torch
 from .conventions import (
     CV2_SIZE_FACTOR,
     LAF_SCALE_FACTOR,
+    OPENCV_SIFT_XY_BIAS,
     from_cv2_size_angle,
     from_laf_scale_ori,
     to_cv2_size_angle,
     to_laf_scale_ori,
 )
+from .errors import InputError
 
 
 def to_cv2_keypoints(xy, scale, orientation, size_factor: float = CV2_SIZE_FACTOR) -> list[cv2.KeyPoint]:
@@ -28,11 +30,37 @@ def to_cv2_keypoints(xy, scale, orientation, size_factor: float = CV2_SIZE_FACTO
     return [cv2.KeyPoint(float(x), float(y), float(s), float(a)) for (x, y), s, a in zip(xy, size, angle)]
 
 
+def is_opencv_sift(keypoints) -> bool:
+    """Whether ``cv2.KeyPoint``s come from OpenCV's SIFT: every ``octave`` field carries SIFT's packing
+    (``octave + (layer << 8) + …``, with a layer from 1 up), which no other OpenCV detector (ORB, FAST, GFTT,
+    MSER, …) nor ``cv2.KeyPoint(x, y, size)`` writes."""
+    kps = list(keypoints)
+    return bool(kps) and all((k.octave >> 8) & 255 >= 1 for k in kps)
+
+
+def keypoint_xy_bias(keypoints, xy_bias=None) -> float:
+    """The px per axis to subtract from the keypoints' ``pt`` to get pixel-centre positions: ``xy_bias`` if
+    given (a finite number), else :data:`~patchpose.conventions.OPENCV_SIFT_XY_BIAS` (0.25) for OpenCV SIFT's
+    keypoints (:func:`is_opencv_sift`) and 0 for any other."""
+    if xy_bias is None:
+        return OPENCV_SIFT_XY_BIAS if is_opencv_sift(keypoints) else 0.0
+    if isinstance(xy_bias, bool) or not isinstance(xy_bias, (int, float, np.floating, np.integer)):
+        raise InputError(f"xy_bias must be None (auto) or a number of pixels, got {xy_bias!r}")
+    if not np.isfinite(xy_bias):
+        raise InputError(f"xy_bias must be finite, got {xy_bias!r}")
+    return float(xy_bias)
+
+
 def from_cv2_keypoints(
-    keypoints, size_factor: float = CV2_SIZE_FACTOR
+    keypoints, size_factor: float = CV2_SIZE_FACTOR, xy_bias: float | None = None
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``cv2.KeyPoint`` list → ``(xy (N, 2), log2 scale (N,), orientation radians (N,))``."""
-    xy = np.array([k.pt for k in keypoints], dtype=np.float64).reshape(-1, 2)
+    """``cv2.KeyPoint`` list → ``(xy (N, 2), log2 scale (N,), orientation radians (N,))``, xy in pixel
+    centres: ``pt`` minus :func:`keypoint_xy_bias` (a quarter pixel for OpenCV SIFT's keypoints, else 0;
+    ``xy_bias`` overrides)."""
+    keypoints = list(keypoints)
+    xy = np.array([k.pt for k in keypoints], dtype=np.float64).reshape(-1, 2) - keypoint_xy_bias(
+        keypoints, xy_bias
+    )
     scale, ori = from_cv2_size_angle([k.size for k in keypoints], [k.angle for k in keypoints], size_factor)
     return xy, np.atleast_1d(scale), np.atleast_1d(ori)
 

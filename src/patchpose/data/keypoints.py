@@ -5,6 +5,8 @@ from __future__ import annotations
 import cv2
 import numpy as np
 
+from ..conventions import from_opencv_sift_xy
+
 
 def _as_uint8_gray(image: np.ndarray) -> np.ndarray:
     g = image if image.ndim == 2 else cv2.cvtColor(image, cv2.COLOR_RGB2GRAY)
@@ -19,14 +21,20 @@ def detect_sift(
     """SIFT keypoints ``(N, 2)`` xy (strongest first, one per location) at least ``margin`` px inside the
     border, and the matching ``cv2.KeyPoint`` list.
 
+    The xy are pixel-centre positions (OpenCV's ``pt`` moved by
+    :data:`~patchpose.conventions.OPENCV_SIFT_XY_BIAS`: :func:`~patchpose.conventions.from_opencv_sift_xy`);
+    the ``cv2.KeyPoint``s keep OpenCV's ``pt``, which its SIFT ``compute`` expects.
+
     With ``candidates``, a third item: for each keypoint, the ``cv2.KeyPoint.angle`` of every orientation
     SIFT found at its location and size (degrees, its own first), as an array."""
     g = _as_uint8_gray(image)
     kps = cv2.SIFT_create(nfeatures=max_keypoints).detect(g, None)
     kps = sorted(kps, key=lambda k: -k.response)
     h, w = g.shape
-    keep = [k for k in kps if margin <= k.pt[0] <= w - 1 - margin and margin <= k.pt[1] <= h - 1 - margin]
-    xy = np.array([k.pt for k in keep], dtype=np.float64).reshape(-1, 2)
+    xy = from_opencv_sift_xy(np.array([k.pt for k in kps], dtype=np.float64).reshape(-1, 2))
+    inside = (xy >= margin).all(1) & (xy[:, 0] <= w - 1 - margin) & (xy[:, 1] <= h - 1 - margin)
+    keep = [k for k, ok in zip(kps, inside) if ok]
+    xy = xy[inside]
     # SIFT reports the same location several times (one per orientation): keep the first
     _, first = np.unique(np.round(xy, 2), axis=0, return_index=True)
     first = np.sort(first)

@@ -13,6 +13,13 @@ size, angle 0, the lower bound). One more row is SIFT as it comes, a keypoint pe
 at equal cost. Matches are mutual nearest neighbours (``cv2.BFMatcher(crossCheck=True)``); MMA@t is the
 share within t px of the true rotation, averaged over pairs. Outputs ``results.json``, ``results.md``.
 
+Positions: ``cv2.SIFT_create()`` reports keypoints a quarter pixel right of and below what it found
+(:data:`~patchpose.conventions.OPENCV_SIFT_XY_BIAS`), and turning the image does not turn that shift. The
+true rotation is applied to pixel-centre positions (:func:`centre_xy`), our model reads there (``assign``'s
+``xy_bias``), and ``cv2.SIFT.compute`` gets OpenCV's own ``pt``, as it expects. (Before this correction a
+keypoint found again sat up to 0.71 px off its true position at 180°, on every row, and our angle, which rests
+on content near the keypoint, was read there.)
+
 The inputs are checked before any work (:class:`~patchpose.errors.InputError` otherwise): at least one
 photo, and at least one angle that is not a multiple of 360° (``patchpose eval rotation --step S`` turns
 by ``0, S, 2S, … < 360``, so ``S`` must be an integer from 1 to 359: :func:`rotation_angles`); a run
@@ -81,12 +88,20 @@ def check_angles(angles) -> tuple[float, ...]:
     return values
 
 
+def centre_xy(kps) -> np.ndarray:
+    """``(N, 2)`` pixel-centre positions of ``cv2.KeyPoint``s, where the true rotation is applied: ``pt`` minus
+    OpenCV SIFT's quarter-pixel bias for SIFT's keypoints, ``pt`` itself for any other
+    (:func:`~patchpose.integrations.opencv.keypoint_xy_bias`)."""
+    from ..integrations.opencv import keypoint_xy_bias
+
+    return np.array([k.pt for k in kps], np.float64).reshape(-1, 2) - keypoint_xy_bias(kps)
+
+
 def found_again(k0, k1, H: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Indices ``i`` into ``k0`` and ``j`` into ``k1`` of the keypoints found again (mutually nearest within
-    1 px of the true position ``H·x0``, size within ±1/4 octave), and the distances ``d`` (px)."""
-    i, j, d = redetections(
-        apply_homography(H, np.array([k.pt for k in k0])), np.array([k.pt for k in k1]), 1.0
-    )
+    1 px of the true position ``H·x0``, size within ±1/4 octave; pixel-centre positions, :func:`centre_xy`),
+    and the distances ``d`` (px)."""
+    i, j, d = redetections(apply_homography(H, centre_xy(k0)), centre_xy(k1), 1.0)
     s0 = np.array([k.size for k in k0])[i]
     s1 = np.array([k.size for k in k1])[j]
     ok = np.abs(np.log2(s1 / s0)) <= 0.25
@@ -125,9 +140,12 @@ def true_position_errors(
     i, j, d = found_again(views0["sift"], views1["sift"], H)
     if len(i) == 0:
         return np.zeros((0, 2))
-    x1 = apply_homography(H, np.array([views0["sift"][q].pt for q in i]))
+    x1 = apply_homography(H, centre_xy([views0["sift"][q] for q in i]))  # pixel-centre positions
     k1 = [cv2.KeyPoint(*x, views1["sift"][q].size) for x, q in zip(x1, j)]
-    a1 = [k.angle for k in assign(img1, k1, est, size_factor=SIFT_DESCRIPTOR_SIZE_FACTOR, keep_size=True)]
+    a1 = [
+        k.angle
+        for k in assign(img1, k1, est, size_factor=SIFT_DESCRIPTOR_SIZE_FACTOR, keep_size=True, xy_bias=0.0)
+    ]
     a0 = np.array([k.angle for k in views0["ours_at_sift_size"]])[i]
     return np.stack([_wrapped(a1, a0, angle_deg), d], axis=1)
 
@@ -180,7 +198,7 @@ def _views(img, detected, est) -> dict:
         "ours": assign(img, kps, est, size_factor=sift_size_factor(est)),
         "ours_at_sift_size": assign(img, kps, est, size_factor=f, keep_size=True),
         "sift_resolved_by_ours": [resolved[(k.pt, k.size)] for k in kps],
-        "upright": [cv2.KeyPoint(*k.pt, k.size, 0) for k in kps],
+        "upright": [cv2.KeyPoint(*k.pt, k.size, 0, k.response, k.octave, k.class_id) for k in kps],
         # SIFT as it comes: a keypoint per orientation (more keypoints than the other rows; MMA only)
         "sift_all_orientations": sorted(detected, key=lambda k: -k.response),
     }
@@ -272,8 +290,8 @@ def evaluate_rotation(
                 if not m:
                     per_angle[r][a].append([0.0] * len(thresholds))
                     continue
-                x0 = np.array([kept0[r][q.queryIdx].pt for q in m])
-                x1 = np.array([kept1[r][q.trainIdx].pt for q in m])
+                x0 = centre_xy([kept0[r][q.queryIdx] for q in m])
+                x1 = centre_xy([kept1[r][q.trainIdx] for q in m])
                 e = np.linalg.norm(apply_homography(H, x0) - x1, axis=1)
                 per_angle[r][a].append([float(np.mean(e <= t)) for t in thresholds])
     if not used:

@@ -8,9 +8,15 @@ import math
 import cv2
 import numpy as np
 
-from ..conventions import CV2_SIZE_FACTOR, angle_diff, from_cv2_size_angle, to_cv2_size_angle
+from ..conventions import (
+    CV2_SIZE_FACTOR,
+    angle_diff,
+    from_cv2_size_angle,
+    to_cv2_size_angle,
+)
 from ..errors import InputError
 from ..estimator import as_estimator
+from ..interop import is_opencv_sift, keypoint_xy_bias
 
 #: ``size_factor`` that makes OpenCV's SIFT descriptor window (radius ≈ 5.3 · size) cover our characteristic
 #: region (radius ``16 · 2**σ``), as the matching pipeline does (:data:`patchpose.matching.pipeline.SIFT_REGION`).
@@ -43,6 +49,7 @@ def assign(
     size_factor: float = CV2_SIZE_FACTOR,
     top_k: int | None = None,
     keep_size: bool = False,
+    xy_bias: float | None = None,
 ):
     """New ``cv2.KeyPoint``s with our poses.
 
@@ -57,6 +64,11 @@ def assign(
         keep_size: keep each keypoint's size (the detector's scale) and estimate only the angle, in the frame
             of that size (``size_factor`` converts it to our scale). Measured far better than our own
             scale for SIFT keypoints (``docs/results.md``).
+        xy_bias: px per axis between a keypoint's ``pt`` and the pixel-centre position the model reads at
+            (``pt − xy_bias``). None (default): 0.25 for OpenCV SIFT's keypoints, which ``cv2.SIFT_create()``
+            reports a quarter pixel off (:data:`~patchpose.conventions.OPENCV_SIFT_XY_BIAS`), 0 for any other
+            (:func:`keypoint_xy_bias`). Give 0 for SIFT made with ``enable_precise_upscale=True``. The
+            returned keypoints keep their ``pt`` (what OpenCV's ``compute`` expects).
 
     For SIFT keypoints that will be described by SIFT, :func:`resolve_orientations` (SIFT's own pose, with
     our angle choosing only where SIFT found several orientations) matches better than our angle alone.
@@ -69,7 +81,7 @@ def assign(
         raise InputError("keypoints must be cv2.KeyPoint objects (use estimate() for (N, 2) arrays)")
     est = as_estimator(estimator)
     check_size_factor(size_factor)
-    xy = np.array([k.pt for k in kps], np.float64)
+    xy = np.array([k.pt for k in kps], np.float64) - keypoint_xy_bias(kps, xy_bias)
     frame = None
     if keep_size:
         sizes = np.array([k.size for k in kps], np.float64)
@@ -98,7 +110,11 @@ def assign(
 
 
 def resolve_orientations(
-    image, keypoints, estimator=None, size_factor: float = SIFT_DESCRIPTOR_SIZE_FACTOR
+    image,
+    keypoints,
+    estimator=None,
+    size_factor: float = SIFT_DESCRIPTOR_SIZE_FACTOR,
+    xy_bias: float | None = None,
 ) -> list:
     """One ``cv2.KeyPoint`` per location: where the detector found several orientations, the one nearest ours.
 
@@ -118,6 +134,7 @@ def resolve_orientations(
         estimator: a :class:`~patchpose.PatchPoseEstimator` (default: the bundled model).
         size_factor: the frame our orientation is read in (see :func:`assign`); the default is the one
             measured in ``docs/results.md``.
+        xy_bias: see :func:`assign` (default: 0.25 px for OpenCV SIFT's keypoints, else 0).
 
     Returns:
         One keypoint per location, in the order of each location's first keypoint; every field is the
@@ -134,11 +151,26 @@ def resolve_orientations(
     ambiguous = [g for g in groups.values() if len(g) > 1]
     chosen = {id(g[0]): g[0] for g in groups.values()}
     if ambiguous:
-        ours = assign(image, [g[0] for g in ambiguous], estimator, size_factor=size_factor, keep_size=True)
+        xy_bias = keypoint_xy_bias(kps, xy_bias)
+        ours = assign(
+            image,
+            [g[0] for g in ambiguous],
+            estimator,
+            size_factor=size_factor,
+            keep_size=True,
+            xy_bias=xy_bias,
+        )
         for g, o in zip(ambiguous, ours):
             a = np.radians([k.angle for k in g])
             chosen[id(g[0])] = g[int(np.argmin(np.abs(angle_diff(a, math.radians(o.angle)))))]
     return [chosen[id(g[0])] for g in groups.values()]
 
 
-__all__ = ["assign", "resolve_orientations", "sift_size_factor", "SIFT_DESCRIPTOR_SIZE_FACTOR"]
+__all__ = [
+    "assign",
+    "resolve_orientations",
+    "sift_size_factor",
+    "is_opencv_sift",
+    "keypoint_xy_bias",
+    "SIFT_DESCRIPTOR_SIZE_FACTOR",
+]
