@@ -208,6 +208,42 @@ def test_rotation_matching_eval_on_a_tiny_set(tmp_path):
     assert cons["ours_at_sift_size_true_position"]["0-1 px"]["n"] == n > 50
     assert cons["sift"]["0-1 px"]["n"] > 50 and cons["sift"]["0-1 px"]["median_deg"] < 1.0
     assert "Angle error at the keypoints SIFT finds again" in (tmp_path / "o" / "results.md").read_text()
+    # the turns by band (0° and 90° away from upright) and the photo's own row
+    bands = doc["by_rotation"]
+    assert list(bands) == ["0-0°", "90-180°"] and bands["90-180°"]["angles"] == [90]
+    assert bands["90-180°"]["mma"]["ours"] == pytest.approx(per["ours"]["90"])
+    assert doc["mma_per_photo"]["ours"]["tex.png"] == pytest.approx(doc["mma_overall"]["ours"])
+    md = (tmp_path / "o" / "results.md").read_text()
+    assert "By how far the photo is turned" in md and "| tex.png |" in md
+
+
+def test_rotation_bands_by_distance_from_upright():
+    """A turn's band is set by its distance from upright: 350° is 10° away, 270° is 90° away; by_rotation
+    averages each band's turns (photos first) and leaves out bands without turns."""
+    from patchpose.evaluation.rotation_eval import by_rotation, rotation_band
+
+    assert [rotation_band(a) for a in (0, 360, 10, 350, 44, 45, 315, 89, 90, 270, 180, 185)] == [
+        "0-0°",
+        "0-0°",
+        "1-44°",
+        "1-44°",
+        "1-44°",
+        "45-89°",
+        "45-89°",
+        "45-89°",
+        "90-180°",
+        "90-180°",
+        "90-180°",
+        "90-180°",
+    ]
+    per = {  # two photos; MMA@1, @3
+        "sift": {0: [[1, 1], [1, 1]], 10: [[0.5, 0.6], [0.7, 0.8]], 350: [[0.1, 0.2], [0.3, 0.4]]},
+        "ours": {0: [[1, 1], [1, 1]], 10: [[0.6, 0.6], [0.8, 0.8]], 350: [[0.2, 0.2], [0.4, 0.4]]},
+    }
+    b = by_rotation(per, (1, 3), 0)
+    assert list(b) == ["0-0°", "1-44°"] and b["1-44°"]["angles"] == [10, 350]
+    assert b["1-44°"]["mma"]["sift"] == pytest.approx([0.4, 0.5]) and b["1-44°"]["mma"]["ours"] == [0.5, 0.5]
+    assert b["1-44°"]["intervals"] == {}
 
 
 def test_angle_errors_by_hand():

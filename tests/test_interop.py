@@ -26,6 +26,16 @@ def test_cv2_keypoints_round_trip():
     _assert_poses(*from_cv2_keypoints(kps))
 
 
+def test_cv2_keypoints_from_opencv_sift_come_back_in_pixel_centres():
+    """OpenCV SIFT's keypoints (its packed octave) lose their quarter-pixel bias; ``xy_bias`` overrides."""
+    import cv2
+
+    kps = [cv2.KeyPoint(x, y, 4.0, 30.0, 1.0, 255 + (2 << 8)) for x, y in XY]  # SIFT: octave −1, layer 2
+    np.testing.assert_allclose(from_cv2_keypoints(kps)[0], XY - 0.25)
+    np.testing.assert_allclose(from_cv2_keypoints(kps, xy_bias=0.0)[0], XY)
+    np.testing.assert_allclose(from_cv2_keypoints(kps, xy_bias=-1.0)[0], XY + 1.0)
+
+
 def test_laf_round_trip_and_kornia_reading():
     laf = to_laf(XY, SCALE, ORI)
     assert laf.shape == (1, 3, 2, 3)
