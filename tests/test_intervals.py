@@ -126,3 +126,18 @@ def test_rotation_mma_intervals_resample_photos():
     assert r["mean"]["sift"]["interval"] == pytest.approx([0.6, 0.8])
     assert r["minus_reference"]["ours"]["value"] == pytest.approx(-0.1)
     assert r["minus_reference"]["ours"]["interval"] == pytest.approx([-0.1, -0.1])
+
+
+def test_fraction_intervals_print_three_decimals_and_no_negative_zero():
+    from patchpose.evaluation.intervals import format_fraction_interval
+
+    assert format_fraction_interval({"value": 0.8526, "interval": [0.81, 0.9]}) == "0.853 [0.810, 0.900]"
+    assert (
+        format_fraction_interval({"value": -0.013, "interval": [-0.029, 0.001]}, True)
+        == "−0.013 [−0.029, +0.001]"
+    )
+    # a difference that rounds to zero reads +0.000, whatever its sign before rounding
+    assert (
+        format_fraction_interval({"value": -1e-17, "interval": [-0.0004, 0.0]}, True)
+        == "+0.000 [+0.000, +0.000]"
+    )

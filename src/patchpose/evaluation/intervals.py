@@ -141,8 +141,12 @@ def mean_intervals(
 def format_fraction_interval(d: dict, signed: bool = False) -> str:
     """``0.843 [0.812, 0.871]`` or ``−0.050 [−0.071, −0.030]`` from ``{"value", "interval"}`` (fractions)."""
     f = "{:+.3f}" if signed else "{:.3f}"
+
+    def g(x: float) -> str:  # round first, so that −0.0004 reads +0.000 rather than −0.000
+        return f.format(round(float(x), 3) + 0.0)
+
     lo, hi = d["interval"]
-    return f"{f.format(d['value'])} [{f.format(lo)}, {f.format(hi)}]".replace("-", "−")
+    return f"{g(d['value'])} [{g(lo)}, {g(hi)}]".replace("-", "−")
 
 
 def mean_interval_rows(columns: list[dict], label=str) -> list[str]:
