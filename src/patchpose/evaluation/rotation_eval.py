@@ -97,7 +97,7 @@ def check_angles(angles) -> tuple[float, ...]:
 def centre_xy(kps) -> np.ndarray:
     """``(N, 2)`` pixel-centre positions of ``cv2.KeyPoint``s, where the true rotation is applied: ``pt`` minus
     OpenCV SIFT's quarter-pixel bias for SIFT's keypoints, ``pt`` itself for any other
-    (:func:`~patchpose.integrations.opencv.keypoint_xy_bias`)."""
+    (:func:`~patchpose.interop.keypoint_xy_bias`)."""
     from ..interop import keypoint_xy_bias
 
     return np.array([k.pt for k in kps], np.float64).reshape(-1, 2) - keypoint_xy_bias(kps)
@@ -385,8 +385,8 @@ def rotation_band(angle_deg: float) -> str:
 
 def by_rotation(per_angle: dict, thresholds, replicates: int) -> dict:
     """Per :data:`ROTATION_BANDS` band that holds angles: ``{"angles": [...], "mma": {row: [MMA@t ...]},
-    "intervals": mma_intervals(...) of those angles only}`` (intervals empty when ``replicates`` is 0). The
-    question issue #7 asks is about large turns, where SIFT's angle and ours differ most in what they rest on."""
+    "intervals": mma_intervals(...) of those angles only}`` (intervals empty when ``replicates`` is 0): how the
+    poses compare under small turns, where a gradient histogram barely moves, and under large ones."""
     out = {}
     for lo, hi in ROTATION_BANDS:
         name = f"{lo}-{hi}°"
