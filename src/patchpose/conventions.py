@@ -50,7 +50,8 @@ OpenCV SIFT's positions
     model, a patch, a ground-truth warp) must use ``pt − 0.25`` (:func:`from_opencv_sift_xy`). Turning the
     image by ``t`` turns the content but not the shift, so without the correction a keypoint found again
     moves by ``0.25·√2·2 sin(t/2)`` px against the content (0.71 px at 180°). ``enable_precise_upscale=True``
-    has no shift.
+    has no shift (OpenCV added it in 4.8, pull request 23124, "prevents localization bias", and left it off by
+    default, 23270); ``tests/test_conventions.py`` measures both against the installed OpenCV.
 
 kornia LAF
     Orientation in **degrees**, CCW as displayed (same sign as ours); LAF scale = ``sqrt|det A|`` = the
