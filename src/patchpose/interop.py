@@ -51,16 +51,22 @@ def keypoint_xy_bias(keypoints, xy_bias=None) -> float:
     return float(xy_bias)
 
 
+def keypoint_xy(keypoints, xy_bias: float | None = None) -> np.ndarray:
+    """``(N, 2)`` pixel-centre positions of ``cv2.KeyPoint``s: ``pt`` minus :func:`keypoint_xy_bias` (a quarter
+    pixel for OpenCV SIFT's keypoints, else 0; ``xy_bias`` overrides)."""
+    keypoints = list(keypoints)
+    return np.array([k.pt for k in keypoints], np.float64).reshape(-1, 2) - keypoint_xy_bias(
+        keypoints, xy_bias
+    )
+
+
 def from_cv2_keypoints(
     keypoints, size_factor: float = CV2_SIZE_FACTOR, xy_bias: float | None = None
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``cv2.KeyPoint`` list → ``(xy (N, 2), log2 scale (N,), orientation radians (N,))``, xy in pixel
-    centres: ``pt`` minus :func:`keypoint_xy_bias` (a quarter pixel for OpenCV SIFT's keypoints, else 0;
-    ``xy_bias`` overrides)."""
+    centres (:func:`keypoint_xy`)."""
     keypoints = list(keypoints)
-    xy = np.array([k.pt for k in keypoints], dtype=np.float64).reshape(-1, 2) - keypoint_xy_bias(
-        keypoints, xy_bias
-    )
+    xy = keypoint_xy(keypoints, xy_bias)
     scale, ori = from_cv2_size_angle([k.size for k in keypoints], [k.angle for k in keypoints], size_factor)
     return xy, np.atleast_1d(scale), np.atleast_1d(ori)
 

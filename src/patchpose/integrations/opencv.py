@@ -16,7 +16,7 @@ from ..conventions import (
 )
 from ..errors import InputError
 from ..estimator import as_estimator
-from ..interop import is_opencv_sift, keypoint_xy_bias
+from ..interop import is_opencv_sift, keypoint_xy, keypoint_xy_bias
 
 #: ``size_factor`` that makes OpenCV's SIFT descriptor window (radius ≈ 5.3 · size) cover our characteristic
 #: region (radius ``16 · 2**σ``), as the matching pipeline does (:data:`patchpose.matching.pipeline.SIFT_REGION`).
@@ -81,7 +81,7 @@ def assign(
         raise InputError("keypoints must be cv2.KeyPoint objects (use estimate() for (N, 2) arrays)")
     est = as_estimator(estimator)
     check_size_factor(size_factor)
-    xy = np.array([k.pt for k in kps], np.float64) - keypoint_xy_bias(kps, xy_bias)
+    xy = keypoint_xy(kps, xy_bias)
     frame = None
     if keep_size:
         sizes = np.array([k.size for k in kps], np.float64)
