@@ -326,6 +326,11 @@ def test_eval_rotation_refuses_no_photos_and_no_angles(tmp_path, capsys):
         with pytest.raises(InputError, match="no rotation to evaluate"):
             evaluate_rotation([photo], tmp_path / "o", angles=angles, progress=False)
     assert rotation_angles(90) == (0, 90, 180, 270)
+    assert rotation_angles(90, start=45) == (45, 135, 225, 315)
+    assert rotation_angles(100, 5) == (5, 105, 205, 305)
+    for start in (-5, 360, 2.5):
+        with pytest.raises(InputError, match="from 0 to 359"):
+            rotation_angles(10, start)
     for step in (0, -10, 360, 2.5):
         with pytest.raises(InputError, match="from 1 to 359"):
             rotation_angles(step)
@@ -342,6 +347,8 @@ def test_eval_rotation_refuses_no_photos_and_no_angles(tmp_path, capsys):
     assert "from 1 to 359" in capsys.readouterr().err
     assert main(["eval", "rotation", "--images", str(one), "--step", "0", "--out", str(tmp_path / "o")]) == 2
     assert "from 1 to 359" in capsys.readouterr().err
+    assert main(["eval", "rotation", "--images", str(one), "--start", "400", "--out", str(tmp_path / "o")]) == 2
+    assert "--start" in capsys.readouterr().err
 
 
 def test_eval_rotation_refuses_photos_without_keypoints(tmp_path):

@@ -294,7 +294,7 @@ def _cmd_eval_rotation(a: argparse.Namespace) -> int:
         photos,
         a.out,
         a.weights,
-        angles=rotation_angles(a.step),
+        angles=rotation_angles(a.step, a.start),
         progress=not a.no_progress,
         passes=a.passes,
         turns=a.turns,
@@ -650,6 +650,12 @@ def build_parser() -> argparse.ArgumentParser:
     ro.add_argument("--images", default=None, help="photo folder (default: the 15 test photos in the wheels)")
     ro.add_argument("--split", choices=("train", "val", "test"), default=None)
     ro.add_argument("--step", type=int, default=10, help="degrees between rotations (default 10: 36 angles)")
+    ro.add_argument(
+        "--start",
+        type=int,
+        default=0,
+        help="the first rotation in degrees (default 0; --start 5 turns by 5, 15, ..., 355 with the default step)",
+    )
     ro.add_argument("--out", default="outputs/eval_rotation")
     _add_weights(ro)
     ro.add_argument(

@@ -15,14 +15,15 @@ share within t px of the true rotation, averaged over pairs. Outputs ``results.j
 
 Positions: ``cv2.SIFT_create()`` reports keypoints a quarter pixel right of and below what it found
 (:data:`~patchpose.conventions.OPENCV_SIFT_XY_BIAS`), and turning the image does not turn that shift. The
-true rotation is applied to pixel-centre positions (:func:`centre_xy`), our model reads there (``assign``'s
-``xy_bias``), and ``cv2.SIFT.compute`` gets OpenCV's own ``pt``, as it expects. (Before this correction a
-keypoint found again sat up to 0.71 px off its true position at 180°, on every row, and our angle, which rests
-on content near the keypoint, was read there.)
+true rotation is applied to pixel-centre positions (:func:`~patchpose.interop.keypoint_xy`), our model reads
+there (``assign``'s ``xy_bias``), and ``cv2.SIFT.compute`` gets OpenCV's own ``pt``, as it expects. (Before
+this correction a keypoint found again sat up to 0.71 px off its true position at 180°, on every row, and our
+angle, which rests on content near the keypoint, was read there.)
 
 The inputs are checked before any work (:class:`~patchpose.errors.InputError` otherwise): at least one
-photo, and at least one angle that is not a multiple of 360° (``patchpose eval rotation --step S`` turns
-by ``0, S, 2S, … < 360``, so ``S`` must be an integer from 1 to 359: :func:`rotation_angles`); a run
+photo, and at least one angle that is not a multiple of 360° (``patchpose eval rotation --step S --start A``
+turns by ``A, A + S, … < A + 360``, so ``S`` must be an integer from 1 to 359 and ``A`` one from 0 to 359:
+:func:`rotation_angles`); a run
 where no photo has the 10 SIFT keypoints it needs is an error too, not a table of NaNs.
 
 A diagnostic goes with it: the **angle error at the keypoints SIFT finds again** (a keypoint of the turned
@@ -50,6 +51,7 @@ from ..conventions import similarity_about
 from ..errors import InputError, is_int_in
 from ..fileio import write_text_atomic
 from ..geometry import apply_homography
+from ..interop import keypoint_xy
 from .intervals import (
     DEFAULT_REPLICATES,
     check_bootstrap,
@@ -68,12 +70,16 @@ ANGLE_OFFSET_BINS = ((0.0, 0.25), (0.25, 0.5), (0.5, 1.0))
 MIN_KEYPOINTS = 10
 
 
-def rotation_angles(step) -> tuple[int, ...]:
-    """The angles ``0, step, 2·step, … < 360`` (degrees); :class:`InputError` unless ``step`` is an
-    integer from 1 to 359 (0 or less gives no angles, 360 or more only the unturned photo)."""
+def rotation_angles(step, start=0) -> tuple[int, ...]:
+    """The angles ``start, start + step, … < start + 360`` (degrees); :class:`InputError` unless ``step`` is an
+    integer from 1 to 359 (0 or less gives no angles, 360 or more only the unturned photo) and ``start`` an
+    integer from 0 to 359 (``start=5, step=10`` gives 5°, 15°, …, 355°: turns that the default run does not
+    measure)."""
     if not is_int_in(step, 1, 359, integral_floats=True):
         raise InputError(f"the rotation step (--step) must be an integer from 1 to 359 degrees, got {step!r}")
-    return tuple(range(0, 360, int(step)))
+    if not is_int_in(start, 0, 359, integral_floats=True):
+        raise InputError(f"the first rotation (--start) must be an integer from 0 to 359 degrees, got {start!r}")
+    return tuple(range(int(start), int(start) + 360, int(step)))
 
 
 def check_angles(angles) -> tuple[float, ...]:
@@ -94,20 +100,11 @@ def check_angles(angles) -> tuple[float, ...]:
     return values
 
 
-def centre_xy(kps) -> np.ndarray:
-    """``(N, 2)`` pixel-centre positions of ``cv2.KeyPoint``s, where the true rotation is applied: ``pt`` minus
-    OpenCV SIFT's quarter-pixel bias for SIFT's keypoints, ``pt`` itself for any other
-    (:func:`~patchpose.interop.keypoint_xy_bias`)."""
-    from ..interop import keypoint_xy_bias
-
-    return np.array([k.pt for k in kps], np.float64).reshape(-1, 2) - keypoint_xy_bias(kps)
-
-
 def found_again(k0, k1, H: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Indices ``i`` into ``k0`` and ``j`` into ``k1`` of the keypoints found again (mutually nearest within
-    1 px of the true position ``H·x0``, size within ±1/4 octave; pixel-centre positions, :func:`centre_xy`),
+    1 px of the true position ``H·x0``, size within ±1/4 octave; pixel-centre positions, :func:`~patchpose.interop.keypoint_xy`),
     and the distances ``d`` (px)."""
-    i, j, d = redetections(apply_homography(H, centre_xy(k0)), centre_xy(k1), 1.0)
+    i, j, d = redetections(apply_homography(H, keypoint_xy(k0)), keypoint_xy(k1), 1.0)
     s0 = np.array([k.size for k in k0])[i]
     s1 = np.array([k.size for k in k1])[j]
     ok = np.abs(np.log2(s1 / s0)) <= 0.25
@@ -146,7 +143,7 @@ def true_position_errors(
     i, j, d = found_again(views0["sift"], views1["sift"], H)
     if len(i) == 0:
         return np.zeros((0, 2))
-    x1 = apply_homography(H, centre_xy([views0["sift"][q] for q in i]))  # pixel-centre positions
+    x1 = apply_homography(H, keypoint_xy([views0["sift"][q] for q in i]))  # pixel-centre positions
     k1 = [cv2.KeyPoint(*x, views1["sift"][q].size) for x, q in zip(x1, j)]
     a1 = [
         k.angle
@@ -298,8 +295,8 @@ def evaluate_rotation(
                 if not m:
                     per_angle[r][a].append([0.0] * len(thresholds))
                     continue
-                x0 = centre_xy([kept0[r][q.queryIdx] for q in m])
-                x1 = centre_xy([kept1[r][q.trainIdx] for q in m])
+                x0 = keypoint_xy([kept0[r][q.queryIdx] for q in m])
+                x1 = keypoint_xy([kept1[r][q.trainIdx] for q in m])
                 e = np.linalg.norm(apply_homography(H, x0) - x1, axis=1)
                 per_angle[r][a].append([float(np.mean(e <= t)) for t in thresholds])
     if not used:
@@ -332,7 +329,7 @@ def evaluate_rotation(
     lines = [
         "# In-plane rotation matching with OpenCV SIFT descriptors",
         "",
-        f"{len(photos)} photos × {len(angles)} rotations; SIFT keypoints (≤ {max_keypoints}); descriptors by "
+        f"{len(photos)} photos × {len(angles)} rotations ({_angle_list(angles)}); SIFT keypoints (≤ {max_keypoints}); descriptors by "
         f"`cv2.SIFT.compute` at each pose; mutual nearest neighbours. Model `{doc['model']}`. {doc['seconds']:.0f} s.",
         "",
         "| pose | matches | " + " | ".join(f"MMA@{t}px" for t in thresholds) + " |",
@@ -368,6 +365,17 @@ def evaluate_rotation(
     return doc
 
 
+def _angle_list(angles) -> str:
+    """``"0°, 10°, …, 350°"``: the turns of a run, shortened past four."""
+    deg = [f"{a:g}°" for a in angles]
+    return ", ".join(deg if len(deg) <= 4 else deg[:2] + ["…", deg[-1]])
+
+
+def _measured_angles(per_angle: dict) -> list:
+    """The angles of ``per_angle`` (:func:`mma_intervals`' layout) that hold any photo."""
+    return [a for a, v in per_angle["sift"].items() if v]
+
+
 #: bands of the turn's distance from upright, ``min(a, 360 − a)`` in degrees, ``[lo, hi]`` both included
 ROTATION_BANDS = ((0, 0), (1, 44), (45, 89), (90, 180))
 
@@ -390,12 +398,10 @@ def by_rotation(per_angle: dict, thresholds, replicates: int) -> dict:
     out = {}
     for lo, hi in ROTATION_BANDS:
         name = f"{lo}-{hi}°"
-        band = {
-            r: {a: v for a, v in per_angle[r].items() if v and rotation_band(a) == name} for r in per_angle
-        }
-        angles = list(band["sift"])
+        angles = [a for a in _measured_angles(per_angle) if rotation_band(a) == name]
         if not angles:
             continue
+        band = {r: {a: per_angle[r][a] for a in angles} for r in per_angle}
         out[name] = {
             "angles": angles,
             "mma": {r: np.mean([np.mean(band[r][a], axis=0) for a in angles], axis=0).tolist() for r in band},
@@ -406,7 +412,7 @@ def by_rotation(per_angle: dict, thresholds, replicates: int) -> dict:
 
 def per_photo(per_angle: dict, names: list[str]) -> dict:
     """``{row: {photo: [MMA@t ...]}}``: each photo's MMA averaged over its turns."""
-    angles = [a for a in per_angle["sift"] if per_angle["sift"][a]]
+    angles = _measured_angles(per_angle)
     return {
         r: {n: np.mean([per_angle[r][a][i] for a in angles], axis=0).tolist() for i, n in enumerate(names)}
         for r in per_angle
@@ -420,7 +426,7 @@ def mma_intervals(per_angle: dict, thresholds, replicates: int) -> dict:
     every row and angle (what :func:`evaluate_rotation` collects). Returns, for every threshold ``T``,
     ``{"mma@Tpx": ...}`` with :func:`~patchpose.evaluation.intervals.mean_intervals` of that column (MMA as
     fractions, photos as clusters, ``minus_reference`` = row − sift)."""
-    angles = [a for a in per_angle["sift"] if per_angle["sift"][a]]
+    angles = _measured_angles(per_angle)
     clusters = np.concatenate([np.arange(len(per_angle["sift"][a])) for a in angles])
     return {
         f"mma@{t}px": mean_intervals(
