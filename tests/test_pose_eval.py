@@ -347,7 +347,9 @@ def test_eval_rotation_refuses_no_photos_and_no_angles(tmp_path, capsys):
     assert "from 1 to 359" in capsys.readouterr().err
     assert main(["eval", "rotation", "--images", str(one), "--step", "0", "--out", str(tmp_path / "o")]) == 2
     assert "from 1 to 359" in capsys.readouterr().err
-    assert main(["eval", "rotation", "--images", str(one), "--start", "400", "--out", str(tmp_path / "o")]) == 2
+    assert (
+        main(["eval", "rotation", "--images", str(one), "--start", "400", "--out", str(tmp_path / "o")]) == 2
+    )
     assert "--start" in capsys.readouterr().err
 
 

@@ -78,7 +78,9 @@ def rotation_angles(step, start=0) -> tuple[int, ...]:
     if not is_int_in(step, 1, 359, integral_floats=True):
         raise InputError(f"the rotation step (--step) must be an integer from 1 to 359 degrees, got {step!r}")
     if not is_int_in(start, 0, 359, integral_floats=True):
-        raise InputError(f"the first rotation (--start) must be an integer from 0 to 359 degrees, got {start!r}")
+        raise InputError(
+            f"the first rotation (--start) must be an integer from 0 to 359 degrees, got {start!r}"
+        )
     return tuple(range(int(start), int(start) + 360, int(step)))
 
 
