@@ -267,6 +267,53 @@ def test_opencv_sift_reports_keypoints_a_quarter_pixel_off():
     np.testing.assert_allclose(np.median(back - p0, axis=0), [0.0, 0.0], atol=0.02)
 
 
+def test_opencv_orb_positions_are_their_level_pixels():
+    """``cv2.ORB_create()`` reports level pixel ``u`` at ``u·s``; ``from_opencv_orb_xy`` puts it at the pixel's
+    centre, ``(u + 0.5)·W/W_L − 0.5``. Under an exact half turn a keypoint found again then lands on itself at
+    every level, where OpenCV's ``pt`` is off (an image of odd, non-square size, so that levels round)."""
+    from conftest import make_textured_image
+
+    img = (make_textured_image(320, seed=6)[:301, :263] * 255).astype(np.uint8)
+    h, w = img.shape
+    orb = cv2.ORB_create(nfeatures=3000)
+    k0 = orb.detect(img, None)
+    k1 = orb.detect(np.ascontiguousarray(img[::-1, ::-1]), None)
+    checked = 0
+    for level in range(1, 8):
+        a = [k for k in k0 if k.octave == level]
+        b = [k for k in k1 if k.octave == level]
+        if len(a) < 10 or len(b) < 10:
+            continue
+        offsets = {}
+        for name, (p0, p1) in {
+            "pt": (np.array([k.pt for k in a]), np.array([k.pt for k in b])),
+            "centre": (
+                C.from_opencv_orb_xy([k.pt for k in a], level, img.shape, 1.2),
+                C.from_opencv_orb_xy([k.pt for k in b], level, img.shape, 1.2),
+            ),
+        }.items():
+            back = np.stack([w - 1 - p1[:, 0], h - 1 - p1[:, 1]], 1)
+            d = np.linalg.norm(p0[:, None] - back[None], axis=2).min(1)
+            offsets[name] = d[d < 8.0]
+            assert len(offsets[name]) >= 5
+        assert np.median(offsets["pt"]) > 0.3, level
+        assert np.median(offsets["centre"]) < 1e-3 and np.mean(offsets["centre"] < 1e-3) > 0.9, level
+        checked += 1
+    assert checked >= 3
+
+
+def test_opencv_orb_xy_helpers_round_trip():
+    xy = np.array([[10.0, 20.0], [100.5, 0.0], [3.0, 4.0]])
+    lev = [0, 3, 7]
+    np.testing.assert_allclose(C.from_opencv_orb_xy(xy[:1], 0, (480, 640)), xy[:1])  # level 0 is exact
+    back = C.to_opencv_orb_xy(C.from_opencv_orb_xy(xy, lev, (301, 263), 1.2), lev, (301, 263), 1.2)
+    np.testing.assert_allclose(back, xy, atol=1e-9)
+    # level 1 of a 640-wide image is 533 wide: pixel u = 10 (pt 12) has its centre at 10.5 · 640/533 − 0.5
+    np.testing.assert_allclose(
+        C.from_opencv_orb_xy([[12.0, 0.0]], 1, (480, 640))[0, 0], 10.5 * 640 / 533 - 0.5
+    )
+
+
 def test_opencv_sift_xy_helpers_round_trip():
     xy = np.array([[10.0, 20.0], [0.25, 0.25]])
     np.testing.assert_allclose(C.from_opencv_sift_xy(xy), xy - 0.25)

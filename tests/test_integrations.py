@@ -373,7 +373,8 @@ def test_assign_reads_opencv_sift_keypoints_at_their_pixel_centre_position():
     (conventions: OPENCV_SIFT_XY_BIAS), other keypoints at ``pt``; ``xy_bias`` overrides; the returned
     keypoints keep their ``pt`` either way. ``detect_sift``'s xy are the same pixel-centre positions."""
     from patchpose.data.keypoints import detect_sift
-    from patchpose.integrations.opencv import is_opencv_sift, keypoint_xy_bias
+    from patchpose.integrations.opencv import is_opencv_sift
+    from patchpose.interop import keypoint_xy
 
     img = (make_textured_image(200, seed=2) * 255).astype(np.uint8)
     sift = cv2.SIFT_create(nfeatures=40).detect(img, None)
@@ -381,9 +382,10 @@ def test_assign_reads_opencv_sift_keypoints_at_their_pixel_centre_position():
     plain = [cv2.KeyPoint(*k.pt, k.size) for k in sift]
     assert is_opencv_sift(sift) and not is_opencv_sift(orb) and not is_opencv_sift(plain)
     assert not is_opencv_sift([]) and not is_opencv_sift([*sift, plain[0]])
-    assert (
-        keypoint_xy_bias(sift) == 0.25 and keypoint_xy_bias(orb) == 0.0 and keypoint_xy_bias(sift, 0) == 0.0
-    )
+    pts = np.array([k.pt for k in sift])
+    np.testing.assert_allclose(keypoint_xy(sift), pts - 0.25)
+    np.testing.assert_allclose(keypoint_xy(sift, 0), pts)
+    np.testing.assert_allclose(keypoint_xy(plain), pts)
     est = patchpose.PatchPoseEstimator.from_pretrained()
     xy = np.array([k.pt for k in sift], np.float64)
     want = np.mod(-np.degrees(est.estimate(img, xy - 0.25)["orientation"]), 360.0)
@@ -456,3 +458,62 @@ def test_sift_size_factor_covers_the_models_descriptor_window():
     b = patchpose.assign(img, kps, wide, size_factor=sift_size_factor(wide))
     np.testing.assert_allclose([k.size for k in b], [2.5 * k.size for k in a], rtol=1e-5)
     assert [k.angle for k in a] == [k.angle for k in b]
+
+
+def test_opencv_orb_keypoints_are_recognised_by_their_pyramid_fields():
+    """ORB's keypoints: octave = level, size = patch_size · scale_factor**level, for one patch size and factor."""
+    from patchpose.interop import opencv_orb_scale_factor
+
+    img = (make_textured_image(240, seed=4) * 255).astype(np.uint8)
+    orb = cv2.ORB_create(nfeatures=300).detect(img, None)
+    assert len({k.octave for k in orb}) > 2
+    assert opencv_orb_scale_factor(orb) == pytest.approx(1.2, rel=1e-6)
+    wide = cv2.ORB_create(nfeatures=300, scaleFactor=1.5, patchSize=40, edgeThreshold=40).detect(img, None)
+    assert opencv_orb_scale_factor(wide) == pytest.approx(1.5, rel=1e-6)
+    one_level = [k for k in orb if k.octave == 2]
+    assert one_level and opencv_orb_scale_factor(one_level) == pytest.approx(1.2, rel=1e-6)
+    level0 = [k for k in orb if k.octave == 0]
+    sift = cv2.SIFT_create(nfeatures=50).detect(img, None)
+    plain = [cv2.KeyPoint(*k.pt, k.size) for k in orb]  # octave 0: read at pt
+    moved = [
+        cv2.KeyPoint(*k.pt, k.size * (1.01 if i == 5 else 1.0), k.angle, k.response, k.octave)
+        for i, k in enumerate(orb)
+    ]
+    for other in (level0, sift, plain, moved, []):
+        assert opencv_orb_scale_factor(other) is None
+
+
+def test_assign_reads_opencv_orb_keypoints_at_their_level_pixel():
+    """``assign`` reads ORB's keypoints above level 0 where ORB found them (conventions.from_opencv_orb_xy, which
+    needs the image size), keeps their ``pt``; ``from_cv2_keypoints`` refuses them without ``image_shape``;
+    ``xy_bias`` overrides, as a number or per keypoint."""
+    from patchpose.conventions import from_opencv_orb_xy
+    from patchpose.interop import from_cv2_keypoints
+
+    img = (make_textured_image(200, seed=5)[:, :187] * 255).astype(np.uint8)
+    inside = [
+        k for k in cv2.ORB_create(nfeatures=200).detect(img, None) if 40 < min(k.pt) and max(k.pt) < 150
+    ]
+    kps = [k for level in range(4) for k in [k for k in inside if k.octave == level][:8]]
+    assert len({k.octave for k in kps}) > 1
+    pt = np.array([k.pt for k in kps])
+    xy = from_opencv_orb_xy(pt, [k.octave for k in kps], img.shape, 1.2)
+    assert np.abs(xy - pt).max() > 0.5
+    est = patchpose.PatchPoseEstimator.from_pretrained()
+    want = np.mod(-np.degrees(est.estimate(img, xy)["orientation"]), 360.0)
+    out = patchpose.assign(img, kps, est)
+    np.testing.assert_allclose([k.angle for k in out], want, atol=1e-3)
+    assert [k.pt for k in out] == [k.pt for k in kps]
+    np.testing.assert_allclose(from_cv2_keypoints(kps, image_shape=img.shape)[0], xy)
+    with pytest.raises(InputError, match="image_shape"):
+        from_cv2_keypoints(kps)
+    at_pt = np.mod(-np.degrees(est.estimate(img, pt)["orientation"]), 360.0)
+    assert not np.allclose(want, at_pt, atol=1e-3)  # where it reads matters
+    np.testing.assert_allclose(
+        [k.angle for k in patchpose.assign(img, kps, est, xy_bias=0)], at_pt, atol=1e-3
+    )
+    np.testing.assert_allclose(
+        [k.angle for k in patchpose.assign(img, kps, est, xy_bias=pt - xy)], want, atol=1e-3
+    )
+    with pytest.raises(InputError, match="xy_bias"):
+        patchpose.assign(img, kps, est, xy_bias=np.zeros((2, 2)))

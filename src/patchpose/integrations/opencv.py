@@ -14,9 +14,10 @@ from ..conventions import (
     from_cv2_size_angle,
     to_cv2_size_angle,
 )
+from ..data.patches import check_image
 from ..errors import InputError
 from ..estimator import as_estimator
-from ..interop import is_opencv_sift, keypoint_xy, keypoint_xy_bias
+from ..interop import is_opencv_sift, keypoint_xy, opencv_orb_scale_factor
 
 #: ``size_factor`` that makes OpenCV's SIFT descriptor window (radius ≈ 5.3 · size) cover our characteristic
 #: region (radius ``16 · 2**σ``), as the matching pipeline does (:data:`patchpose.matching.pipeline.SIFT_REGION`).
@@ -49,7 +50,7 @@ def assign(
     size_factor: float = CV2_SIZE_FACTOR,
     top_k: int | None = None,
     keep_size: bool = False,
-    xy_bias: float | None = None,
+    xy_bias=None,
 ):
     """New ``cv2.KeyPoint``s with our poses.
 
@@ -65,10 +66,14 @@ def assign(
             of that size (``size_factor`` converts it to our scale). Measured far better than our own
             scale for SIFT keypoints (``docs/results.md``).
         xy_bias: px per axis between a keypoint's ``pt`` and the pixel-centre position the model reads at
-            (``pt − xy_bias``). None (default): 0.25 for OpenCV SIFT's keypoints, which ``cv2.SIFT_create()``
-            reports a quarter pixel off (:data:`~patchpose.conventions.OPENCV_SIFT_XY_BIAS`), 0 for any other
-            (:func:`keypoint_xy_bias`). Give 0 for SIFT made with ``enable_precise_upscale=True``. The
-            returned keypoints keep their ``pt`` (what OpenCV's ``compute`` expects).
+            (``pt − xy_bias``; a number, or ``(N, 2)``). None (default): where the detector found them
+            (:func:`~patchpose.interop.keypoint_xy`): 0.25 px up-left of ``pt`` for OpenCV SIFT's keypoints,
+            which ``cv2.SIFT_create()`` reports a quarter pixel off
+            (:data:`~patchpose.conventions.OPENCV_SIFT_XY_BIAS`); for OpenCV ORB's above pyramid level 0, the
+            centre of the level pixel they were found at (:func:`~patchpose.conventions.from_opencv_orb_xy`,
+            0.5 to 3 px from ``pt``); ``pt`` for any other. Give 0 for SIFT made with
+            ``enable_precise_upscale=True``. The returned keypoints keep their ``pt`` (what OpenCV's
+            ``compute`` expects).
 
     For SIFT keypoints that will be described by SIFT, :func:`resolve_orientations` (SIFT's own pose, with
     our angle choosing only where SIFT found several orientations) matches better than our angle alone.
@@ -81,7 +86,7 @@ def assign(
         raise InputError("keypoints must be cv2.KeyPoint objects (use estimate() for (N, 2) arrays)")
     est = as_estimator(estimator)
     check_size_factor(size_factor)
-    xy = keypoint_xy(kps, xy_bias)
+    xy = keypoint_xy(kps, xy_bias, check_image(image).shape[:2])
     frame = None
     if keep_size:
         sizes = np.array([k.size for k in kps], np.float64)
@@ -114,7 +119,7 @@ def resolve_orientations(
     keypoints,
     estimator=None,
     size_factor: float = SIFT_DESCRIPTOR_SIZE_FACTOR,
-    xy_bias: float | None = None,
+    xy_bias=None,
 ) -> list:
     """One ``cv2.KeyPoint`` per location: where the detector found several orientations, the one nearest ours.
 
@@ -134,7 +139,8 @@ def resolve_orientations(
         estimator: a :class:`~patchpose.PatchPoseEstimator` (default: the bundled model).
         size_factor: the frame our orientation is read in (see :func:`assign`); the default is the one
             measured in ``docs/results.md``.
-        xy_bias: see :func:`assign` (default: 0.25 px for OpenCV SIFT's keypoints, else 0).
+        xy_bias: see :func:`assign` (default: where the detector found them, e.g. 0.25 px up-left of ``pt``
+            for OpenCV SIFT's keypoints).
 
     Returns:
         One keypoint per location, in the order of each location's first keypoint; every field is the
@@ -151,14 +157,17 @@ def resolve_orientations(
     ambiguous = [g for g in groups.values() if len(g) > 1]
     chosen = {id(g[0]): g[0] for g in groups.values()}
     if ambiguous:
-        xy_bias = keypoint_xy_bias(kps, xy_bias)
+        # the detector's convention is told by all the keypoints, so the offsets are taken here for all of them
+        pt = np.array([k.pt for k in kps], np.float64)
+        bias = dict(zip(map(id, kps), pt - keypoint_xy(kps, xy_bias, check_image(image).shape[:2])))
+        first = [g[0] for g in ambiguous]
         ours = assign(
             image,
-            [g[0] for g in ambiguous],
+            first,
             estimator,
             size_factor=size_factor,
             keep_size=True,
-            xy_bias=xy_bias,
+            xy_bias=np.array([bias[id(k)] for k in first]),
         )
         for g, o in zip(ambiguous, ours):
             a = np.radians([k.angle for k in g])
@@ -171,6 +180,6 @@ __all__ = [
     "resolve_orientations",
     "sift_size_factor",
     "is_opencv_sift",
-    "keypoint_xy_bias",
+    "opencv_orb_scale_factor",
     "SIFT_DESCRIPTOR_SIZE_FACTOR",
 ]
