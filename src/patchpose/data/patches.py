@@ -46,23 +46,30 @@ def load_image(path: str | Path) -> np.ndarray:
     return cv2.cvtColor(img, cv2.COLOR_BGR2RGB)
 
 
+def check_image_shape(image) -> tuple[int, int]:
+    """``(H, W)`` of a user image, checked as :func:`check_image` checks it (a numpy array, ``H×W`` or
+    ``H×W×{1,3,4}``, both sides at least ``MIN_IMAGE_SIDE``), without reading its pixels."""
+    if not isinstance(image, np.ndarray):
+        raise InputError(f"image must be a numpy array (H×W or H×W×3), got {type(image).__name__}")
+    if image.ndim not in (2, 3) or (image.ndim == 3 and image.shape[2] not in (1, 3, 4)):
+        raise InputError(f"image must have shape H×W or H×W×3, got {image.shape}")
+    h, w = image.shape[:2]
+    if min(h, w) < MIN_IMAGE_SIDE:
+        raise InputError(f"image is too small ({w}×{h}); both sides must be at least {MIN_IMAGE_SIDE} px")
+    return int(h), int(w)
+
+
 def check_image(image) -> np.ndarray:
     """Validate a user image and return it as float32 ``H×W`` (gray) or ``H×W×3`` (RGB) in [0, 1].
 
     Accepts uint8 (0–255), uint16 or float arrays (assumed in [0, 1]); ``H×W``, ``H×W×1``, ``H×W×3`` or
     ``H×W×4`` (alpha dropped).
     """
-    if not isinstance(image, np.ndarray):
-        raise InputError(f"image must be a numpy array (H×W or H×W×3), got {type(image).__name__}")
+    check_image_shape(image)
     if image.ndim == 3 and image.shape[2] == 1:
         image = image[:, :, 0]
     if image.ndim == 3 and image.shape[2] == 4:
         image = image[:, :, :3]
-    if image.ndim not in (2, 3) or (image.ndim == 3 and image.shape[2] != 3):
-        raise InputError(f"image must have shape H×W or H×W×3, got {image.shape}")
-    h, w = image.shape[:2]
-    if min(h, w) < MIN_IMAGE_SIDE:
-        raise InputError(f"image is too small ({w}×{h}); both sides must be at least {MIN_IMAGE_SIDE} px")
     if image.dtype == np.uint8:
         out = image.astype(np.float32) / 255.0
     elif image.dtype == np.uint16:

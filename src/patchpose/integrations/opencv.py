@@ -14,7 +14,7 @@ from ..conventions import (
     from_cv2_size_angle,
     to_cv2_size_angle,
 )
-from ..data.patches import check_image
+from ..data.patches import check_image_shape
 from ..errors import InputError
 from ..estimator import as_estimator
 from ..interop import is_opencv_sift, keypoint_xy, opencv_orb_scale_factor
@@ -86,7 +86,7 @@ def assign(
         raise InputError("keypoints must be cv2.KeyPoint objects (use estimate() for (N, 2) arrays)")
     est = as_estimator(estimator)
     check_size_factor(size_factor)
-    xy = keypoint_xy(kps, xy_bias, check_image(image).shape[:2])
+    xy = keypoint_xy(kps, xy_bias, check_image_shape(image))
     frame = None
     if keep_size:
         sizes = np.array([k.size for k in kps], np.float64)
@@ -159,7 +159,7 @@ def resolve_orientations(
     if ambiguous:
         # the detector's convention is told by all the keypoints, so the offsets are taken here for all of them
         pt = np.array([k.pt for k in kps], np.float64)
-        bias = dict(zip(map(id, kps), pt - keypoint_xy(kps, xy_bias, check_image(image).shape[:2])))
+        bias = dict(zip(map(id, kps), pt - keypoint_xy(kps, xy_bias, check_image_shape(image))))
         first = [g[0] for g in ambiguous]
         ours = assign(
             image,
