@@ -223,33 +223,27 @@ def to_opencv_sift_xy(xy):
     return np.asarray(xy, dtype=np.float64) + OPENCV_SIFT_XY_BIAS
 
 
-def _orb_level(level, image_shape, scale_factor: float):
-    """``(s, W / W_L, H / H_L)`` of ORB's pyramid level(s) ``level`` for an image of ``image_shape = (H, W)``,
-    computed as OpenCV does (``s`` in float32, the level size rounded to nearest)."""
-    level = np.asarray(level, np.float64)
-    s = np.power(float(scale_factor), level).astype(np.float32)
-    h, w = (np.float32(v) for v in image_shape[:2])
-    wl, hl = np.rint(w / s), np.rint(h / s)
-    return s.astype(np.float64), float(w) / wl, float(h) / hl
+def _orb_level(level, image_shape, scale_factor: float) -> tuple[np.ndarray, np.ndarray]:
+    """``s`` ``(N, 1)`` and ``(W / W_L, H / H_L)`` ``(N, 2)`` of ORB's pyramid level(s) ``level`` for an image of
+    ``image_shape = (H, W)``, computed as OpenCV does (``s`` in float32, the level size rounded to nearest)."""
+    s = np.power(float(scale_factor), np.asarray(level, np.float64)).astype(np.float32).reshape(-1, 1)
+    hw = np.asarray(image_shape[:2], np.float32)[::-1]  # (W, H)
+    return s.astype(np.float64), hw.astype(np.float64) / np.rint(hw / s)
 
 
 def from_opencv_orb_xy(xy, level, image_shape, scale_factor: float = 1.2):
     """Positions reported by ``cv2.ORB_create(scaleFactor=scale_factor)`` (its keypoints' ``pt`` and ``octave``,
     for an image of ``image_shape = (H, W)``) → pixel-centre positions: ``(pt / s + 0.5) · W / W_L − 0.5`` per
     axis, ``s = scale_factor**level``, ``W_L = round(W / s)`` (see the module's docstring)."""
-    xy = np.asarray(xy, np.float64).reshape(-1, 2)
-    s, fx, fy = _orb_level(level, image_shape, scale_factor)
-    f = np.stack(np.broadcast_arrays(fx, fy), -1).reshape(-1, 2)
-    return (xy / np.reshape(s, (-1, 1)) + 0.5) * f - 0.5
+    s, f = _orb_level(level, image_shape, scale_factor)
+    return (np.asarray(xy, np.float64).reshape(-1, 2) / s + 0.5) * f - 0.5
 
 
 def to_opencv_orb_xy(xy, level, image_shape, scale_factor: float = 1.2):
     """The inverse of :func:`from_opencv_orb_xy`: pixel-centre positions → where ORB reports a keypoint found
     there on pyramid level ``level``."""
-    xy = np.asarray(xy, np.float64).reshape(-1, 2)
-    s, fx, fy = _orb_level(level, image_shape, scale_factor)
-    f = np.stack(np.broadcast_arrays(fx, fy), -1).reshape(-1, 2)
-    return ((xy + 0.5) / f - 0.5) * np.reshape(s, (-1, 1))
+    s, f = _orb_level(level, image_shape, scale_factor)
+    return ((np.asarray(xy, np.float64).reshape(-1, 2) + 0.5) / f - 0.5) * s
 
 
 # ----------------------------------------------------------------------------- kornia LAFs

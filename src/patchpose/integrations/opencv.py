@@ -71,7 +71,7 @@ def assign(
             which ``cv2.SIFT_create()`` reports a quarter pixel off
             (:data:`~patchpose.conventions.OPENCV_SIFT_XY_BIAS`); for OpenCV ORB's above pyramid level 0, the
             centre of the level pixel they were found at (:func:`~patchpose.conventions.from_opencv_orb_xy`,
-            0.5 to 3 px from ``pt``); ``pt`` for any other. Give 0 for SIFT made with
+            up to about 3 px from ``pt``); ``pt`` for any other. Give 0 for SIFT made with
             ``enable_precise_upscale=True``. The returned keypoints keep their ``pt`` (what OpenCV's
             ``compute`` expects).
 
