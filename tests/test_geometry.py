@@ -79,3 +79,24 @@ def test_inside_uses_integer_pixel_centres():
     m = inside([[-0.5, 0.0], [-0.51, 0.0], [19.5, 9.5], [19.6, 9.0], [np.nan, 1.0]], shape)
     assert m.tolist() == [True, False, True, False, False]
     assert inside([[2.0, 2.0]], shape, margin=2.6).tolist() == [False]
+
+
+@pytest.mark.parametrize("factor", [-1.0, 2.5, -0.01])
+def test_pose_change_is_the_same_for_any_multiple_of_h(factor):
+    """H and c·H are one map (apply_homography agrees); pose_change must agree too, including H[2, 2] < 0 as
+    an SVD-based estimate may write it (it used to call every point behind the horizon then)."""
+    H = np.array([[0.39176, -0.48622, 421.69], [0.48543, 0.39488, -0.097812], [2.3979e-06, -3.3236e-06, 1.0]])
+    np.testing.assert_allclose(apply_homography(factor * H, PTS), apply_homography(H, PTS), rtol=1e-12)
+    ds, dt, ok = pose_change(H, PTS)
+    ds_c, dt_c, ok_c = pose_change(factor * H, PTS)
+    assert ok.all() and ok_c.all()
+    np.testing.assert_allclose(ds_c, ds, atol=1e-12)
+    np.testing.assert_allclose(dt_c, dt, atol=1e-12)
+
+
+def test_points_behind_the_horizon_stay_rejected_whatever_the_sign_of_h():
+    H = np.array([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [-1e-2, 0.0, 1.0]])  # the horizon is the line x = 100
+    pts = [[50.0, 0.0], [150.0, 0.0]]
+    for c in (1.0, -1.0):
+        _, _, ok = pose_change(c * H, pts)
+        assert ok.tolist() == [True, False]

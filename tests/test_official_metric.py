@@ -82,6 +82,15 @@ def test_ori_ground_truth_not_rounded():
     assert ori_gt_bins([15.0, 0.0, 350.0, 5.0]).tolist() == [1.5, 0.0, 35.0, 0.5]
 
 
+def test_ground_truth_bins_of_other_bin_counts_are_exact_divisions():
+    """θ / (360/B) and log2(s)/2 · (B−1)/2 as the docstrings say, also where B does not divide evenly
+    (integer division gave 90° → 4.09 bins of 16 and 18 bins of 64, and a scale factor of 4 → 5 of 12)."""
+    assert ori_gt_bins([90.0], 16)[0] == pytest.approx(4.0)
+    assert ori_gt_bins([90.0], 64)[0] == pytest.approx(16.0)
+    assert scale_gt_bins([4.0], 12).tolist() == [6]  # log2 4 / 2 · 5.5 = 5.5 → 6 (halves to even)
+    assert scale_gt_bins([4.0], 13).tolist() == [6]
+
+
 @pytest.mark.parametrize("cyclic", [True, False])
 def test_ori_errors_one_hot_exact(cyclic):
     src = one_hot([0, 0, 3, 35, 10], 36)
@@ -329,3 +338,38 @@ def test_a_model_with_an_orientation_vector_is_scored_on_the_vectors_angle():
     same = MethodPoses("m", ori_hist=hist, ori_vector=np.array([[1.0, 0.0], [1.0, 0.0]]))
     assert _official_pair_errors(same, None, pairs)[1][0] == pytest.approx(3.0)
     assert _official_pair_errors(same, None, pairs, k=2)[1][0] == pytest.approx(0.0)
+
+
+def test_histograms_of_other_widths_are_scored_in_the_metrics_bins():
+    """eval patchpose: the official thresholds count bins of 10° and 1/3 octave, so a histogram of 72
+    orientation bins or 6 scale bins per octave is decoded and binned as a baseline's poses are. A view
+    pair off by 5° (one 72-bin) passes ±5° as a baseline's would; read as bins it failed (1 bin > 0.5)."""
+    from patchpose.evaluation.patchpose_eval import MethodPoses, _official_pair_errors
+
+    ori = np.full((2, 72), 1e-4)
+    ori[0, 0] = ori[1, 2] = 1.0  # peaks at 0° and 10°; the truth is 5°
+    ori /= ori.sum(1, keepdims=True)
+    pairs_o = {"ref": np.array([0]), "trg": np.array([1]), "angle_deg": np.array([5.0])}
+    sc = np.full((2, 25), 1e-4)  # 6 bins per octave over [−2, 2]
+    sc[0, 12] = sc[1, 13] = 1.0  # 1/6 octave apart; the truth is 1/3 octave
+    sc /= sc.sum(1, keepdims=True)
+    pairs_s = {"ref": np.array([0]), "trg": np.array([1]), "scale_factor": np.array([2 ** (1 / 3)])}
+    m = MethodPoses("m", scale_hist=sc, ori_hist=ori, scale_bins_per_octave=6.0)
+    se, oe = _official_pair_errors(m, pairs_s, pairs_o)
+    # orientation: bins round(0/10) = 0 and round(10/10) = 1, against 0.5 → 0.5, within ±5°
+    assert oe[0] == pytest.approx(0.5)
+    # scale: 1/6 octave is bin round(0.5) = 0 (halves to even), against round(1) = 1 → 1, within ±1/3 only
+    assert se[0] == pytest.approx(1.0)
+    acc = official_accuracies(se, oe)
+    assert acc["ori_acc@5"] == 100.0 and acc["scale_acc@1/6"] == 0.0 and acc["scale_acc@1/3"] == 100.0
+    # the metric's own bins are still read as bins (argmax), the same pairs at 36 and 13 bins
+    ori36 = np.full((2, 36), 1e-4)
+    ori36[0, 0] = ori36[1, 1] = 1.0
+    se36, oe36 = _official_pair_errors(MethodPoses("m", ori_hist=ori36), None, pairs_o)
+    assert se36 is None and oe36[0] == pytest.approx(0.5)
+    # and the top-k candidates of other widths are the histogram's peaks
+    ori2 = ori.copy()
+    ori2[1, 2], ori2[1, 36] = 0.4, 0.6  # view 2's strongest peak is opposite; its second the right one
+    _, oe_k1 = _official_pair_errors(MethodPoses("m", ori_hist=ori2), None, pairs_o, k=1)
+    _, oe_k2 = _official_pair_errors(MethodPoses("m", ori_hist=ori2), None, pairs_o, k=2)
+    assert oe_k1[0] > 10 and oe_k2[0] == pytest.approx(0.5)

@@ -53,8 +53,12 @@ def pose_change(H, xy) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Pose change ``(Δ log2 scale, Δθ radians in [0, 2π), ok)`` that ``H`` makes at each point.
 
     ``ok`` is False where the local map is degenerate or mirrors the image (``det A ≤ 0``), or where the
-    point lies on or behind the horizon of ``H``; ``Δσ`` and ``Δθ`` are NaN there."""
+    point lies on or behind the horizon of ``H``; ``Δσ`` and ``Δθ`` are NaN there. ``H`` and ``−H`` (any
+    nonzero multiple) give the same result: the horizon is judged with ``H`` scaled so that ``H[2, 2] ≥ 0``,
+    as HPatches' files are."""
     H = _check_h(H)
+    if H[2, 2] < 0:  # −H is the same map; "in front" is told by w > 0 for H scaled to H[2, 2] > 0
+        H = -H
     xy = np.asarray(xy, dtype=np.float64).reshape(-1, 2)
     w = xy @ H[2, :2] + H[2, 2]
     J = homography_jacobian(H, xy)

@@ -54,6 +54,11 @@ SCALE_THRESHOLDS_BINS = {
 #: Orientation thresholds in bins (10° each) and their report keys (degrees).
 ORI_THRESHOLDS_BINS = {"ori_acc@5": 0.5, "ori_acc@10": 1.0, "ori_acc@20": 2.0, "ori_acc@40": 4.0}
 
+#: The bins the official metric is defined on: 36 orientation bins (10° each) and 13 scale bins over
+#: [−2, 2] (3 per octave). Its thresholds are counted in these bins.
+OFFICIAL_ORI_BINS = 36
+OFFICIAL_SCALE_BINS_PER_OCTAVE = 3
+
 _F32 = np.float32
 
 
@@ -70,7 +75,7 @@ def _check(hist_src, hist_trg, gt, name: str):
 
 def _topk_bins(hist: np.ndarray, k: int) -> np.ndarray:
     """Indices ``(N, k)`` of the ``k`` highest bins, highest first; ties go to the lowest index, so
-    ``k = 1`` is exactly ``argmax`` (numpy and torch both return the first maximum)."""
+    ``k = 1`` is exactly ``argmax`` for finite histograms (numpy and torch both return the first maximum)."""
     if not 1 <= k <= hist.shape[1]:
         raise ValueError(f"k must be in [1, {hist.shape[1]}], got {k}")
     return np.argsort(-hist.astype(np.float64), axis=1, kind="stable")[:, :k]
@@ -91,13 +96,13 @@ def scale_gt_bins(gt_scale_factor, num_bins: int = 13) -> np.ndarray:
     input (exact halves essentially never occur for real scale factors anyway)."""
     s = np.asarray(gt_scale_factor, dtype=_F32)
     with np.errstate(divide="raise", invalid="raise"):
-        g = np.log2(s) / _F32(2.0) * _F32((num_bins - 1) // 2)
+        g = np.log2(s) / _F32(2.0) * _F32((num_bins - 1) / 2)
     return np.round(g).astype(np.int64)
 
 
 def ori_gt_bins(gt_angle_deg, num_bins: int = 36) -> np.ndarray:
     """Official orientation ground truth in bins, ``θ / (360/B)`` as a float32 (not rounded)."""
-    return np.asarray(gt_angle_deg, dtype=_F32) / _F32(360 // num_bins)
+    return np.asarray(gt_angle_deg, dtype=_F32) / _F32(360.0 / num_bins)
 
 
 def _ori_distance(d, g, num_bins: int, cyclic: bool) -> np.ndarray:
@@ -186,6 +191,8 @@ def official_accuracies(scale_errors=None, ori_errors=None, decimals: int | None
 
 
 __all__ = [
+    "OFFICIAL_ORI_BINS",
+    "OFFICIAL_SCALE_BINS_PER_OCTAVE",
     "ORI_THRESHOLDS_BINS",
     "SCALE_THRESHOLDS_BINS",
     "official_accuracies",

@@ -48,6 +48,8 @@ from ..inference import decode_poses, predict_histograms, turn_average, turn_bin
 from .intervals import DEFAULT_REPLICATES, check_bootstrap, cluster_bootstrap, format_interval
 from .metrics import accuracies, relative_errors, within_thresholds
 from .official import (
+    OFFICIAL_ORI_BINS,
+    OFFICIAL_SCALE_BINS_PER_OCTAVE,
     ORI_THRESHOLDS_BINS,
     SCALE_THRESHOLDS_BINS,
     official_accuracies,
@@ -329,13 +331,28 @@ def _official_pair_errors(m: MethodPoses, pairs_s: dict | None, pairs_o: dict | 
 
     A model with an orientation vector takes its angle from the vector, not from the histogram's argmax:
     its ``k`` candidates are decoded (the vector's angle, then the histogram's other peaks) and binned as a
-    baseline's angles are."""
+    baseline's angles are. So does a histogram whose bins are not the metric's (orientation other than
+    36 bins; scale other than 3 bins per octave, e.g. a model of the bin-count ablation): the metric's
+    thresholds are counted in its own bins (1/3 octave, 10°), so such a histogram's ``k`` strongest peaks
+    are decoded and binned as a baseline's poses are, instead of being read as bins of another width."""
     ori_hist, ori = m.ori_hist, m.ori
     if m.ori_vector is not None and ori_hist is not None:
         hists = {"orientation_hist": ori_hist, "orientation_vector": m.ori_vector}
         ori_hist, ori = None, decode_poses(hists, k=k, refine=True)["orientation"]
+    if ori_hist is not None and ori_hist.shape[1] != OFFICIAL_ORI_BINS:
+        ori_hist, ori = None, decode_poses({"orientation_hist": ori_hist}, k=k, refine=True)["orientation"]
+    scale_hist, scale = m.scale_hist, m.scale
+    if scale_hist is not None:  # bins per octave: given, or those of a histogram over [−2, 2]
+        n = scale_hist.shape[1]
+        bpo = (n - 1) / 4 if m.scale_bins_per_octave is None else m.scale_bins_per_octave
+        if not np.isclose(bpo, OFFICIAL_SCALE_BINS_PER_OCTAVE):
+            half = (n - 1) / (2 * bpo)  # a histogram centred on its view's frame, ``bpo`` bins per octave
+            scale = decode_poses({"scale_hist": scale_hist}, k=k, refine=True, scale_range=(-half, half))[
+                "scale"
+            ]
+            scale_hist = None
     return (
-        _official_errors(m.scale_hist, m.scale, pairs_s, "scale", k, m.scale_bins_per_octave),
+        _official_errors(scale_hist, scale, pairs_s, "scale", k, m.scale_bins_per_octave),
         _official_errors(ori_hist, ori, pairs_o, "orientation", k),
     )
 
