@@ -80,6 +80,65 @@ def test_colmap_text_round_trips_with_half_pixel_centres(tmp_path):
     (tmp_path / "bad.txt").write_text("x y\n")
     with pytest.raises(InputError):
         read_colmap_keypoints(tmp_path / "bad.txt")
+    with pytest.raises(InputError, match="not found"):
+        read_colmap_keypoints(tmp_path / "missing.txt")
+
+
+def test_colmap_text_refuses_descriptors_colmap_would_refuse_or_misread(tmp_path):
+    """COLMAP reads exactly 128 integers in [0, 255] per keypoint: float descriptors (all 0 once cast),
+    negative or too large values and other widths are refused, with the conversion COLMAP itself uses."""
+    path = tmp_path / "img.jpg.txt"
+    unit = np.random.default_rng(0).random((3, 128)).astype(np.float32)
+    unit /= np.linalg.norm(unit, axis=1, keepdims=True)
+    for bad, what in [(unit, "512"), (-np.ones((3, 128)), "512"), (np.full((3, 128), 256), "512")]:
+        with pytest.raises(InputError, match=what):
+            write_colmap_keypoints(path, XY, SCALE, ORI, bad)
+    with pytest.raises(InputError, match="128"):
+        write_colmap_keypoints(path, XY, SCALE, ORI, np.zeros((3, 64), np.uint8))
+    assert not path.exists()  # nothing half-written
+    # OpenCV SIFT's float32 descriptors are whole numbers in [0, 255]: taken as they are
+    write_colmap_keypoints(path, XY, SCALE, ORI, np.clip(np.round(512 * unit), 0, 255))
+    assert read_colmap_keypoints(path)["descriptors"].max() > 0
+    # without descriptors COLMAP still needs 128 columns: zeros
+    write_colmap_keypoints(path, XY, SCALE, ORI)
+    lines = path.read_text().splitlines()
+    assert lines[0] == "3 128" and lines[1].split()[4:] == ["0"] * 128
+
+
+def test_hloc_file_of_a_detector_without_scales_or_oris_reads(tmp_path):
+    """hloc writes scales/oris only for its DoG extractor; a SuperPoint-style group reads with them None."""
+    import h5py
+
+    path = tmp_path / "feats.h5"
+    with h5py.File(path, "w") as f:
+        g = f.create_group("sp.jpg")
+        g["keypoints"] = XY.astype(np.float32)
+        g["descriptors"] = np.ones((256, 3), np.float32)
+        g["scores"] = np.ones(3, np.float32)
+        g["image_size"] = np.array([100, 50])
+        f.create_group("empty.jpg")
+    back = read_hloc_features(path, "sp.jpg")
+    assert back["scale"] is None and back["ori"] is None and back["descriptors"].shape == (3, 256)
+    np.testing.assert_allclose(back["xy"], XY)
+    with pytest.raises(InputError, match="keypoints"):
+        read_hloc_features(path, "empty.jpg")
+
+
+def test_exported_angles_stay_below_360_degrees_in_float32(tmp_path):
+    """θ just above 0 maps to an OpenCV angle just below 360, which float32 (cv2.KeyPoint, hloc files,
+    LightGlue tensors) would round to 360, outside [0, 360): it must come out as 0 instead."""
+    import h5py
+
+    theta = np.array([1e-9, 1e-7, 0.5])
+    from patchpose.interop import to_cv2_keypoints
+
+    kps = to_cv2_keypoints(np.zeros((3, 2)) + 5.0, np.zeros(3), theta)
+    assert all(0.0 <= k.angle < 360.0 for k in kps) and kps[0].angle == 0.0
+    write_hloc_features(tmp_path / "f.h5", "a", np.zeros((3, 2)), np.zeros(3), theta, np.ones((3, 4)))
+    with h5py.File(tmp_path / "f.h5") as f:
+        assert (f["a/oris"][()] < 360.0).all()
+    oris = to_lightglue(np.zeros((3, 2)), np.zeros(3), theta)["oris"]
+    assert (oris < np.float32(2 * np.pi)).all()
 
 
 @pytest.fixture(scope="module")

@@ -229,6 +229,9 @@ def test_resolved_pose_source_keeps_sift_where_unambiguous_and_needs_our_poses()
         frame_poses(f, "resolved", None)
     with pytest.raises(InputError, match="describe_pose must be one of"):
         TwoViewConfig(describe_pose="bogus").validate()
+    with pytest.raises(InputError, match="describe_pose must be one of"):  # only adalam_pose may be None
+        TwoViewConfig(describe_pose=None).validate()
+    TwoViewConfig(adalam_pose=None).validate()
     assert n > 10
 
 

@@ -193,7 +193,8 @@ def to_cv2_size_angle(log2_scale, theta, size_factor: float = CV2_SIZE_FACTOR):
     """Our ``(log2 scale, θ radians CCW)`` → OpenCV ``(size diameter px, angle degrees CW in [0, 360))``."""
     size = 2.0 * REFERENCE_RADIUS * np.power(2.0, log2_scale) * size_factor
     angle = np.mod(-np.degrees(theta), 360.0)
-    angle = np.where(angle >= 360.0, 0.0, angle)
+    # below 360 also once stored as float32 (cv2.KeyPoint, hloc files): a θ under ~3e-7 rad would round up
+    angle = np.where(np.float32(angle) >= np.float32(360.0), 0.0, angle)
     return size, angle
 
 

@@ -26,6 +26,9 @@ import numpy as np
 from ..conventions import REFERENCE_RADIUS, TWO_PI, from_colmap_xy, to_colmap_xy, to_cv2_size_angle
 from ..errors import InputError
 
+#: descriptor values per keypoint that COLMAP's text feature import reads (SIFT's, as uint8)
+COLMAP_DESCRIPTOR_DIM = 128
+
 
 def _check(xy, scale, ori, descriptors=None):
     xy = np.asarray(xy, np.float64).reshape(-1, 2)
@@ -39,6 +42,11 @@ def _check(xy, scale, ori, descriptors=None):
         if descriptors.ndim != 2 or len(descriptors) != n:
             raise InputError(f"descriptors must be (N, D) with N = {n}, got {descriptors.shape}")
     return xy, scale, ori, descriptors
+
+
+def _below_float32(v: np.ndarray, top: float) -> np.ndarray:
+    """``v`` in ``[0, top)``, with what float32 would round up to ``top`` set to 0 (the same angle)."""
+    return np.where(np.float32(v) >= np.float32(top), 0.0, v)
 
 
 def radius_px(log2_scale) -> np.ndarray:
@@ -58,7 +66,7 @@ def to_lightglue(xy, scale, ori, descriptors=None, scores=None, image_size=None)
     out = {
         "keypoints": torch.from_numpy(xy[None]).float(),
         "scales": torch.from_numpy(np.asarray(size, np.float64)[None]).float(),
-        "oris": torch.from_numpy(np.radians(angle_deg)[None]).float(),
+        "oris": torch.from_numpy(_below_float32(np.radians(angle_deg), TWO_PI)[None]).float(),
     }
     if descriptors is not None:
         out["descriptors"] = torch.from_numpy(np.asarray(descriptors, np.float32)[None])
@@ -86,7 +94,7 @@ def write_hloc_features(path, name: str, xy, scale, ori, descriptors, scores=Non
         g.create_dataset("keypoints", data=xy.astype(np.float32))
         g.create_dataset("descriptors", data=np.ascontiguousarray(descriptors.T))
         g.create_dataset("scales", data=radius_px(scale).astype(np.float32))
-        g.create_dataset("oris", data=np.mod(-np.degrees(ori), 360.0).astype(np.float32))
+        g.create_dataset("oris", data=to_cv2_size_angle(scale, ori)[1].astype(np.float32))
         if scores is not None:
             g.create_dataset("scores", data=np.asarray(scores, np.float32))
         if image_size is not None:
@@ -94,35 +102,62 @@ def write_hloc_features(path, name: str, xy, scale, ori, descriptors, scores=Non
 
 
 def read_hloc_features(path, name: str) -> dict:
-    """``{"xy", "scale" (log2), "ori" (radians CCW), "descriptors" (N, D)}`` of one image of an hloc file."""
+    """``{"xy", "scale" (log2), "ori" (radians CCW), "descriptors" (N, D)}`` of one image of an hloc file.
+
+    hloc writes ``scales`` and ``oris`` only for detectors that have them (its DoG); for the others
+    (SuperPoint, DISK, ALIKED, …) ``scale`` and ``ori`` are None, which is where our poses come in, and
+    ``descriptors`` is None where the group has none."""
     import h5py
 
     with h5py.File(path, "r") as f:
         if name not in f:
             raise InputError(f"{path} has no image {name!r}")
         g = f[name]
+        if not isinstance(g, h5py.Group) or "keypoints" not in g:
+            raise InputError(f"{path}: {name!r} is not an hloc features group (it has no 'keypoints')")
+        xy = g["keypoints"][()].astype(np.float64)
+        if xy.ndim != 2 or xy.shape[1] != 2:
+            raise InputError(f"{path}: {name!r}/keypoints must be (N, 2), got {xy.shape}")
         return {
-            "xy": g["keypoints"][()].astype(np.float64),
-            "scale": np.log2(g["scales"][()].astype(np.float64) / REFERENCE_RADIUS),
-            "ori": np.mod(-np.radians(g["oris"][()].astype(np.float64)), TWO_PI),
-            "descriptors": g["descriptors"][()].T,
+            "xy": xy,
+            "scale": np.log2(g["scales"][()].astype(np.float64) / REFERENCE_RADIUS)
+            if "scales" in g
+            else None,
+            "ori": np.mod(-np.radians(g["oris"][()].astype(np.float64)), TWO_PI) if "oris" in g else None,
+            "descriptors": g["descriptors"][()].T if "descriptors" in g else None,
         }
 
 
 def write_colmap_keypoints(path, xy, scale, ori, descriptors=None) -> None:
-    """COLMAP's text feature import: a header ``N D`` and one line ``x y scale orientation d1 … dD`` per
+    """COLMAP's text feature import: a header ``N 128`` and one line ``x y scale orientation d1 … d128`` per
     keypoint (x, y with the top-left pixel centre at 0.5; scale = radius px; orientation radians clockwise
-    as displayed). COLMAP expects D = 128 uint8 descriptors; without descriptors, D = 0."""
+    as displayed, in [−π, π)).
+
+    COLMAP's reader takes exactly 128 descriptor values per keypoint, each an integer in [0, 255]; other
+    descriptors are refused with an :class:`InputError` rather than written in a form COLMAP refuses or
+    misreads (float SIFT descriptors, e.g. kornia's, convert as COLMAP converts its own:
+    ``np.clip(np.round(512 * d), 0, 255)``). Without descriptors every keypoint gets 128 zeros (for matches
+    imported by COLMAP's custom matching, which does not read them)."""
     xy, scale, ori, descriptors = _check(xy, scale, ori, descriptors)
+    if descriptors is None:
+        descriptors = np.zeros((len(xy), COLMAP_DESCRIPTOR_DIM), np.uint8)
+    if descriptors.shape[1] != COLMAP_DESCRIPTOR_DIM:
+        raise InputError(
+            f"COLMAP's text import needs 128 descriptor values per keypoint, got {descriptors.shape[1]}"
+        )
+    d = np.asarray(descriptors, np.float64)
+    if not (np.isfinite(d).all() and (d == np.round(d)).all() and (d >= 0).all() and (d <= 255).all()):
+        raise InputError(
+            "COLMAP's descriptors are integers in [0, 255]; convert float SIFT descriptors as COLMAP does, "
+            "np.clip(np.round(512 * d), 0, 255)"
+        )
     c = to_colmap_xy(xy)
     r = radius_px(scale)
-    a = np.mod(-ori + np.pi, TWO_PI) - np.pi  # clockwise, in (−π, π]
-    d = 0 if descriptors is None else descriptors.shape[1]
-    lines = [f"{len(xy)} {d}"]
+    a = np.mod(-ori + np.pi, TWO_PI) - np.pi  # clockwise, in [−π, π)
+    lines = [f"{len(xy)} {COLMAP_DESCRIPTOR_DIM}"]
     for i in range(len(xy)):
         row = [f"{c[i, 0]:.4f}", f"{c[i, 1]:.4f}", f"{r[i]:.4f}", f"{a[i]:.6f}"]
-        if descriptors is not None:
-            row += [str(int(v)) for v in descriptors[i]]
+        row += [str(int(v)) for v in d[i]]
         lines.append(" ".join(row))
     path = Path(path)
     tmp = path.with_name(path.name + ".tmp")
@@ -131,7 +166,10 @@ def write_colmap_keypoints(path, xy, scale, ori, descriptors=None) -> None:
 
 
 def read_colmap_keypoints(path) -> dict:
-    """Inverse of :func:`write_colmap_keypoints`: ``{"xy", "scale", "ori", "descriptors" or None}``."""
+    """Inverse of :func:`write_colmap_keypoints`: ``{"xy", "scale", "ori", "descriptors"}`` (descriptors
+    None for a file without descriptor columns, ``N 0``)."""
+    if not Path(path).is_file():
+        raise InputError(f"COLMAP keypoint file not found: {path}")
     rows = Path(path).read_text().split("\n")
     try:
         n, d = (int(v) for v in rows[0].split())

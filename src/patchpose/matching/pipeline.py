@@ -297,7 +297,7 @@ def match_images(
     """Match two images under each pose row.
 
     Returns ``{"xy1": (N, 2), "xy2": (M, 2), "rows": {row: {"matches": (L, 2), "distances": (L,),
-    "correct_px": (L,) reprojection error under H (None without H)}}}``."""
+    "error_px": (L,) reprojection error under H (None without H)}}}``."""
     cfg = cfg or MatchConfig()
     describer = describer or Describer(cfg.descriptor, cfg.descriptor_weights)
     if "upper" in rows and H is None:

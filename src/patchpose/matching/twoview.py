@@ -68,9 +68,9 @@ class TwoViewConfig:
             raise InputError(f"confidence must be in (0, 1), got {self.confidence!r}")
         if not is_int_in(self.max_iters, 1):
             raise InputError(f"max_iters must be a positive integer, got {self.max_iters!r}")
-        for name in ("describe_pose", "adalam_pose"):
+        for name in ("describe_pose", "adalam_pose"):  # adalam_pose alone may be None (describe_pose's)
             v = getattr(self, name)
-            if v is not None and v not in _ROW:
+            if not (v is None and name == "adalam_pose") and v not in _ROW:
                 raise InputError(f"{name} must be one of {sorted(_ROW)}, got {v!r}")
         if self.matcher not in ("adalam", "mnn"):
             raise InputError(f"matcher must be 'adalam' or 'mnn', got {self.matcher!r}")
@@ -200,9 +200,9 @@ RETRY_SUBSETS = 20
 def relative_pose(
     xy0: np.ndarray, xy1: np.ndarray, K0: np.ndarray, K1: np.ndarray, cfg: TwoViewConfig | None = None
 ) -> dict:
-    """Robust relative pose from matched pixels: ``{"R", "t" (unit or zeros), "inliers" (int), "model"}``
-    (``model``: ``"essential"``, ``"rotation"`` or ``"none"``); ``R`` is None when there are too few matches
-    or every fit fails.
+    """Robust relative pose from matched pixels: ``{"R", "t", "inliers" (int), "model"}`` (``model``:
+    ``"essential"``, ``"rotation"`` or ``"none"``); ``t`` is a unit vector for ``"essential"`` and zeros for
+    ``"rotation"``; ``R`` and ``t`` are None (``"none"``) when there are too few matches or every fit fails.
 
     1. The essential matrix is fitted on normalised coordinates (threshold ``threshold_px`` divided by the
        mean focal length) and decomposed by ``cv2.recoverPose``, which also counts its inliers *in front of
