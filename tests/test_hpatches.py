@@ -131,6 +131,28 @@ def test_generator_resumes_to_the_same_content(tmp_path):
     assert not (tmp_path / "b" / ".tmp_v_p1").exists()
 
 
+def test_generator_resume_refuses_other_settings_or_moved_names(tmp_path):
+    """A folder is resumed only with the settings and photos that made it: other settings are refused (they
+    were ignored), and so is a photo added to the folder that moves the name of a finished sequence."""
+    ab, a_b = tmp_path / "ab.png", tmp_path / "a-b.png"
+    cv2.imwrite(str(ab), _rgb(160, seed=0))
+    cv2.imwrite(str(a_b), _rgb(160, seed=1))
+    cfg = HPatchesGenConfig(max_side=128, targets=1)
+    assert generate_hpatches([ab], tmp_path / "hp", cfg, kinds="v", progress=False) == ["v_ab"]
+    with pytest.raises(InputError, match="other settings"):
+        generate_hpatches([ab], tmp_path / "hp", HPatchesGenConfig(max_side=128, targets=2), progress=False)
+    with pytest.raises(InputError, match="v_ab was made from"):  # a-b.png sorts first and would be v_ab
+        generate_hpatches([ab, a_b], tmp_path / "hp", cfg, kinds="v", progress=False)
+    # the same photos and settings resume, and illumination sequences may be added
+    assert generate_hpatches([ab], tmp_path / "hp", cfg, kinds="vi", progress=False) == ["v_ab", "i_ab"]
+    m = json.loads((tmp_path / "hp" / "manifest.json").read_text())
+    assert m["kinds"] == "vi" and set(m["sequences"]) == {"v_ab", "i_ab"}
+    # a sequence folder that no manifest accounts for is not taken as finished
+    (tmp_path / "hp2" / "v_ab").mkdir(parents=True)
+    with pytest.raises(InputError, match="no manifest"):
+        generate_hpatches([ab], tmp_path / "hp2", cfg, kinds="v", progress=False)
+
+
 def test_mutual_nn_on_a_hand_built_case():
     d1 = np.array([[1.0, 0.0], [0.0, 1.0], [0.7, 0.7]])
     d2 = np.array([[0.0, 1.0], [0.9, 0.1], [-1.0, 0.0]])

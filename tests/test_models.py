@@ -80,6 +80,34 @@ def test_split_by_image_keeps_scene_groups_together():
     assert split_by_image(paths, 0.3, 0.3) == sp  # deterministic
 
 
+def test_camera_file_names_are_split_photo_by_photo():
+    """A camera's counter (IMG_0001, DSC00042) is not a view number: stripping it put every photo of a
+    camera folder into one group, so one split got all of them."""
+    assert group_of("IMG_0001.jpg") != group_of("IMG_0002.jpg")
+    assert group_of("DSC00042.JPG") == "dsc00042"
+    assert group_of("scenetext01.jpg") == group_of("scenetext06.jpg") == "scenetext"  # views: 1-2 digits
+    paths = [f"IMG_{i:04d}.jpg" for i in range(200)] + [f"DSC{i:05d}.JPG" for i in range(100)]
+    sp = split_by_image(paths, val_frac=0.1, test_frac=0.1)
+    assert all(len(v) >= 10 for v in sp.values())
+
+
+def test_fetched_wheel_photos_are_filed_under_their_own_source(tmp_path, monkeypatch):
+    """With a wheel missing, the photos that follow it were filed under the missing one's folder."""
+    import patchpose.data.photos as P
+
+    monkeypatch.setattr(
+        P,
+        "WHEEL_PHOTOS",
+        [
+            ("nowheel", "no_such_module_patchpose", "a.png"),
+            *[w for w in P.WHEEL_PHOTOS if w[0] == "matplotlib"],
+        ],
+    )
+    splits = P.fetch_photos(tmp_path, debian=False)
+    assert splits["test"] == ["matplotlib/grace_hopper.jpg"]
+    assert (tmp_path / "matplotlib" / "grace_hopper.jpg").is_file()
+
+
 #: a small polar-cnn in v2's layout (31 rings, 25 scale bins over [-4, 4], whole-circle last conv)
 SMALL_POLAR = dict(
     arch="polar-cnn",

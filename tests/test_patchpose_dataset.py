@@ -85,7 +85,7 @@ def test_killed_run_resumes_to_the_same_content(photos, dataset, tmp_path):
     out = tmp_path / "resumed"
     generate(photos, out, CFG, workers=1, progress=False, limit=2)  # "killed" after two shards
     (out / "shards" / "test").mkdir(parents=True, exist_ok=True)
-    (out / "shards" / "test" / "china.h5.tmp").write_bytes(b"half-written")  # a shard cut off mid-write
+    (out / "shards" / "test" / "china.jpg.h5.tmp").write_bytes(b"half-written")  # a shard cut off mid-write
     generate(photos, out, CFG, workers=1, progress=False)
     for ref in (dataset / "shards").rglob("*.h5"):
         a, b = _shard_arrays(ref), _shard_arrays(out / ref.relative_to(dataset))
@@ -122,6 +122,51 @@ def test_shards_of_n_parts_equal_a_single_process_run(photos, dataset, tmp_path)
 def test_other_config_in_the_same_folder_is_refused(photos, dataset):
     with pytest.raises(InputError, match="another config"):
         generate(photos, dataset, GenerateConfig(keypoints_per_image=5), progress=False)
+
+
+def test_photos_of_one_stem_get_a_shard_each(tmp_path):
+    """The shipped pool has lxqt-themes/butterfly.png and opencv-doc/butterfly.jpg, both in train: a shard
+    named by the stem held only one of them (and two workers wrote the same temporary file)."""
+    src = {p.stem: p for p in wheel_photo_paths()}
+    root = tmp_path / "photos"
+    for folder, name, stem in (("a", "butterfly.png", "chelsea"), ("b", "butterfly.jpg", "coffee")):
+        (root / folder).mkdir(parents=True)
+        shutil.copy(src[stem], root / folder / name)
+    (root / "splits.json").write_text(json.dumps({"test": ["a/butterfly.png", "b/butterfly.jpg"]}))
+    m = generate(root, tmp_path / "out", CFG, splits=("test",), workers=1, progress=False)
+    assert m["splits"]["test"]["shards"] == ["a__butterfly.png.h5", "b__butterfly.jpg.h5"]
+    photos = set()
+    for name in m["splits"]["test"]["shards"]:
+        with h5py.File(tmp_path / "out" / "shards" / "test" / name, "r") as f:
+            photos.add(f.attrs["photo"])
+    assert photos == {"butterfly.png", "butterfly.jpg"}
+
+
+def test_a_run_of_one_split_keeps_the_others_in_the_manifest(photos, dataset, tmp_path):
+    out = tmp_path / "copy"
+    shutil.copytree(dataset, out)
+    m = generate(photos, out, CFG, splits=("test",), workers=1, progress=False)
+    ref = json.loads((dataset / "manifest.json").read_text())
+    assert list(m["splits"]) == ["train", "val", "test"] and m["splits"] == ref["splits"]
+    assert len(PatchPoseData(out, "train").load()["series"]) > 0
+
+
+def test_resume_with_the_same_config_given_as_a_tuple(photos, tmp_path):
+    cfg = GenerateConfig(**{**CFG.__dict__, "windows": (1.0,)})
+    generate(photos, tmp_path / "t", cfg, workers=1, progress=False, limit=1)
+    generate(photos, tmp_path / "t", cfg, workers=1, progress=False)  # the JSON of a tuple is a list
+    assert json.loads((tmp_path / "t" / "manifest.json").read_text())["splits"]["test"]["photos"] == 2
+
+
+def test_resume_into_shards_of_the_older_layout_is_refused(photos, dataset, tmp_path):
+    out = tmp_path / "old"
+    shutil.copytree(dataset, out)
+    shard = next((out / "shards" / "test").glob("*.h5"))
+    with h5py.File(shard, "a") as f:
+        f.attrs["format_version"] = 1  # shards named by stem: a resume would write every photo again
+    with pytest.raises(InputError, match="older patchpose"):
+        generate(photos, out, CFG, workers=1, progress=False)
+    assert len(PatchPoseData(out, "test").load()["series"]) > 0  # still readable
 
 
 def test_loader_pairs_and_pruning(dataset):

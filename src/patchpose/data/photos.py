@@ -59,20 +59,25 @@ DEBIAN_PHOTOS = {
 }
 
 
-def wheel_photo_paths() -> list[Path]:
-    """Paths of the photos shipped inside installed wheels (the test split and the demo photos)."""
+def _wheel_photos() -> list[tuple[str, Path]]:
+    """``(source, path)`` of each photo of :data:`WHEEL_PHOTOS` whose wheel is installed."""
     import importlib
 
     out = []
-    for _, module, rel in WHEEL_PHOTOS:
+    for src, module, rel in WHEEL_PHOTOS:
         try:
             mod = importlib.import_module(module)
         except ImportError:
             continue
         p = Path(mod.__file__).parent / rel
         if p.is_file():
-            out.append(p)
+            out.append((src, p))
     return out
+
+
+def wheel_photo_paths() -> list[Path]:
+    """Paths of the photos shipped inside installed wheels (the test split and the demo photos)."""
+    return [p for _, p in _wheel_photos()]
 
 
 def demo_photo() -> Path:
@@ -84,11 +89,14 @@ def demo_photo() -> Path:
 
 def group_of(path: str | Path) -> str:
     """Scene group of a photo: the file stem without a trailing view marker (``aero1``, ``aero3`` →
-    ``aero``; ``motorcycle_left`` → ``motorcycle``; ``leuvenA`` → ``leuven``; ``aloeL`` → ``aloe``)."""
+    ``aero``; ``motorcycle_left`` → ``motorcycle``; ``leuvenA`` → ``leuven``; ``aloeL`` → ``aloe``).
+
+    A view number has one or two digits; longer runs are a camera's counter (``IMG_0001``, ``DSC00042``)
+    and stay, so that a folder of camera files is split photo by photo, not as one group per camera."""
     stem = Path(path).stem
     stem = re.sub(r"[_-]?(left|right)$", "", stem, flags=re.I)
     stem = re.sub(r"(?<=[a-z])[LRAB]$", "", stem)
-    return re.sub(r"[_-]?\d+$", "", stem).lower() or Path(path).stem.lower()
+    return re.sub(r"(?<![0-9])[_-]?\d{1,2}$", "", stem).lower() or Path(path).stem.lower()
 
 
 def split_by_image(paths, val_frac: float = 0.1, test_frac: float = 0.1, salt: str = "patchpose") -> dict:
@@ -186,7 +194,7 @@ def fetch_photos(out: str | Path, debian: bool = True, val_frac: float = 0.15) -
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     test = []
-    for src, p in zip((s for s, _, _ in WHEEL_PHOTOS), wheel_photo_paths()):
+    for src, p in _wheel_photos():
         dst = out / src / p.name
         dst.parent.mkdir(exist_ok=True)
         if not dst.exists():
