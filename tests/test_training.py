@@ -5,6 +5,7 @@ import json
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 
@@ -441,3 +442,58 @@ def test_teacher_turns_train_against_the_turned_reads_and_need_a_teacher(photos,
     assert _first_logged(tmp_path / "three")["distill"] > 0.01
     with pytest.raises(ValueError, match="teacher_turns"):
         train(_polar_cfg(photos, "data.teacher_turns=3"), tmp_path / "a", progress=False)
+
+
+def test_a_stop_signal_mid_step_checkpoints_a_whole_step(photos, tmp_path, monkeypatch):
+    """Ctrl-C or SIGTERM inside a step (here after the optimizer's step, in the EMA update) used to write a
+    checkpoint whose optimizer and schedule were a step ahead of its ``step``: the step now completes first,
+    then the checkpoint is written, then the run stops."""
+    import os
+    import signal
+
+    from patchpose.training import trainer as T
+
+    calls = {"n": 0}
+    update = T.WeightEMA.update
+
+    def update_and_signal(self, model):
+        calls["n"] += 1
+        if calls["n"] == 3:
+            os.kill(os.getpid(), signal.SIGINT)
+        update(self, model)
+
+    monkeypatch.setattr(T.WeightEMA, "update", update_and_signal)
+    with pytest.raises(KeyboardInterrupt):
+        train(small_cfg(str(photos), 50, "data.val_pairs=0", "optim.ema=0.9"), tmp_path / "r", progress=False)
+    ck = load_checkpoint(tmp_path / "r" / "checkpoint.pt")
+    assert ck["step"] == 3
+    assert ck["scheduler"]["last_epoch"] == 3
+    assert all(int(s["step"]) == 3 for s in ck["optimizer"]["state"].values())
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # restored
+
+
+def test_bad_amp_or_schedule_values_are_refused(photos, tmp_path):
+    for bad, what in (("optim.amp=bf61", "amp"), ("optim.schedule=const", "schedule")):
+        with pytest.raises(ValueError, match=what):
+            train(small_cfg(str(photos), 2, "data.val_pairs=0", bad), tmp_path / bad, progress=False)
+
+
+def test_teacher_turn_targets_roll_back_in_bins_on_a_grid_of_finer_angles():
+    """A grid of 72 angle samples and 36 orientation bins: the pairs turn the grid by samples, the teacher's
+    histograms must be rolled back by bins (half as many). An equivariant teacher's turned reads, rolled back,
+    then equal its upright read."""
+    from patchpose.models import create_model
+    from patchpose.training.trainer import turn_averaged_targets
+
+    torch.manual_seed(0)
+    teacher = create_model("polar-cnn", polar_angles=72).eval()
+    x = torch.rand(2, 1, 31, 72)
+    samples = [6, 12]  # turn_bins(3, 72)[1:]: 30° and 60°
+    turned = torch.stack([torch.roll(x, s, -1) for s in samples], 1)
+    with torch.no_grad():
+        ot = teacher(torch.cat([x, x]))
+        batch = {"turned_a": turned, "turned_b": turned, "turn_bins": np.array(samples)}
+        got = turn_averaged_targets(teacher, ot, batch, torch.device("cpu"))
+    np.testing.assert_allclose(
+        got["ori_logits"].softmax(1).numpy(), ot["ori_logits"].softmax(1).numpy(), atol=1e-5
+    )

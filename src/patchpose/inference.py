@@ -14,8 +14,11 @@ from .models import PoseNet
 
 
 def autocast_ctx(device: torch.device, amp: str | None):
+    """Mixed precision for ``amp``: None, ``"none"`` or ``"fp32"`` (off), ``"bf16"`` or ``"fp16"``."""
     if amp in (None, "none", "fp32"):
         return contextlib.nullcontext()
+    if amp not in ("bf16", "fp16"):
+        raise ValueError(f"amp must be 'bf16', 'fp16' or 'none', got {amp!r}")
     dtype = torch.bfloat16 if amp == "bf16" else torch.float16
     return torch.autocast(device_type=device.type, dtype=dtype)
 

@@ -71,9 +71,9 @@ class PairConfig:
     # tells the view's absolute scale modulo 1/3 octave (a cue rendered views do not share)
     level_jitter: bool = False
     # log-polar training pairs with a teacher (run.teacher) only: each view is also rendered with its content
-    # turned by the whole orientation bins of inference.turn_bins(teacher_turns)[1:] (photometric changes
-    # drawn anew), and the teacher's histograms of all the reads, turned back, are averaged into the target
-    # (training/trainer.py): the student learns in one read what turn averaging gives. 1 = off
+    # turned by the whole angle samples of inference.turn_bins(teacher_turns, polar_angles)[1:] (photometric
+    # changes drawn anew), and the teacher's histograms of all the reads, turned back, are averaged into the
+    # target (training/trainer.py): the student learns in one read what turn averaging gives. 1 = off
     teacher_turns: int = 1
     # log-polar inputs only: with probability ``context`` per view, what lies beyond a random line at
     # distance d ~ 2^U[log2 context_min, log2 context_max] *view* pixels from the keypoint (1 or 2 such
@@ -350,9 +350,10 @@ def _turned_views(
     rng, pool: PhotoPool, img_idx, xy_v, frames, shapes, cfg: PairConfig, polar: PolarGrid
 ) -> dict:
     """``turned_a``, ``turned_b`` ``(n, T−1, C, K, A)``: every view rendered with its content turned by each
-    of ``turn_bins(cfg.teacher_turns)[1:]`` orientation bins (its frame turned the other way, as
+    of ``turn_bins(cfg.teacher_turns, A)[1:]`` angle samples of the grid (its frame turned the other way, as
     ``evaluation.patchpose_eval.model_passes`` does), with photometric changes of their own; and
-    ``turn_bins`` ``(T−1,)``."""
+    ``turn_bins`` ``(T−1,)``, in angle samples (the trainer rolls the histograms back in orientation
+    bins)."""
     from ..inference import turn_bins
 
     bins = turn_bins(cfg.teacher_turns, polar.angles)[1:]

@@ -50,6 +50,9 @@ def make_optimizer(model: torch.nn.Module, oc) -> torch.optim.Optimizer:
 
 
 def make_scheduler(opt, oc) -> torch.optim.lr_scheduler.LambdaLR:
+    if oc.schedule not in ("cosine", "constant"):
+        raise ValueError(f"optim.schedule must be 'cosine' or 'constant', got {oc.schedule!r}")
+
     def f(step: int) -> float:
         warm = min(1.0, (step + 1) / oc.warmup_steps) if oc.warmup_steps else 1.0
         if oc.schedule == "constant":
@@ -85,20 +88,45 @@ class WeightEMA:
             e.copy_(b)
 
 
-def _sigterm_as_interrupt():
-    """Treat SIGTERM (what ends the processes of a stopped session or a killed job) like Ctrl-C: the loop
-    writes a checkpoint and stops, so ``--resume`` loses nothing. Returns the function that undoes it."""
-    import signal
-    import threading
+class StopRequests:
+    """Ctrl-C and SIGTERM (what ends the processes of a stopped session or a killed job) during training:
+    the first asks the loop to stop once the current step is whole, so that the checkpoint it then writes is
+    the state after a whole step (model, optimizer, schedule, BatchNorm statistics and EMA in step with
+    ``step``) and ``--resume`` continues as if never stopped; a second stops at once, without a checkpoint
+    (the last one stays). A context manager; signals are only caught in the main thread."""
 
-    if threading.current_thread() is not threading.main_thread():
-        return lambda: None
+    def __init__(self) -> None:
+        self.count = 0
+        self._previous: dict = {}
 
-    def handler(signum, frame):
-        raise KeyboardInterrupt(f"signal {signum}")
+    @property
+    def requested(self) -> bool:
+        return self.count > 0
 
-    previous = signal.signal(signal.SIGTERM, handler)
-    return lambda: signal.signal(signal.SIGTERM, previous)
+    def _handler(self, signum, frame) -> None:
+        self.count += 1
+        if self.count > 1:
+            raise KeyboardInterrupt(f"signal {signum} (again): stopped at once")
+        log.warning(
+            "signal %d: stopping when this step is done (again: at once, without a checkpoint)", signum
+        )
+
+    def __enter__(self) -> StopRequests:
+        import signal
+        import threading
+
+        if threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                self._previous[sig] = signal.signal(sig, self._handler)
+        return self
+
+    def __exit__(self, *exc) -> bool:
+        import signal
+
+        for sig, previous in self._previous.items():
+            signal.signal(sig, previous)
+        self._previous = {}
+        return False
 
 
 def score(val: dict) -> float:
@@ -153,11 +181,13 @@ def _init_weights(model: PoseNet, path: str) -> None:
 def turn_averaged_targets(teacher: PoseNet, ot: dict, batch: dict, device) -> dict:
     """The teacher's outputs ``ot`` (logits of ``patch_a`` then ``patch_b``) with the orientation histogram
     replaced by its average with those of the same views with their content turned (``batch["turned_a"]``,
-    ``["turned_b"]``, ``(n, T−1, C, K, A)``, by ``batch["turn_bins"]`` orientation bins), each rolled back by
-    its turn, as log-probabilities (which :func:`~patchpose.losses.distillation_loss` takes as logits): what
-    the estimator's turn averaging gives, which also leaves scale to the upright read."""
-    bins = [int(b) for b in batch["turn_bins"]]
+    ``["turned_b"]``, ``(n, T−1, C, K, A)``, by ``batch["turn_bins"]`` angle samples of the grid), each rolled
+    back by its turn in orientation bins (``A`` samples are ``B`` bins; the trainer checks that every turn is
+    whole bins), as log-probabilities (which :func:`~patchpose.losses.distillation_loss` takes as logits):
+    what the estimator's turn averaging gives, which also leaves scale to the upright read."""
     ta, tb = batch["turned_a"].to(device), batch["turned_b"].to(device)
+    a, n_bins = ta.shape[-1], ot["ori_logits"].shape[1]
+    bins = [int(s) * n_bins // a for s in batch["turn_bins"]]
     p = ot["ori_logits"].float().softmax(1)
     for j, b in enumerate(bins):
         z = teacher(torch.cat([ta[:, j], tb[:, j]]), heads=("orientation",))["ori_logits"].float()
@@ -214,7 +244,8 @@ def _train(cfg, out_dir, resume: bool, progress: bool, dd) -> dict:
     c = to_container(cfg)
     if resume and ckpt_path.is_file():
         ckpt = load_checkpoint(ckpt_path)
-        # the stored model/loss/data config wins (a resumed run cannot change the network)
+        # the stored model config wins (a resumed run cannot change the network); loss, data, optim and
+        # run settings are this command's (config.yaml records them)
         c = {**c, "model": ckpt["config"]["model"]}
     elif ckpt_path.is_file() and not resume:
         raise FileExistsError(f"{ckpt_path} exists: pass --resume to continue it, or choose another --out")
@@ -250,6 +281,13 @@ def _train(cfg, out_dir, resume: bool, progress: bool, dd) -> dict:
                 "data.teacher_turns > 1 needs run.teacher and a polar-cnn (it averages the teacher's reads)"
             )
         turn_bins(turns, mcfg.num_ori_bins)  # checks the value
+        # the pairs turn the grid by whole angle samples; the teacher's histograms roll back by whole bins
+        samples, a = turn_bins(turns, mcfg.polar_angles), mcfg.polar_angles
+        if np.any(samples * mcfg.num_ori_bins % a):
+            raise ValueError(
+                f"data.teacher_turns={turns} turns the grid by {samples.tolist()} of its {a} angle samples, "
+                f"which are not whole bins of {mcfg.num_ori_bins}: choose another number of turns"
+            )
     step, best = 0, -1.0
     ema = WeightEMA(model, oc.ema) if oc.ema else None
     if ckpt is not None:
@@ -303,6 +341,7 @@ def _train(cfg, out_dir, resume: bool, progress: bool, dd) -> dict:
         prefetch_factor=4 if nw > 0 else None,
     )
     amp = oc.amp if (oc.amp != "fp16" or device.type == "cuda") else "none"
+    autocast_ctx(device, amp)  # an unknown value is refused here, before the first step
     metrics_f = (out / "metrics.jsonl").open("a") if dd.main else open(os.devnull, "w")
     last_ckpt, t0 = time.time(), time.time()
     val: dict = {}
@@ -317,10 +356,17 @@ def _train(cfg, out_dir, resume: bool, progress: bool, dd) -> dict:
     bar = tqdm(total=oc.steps, initial=step, disable=not progress, desc="train", dynamic_ncols=True)
     it = iter(loader)
     model.train()
-    restore_term = _sigterm_as_interrupt()
+    stops = StopRequests().__enter__()
+    whole = True  # whether model, optimizer, schedule and EMA are in step with ``step`` (between steps)
     try:
         while step < oc.steps:
-            batch = next(it)
+            try:
+                batch = next(it)
+            except Exception:
+                if stops.requested:  # the signal may have ended the loader's workers too
+                    raise KeyboardInterrupt("stop requested") from None
+                raise
+            whole = False
             pa = batch["patch_a"].to(device, non_blocking=True)
             pb = batch["patch_b"].to(device, non_blocking=True)
             x = torch.cat([pa, pb])
@@ -355,6 +401,7 @@ def _train(cfg, out_dir, resume: bool, progress: bool, dd) -> dict:
             if ema is not None:
                 ema.update(core)
             step += 1
+            whole = True
             for k, v in losses.items():
                 fv = float(v.detach())
                 running[k] = 0.98 * running.get(k, fv) + 0.02 * fv
@@ -399,12 +446,17 @@ def _train(cfg, out_dir, resume: bool, progress: bool, dd) -> dict:
             if D.any_true(bool(rc.max_minutes) and time.time() - t0 > 60 * rc.max_minutes, dd, device):
                 log.info("max_minutes reached at step %d", step)
                 break
+            if D.any_true(stops.requested, dd, device):  # every rank stops at this same step
+                raise KeyboardInterrupt("stop requested")
     except KeyboardInterrupt:
-        log.warning("interrupted at step %d: writing a checkpoint; continue with --resume", step)
-        checkpoint()
+        if whole:
+            log.warning("interrupted at step %d: writing a checkpoint; continue with --resume", step)
+            checkpoint()
+        else:
+            log.warning("stopped within step %d: no checkpoint written (the last one is kept)", step + 1)
         raise
     finally:
-        restore_term()
+        stops.__exit__()
         bar.close()
         metrics_f.close()
     checkpoint()
