@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import math
 
 import cv2
@@ -274,6 +275,52 @@ def test_evaluation_end_to_end_and_resume(tmp_path):
     changed = evaluate_hpatches(tmp_path, out, max_keypoints=200, pose=False, progress=False)
     assert changed["mma"]["ours"]["viewpoint"] != doc["mma"]["ours"]["viewpoint"]
     assert changed["mma"]["ours"]["illumination"] == doc["mma"]["ours"]["illumination"]
+
+
+def test_a_sequence_without_pose_pairs_does_not_shift_the_others(tmp_path):
+    """A viewpoint sequence whose H moves every keypoint out of the image has no pose-transfer pairs; it used
+    to count its samples anyway, so the pairs of the sequences after it pointed past their arrays."""
+    from patchpose.evaluation.hpatches_eval import evaluate_hpatches
+
+    rel = make_replica(tmp_path / "one", names=("v_b",), targets=2)
+    alone = evaluate_hpatches(rel, tmp_path / "o1", max_keypoints=100, bootstrap=0, progress=False)
+    away = tmp_path / "two" / "hpatches-sequences-release"
+    shutil.copytree(rel / "v_b", away / "v_b")
+    (away / "v_a").mkdir()  # sorts first
+    img = _rgb(200, seed=5)
+    cv2.imwrite(str(away / "v_a" / "1.ppm"), img)
+    H = np.array([[1.0, 0.0, 5000.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]])
+    for k in (2, 3):
+        cv2.imwrite(str(away / "v_a" / f"{k}.ppm"), img)
+        write_homography(away / "v_a" / f"H_1_{k}", H)
+    both = evaluate_hpatches(away, tmp_path / "o2", max_keypoints=100, bootstrap=0, progress=False)
+    assert both["pose_accuracy"] == alone["pose_accuracy"]
+
+
+def test_a_descriptor_weights_file_replaced_under_its_name_is_not_read_from_the_cache(tmp_path):
+    import kornia.feature as KF
+    import torch
+
+    from patchpose.evaluation.hpatches_eval import evaluate_hpatches
+
+    rel = make_replica(tmp_path, names=("v_b",), targets=1)
+    w = tmp_path / "hardnet.pth"
+    mmas = []
+    for seed in (0, 1):
+        torch.manual_seed(seed)
+        torch.save(KF.HardNet(pretrained=False).state_dict(), w)
+        doc = evaluate_hpatches(
+            rel,
+            tmp_path / "o",
+            descriptor="hardnet",
+            descriptor_weights=str(w),
+            max_keypoints=100,
+            pose=False,
+            bootstrap=0,
+            progress=False,
+        )
+        mmas.append(doc["mma"]["lower"]["viewpoint"])
+    assert mmas[0] != mmas[1]
 
 
 def test_mma_intervals_resample_sequences():

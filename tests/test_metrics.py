@@ -126,3 +126,17 @@ def test_redetections_are_mutual_nearest_within_the_radius():
     assert i.tolist() == [0, 2] and j.tolist() == [0, 1]  # #1 and #2 both nearest to found #1: #2 is nearer
     np.testing.assert_allclose(d, [0.5, 0.1], atol=1e-12)
     assert [len(a) for a in redetections(proj[:0], found, 1.0)] == [0, 0, 0]
+
+
+def test_rangewise_figure_counts_each_pair_in_one_bin():
+    """Figure C.2's scale bins are centred on the PatchPose-A changes k/3: each of the 13 A pairs lands in
+    its own bin, once (closed bins with edges on those values counted each pair twice)."""
+    from patchpose.evaluation.figures import ORI_RANGE_EDGES, SCALE_RANGE_EDGES, binned_accuracy
+
+    gt = np.log2(2.0 ** ((np.arange(13) - 6) / 3.0))  # as generate patchpose stores them
+    correct = gt == 0.0
+    x, y = binned_accuracy(gt, correct, SCALE_RANGE_EDGES)
+    np.testing.assert_allclose(x, (np.arange(13) - 6) / 3.0, atol=1e-12)
+    assert y == [100.0 if k == 6 else 0.0 for k in range(13)]
+    x, y = binned_accuracy([0.0, 29.999, 30.0, 359.9], [True, False, True, True], ORI_RANGE_EDGES)
+    assert x == [15.0, 45.0, 345.0] and y == [50.0, 100.0, 100.0]

@@ -408,6 +408,17 @@ def test_describer_weights_that_are_not_its_state_dict(tmp_path):
     with pytest.raises(WeightsError, match="cannot load hardnet weights") as e:
         Describer("hardnet", weights=tmp_path / "other.pt")
     assert "\n" not in str(e.value)
+    # the right names and shapes, but NaN or integer values: load_state_dict would take them silently
+    import kornia.feature as KF
+
+    good = KF.HardNet(pretrained=False).state_dict()
+    torch.save(good, tmp_path / "good.pt")
+    Describer("hardnet", weights=tmp_path / "good.pt")  # num_batches_tracked (int) is fine
+    key = next(k for k, v in good.items() if v.is_floating_point())
+    for name, bad in (("nan", torch.full_like(good[key], float("nan"))), ("int", good[key].to(torch.int32))):
+        torch.save({**good, key: bad}, tmp_path / f"{name}.pt")
+        with pytest.raises(WeightsError, match="NaN or infinite" if name == "nan" else "int32"):
+            Describer("hardnet", weights=tmp_path / f"{name}.pt")
 
 
 def test_export_to_a_folder_is_a_clear_error_and_leaves_nothing(tmp_path):

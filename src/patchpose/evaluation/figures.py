@@ -79,33 +79,40 @@ def prediction_ranges(methods, pairs: dict, path: Path) -> None:
     plt.close(fig)
 
 
+#: Figure C.2's scale bins: 13 bins of 1/3 octave centred on the PatchPose-A scale changes k/3, k = −6…6
+#: (whose true values then sit mid-bin, not on an edge), covering B's continuous [−2, 2] too
+SCALE_RANGE_EDGES = (np.arange(-6, 8) - 0.5) / 3.0
+#: its rotation bins: 30° wide from 0° to 360°
+ORI_RANGE_EDGES = np.arange(0, 361, 30)
+
+
+def binned_accuracy(gt: np.ndarray, correct: np.ndarray, edges: np.ndarray) -> tuple[list, list]:
+    """``(bin centres, accuracy in %)`` of the non-empty half-open bins ``[lo, hi)`` of ``edges`` (each pair
+    in one bin at most)."""
+    gt, correct = np.asarray(gt, np.float64), np.asarray(correct, bool)
+    x, y = [], []
+    for lo, hi in zip(edges[:-1], edges[1:]):
+        sel = (gt >= lo) & (gt < hi)
+        if sel.any():
+            x.append((lo + hi) / 2)
+            y.append(100.0 * float(np.mean(correct[sel])))
+    return x, y
+
+
 def rangewise_accuracy(cont_err: dict, pairs_s: dict, pairs_o: dict, path: Path) -> None:
     """Figure C.2: accuracy by the size of the true scale / rotation difference (continuous errors)."""
     plt = _plt()
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 4))
-    sb = np.linspace(-2, 2, 13)
-    ob = np.arange(0, 361, 30)
     for name, e in cont_err.items():
         if e.get("scale") is not None:
-            gt = pairs_s["d_scale"]
-            x, y = [], []
-            for lo, hi in zip(sb[:-1], sb[1:]):
-                sel = (gt >= lo) & (gt <= hi + 1e-9)
-                if sel.any():
-                    x.append((lo + hi) / 2)
-                    y.append(100 * np.mean(e["scale"][sel] <= 1 / 3 + 1e-9))
+            x, y = binned_accuracy(pairs_s["d_scale"], e["scale"] <= 1 / 3 + 1e-9, SCALE_RANGE_EDGES)
             a1.plot(x, y, "o-", label=name, color=COLORS.get(name))
         if e.get("orientation") is not None:
             gt = np.degrees(pairs_o["d_ori"])
-            x, y = [], []
-            for lo, hi in zip(ob[:-1], ob[1:]):
-                sel = (gt >= lo) & (gt < hi)
-                if sel.any():
-                    x.append((lo + hi) / 2)
-                    y.append(100 * np.mean(e["orientation"][sel] <= 10 + 1e-9))
+            x, y = binned_accuracy(gt, e["orientation"] <= 10 + 1e-9, ORI_RANGE_EDGES)
             a2.plot(x, y, "o-", label=name, color=COLORS.get(name))
     a1.set(
-        xlabel="true scale difference (log2, bins of 1/3 octave)",
+        xlabel="true scale difference (log2; bins of 1/3 octave centred on k/3)",
         ylabel="accuracy ±1/3 octave (%)",
         title="Scale accuracy by scale difference",
         ylim=(0, 101),
@@ -115,7 +122,7 @@ def rangewise_accuracy(cont_err: dict, pairs_s: dict, pairs_o: dict, path: Path)
         ylabel="accuracy ±10° (%)",
         title="Orientation accuracy by rotation",
         ylim=(0, 101),
-        xticks=ob[::2],
+        xticks=ORI_RANGE_EDGES[::2],
     )
     for a in (a1, a2):
         a.grid(alpha=0.3)
@@ -126,4 +133,4 @@ def rangewise_accuracy(cont_err: dict, pairs_s: dict, pairs_o: dict, path: Path)
     plt.close(fig)
 
 
-__all__ = ["prediction_ranges", "rangewise_accuracy"]
+__all__ = ["binned_accuracy", "prediction_ranges", "rangewise_accuracy"]

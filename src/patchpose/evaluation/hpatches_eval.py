@@ -147,6 +147,11 @@ def sequence_fingerprint(seq: Sequence, keypoints_dir: str | Path | None = None)
     if keypoints_dir is not None:
         d = Path(keypoints_dir) / seq.name
         files += sorted(d.iterdir()) if d.is_dir() else []
+    return files_fingerprint(files)
+
+
+def files_fingerprint(files) -> str:
+    """A short hash of files' paths, sizes and modification times (a missing file counts as such)."""
     h = hashlib.sha256()
     for f in files:
         st = Path(f).stat() if Path(f).exists() else None
@@ -327,7 +332,8 @@ def pose_sequence(seq: Sequence, est, images: dict | None = None) -> dict[str, n
     data, pairs = pose_samples(seq, images=images)
     out = {f"pairs/{k}": v for k, v in pairs.items()}
     out["n"] = np.array(len(data["xy"]))
-    if len(pairs["ref"]) == 0:
+    if len(pairs["ref"]) == 0:  # no method arrays: nor samples for _gather to step over
+        out["n"] = np.array(0)
         return out
     for m in run_methods(data, est, progress=False):
         for field in POSE_ARRAYS:
@@ -475,11 +481,16 @@ def evaluate_hpatches(
             "descriptor_region": est.descriptor_region,
             "weights": str(weights),
             **asdict(cfg),
+            # the descriptor's weights file itself: one replaced under the same name is another result
+            "descriptor_weights_file": None
+            if cfg.descriptor_weights is None
+            else files_fingerprint([cfg.descriptor_weights]),
             "protocol": protocol,
             "keypoints_dir": None if keypoints_dir is None else str(Path(keypoints_dir).resolve()),
             # 4: peaks refined by a Gaussian fit; 5: row sift_resolved_by_ours; 6: hand-crafted rows;
-            # 7: ours_angle; 8: hand-crafted poses in the re-detection table
-            "cache_version": 8,
+            # 7: ours_angle; 8: hand-crafted poses in the re-detection table; 9: a sequence without
+            # pose-transfer pairs stores n = 0
+            "cache_version": 9,
         },
         sort_keys=True,
     )

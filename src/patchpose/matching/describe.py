@@ -54,6 +54,15 @@ class Describer:
             raise WeightsError(f"{weights} is not a PyTorch state dict (it holds a {type(state).__name__})")
         if not all(isinstance(v, torch.Tensor) for v in state.values()):
             raise WeightsError(f"{weights} is not a PyTorch state dict (not a mapping of names to tensors)")
+        for k, v in state.items():  # load_state_dict would cast integers and take NaN without a word
+            if k.endswith("num_batches_tracked"):  # BatchNorm's step counter: an integer by design
+                continue
+            if not v.is_floating_point():
+                raise WeightsError(
+                    f"{weights}: {k} holds {v.dtype} values, not the floats of {self.name} weights"
+                )
+            if not torch.isfinite(v).all():
+                raise WeightsError(f"{weights}: {k} holds NaN or infinite values")
         try:
             self.net.load_state_dict(state)
         except (RuntimeError, ValueError, TypeError, KeyError) as e:
