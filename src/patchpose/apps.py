@@ -72,8 +72,9 @@ def draw_poses(
 
 
 def write_poses(path: Path, xy: np.ndarray, out: dict, fmt: str) -> Path:
-    """JSON (``{"conventions": …, "keypoints": [{x, y, scale, orientation, …}]}``) or CSV."""
-    path = path.with_suffix("." + fmt)
+    """JSON (``{"conventions": …, "keypoints": [{x, y, scale, orientation, …}]}``) or CSV, written to
+    ``path`` plus ``.json`` / ``.csv`` (appended: a name with dots, ``scene.1_poses``, keeps them)."""
+    path = path.with_name(path.name + "." + fmt)
     tmp = path.with_name(path.name + ".tmp")
     scale, ori = np.atleast_2d(out["scale"].T).T, np.atleast_2d(out["orientation"].T).T
     if fmt == "json":

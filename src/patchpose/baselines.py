@@ -7,7 +7,7 @@ of a pair is comparable to the truth exactly as ours is:
   36-bin gradient histogram with sub-bin interpolation), radians CCW as displayed.
 * :func:`intensity_centroid_orientation`: ORB's intensity centroid on a disc, radians CCW as displayed.
 * :func:`log_scale_selection`: scale-normalised Laplacian-of-Gaussian at the centre, maximised over a
-  fine grid of scales (1/8 octave, parabolic refinement), log2 of the selected σ.
+  grid of scales (1/4 octave, parabolic refinement), log2 of the window where its response peaks.
 """
 
 from __future__ import annotations
@@ -39,7 +39,10 @@ def _log_kernel(ps: int, s: float) -> np.ndarray:
 
 def log_scale_selection(stack: np.ndarray) -> np.ndarray:
     """``(N, len(LOG_WINDOWS), LOG_PATCH, LOG_PATCH)`` gray windows (one per scale) → ``(N,)`` log2 of the
-    selected σ in units of the reference radius (parabolic refinement over the 1/4-octave grid)."""
+    selected *window* ``w`` of :data:`LOG_WINDOWS` (parabolic refinement over the 1/4-octave grid). The LoG's
+    σ there is ``LOG_SIGMA`` patch pixels, i.e. ``LOG_SIGMA·2·w/LOG_PATCH`` reference radii: add
+    ``log2(2·LOG_SIGMA/LOG_PATCH)`` for σ (a Gaussian blob of std σ_b is found at σ ≈ σ_b). Differences
+    between views, which the PatchPose metrics take, need no offset."""
     n, m = stack.shape[:2]
     resp = np.abs(stack.reshape(n, m, -1).astype(np.float64) @ _log_kernel(stack.shape[-1], LOG_SIGMA))
     i = resp.argmax(1)

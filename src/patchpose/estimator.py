@@ -44,9 +44,13 @@ BORDER_POLICIES = ("reflect", "constant", "error")
 def check_keypoints(keypoints, shape: tuple[int, int]) -> np.ndarray:
     """Validate ``(N, 2)`` xy keypoints inside an image of ``shape = (H, W)``."""
     try:
+        if np.iscomplexobj(keypoints):  # a float cast would drop the imaginary part with only a warning
+            raise TypeError
         kp = np.asarray(keypoints, dtype=np.float64)
     except (TypeError, ValueError):
-        raise InputError("keypoints must be an (N, 2) array of numbers (x, y pixel coordinates)") from None
+        raise InputError(
+            "keypoints must be an (N, 2) array of real numbers (x, y pixel coordinates)"
+        ) from None
     if kp.ndim != 2 or kp.shape[1] != 2:
         raise InputError(f"keypoints must be an (N, 2) array of x, y pixel coordinates, got shape {kp.shape}")
     if len(kp) == 0:

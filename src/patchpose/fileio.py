@@ -28,7 +28,10 @@ def read_keypoints(path: str | Path) -> np.ndarray:
         raise InputError(f"keypoints file not found: {path}")
     if path.suffix == ".npy":
         try:
-            kp = np.asarray(np.load(path, allow_pickle=False), dtype=np.float64)
+            raw = np.load(path, allow_pickle=False)
+            if np.iscomplexobj(raw):
+                raise ValueError(f"complex values ({raw.dtype})")
+            kp = np.asarray(raw, dtype=np.float64)
         except (ValueError, OSError, EOFError) as e:
             raise InputError(f"{path}: not a readable .npy array of keypoints ({e})") from None
         if kp.ndim != 2 or kp.shape[1] < 2:

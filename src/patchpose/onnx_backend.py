@@ -99,6 +99,7 @@ class OnnxPoseNet(nn.Module):
         _require()
         import onnx
         import onnxruntime as ort
+        from onnx import numpy_helper
 
         name = f"ONNX file {source}" if isinstance(source, (str, Path)) else "the in-memory ONNX model"
         self.name = name
@@ -114,6 +115,10 @@ class OnnxPoseNet(nn.Module):
             raise WeightsError("this ONNX file is not a patchpose model (no patchpose_model_config metadata)")
         self.cfg = config_from_json(meta["patchpose_model_config"], name)
         self.meta = _carried_meta(meta.get("patchpose_meta"), name)
+        for init in proto.graph.initializer:  # what check_finite does for safetensors weights
+            arr = numpy_helper.to_array(init)
+            if arr.dtype.kind == "f" and not np.isfinite(arr).all():
+                raise WeightsError(f"{name}: weight {init.name!r} holds non-finite values (NaN or infinity)")
         opts = ort.SessionOptions()
         if threads:
             opts.intra_op_num_threads = int(threads)

@@ -59,7 +59,7 @@ def config_from_json(text: str, where: str) -> ModelConfig:
     try:
         cfg = ModelConfig.from_dict(d)
         cfg.validate()
-    except (ValueError, TypeError, KeyError, AttributeError) as e:
+    except (ValueError, TypeError, KeyError, AttributeError, ArithmeticError) as e:
         raise WeightsError(f"{where}: model_config is not a valid model config ({one_line(e)})") from None
     return cfg
 
@@ -269,7 +269,7 @@ def load_weights(path: str | Path, expected_sha256: str | None = None) -> tuple[
     try:
         model = PoseNet(cfg)
         model.load_state_dict(state, strict=True)
-    except (ValueError, RuntimeError, KeyError, TypeError) as e:
+    except (ValueError, RuntimeError, KeyError, TypeError, ArithmeticError) as e:
         raise WeightsError(f"{path}: weights do not fit the stored model config ({one_line(e)})") from None
     for key, t in model.state_dict().items():  # load_state_dict casts silently: integer weights are wrong
         if t.is_floating_point() and not state[key].is_floating_point():

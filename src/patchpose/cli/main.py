@@ -698,7 +698,11 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
-    except (PatchPoseError, FileNotFoundError, FileExistsError, ValueError) as e:
+    except (
+        PatchPoseError,
+        OSError,
+        ValueError,
+    ) as e:  # OSError: e.g. --out under a file, a folder in the way
         print(f"patchpose {args.command}: error: {e}", file=sys.stderr)
         return 2
 

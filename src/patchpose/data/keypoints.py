@@ -6,6 +6,17 @@ import cv2
 import numpy as np
 
 from ..conventions import from_opencv_sift_xy
+from ..errors import InputError, is_int_in
+
+#: the most keypoints a detector is asked for (OpenCV takes a C int; far more than any image holds)
+MAX_KEYPOINTS = 10_000_000
+
+
+def _check_budget(max_keypoints) -> None:
+    if not is_int_in(max_keypoints, 0, MAX_KEYPOINTS, integral_floats=True):
+        raise InputError(
+            f"max_keypoints must be an integer from 0 to {MAX_KEYPOINTS:,}, got {max_keypoints!r}"
+        )
 
 
 def _as_uint8_gray(image: np.ndarray) -> np.ndarray:
@@ -27,8 +38,9 @@ def detect_sift(
 
     With ``candidates``, a third item: for each keypoint, the ``cv2.KeyPoint.angle`` of every orientation
     SIFT found at its location and size (degrees, its own first), as an array."""
+    _check_budget(max_keypoints)
     g = _as_uint8_gray(image)
-    kps = cv2.SIFT_create(nfeatures=max_keypoints).detect(g, None)
+    kps = cv2.SIFT_create(nfeatures=int(max_keypoints)).detect(g, None)
     kps = sorted(kps, key=lambda k: -k.response)
     h, w = g.shape
     xy = from_opencv_sift_xy(np.array([k.pt for k in kps], dtype=np.float64).reshape(-1, 2))
@@ -50,8 +62,9 @@ def detect_sift(
 
 def detect_harris(image: np.ndarray, max_keypoints: int = 512, margin: float = 0.0) -> np.ndarray:
     """Harris corners (OpenCV ``goodFeaturesToTrack`` with the Harris score), ``(N, 2)`` xy."""
+    _check_budget(max_keypoints)
     g = _as_uint8_gray(image)
-    pts = cv2.goodFeaturesToTrack(g, max_keypoints, 0.01, 5, useHarrisDetector=True, k=0.04)
+    pts = cv2.goodFeaturesToTrack(g, int(max_keypoints), 0.01, 5, useHarrisDetector=True, k=0.04)
     if pts is None:
         return np.zeros((0, 2))
     xy = pts.reshape(-1, 2).astype(np.float64)

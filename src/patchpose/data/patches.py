@@ -38,11 +38,19 @@ def load_image(path: str | Path) -> np.ndarray:
     if img.dtype == np.uint16:
         bits = max(8, int(np.ceil(np.log2(float(img.max()) + 1.0))))
         img = np.clip(np.rint(img.astype(np.float64) * (255.0 / (2.0**bits - 1.0))), 0, 255).astype(np.uint8)
-    elif img.dtype != np.uint8:  # 32-bit float files (e.g. TIFF, EXR) are taken as [0, 1]
+    elif img.dtype.kind == "f":  # float files (e.g. TIFF, EXR) are taken as [0, 1], as float arrays are
         f = img.astype(np.float64)
         if not np.isfinite(f).all():
             raise InputError(f"image has NaN or infinite values: {path}")
+        lo, hi = float(f.min()), float(f.max())
+        if lo < -1e-6 or hi > 1.0 + 1e-6:
+            raise InputError(
+                f"float image values must be in [0, 1], found {lo:.4g} to {hi:.4g}: {path} "
+                "(scale it to [0, 1], or save it as 8 or 16 bits)"
+            )
         img = np.clip(np.rint(f * 255.0), 0, 255).astype(np.uint8)
+    elif img.dtype != np.uint8:
+        raise InputError(f"unsupported pixel type {img.dtype} (8 or 16 bits, or float in [0, 1]): {path}")
     return cv2.cvtColor(img, cv2.COLOR_BGR2RGB)
 
 

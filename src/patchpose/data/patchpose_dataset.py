@@ -48,7 +48,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import InputError
+from ..errors import InputError, is_int_in
 from .keypoints import detect_harris, detect_sift
 from .patches import Pyramid, extract_patches, load_photo, to_gray
 from .photos import load_splits
@@ -73,6 +73,33 @@ class GenerateConfig:
     b_scale_dist: str = "log"  # "log" (log-uniform in [1/4, 4]) | "linear" (the official code's)
     prune_ratio: float = 0.2
     seed: int = 0
+
+    def __post_init__(self) -> None:
+        """:class:`InputError` naming a setting that cannot be used (it would otherwise surface as "no photo
+        could be used")."""
+        for name, lo in (
+            ("keypoints_per_image", 1),
+            ("patch_size", 8),
+            ("b_scales", 0),
+            ("b_angles", 0),
+            ("b_joint", 0),
+            ("seed", 0),
+        ):
+            if not is_int_in(getattr(self, name), lo):
+                raise InputError(f"{name} must be an integer of at least {lo}, got {getattr(self, name)!r}")
+        if not (is_int_in(self.long_side, 0) and (self.long_side == 0 or self.long_side >= 64)):
+            raise InputError(f"long_side must be 0 (native size) or at least 64 px, got {self.long_side!r}")
+        for name in ("margin", "min_distance"):
+            v = getattr(self, name)
+            if not (isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v >= 0):
+                raise InputError(f"{name} must be a number of pixels >= 0, got {v!r}")
+        w = self.windows
+        if not (len(w) and all(isinstance(v, (int, float)) and math.isfinite(v) and v > 0 for v in w)):
+            raise InputError(f"windows must be positive numbers, got {w!r}")
+        if self.b_scale_dist not in ("log", "linear"):
+            raise InputError(f"b_scale_dist must be 'log' or 'linear', got {self.b_scale_dist!r}")
+        if not (isinstance(self.prune_ratio, (int, float)) and 0.0 <= self.prune_ratio < 1.0):
+            raise InputError(f"prune_ratio must be in [0, 1), got {self.prune_ratio!r}")
 
     def digest(self) -> str:
         return hashlib.sha256(json.dumps(asdict(self), sort_keys=True).encode()).hexdigest()[:16]

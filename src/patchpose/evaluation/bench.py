@@ -32,15 +32,17 @@ def bench(
     out: str | Path | None = None,
     backends=("torch", "onnx"),
 ) -> dict:
-    from ..data.keypoints import detect_sift
+    from ..data.keypoints import MAX_KEYPOINTS, detect_sift
     from ..data.patches import load_image
     from ..data.photos import demo_photo
     from ..errors import InputError, is_int_in
     from ..estimator import PatchPoseEstimator, default_passes
 
-    for name, v in (("keypoints", num_keypoints), ("repeats", repeats)):
-        if not is_int_in(v, 1):
-            raise InputError(f"{name} must be a positive integer, got {v!r}")
+    for name, v, hi in (("keypoints", num_keypoints, MAX_KEYPOINTS // 4), ("repeats", repeats, None)):
+        if not is_int_in(v, 1, hi):  # SIFT is asked for 4× the keypoints timed
+            raise InputError(f"{name} must be an integer from 1{f' to {hi:,}' if hi else ''}, got {v!r}")
+    if out is not None and not str(out).strip():
+        raise InputError("--out must name a folder (or be left out)")
     img = cv2.resize(load_image(demo_photo()), size, interpolation=cv2.INTER_CUBIC)
     gray = cv2.cvtColor(img, cv2.COLOR_RGB2GRAY)
     sift = cv2.SIFT_create()

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+import math
+from dataclasses import MISSING, asdict, dataclass, field
 
 import torch
 from torch import nn
@@ -124,6 +125,8 @@ class ModelConfig:
         unknown = set(d) - set(known)
         if unknown:
             raise ValueError(f"unknown model config keys: {sorted(unknown)}")
+        for k, v in known.items():
+            _check_field_type(k, v, cls.__dataclass_fields__[k])
         cfg = cls(**known)
         cfg.windows, cfg.heads = [float(w) for w in cfg.windows], [str(h) for h in cfg.heads]
         cfg.polar_channels = [int(c) for c in cfg.polar_channels]
@@ -135,6 +138,23 @@ class ModelConfig:
     def validate(self) -> None:
         if self.arch not in ("small-cnn", "resnet18", "polar-cnn"):
             raise ValueError(f"unknown arch {self.arch!r}")
+        if self.num_scale_bins < 2 or self.num_ori_bins < 4:
+            raise ValueError(
+                f"need at least 2 scale and 4 orientation bins, got {self.num_scale_bins} and {self.num_ori_bins}"
+            )
+        if not (math.isfinite(self.width) and 0 < self.width <= 64):
+            raise ValueError(f"width must be a channel multiplier in (0, 64], got {self.width}")
+        for name in ("embed_dim", "polar_rings", "polar_angles", "polar_head_width", "polar_ori_kernel"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
+        for name in ("polar_harmonics", "polar_blur", "polar_ori_min_ring"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name} must be at least 0, got {getattr(self, name)}")
+        for name in ("polar_ori_rings_below_scale", "polar_ori_window"):
+            if getattr(self, name) < -1:
+                raise ValueError(f"{name} must be -1 (off) or at least 0, got {getattr(self, name)}")
+        if any(c < 1 for c in [*self.polar_channels, *self.polar_ori_dilations, *self.polar_scale_dilations]):
+            raise ValueError("polar_channels and the dilations must be positive integers")
         if len(self.scale_range) != 2 or not self.scale_range[0] < 0 < self.scale_range[1]:
             raise ValueError(f"scale_range must be [lo, hi] with lo < 0 < hi, got {self.scale_range}")
         if self.is_polar:
@@ -162,10 +182,29 @@ class ModelConfig:
             raise ValueError(f"windows must be radius multipliers in (0, 64], got {self.windows}")
         if not self.is_polar and not 8 <= self.patch_size <= 512:
             raise ValueError(f"patch_size must be from 8 to 512 px, got {self.patch_size}")
-        if self.num_scale_bins < 2 or self.num_ori_bins < 4:
-            raise ValueError(
-                f"need at least 2 scale and 4 orientation bins, got {self.num_scale_bins} and {self.num_ori_bins}"
-            )
+
+
+def _check_field_type(name: str, value, f) -> None:
+    """TypeError unless ``value`` has the type of the field's default (a config read from a file: ``true``
+    for an integer, ``null``, ``2.5`` rings or a string of digits would fail later, deep in the network)."""
+    default = f.default if f.default is not MISSING else f.default_factory()
+    if isinstance(default, bool):
+        ok = isinstance(value, bool)
+    elif isinstance(default, int):
+        ok = isinstance(value, int) and not isinstance(value, bool)
+    elif isinstance(default, float):
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    elif isinstance(default, str):
+        ok = isinstance(value, str)
+    elif isinstance(default, list):
+        ok = isinstance(value, list) and all(
+            isinstance(v, str) if name == "heads" else isinstance(v, (int, float)) and not isinstance(v, bool)
+            for v in value
+        )
+    else:
+        ok = True
+    if not ok:
+        raise TypeError(f"model config {name} must be {type(default).__name__}, got {value!r}")
 
 
 class PoseNet(nn.Module):

@@ -107,7 +107,7 @@ def _validate_checkpoint(ckpt: object, path: Path) -> None:
             raise _not_a_checkpoint(path, f"{key!r} is not a state dict of named tensors")
     try:
         net = PoseNet(ModelConfig.from_dict(config["model"]))
-    except (ValueError, TypeError, KeyError, AttributeError, RuntimeError) as e:
+    except (ValueError, TypeError, KeyError, AttributeError, RuntimeError, ArithmeticError) as e:
         raise _not_a_checkpoint(path, f"invalid model config ({one_line(e, 200)})") from None
     for key in states:
         try:
@@ -117,3 +117,8 @@ def _validate_checkpoint(ckpt: object, path: Path) -> None:
                 f"{path}: the {key!r} weights do not fit the checkpoint's model config ({one_line(e)})"
             ) from None
         check_finite(ckpt[key], f"{path} ({key!r})")
+        for name, t in net.state_dict().items():  # load_state_dict casts silently: integer weights are wrong
+            if t.is_floating_point() and not ckpt[key][name].is_floating_point():
+                raise WeightsError(
+                    f"{path} ({key!r}): tensor {name!r} is {ckpt[key][name].dtype}, not floating point"
+                )
