@@ -313,3 +313,65 @@ def test_every_eval_command_calls_its_function_with_arguments_it_takes(monkeypat
     monkeypatch.setattr(mod, func, stub)
     with pytest.raises(_Reached):
         main(argv)
+
+
+def test_output_paths_that_cannot_be_written_exit_2(tmp_path, capsys):
+    img = str(demo_photo())
+    (tmp_path / "afile").write_text("x")
+    assert main(["estimate", img, "--out", str(tmp_path / "afile" / "sub")]) == 2
+    (tmp_path / "o" / "astronaut_poses.json").mkdir(parents=True)  # a folder where the file goes
+    assert main(["estimate", img, "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 2 and all(e.startswith("patchpose estimate: error:") for e in err)
+
+
+def test_images_with_dots_in_their_names_keep_their_own_poses_file(tmp_path):
+    src = cv2.imread(str(demo_photo()))
+    for n in (1, 2):
+        cv2.imwrite(str(tmp_path / f"scene.{n}.png"), src[::4, ::4])
+        assert main(["estimate", str(tmp_path / f"scene.{n}.png"), "--out", str(tmp_path / "o")]) == 0
+    names = sorted(p.name for p in (tmp_path / "o").iterdir())
+    assert names == ["scene.1_poses.json", "scene.1_poses.png", "scene.2_poses.json", "scene.2_poses.png"]
+
+
+def test_float_image_files_outside_0_1_and_huge_budgets_exit_2(tmp_path, capsys):
+    f = (np.random.default_rng(0).random((120, 160, 3)) * 2 + 0.5).astype(np.float32)
+    assert cv2.imwrite(str(tmp_path / "f.tiff"), f)
+    assert main(["estimate", str(tmp_path / "f.tiff"), "--out", str(tmp_path / "o")]) == 2
+    assert "must be in [0, 1]" in capsys.readouterr().err
+    cv2.imwrite(str(tmp_path / "ok.tiff"), f / 3.0)  # within [0, 1]: read
+    assert main(["estimate", str(tmp_path / "ok.tiff"), "--out", str(tmp_path / "o")]) == 0
+    capsys.readouterr()
+    img = str(demo_photo())
+    assert main(["estimate", img, "--max-keypoints", "3000000000", "--out", str(tmp_path / "o")]) == 2
+    assert main(["bench", "--keypoints", "600000000"]) == 2
+    assert main(["bench", "--out", ""]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 3 and "max_keypoints must be an integer from 0 to" in err[0] and "--out" in err[2]
+
+
+def test_generate_patchpose_names_a_bad_setting(tmp_path, capsys):
+    for opt, val, name in (
+        ("--long-side", "-5", "long_side"),
+        ("--keypoints-per-image", "0", "keypoints_per"),
+    ):
+        assert (
+            main(["generate", "patchpose", "--images", str(tmp_path), "--out", str(tmp_path / "o"), opt, val])
+            == 2
+        )
+        assert name in capsys.readouterr().err
+
+
+def test_complex_keypoints_are_refused(tmp_path):
+    import patchpose
+    from patchpose.errors import InputError
+
+    est = patchpose.PatchPoseEstimator.from_pretrained()
+    img = cv2.imread(str(demo_photo()))[..., ::-1]
+    with pytest.raises(InputError, match="real numbers"):
+        est.estimate(img, np.array([[40 + 5j, 30]]))
+    np.save(tmp_path / "kp.npy", np.array([[40 + 5j, 30]]))
+    assert (
+        main(["estimate", str(demo_photo()), "--keypoints", str(tmp_path / "kp.npy"), "--out", str(tmp_path)])
+        == 2
+    )

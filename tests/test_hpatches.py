@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import json
-import shutil
 import math
+import shutil
 
 import cv2
 import numpy as np

@@ -79,3 +79,52 @@ def test_official_layout_needs_a_single_window_model(replica, tmp_path):
     assert set(res) == {"A", "B"} and {"patchpose", "dominant_gradient", "orb_centroid"} <= set(res["A"])
     # identity pairs are always right, so no method scores 0
     assert res["A"]["patchpose"]["scale_acc@1/3"] > 0 and res["A"]["orb_centroid"]["ori_acc@10"] > 0
+
+
+def test_a_list_scores_its_patches_against_references_it_does_not_hold(replica, tmp_path):
+    """The official lists are split by patch: a listed patch's reference is mostly not listed, and the
+    official test reads it from disk anyway. Requiring it in the list dropped about 99 % of the pairs."""
+    root, _ = replica
+    lf = tmp_path / "list.txt"
+    lf.write_text("cow_2007_000001_0_angle010_scale1.0000.png\ncow_2007_000001_0_angle000_scale0.6300.png\n")
+    ds = OfficialPatchPose(root, "A", lf)
+    ps, po = ds.pairs("scale"), ds.pairs("orientation")
+    assert [ds.names[i] for i in ps["trg"]] == ["cow_2007_000001_0_angle000_scale0.6300.png"]
+    assert [ds.names[i] for i in po["trg"]] == ["cow_2007_000001_0_angle010_scale1.0000.png"]
+    assert {ds.names[i] for i in (*ps["ref"], *po["ref"])} == {"cow_2007_000001_0_angle000_scale1.0000.png"}
+
+
+def test_official_layout_scores_other_bin_widths_in_the_metrics_bins_and_one_variant(
+    replica, tmp_path, monkeypatch
+):
+    """Perfect histograms of a model with 25 scale bins over [-4, 4] and 72 orientation bins score 100 on
+    every column (they were read as bins of the metric's width); a copy with patchPoseA/ alone evaluates."""
+    import shutil
+
+    import patchpose.inference as inf
+    from patchpose.models import create_model
+    from patchpose.weights import save_weights
+
+    root, _ = replica
+    w = save_weights(
+        create_model("small-cnn", width=0.5, num_scale_bins=25, scale_range=[-4.0, 4.0], num_ori_bins=72),
+        tmp_path / "w.safetensors",
+    )
+    ds = OfficialPatchPose(root, "A")
+
+    def perfect(model, x, batch_size=256, **kw):
+        n = len(x)
+        assert n == len(ds.names)
+        s = np.zeros((n, 25), np.float32)
+        o = np.zeros((n, 72), np.float32)
+        s[np.arange(n), 12 + np.round(3 * np.log2(ds.scale_factor)).astype(int)] = 1.0
+        o[np.arange(n), np.round(ds.angle_deg / 5.0).astype(int) % 72] = 1.0
+        return {"scale_hist": s, "orientation_hist": o}
+
+    monkeypatch.setattr(inf, "predict_histograms", perfect)
+    only_a = tmp_path / "onlyA"
+    shutil.copytree(root / "patchPoseA", only_a / "patchPoseA")
+    res = evaluate_official_layout(only_a, str(w))
+    assert set(res) == {"A"}
+    acc = res["A"]["patchpose"]
+    assert [acc[c] for c in ("scale_acc@1/6", "scale_acc@1/3", "ori_acc@5", "ori_acc@10")] == [100.0] * 4

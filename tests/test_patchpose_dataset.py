@@ -430,3 +430,46 @@ def test_unusable_photos_are_skipped_and_none_usable_is_an_error(tmp_path, caplo
     assert not list((tmp_path / "out").rglob("*.h5"))
     with pytest.raises(InputError, match="tiny.png: image is too small"):
         generate_hpatches([root / "tiny.png"], tmp_path / "hp", progress=False)
+
+
+def test_bins_sweep_decodes_in_each_models_range_and_reuses_only_matching_runs(
+    dataset, tmp_path, monkeypatch
+):
+    """eval bins (Table 3), training stubbed: decoding used the default scale range whatever the model's, and
+    a finished run was reused whatever --minutes or the overrides had become."""
+    import torch
+
+    import patchpose.inference as inf
+    import patchpose.training.trainer as trainer
+    from patchpose.evaluation.bins_ablation import run
+    from patchpose.models import ModelConfig, PoseNet
+    from patchpose.training.checkpoint import save_checkpoint
+    from patchpose.training.config import to_container
+
+    trained, ranges = [], []
+
+    def fake_train(cfg, out_dir, resume=False, progress=True):
+        c = to_container(cfg)
+        out_dir.mkdir(parents=True, exist_ok=True)
+        net = PoseNet(ModelConfig.from_dict(c["model"]))
+        opt = torch.optim.SGD(net.parameters(), lr=0.1)
+        save_checkpoint(
+            out_dir / "checkpoint.pt", net, opt, torch.optim.lr_scheduler.StepLR(opt, 1), c, 5, {}, 0.0
+        )
+        trained.append(out_dir.name)
+
+    decode = inf.decode_poses
+
+    def spy(h, k=1, refine=True, scale_range=inf.SCALE_RANGE):
+        ranges.append(tuple(scale_range))
+        return decode(h, k, refine, scale_range=scale_range)
+
+    monkeypatch.setattr(trainer, "train", fake_train)
+    monkeypatch.setattr(inf, "decode_poses", spy)
+    over = ["model.scale_range=[-4.0,4.0]", "model.width=0.25"]
+    doc = run(dataset, tmp_path / "b", 0.01, grid=((7, 9),), overrides=over, progress=False)
+    assert trained == ["Bs7_Bo9"] and set(ranges) == {(-4.0, 4.0)} and doc["rows"]["Bs7_Bo9"]["steps"] == 5
+    run(dataset, tmp_path / "b", 0.01, grid=((7, 9),), overrides=over, progress=False)
+    assert trained == ["Bs7_Bo9"]  # the same settings: reused
+    with pytest.raises(InputError, match="other settings"):
+        run(dataset, tmp_path / "b", 0.02, grid=((7, 9),), overrides=over, progress=False)

@@ -363,3 +363,29 @@ def test_eval_rotation_refuses_photos_without_keypoints(tmp_path):
     cv2.imwrite(str(blank), np.full((64, 64, 3), 128, np.uint8))
     with pytest.raises(InputError, match="none of the 1 photos"):
         evaluate_rotation([blank], tmp_path / "o", angles=(0, 90), progress=False)
+
+
+def test_posed_pairs_resume_only_what_the_same_settings_and_photos_made(tmp_path):
+    """Images already on disk were kept whatever the settings, and two photos of one name shared images, so
+    the pairs file could pair new poses with old images: each image must be K R K^-1 of its first image."""
+    from patchpose.data.posed_pairs import rotate_camera
+
+    (tmp_path / "x").mkdir()
+    (tmp_path / "y").mkdir()
+    cv2.imwrite(str(tmp_path / "x" / "cat.png"), (make_textured_image(200, 1) * 255).astype(np.uint8))
+    cv2.imwrite(
+        str(tmp_path / "y" / "cat.png"), (make_textured_image(160, 2) * 255).astype(np.uint8)[:, :120]
+    )
+    photos = [tmp_path / "x" / "cat.png", tmp_path / "y" / "cat.png"]
+    pf = generate_posed_pairs(photos, tmp_path / "d", per_photo=1, stereo_pairs=0, progress=False)
+    for p in read_pairs_file(pf):
+        im0 = cv2.imread(str(tmp_path / "d" / "images" / p.name0))[..., ::-1]
+        im1 = cv2.imread(str(tmp_path / "d" / "images" / p.name1))[..., ::-1]
+        assert im0.shape[:2] == (int(round(2 * p.K0[1, 2])) + 1, int(round(2 * p.K0[0, 2])) + 1)
+        assert np.abs(rotate_camera(im0, p.K1, p.T_0to1[:3, :3]).astype(float) - im1).mean() < 1.0
+    assert len({p.name0 for p in read_pairs_file(pf)}) == 2
+    generate_posed_pairs(photos, tmp_path / "d", per_photo=1, stereo_pairs=0, progress=False)  # resumes
+    with pytest.raises(InputError, match="other settings"):
+        generate_posed_pairs(photos, tmp_path / "d", per_photo=1, stereo_pairs=0, seed=1, progress=False)
+    with pytest.raises(InputError, match="was made from"):
+        generate_posed_pairs(photos[1:], tmp_path / "d", per_photo=1, stereo_pairs=0, progress=False)

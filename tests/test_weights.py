@@ -2,6 +2,7 @@
 
 import shutil
 
+import numpy as np
 import pytest
 import torch
 from safetensors.torch import save_file
@@ -542,3 +543,58 @@ def test_a_weights_file_may_carry_its_orientation_offset(tmp_path):
             PatchPoseEstimator.load(tmp_path / "t.safetensors")
         with pytest.raises(WeightsError, match="orientation_offset"):
             check_recommendations({"orientation_offset": bad}, "the ONNX export")
+
+
+@pytest.mark.parametrize(
+    "change, match",
+    [
+        ({"num_ori_bins": 0}, "orientation bins"),
+        ({"num_scale_bins": True}, "num_scale_bins must be int"),
+        ({"width": 1e308}, "width must be"),
+        ({"polar_blur": None}, "polar_blur must be int"),
+        ({"polar_ori_min_ring": 2.5}, "polar_ori_min_ring must be int"),
+        ({"polar_ori_rings_below_scale": True}, "polar_ori_rings_below_scale must be int"),
+        ({"polar_head_width": 0}, "polar_head_width must be at least 1"),
+    ],
+)
+def test_a_tampered_model_config_is_a_weights_error(tmp_path, change, match):
+    """Each of these came through as a ZeroDivisionError, OverflowError or TypeError from deep inside the
+    network, some only at the first estimate."""
+    import json
+
+    m = create_model("polar-cnn", width=0.5)
+    p = save_weights(m, tmp_path / "m.safetensors")
+    bad = _with_metadata(
+        p, tmp_path / "bad.safetensors", model_config=json.dumps({**m.cfg.to_dict(), **change})
+    )
+    with pytest.raises(WeightsError, match=match):
+        load_weights(bad)
+
+
+def test_onnx_weights_with_nan_are_refused(tmp_path):
+    pytest.importorskip("onnxruntime")
+    onnx = pytest.importorskip("onnx")
+    from onnx import numpy_helper
+
+    from patchpose.onnx_backend import OnnxPoseNet, export_bytes
+
+    proto = onnx.load_from_string(export_bytes(create_model("small-cnn", width=0.5)))
+    init = next(i for i in proto.graph.initializer if numpy_helper.to_array(i).dtype.kind == "f")
+    arr = numpy_helper.to_array(init).copy()
+    arr.reshape(-1)[0] = np.nan
+    init.CopyFrom(numpy_helper.from_array(arr, init.name))
+    path = tmp_path / "nan.onnx"
+    path.write_bytes(proto.SerializeToString())
+    with pytest.raises(WeightsError, match="non-finite"):
+        OnnxPoseNet(path)
+
+
+def test_export_of_a_checkpoint_with_integer_weights_is_refused(tmp_path):
+    from patchpose.weights import export_checkpoint
+
+    m = create_model("small-cnn", width=0.5)
+    state = {k: v.round().int() if v.is_floating_point() else v for k, v in m.state_dict().items()}
+    ck = _checkpoint(tmp_path / "ck.pt", m, model=state)
+    with pytest.raises(WeightsError, match="not floating point"):
+        export_checkpoint(ck, tmp_path / "w.safetensors")
+    assert not (tmp_path / "w.safetensors").exists()

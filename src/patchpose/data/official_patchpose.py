@@ -39,6 +39,11 @@ def parse_name(name: str) -> tuple[str, float, float]:
     return m["group"], float(m["angle"]), float(m["scale"])
 
 
+def _is_reference(angle_deg, scale_factor):
+    """The reference patch of a group: angle 0, scale 1."""
+    return (np.asarray(angle_deg) == 0) & (np.abs(np.asarray(scale_factor) - 1.0) < 1e-4)
+
+
 def _list_filter(list_file: str | Path | None):
     if list_file is None:
         return None
@@ -57,21 +62,23 @@ class OfficialPatchPose:
         if not folder.is_dir():
             raise InputError(f"no folder {folder} (expected the official PatchPose layout)")
         keep = _list_filter(list_file)
-        rows = []
+        every = []
         for p in sorted(folder.iterdir()):
-            if not NAME_RE.match(p.name):
-                continue
-            group, angle, scale = parse_name(p.name)
-            if keep is None or keep(group, p.name):
-                rows.append((group, angle, scale, p))
-        if not rows:
+            if NAME_RE.match(p.name):
+                group, angle, scale = parse_name(p.name)
+                every.append((group, angle, scale, p, keep is None or keep(group, p.name)))
+        if not any(r[4] for r in every):
             raise InputError(
                 f"no PatchPose patches in {folder}" + (f" listed in {list_file}" if list_file else "")
             )
+        # a listed patch is scored against its group's reference, which the official test reads from disk
+        # whether or not the list holds it (its lists are split by patch, so it mostly does not)
+        listed_groups = {r[0] for r in every if r[4]}
+        rows = [r for r in every if r[4] or (r[0] in listed_groups and _is_reference(r[1], r[2]))]
         groups = sorted({r[0] for r in rows})
         gid = {g: i for i, g in enumerate(groups)}
         imgs = []
-        for _, _, _, p in rows:
+        for _, _, _, p, _ in rows:
             im = cv2.imread(str(p), cv2.IMREAD_COLOR)
             if im is None:
                 raise InputError(f"cannot read {p}")
@@ -84,6 +91,8 @@ class OfficialPatchPose:
         self.scale_factor = np.array([r[2] for r in rows])
         self.names = [r[3].name for r in rows]
         self.groups = groups
+        #: whether each patch is in the list (every patch without one); the others are only references
+        self.listed = np.array([r[4] for r in rows], dtype=bool)
 
     def patches(self, color: str = "gray") -> np.ndarray:
         """``(N, C, H, W)`` float32 in [0, 1]."""
@@ -94,13 +103,14 @@ class OfficialPatchPose:
 
     def pairs(self, kind: str) -> dict:
         """``kind="scale"``: angle-0 files against their group's reference; ``"orientation"``: scale-1
-        files against theirs. Returns ``ref``/``trg`` indices, ``scale_factor`` and ``angle_deg``."""
-        is_ref = (self.angle_deg == 0) & (np.abs(self.scale_factor - 1.0) < 1e-4)
+        files against theirs (listed files only, when a list was given). Returns ``ref``/``trg`` indices,
+        ``scale_factor`` and ``angle_deg``."""
+        is_ref = _is_reference(self.angle_deg, self.scale_factor)
         ref_of = {int(g): int(i) for i, g in zip(np.nonzero(is_ref)[0], self.group[is_ref])}
         if kind == "scale":
-            sel = np.nonzero(self.angle_deg == 0)[0]
+            sel = np.nonzero((self.angle_deg == 0) & self.listed)[0]
         elif kind == "orientation":
-            sel = np.nonzero(np.abs(self.scale_factor - 1.0) < 1e-4)[0]
+            sel = np.nonzero((np.abs(self.scale_factor - 1.0) < 1e-4) & self.listed)[0]
         else:
             raise InputError(f"kind must be 'scale' or 'orientation', got {kind!r}")
         sel = np.array([i for i in sel if int(self.group[i]) in ref_of], dtype=np.int64)
@@ -114,22 +124,22 @@ class OfficialPatchPose:
 
 
 def evaluate_official_layout(
-    root, weights: str | None = None, variants=("A", "B"), list_name: str | None = None, k: int = 1
+    root, weights: str | None = None, variants=None, list_name: str | None = None, k: int = 1
 ) -> dict:
     """The official metric of a single-window model (and the orientation baselines that run on 32-px crops)
-    on a released PatchPose copy. ``list_name`` (e.g. ``"test_acquired"``) selects
-    ``patchPose{V}ImageList/{list_name}.txt``."""
+    on a released PatchPose copy. ``variants``: ``("A", "B")`` or one of them; None: those the copy holds.
+    ``list_name`` (e.g. ``"test_acquired"``) selects ``patchPose{V}ImageList/{list_name}.txt``. A model
+    whose bins are not the metric's (36 orientation bins, 3 scale bins per octave) is scored on its decoded
+    poses, binned as the baselines' are (:func:`~patchpose.evaluation.patchpose_eval._official_pair_errors`)."""
     from ..baselines import dominant_gradient_orientation, intensity_centroid_orientation
     from ..estimator import PatchPoseEstimator
-    from ..evaluation.official import (
-        official_accuracies,
-        official_errors_from_poses,
-        official_topk_ori_errors,
-        official_topk_scale_errors,
-    )
+    from ..evaluation.official import official_accuracies, official_errors_from_poses
+    from ..evaluation.patchpose_eval import MethodPoses, _official_pair_errors
     from ..inference import predict_histograms
 
-    if not any((Path(root) / f"patchPose{v}").is_dir() for v in variants):
+    if variants is None:
+        variants = tuple(v for v in ("A", "B") if (Path(root) / f"patchPose{v}").is_dir())
+    if not variants:
         raise InputError(f"no patchPoseA/ or patchPoseB/ folder in {root} (the official PatchPose layout)")
     est = PatchPoseEstimator.load(weights)
     cfg = est.cfg
@@ -160,12 +170,14 @@ def evaluate_official_layout(
             )
         h = predict_histograms(est.model, x, est.batch_size)
         ps, po = ds.pairs("scale"), ds.pairs("orientation")
-        se = official_topk_scale_errors(
-            h["scale_hist"][ps["ref"]], h["scale_hist"][ps["trg"]], ps["scale_factor"], k
+        m = MethodPoses(
+            "patchpose",
+            scale_hist=h.get("scale_hist"),
+            ori_hist=h.get("orientation_hist"),
+            scale_bins_per_octave=cfg.scale_bins_per_octave,
+            ori_vector=h.get("orientation_vector"),
         )
-        oe = official_topk_ori_errors(
-            h["orientation_hist"][po["ref"]], h["orientation_hist"][po["trg"]], po["angle_deg"], k
-        )
+        se, oe = _official_pair_errors(m, ps, po, k)
         res[v] = {"patchpose": official_accuracies(se, oe)}
         gray = ds.patches("gray")
         for name, fn in (

@@ -161,21 +161,42 @@ def generate_posed_pairs(
     """Write images to ``out/images/`` and the pairs to ``out/pairs.txt``; returns the pairs file.
 
     ``per_photo`` rotation pairs per photo and ``stereo_pairs`` rotated motorcycle pairs (0 = none).
-    Every image draws from its own seed; images already written are kept (resume)."""
+    Every image draws from its own seed; images already written are kept (resume), but only in a folder
+    made with the same settings and with each image from the same photo (``out/manifest.json``, written
+    before any image): otherwise the pairs file would pair new poses with old images."""
     from tqdm import tqdm
 
     out = Path(out)
     imgdir = out / "images"
     imgdir.mkdir(parents=True, exist_ok=True)
-    pairs: list[PosedPair] = []
-    jobs = [("rot", p, i) for p in sorted(photos, key=str) for i in range(per_photo)]
-    jobs += [("stereo", None, i) for i in range(stereo_pairs)]
+    settings = {
+        "per_photo": per_photo,
+        "stereo_pairs": stereo_pairs,
+        "max_side": max_side,
+        "max_roll_deg": max_roll_deg,
+        "max_tilt_deg": max_tilt_deg,
+        "seed": seed,
+    }
+    jobs, sources, used = [], {}, set()
+    for p in sorted(photos, key=str):
+        base = "".join(c for c in Path(p).stem if c.isalnum()).lower() or "photo"
+        stem, k = base, 2
+        while stem in used:  # two photos of one name (x/cat.png, y/cat.png) get images of their own
+            stem, k = f"{base}{k}", k + 1
+        used.add(stem)
+        for i in range(per_photo):
+            jobs.append(("rot", p, f"{stem}_0.png", f"{stem}_r{i}.png"))
+            sources[f"{stem}_0.png"] = sources[f"{stem}_r{i}.png"] = str(Path(p).resolve())
+    for i in range(stereo_pairs):
+        jobs.append(("stereo", None, "motorcycle_left.png", f"motorcycle_right_r{i}.png"))
+        sources["motorcycle_left.png"] = sources[f"motorcycle_right_r{i}.png"] = "skimage:stereo_motorcycle"
     if not jobs:
         raise InputError("nothing to generate: no photos and no stereo pairs")
-    for kind, p, i in tqdm(jobs, desc="posed pairs", disable=not progress):
+    _check_resume(out, imgdir, settings, sources)
+    _write_manifest(out, {**settings, "sources": sources})  # the plan first
+    pairs: list[PosedPair] = []
+    for kind, p, name0, name1 in tqdm(jobs, desc="posed pairs", disable=not progress):
         if kind == "rot":
-            stem = "".join(c for c in Path(p).stem if c.isalnum()).lower() or "photo"
-            name0, name1 = f"{stem}_0.png", f"{stem}_r{i}.png"
             img = load_photo(p, max_side)
             K0 = K1 = default_intrinsics(img.shape)
             R = random_rotation(_rng(seed, name1), max_roll_deg, max_tilt_deg)
@@ -188,7 +209,6 @@ def generate_posed_pairs(
         else:
             import skimage.data
 
-            name0, name1 = "motorcycle_left.png", f"motorcycle_right_r{i}.png"
             m = MOTORCYCLE
             K0 = np.array([[m["f"], 0, m["cx"]], [0, m["f"], m["cy"]], [0, 0, 1.0]])
             K1 = K0.copy()
@@ -205,23 +225,31 @@ def generate_posed_pairs(
         pairs.append(PosedPair(name0, name1, K0, K1, T))
     path = out / "pairs.txt"
     write_pairs_file(path, pairs)
-    tmp = out / "manifest.json.tmp"
-    tmp.write_text(
-        json.dumps(
-            {
-                "pairs": len(pairs),
-                "per_photo": per_photo,
-                "stereo_pairs": stereo_pairs,
-                "max_side": max_side,
-                "max_roll_deg": max_roll_deg,
-                "max_tilt_deg": max_tilt_deg,
-                "seed": seed,
-            },
-            indent=1,
-        )
-    )
-    os.replace(tmp, out / "manifest.json")
+    _write_manifest(out, {"pairs": len(pairs), **settings, "sources": sources})
     return path
+
+
+def _check_resume(out: Path, imgdir: Path, settings: dict, sources: dict[str, str]) -> None:
+    """Refuse to resume into a folder made with other settings, whose images came from other photos, or
+    holding images that no manifest accounts for."""
+    m = out / "manifest.json"
+    old = json.loads(m.read_text()) if m.is_file() else {}
+    if old and any(old.get(k) != v for k, v in json.loads(json.dumps(settings)).items()):
+        raise InputError(f"{out} holds posed pairs generated with other settings; choose another --out")
+    had = old.get("sources", {})
+    for name, src in sources.items():
+        if name in had and had[name] != src:
+            raise InputError(f"{imgdir / name} was made from {had[name]}, this run would make it from {src}")
+        if name not in had and (imgdir / name).is_file():
+            raise InputError(
+                f"{imgdir / name} exists but no manifest says what made it; choose another --out"
+            )
+
+
+def _write_manifest(out: Path, doc: dict) -> None:
+    tmp = out / "manifest.json.tmp"
+    tmp.write_text(json.dumps(doc, indent=1))
+    os.replace(tmp, out / "manifest.json")
 
 
 __all__ = [

@@ -16,6 +16,9 @@ from pathlib import Path
 
 import numpy as np
 
+from ..errors import InputError
+from ..fileio import write_text_atomic
+
 PAPER_GRID = ((7, 9), (9, 18), (13, 36), (17, 72))
 
 
@@ -64,9 +67,22 @@ def run(
             ],
         )
         t0 = time.time()
-        if not (run_dir / "done.json").is_file():
+        settings = {
+            "config": config,
+            "minutes": minutes,
+            "overrides": list(overrides or []),
+            "bins": [bs, bo],
+        }
+        done = run_dir / "done.json"
+        if done.is_file():  # a finished run is reused only for the settings it was trained with
+            had = json.loads(done.read_text()).get("settings")
+            if had != settings:
+                raise InputError(
+                    f"{run_dir} was trained with other settings ({had}); choose another --out or delete it"
+                )
+        else:
             train(cfg, run_dir, resume=(run_dir / "checkpoint.pt").is_file(), progress=progress)
-            (run_dir / "done.json").write_text(json.dumps({"minutes": (time.time() - t0) / 60}))
+            write_text_atomic(done, json.dumps({"minutes": (time.time() - t0) / 60, "settings": settings}))
         ck = load_checkpoint(run_dir / "checkpoint.pt")
         model = PoseNet(ModelConfig.from_dict(ck["config"]["model"]))
         model.load_state_dict(ck["model"])
@@ -75,7 +91,7 @@ def run(
         h = predict_histograms(model, patches, 32)
         res = {"steps": int(ck["step"]), "pairs_seen": int(ck["step"]) * int(cfg.optim.batch_size)}
         for label, refine in (("argmax", False), ("refined", True)):
-            p = decode_poses(h, 1, refine)
+            p = decode_poses(h, 1, refine, scale_range=mc.scale_range)
             es = relative_errors(
                 {"scale": p["scale"][ps["ref"], 0]},
                 {"scale": p["scale"][ps["trg"], 0]},
