@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -17,6 +18,26 @@ def write_text_atomic(path: str | Path, text: str) -> Path:
     tmp.write_text(text)
     os.replace(tmp, path)
     return path
+
+
+def check_resume_plan(
+    out: Path, what: str, had_settings, settings: dict, had_sources: dict, sources: dict, exists
+) -> None:
+    """Refuse to resume into ``out``, a folder of generated ``what`` whose manifest recorded
+    ``had_settings`` (None: no manifest) and ``had_sources`` (output name → what made it), unless this run's
+    ``settings`` are the same and each output it would make is from the same source; an output on disk
+    (``exists(name)``) that no manifest accounts for is refused too. Otherwise a resume would keep outputs
+    made another way beside what the run records."""
+    if had_settings is not None and had_settings != json.loads(json.dumps(settings)):
+        raise InputError(f"{out} holds {what} generated with other settings; choose another --out")
+    for name, src in sources.items():
+        had = had_sources.get(name)
+        if had is not None and had != src:
+            raise InputError(
+                f"{out}/{name} was made from {had}, this run would make it from {src}; choose another --out"
+            )
+        if had is None and exists(name):
+            raise InputError(f"{out}/{name} exists but no manifest says what made it; choose another --out")
 
 
 def read_keypoints(path: str | Path) -> np.ndarray:
@@ -60,4 +81,4 @@ def read_keypoints(path: str | Path) -> np.ndarray:
     return kp
 
 
-__all__ = ["read_keypoints", "write_text_atomic"]
+__all__ = ["check_resume_plan", "read_keypoints", "write_text_atomic"]

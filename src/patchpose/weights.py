@@ -72,6 +72,17 @@ def check_finite(state: dict[str, torch.Tensor], where: str) -> None:
                 raise WeightsError(f"{where}: tensor {key!r} holds non-finite values (NaN or infinity)")
 
 
+def check_float_dtypes(
+    state: dict[str, torch.Tensor], reference: dict[str, torch.Tensor], where: str
+) -> None:
+    """Raise :class:`WeightsError` naming ``where`` and the tensor if ``state`` holds integers where the
+    network's own ``reference`` state has floats (``load_state_dict`` would cast them without a word; an
+    integer buffer such as BatchNorm's step counter is integer in both)."""
+    for key, t in reference.items():
+        if key in state and t.is_floating_point() and not state[key].is_floating_point():
+            raise WeightsError(f"{where}: tensor {key!r} is {state[key].dtype}, not floating point")
+
+
 def one_line(e: BaseException, limit: int = 300) -> str:
     """An exception's message on one line (whitespace runs collapsed), at most ``limit`` characters."""
     text = " ".join(str(e).split()) or type(e).__name__
@@ -271,9 +282,7 @@ def load_weights(path: str | Path, expected_sha256: str | None = None) -> tuple[
         model.load_state_dict(state, strict=True)
     except (ValueError, RuntimeError, KeyError, TypeError, ArithmeticError) as e:
         raise WeightsError(f"{path}: weights do not fit the stored model config ({one_line(e)})") from None
-    for key, t in model.state_dict().items():  # load_state_dict casts silently: integer weights are wrong
-        if t.is_floating_point() and not state[key].is_floating_point():
-            raise WeightsError(f"{path}: tensor {key!r} is {state[key].dtype}, not floating point")
+    check_float_dtypes(state, model.state_dict(), str(path))
     model.eval()
     return model, meta
 

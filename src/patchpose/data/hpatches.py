@@ -34,6 +34,7 @@ import cv2
 import numpy as np
 
 from ..errors import InputError
+from ..fileio import check_resume_plan, write_text_atomic
 from .patches import load_image, load_photo
 
 log = logging.getLogger(__name__)
@@ -260,55 +261,35 @@ def generate_hpatches(
     taken: set = set()
     jobs = [(_sequence_name(kind, p, taken), kind, p) for p in sorted(photos, key=str) for kind in kinds]
     config = json.loads(json.dumps(cfg.__dict__))
-    sequences = _resumable_sequences(out, config, jobs)
+    m = out / "manifest.json"
+    old = json.loads(m.read_text()) if m.is_file() else {}
+    sequences = {name: str(Path(p).resolve()) for name, _, p in jobs}
+    check_resume_plan(
+        out,
+        "sequences",
+        old.get("config") if old else None,
+        config,
+        {
+            k: str(Path(v).resolve()) for k, v in old.get("sequences", {}).items()
+        },  # older runs kept paths as given
+        sequences,
+        lambda name: (out / name).is_dir(),
+    )
     # the plan is written first, so that a run stopped half-way is resumed only with the same photos
-    made = set(kinds) | set(_manifest_kinds(out))
-    _write_manifest(out, config, "".join(k for k in "vi" if k in made), sequences)
+    made = set(kinds) | set(old.get("kinds", ""))
+    manifest = {
+        "format": "hpatches-sequences-release",
+        "config": config,
+        "kinds": "".join(k for k in "vi" if k in made),
+        "sequences": {**old.get("sequences", {}), **sequences},
+    }
+    write_text_atomic(out / "manifest.json", json.dumps(manifest, indent=1))
     for name, kind, p in tqdm(jobs, desc="sequences", disable=not progress):
         if (out / name).is_dir():
             continue
         img = load_photo(p, cfg.max_side)
         _write_sequence(out, name, img, kind, cfg)
     return [name for name, _, _ in jobs]
-
-
-def _manifest_kinds(out: Path) -> str:
-    m = out / "manifest.json"
-    return json.loads(m.read_text()).get("kinds", "") if m.is_file() else ""
-
-
-def _resumable_sequences(out: Path, config: dict, jobs) -> dict[str, str]:
-    """The manifest's sequences with this run's added, after checking that a folder that already holds
-    sequences was made with the same settings and that each finished sequence is of the same photo (a
-    photo added to the folder can move the names of others: ``a-b.png`` and ``ab.png`` are ``v_ab`` and
-    ``v_ab2`` in sorted order)."""
-    m = out / "manifest.json"
-    old = json.loads(m.read_text()) if m.is_file() else {}
-    if old and old.get("config") != config:
-        raise InputError(f"{out} holds sequences generated with other settings; choose another --out")
-    sequences = dict(old.get("sequences", {}))
-    for name, _, p in jobs:
-        had = sequences.get(name)
-        if had is not None and Path(had).resolve() != Path(p).resolve():
-            raise InputError(
-                f"{out}/{name} was made from {had}, this run would make it from {p}; choose another --out"
-            )
-        if had is None and (out / name).is_dir():
-            raise InputError(f"{out}/{name} exists but no manifest says what made it; choose another --out")
-        sequences[name] = str(p)
-    return sequences
-
-
-def _write_manifest(out: Path, config: dict, kinds: str, sequences: dict[str, str]) -> None:
-    manifest = {
-        "format": "hpatches-sequences-release",
-        "config": config,
-        "kinds": kinds,
-        "sequences": sequences,
-    }
-    tmp = out / "manifest.json.tmp"
-    tmp.write_text(json.dumps(manifest, indent=1))
-    os.replace(tmp, out / "manifest.json")
 
 
 __all__ = [

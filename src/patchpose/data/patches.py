@@ -39,15 +39,10 @@ def load_image(path: str | Path) -> np.ndarray:
         bits = max(8, int(np.ceil(np.log2(float(img.max()) + 1.0))))
         img = np.clip(np.rint(img.astype(np.float64) * (255.0 / (2.0**bits - 1.0))), 0, 255).astype(np.uint8)
     elif img.dtype.kind == "f":  # float files (e.g. TIFF, EXR) are taken as [0, 1], as float arrays are
-        f = img.astype(np.float64)
-        if not np.isfinite(f).all():
-            raise InputError(f"image has NaN or infinite values: {path}")
-        lo, hi = float(f.min()), float(f.max())
-        if lo < -1e-6 or hi > 1.0 + 1e-6:
-            raise InputError(
-                f"float image values must be in [0, 1], found {lo:.4g} to {hi:.4g}: {path} "
-                "(scale it to [0, 1], or save it as 8 or 16 bits)"
-            )
+        try:
+            f = _checked_float(img)
+        except InputError as e:
+            raise InputError(f"{e}: {path}") from None
         img = np.clip(np.rint(f * 255.0), 0, 255).astype(np.uint8)
     elif img.dtype != np.uint8:
         raise InputError(f"unsupported pixel type {img.dtype} (8 or 16 bits, or float in [0, 1]): {path}")
@@ -67,6 +62,19 @@ def check_image_shape(image) -> tuple[int, int]:
     return int(h), int(w)
 
 
+def _checked_float(image: np.ndarray) -> np.ndarray:
+    """A float image as float32, refused unless finite and in [0, 1] (to 1e-3)."""
+    out = image.astype(np.float32)
+    if not np.isfinite(out).all():
+        raise InputError("image contains NaN or infinite values")
+    if out.min() < -1e-3 or out.max() > 1.0 + 1e-3:
+        raise InputError(
+            f"float images must be in [0, 1], got values in [{out.min():.3g}, {out.max():.3g}]; "
+            "pass uint8 for 0–255 data"
+        )
+    return out
+
+
 def check_image(image) -> np.ndarray:
     """Validate a user image and return it as float32 ``H×W`` (gray) or ``H×W×3`` (RGB) in [0, 1].
 
@@ -83,14 +91,7 @@ def check_image(image) -> np.ndarray:
     elif image.dtype == np.uint16:
         out = image.astype(np.float32) / 65535.0
     elif np.issubdtype(image.dtype, np.floating):
-        out = image.astype(np.float32)
-        if not np.isfinite(out).all():
-            raise InputError("image contains NaN or infinite values")
-        if out.min() < -1e-3 or out.max() > 1.0 + 1e-3:
-            raise InputError(
-                f"float images must be in [0, 1], got values in [{out.min():.3g}, {out.max():.3g}]; "
-                "pass uint8 for 0–255 data"
-            )
+        out = _checked_float(image)
     else:
         raise InputError(f"unsupported image dtype {image.dtype}; use uint8 or float in [0, 1]")
     return np.ascontiguousarray(out)

@@ -244,7 +244,7 @@ def _check_shard_layout(out: Path) -> None:
     a resumed run would write every photo again beside them)."""
     import h5py
 
-    for shard in sorted((out / "shards").glob("*/*.h5")):
+    for shard in sorted((out / "shards").glob("*/*.h5"))[:1]:  # one folder holds one format
         with h5py.File(shard, "r") as f:
             version = int(f.attrs.get("format_version", 0))
         if version < FORMAT_VERSION:

@@ -33,6 +33,7 @@ import cv2
 import numpy as np
 
 from ..errors import InputError
+from ..fileio import check_resume_plan, write_text_atomic
 from .patches import load_photo
 
 #: Middlebury 2014 motorcycle at 1/4 resolution, as documented by skimage.data.stereo_motorcycle.
@@ -192,8 +193,18 @@ def generate_posed_pairs(
         sources["motorcycle_left.png"] = sources[f"motorcycle_right_r{i}.png"] = "skimage:stereo_motorcycle"
     if not jobs:
         raise InputError("nothing to generate: no photos and no stereo pairs")
-    _check_resume(out, imgdir, settings, sources)
-    _write_manifest(out, {**settings, "sources": sources})  # the plan first
+    manifest = out / "manifest.json"
+    old = json.loads(manifest.read_text()) if manifest.is_file() else {}
+    check_resume_plan(
+        imgdir,
+        "posed pairs",
+        {k: old.get(k) for k in settings} if old else None,
+        settings,
+        old.get("sources", {}),
+        sources,
+        lambda name: (imgdir / name).is_file(),
+    )
+    write_text_atomic(manifest, json.dumps({**settings, "sources": sources}, indent=1))  # the plan first
     pairs: list[PosedPair] = []
     for kind, p, name0, name1 in tqdm(jobs, desc="posed pairs", disable=not progress):
         if kind == "rot":
@@ -225,31 +236,8 @@ def generate_posed_pairs(
         pairs.append(PosedPair(name0, name1, K0, K1, T))
     path = out / "pairs.txt"
     write_pairs_file(path, pairs)
-    _write_manifest(out, {"pairs": len(pairs), **settings, "sources": sources})
+    write_text_atomic(manifest, json.dumps({"pairs": len(pairs), **settings, "sources": sources}, indent=1))
     return path
-
-
-def _check_resume(out: Path, imgdir: Path, settings: dict, sources: dict[str, str]) -> None:
-    """Refuse to resume into a folder made with other settings, whose images came from other photos, or
-    holding images that no manifest accounts for."""
-    m = out / "manifest.json"
-    old = json.loads(m.read_text()) if m.is_file() else {}
-    if old and any(old.get(k) != v for k, v in json.loads(json.dumps(settings)).items()):
-        raise InputError(f"{out} holds posed pairs generated with other settings; choose another --out")
-    had = old.get("sources", {})
-    for name, src in sources.items():
-        if name in had and had[name] != src:
-            raise InputError(f"{imgdir / name} was made from {had[name]}, this run would make it from {src}")
-        if name not in had and (imgdir / name).is_file():
-            raise InputError(
-                f"{imgdir / name} exists but no manifest says what made it; choose another --out"
-            )
-
-
-def _write_manifest(out: Path, doc: dict) -> None:
-    tmp = out / "manifest.json.tmp"
-    tmp.write_text(json.dumps(doc, indent=1))
-    os.replace(tmp, out / "manifest.json")
 
 
 __all__ = [

@@ -36,7 +36,7 @@ def run(
     from ..inference import decode_poses, predict_histograms
     from ..models import ModelConfig, PoseNet
     from ..training.checkpoint import load_checkpoint
-    from ..training.config import load_config
+    from ..training.config import load_config, to_container
     from ..training.trainer import train
     from .metrics import accuracies, relative_errors
     from .patchpose_eval import render
@@ -67,22 +67,14 @@ def run(
             ],
         )
         t0 = time.time()
-        settings = {
-            "config": config,
-            "minutes": minutes,
-            "overrides": list(overrides or []),
-            "bins": [bs, bo],
-        }
-        done = run_dir / "done.json"
-        if done.is_file():  # a finished run is reused only for the settings it was trained with
-            had = json.loads(done.read_text()).get("settings")
-            if had != settings:
-                raise InputError(
-                    f"{run_dir} was trained with other settings ({had}); choose another --out or delete it"
-                )
-        else:
-            train(cfg, run_dir, resume=(run_dir / "checkpoint.pt").is_file(), progress=progress)
-            write_text_atomic(done, json.dumps({"minutes": (time.time() - t0) / 60, "settings": settings}))
+        ck_path = run_dir / "checkpoint.pt"
+        # a run (finished, or to resume) is taken only for the config it was trained with, which its
+        # checkpoint holds resolved: bins, run.max_minutes and the overrides
+        if ck_path.is_file() and load_checkpoint(ck_path)["config"] != to_container(cfg):
+            raise InputError(f"{run_dir} was trained with other settings; choose another --out or delete it")
+        if not (run_dir / "done.json").is_file():
+            train(cfg, run_dir, resume=ck_path.is_file(), progress=progress)
+            write_text_atomic(run_dir / "done.json", json.dumps({"minutes": (time.time() - t0) / 60}))
         ck = load_checkpoint(run_dir / "checkpoint.pt")
         model = PoseNet(ModelConfig.from_dict(ck["config"]["model"]))
         model.load_state_dict(ck["model"])

@@ -331,9 +331,9 @@ def pose_sequence(seq: Sequence, est, images: dict | None = None) -> dict[str, n
 
     data, pairs = pose_samples(seq, images=images)
     out = {f"pairs/{k}": v for k, v in pairs.items()}
-    out["n"] = np.array(len(data["xy"]))
-    if len(pairs["ref"]) == 0:  # no method arrays: nor samples for _gather to step over
-        out["n"] = np.array(0)
+    # without pairs there are no method arrays, nor samples for _gather to step over
+    out["n"] = np.array(len(data["xy"]) if len(pairs["ref"]) else 0)
+    if len(pairs["ref"]) == 0:
         return out
     for m in run_methods(data, est, progress=False):
         for field in POSE_ARRAYS:

@@ -18,7 +18,7 @@ import torch
 
 from ..data.patches import Pyramid, extract_patches
 from ..errors import InputError, WeightsError
-from ..weights import load_torch_file, one_line
+from ..weights import check_finite, check_float_dtypes, load_torch_file, one_line
 
 DESCRIPTORS = ("sift", "hardnet", "sosnet")
 PATCH_SIZE = 32
@@ -54,15 +54,9 @@ class Describer:
             raise WeightsError(f"{weights} is not a PyTorch state dict (it holds a {type(state).__name__})")
         if not all(isinstance(v, torch.Tensor) for v in state.values()):
             raise WeightsError(f"{weights} is not a PyTorch state dict (not a mapping of names to tensors)")
-        for k, v in state.items():  # load_state_dict would cast integers and take NaN without a word
-            if k.endswith("num_batches_tracked"):  # BatchNorm's step counter: an integer by design
-                continue
-            if not v.is_floating_point():
-                raise WeightsError(
-                    f"{weights}: {k} holds {v.dtype} values, not the floats of {self.name} weights"
-                )
-            if not torch.isfinite(v).all():
-                raise WeightsError(f"{weights}: {k} holds NaN or infinite values")
+        # load_state_dict would cast integers and take NaN without a word
+        check_float_dtypes(state, self.net.state_dict(), str(weights))
+        check_finite(state, str(weights))
         try:
             self.net.load_state_dict(state)
         except (RuntimeError, ValueError, TypeError, KeyError) as e:

@@ -79,7 +79,7 @@ def _not_a_checkpoint(path: Path, why: str) -> WeightsError:
 def _validate_checkpoint(ckpt: object, path: Path) -> None:
     """Raise :class:`WeightsError` unless ``ckpt`` has the structure :func:`save_checkpoint` writes."""
     from ..models import ModelConfig, PoseNet
-    from ..weights import check_finite, one_line
+    from ..weights import check_finite, check_float_dtypes, one_line
 
     if not isinstance(ckpt, dict):
         raise _not_a_checkpoint(path, f"it holds a {type(ckpt).__name__}, not a dict")
@@ -117,8 +117,4 @@ def _validate_checkpoint(ckpt: object, path: Path) -> None:
                 f"{path}: the {key!r} weights do not fit the checkpoint's model config ({one_line(e)})"
             ) from None
         check_finite(ckpt[key], f"{path} ({key!r})")
-        for name, t in net.state_dict().items():  # load_state_dict casts silently: integer weights are wrong
-            if t.is_floating_point() and not ckpt[key][name].is_floating_point():
-                raise WeightsError(
-                    f"{path} ({key!r}): tensor {name!r} is {ckpt[key][name].dtype}, not floating point"
-                )
+        check_float_dtypes(ckpt[key], net.state_dict(), f"{path} ({key!r})")

@@ -44,13 +44,16 @@ def setup(device: str = "auto") -> Dist:
     return Dist(rank, world, local)
 
 
-def any_true(flag: bool, d: Dist, device: torch.device) -> bool:
-    """True on every rank if ``flag`` is true on any (keeps the ranks' loops in step)."""
-    if not d.enabled:
-        return flag
-    t = torch.tensor([1.0 if flag else 0.0], device=device)
-    dist.all_reduce(t, op=dist.ReduceOp.MAX)
-    return bool(t.item() > 0)
+def any_true(flags, d: Dist, device: torch.device):
+    """Each of ``flags`` (a bool, or a sequence of them) true on every rank if it is true on any, in one
+    collective (keeps the ranks' loops in step); returns the same shape."""
+    one = isinstance(flags, bool)
+    vals = [flags] if one else [bool(f) for f in flags]
+    if d.enabled:
+        t = torch.tensor([1.0 if f else 0.0 for f in vals], device=device)
+        dist.all_reduce(t, op=dist.ReduceOp.MAX)
+        vals = [bool(v > 0) for v in t.tolist()]
+    return vals[0] if one else vals
 
 
 def finish_together(d: Dist) -> None:

@@ -93,7 +93,8 @@ class StopRequests:
     the first asks the loop to stop once the current step is whole, so that the checkpoint it then writes is
     the state after a whole step (model, optimizer, schedule, BatchNorm statistics and EMA in step with
     ``step``) and ``--resume`` continues as if never stopped; a second stops at once, without a checkpoint
-    (the last one stays). A context manager; signals are only caught in the main thread."""
+    (the last one stays). ``install`` / ``restore``, or a context manager; signals are only caught in the main
+    thread."""
 
     def __init__(self) -> None:
         self.count = 0
@@ -111,7 +112,7 @@ class StopRequests:
             "signal %d: stopping when this step is done (again: at once, without a checkpoint)", signum
         )
 
-    def __enter__(self) -> StopRequests:
+    def install(self) -> StopRequests:
         import signal
         import threading
 
@@ -120,12 +121,18 @@ class StopRequests:
                 self._previous[sig] = signal.signal(sig, self._handler)
         return self
 
-    def __exit__(self, *exc) -> bool:
+    def restore(self) -> None:
         import signal
 
         for sig, previous in self._previous.items():
             signal.signal(sig, previous)
         self._previous = {}
+
+    def __enter__(self) -> StopRequests:
+        return self.install()
+
+    def __exit__(self, *exc) -> bool:
+        self.restore()
         return False
 
 
@@ -356,7 +363,7 @@ def _train(cfg, out_dir, resume: bool, progress: bool, dd) -> dict:
     bar = tqdm(total=oc.steps, initial=step, disable=not progress, desc="train", dynamic_ncols=True)
     it = iter(loader)
     model.train()
-    stops = StopRequests().__enter__()
+    stops = StopRequests().install()
     whole = True  # whether model, optimizer, schedule and EMA are in step with ``step`` (between steps)
     try:
         while step < oc.steps:
@@ -443,10 +450,12 @@ def _train(cfg, out_dir, resume: bool, progress: bool, dd) -> dict:
                 checkpoint()
                 last_ckpt = time.time()
             # every rank must leave the loop at the same step (DDP's all-reduce needs them all)
-            if D.any_true(bool(rc.max_minutes) and time.time() - t0 > 60 * rc.max_minutes, dd, device):
+            timed_out = bool(rc.max_minutes) and time.time() - t0 > 60 * rc.max_minutes
+            timed_out, stop = D.any_true([timed_out, stops.requested], dd, device)
+            if timed_out:
                 log.info("max_minutes reached at step %d", step)
                 break
-            if D.any_true(stops.requested, dd, device):  # every rank stops at this same step
+            if stop:  # every rank stops at this same step
                 raise KeyboardInterrupt("stop requested")
     except KeyboardInterrupt:
         if whole:
@@ -456,7 +465,7 @@ def _train(cfg, out_dir, resume: bool, progress: bool, dd) -> dict:
             log.warning("stopped within step %d: no checkpoint written (the last one is kept)", step + 1)
         raise
     finally:
-        stops.__exit__()
+        stops.restore()
         bar.close()
         metrics_f.close()
     checkpoint()
