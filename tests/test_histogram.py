@@ -293,3 +293,14 @@ def test_decoding_with_an_orientation_vector():
     np.testing.assert_allclose(np.degrees(out[1])[:2], [270.0, 90.0], atol=1e-9)
     plain = decode_poses({"orientation_hist": h}, k=1, refine=False)["orientation"]
     np.testing.assert_allclose(np.degrees(plain[:, 0]), [30.0, 90.0], atol=1e-9)
+
+
+def test_refined_candidates_are_distinct_when_a_bin_fills_the_list():
+    """One mode over bins 31-32: k = 2 fills with bin 31, the peak's neighbour. Refined, it slid half a bin
+    to 31.5 beside the peak's 31.5 (two copies of one mode); a filler keeps its bin centre."""
+    h = torch.full((1, 36), 1e-6, dtype=torch.float64)
+    h[0, 31], h[0, 32] = 0.485, 0.514
+    h = h / h.sum()
+    got = decode(h, circular=True, k=2)[0].tolist()
+    assert got[1] == 31.0 and abs(got[0] - got[1]) > 0.4
+    assert decode(h, circular=True, k=1)[0, 0] == pytest.approx(got[0])  # the mode is refined as before

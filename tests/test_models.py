@@ -301,6 +301,10 @@ def test_orientation_vector_turns_with_the_content_and_exports():
         torch.testing.assert_close(torch.from_numpy(got[k]), out[k], atol=1e-4, rtol=1e-4)
     with pytest.raises(ValueError, match="ori_vector needs both heads"):
         PoseNet(ModelConfig.from_dict({**SMALL_POLAR, "polar_ori_vector": True, "heads": ["orientation"]}))
+    # a Cartesian network has no vector: it listed one among its outputs and returned no orientation
+    for opt in ("polar_ori_vector", "polar_grad_hist"):
+        with pytest.raises(ValueError, match="polar-cnn only"):
+            ModelConfig.from_dict({"arch": "small-cnn", opt: True}).validate()
 
 
 def test_orientation_vector_ring_weights_move_with_the_scale_found():

@@ -308,8 +308,8 @@ class PatchPoseEstimator:
 
     def extract(self, image, keypoints, frame_scale=None) -> tuple[np.ndarray, np.ndarray]:
         """Model inputs ``(N, C, PS, PS)`` (or ``(N, C, rings, angles)`` for a log-polar model) at the
-        keypoints (upright; at scale 0, or at ``frame_scale``), and the ``valid`` mask (window fully inside
-        the image)."""
+        keypoints (upright; at scale 0, or at ``frame_scale``), and the ``valid`` mask (the window would lie
+        inside the image at any rotation: :meth:`margin`, √2 times the upright window's half-width)."""
         img = check_image(image)
         kp = check_keypoints(keypoints, img.shape[:2])
         return self._extract(img, kp, check_frame_scale(frame_scale, len(kp)), self._pyramid(img))
@@ -395,7 +395,8 @@ class PatchPoseEstimator:
             ``orientation_hist`` ``(N, B_o)`` and ``scale_hist`` ``(N, B_s)`` probabilities of the last pass
             (the model's bins: 36 and 13 over [−2, 2] for the paper's layout, 25 over [−4, 4] for
             patchpose-v2 and v6; scale bins relative to ``frame_scale``); ``valid`` ``(N,)`` True where the
-            window at the caller's frame (the first pass) lies inside the image.
+            window at the caller's frame (the first pass) lies inside the image at any rotation (the
+            border policy's margin, :meth:`margin`).
         """
         n_bins = min(self.cfg.num_scale_bins, self.cfg.num_ori_bins)
         if top_k is not None and not is_int_in(top_k, 1, n_bins):

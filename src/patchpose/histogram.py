@@ -75,6 +75,18 @@ def refine_peaks(hist: torch.Tensor, peaks: torch.Tensor, circular: bool) -> tor
     return out % num_bins if circular else out
 
 
+def local_maxima(hist: torch.Tensor, circular: bool) -> torch.Tensor:
+    """``(N, B)`` True at each local maximum (at least its left neighbour, above its right: one bin per
+    plateau); a linear histogram's ends have one neighbour."""
+    if circular:
+        left, right = hist.roll(1, dims=1), hist.roll(-1, dims=1)
+    else:
+        pad = torch.full_like(hist[:, :1], -float("inf"))
+        left = torch.cat([pad, hist[:, :-1]], dim=1)
+        right = torch.cat([hist[:, 1:], pad], dim=1)
+    return (hist >= left) & (hist > right)
+
+
 def top_peaks(hist: torch.Tensor, k: int, circular: bool) -> torch.Tensor:
     """Indices ``(N, k)`` of the ``k`` strongest candidates, strongest first.
 
@@ -84,13 +96,7 @@ def top_peaks(hist: torch.Tensor, k: int, circular: bool) -> torch.Tensor:
     num_bins = hist.shape[-1]
     if not 1 <= k <= num_bins:
         raise ValueError(f"top_k must be in [1, {num_bins}], got {k}")
-    if circular:
-        left, right = hist.roll(1, dims=1), hist.roll(-1, dims=1)
-    else:
-        pad = torch.full_like(hist[:, :1], -float("inf"))
-        left = torch.cat([pad, hist[:, :-1]], dim=1)
-        right = torch.cat([hist[:, 1:], pad], dim=1)
-    is_peak = (hist >= left) & (hist > right)
+    is_peak = local_maxima(hist, circular)
     # rank: peaks above everything else, then by height
     key = hist + is_peak.to(hist.dtype) * (hist.max() - hist.min() + 1.0)
     return torch.topk(key, k, dim=1).indices
@@ -109,4 +115,10 @@ def decode(hist: torch.Tensor, circular: bool, k: int = 1, refine: bool = True) 
     if not refine:
         return peaks.to(hist.dtype)
     logh = torch.log(hist.clamp_min(torch.finfo(hist.dtype).tiny))
-    return torch.stack([refine_peaks(logh, peaks[:, j : j + 1], circular)[:, 0] for j in range(k)], dim=1)
+    out = torch.stack([refine_peaks(logh, peaks[:, j : j + 1], circular)[:, 0] for j in range(k)], dim=1)
+    # a bin that fills the list for want of maxima (top_peaks) is no peak: refined, it would slide half a bin
+    # towards the real peak beside it and come out as its near-copy; it keeps its bin centre
+    if k == 1:  # the argmax: the highest bin is a mode
+        return out
+    filler = ~torch.gather(local_maxima(hist, circular), 1, peaks)
+    return torch.where(filler, peaks.to(hist.dtype), out)

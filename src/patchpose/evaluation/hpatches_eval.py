@@ -489,8 +489,8 @@ def evaluate_hpatches(
             "keypoints_dir": None if keypoints_dir is None else str(Path(keypoints_dir).resolve()),
             # 4: peaks refined by a Gaussian fit; 5: row sift_resolved_by_ours; 6: hand-crafted rows;
             # 7: ours_angle; 8: hand-crafted poses in the re-detection table; 9: a sequence without
-            # pose-transfer pairs stores n = 0
-            "cache_version": 9,
+            # pose-transfer pairs stores n = 0; 10: top-k fillers (histogram.decode) not refined
+            "cache_version": 10,
         },
         sort_keys=True,
     )

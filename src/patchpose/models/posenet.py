@@ -172,6 +172,8 @@ class ModelConfig:
                 raise ValueError("polar_angles must be a multiple of num_ori_bins")
             if self.windows != [1.0]:
                 raise ValueError("polar-cnn takes one log-polar grid; leave windows at [1.0]")
+        if not self.is_polar and (self.polar_ori_vector or self.polar_grad_hist):
+            raise ValueError("polar_ori_vector and polar_grad_hist are options of the polar-cnn only")
         if self.color not in ("gray", "rgb"):
             raise ValueError(f"color must be 'gray' or 'rgb', got {self.color!r}")
         if not self.heads or set(self.heads) - {"scale", "orientation"}:
