@@ -123,6 +123,14 @@ def test_onnx_file_carries_and_checks_the_weights_recommendations(tmp_path):
     assert (est.meta["name"], est.passes, est.descriptor_region) == ("patchpose-v8", 3, 1.5)
     assert main([*args[:-1], "0"]) == 2  # passes 0: refused, nothing written over the good file
     assert PatchPoseEstimator.load(out, backend="onnx").passes == 3
+    # --name and --notes are stored too (they were ignored); --weights with a checkpoint is an error
+    assert main([*args, "--name", "mine", "--notes", "hi"]) == 0
+    est = PatchPoseEstimator.load(out, backend="onnx")
+    assert (est.meta["name"], est.meta["notes"], est.passes) == ("mine", "hi", 3)
+    assert (
+        main(["export", str(tmp_path / "ck.pt"), "--weights", "patchpose-v9", "--out", str(tmp_path / "w")])
+        == 2
+    )
     proto = onnx.load(out)
     for p in proto.metadata_props:
         if p.key == "patchpose_meta":

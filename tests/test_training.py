@@ -497,3 +497,51 @@ def test_teacher_turn_targets_roll_back_in_bins_on_a_grid_of_finer_angles():
     np.testing.assert_allclose(
         got["ori_logits"].softmax(1).numpy(), ot["ori_logits"].softmax(1).numpy(), atol=1e-5
     )
+
+
+def test_config_values_are_checked_and_strings_stay_as_written(tmp_path):
+    cfg = load_config("v1", ["data.photos=010", "run.init_from=1e3"])
+    assert cfg.data.photos == "010" and cfg.run.init_from == "1e3"  # YAML read them as 8 and 1000.0
+    for bad in ("run.log_every=0", "optim.warmup_steps=-5", "optim.grad_clip=-1", "optim.steps=-1"):
+        with pytest.raises(ValueError, match=bad.split("=")[0]):
+            load_config("v1", [bad])
+    (tmp_path / "bad.yaml").write_text("optim: [1, 2\n")
+    (tmp_path / "list.yaml").write_text("- 1\n- 2\n")
+    for f in ("bad.yaml", "list.yaml"):
+        with pytest.raises(ValueError, match="bad training config"):
+            load_config(str(tmp_path / f))
+
+
+def test_resume_refuses_settings_the_checkpoint_cannot_honour(photos, tmp_path):
+    """The optimizer and schedule come back from the checkpoint: a new optim.lr was never used, yet
+    config.yaml said so. Only optim.steps (and run.*) may change on --resume."""
+    from patchpose.errors import InputError
+
+    out = tmp_path / "r"
+    train(small_cfg(str(photos), 2, "data.val_pairs=0"), out, progress=False)
+    before = (out / "config.yaml").read_text()
+    with pytest.raises(InputError, match="optim.lr"):
+        train(
+            small_cfg(str(photos), 4, "data.val_pairs=0", "optim.lr=1e-5"), out, resume=True, progress=False
+        )
+    assert (out / "config.yaml").read_text() == before  # not rewritten by the refused run
+    res = train(
+        small_cfg(str(photos), 3, "data.val_pairs=0", "run.log_every=1"), out, resume=True, progress=False
+    )
+    assert res["step"] == 3
+    with pytest.raises(InputError, match="run.device"):
+        train(small_cfg(str(photos), 1, "data.val_pairs=0", "run.device=tpu"), tmp_path / "t", progress=False)
+
+
+def test_exported_weights_get_the_usual_file_mode(tmp_path):
+    import os
+
+    from patchpose.models import create_model
+    from patchpose.weights import save_weights
+
+    umask = os.umask(0o022)
+    try:
+        p = save_weights(create_model("small-cnn", width=0.5), tmp_path / "w.safetensors")
+    finally:
+        os.umask(umask)
+    assert p.stat().st_mode & 0o777 == 0o644  # safetensors wrote 0600

@@ -9,6 +9,10 @@ class InputError(PatchPoseError, ValueError):
     """An image, keypoint array or argument that cannot be used (the message says why)."""
 
 
+class TrainingError(PatchPoseError):
+    """A training run that cannot go on (e.g. a loss that is no longer finite); the message says what to change."""
+
+
 class WeightsError(PatchPoseError):
     """A weights or checkpoint file that is missing, corrupt, or not a patchpose model."""
 

@@ -29,7 +29,7 @@ from .models import PoseNet
 from .weights import check_recommendations, config_from_json, one_line
 
 #: the weights-file metadata an ONNX file carries over (``patchpose_meta``, a JSON object of strings)
-CARRIED_META = ("name", "passes", "descriptor_region", "orientation_offset")
+CARRIED_META = ("name", "notes", "passes", "descriptor_region", "orientation_offset")
 
 
 def _require():

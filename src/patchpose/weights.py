@@ -251,9 +251,21 @@ def save_weights(
         meta["orientation_offset"] = repr(orientation_offset)
     tensors = {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}
     tmp = path.with_name(path.name + ".tmp")
-    save_file(tensors, str(tmp), metadata=meta)
-    os.replace(tmp, path)
+    try:
+        save_file(tensors, str(tmp), metadata=meta)
+        _default_mode(tmp)  # safetensors writes owner-only files; a model file is as readable as any other
+        os.replace(tmp, path)
+    except Exception as e:  # noqa: BLE001 - safetensors' own error types: the file could not be written
+        tmp.unlink(missing_ok=True)
+        raise WeightsError(f"cannot write {path}: {one_line(e)}") from None
     return path
+
+
+def _default_mode(path: Path) -> None:
+    """Give ``path`` the permissions a new file gets here (0666 less the umask)."""
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(path, 0o666 & ~umask)
 
 
 def load_weights(path: str | Path, expected_sha256: str | None = None) -> tuple[PoseNet, dict]:

@@ -47,7 +47,11 @@ def _cmd_export(a: argparse.Namespace) -> int:
         from ..onnx_backend import export_onnx
 
         est = PatchPoseEstimator.load(a.weights)
-        meta = dict(est.meta)  # what the weights recommend, unless the command line says otherwise
+        meta = dict(est.meta)  # what the weights carry, unless the command line says otherwise
+        if a.name is not None:
+            meta["name"] = a.name
+        if a.notes is not None:
+            meta["notes"] = a.notes
         if a.passes is not None:
             meta["passes"] = a.passes
         if a.descriptor_region is not None:
@@ -57,13 +61,16 @@ def _cmd_export(a: argparse.Namespace) -> int:
         path = export_onnx(est.model, a.out, meta=meta)
         print(f"wrote {path}")
         return 0
+    from ..errors import InputError
     from ..weights import export_checkpoint
 
+    if a.weights is not None:
+        raise InputError("--weights is for 'export onnx'; a checkpoint is exported from its own weights")
     path = export_checkpoint(
         a.checkpoint,
         a.out,
-        name=a.name,
-        notes=a.notes,
+        name="custom" if a.name is None else a.name,
+        notes="" if a.notes is None else a.notes,
         passes=a.passes,
         descriptor_region=a.descriptor_region,
         orientation_offset=a.orientation_offset,
@@ -394,26 +401,29 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("checkpoint", help="checkpoint.pt to export, or the word 'onnx' (then see --weights)")
     _add_weights(e, passes=False)
     e.add_argument("--out", required=True)
-    e.add_argument("--name", default="custom")
-    e.add_argument("--notes", default="")
+    carried = "for 'export onnx', what --weights carries; for a checkpoint, not stored"
+    e.add_argument(
+        "--name", default=None, help=f"the model's name in the file (default: {carried}, i.e. 'custom')"
+    )
+    e.add_argument("--notes", default=None, help=f"free text stored in the file (default: {carried})")
     e.add_argument(
         "--passes",
         type=int,
         default=None,
         help="reads per keypoint the model is meant for, stored in the file: the estimator's default for it "
-        "(default: not stored, i.e. one read)",
+        f"(default: {carried}, i.e. one read)",
     )
     _add_descriptor_region(
         e,
         help="the descriptor window the model's pose was calibrated with, stored in the file (half-width in "
-        "units of its characteristic radius; default: not stored, i.e. 1)",
+        f"units of its characteristic radius; default: {carried}, i.e. 1)",
     )
     e.add_argument(
         "--orientation-offset",
         type=float,
         default=None,
         help="octaves from the frame of the scale found to the frame the orientation is meant to be read in, "
-        "stored in the file: the estimator's default for it (default: not stored, i.e. 0)",
+        f"stored in the file: the estimator's default for it (default: {carried}, i.e. 0)",
     )
     e.set_defaults(func=_cmd_export)
 

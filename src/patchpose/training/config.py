@@ -68,11 +68,42 @@ def list_presets() -> list[str]:
 
 
 def load_config(path_or_preset: str | None = None, overrides: list[str] | None = None):
-    """Defaults ← YAML file or preset name ← dotlist overrides (``optim.lr=1e-3``)."""
+    """Defaults ← YAML file or preset name ← dotlist overrides (``optim.lr=1e-3``); values checked
+    (:func:`check_config`)."""
+    import yaml
+
     try:
-        return _load(path_or_preset, overrides)
-    except OmegaConfBaseException as e:
-        raise ValueError(f"bad training config: {str(e).splitlines()[0]}") from None
+        cfg = _load(path_or_preset, overrides)
+    except (OmegaConfBaseException, yaml.YAMLError, TypeError) as e:
+        raise ValueError(f"bad training config: {' '.join(str(e).split())[:300]}") from None
+    check_config(cfg)
+    return cfg
+
+
+def check_config(cfg) -> None:
+    """ValueError naming an optimisation or run setting that cannot be used (it would otherwise divide by
+    zero, train with a negative learning rate, reverse the gradient or finish at step 0)."""
+    import math
+
+    o, r = cfg.optim, cfg.run
+    rules = [
+        ("optim.steps", o.steps, isinstance(o.steps, int) and o.steps >= 1),
+        ("optim.batch_size", o.batch_size, isinstance(o.batch_size, int) and o.batch_size >= 1),
+        ("optim.lr", o.lr, math.isfinite(o.lr) and o.lr >= 0),
+        ("optim.momentum", o.momentum, 0 <= o.momentum < 1),
+        ("optim.weight_decay", o.weight_decay, math.isfinite(o.weight_decay) and o.weight_decay >= 0),
+        ("optim.warmup_steps", o.warmup_steps, o.warmup_steps >= 0),
+        ("optim.grad_clip", o.grad_clip, math.isfinite(o.grad_clip) and o.grad_clip >= 0),
+        ("optim.ema", o.ema, 0 <= o.ema < 1),
+        ("run.log_every", r.log_every, r.log_every >= 1),
+        ("run.val_every", r.val_every, r.val_every >= 1),
+        ("run.checkpoint_minutes", r.checkpoint_minutes, r.checkpoint_minutes > 0),
+        ("run.max_minutes", r.max_minutes, math.isfinite(r.max_minutes) and r.max_minutes >= 0),
+        ("run.threads", r.threads, r.threads >= 0),
+    ]
+    for name, value, ok in rules:
+        if not ok:
+            raise ValueError(f"bad training config: {name}={value!r} is out of range")
 
 
 def _load(path_or_preset, overrides):
@@ -89,8 +120,23 @@ def _load(path_or_preset, overrides):
         bad = [o for o in overrides if "=" not in o]
         if bad:
             raise ValueError(f"overrides must look like key=value, got {bad}")
-        base = OmegaConf.merge(base, OmegaConf.from_dotlist(list(overrides)))
+        base = OmegaConf.merge(base, OmegaConf.from_dotlist([_quote_if_str(base, o) for o in overrides]))
     return base
+
+
+def _quote_if_str(base, override: str) -> str:
+    """``key=value`` with the value quoted when the field is a string, so that YAML keeps it as written
+    (unquoted, ``data.photos=010`` became ``'8'``, ``=on`` ``'True'``, ``=2e5`` ``'200000.0'``)."""
+    key, value = override.split("=", 1)
+    parent, _, leaf = key.rpartition(".")
+    try:
+        node = OmegaConf.select(base, parent) if parent else base
+        is_str = node is not None and OmegaConf.get_type(node, leaf) is str
+    except OmegaConfBaseException:
+        return override  # an unknown key: OmegaConf names it
+    if not is_str or value[:1] in ("'", '"'):
+        return override
+    return f"{key}='{value.replace(chr(39), chr(39) * 2)}'"
 
 
 def to_container(cfg) -> dict:

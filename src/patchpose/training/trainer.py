@@ -21,6 +21,7 @@ from tqdm import tqdm
 
 from ..data.pairs import PairConfig, PairStream, PhotoPool
 from ..data.photos import load_splits
+from ..errors import InputError, TrainingError
 from ..evaluation.synthetic import evaluate_model, make_protocol_pairs
 from ..inference import autocast_ctx, turn_bins
 from ..losses import LossConfig, distillation_loss, pose_loss
@@ -34,8 +35,10 @@ log = logging.getLogger(__name__)
 def pick_device(name: str) -> torch.device:
     if name == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if name not in ("cpu", "cuda"):
+        raise InputError(f"run.device must be 'auto', 'cpu' or 'cuda', got {name!r}")
     if name == "cuda" and not torch.cuda.is_available():
-        raise RuntimeError("device=cuda asked for, but CUDA is not available")
+        raise InputError("run.device=cuda asked for, but CUDA is not available")
     return torch.device(name)
 
 
@@ -134,6 +137,27 @@ class StopRequests:
     def __exit__(self, *exc) -> bool:
         self.restore()
         return False
+
+
+#: settings a resumed run may change: the others are held by what the checkpoint restores (network,
+#: optimizer, schedule), or would make the run a different one than its config.yaml says
+RESUME_MAY_CHANGE = {("optim", "steps"), ("data", "num_workers")}
+
+
+def _check_resumed_config(path: Path, stored: dict, given: dict) -> None:
+    """InputError naming the settings that differ between a checkpoint's config and this command's, other
+    than ``optim.steps``, ``data.num_workers`` and ``run.*`` (keys a newer version added are not compared)."""
+    changed = []
+    for section in ("model", "loss", "data", "optim"):
+        old, new = stored.get(section, {}), given.get(section, {})
+        for key in sorted(set(old) & set(new)):
+            if (section, key) not in RESUME_MAY_CHANGE and old[key] != new[key]:
+                changed.append(f"{section}.{key}: {old[key]!r} -> {new[key]!r}")
+    if changed:
+        raise InputError(
+            f"--resume continues {path} as it was trained; this command changes {', '.join(changed[:6])}"
+            f"{' …' if len(changed) > 6 else ''} (only optim.steps, data.num_workers and run.* may change)"
+        )
 
 
 def score(val: dict) -> float:
@@ -249,8 +273,11 @@ def _train(cfg, out_dir, resume: bool, progress: bool, dd) -> dict:
     out.mkdir(parents=True, exist_ok=True)
     ckpt_path = out / "checkpoint.pt"
     c = to_container(cfg)
+    if resume and not ckpt_path.is_file():
+        log.warning("--resume: no checkpoint in %s; starting a new run", out)
     if resume and ckpt_path.is_file():
         ckpt = load_checkpoint(ckpt_path)
+        _check_resumed_config(ckpt_path, ckpt["config"], c)
         # the stored model config wins (a resumed run cannot change the network); loss, data, optim and
         # run settings are this command's (config.yaml records them)
         c = {**c, "model": ckpt["config"]["model"]}
@@ -312,7 +339,7 @@ def _train(cfg, out_dir, resume: bool, progress: bool, dd) -> dict:
 
     splits = load_splits(cfg.data.photos)
     if not splits.get("train"):
-        raise RuntimeError(f"no training photos in {cfg.data.photos} (run 'patchpose photos fetch' first)")
+        raise InputError(f"no training photos in {cfg.data.photos} (run 'patchpose photos fetch' first)")
     pcfg = _pair_config(c["data"])
     val_pairs = None
     if dd.main and splits.get("val") and cfg.data.val_pairs > 0:
@@ -396,9 +423,7 @@ def _train(cfg, out_dir, resume: bool, progress: bool, dd) -> dict:
                 losses["distill"] = kd.detach()
                 losses["total"] = losses["total"] + lcfg.distill * kd
             if not torch.isfinite(losses["total"]):
-                raise FloatingPointError(
-                    f"loss is not finite at step {step}: lower optim.lr or loss.temperature"
-                )
+                raise TrainingError(f"loss is not finite at step {step}: lower optim.lr or loss.temperature")
             opt.zero_grad(set_to_none=True)
             losses["total"].backward()
             if oc.grad_clip:
