@@ -140,3 +140,18 @@ def test_rangewise_figure_counts_each_pair_in_one_bin():
     assert y == [100.0 if k == 6 else 0.0 for k in range(13)]
     x, y = binned_accuracy([0.0, 29.999, 30.0, 359.9], [True, False, True, True], ORI_RANGE_EDGES)
     assert x == [15.0, 45.0, 345.0] and y == [50.0, 100.0, 100.0]
+
+
+def test_a_failed_candidate_does_not_spoil_the_best_pair():
+    """Top-k recall takes the best of the k×k pairs: a NaN candidate is passed over, not propagated."""
+    pa = {
+        "scale": np.array([[0.0, np.nan], [np.nan, np.nan]]),
+        "orientation": np.array([[0.1, np.nan], [0.0, 1.0]]),
+    }
+    pb = {
+        "scale": np.array([[0.5, np.nan], [0.2, 0.3]]),
+        "orientation": np.array([[0.1, 2.0], [np.nan, np.nan]]),
+    }
+    e = relative_errors(pa, pb, np.array([0.5, 0.0]), np.array([0.0, 0.0]))
+    assert e["scale"][0] == 0.0 and np.isnan(e["scale"][1])
+    assert e["orientation"][0] == pytest.approx(0.0, abs=1e-9) and np.isnan(e["orientation"][1])

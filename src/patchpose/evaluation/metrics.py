@@ -14,16 +14,26 @@ ORI_THRESHOLDS_DEG = (5.0, 10.0)
 def relative_errors(pred_a: dict, pred_b: dict, d_scale, d_ori) -> dict[str, np.ndarray]:
     """Errors of the predicted relative pose b − a against the truth: ``scale`` |log2| and
     ``orientation`` |angle| in degrees (cyclic). Predictions may be ``(N,)`` or ``(N, k)``; with ``k``
-    candidates the error is the best over the k×k candidate pairs (top-k recall)."""
+    candidates the error is the best over the k×k candidate pairs (top-k recall); a NaN candidate (a failed
+    estimate) is passed over, and the error is NaN only where every pair is."""
     out = {}
     if "scale" in pred_a:
         a, b = np.atleast_2d(pred_a["scale"].T).T, np.atleast_2d(pred_b["scale"].T).T
         e = np.abs((b[:, None, :] - a[:, :, None]) - np.asarray(d_scale)[:, None, None])
-        out["scale"] = e.reshape(len(e), -1).min(1)
+        out["scale"] = _best(e)
     if "orientation" in pred_a:
         a, b = np.atleast_2d(pred_a["orientation"].T).T, np.atleast_2d(pred_b["orientation"].T).T
         e = np.abs(angle_diff(b[:, None, :] - a[:, :, None], np.asarray(d_ori)[:, None, None]))
-        out["orientation"] = np.degrees(e.reshape(len(e), -1).min(1))
+        out["orientation"] = np.degrees(_best(e))
+    return out
+
+
+def _best(e: np.ndarray) -> np.ndarray:
+    """Per row of ``(N, k, k)`` errors, the smallest that is not NaN (NaN where all are)."""
+    e = e.reshape(len(e), -1)
+    out = np.full(len(e), np.nan)
+    some = ~np.isnan(e).all(1)
+    out[some] = np.nanmin(e[some], axis=1)
     return out
 
 
