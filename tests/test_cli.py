@@ -173,6 +173,13 @@ def test_photos_fetch_wheels_only(tmp_path):
     assert not list(tmp_path.glob("*.tmp"))
 
 
+def test_photos_fetch_extra_without_debian_is_an_error(tmp_path, capsys):
+    """--extra names Debian packages: with --no-debian it would be silently dropped."""
+    assert main(["photos", "fetch", "--out", str(tmp_path), "--no-debian", "--extra"]) == 2
+    assert "--extra" in capsys.readouterr().err
+    assert not (tmp_path / "splits.json").exists()
+
+
 def test_eval_rotation_split_without_images_is_an_error(tmp_path, capsys):
     """--split picks a split of --images; alone it used to be ignored (the 15 test photos were used)."""
     assert main(["eval", "rotation", "--split", "val", "--out", str(tmp_path)]) == 2

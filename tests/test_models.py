@@ -108,6 +108,39 @@ def test_fetched_wheel_photos_are_filed_under_their_own_source(tmp_path, monkeyp
     assert (tmp_path / "matplotlib" / "grace_hopper.jpg").is_file()
 
 
+def test_fetched_debian_photos_take_a_plasma_wallpapers_largest_image(tmp_path, monkeypatch):
+    """A Plasma wallpaper is a folder (``NAME/contents/images/<w>x<h>.jpg``, a screenshot and a dark
+    variant beside it): its largest image is copied as ``NAME.jpg``; a plain ``NAME.<ext>`` file is copied as
+    it is, and files of the package not listed are not."""
+    import cv2
+    import numpy as np
+
+    import patchpose.data.photos as P
+
+    root = tmp_path / "unpacked"
+    wall = root / "usr/share/wallpapers/Path/contents"
+    (wall / "images").mkdir(parents=True)
+    (wall / "images_dark").mkdir()
+    rng = np.random.default_rng(0)
+    cv2.imwrite(str(wall / "images" / "640x480.jpg"), rng.integers(0, 255, (48, 64), dtype=np.uint8))
+    cv2.imwrite(str(wall / "images" / "1280x960.jpg"), rng.integers(0, 255, (96, 128), dtype=np.uint8))
+    cv2.imwrite(str(wall / "images_dark" / "2560x1920.jpg"), rng.integers(0, 255, (192, 256), dtype=np.uint8))
+    cv2.imwrite(str(wall / "screenshot.png"), rng.integers(0, 255, (300, 300), dtype=np.uint8))
+    cv2.imwrite(str(root / "usr/share/wallpapers/Plain.png"), np.zeros((40, 40), np.uint8))
+    cv2.imwrite(str(root / "usr/share/wallpapers/Other.png"), np.zeros((40, 40), np.uint8))
+    monkeypatch.setattr(P, "WHEEL_PHOTOS", [])
+    monkeypatch.setattr(P, "DEBIAN_PHOTOS", {"fake-base": ("usr/share/wallpapers", ["Plain"])})
+    monkeypatch.setattr(P, "EXTRA_DEBIAN_PHOTOS", {"fake-extra": ("usr/share/wallpapers", ["Path"])})
+    monkeypatch.setattr(P, "_unpack_debian", lambda pkg, tmp: root)
+    splits = P.fetch_photos(tmp_path / "pool", debian=True)
+    assert sorted(splits["train"] + splits["val"]) == ["fake-base/Plain.png"]  # the extra pool is opt-in
+    splits = P.fetch_photos(tmp_path / "pool", debian=True, extra=True)
+    got = sorted(splits["train"] + splits["val"])
+    assert got == ["fake-base/Plain.png", "fake-extra/Path.jpg"]
+    copied = cv2.imread(str(tmp_path / "pool" / "fake-extra" / "Path.jpg"), cv2.IMREAD_GRAYSCALE)
+    assert copied.shape == (96, 128)  # the largest of contents/images, not the dark variant or the screenshot
+
+
 #: a small polar-cnn in v2's layout (31 rings, 25 scale bins over [-4, 4], whole-circle last conv)
 SMALL_POLAR = dict(
     arch="polar-cnn",

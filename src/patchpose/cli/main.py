@@ -81,8 +81,11 @@ def _cmd_export(a: argparse.Namespace) -> int:
 
 def _cmd_photos(a: argparse.Namespace) -> int:
     from ..data.photos import fetch_photos
+    from ..errors import InputError
 
-    splits = fetch_photos(a.out, debian=not a.no_debian)
+    if a.extra and a.no_debian:
+        raise InputError("--extra adds Debian packages: it cannot go with --no-debian")
+    splits = fetch_photos(a.out, debian=not a.no_debian, extra=a.extra)
     print(json.dumps({k: len(v) for k, v in splits.items()}))
     return 0
 
@@ -432,6 +435,12 @@ def build_parser() -> argparse.ArgumentParser:
     f = phs.add_parser("fetch", help="copy the photo pool (wheels + Debian packages) into a folder")
     f.add_argument("--out", default="data/photos")
     f.add_argument("--no-debian", action="store_true", help="only the photos inside installed wheels")
+    f.add_argument(
+        "--extra",
+        action="store_true",
+        help="also 28 photos from plasma-workspace-wallpapers and lomiri-wallpapers-16.04/-20.04 (not in the "
+        "default pool; the bundled models never saw them: docs/model_card.md, 'More training photos')",
+    )
     f.set_defaults(func=_cmd_photos)
     gr = phs.add_parser(
         "graffiti", help="opencv-doc's Oxford graffiti pair and its homography, as an HPatches sequence"

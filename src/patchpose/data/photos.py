@@ -58,6 +58,65 @@ DEBIAN_PHOTOS = {
     ),
 }
 
+# More photographs in Debian packages (their renders and illustrations left out), fetched only with
+# ``photos fetch --extra``: 28 photos, 22 of which hash to train and 6 to val. Not in the default pool, so
+# that the splits, the recipes and every val number in the docs keep meaning what they say; the bundled
+# models never saw them (docs/model_card.md, "More training photos"). A Plasma wallpaper is a folder with
+# one file per screen size: its largest file is taken, named after the folder.
+EXTRA_DEBIAN_PHOTOS = {
+    "plasma-workspace-wallpapers": (
+        "usr/share/wallpapers",
+        "BytheWater ColdRipple ColorfulCups DarkestHour EveningGlow FallenLeaf Grey Kite OneStandsOut Path "
+        "summer_1am".split(),
+    ),
+    "lomiri-wallpapers-16.04": (
+        "usr/share/backgrounds",
+        [
+            f"{n}_by_{a}"
+            for n, a in (
+                ("Bridge", "Sander_Klootwijk"),
+                ("Dragonfly", "Bolly"),
+                ("Picture_0B", "freespace"),
+                ("Picture_1A", "freespace"),
+                ("Wine", "Jakkub_Mede"),
+                ("aitzgorri", "Aitzol_Berasategi"),
+                ("analogpattern", "Peter_Nerlich"),
+                ("free", "Peter_Nerlich"),
+                ("friends", "Aitzol_Berasategi"),
+                ("greentock", "Peter_Nerlich"),
+                ("life", "Aitzol_Berasategi"),
+                ("picosdeeuropa", "Aitzol_Berasategi"),
+                ("seeding", "Clements_Engelhardt"),
+                ("sunset", "Aitzol_Berasategi"),
+                ("umang", "Abhishek_Mudgal"),
+            )
+        ],
+    ),
+    "lomiri-wallpapers-20.04": (
+        "usr/share/backgrounds",
+        ["Infinite-Sea_by_Aury88", "Kleiber_by_Lukas_Baubkus"],
+    ),
+}
+
+
+def _package_photos(root: Path, names: list[str]) -> list[tuple[Path, str]]:
+    """``(file, name to copy it as)`` for each of ``names`` below an unpacked package folder ``root``: a
+    file ``NAME.<image ext>``, or, where ``NAME`` is a folder (a Plasma wallpaper: one file per screen
+    size), its largest image, copied as ``NAME.<its ext>``."""
+    out = []
+    for name in names:
+        folder = root / name
+        if folder.is_dir():
+            if (folder / "contents" / "images").is_dir():  # not the screenshot, not the dark variant
+                folder = folder / "contents" / "images"
+            files = [f for f in folder.rglob("*") if f.is_file() and f.suffix.lower() in IMAGE_EXTS]
+            if files:
+                big = max(files, key=lambda f: (f.stat().st_size, f.name))
+                out.append((big, Path(name).name + big.suffix.lower()))
+            continue
+        out += [(h, h.name) for h in sorted(root.glob(name + ".*")) if h.suffix.lower() in IMAGE_EXTS]
+    return out
+
 
 def _wheel_photos() -> list[tuple[str, Path]]:
     """``(source, path)`` of each photo of :data:`WHEEL_PHOTOS` whose wheel is installed."""
@@ -187,10 +246,13 @@ def fetch_graffiti(out: str | Path) -> Path:
         return write_graffiti(x, out)
 
 
-def fetch_photos(out: str | Path, debian: bool = True, val_frac: float = 0.15) -> dict[str, list[str]]:
+def fetch_photos(
+    out: str | Path, debian: bool = True, val_frac: float = 0.15, extra: bool = False
+) -> dict[str, list[str]]:
     """Copy the pool into ``out`` and write ``out/splits.json``. Debian packages are downloaded with
     ``apt-get download`` (run ``apt-get update`` first on a fresh machine) and unpacked with ``dpkg -x``;
-    already fetched sources are skipped."""
+    already fetched sources are skipped. ``extra`` adds :data:`EXTRA_DEBIAN_PHOTOS` to the Debian
+    packages (split by the same hash, so the default pool's photos keep their splits)."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     test = []
@@ -202,7 +264,8 @@ def fetch_photos(out: str | Path, debian: bool = True, val_frac: float = 0.15) -
         test.append(dst.relative_to(out).as_posix())
     trainval = []
     if debian:
-        for pkg, (base, names) in DEBIAN_PHOTOS.items():
+        packages = {**DEBIAN_PHOTOS, **(EXTRA_DEBIAN_PHOTOS if extra else {})}
+        for pkg, (base, names) in packages.items():
             dst_dir = out / pkg
             if dst_dir.is_dir() and any(dst_dir.iterdir()):
                 trainval += [p.relative_to(out).as_posix() for p in list_images(dst_dir)]
@@ -212,12 +275,9 @@ def fetch_photos(out: str | Path, debian: bool = True, val_frac: float = 0.15) -
                 if x is None:
                     continue
                 dst_dir.mkdir(exist_ok=True)
-                for name in names:
-                    hits = list((x / base).glob(name + ".*"))
-                    for h in hits:
-                        if h.suffix.lower() in IMAGE_EXTS:
-                            shutil.copy2(h, dst_dir / h.name)
-                            trainval.append((dst_dir / h.name).relative_to(out).as_posix())
+                for src_file, name in _package_photos(x / base, names):
+                    shutil.copy2(src_file, dst_dir / name)
+                    trainval.append((dst_dir / name).relative_to(out).as_posix())
     sp = split_by_image(trainval, val_frac=val_frac, test_frac=0.0)
     splits = {"train": [str(p) for p in sp["train"]], "val": [str(p) for p in sp["val"]], "test": test}
     tmpf = out / "splits.json.tmp"
