@@ -108,7 +108,7 @@ def test_fetched_wheel_photos_are_filed_under_their_own_source(tmp_path, monkeyp
     assert (tmp_path / "matplotlib" / "grace_hopper.jpg").is_file()
 
 
-def test_fetched_debian_photos_take_a_plasma_wallpapers_largest_image(tmp_path, monkeypatch):
+def test_fetched_debian_photos_take_a_plasma_wallpapers_largest_image(tmp_path, monkeypatch, caplog):
     """A Plasma wallpaper is a folder (``NAME/contents/images/<w>x<h>.jpg``, a screenshot and a dark
     variant beside it): its largest image is copied as ``NAME.jpg``; a plain ``NAME.<ext>`` file is copied as
     it is, and files of the package not listed are not."""
@@ -130,13 +130,16 @@ def test_fetched_debian_photos_take_a_plasma_wallpapers_largest_image(tmp_path, 
     cv2.imwrite(str(root / "usr/share/wallpapers/Other.png"), np.zeros((40, 40), np.uint8))
     monkeypatch.setattr(P, "WHEEL_PHOTOS", [])
     monkeypatch.setattr(P, "DEBIAN_PHOTOS", {"fake-base": ("usr/share/wallpapers", ["Plain"])})
-    monkeypatch.setattr(P, "EXTRA_DEBIAN_PHOTOS", {"fake-extra": ("usr/share/wallpapers", ["Path"])})
+    monkeypatch.setattr(P, "EXTRA_DEBIAN_PHOTOS", {"fake-extra": ("usr/share/wallpapers", ["Path", "Gone"])})
     monkeypatch.setattr(P, "_unpack_debian", lambda pkg, tmp: root)
     splits = P.fetch_photos(tmp_path / "pool", debian=True)
     assert sorted(splits["train"] + splits["val"]) == ["fake-base/Plain.png"]  # the extra pool is opt-in
     splits = P.fetch_photos(tmp_path / "pool", debian=True, extra=True)
     got = sorted(splits["train"] + splits["val"])
     assert got == ["fake-base/Plain.png", "fake-extra/Path.jpg"]
+    assert (
+        "photo Gone not found" in caplog.text
+    )  # a listed photo the package lacks is said, not dropped silently
     copied = cv2.imread(str(tmp_path / "pool" / "fake-extra" / "Path.jpg"), cv2.IMREAD_GRAYSCALE)
     assert copied.shape == (96, 128)  # the largest of contents/images, not the dark variant or the screenshot
 

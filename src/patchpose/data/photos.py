@@ -110,11 +110,13 @@ def _package_photos(root: Path, names: list[str]) -> list[tuple[Path, str]]:
             if (folder / "contents" / "images").is_dir():  # not the screenshot, not the dark variant
                 folder = folder / "contents" / "images"
             files = [f for f in folder.rglob("*") if f.is_file() and f.suffix.lower() in IMAGE_EXTS]
-            if files:
-                big = max(files, key=lambda f: (f.stat().st_size, f.name))
-                out.append((big, Path(name).name + big.suffix.lower()))
-            continue
-        out += [(h, h.name) for h in sorted(root.glob(name + ".*")) if h.suffix.lower() in IMAGE_EXTS]
+            big = max(files, key=lambda f: (f.stat().st_size, f.name)) if files else None
+            hits = [(big, Path(name).name + big.suffix.lower())] if big else []
+        else:
+            hits = [(h, h.name) for h in sorted(root.glob(name + ".*")) if h.suffix.lower() in IMAGE_EXTS]
+        if not hits:
+            log.warning("photo %s not found in the package (%s); skipped", name, root)
+        out += hits
     return out
 
 
