@@ -81,10 +81,7 @@ def _cmd_export(a: argparse.Namespace) -> int:
 
 def _cmd_photos(a: argparse.Namespace) -> int:
     from ..data.photos import fetch_photos
-    from ..errors import InputError
 
-    if a.extra and a.no_debian:
-        raise InputError("--extra adds Debian packages: it cannot go with --no-debian")
     splits = fetch_photos(a.out, debian=not a.no_debian, extra=a.extra)
     print(json.dumps({k: len(v) for k, v in splits.items()}))
     return 0

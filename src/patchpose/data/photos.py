@@ -18,6 +18,8 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+from ..errors import InputError
+
 log = logging.getLogger(__name__)
 
 IMAGE_EXTS = {".jpg", ".jpeg", ".png", ".ppm", ".pgm", ".bmp", ".tif", ".tiff", ".webp"}
@@ -255,6 +257,8 @@ def fetch_photos(
     ``apt-get download`` (run ``apt-get update`` first on a fresh machine) and unpacked with ``dpkg -x``;
     already fetched sources are skipped. ``extra`` adds :data:`EXTRA_DEBIAN_PHOTOS` to the Debian
     packages (split by the same hash, so the default pool's photos keep their splits)."""
+    if extra and not debian:
+        raise InputError("--extra adds Debian packages: it cannot go with --no-debian")
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     test = []
