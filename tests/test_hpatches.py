@@ -76,6 +76,9 @@ def test_loader_reads_the_real_layout_and_drops_high_res(tmp_path):
     ]
     with pytest.raises(InputError, match="not found"):
         load_hpatches(tmp_path, names=["v_nope"])
+    # a selection of high-resolution sequences only: an error, not an evaluation of nothing
+    with pytest.raises(InputError, match="8 high-resolution ones"):
+        load_hpatches(tmp_path, drop_high_res=True, names=["v_talent"])
 
 
 def test_loader_errors_are_clear(tmp_path):
@@ -344,6 +347,46 @@ def test_mma_intervals_resample_sequences():
     w = mma_intervals(per_seq, ["sift", "ours"], (1, 2, 3), replicates=400, reference="sift")["viewpoint"]
     assert w["reference"] == "sift" and w["minus_reference"]["ours"]["value"] == pytest.approx(-0.1)
     assert w["minus_reference"]["ours"]["interval"] == pytest.approx([-0.1, -0.1])
+
+
+def test_mma_intervals_draw_clusters_of_sequences_together():
+    """Six sequences, three per photo (seeds 0 to 2): photo a's score 0.8 on each, photo b's 0.2. Drawn one
+    sequence at a time, a replicate holds all six from one photo only 1 time in 32, so the interval stays
+    inside (0.2, 0.8); drawn by photo, the sequences come in two blocks, and one time in two a replicate
+    holds only one photo's: the interval is [0.2, 0.8]."""
+    from patchpose.evaluation.hpatches_eval import mma_intervals, sequence_clusters
+
+    def pair(v):
+        return {"mma": {"ours": [0.0, 0.0, v]}}
+
+    per_seq = {f"v_{p}_s{k}": [pair(0.8 if p == "a" else 0.2)] for p in "ab" for k in range(3)}
+    groups = sequence_clusters(per_seq, r"^(.*)_s\d+$")
+    assert groups == {f"v_{p}_s{k}": f"v_{p}" for p in "ab" for k in range(3)}
+    by_seq = mma_intervals(per_seq, ["ours"], (1, 2, 3), replicates=2000)["viewpoint"]
+    by_photo = mma_intervals(per_seq, ["ours"], (1, 2, 3), replicates=2000, clusters=groups)["viewpoint"]
+    assert by_seq["n_clusters"] == 6 and by_photo["n_clusters"] == 2
+    assert by_photo["mean"]["ours"]["value"] == pytest.approx(0.5)
+    assert by_photo["mean"]["ours"]["interval"] == pytest.approx([0.2, 0.8])
+    lo, hi = by_seq["mean"]["ours"]["interval"]
+    assert 0.2 < lo < 0.5 < hi < 0.8
+    # no group: the whole match; no pattern: each sequence its own cluster
+    assert sequence_clusters(["v_a_s0", "v_b_s0"], r"^v_.") == {"v_a_s0": "v_a", "v_b_s0": "v_b"}
+    assert sequence_clusters(["v_a"], None) == {"v_a": "v_a"}
+    with pytest.raises(InputError, match="does not match the sequence 'i_c'"):
+        sequence_clusters(["v_a_s0", "i_c"], r"^(.*)_s\d+$")
+    with pytest.raises(InputError, match="not a regular expression"):
+        sequence_clusters(["v_a"], "(")
+
+
+def test_eval_hpatches_refuses_a_cluster_pattern_that_misses_a_sequence_before_any_work(tmp_path, capsys):
+    from patchpose.cli.main import main
+
+    make_replica(tmp_path, names=("v_boat",), targets=1)
+    out = tmp_path / "o"
+    rc = main(["eval", "hpatches", "--root", str(tmp_path), "--out", str(out), "--cluster-pattern", "_s[0-9]+$"])
+    assert rc == 2
+    assert "does not match the sequence 'v_boat'" in capsys.readouterr().err
+    assert not out.exists()
 
 
 def test_keynet_protocol_keeps_all_sequences_and_five_thresholds(tmp_path):

@@ -169,6 +169,7 @@ def _cmd_eval_patchpose(a: argparse.Namespace) -> int:
         turns=a.turns,
         orientation_offset=a.orientation_offset,
         bootstrap=a.bootstrap,
+        cluster_pattern=a.cluster_pattern,
     )
     print(Path(a.out, "results.md").read_text())
     print(f"wrote {a.out}/results.json, results.md and figures in {doc['seconds']:.0f} s")
@@ -238,6 +239,7 @@ def _cmd_eval_hpatches(a: argparse.Namespace) -> int:
         detector=a.detector,
         keypoints_dir=a.keypoints,
         bootstrap=a.bootstrap,
+        cluster_pattern=a.cluster_pattern,
     )
     print(Path(a.out, "results.md").read_text())
     print(f"wrote {a.out}/results.json, results.md, mma.png in {doc['seconds']:.0f} s")
@@ -308,6 +310,7 @@ def _cmd_eval_rotation(a: argparse.Namespace) -> int:
         orientation_offset=a.orientation_offset,
         descriptor_region=a.descriptor_region,
         bootstrap=a.bootstrap,
+        cluster_pattern=a.cluster_pattern,
     )
     print(Path(a.out, "results.md").read_text())
     print(f"wrote {a.out}/results.json and results.md in {doc['seconds']:.0f} s")
@@ -656,6 +659,14 @@ def build_parser() -> argparse.ArgumentParser:
         default=2000,
         metavar="N",
         help="bootstrap replicates over sequences for 95%% intervals of MMA@3px (0: none)",
+    )
+    hp.add_argument(
+        "--cluster-pattern",
+        default=None,
+        metavar="REGEX",
+        help="draw sequences in clusters in the bootstrap: those whose names give the same capture of REGEX "
+        "(its first group, else the match), e.g. '^(.*)_s[0-9]+$' for the sequences of one photo made with "
+        "several seeds and linked in as <name>_s<seed>; a name it does not match is an error",
     )
     hp.add_argument("--no-progress", action="store_true")
     _add_descriptor_region(hp)

@@ -141,6 +141,11 @@ def load_hpatches(
         folders = [p for p in folders if p.name in set(names)]
     if drop_high_res:
         folders = [p for p in folders if p.name not in HIGH_RES_SEQUENCES]
+        if not folders:
+            raise InputError(
+                f"every sequence in {root} is one of the 8 high-resolution ones that the D2-Net protocol "
+                "drops; nothing is left to evaluate (the Key.Net protocol keeps them)"
+            )
     return [_read_sequence(p) for p in folders]
 
 

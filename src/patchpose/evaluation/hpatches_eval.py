@@ -33,6 +33,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -228,24 +229,52 @@ def summarize_matching(per_seq: dict[str, list[dict]], rows) -> tuple[dict, dict
 INTERVAL_PX, INTERVAL_REFERENCE = 3, "ours"
 
 
+def sequence_clusters(names, pattern: str | None) -> dict[str, str]:
+    """The bootstrap cluster of each sequence: the sequence itself (``pattern`` None), or what the regular
+    expression ``pattern`` captures from its name (its first group, else the whole match), so that
+    sequences made from one photo are drawn together: ``r"^(.*)_s\d+$"`` puts ``v_coins_s0`` …
+    ``v_coins_s4`` in one cluster. A name the pattern does not match is an error, not a cluster of its own."""
+    if pattern is None:
+        return {n: n for n in names}
+    try:
+        rx = re.compile(pattern)
+    except re.error as e:
+        raise InputError(f"cluster pattern {pattern!r} is not a regular expression: {e}") from None
+    out = {}
+    for n in names:
+        m = rx.search(n)
+        if m is None:
+            raise InputError(f"cluster pattern {pattern!r} does not match the sequence {n!r}")
+        out[n] = m.group(1) if rx.groups else m.group(0)
+    return out
+
+
 def mma_intervals(
-    per_seq: dict[str, list[dict]], rows, thresholds, replicates: int, reference: str | None = None
+    per_seq: dict[str, list[dict]],
+    rows,
+    thresholds,
+    replicates: int,
+    reference: str | None = None,
+    clusters: dict[str, str] | None = None,
 ) -> dict:
     """95 % intervals of MMA@3 px, by kind of sequence: ``{kind: mean_intervals}``
     (:func:`~patchpose.evaluation.intervals.mean_intervals`), resampling **sequences** with all their pairs
-    (the five pairs of a sequence share its scene, and are hard or easy together), the same draws for every
-    row; the differences are ``row − reference`` (default ``ours``)."""
+    (the five pairs of a sequence share its scene, and are hard or easy together), or, with ``clusters``
+    (sequence name → label, :func:`sequence_clusters`), whole clusters of sequences; the same draws for
+    every row; the differences are ``row − reference`` (default ``ours``)."""
     ti = list(thresholds).index(INTERVAL_PX)
     ref = reference or (INTERVAL_REFERENCE if INTERVAL_REFERENCE in rows else rows[0])
     out = {}
     for kind in KINDS:
         names = [n for n in per_seq if kind == "overall" or n.startswith("i_") == (kind == "illumination")]
-        pairs = [(i, p) for i, n in enumerate(names) for p in per_seq[n]]
+        label = {n: (clusters or {}).get(n, n) for n in names}
+        index = {c: i for i, c in enumerate(dict.fromkeys(label.values()))}
+        pairs = [(index[label[n]], p) for n in names for p in per_seq[n]]
         if not pairs:
             continue
-        clusters = np.array([i for i, _ in pairs])
+        cluster_ids = np.array([i for i, _ in pairs])
         values = {r: np.array([p["mma"][r][ti] for _, p in pairs]) for r in rows}
-        out[kind] = mean_intervals(values, clusters, ref, replicates)
+        out[kind] = mean_intervals(values, cluster_ids, ref, replicates)
     return out
 
 
@@ -431,12 +460,15 @@ def evaluate_hpatches(
     keypoints_dir: str | Path | None = None,
     bootstrap: int = DEFAULT_REPLICATES,
     descriptor_region: float | None = None,
+    cluster_pattern: str | None = None,
 ) -> dict:
     """Run the pose-transfer and matching evaluations; write ``results.json``, ``results.md``, ``mma.png``.
 
     ``detector``: ``"sift"`` (default) or ``"harris"``; ``keypoints_dir``: keypoints from files instead
     (:func:`sequence_keypoints`). Without SIFT detections the rows that read SIFT's pose are left out.
-    ``bootstrap`` replicates over sequences (0: none) give 95 % intervals of MMA@3 px (:func:`mma_intervals`)."""
+    ``bootstrap`` replicates over sequences (0: none) give 95 % intervals of MMA@3 px (:func:`mma_intervals`);
+    ``cluster_pattern`` draws sequences in clusters instead (:func:`sequence_clusters`: the sequences made
+    from one photo with several seeds are not independent)."""
     from tqdm import tqdm
 
     from ..estimator import PatchPoseEstimator
@@ -453,6 +485,7 @@ def evaluate_hpatches(
     proto = PROTOCOLS[protocol]
     t0 = time.time()
     seqs = load_hpatches(root, drop_high_res=proto.drop_high_res, names=names)
+    clusters = sequence_clusters([s.name for s in seqs], cluster_pattern)  # before any work: fail early
     est = PatchPoseEstimator.load(
         weights,
         passes=passes,
@@ -530,10 +563,16 @@ def evaluate_hpatches(
     doc = {
         "protocol": protocol,
         "mma": mma,
-        "intervals": mma_intervals(matching, rows, list(proto.thresholds), bootstrap) if bootstrap else {},
+        "intervals": (
+            mma_intervals(matching, rows, list(proto.thresholds), bootstrap, clusters=clusters)
+            if bootstrap
+            else {}
+        ),
         # our rows against the detector's own pose (the issue's comparison), the same kind of draws
         "intervals_vs_sift": (
-            mma_intervals(matching, vs_sift, list(proto.thresholds), bootstrap, reference="sift")
+            mma_intervals(
+                matching, vs_sift, list(proto.thresholds), bootstrap, reference="sift", clusters=clusters
+            )
             if bootstrap and "sift" in rows
             else {}
         ),
@@ -544,6 +583,7 @@ def evaluate_hpatches(
         "setup": {
             "root": str(root),
             "sequences": len(seqs),
+            "cluster_pattern": cluster_pattern,
             "pairs": n_pairs,
             "detector": (
                 f"keypoints from {keypoints_dir}"
@@ -622,7 +662,7 @@ def results_markdown(doc: dict) -> str:
         cells = [f"{o[th.index(t)]:.3f}" if o else "–" for t in show]
         extra = [f"{by_kind[k][th.index(3)]:.3f}" if by_kind[k] else "–" for k in KINDS[1:]]
         lines.append(f"| {_label(row)} | {doc['matches'][row]:.1f} | " + " | ".join(cells + extra) + " |")
-    lines += _intervals_markdown(doc.get("intervals") or {})
+    lines += _intervals_markdown(doc.get("intervals") or {}, s.get("cluster_pattern"))
     lines += _vs_sift_markdown(doc.get("intervals_vs_sift") or {})
     rep = doc.get("repeated_keypoints_pose", {})
     if rep:
@@ -665,21 +705,25 @@ def results_markdown(doc: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _intervals_markdown(intervals: dict) -> list[str]:
+def _intervals_markdown(intervals: dict, cluster_pattern: str | None = None) -> list[str]:
     if not intervals:
         return []
     some = next(iter(intervals.values()))
     ref = some["reference"]
     kinds = list(intervals)
+    unit, drawn = "sequences", "sequences"
+    if cluster_pattern is not None:
+        unit = "clusters"
+        drawn = f"clusters of sequences (those whose names give one capture of `{cluster_pattern}`)"
     lines = [
         "",
-        f"## How sure: 95 % intervals of MMA@{INTERVAL_PX}px (bootstrap over sequences)",
+        f"## How sure: 95 % intervals of MMA@{INTERVAL_PX}px (bootstrap over {unit})",
         "",
-        f"{some['replicates']} replicates, each drawing sequences with replacement and keeping all their pairs, "
+        f"{some['replicates']} replicates, each drawing {drawn} with replacement and keeping all their pairs, "
         f"the same draws for every row. First each row's MMA, then each row minus `{ref}`: an interval that "
-        "holds 0 means these sequences cannot tell the two apart.",
+        f"holds 0 means these {unit} cannot tell the two apart.",
         "",
-        "| pose | " + " | ".join(f"{k} ({intervals[k]['n_clusters']} sequences)" for k in kinds) + " |",
+        "| pose | " + " | ".join(f"{k} ({intervals[k]['n_clusters']} {unit})" for k in kinds) + " |",
         "|---|" + "---|" * len(kinds),
     ]
     return lines + mean_interval_rows([intervals[k] for k in kinds], _label)
