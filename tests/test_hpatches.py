@@ -383,7 +383,9 @@ def test_eval_hpatches_refuses_a_cluster_pattern_that_misses_a_sequence_before_a
 
     make_replica(tmp_path, names=("v_boat",), targets=1)
     out = tmp_path / "o"
-    rc = main(["eval", "hpatches", "--root", str(tmp_path), "--out", str(out), "--cluster-pattern", "_s[0-9]+$"])
+    rc = main(
+        ["eval", "hpatches", "--root", str(tmp_path), "--out", str(out), "--cluster-pattern", "_s[0-9]+$"]
+    )
     assert rc == 2
     assert "does not match the sequence 'v_boat'" in capsys.readouterr().err
     assert not out.exists()

@@ -230,7 +230,7 @@ INTERVAL_PX, INTERVAL_REFERENCE = 3, "ours"
 
 
 def sequence_clusters(names, pattern: str | None) -> dict[str, str]:
-    """The bootstrap cluster of each sequence: the sequence itself (``pattern`` None), or what the regular
+    r"""The bootstrap cluster of each sequence: the sequence itself (``pattern`` None), or what the regular
     expression ``pattern`` captures from its name (its first group, else the whole match), so that
     sequences made from one photo are drawn together: ``r"^(.*)_s\d+$"`` puts ``v_coins_s0`` …
     ``v_coins_s4`` in one cluster. A name the pattern does not match is an error, not a cluster of its own."""
