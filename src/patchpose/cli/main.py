@@ -169,7 +169,6 @@ def _cmd_eval_patchpose(a: argparse.Namespace) -> int:
         turns=a.turns,
         orientation_offset=a.orientation_offset,
         bootstrap=a.bootstrap,
-        cluster_pattern=a.cluster_pattern,
     )
     print(Path(a.out, "results.md").read_text())
     print(f"wrote {a.out}/results.json, results.md and figures in {doc['seconds']:.0f} s")
@@ -310,7 +309,6 @@ def _cmd_eval_rotation(a: argparse.Namespace) -> int:
         orientation_offset=a.orientation_offset,
         descriptor_region=a.descriptor_region,
         bootstrap=a.bootstrap,
-        cluster_pattern=a.cluster_pattern,
     )
     print(Path(a.out, "results.md").read_text())
     print(f"wrote {a.out}/results.json and results.md in {doc['seconds']:.0f} s")
