@@ -349,6 +349,29 @@ def test_mma_intervals_resample_sequences():
     assert w["minus_reference"]["ours"]["interval"] == pytest.approx([-0.1, -0.1])
 
 
+def test_correct_match_intervals_count_matches_within_3px():
+    """Correct matches per pair = matches × MMA@3: ours 100 × 0.5 and 300 × 0.5 (mean 100), SIFT's 80 × 1.0 on
+    both (80): ours finds 20 more per pair at a lower MMA, and with one sequence per pair the interval of the
+    difference spans the two sequences' differences (−30 and +70)."""
+    from patchpose.evaluation.hpatches_eval import mma_intervals
+
+    def pair(n_ours, n_sift):
+        return {
+            "mma": {"ours": [0.0, 0.0, 0.5], "sift": [0.0, 0.0, 1.0]},
+            "matches": {"ours": n_ours, "sift": n_sift},
+        }
+
+    per_seq = {"v_a": [pair(100, 80)], "v_b": [pair(300, 80)]}
+    iv = mma_intervals(per_seq, ["sift", "ours"], (1, 2, 3), 2000, reference="sift", correct=True)[
+        "viewpoint"
+    ]
+    assert iv["mean"]["ours"]["value"] == pytest.approx(100.0)
+    assert iv["mean"]["sift"]["value"] == pytest.approx(80.0)
+    assert iv["mean"]["sift"]["interval"] == pytest.approx([80.0, 80.0])
+    assert iv["minus_reference"]["ours"]["value"] == pytest.approx(20.0)
+    assert iv["minus_reference"]["ours"]["interval"] == pytest.approx([-30.0, 70.0])
+
+
 def test_mma_intervals_draw_clusters_of_sequences_together():
     """Six sequences, three per photo (seeds 0 to 2): photo a's score 0.8 on each, photo b's 0.2. Drawn one
     sequence at a time, a replicate holds all six from one photo only 1 time in 32, so the interval stays

@@ -57,7 +57,13 @@ from ..matching.pipeline import (
     pose_rows,
     reprojection_errors,
 )
-from .intervals import DEFAULT_REPLICATES, check_bootstrap, mean_interval_rows, mean_intervals
+from .intervals import (
+    DEFAULT_REPLICATES,
+    check_bootstrap,
+    format_interval,
+    mean_interval_rows,
+    mean_intervals,
+)
 from .metrics import redetections
 from .patchpose_eval import POSE_ARRAYS, MethodPoses, _continuous, _official
 
@@ -256,12 +262,14 @@ def mma_intervals(
     replicates: int,
     reference: str | None = None,
     clusters: dict[str, str] | None = None,
+    correct: bool = False,
 ) -> dict:
     """95 % intervals of MMA@3 px, by kind of sequence: ``{kind: mean_intervals}``
     (:func:`~patchpose.evaluation.intervals.mean_intervals`), resampling **sequences** with all their pairs
     (the five pairs of a sequence share its scene, and are hard or easy together), or, with ``clusters``
     (sequence name → label, :func:`sequence_clusters`), whole clusters of sequences; the same draws for
-    every row; the differences are ``row − reference`` (default ``ours``)."""
+    every row; the differences are ``row − reference`` (default ``ours``). ``correct``: the same for the
+    number of correct matches per pair (matches × MMA@3 px, a count) instead of MMA."""
     ti = list(thresholds).index(INTERVAL_PX)
     ref = reference or (INTERVAL_REFERENCE if INTERVAL_REFERENCE in rows else rows[0])
     out = {}
@@ -274,8 +282,28 @@ def mma_intervals(
             continue
         cluster_ids = np.array([i for i, _ in pairs])
         values = {r: np.array([p["mma"][r][ti] for _, p in pairs]) for r in rows}
-        out[kind] = mean_intervals(values, cluster_ids, ref, replicates)
+        if not correct:
+            out[kind] = mean_intervals(values, cluster_ids, ref, replicates)
+            continue
+        counts = {r: v * np.array([p["matches"][r] for _, p in pairs]) for r, v in values.items()}
+        unit = max(1.0, *(float(c.max()) for c in counts.values()))  # counts / unit lie in [0, 1]
+        out[kind] = _scaled(
+            mean_intervals({r: c / unit for r, c in counts.items()}, cluster_ids, ref, replicates), unit
+        )
     return out
+
+
+def _scaled(intervals: dict, unit: float) -> dict:
+    """:func:`~patchpose.evaluation.intervals.mean_intervals` of values divided by ``unit``, multiplied back."""
+
+    def mul(d: dict) -> dict:
+        return {"value": d["value"] * unit, "interval": [x * unit for x in d["interval"]]}
+
+    return {
+        **intervals,
+        "mean": {r: mul(d) for r, d in intervals["mean"].items()},
+        "minus_reference": {r: mul(d) for r, d in intervals["minus_reference"].items()},
+    }
 
 
 def summarize_repeat(per_seq: dict[str, list[dict]]) -> dict:
@@ -576,6 +604,20 @@ def evaluate_hpatches(
             if bootstrap and "sift" in rows
             else {}
         ),
+        # the same for correct matches per pair (within 3 px): a pose can find more at the same precision
+        "correct_vs_sift": (
+            mma_intervals(
+                matching,
+                vs_sift,
+                list(proto.thresholds),
+                bootstrap,
+                reference="sift",
+                clusters=clusters,
+                correct=True,
+            )
+            if bootstrap and "sift" in rows
+            else {}
+        ),
         "matches": matches,
         "pose_accuracy": {},
         "repeated_keypoints_pose": repeat,
@@ -664,6 +706,7 @@ def results_markdown(doc: dict) -> str:
         lines.append(f"| {_label(row)} | {doc['matches'][row]:.1f} | " + " | ".join(cells + extra) + " |")
     lines += _intervals_markdown(doc.get("intervals") or {}, s.get("cluster_pattern"))
     lines += _vs_sift_markdown(doc.get("intervals_vs_sift") or {})
+    lines += _correct_vs_sift_markdown(doc.get("correct_vs_sift") or {})
     rep = doc.get("repeated_keypoints_pose", {})
     if rep:
         lines += [
@@ -744,6 +787,33 @@ def _vs_sift_markdown(intervals: dict) -> list[str]:
         "|---|" + "---|" * len(kinds),
     ]
     return lines + mean_interval_rows([intervals[k] for k in kinds], _label)[len(first["mean"]) :]
+
+
+def _correct_vs_sift_markdown(intervals: dict) -> list[str]:
+    """Correct matches per pair of our rows and SIFT's own pose, and ours minus SIFT's (95 % intervals)."""
+    if not intervals:
+        return []
+    kinds = list(intervals)
+    first = intervals[kinds[0]]
+    lines = [
+        "",
+        f"Correct matches per pair (matches within {INTERVAL_PX} px; {first['replicates']} replicates, the same "
+        "kind of draws): MMA is a share, so a pose can find more correct matches at the same MMA:",
+        "",
+        "| pose | " + " | ".join(kinds) + " |",
+        "|---|" + "---|" * len(kinds),
+    ]
+    for r in first["mean"]:
+        cells = [
+            format_interval(intervals[k]["mean"][r]["value"], intervals[k]["mean"][r]["interval"])
+            for k in kinds
+        ]
+        lines.append(f"| {_label(r)} | " + " | ".join(cells) + " |")
+    for r in first["minus_reference"]:
+        d = [intervals[k]["minus_reference"][r] for k in kinds]
+        cells = [format_interval(x["value"], x["interval"], signed=True) for x in d]
+        lines.append(f"| {_label(r)} − {_label(first['reference'])} | " + " | ".join(cells) + " |")
+    return lines
 
 
 def plot_mma(doc: dict, path: Path) -> None:
