@@ -706,7 +706,7 @@ def results_markdown(doc: dict) -> str:
         lines.append(f"| {_label(row)} | {doc['matches'][row]:.1f} | " + " | ".join(cells + extra) + " |")
     lines += _intervals_markdown(doc.get("intervals") or {}, s.get("cluster_pattern"))
     lines += _vs_sift_markdown(doc.get("intervals_vs_sift") or {})
-    lines += _correct_vs_sift_markdown(doc.get("correct_vs_sift") or {})
+    lines += _vs_sift_markdown(doc.get("correct_vs_sift") or {}, correct=True)
     rep = doc.get("repeated_keypoints_pose", {})
     if rep:
         lines += [
@@ -772,48 +772,28 @@ def _intervals_markdown(intervals: dict, cluster_pattern: str | None = None) -> 
     return lines + mean_interval_rows([intervals[k] for k in kinds], _label)
 
 
-def _vs_sift_markdown(intervals: dict) -> list[str]:
-    """Our rows minus SIFT's own pose (95 % intervals, the same kind of draws as the table above)."""
+def _vs_sift_markdown(intervals: dict, correct: bool = False) -> list[str]:
+    """Our rows minus SIFT's own pose (95 % intervals, the same kind of draws as the table above), of MMA@3
+    px, or with ``correct`` (:func:`mma_intervals`) each row's correct matches per pair first."""
     if not intervals:
         return []
     kinds = list(intervals)
     first = intervals[kinds[0]]
-    lines = [
-        "",
-        f"Our rows minus SIFT's own pose, MMA@{INTERVAL_PX}px ({first['replicates']} replicates; the top-k row "
-        "describes each keypoint k times and keeps the closest pair):",
-        "",
-        "| pose | " + " | ".join(kinds) + " |",
-        "|---|" + "---|" * len(kinds),
-    ]
+    intro = (
+        f"Correct matches per pair (matches within {INTERVAL_PX} px; {first['replicates']} replicates, the same "
+        "kind of draws): MMA is a share, so a pose can find more correct matches at the same MMA:"
+        if correct
+        else f"Our rows minus SIFT's own pose, MMA@{INTERVAL_PX}px ({first['replicates']} replicates; the top-k "
+        "row describes each keypoint k times and keeps the closest pair):"
+    )
+    lines = ["", intro, "", "| pose | " + " | ".join(kinds) + " |", "|---|" + "---|" * len(kinds)]
+    if correct:
+        return lines + mean_interval_rows([intervals[k] for k in kinds], _label, _count_cell)
     return lines + mean_interval_rows([intervals[k] for k in kinds], _label)[len(first["mean"]) :]
 
 
-def _correct_vs_sift_markdown(intervals: dict) -> list[str]:
-    """Correct matches per pair of our rows and SIFT's own pose, and ours minus SIFT's (95 % intervals)."""
-    if not intervals:
-        return []
-    kinds = list(intervals)
-    first = intervals[kinds[0]]
-    lines = [
-        "",
-        f"Correct matches per pair (matches within {INTERVAL_PX} px; {first['replicates']} replicates, the same "
-        "kind of draws): MMA is a share, so a pose can find more correct matches at the same MMA:",
-        "",
-        "| pose | " + " | ".join(kinds) + " |",
-        "|---|" + "---|" * len(kinds),
-    ]
-    for r in first["mean"]:
-        cells = [
-            format_interval(intervals[k]["mean"][r]["value"], intervals[k]["mean"][r]["interval"])
-            for k in kinds
-        ]
-        lines.append(f"| {_label(r)} | " + " | ".join(cells) + " |")
-    for r in first["minus_reference"]:
-        d = [intervals[k]["minus_reference"][r] for k in kinds]
-        cells = [format_interval(x["value"], x["interval"], signed=True) for x in d]
-        lines.append(f"| {_label(r)} − {_label(first['reference'])} | " + " | ".join(cells) + " |")
-    return lines
+def _count_cell(d: dict, signed: bool) -> str:
+    return format_interval(d["value"], d["interval"], signed)
 
 
 def plot_mma(doc: dict, path: Path) -> None:

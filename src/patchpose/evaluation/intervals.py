@@ -149,19 +149,19 @@ def format_fraction_interval(d: dict, signed: bool = False) -> str:
     return f"{g(d['value'])} [{g(lo)}, {g(hi)}]".replace("-", "−")
 
 
-def mean_interval_rows(columns: list[dict], label=str) -> list[str]:
+def mean_interval_rows(columns: list[dict], label=str, fmt=None) -> list[str]:
     """Markdown table rows of :func:`mean_intervals` results side by side (one result per column): each
-    row's mean, then each row minus the reference; ``label`` names a row."""
+    row's mean, then each row minus the reference; ``label`` names a row; ``fmt(d, signed)`` writes a cell
+    (default :func:`format_fraction_interval`)."""
+    fmt = fmt or format_fraction_interval
     first = columns[0]
     ref = label(first["reference"])
     rows = [
-        f"| {label(r)} | " + " | ".join(format_fraction_interval(c["mean"][r]) for c in columns) + " |"
+        f"| {label(r)} | " + " | ".join(fmt(c["mean"][r], False) for c in columns) + " |"
         for r in first["mean"]
     ]
     return rows + [
-        f"| {label(r)} − {ref} | "
-        + " | ".join(format_fraction_interval(c["minus_reference"][r], True) for c in columns)
-        + " |"
+        f"| {label(r)} − {ref} | " + " | ".join(fmt(c["minus_reference"][r], True) for c in columns) + " |"
         for r in first["minus_reference"]
     ]
 
