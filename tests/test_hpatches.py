@@ -427,6 +427,66 @@ def test_keynet_protocol_keeps_all_sequences_and_five_thresholds(tmp_path):
         evaluate_hpatches(tmp_path, tmp_path / "o", protocol="nope", progress=False)
 
 
+def test_pooled_seeds_are_linked_by_seed_and_evaluated_by_photo(tmp_path, capsys):
+    """Two seeds of the sequences of two photos (``--split all``: every photo of the folder) linked into one
+    folder as <sequence>_s<seed>; a rerun keeps the links; the same seed twice, a folder that no generator
+    wrote and a name taken by another sequence are errors; the pool's intervals are drawn by photo."""
+    from patchpose.cli.main import main
+    from patchpose.data.hpatches import pool_sequences
+    from patchpose.evaluation.hpatches_eval import evaluate_hpatches
+
+    photos = tmp_path / "photos"
+    photos.mkdir()
+    for i, name in enumerate(("a.png", "b.png")):
+        cv2.imwrite(str(photos / name), _rgb(200, seed=i))
+    for seed in (0, 1):
+        argv = ["generate", "hpatches", "--images", str(photos), "--split", "all", "--targets", "1"]
+        assert main([*argv, "--seed", str(seed), "--out", str(tmp_path / f"s{seed}"), "--no-progress"]) == 0
+    pool = tmp_path / "pool"
+    assert (
+        main(
+            [
+                "generate",
+                "hpatches-pool",
+                "--out",
+                str(pool),
+                "--kinds",
+                "v",
+                str(tmp_path / "s0"),
+                str(tmp_path / "s1"),
+            ]
+        )
+        == 0
+    )
+    names = ["v_a_s0", "v_a_s1", "v_b_s0", "v_b_s1"]
+    assert sorted(p.name for p in pool.iterdir()) == names
+    assert (pool / "v_a_s1").resolve() == (tmp_path / "s1" / "v_a").resolve()
+    # seed 1's sequence of a photo is not seed 0's
+    assert not np.allclose(
+        read_homography(pool / "v_a_s0" / "H_1_2"), read_homography(pool / "v_a_s1" / "H_1_2")
+    )
+    assert pool_sequences([tmp_path / "s0", tmp_path / "s1"], pool, kinds="v") == names  # a rerun
+    with pytest.raises(InputError, match="one folder per seed"):
+        pool_sequences([tmp_path / "s0", tmp_path / "s0"], tmp_path / "p2")
+    with pytest.raises(InputError, match="no manifest.json"):
+        pool_sequences([photos], tmp_path / "p3")
+    (pool / "v_a_s0").unlink()
+    (pool / "v_a_s0").symlink_to((tmp_path / "s1" / "v_b").resolve(), target_is_directory=True)
+    with pytest.raises(InputError, match="is not a link to"):
+        pool_sequences([tmp_path / "s0"], pool)  # with kinds "vi": nothing linked before the error
+    (pool / "v_a_s0").unlink()
+    doc = evaluate_hpatches(
+        pool,
+        tmp_path / "o",
+        max_keypoints=100,
+        pose=False,
+        progress=False,
+        bootstrap=200,
+        cluster_pattern=r"^(.*)_s[0-9]+$",
+    )
+    assert doc["setup"]["sequences"] == 3 and doc["intervals"]["viewpoint"]["n_clusters"] == 2
+
+
 def test_cli_generate_eval_and_match(tmp_path, capsys):
     from patchpose.cli.main import main
 

@@ -142,6 +142,15 @@ def test_fetched_debian_photos_take_a_plasma_wallpapers_largest_image(tmp_path, 
     )  # a listed photo the package lacks is said, not dropped silently
     copied = cv2.imread(str(tmp_path / "pool" / "fake-extra" / "Path.jpg"), cv2.IMREAD_GRAYSCALE)
     assert copied.shape == (96, 128)  # the largest of contents/images, not the dark variant or the screenshot
+    # the extra photos alone, no wheel photo and no default Debian photo: a held-out folder
+    from patchpose.errors import InputError
+
+    monkeypatch.setattr(P, "WHEEL_PHOTOS", [w for w in P.WHEEL_PHOTOS if w[0] == "matplotlib"])
+    alone = P.fetch_photos(tmp_path / "held_out", debian=True, extra_only=True)
+    assert alone["test"] == [] and sorted(alone["train"] + alone["val"]) == ["fake-extra/Path.jpg"]
+    assert sorted(p.name for p in (tmp_path / "held_out").rglob("*.*")) == ["Path.jpg", "splits.json"]
+    with pytest.raises(InputError, match="--no-debian"):
+        P.fetch_photos(tmp_path / "x", debian=False, extra_only=True)
 
 
 #: a small polar-cnn in v2's layout (31 rings, 25 scale bins over [-4, 4], whole-circle last conv)

@@ -82,7 +82,7 @@ def _cmd_export(a: argparse.Namespace) -> int:
 def _cmd_photos(a: argparse.Namespace) -> int:
     from ..data.photos import fetch_photos
 
-    splits = fetch_photos(a.out, debian=not a.no_debian, extra=a.extra)
+    splits = fetch_photos(a.out, debian=not a.no_debian, extra=a.extra, extra_only=a.extra_only)
     print(json.dumps({k: len(v) for k, v in splits.items()}))
     return 0
 
@@ -209,10 +209,18 @@ def _cmd_generate_hpatches(a: argparse.Namespace) -> int:
     from ..data.photos import list_images, load_splits
 
     folder = Path(a.images)
-    photos = load_splits(folder)[a.split] if a.split else list_images(folder)
+    photos = load_splits(folder)[a.split] if a.split != "all" else list_images(folder)
     cfg = HPatchesGenConfig(max_side=a.max_side, targets=a.targets, seed=a.seed)
     names = generate_hpatches(photos, a.out, cfg, kinds=a.kinds, progress=not a.no_progress)
     print(f"wrote {len(names)} sequences and manifest.json to {a.out}")
+    return 0
+
+
+def _cmd_generate_pool(a: argparse.Namespace) -> int:
+    from ..data.hpatches import pool_sequences
+
+    names = pool_sequences(a.folders, a.out, kinds=a.kinds)
+    print(f"linked {len(names)} sequences into {a.out} as <sequence>_s<seed>")
     return 0
 
 
@@ -439,6 +447,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="also 28 photos from plasma-workspace-wallpapers and lomiri-wallpapers-16.04/-20.04 (not in the "
         "default pool; the bundled models never saw them: docs/model_card.md, 'More training photos')",
     )
+    f.add_argument(
+        "--extra-only",
+        action="store_true",
+        help="only those 28 photos (same splits; 'generate hpatches --split all' makes held-out sequences of "
+        "them: docs/results.md, 'Twenty-eight photos no model has seen')",
+    )
     f.set_defaults(func=_cmd_photos)
     gr = phs.add_parser(
         "graffiti", help="opencv-doc's Oxford graffiti pair and its homography, as an HPatches sequence"
@@ -549,7 +563,12 @@ def build_parser() -> argparse.ArgumentParser:
         "hpatches", help="HPatches-layout viewpoint/illumination sequences from a photo folder"
     )
     gh.add_argument("--images", default="data/photos", help="photo folder")
-    gh.add_argument("--split", choices=("train", "val", "test"), default="test", help="photos of this split")
+    gh.add_argument(
+        "--split",
+        choices=("train", "val", "test", "all"),
+        default="test",
+        help="photos of this split, or all the folder's photos",
+    )
     gh.add_argument("--out", required=True)
     gh.add_argument("--kinds", default="vi", help="'v' viewpoint, 'i' illumination, or both (default)")
     gh.add_argument("--targets", type=int, default=5, help="images per sequence besides image 1")
@@ -557,6 +576,15 @@ def build_parser() -> argparse.ArgumentParser:
     gh.add_argument("--seed", type=int, default=0)
     gh.add_argument("--no-progress", action="store_true")
     gh.set_defaults(func=_cmd_generate_hpatches)
+    gl = gs.add_parser(
+        "hpatches-pool",
+        help="link the sequences of several 'generate hpatches' folders (one per seed) into one, as "
+        "<sequence>_s<seed>, for one evaluation with --cluster-pattern '^(.*)_s[0-9]+$'",
+    )
+    gl.add_argument("--out", required=True)
+    gl.add_argument("folders", nargs="+", help="folders written by 'generate hpatches'")
+    gl.add_argument("--kinds", default="vi", help="'v' viewpoint, 'i' illumination, or both (default)")
+    gl.set_defaults(func=_cmd_generate_pool)
     gq = gs.add_parser(
         "posed-pairs",
         help="image pairs with known relative pose (camera rotations, rotated motorcycle stereo)",

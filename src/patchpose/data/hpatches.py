@@ -297,6 +297,46 @@ def generate_hpatches(
     return [name for name, _, _ in jobs]
 
 
+def pool_sequences(folders, out: str | Path, kinds: str = "vi") -> list[str]:
+    """Link the sequences of several folders that :func:`generate_hpatches` wrote into ``out``, each as
+    ``<sequence>_s<seed>`` with the seed of its folder's ``manifest.json``, so that one evaluation reads
+    them all and ``eval hpatches --cluster-pattern '^(.*)_s[0-9]+$'`` draws the sequences of one photo
+    together. ``kinds``: link viewpoint (``v``) and/or illumination (``i``) sequences. A link already there
+    to the same sequence is kept (a rerun adds what is new); one to another sequence is an error."""
+    if set(kinds) - {"v", "i"} or not kinds:
+        raise InputError(f"kinds must be made of 'v' and 'i', got {kinds!r}")
+    plan: dict[str, Path] = {}
+    for folder in map(Path, folders):
+        m = folder / "manifest.json"
+        try:
+            seed = int(json.loads(m.read_text())["config"]["seed"])
+        except (OSError, ValueError, KeyError, TypeError):
+            raise InputError(
+                f"{folder}: no manifest.json with a seed (not written by 'generate hpatches')"
+            ) from None
+        for seq in sorted(
+            p for p in folder.iterdir() if p.is_dir() and p.name[:2] in {f"{k}_" for k in kinds}
+        ):
+            name = f"{seq.name}_s{seed}"
+            if name in plan:
+                raise InputError(
+                    f"{name} comes from both {plan[name].parent} and {folder}: one folder per seed"
+                )
+            plan[name] = seq.resolve()
+    if not plan:
+        raise InputError(f"no sequences of kinds {kinds!r} in {', '.join(map(str, folders))}")
+    out = Path(out)
+    there = {n for n in plan if (out / n).is_symlink() or (out / n).exists()}
+    for name in sorted(there):  # every conflict before any link is made
+        if (out / name).resolve() != plan[name]:
+            raise InputError(f"{out / name} exists and is not a link to {plan[name]}")
+    out.mkdir(parents=True, exist_ok=True)
+    for name, target in plan.items():
+        if name not in there:
+            (out / name).symlink_to(target, target_is_directory=True)
+    return sorted(plan)
+
+
 __all__ = [
     "HIGH_RES_SEQUENCES",
     "Sequence",
@@ -305,4 +345,5 @@ __all__ = [
     "load_hpatches",
     "HPatchesGenConfig",
     "generate_hpatches",
+    "pool_sequences",
 ]

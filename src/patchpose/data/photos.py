@@ -251,18 +251,23 @@ def fetch_graffiti(out: str | Path) -> Path:
 
 
 def fetch_photos(
-    out: str | Path, debian: bool = True, val_frac: float = 0.15, extra: bool = False
+    out: str | Path,
+    debian: bool = True,
+    val_frac: float = 0.15,
+    extra: bool = False,
+    extra_only: bool = False,
 ) -> dict[str, list[str]]:
     """Copy the pool into ``out`` and write ``out/splits.json``. Debian packages are downloaded with
     ``apt-get download`` (run ``apt-get update`` first on a fresh machine) and unpacked with ``dpkg -x``;
     already fetched sources are skipped. ``extra`` adds :data:`EXTRA_DEBIAN_PHOTOS` to the Debian
-    packages (split by the same hash, so the default pool's photos keep their splits)."""
-    if extra and not debian:
-        raise InputError("--extra adds Debian packages: it cannot go with --no-debian")
+    packages (split by the same hash, so the default pool's photos keep their splits); ``extra_only``
+    fetches those alone (the same splits; photos that no bundled model saw, for held-out evaluation)."""
+    if (extra or extra_only) and not debian:
+        raise InputError("--extra and --extra-only fetch Debian packages: they cannot go with --no-debian")
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     test = []
-    for src, p in _wheel_photos():
+    for src, p in [] if extra_only else _wheel_photos():
         dst = out / src / p.name
         dst.parent.mkdir(exist_ok=True)
         if not dst.exists():
@@ -270,7 +275,10 @@ def fetch_photos(
         test.append(dst.relative_to(out).as_posix())
     trainval = []
     if debian:
-        packages = {**DEBIAN_PHOTOS, **(EXTRA_DEBIAN_PHOTOS if extra else {})}
+        packages = {
+            **({} if extra_only else DEBIAN_PHOTOS),
+            **(EXTRA_DEBIAN_PHOTOS if extra or extra_only else {}),
+        }
         for pkg, (base, names) in packages.items():
             dst_dir = out / pkg
             if dst_dir.is_dir() and any(dst_dir.iterdir()):
