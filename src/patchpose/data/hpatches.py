@@ -305,8 +305,9 @@ def pool_sequences(folders, out: str | Path, kinds: str = "vi") -> list[str]:
     to the same sequence is kept (a rerun adds what is new); one to another sequence is an error."""
     if set(kinds) - {"v", "i"} or not kinds:
         raise InputError(f"kinds must be made of 'v' and 'i', got {kinds!r}")
+    folders = [Path(f) for f in folders]
     plan: dict[str, Path] = {}
-    for folder in map(Path, folders):
+    for folder in folders:
         m = folder / "manifest.json"
         try:
             seed = int(json.loads(m.read_text())["config"]["seed"])
