@@ -243,6 +243,12 @@ def _write_sequence(out: Path, name: str, img1: np.ndarray, kind: str, cfg: HPat
     os.replace(tmp, out / name)
 
 
+def _check_kinds(kinds: str) -> None:
+    """``kinds``: viewpoint (``v``) and/or illumination (``i``) sequences, at least one."""
+    if set(kinds) - {"v", "i"} or not kinds:
+        raise InputError(f"kinds must be made of 'v' and 'i', got {kinds!r}")
+
+
 def generate_hpatches(
     photos: list[Path],
     out: str | Path,
@@ -257,8 +263,7 @@ def generate_hpatches(
     cfg = cfg or HPatchesGenConfig()
     if not photos:
         raise InputError("no photos to make HPatches sequences from")
-    if set(kinds) - {"v", "i"} or not kinds:
-        raise InputError(f"kinds must be made of 'v' and 'i', got {kinds!r}")
+    _check_kinds(kinds)
     if cfg.targets < 1:
         raise InputError(f"targets must be at least 1, got {cfg.targets}")
     out = Path(out)
@@ -303,8 +308,7 @@ def pool_sequences(folders, out: str | Path, kinds: str = "vi") -> list[str]:
     them all and ``eval hpatches --cluster-pattern '^(.*)_s[0-9]+$'`` draws the sequences of one photo
     together. ``kinds``: link viewpoint (``v``) and/or illumination (``i``) sequences. A link already there
     to the same sequence is kept (a rerun adds what is new); one to another sequence is an error."""
-    if set(kinds) - {"v", "i"} or not kinds:
-        raise InputError(f"kinds must be made of 'v' and 'i', got {kinds!r}")
+    _check_kinds(kinds)
     folders = [Path(f) for f in folders]
     plan: dict[str, Path] = {}
     for folder in folders:
