@@ -138,19 +138,12 @@ def test_unknown_override_is_an_error(tmp_path):
 def test_bench_reports_times_and_ratios(tmp_path):
     from patchpose.evaluation.bench import bench
 
-    res = bench(num_keypoints=64, repeats=1, rotations=(1,), out=tmp_path)
-    assert res["num_keypoints"] == 64 and res["sift_detect_s"] > 0 and res["patchpose_rot1_s"] > 0
-    assert res["ratio_rot1_to_sift"] == pytest.approx(res["patchpose_rot1_s"] / res["sift_detect_s"])
-    assert res["ratio_passes2_to_sift"] == pytest.approx(res["patchpose_passes2_s"] / res["sift_detect_s"])
-    for p in (1, 2):
-        t = res[f"patchpose_passes{p}_turns3_s"]
-        assert t > 0 and res[f"ratio_passes{p}_turns3_to_sift"] == pytest.approx(t / res["sift_detect_s"])
-    assert json.loads((tmp_path / "bench.json").read_text())["model"] == "patchpose-v9"
-    # the default setting is the model's recommended reads (v9 recommends two; v6 names none: one read)
-    assert res["default_passes"] == 2 and res["patchpose_default_s"] == res["patchpose_passes2_s"]
+    res = bench(num_keypoints=64, repeats=1, out=tmp_path, backends=())
+    assert res["num_keypoints"] == 64 and res["sift_detect_s"] > 0 and res["patchpose_default_s"] > 0
     assert res["ratio_default_to_sift"] == pytest.approx(res["patchpose_default_s"] / res["sift_detect_s"])
-    res = bench("patchpose-v6", num_keypoints=64, repeats=1, rotations=(1,), backends=())
-    assert res["default_passes"] == 1 and res["patchpose_default_s"] == res["patchpose_rot1_s"]
+    assert res["ratio_one_read_to_sift"] == pytest.approx(res["patchpose_one_read_s"] / res["sift_detect_s"])
+    doc = json.loads((tmp_path / "bench.json").read_text())
+    assert doc["model"] == "patchpose-v9" and doc["plan"]["passes"] == 2
 
 
 def test_eval_synthetic_writes_results(tmp_path):
@@ -186,87 +179,38 @@ def test_eval_rotation_split_without_images_is_an_error(tmp_path, capsys):
     assert "--images" in capsys.readouterr().err
 
 
-def test_passes_option_reads_twice_and_bad_values_exit_2(tmp_path):
-    """``--passes 2`` gives the estimator's two-read poses; a bad value is a clear error, not a traceback."""
+def test_read_option_changes_the_plan_and_bad_values_exit_2(tmp_path):
+    """``--read passes=1`` gives the estimator's one-read poses; a bad or unknown setting is a clear error
+    (exit 2, no traceback) on every command that reads the model."""
     from patchpose.data.patches import load_image
     from patchpose.estimator import PatchPoseEstimator
 
     kp = tmp_path / "kp.csv"
     kp.write_text("x,y\n100,120\n200.5,300\n300,260\n")
-    assert (
-        main(["estimate", str(demo_photo()), "--keypoints", str(kp), "--out", str(tmp_path), "--passes", "2"])
-        == 0
-    )
-    doc = json.loads((tmp_path / "astronaut_poses.json").read_text())
-    want = PatchPoseEstimator.from_pretrained(passes=2).estimate(
-        load_image(demo_photo()), np.array([[100, 120], [200.5, 300], [300, 260]])
-    )
-    np.testing.assert_allclose([k["scale"] for k in doc["keypoints"]], want["scale"], atol=1e-4)
-    one = PatchPoseEstimator.from_pretrained(passes=1).estimate(
-        load_image(demo_photo()), np.array([[100, 120], [200.5, 300], [300, 260]])
-    )
-    assert np.abs(one["scale"] - want["scale"]).max() > 1e-3  # the second read did change something
-    r = run_cli(
-        "estimate", str(demo_photo()), "--keypoints", str(kp), "--out", str(tmp_path), "--passes", "0"
-    )
-    assert r.returncode == 2 and "passes" in r.stderr and "Traceback" not in r.stderr
-
-
-def test_turns_option_averages_turned_reads_and_bad_values_exit_2(tmp_path):
-    """``--turns 3`` gives the estimator's turn-averaged poses; 0 or 10 turns are a clear error."""
-    from patchpose.data.patches import load_image
-    from patchpose.estimator import PatchPoseEstimator
-
-    kp = tmp_path / "kp.csv"
-    kp.write_text("x,y\n100,120\n200.5,300\n300,260\n")
-    args = ["estimate", str(demo_photo()), "--keypoints", str(kp), "--out", str(tmp_path)]
-    assert main([*args, "--turns", "3"]) == 0
-    doc = json.loads((tmp_path / "astronaut_poses.json").read_text())
     xy = np.array([[100, 120], [200.5, 300], [300, 260]])
-    want = PatchPoseEstimator.from_pretrained(turns=3).estimate(load_image(demo_photo()), xy)
-    np.testing.assert_allclose([k["orientation"] for k in doc["keypoints"]], want["orientation"], atol=1e-4)
-    np.testing.assert_allclose([k["scale"] for k in doc["keypoints"]], want["scale"], atol=1e-4)
-    for bad in ("0", "10"):
-        r = run_cli(*args, "--turns", bad)
-        assert r.returncode == 2 and "turns" in r.stderr and "Traceback" not in r.stderr
-
-
-def test_descriptor_region_option_is_checked_and_exits_2(tmp_path):
-    """``--descriptor-region`` on the matching commands: a value that is not a positive number up to 16 is a
-    clear error (exit 2), whichever row is asked for; a good one runs."""
+    args = ["estimate", str(demo_photo()), "--keypoints", str(kp), "--out", str(tmp_path)]
+    assert main([*args, "--read", "passes=1"]) == 0
+    doc = json.loads((tmp_path / "astronaut_poses.json").read_text())
+    est = PatchPoseEstimator.from_pretrained()
+    one = est.with_plan(passes=1).estimate(load_image(demo_photo()), xy)
+    np.testing.assert_allclose([k["scale"] for k in doc["keypoints"]], one.scale, atol=1e-4)
+    two = est.estimate(load_image(demo_photo()), xy)
+    assert np.abs(one.scale - two.scale).max() > 1e-3  # the second read did change something
     img = str(demo_photo())
-    for pose, bad in (("ours", "0"), ("ours", "nan"), ("sift", "20")):
-        r = run_cli("match", img, img, "--pose", pose, "--descriptor-region", bad, "--out", str(tmp_path))
-        assert r.returncode == 2 and "descriptor-region" in r.stderr and "Traceback" not in r.stderr
-    r = run_cli("eval", "rotation", "--out", str(tmp_path / "r"), "--descriptor-region", "0", "--step", "90")
-    assert r.returncode == 2 and "descriptor_region" in r.stderr and "Traceback" not in r.stderr
-    args = ["match", img, img, "--max-keypoints", "50", "--out", str(tmp_path / "ok")]
-    assert main([*args, "--descriptor-region", "2"]) == 0
+    for cmd in (args, ["match", img, img, "--out", str(tmp_path)], ["eval", "rotation", "--step", "90"]):
+        for bad in ("passes=0", "turns=3", "orientation_offset=9", "descriptor_region=nan", "passes"):
+            r = run_cli(*cmd, "--read", bad)
+            assert r.returncode == 2 and "Traceback" not in r.stderr, (cmd, bad, r.stderr)
 
 
-def test_orientation_offset_option_is_checked_and_exits_2(tmp_path):
-    """``--orientation-offset`` on the commands that read the model: a value that is not a number of octaves
-    within ±4 is a clear error (exit 2); a good one runs; ``export`` stores it in the weights file."""
-    img = str(demo_photo())
-    for bad in ("9", "nan"):
-        r = run_cli("match", img, img, "--orientation-offset", bad, "--out", str(tmp_path))
-        assert r.returncode == 2 and "orientation_offset" in r.stderr and "Traceback" not in r.stderr
-    r = run_cli(
-        "eval", "rotation", "--out", str(tmp_path / "r"), "--orientation-offset", "-5", "--step", "90"
-    )
-    assert r.returncode == 2 and "orientation_offset" in r.stderr and "Traceback" not in r.stderr
-    args = ["match", img, img, "--max-keypoints", "50", "--out", str(tmp_path / "ok")]
-    assert main([*args, "--orientation-offset", "-1"]) == 0
-    out = tmp_path / "m.onnx"
-    assert (
-        main(
-            ["export", "onnx", "--weights", "patchpose-v9", "--out", str(out), "--orientation-offset", "-0.5"]
-        )
-        == 0
-    )
+def test_export_stores_the_read_plan(tmp_path):
     from patchpose.estimator import PatchPoseEstimator
 
-    assert PatchPoseEstimator.load(out, backend="onnx").orientation_offset == -0.5
+    out = tmp_path / "m.onnx"
+    args = ["export", "onnx", "--weights", "patchpose-v9", "--out", str(out)]
+    assert main([*args, "--read", "orientation_offset=-0.5"]) == 0
+    plan = PatchPoseEstimator.load(out, backend="onnx").plan
+    assert (plan.passes, plan.orientation_offset, plan.descriptor_region) == (2, -0.5, 2.25)
 
 
 def test_train_recipe_errors_exit_2(tmp_path):

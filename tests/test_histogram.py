@@ -276,25 +276,6 @@ def test_decode_refines_each_of_k_modes():
     assert decode(h, circular=True)[0, 0].item() == pytest.approx(4.0)
 
 
-def test_decoding_with_an_orientation_vector():
-    """The vector's angle comes first (counter-clockwise from bin 0's direction); the other candidates are
-    the histogram's peaks more than one bin from it, strongest first."""
-    import numpy as np
-
-    from patchpose.inference import decode_poses
-
-    h = np.full((2, 36), 1e-4)
-    h[0, [3, 20, 28]] = [0.5, 0.3, 0.2]  # peaks at 30°, 200°, 280°
-    h[1, [9, 18]] = [0.6, 0.4]
-    h /= h.sum(1, keepdims=True)
-    z = np.array([[np.cos(np.radians(33.0)), np.sin(np.radians(33.0))], [0.0, -2.0]])  # 33°, 270°
-    out = decode_poses({"orientation_hist": h, "orientation_vector": z}, k=3, refine=False)["orientation"]
-    np.testing.assert_allclose(np.degrees(out[0]), [33.0, 200.0, 280.0], atol=1e-9)
-    np.testing.assert_allclose(np.degrees(out[1])[:2], [270.0, 90.0], atol=1e-9)
-    plain = decode_poses({"orientation_hist": h}, k=1, refine=False)["orientation"]
-    np.testing.assert_allclose(np.degrees(plain[:, 0]), [30.0, 90.0], atol=1e-9)
-
-
 def test_refined_candidates_are_distinct_when_a_bin_fills_the_list():
     """One mode over bins 31-32: k = 2 fills with bin 31, the peak's neighbour. Refined, it slid half a bin
     to 31.5 beside the peak's 31.5 (two copies of one mode); a filler keeps its bin centre."""

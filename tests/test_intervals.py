@@ -141,3 +141,26 @@ def test_fraction_intervals_print_three_decimals_and_no_negative_zero():
         format_fraction_interval({"value": -1e-17, "interval": [-0.0004, 0.0]}, True)
         == "+0.000 [+0.000, +0.000]"
     )
+
+
+def test_one_cluster_has_no_interval_rather_than_a_zero_width_one():
+    """With one keypoint (or sequence, or photo) every replicate is the sample itself: the interval cannot
+    be computed, and the tables say so instead of printing [x, x]."""
+    from patchpose.evaluation.intervals import (
+        NO_INTERVAL,
+        cluster_bootstrap,
+        format_fraction_interval,
+        format_interval,
+        mean_intervals,
+    )
+
+    correct = {"a": np.array([True, False, True]), "b": np.array([True, True, False])}
+    one = cluster_bootstrap(correct, np.zeros(3), reference="a", replicates=50)
+    assert one["accuracy"]["a"]["interval"] is None and one["difference"]["b"]["interval"] is None
+    assert one["accuracy"]["a"]["value"] == pytest.approx(200 / 3)
+    two = cluster_bootstrap(correct, np.array([0, 0, 1]), reference="a", replicates=50)
+    assert two["accuracy"]["a"]["interval"] is not None
+    m = mean_intervals({k: v.astype(float) for k, v in correct.items()}, np.zeros(3), "a", 50)
+    assert m["mean"]["a"]["interval"] is None and m["minus_reference"]["b"]["interval"] is None
+    assert format_fraction_interval(m["mean"]["a"]).endswith(NO_INTERVAL)
+    assert format_interval(66.7, None) == f"66.7 {NO_INTERVAL}"

@@ -29,29 +29,19 @@ def test_onnx_backend_matches_pytorch(name, tmp_path):
     base = PatchPoseEstimator.load(name)
     assert est.cfg.to_dict() == base.cfg.to_dict()
     # the file carries what the weights recommend: it reads and describes as they do
-    assert (est.meta["name"], est.passes, est.descriptor_region) == (
-        name,
-        base.passes,
-        base.descriptor_region,
-    )
+    assert (est.name, est.plan) == (name, base.plan)
     got = est.estimate(img, xy, top_k=2)
     # float rounding only (onnxruntime's direct whole-circle convolution against PyTorch's FFT): v7's sharper
     # histograms differ by up to 2e-5 in probability; a wrong graph differs by far more
     for out in (mem, got):
-        np.testing.assert_allclose(out["orientation_hist"], ref["orientation_hist"], atol=1e-4)
-        np.testing.assert_allclose(out["scale_hist"], ref["scale_hist"], atol=1e-4)
-        np.testing.assert_allclose(
-            np.exp(1j * out["orientation"]), np.exp(1j * ref["orientation"]), atol=1e-3
-        )
-    # two passes: the first runs the scale head alone in PyTorch; the graph computes both and drops one
-    ref2 = PatchPoseEstimator.load(name).estimate(img, xy, passes=2)
-    got2 = est.estimate(img, xy, passes=2)
-    np.testing.assert_allclose(got2["scale_hist"], ref2["scale_hist"], atol=1e-4)
-    np.testing.assert_allclose(got2["orientation_hist"], ref2["orientation_hist"], atol=1e-4)
-    # turn averaging: the turned reads run the orientation head alone in PyTorch, the whole graph in ONNX
-    ref3 = PatchPoseEstimator.load(name).estimate(img, xy, turns=3)
-    got3 = est.estimate(img, xy, turns=3)
-    np.testing.assert_allclose(got3["orientation_hist"], ref3["orientation_hist"], atol=1e-4)
+        np.testing.assert_allclose(out.orientation_hist, ref.orientation_hist, atol=1e-4)
+        np.testing.assert_allclose(out.scale_hist, ref.scale_hist, atol=1e-4)
+        np.testing.assert_allclose(np.exp(1j * out.orientation), np.exp(1j * ref.orientation), atol=1e-3)
+    # two reads: the first runs the scale head alone in PyTorch; the graph computes both and drops one
+    ref2 = PatchPoseEstimator.load(name).with_plan(passes=2).estimate(img, xy)
+    got2 = est.with_plan(passes=2).estimate(img, xy)
+    np.testing.assert_allclose(got2.scale_hist, ref2.scale_hist, atol=1e-4)
+    np.testing.assert_allclose(got2.orientation_hist, ref2.orientation_hist, atol=1e-4)
 
 
 def test_fft_free_path_equals_the_fft_path():
@@ -103,7 +93,7 @@ def test_onnx_backend_carries_the_orientation_vector(tmp_path):
     ref = PatchPoseEstimator.load(w).estimate(img, xy, top_k=2)
     got = PatchPoseEstimator.load(w, backend="onnx").estimate(img, xy, top_k=2)
     assert got["orientation"].shape == (40, 2)
-    np.testing.assert_allclose(np.exp(1j * got["orientation"]), np.exp(1j * ref["orientation"]), atol=1e-3)
+    np.testing.assert_allclose(np.exp(1j * got["orientation"]), np.exp(1j * ref.orientation), atol=1e-3)
 
 
 def test_onnx_file_carries_and_checks_the_weights_recommendations(tmp_path):
@@ -116,17 +106,17 @@ def test_onnx_file_carries_and_checks_the_weights_recommendations(tmp_path):
     out = tmp_path / "m.onnx"
     assert main(["export", "onnx", "--weights", "patchpose-v9", "--out", str(out)]) == 0
     est = PatchPoseEstimator.load(out, backend="onnx")
-    assert (est.meta["name"], est.passes, est.descriptor_region) == ("patchpose-v9", 2, 2.25)
-    args = ["export", "onnx", "--weights", "patchpose-v8", "--out", str(out), "--passes", "3"]
-    assert main([*args, "--descriptor-region", "1.5"]) == 0
+    assert (est.name, est.plan.passes, est.plan.descriptor_region) == ("patchpose-v9", 2, 2.25)
+    args = ["export", "onnx", "--weights", "patchpose-v8", "--out", str(out), "--read", "passes=3"]
+    assert main([*args, "--read", "descriptor_region=1.5"]) == 0
     est = PatchPoseEstimator.load(out, backend="onnx")
-    assert (est.meta["name"], est.passes, est.descriptor_region) == ("patchpose-v8", 3, 1.5)
-    assert main([*args[:-1], "0"]) == 2  # passes 0: refused, nothing written over the good file
-    assert PatchPoseEstimator.load(out, backend="onnx").passes == 3
+    assert (est.name, est.plan.passes, est.plan.descriptor_region) == ("patchpose-v8", 3, 1.5)
+    assert main([*args[:-1], "passes=0"]) == 2  # passes 0: refused, nothing written over the good file
+    assert PatchPoseEstimator.load(out, backend="onnx").plan.passes == 3
     # --name and --notes are stored too (they were ignored); --weights with a checkpoint is an error
     assert main([*args, "--name", "mine", "--notes", "hi"]) == 0
     est = PatchPoseEstimator.load(out, backend="onnx")
-    assert (est.meta["name"], est.meta["notes"], est.passes) == ("mine", "hi", 3)
+    assert (est.name, est.meta["notes"], est.plan.passes) == ("mine", "hi", 3)
     assert (
         main(["export", str(tmp_path / "ck.pt"), "--weights", "patchpose-v9", "--out", str(tmp_path / "w")])
         == 2

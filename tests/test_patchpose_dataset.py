@@ -240,15 +240,16 @@ def test_eval_patchpose_with_a_polar_model(dataset, tmp_path):
 
 def test_eval_patchpose_reads_twice_like_the_estimator(dataset, tmp_path):
     """``passes=2``: every view read again, from its own rendered pixels, with the grid at the scale found
-    (whole bins), and its scale histogram moved back into the view's frame; ``results.json`` says how many
-    passes."""
-    from patchpose.estimator import PatchPoseEstimator, shift_bins
+    (whole bins), and its scale histogram moved back into the view's frame; ``results.json`` states the plan."""
+    from patchpose.estimator import PatchPoseEstimator
     from patchpose.evaluation.patchpose_eval import evaluate, model_passes, render_polar
     from patchpose.inference import decode_poses, predict_histograms
+    from patchpose.reading import shift_bins
 
     data = PatchPoseData(dataset, "test").load()
-    h1, p1 = model_passes(data, PatchPoseEstimator.from_pretrained(passes=1))
-    h2, p2 = model_passes(data, PatchPoseEstimator.from_pretrained(passes=2, orientation_offset=0))
+    v9 = PatchPoseEstimator.from_pretrained()
+    h1, p1 = model_passes(data, v9.with_plan(passes=1))
+    h2, p2 = model_passes(data, v9.with_plan(passes=2, orientation_offset=0))
     k = np.round(p1["scale"][:, 0] * 3).astype(int)
     est = PatchPoseEstimator.from_pretrained()
     x = render_polar(data, np.arange(len(k)), est.cfg.polar_grid, read_scale=k / 3)
@@ -259,7 +260,7 @@ def test_eval_patchpose_reads_twice_like_the_estimator(dataset, tmp_path):
     np.testing.assert_allclose(p2["scale"][:, 0], s, atol=1e-5)
     assert np.any(k != 0)
     # an orientation offset: the orientation read at that frame moved by it, as the estimator does
-    h3, p3 = model_passes(data, PatchPoseEstimator.from_pretrained(passes=2, orientation_offset=-1))
+    h3, p3 = model_passes(data, v9.with_plan(passes=2, orientation_offset=-1))
     xo = render_polar(data, np.arange(len(k)), est.cfg.polar_grid, read_scale=k / 3 - 1)
     np.testing.assert_allclose(
         h3["orientation_hist"], predict_histograms(est.model, xo, 256)["orientation_hist"], atol=1e-6
@@ -267,41 +268,8 @@ def test_eval_patchpose_reads_twice_like_the_estimator(dataset, tmp_path):
     np.testing.assert_allclose(h3["scale_hist"], h2["scale_hist"], atol=1e-6)
     np.testing.assert_allclose(p3["scale"], p2["scale"], atol=1e-6)
     assert not np.allclose(h3["orientation_hist"], h2["orientation_hist"], atol=1e-3)
-    evaluate(dataset, tmp_path / "out", split="test", progress=False, passes=2)
-    assert json.loads((tmp_path / "out" / "results.json").read_text())["passes"] == 2
-
-
-def test_eval_patchpose_turn_averaging_renders_every_view_turned(dataset, tmp_path):
-    """``turns=2``: every view turned by the second turn with a resampling warp (as ``estimate`` turns the
-    image) and read upright, the orientation histogram rolled back and averaged with the upright read's;
-    scale is the upright read's; ``results.json`` says how many turns."""
-    from patchpose.estimator import PatchPoseEstimator
-    from patchpose.evaluation.patchpose_eval import evaluate, model_passes, render_polar
-    from patchpose.inference import predict_histograms, turn_bins
-
-    data = PatchPoseData(dataset, "test").load()
-    est = PatchPoseEstimator.from_pretrained(passes=1)
-    b = int(turn_bins(2, 36)[1])
-    h1, _ = model_passes(data, est)
-    h2, p2 = model_passes(data, PatchPoseEstimator.from_pretrained(turns=2, passes=1))
-    x = render_polar(data, np.arange(len(data["series"])), est.cfg.polar_grid, turn=2 * np.pi * b / 36)
-    ht = predict_histograms(est.model, x, 256)
-    np.testing.assert_allclose(
-        h2["orientation_hist"],
-        (h1["orientation_hist"] + np.roll(ht["orientation_hist"], -b, 1)) / 2,
-        atol=1e-6,
-    )
-    np.testing.assert_array_equal(h2["scale_hist"], h1["scale_hist"])  # scale: the upright read's
-    # rolled back, the turned read agrees with the upright one on most views (the sign of the roll is right)
-    agree = np.abs(
-        (np.roll(ht["orientation_hist"], -b, 1).argmax(1) - h1["orientation_hist"].argmax(1) + 18) % 36 - 18
-    )
-    assert np.mean(agree <= 1) > 0.8
-    evaluate(dataset, tmp_path / "out", split="test", progress=False, turns=2, bootstrap=0)
-    assert json.loads((tmp_path / "out" / "results.json").read_text())["turns"] == 2
-    assert "judge the effect on orientation by `official_B`" in (tmp_path / "out" / "results.md").read_text()
-    evaluate(dataset, tmp_path / "one", split="test", progress=False, bootstrap=0)
-    assert "official_B`, whose turns" not in (tmp_path / "one" / "results.md").read_text()
+    evaluate(dataset, tmp_path / "out", split="test", progress=False, read_plan={"passes": 3})
+    assert json.loads((tmp_path / "out" / "results.json").read_text())["plan"]["passes"] == 3
 
 
 def test_eval_renders_no_detail_finer_than_a_view_pixel(dataset):
@@ -327,19 +295,17 @@ def test_eval_renders_no_detail_finer_than_a_view_pixel(dataset):
 
 
 def test_eval_rereads_of_a_cartesian_model_are_refused(dataset):
-    """Later or turned reads of a rendered view are emulated for log-polar models only: a Cartesian model
-    asked for them is a clear InputError, not numbers from the photo re-rendered at the pose found."""
+    """Later reads of a rendered view are emulated for log-polar models only: a Cartesian model asked for
+    them is a clear InputError, not numbers from the photo re-rendered at the pose found."""
     from patchpose.errors import InputError
     from patchpose.estimator import PatchPoseEstimator
     from patchpose.evaluation.patchpose_eval import model_passes, model_patches
 
     data = PatchPoseData(dataset, "test").load()
-    est = PatchPoseEstimator.from_pretrained("patchpose-v1", passes=1)
+    est = PatchPoseEstimator.from_pretrained("patchpose-v1")
     assert model_patches(data, est).shape[0] == len(data["series"])
     with pytest.raises(InputError, match="log-polar models only"):
-        model_passes(data, PatchPoseEstimator.from_pretrained("patchpose-v1", passes=2))
-    with pytest.raises(InputError, match="log-polar models only"):
-        model_passes(data, PatchPoseEstimator.from_pretrained("patchpose-v1", passes=1, turns=2))
+        model_passes(data, est.with_plan(passes=2))
 
 
 def _tiny_split(root):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+from types import SimpleNamespace
 
 import cv2
 import numpy as np
@@ -217,12 +218,13 @@ def test_resolved_pose_source_keeps_sift_where_unambiguous_and_needs_our_poses()
     img = (make_textured_image(300, seed=3) * 255).astype(np.uint8)
     f = detect(img, 300)
     n = len(f)
-    flipped = {"orientation": np.array([c[-1] for c in f.sift_ori_candidates])[:, None]}  # (N, 1), as top_k=1
+    last = np.array([c[-1] for c in f.sift_ori_candidates])[:, None]  # (N, 1), as top_k=1
+    flipped = SimpleNamespace(orientation=last, scale=np.zeros_like(last))
     s, o = frame_poses(f, "resolved", flipped)
     np.testing.assert_array_equal(s, f.sift_scale)
     multi = np.array([len(c) > 1 for c in f.sift_ori_candidates])
     assert multi.any() and (~multi).any()
-    np.testing.assert_allclose(o, flipped["orientation"][:, 0])  # every candidate is its own nearest
+    np.testing.assert_allclose(o, flipped.orientation[:, 0])  # every candidate is its own nearest
     np.testing.assert_allclose(o[~multi], f.sift_ori[~multi])
     assert not np.allclose(o[multi], f.sift_ori[multi])  # where SIFT was ambiguous, ours chose the other
     with pytest.raises(InputError, match="estimator's poses"):

@@ -222,6 +222,7 @@ def test_recipe_runs_its_stages_in_order_resumes_and_exports(photos, tmp_path):
     """``train --recipe``: stage 2 starts from stage 1's weights (lr 0 keeps them), the last stage is exported,
     finished stages are skipped on a rerun, and an unfinished one needs --resume."""
     from patchpose.estimator import PatchPoseEstimator
+    from patchpose.reading import ReadPlan
     from patchpose.training.recipe import load_recipe, train_recipe
 
     rec = tmp_path / "tiny.yaml"
@@ -243,11 +244,10 @@ def test_recipe_runs_its_stages_in_order_resumes_and_exports(photos, tmp_path):
     s1 = load_checkpoint(out / "stage1" / "checkpoint.pt")["model"]
     s2 = load_checkpoint(out / "stage2" / "checkpoint.pt")["model"]
     assert all(torch.equal(s1[k], s2[k]) for k in s1 if k.endswith("weight"))
-    est = PatchPoseEstimator.from_file(res["weights"])
-    assert est.meta["name"] == "tiny" and est.cfg.is_polar
-    assert est.passes == 2  # the recipe's reads per keypoint travel in the weights file
-    assert est.descriptor_region == 2.5  # and so does its descriptor window
-    assert est.orientation_offset == -0.5  # and where its orientation is read
+    est = PatchPoseEstimator.load(res["weights"])
+    assert est.name == "tiny" and est.cfg.is_polar
+    # the recipe's read plan travels in the weights file
+    assert est.plan == ReadPlan(passes=2, orientation_offset=-0.5, descriptor_region=2.5)
     mtime = (out / "stage2" / "checkpoint.pt").stat().st_mtime_ns
     again = train_recipe(str(rec), out, common, resume=True, progress=False)  # nothing left to do
     assert again["finished"] and (out / "stage2" / "checkpoint.pt").stat().st_mtime_ns == mtime

@@ -122,7 +122,7 @@ def test_v8s_orientation_ignores_far_content_that_moves_v7s():
     moved = {}
     for name in ("patchpose-v7", "patchpose-v8"):
         est = PatchPoseEstimator.from_pretrained(name)
-        a, b = (est.estimate(im, xy)["orientation"] for im in (img, cut))
+        a, b = (est.estimate(im, xy).orientation for im in (img, cut))
         moved[name] = np.mean(np.degrees(np.abs(np.angle(np.exp(1j * (a - b))))) > 10)
     assert len(xy) > 100
     assert moved["patchpose-v7"] > 0.15 and moved["patchpose-v8"] < 0.06, moved
@@ -451,13 +451,13 @@ def test_a_weights_file_may_recommend_its_number_of_reads(tmp_path):
 
     model, _ = load_bundled("patchpose-v6")
     two = save_weights(model, tmp_path / "two.safetensors", passes=2)
-    assert PatchPoseEstimator.load(two).passes == 2
-    assert PatchPoseEstimator.load(two, passes=1).passes == 1
+    assert PatchPoseEstimator.load(two).plan.passes == 2
+    assert PatchPoseEstimator.load(two).with_plan(passes=1).plan.passes == 1
     if importlib.util.find_spec("onnxruntime"):  # the ONNX look-alike keeps the file's metadata
-        assert PatchPoseEstimator.load(two, backend="onnx").passes == 2
+        assert PatchPoseEstimator.load(two, backend="onnx").plan.passes == 2
     plain = save_weights(model, tmp_path / "plain.safetensors")
-    assert PatchPoseEstimator.load(plain).passes == 1
-    assert PatchPoseEstimator.load("patchpose-v6").passes == 1
+    assert PatchPoseEstimator.load(plain).plan.passes == 1
+    assert PatchPoseEstimator.load("patchpose-v6").plan.passes == 1
     assert recommended_passes({}) is None and recommended_passes({"passes": "3"}) == 3
     with pytest.raises(InputError, match="passes"):
         save_weights(model, tmp_path / "bad.safetensors", passes=0)
@@ -482,19 +482,22 @@ def test_a_weights_file_may_carry_its_descriptor_window(tmp_path):
 
     model, _ = load_bundled("patchpose-v6")
     wide = save_weights(model, tmp_path / "wide.safetensors", descriptor_region=2.5)
-    assert PatchPoseEstimator.load(wide).descriptor_region == 2.5
-    assert PatchPoseEstimator.load(wide, descriptor_region=1.5).descriptor_region == 1.5
+    assert PatchPoseEstimator.load(wide).plan.descriptor_region == 2.5
+    assert PatchPoseEstimator.load(wide).with_plan(descriptor_region=1.5).plan.descriptor_region == 1.5
     assert (
-        PatchPoseEstimator.load(save_weights(model, tmp_path / "plain.safetensors")).descriptor_region == 1.0
+        PatchPoseEstimator.load(save_weights(model, tmp_path / "plain.safetensors")).plan.descriptor_region
+        == 1.0
     )
-    assert PatchPoseEstimator.load("patchpose-v6").descriptor_region == 1.0  # calibrated before the setting
+    assert (
+        PatchPoseEstimator.load("patchpose-v6").plan.descriptor_region == 1.0
+    )  # calibrated before the setting
     assert recommended_descriptor_region({}) is None
     assert recommended_descriptor_region({"descriptor_region": "2.25"}) == 2.25
     for bad in (0, -1.0, float("nan"), float("inf"), 17.0, "2", True):
         with pytest.raises(InputError, match="descriptor_region must be a number in"):
             save_weights(model, tmp_path / "bad.safetensors", descriptor_region=bad)
         with pytest.raises(InputError, match="descriptor_region must be a number in"):
-            PatchPoseEstimator.load("patchpose-v6", descriptor_region=bad)
+            PatchPoseEstimator.load("patchpose-v6").with_plan(descriptor_region=bad)
     assert not (tmp_path / "bad.safetensors").exists()
     with safe_open(str(wide), framework="pt") as f:
         meta = f.metadata()
@@ -522,9 +525,12 @@ def test_a_weights_file_may_carry_its_orientation_offset(tmp_path):
 
     model, _ = load_bundled("patchpose-v9")
     moved = save_weights(model, tmp_path / "moved.safetensors", passes=2, orientation_offset=-1.0)
-    assert PatchPoseEstimator.load(moved).orientation_offset == -1.0
-    assert PatchPoseEstimator.load(moved, orientation_offset=0).orientation_offset == 0.0
-    assert PatchPoseEstimator.load(save_weights(model, tmp_path / "p.safetensors")).orientation_offset == 0.0
+    assert PatchPoseEstimator.load(moved).plan.orientation_offset == -1.0
+    assert PatchPoseEstimator.load(moved).with_plan(orientation_offset=0).plan.orientation_offset == 0.0
+    assert (
+        PatchPoseEstimator.load(save_weights(model, tmp_path / "p.safetensors")).plan.orientation_offset
+        == 0.0
+    )
     assert recommended_orientation_offset({}) is None
     assert recommended_orientation_offset({"orientation_offset": "-0.5"}) == -0.5
     for bad in (4.5, float("nan"), float("inf"), "-1", True):

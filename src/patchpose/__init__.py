@@ -2,7 +2,7 @@
 
 >>> import patchpose
 >>> est = patchpose.PatchPoseEstimator.from_pretrained()  # bundled weights, CPU, no network
->>> # out = est.estimate(image, keypoints); out["orientation"], out["scale"]
+>>> # poses = est.estimate(image, keypoints); poses.orientation, poses.scale
 
 Conventions (angles, scales, pixel centres, bins) are stated in :mod:`patchpose.conventions`.
 """
@@ -11,6 +11,7 @@ import logging
 
 from .errors import InputError, PatchPoseError, WeightsError
 from .estimator import PatchPoseEstimator
+from .reading import Poses, ReadPlan
 
 
 def assign(image, keypoints, estimator=None, **kwargs):
@@ -40,6 +41,8 @@ logging.getLogger(__name__).addHandler(logging.NullHandler())
 
 __all__ = [
     "PatchPoseEstimator",
+    "Poses",
+    "ReadPlan",
     "assign",
     "resolve_orientations",
     "kornia_angle_detector",

@@ -16,6 +16,7 @@ from .conventions import REFERENCE_RADIUS
 from .errors import InputError, is_int_in
 from .estimator import PatchPoseEstimator
 from .fileio import read_keypoints, write_text_atomic
+from .reading import ReadPlan
 
 log = logging.getLogger(__name__)
 
@@ -71,12 +72,12 @@ def draw_poses(
     return path
 
 
-def write_poses(path: Path, xy: np.ndarray, out: dict, fmt: str) -> Path:
+def write_poses(path: Path, xy: np.ndarray, out, fmt: str) -> Path:
     """JSON (``{"conventions": …, "keypoints": [{x, y, scale, orientation, …}]}``) or CSV, written to
     ``path`` plus ``.json`` / ``.csv`` (appended: a name with dots, ``scene.1_poses``, keeps them)."""
     path = path.with_name(path.name + "." + fmt)
     tmp = path.with_name(path.name + ".tmp")
-    scale, ori = np.atleast_2d(out["scale"].T).T, np.atleast_2d(out["orientation"].T).T
+    scale, ori = np.atleast_2d(out.scale.T).T, np.atleast_2d(out.orientation.T).T
     if fmt == "json":
         doc = {
             "conventions": "x, y: pixels, pixel centres at integers; orientation: radians in [0, 2pi), counter-clockwise "
@@ -89,7 +90,7 @@ def write_poses(path: Path, xy: np.ndarray, out: dict, fmt: str) -> Path:
                     "orientation": o.tolist() if len(o) > 1 else float(o[0]),
                     "valid": bool(v),
                 }
-                for p, s, o, v in zip(xy, scale, ori, out["valid"])
+                for p, s, o, v in zip(xy, scale, ori, out.valid)
             ],
         }
         tmp.write_text(json.dumps(doc, indent=1))
@@ -103,7 +104,7 @@ def write_poses(path: Path, xy: np.ndarray, out: dict, fmt: str) -> Path:
                 + [f"orientation{i}" for i in range(k)]
                 + ["valid"]
             )
-            for p, s, o, v in zip(xy, scale, ori, out["valid"]):
+            for p, s, o, v in zip(xy, scale, ori, out.valid):
                 wr.writerow(
                     [f"{p[0]:.3f}", f"{p[1]:.3f}"]
                     + [f"{x:.5f}" for x in s]
@@ -122,11 +123,7 @@ def run_estimate(
     max_keypoints,
     top_k,
     fmt,
-    refine,
-    rotations=1,
-    passes=None,
-    turns=1,
-    orientation_offset=None,
+    read_plan: dict | None = None,
 ) -> dict:
     from .data.keypoints import detect_sift
     from .data.patches import check_image, load_image
@@ -137,9 +134,7 @@ def run_estimate(
         raise InputError(f"--top-k must be a positive integer, got {top_k}")
     image = load_image(image_path)
     check_image(image)  # size and content checks before detection
-    est = PatchPoseEstimator.load(
-        weights, rotations=rotations, passes=passes, turns=turns, orientation_offset=orientation_offset
-    )
+    est = PatchPoseEstimator.load(weights).with_plan(**(read_plan or {}))
     if keypoints_path:
         xy = read_keypoints(keypoints_path)
     else:
@@ -147,7 +142,7 @@ def run_estimate(
         if len(xy) == 0:
             raise InputError(f"no SIFT keypoints found in {image_path} (a flat or tiny image?)")
     t = time.perf_counter()
-    res = est.estimate(image, xy, top_k=top_k if top_k > 1 else None, refine=refine)
+    res = est.estimate(image, xy, top_k=top_k if top_k > 1 else None)
     dt = time.perf_counter() - t
     out_dir = Path(out_dir or "patchpose_out")
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -157,8 +152,8 @@ def run_estimate(
     pic = draw_poses(
         image,
         xy,
-        first(res["scale"]),
-        first(res["orientation"]),
+        first(res.scale),
+        first(res.orientation),
         out_dir / f"{stem}_poses.png",
         title=f"{Path(image_path).name}: {len(xy)} keypoints (circle = scale, arrow = orientation)",
     )
@@ -172,6 +167,7 @@ def estimate_command(a) -> int:
 
     image = getattr(a, "image", None) or demo_photo()
     keypoints = getattr(a, "keypoints", None)
+    read_plan = ReadPlan.parse(a.read)
     run_estimate(
         image,
         keypoints,
@@ -180,11 +176,7 @@ def estimate_command(a) -> int:
         a.max_keypoints,
         a.top_k,
         a.format,
-        not a.no_refine,
-        a.rotations,
-        a.passes,
-        a.turns,
-        a.orientation_offset,
+        read_plan,
     )
     return 0
 
@@ -224,7 +216,6 @@ def eval_synthetic(
     by_method = {
         "patchpose (refined)": evaluate_model(est.model, pairs, refine=True),
         "patchpose (argmax)": evaluate_model(est.model, pairs, refine=False),
-        "patchpose (refined, 4 rotations)": evaluate_model(est.model, pairs, refine=True, rotations=4),
         "dominant-gradient + LoG": evaluate_handcrafted(pool, pairs),
     }
     results = {proto: {m: r[proto] for m, r in by_method.items()} for proto in pairs}
@@ -266,7 +257,8 @@ def match_command(a) -> int:
     from .data.patches import load_image
     from .matching.draw import draw_matches
     from .matching.pipeline import MatchConfig, match_images
-    from .weights import check_descriptor_region
+
+    read_plan = ReadPlan.parse(a.read)
 
     rows = {
         "none": "lower",
@@ -289,18 +281,8 @@ def match_command(a) -> int:
     kp2 = read_keypoints(a.keypoints2) if a.keypoints2 else None
     if (kp1 is None) != (kp2 is None):
         raise InputError("give keypoints for both images (--keypoints1 and --keypoints2) or for none")
-    if a.descriptor_region is not None:  # checked even for the rows that do not use it
-        check_descriptor_region(a.descriptor_region, "--descriptor-region")
     est = (
-        PatchPoseEstimator.load(
-            a.weights,
-            passes=a.passes,
-            turns=a.turns,
-            descriptor_region=a.descriptor_region,
-            orientation_offset=a.orientation_offset,
-        )
-        if row not in ("lower", "sift")
-        else None
+        PatchPoseEstimator.load(a.weights).with_plan(**read_plan) if row not in ("lower", "sift") else None
     )  # rows that read our model
     cfg = MatchConfig(
         max_keypoints=a.max_keypoints,

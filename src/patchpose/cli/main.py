@@ -52,12 +52,7 @@ def _cmd_export(a: argparse.Namespace) -> int:
             meta["name"] = a.name
         if a.notes is not None:
             meta["notes"] = a.notes
-        if a.passes is not None:
-            meta["passes"] = a.passes
-        if a.descriptor_region is not None:
-            meta["descriptor_region"] = a.descriptor_region
-        if a.orientation_offset is not None:
-            meta["orientation_offset"] = a.orientation_offset
+        meta.update(est.plan.replace(**_read_plan(a)).to_meta())
         path = export_onnx(est.model, a.out, meta=meta)
         print(f"wrote {path}")
         return 0
@@ -66,14 +61,15 @@ def _cmd_export(a: argparse.Namespace) -> int:
 
     if a.weights is not None:
         raise InputError("--weights is for 'export onnx'; a checkpoint is exported from its own weights")
+    changes = _read_plan(a)
     path = export_checkpoint(
         a.checkpoint,
         a.out,
         name="custom" if a.name is None else a.name,
         notes="" if a.notes is None else a.notes,
-        passes=a.passes,
-        descriptor_region=a.descriptor_region,
-        orientation_offset=a.orientation_offset,
+        passes=changes.get("passes"),
+        descriptor_region=changes.get("descriptor_region"),
+        orientation_offset=changes.get("orientation_offset"),
     )
     print(f"wrote {path}")
     return 0
@@ -162,12 +158,9 @@ def _cmd_eval_patchpose(a: argparse.Namespace) -> int:
         a.weights,
         a.split,
         a.orinet_weights,
-        a.rotations,
         progress=not a.no_progress,
         include_pruned=a.include_pruned,
-        passes=a.passes,
-        turns=a.turns,
-        orientation_offset=a.orientation_offset,
+        read_plan=_read_plan(a),
         bootstrap=a.bootstrap,
     )
     print(Path(a.out, "results.md").read_text())
@@ -239,10 +232,7 @@ def _cmd_eval_hpatches(a: argparse.Namespace) -> int:
         names=a.sequences.split(",") if a.sequences else None,
         pose=not a.no_pose,
         progress=not a.no_progress,
-        passes=a.passes,
-        turns=a.turns,
-        orientation_offset=a.orientation_offset,
-        descriptor_region=a.descriptor_region,
+        read_plan=_read_plan(a),
         detector=a.detector,
         keypoints_dir=a.keypoints,
         bootstrap=a.bootstrap,
@@ -284,10 +274,7 @@ def _cmd_eval_pose(a: argparse.Namespace) -> int:
         ablation=not a.no_ablation,
         estimator=a.estimator,
         progress=not a.no_progress,
-        passes=a.passes,
-        turns=a.turns,
-        orientation_offset=a.orientation_offset,
-        descriptor_region=a.descriptor_region,
+        read_plan=_read_plan(a),
     )
     print(Path(a.out, "results.md").read_text())
     print(f"wrote {a.out}/results.json and results.md in {doc['seconds']:.0f} s")
@@ -312,10 +299,7 @@ def _cmd_eval_rotation(a: argparse.Namespace) -> int:
         a.weights,
         angles=rotation_angles(a.step, a.start),
         progress=not a.no_progress,
-        passes=a.passes,
-        turns=a.turns,
-        orientation_offset=a.orientation_offset,
-        descriptor_region=a.descriptor_region,
+        read_plan=_read_plan(a),
         bootstrap=a.bootstrap,
     )
     print(Path(a.out, "results.md").read_text())
@@ -334,50 +318,33 @@ def _add_descriptor(p: argparse.ArgumentParser) -> None:
     p.add_argument("--descriptor-weights", default=None, help="local state dict for hardnet/sosnet")
 
 
-def _add_weights(p: argparse.ArgumentParser, passes: bool = True) -> None:
+def _add_weights(p: argparse.ArgumentParser, read: bool = True) -> None:
     p.add_argument(
         "--weights",
         default=None,
         help="safetensors file or bundled model name, e.g. patchpose-v1 (default: the default bundled model)",
     )
-    if passes:
-        p.add_argument(
-            "--passes",
-            type=int,
-            default=None,
-            help="reads per keypoint, each after the first in the frame of the scale found (default: what the "
-            "weights file recommends, else 1: 2 for patchpose-v9, the default model, 1 for the others; 2 cost about "
-            "1.5x one, 1.85x with an orientation offset; they match real photos better, one read does a little better on rendered PatchPose pairs: "
-            "docs/model_card.md, 'patchpose-v9')",
-        )
-        p.add_argument(
-            "--turns",
-            type=int,
-            default=1,
-            help="turn averaging: read each keypoint's orientation from this many copies of the image turned over "
-            "a quarter turn (3: 0, 30 and 60 degrees) and average the histograms turned back (1 to 9; default 1, "
-            "off); steadier orientation on rotated patches, each turn costing about half a read plus turning the "
-            "image: docs/model_card.md, 'Turn averaging'",
-        )
-        p.add_argument(
-            "--orientation-offset",
-            type=float,
-            default=None,
-            help="octaves between the frame of the scale found and the frame the orientation is read in, with 2 or "
-            "more passes (negative: a smaller frame; default: what the weights file recommends, else 0: -4/3 for "
-            "patchpose-v9, the default model: docs/model_card.md, 'The orientation frame')",
-        )
+    if read:
+        _add_read(p)
 
 
-def _add_descriptor_region(p: argparse.ArgumentParser, help: str | None = None) -> None:
+def _add_read(p: argparse.ArgumentParser, help: str | None = None) -> None:
     p.add_argument(
-        "--descriptor-region",
-        type=float,
-        default=None,
+        "--read",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
         help=help
-        or "half-width of a descriptor patch cut at our pose, in units of our characteristic radius "
-        "(default: what the weights file was calibrated with, else 1; docs/model_card.md, 'The descriptor window')",
+        or "change how the model is read (its read plan, stored in the weights file; repeatable): passes=N "
+        "(reads per keypoint), orientation_offset=OCTAVES, descriptor_region=RADII; docs/usage.md, 'Read plan'",
     )
+
+
+def _read_plan(a: argparse.Namespace) -> dict:
+    """The ``--read KEY=VALUE`` changes as :meth:`ReadPlan.replace` takes them, names checked."""
+    from ..reading import ReadPlan
+
+    return ReadPlan.parse(a.read)  # unknown names and bad values fail here, before any work
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -408,31 +375,17 @@ def build_parser() -> argparse.ArgumentParser:
         help="a training checkpoint → safetensors weights; or 'export onnx --weights W --out model.onnx'",
     )
     e.add_argument("checkpoint", help="checkpoint.pt to export, or the word 'onnx' (then see --weights)")
-    _add_weights(e, passes=False)
+    _add_weights(e, read=False)
     e.add_argument("--out", required=True)
     carried = "for 'export onnx', what --weights carries; for a checkpoint, not stored"
     e.add_argument(
         "--name", default=None, help=f"the model's name in the file (default: {carried}, i.e. 'custom')"
     )
     e.add_argument("--notes", default=None, help=f"free text stored in the file (default: {carried})")
-    e.add_argument(
-        "--passes",
-        type=int,
-        default=None,
-        help="reads per keypoint the model is meant for, stored in the file: the estimator's default for it "
-        f"(default: {carried}, i.e. one read)",
-    )
-    _add_descriptor_region(
+    _add_read(
         e,
-        help="the descriptor window the model's pose was calibrated with, stored in the file (half-width in "
-        f"units of its characteristic radius; default: {carried}, i.e. 1)",
-    )
-    e.add_argument(
-        "--orientation-offset",
-        type=float,
-        default=None,
-        help="octaves from the frame of the scale found to the frame the orientation is meant to be read in, "
-        f"stored in the file: the estimator's default for it (default: {carried}, i.e. 0)",
+        help="the read plan stored in the file (KEY=VALUE, repeatable: passes, orientation_offset, "
+        f"descriptor_region; default: {carried}, i.e. one read, no offset, a window of one radius)",
     )
     e.set_defaults(func=_cmd_export)
 
@@ -495,7 +448,6 @@ def build_parser() -> argparse.ArgumentParser:
     mt.add_argument("--keypoints2", default=None)
     _add_descriptor(mt)
     _add_weights(mt)
-    _add_descriptor_region(mt)
     mt.set_defaults(func=_cmd_match)
 
     for name, helptext in (
@@ -515,18 +467,10 @@ def build_parser() -> argparse.ArgumentParser:
         s.add_argument("--max-keypoints", type=int, default=300)
         s.add_argument("--top-k", type=int, default=1)
         s.add_argument("--format", choices=("json", "csv"), default="json")
-        s.add_argument("--no-refine", action="store_true", help="plain argmax (no sub-bin refinement)")
-        s.add_argument(
-            "--rotations",
-            type=int,
-            choices=(1, 2, 4),
-            default=1,
-            help="rotation test-time augmentation: average over 1, 2 or 4 quarter turns",
-        )
         s.set_defaults(func=_cmd_estimate)
 
     b = sub.add_parser("bench", help="speed: our poses for N keypoints vs OpenCV SIFT detection, one run")
-    _add_weights(b, passes=False)  # it times 1 and 2 passes
+    _add_weights(b, read=False)  # it times the default read and one read
     b.add_argument("--keypoints", type=int, default=2048)
     b.add_argument("--repeats", type=int, default=7)
     b.add_argument("--out", default="outputs/bench")
@@ -609,7 +553,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="photo folder (default: the 15 test photos shipped with the dependencies)",
     )
-    _add_weights(sy, passes=False)  # its pairs are fixed crops: one pass
+    _add_weights(sy, read=False)  # its pairs are fixed crops: one pass
     sy.add_argument("--pairs", type=int, default=1000, help="pairs per protocol")
     sy.add_argument("--seed", type=int, default=0)
     sy.add_argument("--out", default="outputs/eval_synthetic")
@@ -622,7 +566,6 @@ def build_parser() -> argparse.ArgumentParser:
     pp.add_argument("--split", default="test")
     _add_weights(pp)
     pp.add_argument("--orinet-weights", default=None, help="local OriNet state dict for the OriNet baseline")
-    pp.add_argument("--rotations", type=int, choices=(1, 2, 4), default=1)
     pp.add_argument("--include-pruned", action="store_true", help="also the keypoints that pruning dropped")
     pp.add_argument(
         "--bootstrap",
@@ -638,7 +581,7 @@ def build_parser() -> argparse.ArgumentParser:
         "patchpose-official", help="official metric on a released PatchPose copy (single-window models)"
     )
     po.add_argument("--root", required=True, help="folder holding patchPoseA/, patchPoseB/ (and *ImageList/)")
-    _add_weights(po, passes=False)  # stored 32-px patches: one pass
+    _add_weights(po, read=False)  # stored 32-px patches: one pass
     po.add_argument("--list", default=None, help="image list name, e.g. test_acquired")
     po.add_argument("--top-k", type=int, default=1)
     po.add_argument("--out", default="outputs/eval_patchpose_official")
@@ -695,7 +638,6 @@ def build_parser() -> argparse.ArgumentParser:
         "several seeds and linked in as <name>_s<seed>; a name it does not match is an error",
     )
     hp.add_argument("--no-progress", action="store_true")
-    _add_descriptor_region(hp)
     hp.set_defaults(func=_cmd_eval_hpatches)
     ro = evs.add_parser(
         "rotation", help="OpenCV SIFT descriptors on SIFT's own poses vs ours under in-plane rotations"
@@ -719,7 +661,6 @@ def build_parser() -> argparse.ArgumentParser:
         help="bootstrap replicates over photos for 95%% intervals of the MMA columns (0: none)",
     )
     ro.add_argument("--no-progress", action="store_true")
-    _add_descriptor_region(ro)
     ro.set_defaults(func=_cmd_eval_rotation)
     pe = evs.add_parser("pose", help="two-view relative pose with AdaLAM: SIFT's poses vs ours (mAA, AUC)")
     pe.add_argument("--pairs", required=True, help="pairs file: name0 name1 rot0 rot1 K0[9] K1[9] T_0to1[16]")
@@ -735,7 +676,6 @@ def build_parser() -> argparse.ArgumentParser:
     )
     pe.add_argument("--no-ablation", action="store_true", help="only the sift and sift+ours rows")
     pe.add_argument("--no-progress", action="store_true")
-    _add_descriptor_region(pe)
     pe.set_defaults(func=_cmd_eval_pose)
     return p
 

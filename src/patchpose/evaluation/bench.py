@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import time
+from dataclasses import asdict
 from pathlib import Path
 
 import cv2
@@ -28,7 +29,6 @@ def bench(
     num_keypoints: int = 2048,
     size=(1024, 768),
     repeats: int = 7,
-    rotations=(1, 4),
     out: str | Path | None = None,
     backends=("torch", "onnx"),
 ) -> dict:
@@ -36,7 +36,7 @@ def bench(
     from ..data.patches import load_image
     from ..data.photos import demo_photo
     from ..errors import InputError, is_int_in
-    from ..estimator import PatchPoseEstimator, default_passes
+    from ..estimator import PatchPoseEstimator
 
     for name, v, hi in (("keypoints", num_keypoints, MAX_KEYPOINTS // 4), ("repeats", repeats, None)):
         if not is_int_in(v, 1, hi):  # SIFT is asked for 4× the keypoints timed
@@ -60,34 +60,18 @@ def bench(
         "sift_detect_s": _median_time(lambda: sift.detect(gray, None), repeats),
     }
     n = len(xy)
-    for r in rotations:
-        est = PatchPoseEstimator.load(weights, rotations=r, passes=1)
-        if r > 1 and est.cfg.is_polar:
-            continue  # a log-polar model is equivariant to quarter turns: rotations changes nothing
-        res[f"patchpose_rot{r}_s"] = _median_time(lambda est=est: est.estimate(img, xy), repeats)
-        res[f"patchpose_rot{r}_patches_s"] = _median_time(lambda est=est: est.extract(img, xy), repeats)
-        res[f"ratio_rot{r}_to_sift"] = res[f"patchpose_rot{r}_s"] / res["sift_detect_s"]
-    # reading every keypoint twice (``passes=2``; "rot1" above is one pass, the default)
-    est = PatchPoseEstimator.load(weights, passes=2)
-    res["patchpose_passes2_s"] = _median_time(lambda: est.estimate(img, xy), repeats)
-    res["ratio_passes2_to_sift"] = res["patchpose_passes2_s"] / res["sift_detect_s"]
-    # turn averaging (``turns=3``: the orientation also read from the image turned by 30° and 60°), after one
-    # read and after two
-    for p in (1, 2):
-        res[f"patchpose_passes{p}_turns3_s"] = _median_time(
-            lambda p=p: est.estimate(img, xy, passes=p, turns=3), repeats
-        )
-        res[f"ratio_passes{p}_turns3_to_sift"] = res[f"patchpose_passes{p}_turns3_s"] / res["sift_detect_s"]
-    res["model"] = est.meta.get("name", str(weights))
-    # the model as it runs by default: its weights file's recommended reads (1 when it names none)
-    default = default_passes(est.meta)
-    res["default_passes"] = default
-    t = {1: res.get("patchpose_rot1_s"), 2: res["patchpose_passes2_s"]}.get(default)
-    res["patchpose_default_s"] = t or _median_time(lambda: est.estimate(img, xy, passes=default), repeats)
+    est = PatchPoseEstimator.load(weights)
+    res["model"] = est.name
+    res["plan"] = asdict(est.plan)
+    # the model as it runs by default (its read plan), then one read, and the inputs of one read alone
+    res["patchpose_default_s"] = _median_time(lambda: est.estimate(img, xy), repeats)
     res["ratio_default_to_sift"] = res["patchpose_default_s"] / res["sift_detect_s"]
-    # per backend: inputs already extracted (the same for any number of passes), network + decoding only
-    # (keypoints per second), and end to end
-    inputs, _ = est.extract(img, xy)
+    one = est.with_plan(passes=1)
+    res["patchpose_one_read_s"] = _median_time(lambda: one.estimate(img, xy), repeats)
+    res["ratio_one_read_to_sift"] = res["patchpose_one_read_s"] / res["sift_detect_s"]
+    res["patchpose_inputs_s"] = _median_time(lambda: est.extract(img, xy), repeats)
+    # per backend: inputs already extracted, network + decoding only (keypoints per second), and end to end
+    inputs = est.extract(img, xy)
     for backend in backends:
         try:
             b = PatchPoseEstimator.load(weights, backend=backend)

@@ -186,7 +186,7 @@ def match_sequence(
         kp = sequence_keypoints(keypoints_dir, seq, k, cfg.max_keypoints) if keypoints_dir else None
         f = detect(images[k], cfg.max_keypoints, kp, cfg.detector)
         o = est.estimate(f.image, f.xy, top_k=cfg.top_k) if len(f) else None
-        poses = {"ours": (o["scale"][:, 0], o["orientation"][:, 0])} if o is not None else {}
+        poses = {"ours": (o.scale[:, 0], o.orientation[:, 0])} if o is not None else {}
         if np.isfinite(f.sift_scale).all() and o is not None:
             poses = {"sift": (f.sift_scale, f.sift_ori), **poses}
         for row in HANDCRAFTED_ROWS:  # computed once per image (memoised), shared with the matching rows
@@ -297,7 +297,8 @@ def _scaled(intervals: dict, unit: float) -> dict:
     """:func:`~patchpose.evaluation.intervals.mean_intervals` of values divided by ``unit``, multiplied back."""
 
     def mul(d: dict) -> dict:
-        return {"value": d["value"] * unit, "interval": [x * unit for x in d["interval"]]}
+        iv = d["interval"]
+        return {"value": d["value"] * unit, "interval": None if iv is None else [x * unit for x in iv]}
 
     return {
         **intervals,
@@ -481,13 +482,10 @@ def evaluate_hpatches(
     names: list[str] | None = None,
     pose: bool = True,
     progress: bool = True,
-    passes: int | None = None,
-    turns: int = 1,
-    orientation_offset: float | None = None,
     detector: str = "sift",
     keypoints_dir: str | Path | None = None,
     bootstrap: int = DEFAULT_REPLICATES,
-    descriptor_region: float | None = None,
+    read_plan: dict | None = None,
     cluster_pattern: str | None = None,
 ) -> dict:
     """Run the pose-transfer and matching evaluations; write ``results.json``, ``results.md``, ``mma.png``.
@@ -496,7 +494,8 @@ def evaluate_hpatches(
     (:func:`sequence_keypoints`). Without SIFT detections the rows that read SIFT's pose are left out.
     ``bootstrap`` replicates over sequences (0: none) give 95 % intervals of MMA@3 px (:func:`mma_intervals`);
     ``cluster_pattern`` draws sequences in clusters instead (:func:`sequence_clusters`: the sequences made
-    from one photo with several seeds are not independent)."""
+    from one photo with several seeds are not independent). ``read_plan``: changes to the model's read
+    plan (:meth:`patchpose.ReadPlan.replace`), or None."""
     from tqdm import tqdm
 
     from ..estimator import PatchPoseEstimator
@@ -514,13 +513,7 @@ def evaluate_hpatches(
     t0 = time.time()
     seqs = load_hpatches(root, drop_high_res=proto.drop_high_res, names=names)
     clusters = sequence_clusters([s.name for s in seqs], cluster_pattern)  # before any work: fail early
-    est = PatchPoseEstimator.load(
-        weights,
-        passes=passes,
-        turns=turns,
-        orientation_offset=orientation_offset,
-        descriptor_region=descriptor_region,
-    )
+    est = PatchPoseEstimator.load(weights).with_plan(**(read_plan or {}))
     cfg = MatchConfig(
         max_keypoints=max_keypoints or proto.max_keypoints,
         descriptor=descriptor,
@@ -536,10 +529,7 @@ def evaluate_hpatches(
         {
             "model": model_name,
             "model_digest": model_digest(est.model),
-            "passes": est.passes,
-            "turns": est.turns,
-            "orientation_offset": est.orientation_offset,
-            "descriptor_region": est.descriptor_region,
+            "plan": asdict(est.plan),
             "weights": str(weights),
             **asdict(cfg),
             # the descriptor's weights file itself: one replaced under the same name is another result
@@ -551,7 +541,7 @@ def evaluate_hpatches(
             # 4: peaks refined by a Gaussian fit; 5: row sift_resolved_by_ours; 6: hand-crafted rows;
             # 7: ours_angle; 8: hand-crafted poses in the re-detection table; 9: a sequence without
             # pose-transfer pairs stores n = 0; 10: top-k fillers (histogram.decode) not refined
-            "cache_version": 10,
+            "cache_version": 11,
         },
         sort_keys=True,
     )
@@ -637,9 +627,7 @@ def evaluate_hpatches(
             "top_k": cfg.top_k,
             "region": cfg.region,
             "model": model_name,
-            "passes": est.passes,
-            "turns": est.turns,
-            "orientation_offset": est.orientation_offset,
+            "plan": asdict(est.plan),
         },
     }
     if pose:

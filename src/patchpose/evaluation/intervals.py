@@ -10,7 +10,8 @@ Differences between methods are *paired*: all methods are scored on the same rep
 hard for every method moves them together and cancels in the difference.
 
 Intervals are percentile intervals of the replicates, in percentage points. An interval of a difference that
-holds 0 means the split cannot tell the two methods apart on that column.
+holds 0 means the split cannot tell the two methods apart on that column. With fewer than two clusters there is
+nothing to resample: the interval is None ("cannot be computed"), never a zero-width one.
 """
 
 from __future__ import annotations
@@ -18,6 +19,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import InputError, is_int_in
+
+#: the fewest clusters (keypoints, sequences, photos) an interval can be computed from
+MIN_CLUSTERS = 2
 
 #: bootstrap replicates by default (the 2.5 and 97.5 percentiles move by about 0.1 point between seeds)
 DEFAULT_REPLICATES = 2000
@@ -47,7 +51,8 @@ def cluster_bootstrap(
 
     Returns:
         ``{"accuracy": {method: {"value": %, "interval": [lo, hi]}}, "difference": {method: {"value": points,
-        "interval": [lo, hi]}}, "n_pairs": N, "n_clusters": K, "replicates": R, "level": level}``.
+        "interval": [lo, hi]}}, "n_pairs": N, "n_clusters": K, "replicates": R, "level": level}``; every
+        interval is None when there are fewer than :data:`MIN_CLUSTERS` clusters.
     """
     if not correct:
         raise InputError("cluster_bootstrap needs at least one method")
@@ -84,7 +89,9 @@ def cluster_bootstrap(
     rep = {name: 100.0 * (draws @ h) / pairs_drawn for name, h in hits.items()}
     q = 100.0 * np.array([(1.0 - level) / 2.0, (1.0 + level) / 2.0])
 
-    def interval(x: np.ndarray) -> list[float]:
+    def interval(x: np.ndarray) -> list[float] | None:
+        if k < MIN_CLUSTERS:  # every replicate is the sample itself: no spread to measure
+            return None
         lo, hi = np.percentile(x, q)
         return [float(lo), float(hi)]
 
@@ -125,8 +132,11 @@ def mean_intervals(
     b = cluster_bootstrap(values, clusters, reference, replicates)
 
     def frac(d: dict, sign: float = 1.0) -> dict:
-        lo, hi = sorted(sign * v / 100.0 for v in d["interval"])
-        return {"value": sign * d["value"] / 100.0, "interval": [lo, hi]}
+        iv = d["interval"]
+        return {
+            "value": sign * d["value"] / 100.0,
+            "interval": None if iv is None else sorted(sign * v / 100.0 for v in iv),
+        }
 
     return {
         "mean": {r: frac(v) for r, v in b["accuracy"].items()},
@@ -138,6 +148,10 @@ def mean_intervals(
     }
 
 
+#: what a table shows in place of an interval that could not be computed (fewer than two clusters)
+NO_INTERVAL = "[no interval: fewer than 2 sequences or photos]"
+
+
 def format_fraction_interval(d: dict, signed: bool = False) -> str:
     """``0.843 [0.812, 0.871]`` or ``−0.050 [−0.071, −0.030]`` from ``{"value", "interval"}`` (fractions)."""
     f = "{:+.3f}" if signed else "{:.3f}"
@@ -145,6 +159,8 @@ def format_fraction_interval(d: dict, signed: bool = False) -> str:
     def g(x: float) -> str:  # round first, so that −0.0004 reads +0.000 rather than −0.000
         return f.format(round(float(x), 3) + 0.0)
 
+    if d["interval"] is None:
+        return f"{g(d['value'])} {NO_INTERVAL}".replace("-", "−")
     lo, hi = d["interval"]
     return f"{g(d['value'])} [{g(lo)}, {g(hi)}]".replace("-", "−")
 
@@ -166,15 +182,20 @@ def mean_interval_rows(columns: list[dict], label=str, fmt=None) -> list[str]:
     ]
 
 
-def format_interval(value: float, interval: list[float], signed: bool = False) -> str:
-    """``"+1.2 [−0.4, +2.9]"`` (signed) or ``"68.5 [64.1, 72.6]"``, one decimal."""
+def format_interval(value: float, interval: list[float] | None, signed: bool = False) -> str:
+    """``"+1.2 [−0.4, +2.9]"`` (signed) or ``"68.5 [64.1, 72.6]"``, one decimal; :data:`NO_INTERVAL` after
+    the value when the interval could not be computed (None)."""
     f = "{:+.1f}" if signed else "{:.1f}"
+    if interval is None:
+        return f"{f.format(value)} {NO_INTERVAL}".replace("-", "−")
     lo, hi = interval
     return f"{f.format(value)} [{f.format(lo)}, {f.format(hi)}]".replace("-", "−")
 
 
 __all__ = [
     "DEFAULT_REPLICATES",
+    "MIN_CLUSTERS",
+    "NO_INTERVAL",
     "check_bootstrap",
     "cluster_bootstrap",
     "format_fraction_interval",

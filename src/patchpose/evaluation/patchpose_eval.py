@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
@@ -44,7 +44,8 @@ from ..data.patchpose_dataset import PatchPoseData
 from ..data.polar import render_view_polar
 from ..errors import InputError
 from ..fileio import write_text_atomic
-from ..inference import decode_poses, predict_histograms, turn_average, turn_bins
+from ..inference import decode_poses
+from ..reading import poses_of, read
 from .intervals import DEFAULT_REPLICATES, check_bootstrap, cluster_bootstrap, format_interval
 from .metrics import accuracies, relative_errors, within_thresholds
 from .official import (
@@ -110,12 +111,11 @@ def resize_patches(x: np.ndarray, size: int) -> np.ndarray:
     return F.interpolate(t, size=(size, size), mode="bilinear", align_corners=False).numpy()
 
 
-def render_polar(data: dict, idx: np.ndarray, grid, read_scale=None, turn=None) -> np.ndarray:
+def render_polar(data: dict, idx: np.ndarray, grid, read_scale=None) -> np.ndarray:
     """Log-polar inputs of samples ``idx``: each view rendered as a transformed image crop first, then
     sampled at its centre (:func:`patchpose.data.polar.render_view_polar`), with the grid ``read_scale``
     (``(len(idx),)`` or a scalar, None for 0) octaves from the view's frame: a later read of the same view,
-    from the view's own pixels; ``turn`` (radians, None for 0): the view turned counter-clockwise by a
-    resampling warp first, as ``estimate`` turns an image."""
+    from the view's own pixels."""
     out = np.empty((len(idx), 1, grid.rings, grid.angles), np.float32)
     cache = data.setdefault("_pyramids", {})
     rs = np.broadcast_to(np.asarray(0.0 if read_scale is None else read_scale, np.float64), (len(idx),))
@@ -131,29 +131,27 @@ def render_polar(data: dict, idx: np.ndarray, grid, read_scale=None, turn=None) 
             data["frame_theta"][i],
             grid,
             read_scale=rs[sel],
-            turn=turn,
         )
     return out
 
 
-def model_patches(data: dict, est, read_scale=None, turn=None) -> np.ndarray:
+def model_patches(data: dict, est, read_scale=None) -> np.ndarray:
     """The model's input for every sample: the stored patches when they fit, else re-rendered.
 
     ``read_scale`` (``(N,)``, None for 0): a later read of every view with the grid that many octaves from the
     view's frame, from the view's own pixels as the estimator reads an image
     (:func:`~patchpose.data.polar.render_view_polar`), never the photo re-rendered at that pose, which would
-    give a view rendered small the detail it lost. ``turn`` (radians, None for 0): every view turned by a
-    resampling warp first (:func:`render_polar`). Log-polar models only: a Cartesian model's later or turned
-    reads are an :class:`~patchpose.errors.InputError`."""
+    give a view rendered small the detail it lost. Log-polar models only: a Cartesian model's later reads
+    are an :class:`~patchpose.errors.InputError`."""
     cfg = est.cfg
     if cfg.is_polar:
         if cfg.color != "gray":
             raise ValueError("polar-cnn evaluation renders gray inputs only")
-        return render_polar(data, np.arange(len(data["series"])), cfg.polar_grid, read_scale, turn)
-    if any(v is not None and np.any(np.asarray(v) != 0) for v in (read_scale, turn)):
+        return render_polar(data, np.arange(len(data["series"])), cfg.polar_grid, read_scale)
+    if read_scale is not None and np.any(np.asarray(read_scale) != 0):
         raise InputError(
-            "eval patchpose reads a rendered view again (passes > 1, turns > 1) for log-polar models only; "
-            "give --passes 1 --turns 1 for this Cartesian model"
+            "eval patchpose reads a rendered view again (passes > 1) for log-polar models only; "
+            "give --read passes=1 for this Cartesian model"
         )
     stored = [float(w) for w in data.get("windows", [])]
     if (
@@ -168,54 +166,29 @@ def model_patches(data: dict, est, read_scale=None, turn=None) -> np.ndarray:
 
 
 def model_passes(data: dict, est) -> tuple[dict, dict]:
-    """The model's histograms for every sample, read ``est.passes`` times as
-    :meth:`~patchpose.estimator.PatchPoseEstimator.estimate` does: each pass after the first reads the same
-    rendered view again with the grid moved to the scale found, in whole bins (:func:`model_patches`: from
-    the view's own pixels, as the estimator reads an image). Returns the last pass's histograms, with
-    ``scale_hist`` moved back to the view's own frame (for the official metric's argmax bins), and the
-    refined poses ``{"scale", "orientation"}`` ``(N, 1)`` in the view's frame.
-
-    With ``est.turns`` > 1 every view is also read, on the last pass, turned by each of
-    :func:`~patchpose.inference.turn_bins` (resampled as ``estimate`` turns the image), and its orientation
-    histograms turned back and averaged (scale stays the upright read's). With ``est.orientation_offset``,
-    the last of two or more passes reads the orientation in a frame moved by it, as ``estimate`` does."""
-    from ..estimator import ORI_HEADS, next_shift, pass_reads, shift_bins
-
-    bpo = est.cfg.scale_bins_per_octave
-    bins = turn_bins(est.turns, est.cfg.num_ori_bins)
-    shift = np.zeros(len(data["series"]), np.int64)
-    for p in range(est.passes):
-        read = shift / bpo if p else None  # each later read: the same view, the grid at the scale found
-        last = p + 1 == est.passes
-        heads, move = pass_reads(est.cfg, p, est.passes, est.orientation_offset)
-        x = model_patches(data, est, read_scale=read)
-        h = predict_histograms(est.model, x, est.batch_size, rotations=est.rotations, heads=heads)
-        ori_read = read if move is None else read + move  # the orientation's own frame, as estimate reads
-        if move is not None:
-            xo = model_patches(data, est, read_scale=ori_read)
-            h = {
-                **h,
-                **predict_histograms(est.model, xo, est.batch_size, rotations=est.rotations, heads=ORI_HEADS),
-            }
-        if last and len(bins) > 1:
-
-            def turned(b: int, read=ori_read) -> np.ndarray:  # each view turned by a warp, read upright
-                return model_patches(data, est, read_scale=read, turn=2 * np.pi * b / est.cfg.num_ori_bins)
-
-            h = turn_average(est.model, h, turned, bins, est.batch_size, est.rotations)
-        if p + 1 < est.passes:
-            s = decode_poses(h, k=1, refine=True, scale_range=est.cfg.scale_range)["scale"][:, 0]
-            shift = next_shift(shift, s, bpo, data["frame_sigma"])
-    poses = decode_poses(h, k=1, refine=True, scale_range=est.cfg.scale_range)
-    poses["scale"] = poses["scale"] + (shift / bpo)[:, None]
-    h["scale_hist"] = shift_bins(h["scale_hist"], shift)
-    return h, poses
+    """The model's histograms and poses for every sample, read as
+    :meth:`~patchpose.PatchPoseEstimator.estimate` reads an image (:func:`patchpose.reading.read`, with
+    ``est``'s plan): each later read renders the same view again with the grid moved to the scale found, from
+    the view's own pixels (:func:`model_patches`). Returns the last read's histograms, ``scale_hist`` moved
+    back to the view's own frame (for the official metric's argmax bins), and the refined poses
+    ``{"scale", "orientation"}`` ``(N, 1)`` in the view's frame."""
+    n = len(data["series"])
+    reading = read(
+        est.model,
+        est.plan,
+        lambda frames: model_patches(data, est, read_scale=frames),
+        n,
+        frame0=data["frame_sigma"],
+        batch_size=est.batch_size,
+    )
+    poses = poses_of(reading, est.cfg, est.plan, np.zeros(n), np.ones(n, bool), top_k=1)
+    h = {"scale_hist": poses.scale_hist, "orientation_hist": poses.orientation_hist}
+    return h, {"scale": poses.scale, "orientation": poses.orientation}
 
 
 @dataclass
 class MethodPoses:
-    """Per-sample outputs of one method: histograms (ours) and/or continuous poses ``(N, k)``; for a model
-    with an orientation vector, its vectors ``ori_vector`` ``(N, 2)`` too."""
+    """Per-sample outputs of one method: histograms (ours) and/or continuous poses ``(N, k)``."""
 
     name: str
     scale: np.ndarray | None = None
@@ -223,11 +196,10 @@ class MethodPoses:
     scale_hist: np.ndarray | None = None
     ori_hist: np.ndarray | None = None
     scale_bins_per_octave: float | None = None
-    ori_vector: np.ndarray | None = None
 
 
 #: the per-sample arrays of a :class:`MethodPoses` (what a cache stores of it)
-POSE_ARRAYS = ("scale", "ori", "scale_hist", "ori_hist", "ori_vector")
+POSE_ARRAYS = ("scale", "ori", "scale_hist", "ori_hist")
 
 
 def run_methods(
@@ -259,7 +231,6 @@ def run_methods(
                     h["scale_hist"],
                     h["orientation_hist"],
                     est.cfg.scale_bins_per_octave,
-                    h.get("orientation_vector"),
                 )
             )
         elif name == "sift":
@@ -329,16 +300,11 @@ def _official_errors(hist, poses, pairs: dict | None, kind: str, k: int, bins_pe
 def _official_pair_errors(m: MethodPoses, pairs_s: dict | None, pairs_o: dict | None, k: int = 1):
     """Official per-pair errors in bins ``(scale, orientation)``, each None where unmeasured.
 
-    A model with an orientation vector takes its angle from the vector, not from the histogram's argmax:
-    its ``k`` candidates are decoded (the vector's angle, then the histogram's other peaks) and binned as a
-    baseline's angles are. So does a histogram whose bins are not the metric's (orientation other than
+    A histogram whose bins are not the metric's (orientation other than
     36 bins; scale other than 3 bins per octave, e.g. a model of the bin-count ablation): the metric's
     thresholds are counted in its own bins (1/3 octave, 10°), so such a histogram's ``k`` strongest peaks
     are decoded and binned as a baseline's poses are, instead of being read as bins of another width."""
     ori_hist, ori = m.ori_hist, m.ori
-    if m.ori_vector is not None and ori_hist is not None:
-        hists = {"orientation_hist": ori_hist, "orientation_vector": m.ori_vector}
-        ori_hist, ori = None, decode_poses(hists, k=k, refine=True)["orientation"]
     if ori_hist is not None and ori_hist.shape[1] != OFFICIAL_ORI_BINS:
         ori_hist, ori = None, decode_poses({"orientation_hist": ori_hist}, k=k, refine=True)["orientation"]
     scale_hist, scale = m.scale_hist, m.scale
@@ -431,15 +397,14 @@ def evaluate(
     weights: str | None = None,
     split: str = "test",
     orinet_weights: str | None = None,
-    rotations: int = 1,
     progress: bool = True,
     include_pruned: bool = False,
-    passes: int | None = None,
-    turns: int = 1,
-    orientation_offset: float | None = None,
+    read_plan: dict | None = None,
     bootstrap: int = DEFAULT_REPLICATES,
 ) -> dict:
     """Run every method on the split and write ``results.json``, ``results.md`` and the figures.
+
+    ``read_plan``: changes to the model's read plan (:meth:`patchpose.ReadPlan.replace`), or None.
 
     ``bootstrap`` replicates (0: none) give 95 % intervals of our accuracy and of ours minus every other
     method on the official A+B and joint protocols, resampling keypoints (``doc["intervals"]``)."""
@@ -449,9 +414,7 @@ def evaluate(
     t0 = time.time()
     ds = PatchPoseData(data_root, split, include_pruned=include_pruned)
     data = ds.load()
-    est = PatchPoseEstimator.load(
-        weights, rotations=rotations, passes=passes, turns=turns, orientation_offset=orientation_offset
-    )
+    est = PatchPoseEstimator.load(weights).with_plan(**(read_plan or {}))
     pairs = {s: ds.pairs(s) for s in ("A_scale", "A_rot", "B_scale", "B_rot", "B_joint")}
     methods = run_methods(data, est, orinet_weights, progress)
     ab_s, ab_o = _cat(pairs["A_scale"], pairs["B_scale"]), _cat(pairs["A_rot"], pairs["B_rot"])  # A+B
@@ -508,10 +471,7 @@ def evaluate(
             "pairs": {k: int(len(v["ref"])) for k, v in pairs.items()},
         },
         "model": est.meta.get("name", str(weights)),
-        "rotations": rotations,
-        "passes": est.passes,
-        "turns": est.turns,
-        "orientation_offset": est.orientation_offset,
+        "plan": asdict(est.plan),
         "include_pruned": include_pruned,
         "seconds": time.time() - t0,
     }
@@ -542,14 +502,6 @@ def results_markdown(doc: dict) -> str:
         "Accuracy in % (scale ±1/6, ±1/3 octave; orientation ±5°, ±10°).",
         "",
     ]
-    if doc.get("turns", 1) > 1:
-        lines += [
-            f"Turn averaging ({doc['turns']} turns, `--turns`): PatchPose-A turns its views by multiples of 10°, the "
-            "lattice the turns lie on, so its views are averaged over the same resamplings more often than arbitrary "
-            "turns would be (with 9 turns always): judge the effect on orientation by `official_B`, whose turns "
-            "are continuous (docs/model_card.md, 'Turn averaging').",
-            "",
-        ]
     for proto, methods in doc["protocols"].items():
         lines += [
             f"## {proto}",

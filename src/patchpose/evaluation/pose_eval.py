@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import json
 import time
+from dataclasses import asdict
 from pathlib import Path
 
 import cv2
@@ -177,10 +178,7 @@ def evaluate_pose(
     ablation: bool = True,
     estimator: str = "accurate",
     progress: bool = True,
-    passes: int | None = None,
-    turns: int = 1,
-    orientation_offset: float | None = None,
-    descriptor_region: float | None = None,
+    read_plan: dict | None = None,
 ) -> dict:
     """Run every row on every pair; write ``results.json`` and ``results.md``.
 
@@ -188,7 +186,8 @@ def evaluate_pose(
     a missing, unreadable or tiny image, a keypoint budget that is not a positive integer or a non-zero
     ``rot0``/``rot1`` raises :class:`InputError` before any work. A pair on which the method fails (no
     keypoints, too few matches for the robust fit) counts as error 180° for that row, is listed under
-    ``failures``, and the run goes on."""
+    ``failures``, and the run goes on. ``read_plan``: changes to the model's read plan
+    (:meth:`patchpose.ReadPlan.replace`), or None."""
     from tqdm import tqdm
 
     from ..data.patches import load_image
@@ -220,15 +219,9 @@ def evaluate_pose(
     if not images.is_dir():
         raise InputError(f"images folder not found: {images}")
     check_pose_inputs(pairs_file, pairs, images)
-    est = PatchPoseEstimator.load(
-        weights,
-        passes=passes,
-        turns=turns,
-        orientation_offset=orientation_offset,
-        descriptor_region=descriptor_region,
-    )
+    est = PatchPoseEstimator.load(weights).with_plan(**(read_plan or {}))
     for cfg in configs.values():  # the rows that describe at our pose cut the model's calibrated window
-        cfg.descriptor_region = est.descriptor_region
+        cfg.descriptor_region = est.plan.descriptor_region
     describer = Describer()
     errors = {r: [] for r in rows}
     inliers = {r: [] for r in rows}
@@ -283,9 +276,7 @@ def evaluate_pose(
             "matcher": "kornia match_adalam (default config)",
             "estimator": f"OpenCV findEssentialMat ({estimator}, 1 px), or a pure rotation when it explains as much",
             "model": est.meta.get("name", str(weights)),
-            "passes": est.passes,
-            "turns": est.turns,
-            "orientation_offset": est.orientation_offset,
+            "plan": asdict(est.plan),
         },
         "failures": failures,
         "per_pair": per_pair,

@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import json
 import time
+from dataclasses import asdict
 from pathlib import Path
 
 import cv2
@@ -227,17 +228,15 @@ def evaluate_rotation(
     max_side: int = 640,
     thresholds=(1, 3, 5, 10),
     progress: bool = True,
-    passes: int | None = None,
-    turns: int = 1,
-    orientation_offset: float | None = None,
     bootstrap: int = DEFAULT_REPLICATES,
-    descriptor_region: float | None = None,
+    read_plan: dict | None = None,
 ) -> dict:
     """Match every photo against its turned copies at every pose row; write ``results.json`` and
     ``results.md`` to ``out_dir``. ``photos`` must not be empty and ``angles`` must hold a real turn
     (:func:`check_angles`); photos with fewer than ``MIN_KEYPOINTS`` SIFT locations are skipped, and a run
     that skips them all raises :class:`InputError`. ``bootstrap`` replicates over photos (0: none) give the
-    MMA intervals (:func:`mma_intervals`)."""
+    MMA intervals (:func:`mma_intervals`). ``read_plan``: changes to the model's read plan
+    (:meth:`patchpose.ReadPlan.replace`), or None."""
     from tqdm import tqdm
 
     from ..data.patches import load_image, resize_long_side
@@ -251,13 +250,7 @@ def evaluate_rotation(
     check_bootstrap(bootstrap)
     if not is_int_in(max_keypoints, 1):
         raise InputError(f"max_keypoints must be a positive integer, got {max_keypoints!r}")
-    est = PatchPoseEstimator.load(
-        weights,
-        passes=passes,
-        turns=turns,
-        orientation_offset=orientation_offset,
-        descriptor_region=descriptor_region,
-    )
+    est = PatchPoseEstimator.load(weights).with_plan(**(read_plan or {}))
     sift = cv2.SIFT_create(nfeatures=max_keypoints)
     bf = cv2.BFMatcher(cv2.NORM_L2, crossCheck=True)
     per_angle = {r: {a: [] for a in angles} for r in ROWS}
@@ -321,9 +314,7 @@ def evaluate_rotation(
         "photos": len(photos),
         "photos_used": used,
         "model": est.meta.get("name", str(weights)),
-        "passes": est.passes,
-        "turns": est.turns,
-        "orientation_offset": est.orientation_offset,
+        "plan": asdict(est.plan),
         "seconds": time.time() - t0,
     }
     out = Path(out_dir)

@@ -54,13 +54,13 @@ def make_protocol_pairs(
 
 
 def evaluate_model(
-    model, pairs: dict, refine: bool = True, k: int = 1, batch_size: int = 128, amp=None, rotations: int = 1
+    model, pairs: dict, refine: bool = True, k: int = 1, batch_size: int = 128, amp=None
 ) -> dict:
     """``{protocol: {metric: percent}}`` for a :class:`~patchpose.models.PoseNet` on fixed pairs."""
     res = {}
     for proto, b in pairs.items():
-        ha = predict_histograms(model, b["patch_a"], batch_size, amp, rotations)
-        hb = predict_histograms(model, b["patch_b"], batch_size, amp, rotations)
+        ha = predict_histograms(model, b["patch_a"], batch_size, amp)
+        hb = predict_histograms(model, b["patch_b"], batch_size, amp)
         sr = model.cfg.scale_range
         pa, pb = decode_poses(ha, k, refine, sr), decode_poses(hb, k, refine, sr)
         acc = accuracies(relative_errors(pa, pb, b["d_scale"], b["d_ori"]))

@@ -71,12 +71,13 @@ class LAFPoseAssigner(nn.Module):
                     frame = np.log2(np.clip(r, 2.0**-12, 2.0**12))
                 # the LAF's own scale kept: read the angle in its frame only (one pass)
                 keep = self.laf_frame and not self.set_scale
-                res = self.est.estimate(im, kp, frame_scale=frame, passes=1 if keep else None)
+                est = self.est.with_plan(passes=1) if keep else self.est
+                res = est.estimate(im, kp, detector_scale=frame)
                 if self.set_scale:
-                    r = REFERENCE_RADIUS * np.power(2.0, res["scale"]) * self.laf_factor
+                    r = REFERENCE_RADIUS * np.power(2.0, res.scale) * self.laf_factor
                     scale = torch.from_numpy(r).float().view(1, -1, 1, 1)
                 if self.set_orientation:
-                    ori = torch.from_numpy(np.degrees(res["orientation"])).float().view(1, -1, 1)
+                    ori = torch.from_numpy(np.degrees(res.orientation)).float().view(1, -1, 1)
             out.append(KF.laf_from_center_scale_ori(KF.get_laf_center(lb), scale, ori))
         return torch.cat(out).to(device=laf.device, dtype=laf.dtype)
 
@@ -124,7 +125,7 @@ class PatchAngleDetector(nn.Module):
             x = x.repeat(1, len(self.cfg.windows), 1, 1)
         if self.cfg.color == "rgb":
             x = x.repeat(1, 3, 1, 1)
-        o = self.est.model(x, heads=("orientation",))  # the angle only: the histogram, and the vector if any
+        o = self.est.model(x, heads=("orientation",))  # the angle only
         theta = decode_poses(output_arrays(o, torch.float64), k=1)["orientation"][:, 0]
         return torch.from_numpy(np.mod(theta, TWO_PI)).to(device=patches.device, dtype=patches.dtype)
 

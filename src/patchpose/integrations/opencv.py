@@ -29,10 +29,9 @@ SIFT_DESCRIPTOR_SIZE_FACTOR = 1.0 / (2.0 * 5.3)
 def sift_size_factor(estimator=None) -> float:
     """The ``size_factor`` for :func:`assign` whose sizes make ``cv2.SIFT.compute`` describe the window the
     model's pose was calibrated with: :data:`SIFT_DESCRIPTOR_SIZE_FACTOR` times the estimator's
-    ``descriptor_region`` (:class:`~patchpose.PatchPoseEstimator`; ``docs/model_card.md``, "The descriptor
-    window"). For the angle alone at the detector's size (``keep_size=True``) use
+    read plan's ``descriptor_region`` (:class:`~patchpose.ReadPlan`). For the angle alone at the detector's size (``keep_size=True``) use
     :data:`SIFT_DESCRIPTOR_SIZE_FACTOR`: that frame is the detector's window."""
-    return SIFT_DESCRIPTOR_SIZE_FACTOR * as_estimator(estimator).descriptor_region
+    return SIFT_DESCRIPTOR_SIZE_FACTOR * as_estimator(estimator).plan.descriptor_region
 
 
 def check_size_factor(size_factor) -> float:
@@ -99,8 +98,10 @@ def assign(
         frame, _ = from_cv2_size_angle(sizes, np.zeros(len(kps)), size_factor)
     # keep_size: the angle of the detector's region, so one pass (a second would leave the detector's frame;
     # docs/model_card.md, "Reading twice")
-    out = est.estimate(image, xy, top_k=top_k or 1, frame_scale=frame, passes=1 if keep_size else None)
-    size, angle = to_cv2_size_angle(out["scale"], out["orientation"], size_factor)
+    if keep_size:
+        est = est.with_plan(passes=1)
+    out = est.estimate(image, xy, top_k=top_k or 1, detector_scale=frame)
+    size, angle = to_cv2_size_angle(out.scale, out.orientation, size_factor)
     if keep_size:
         size = np.broadcast_to(np.array([k.size for k in kps], np.float64)[:, None], size.shape)
     res = []

@@ -7,13 +7,13 @@ Pose rows (how each keypoint's descriptor patch is turned and sized):
 ``sift``        the detector's own pose: OpenCV SIFT's angle, half-width ``SIFT_REGION · size`` (OpenCV's
                 own descriptor window, whose median over the training photos is 15 px ≈ ours)
 ``ours``        our argmax pose: half-width ``REFERENCE_RADIUS · 2**σ · d`` (the models are centred on σ = 0;
-                ``d`` the estimator's ``descriptor_region``, calibrated per model: :func:`ours_window`)
+                ``d`` the read plan's ``descriptor_region``, calibrated per model: :func:`ours_window`)
 ``ours_angle``  our orientation on the upright-size patch (16 px): our angle without our scale, for
                 keypoints whose size should stay fixed (corners have no characteristic scale)
 ``ours_topK``   our top-K orientations (at the argmax scale, the same window as ``ours``): K patches per
                 keypoint; two keypoints' distance is the smallest over their K × K descriptor pairs
 ``sift_scale+   SIFT's scale kept, our angle estimated in the frame of that scale
-ours_angle``    (:meth:`~patchpose.PatchPoseEstimator.estimate` with ``frame_scale``)
+ours_angle``    (:meth:`~patchpose.PatchPoseEstimator.estimate` with ``detector_scale``)
 ``sift_resolved SIFT's own pose, except where SIFT found several orientations at a location: the one
 _by_ours``      nearest our angle in SIFT's frame (as :func:`patchpose.resolve_orientations` does)
 ``dominant_     hand-crafted, for keypoints that come without a pose: upright size (16 px) and kornia's
@@ -174,19 +174,20 @@ def handcrafted_poses(feats: Features, scale: bool = True) -> tuple[np.ndarray, 
     return feats.memo[("handcrafted", scale)]
 
 
-def sift_framed_poses(est, feats: Features) -> dict:
-    """The estimator's output at the features' keypoints read in SIFT's own frame (``frame_scale`` = SIFT's
-    scale, one pass, so the angle is that of SIFT's region): what the rows that keep SIFT's scale use."""
-    return est.estimate(feats.image, feats.xy, frame_scale=feats.sift_scale, passes=1)
+def sift_framed_poses(est, feats: Features):
+    """The estimator's :class:`~patchpose.Poses` at the features' keypoints read in SIFT's own frame
+    (``detector_scale`` = SIFT's scale, one read, so the angle is that of SIFT's region): what the rows that
+    keep SIFT's scale use."""
+    return est.with_plan(passes=1).estimate(feats.image, feats.xy, detector_scale=feats.sift_scale)
 
 
 def keypoint_poses(
-    row: str, feats: Features, ours: dict | None = None, H_from_1=None, top_k: int = 4
+    row: str, feats: Features, ours=None, H_from_1=None, top_k: int = 4
 ) -> tuple[np.ndarray, np.ndarray]:
     """Poses ``(scale (N, k), orientation (N, k))`` of a row (k = 1 except for ``ours_topK``).
 
-    ``ours``: the estimator's output at ``feats.xy`` with ``top_k`` candidates (for
-    ``sift_resolved_by_ours``: read in SIFT's frame, ``frame_scale=feats.sift_scale``); ``H_from_1``: for
+    ``ours``: the estimator's :class:`~patchpose.Poses` at ``feats.xy`` with ``top_k`` candidates (for
+    ``sift_resolved_by_ours``: read in SIFT's frame, ``detector_scale=feats.sift_scale``); ``H_from_1``: for
     ``upper``, the homography from image 1 to this image (None or the identity for image 1 itself)."""
     n = len(feats)
     zeros = np.zeros((n, 1))
@@ -201,19 +202,18 @@ def keypoint_poses(
     if row == "sift_resolved_by_ours":
         if ours is None or not np.isfinite(feats.sift_scale).all() or feats.sift_ori_candidates is None:
             raise InputError(f"row {row!r} needs the estimator's poses and SIFT detections")
-        o = nearest_candidates(
-            feats.sift_ori_candidates, np.asarray(ours["orientation"]).reshape(n, -1)[:, 0]
-        )
+        o = nearest_candidates(feats.sift_ori_candidates, np.asarray(ours.orientation).reshape(n, -1)[:, 0])
         return feats.sift_scale[:, None], o[:, None]
     if row in ("ours", "ours_angle") or row.startswith("ours_top"):
         if ours is None:
             raise InputError(f"row {row!r} needs the estimator's poses")
+        scale, ori = ours.scale.reshape(n, -1), ours.orientation.reshape(n, -1)
         if row == "ours":
-            return ours["scale"][:, :1], ours["orientation"][:, :1]
+            return scale[:, :1], ori[:, :1]
         if row == "ours_angle":
-            return zeros, ours["orientation"][:, :1]
+            return zeros, ori[:, :1]
         k = int(row[len("ours_top") :])
-        return np.repeat(ours["scale"][:, :1], k, 1), ours["orientation"][:, :k]
+        return np.repeat(scale[:, :1], k, 1), ori[:, :k]
     if row in HANDCRAFTED_ROWS:
         s, o = handcrafted_poses(feats, scale=row == "log+dominant_gradient")
         return s[:, None], o[:, None]
@@ -228,7 +228,7 @@ def keypoint_poses(
 
 def ours_window(row: str, descriptor_region: float) -> float:
     """``log2`` of the factor by which a row's descriptor window is widened: ``descriptor_region`` (the
-    estimator's) for the rows cut at our scale (``ours``, ``ours_topK``), 0 for every other row.
+    estimator's read plan) for the rows cut at our scale (``ours``, ``ours_topK``), 0 for every other row.
     Self-supervised training fixes only relative scale, so where a model puts σ = 0 on a structure, and so
     the window a descriptor needs about it, is calibrated per model
     (:func:`patchpose.weights.recommended_descriptor_region`)."""
@@ -244,7 +244,7 @@ def describe_rows(
     est=None,
     H_from_1=None,
     cfg: MatchConfig | None = None,
-    ours: dict | None = None,
+    ours=None,
 ) -> dict[str, np.ndarray]:
     """``{row: (N, k, D) descriptors}`` for one image (``ours``: the estimator's output at ``feats.xy`` with
     ``cfg.top_k`` candidates, if already computed; the rows cut at our scale take their window from
@@ -271,10 +271,10 @@ def describe_rows(
             if row == "sift_resolved_by_ours":  # checks the candidates itself
                 s, o = keypoint_poses(row, feats, framed)
             else:
-                s, o = feats.sift_scale[:, None], framed["orientation"][:, None]
+                s, o = feats.sift_scale[:, None], framed.orientation[:, None]
         else:
             s, o = keypoint_poses(row, feats, ours, H_from_1, cfg.top_k)
-            s = s + ours_window(row, est.descriptor_region if est is not None else 1.0)
+            s = s + ours_window(row, est.plan.descriptor_region if est is not None else 1.0)
         k = s.shape[1]
         d = describer.describe(
             feats.pyramid, np.repeat(feats.xy, k, 0), s.reshape(-1), o.reshape(-1), cfg.region

@@ -79,7 +79,7 @@ class TwoViewConfig:
         check_descriptor_region(self.descriptor_region)  # the estimator's own rule
 
 
-def frame_poses(feats: Features, pose: str, ours: dict | None) -> tuple[np.ndarray, np.ndarray]:
+def frame_poses(feats: Features, pose: str, ours) -> tuple[np.ndarray, np.ndarray]:
     """``(log2 scale (N,), orientation (N,))`` of a pose source at the features' keypoints."""
     s, o = keypoint_poses(_ROW[pose], feats, ours)
     return s[:, 0], o[:, 0]
@@ -249,8 +249,8 @@ def match_two_views(
     f1: Features,
     describer: Describer,
     cfg: TwoViewConfig,
-    ours0: dict | None = None,
-    ours1: dict | None = None,
+    ours0=None,
+    ours1=None,
 ) -> np.ndarray:
     """``(M, 2)`` filtered matches between two feature sets under ``cfg``'s switches."""
     cfg.validate()

@@ -1,0 +1,273 @@
+"""How a model reads keypoints: the read plan stored with its weights, the one read loop, and its result.
+
+A *read* runs the network on the inputs sampled about every keypoint in a *frame* (a log2 scale: the model's
+window covers ``16 · 2**frame`` px of radius, :mod:`patchpose.conventions`). The :class:`ReadPlan` says how
+many reads a model is meant for and where each one looks:
+
+1. the first read is in the caller's frame (0, or a detector's scale);
+2. each later read is in a frame moved to the scale the read before it found, rounded to whole scale bins
+   (so that the characteristic structure sits in the middle of the window and the histogram's bins keep
+   their meaning); only the last read runs the orientation head;
+3. on the last of two or more reads, the orientation is read ``orientation_offset`` octaves from that frame
+   (negative: nearer the keypoint, where a change of viewpoint distorts the content less).
+
+:func:`read` is that loop. The estimator calls it on images (:meth:`~patchpose.PatchPoseEstimator.estimate`),
+``eval patchpose`` on rendered views: one definition, so an evaluation measures what users run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass, fields
+
+import numpy as np
+
+from .conventions import REFERENCE_RADIUS, ori_to_bin, scale_to_bin
+from .errors import InputError, is_int_in
+from .inference import decode_poses, predict_histograms
+from .models import PoseNet
+from .weights import (
+    MAX_PASSES,
+    check_descriptor_region,
+    check_orientation_offset,
+    recommended_descriptor_region,
+    recommended_orientation_offset,
+    recommended_passes,
+)
+
+#: frames (log2 scales) stay within this many octaves of 0
+MAX_FRAME = 12.0
+
+
+@dataclass(frozen=True)
+class ReadPlan:
+    """How a model is read; stored in its weights file (metadata ``passes``, ``orientation_offset``,
+    ``descriptor_region``) and carried by ONNX export, so a model is read the way it was chosen.
+
+    Args:
+        passes: reads per keypoint, 1 to :data:`~patchpose.weights.MAX_PASSES`. Reads before the last run the
+            scale head alone, so 2 reads cost about 1.5× one (about 1.85× with an ``orientation_offset``).
+        orientation_offset: octaves between the frame of the scale found and the frame the orientation is
+            read in, on the last of two or more reads (a single read reads both in the caller's frame).
+        descriptor_region: half-width of a descriptor patch cut at this model's pose, in units of its
+            characteristic radius. Self-supervised training fixes only *relative* scale, so where a model
+            puts scale 0 on a structure, and hence the window a descriptor needs about it, is the model's own.
+            It changes no pose: :attr:`Poses.descriptor_radius` carries it to the integrations.
+
+    Experiments change a plan with :meth:`replace` or :meth:`override` (the CLI's ``--read KEY=VALUE``) and
+    read with :meth:`PatchPoseEstimator.with_plan <patchpose.PatchPoseEstimator.with_plan>`.
+    """
+
+    passes: int = 1
+    orientation_offset: float = 0.0
+    descriptor_region: float = 1.0
+
+    def __post_init__(self) -> None:
+        if not is_int_in(self.passes, 1, MAX_PASSES):
+            raise InputError(f"passes must be an integer from 1 to {MAX_PASSES}, got {self.passes!r}")
+        object.__setattr__(self, "passes", int(self.passes))
+        object.__setattr__(self, "orientation_offset", check_orientation_offset(self.orientation_offset))
+        object.__setattr__(self, "descriptor_region", check_descriptor_region(self.descriptor_region))
+
+    @classmethod
+    def from_meta(cls, meta: dict | None, where: str = "the weights") -> ReadPlan:
+        """The plan a weights file's metadata states; what it leaves out takes the defaults (one read, no
+        offset, a descriptor window of one radius). A bad value is a :class:`~patchpose.WeightsError`."""
+        meta = meta or {}
+        stated = {
+            "passes": recommended_passes(meta, where),
+            "orientation_offset": recommended_orientation_offset(meta, where),
+            "descriptor_region": recommended_descriptor_region(meta, where),
+        }
+        return cls(**{k: v for k, v in stated.items() if v is not None})
+
+    def to_meta(self) -> dict[str, str]:
+        """The plan as weights-file metadata (strings that :meth:`from_meta` reads back exactly)."""
+        return {k: repr(v) if isinstance(v, float) else str(v) for k, v in asdict(self).items()}
+
+    def replace(self, **changes) -> ReadPlan:
+        """This plan with ``changes`` (names of its fields); an unknown name is an
+        :class:`~patchpose.InputError`."""
+        names = {f.name for f in fields(self)}
+        unknown = sorted(set(changes) - names)
+        if unknown:
+            raise InputError(f"unknown read plan setting(s) {unknown}; the settings are {sorted(names)}")
+        return ReadPlan(**{**asdict(self), **changes})
+
+    def override(self, items: Iterable[str]) -> ReadPlan:
+        """This plan with ``KEY=VALUE`` strings applied in order (``["passes=1", "orientation_offset=0"]``)."""
+        return self.replace(**self.parse(items))
+
+    @staticmethod
+    def parse(items: Iterable[str]) -> dict[str, float]:
+        """``KEY=VALUE`` strings (the CLI's ``--read``) as the changes :meth:`replace` takes, later items
+        winning; a malformed item, an unknown name or a value out of range is an
+        :class:`~patchpose.InputError` (checked against the default plan)."""
+        changes: dict = {}
+        for item in items:
+            key, sep, value = str(item).partition("=")
+            key = key.strip().replace("-", "_")
+            if not sep or not key:
+                raise InputError(f"a read plan override is KEY=VALUE (e.g. passes=1), got {item!r}")
+            try:
+                changes[key] = int(value) if key == "passes" else float(value)
+            except ValueError:
+                raise InputError(f"read plan setting {key!r} must be a number, got {value!r}") from None
+        ReadPlan().replace(**changes)
+        return changes
+
+
+@dataclass(frozen=True)
+class Poses:
+    """Scale and orientation of N keypoints (:meth:`~patchpose.PatchPoseEstimator.estimate`); with
+    ``top_k=k`` the pose arrays are ``(N, k)``, strongest candidate first.
+
+    Attributes:
+        orientation: radians in ``[0, 2π)``, counter-clockwise as displayed.
+        scale: log2 scale; the characteristic radius is ``16 · 2**scale`` px (:attr:`radius`).
+        confidence: probability mass of the orientation histogram within one bin of each orientation.
+        scale_confidence: the same for the scale histogram.
+        descriptor_radius: half-width in px of the descriptor patch to cut at this pose (the read plan's
+            ``descriptor_region`` times :attr:`radius`).
+        orientation_hist: ``(N, B_o)`` probabilities of the last read (bin ``i`` at ``2πi/B_o``).
+        scale_hist: ``(N, B_s)`` probabilities over log2 scale relative to the caller's frame (the
+            detector's scale, or 0); what moved past either end of it between reads is dropped.
+        valid: ``(N,)`` True where the window at the caller's frame lies inside the image at any rotation;
+            elsewhere the image was padded as the estimator's border policy says.
+    """
+
+    orientation: np.ndarray
+    scale: np.ndarray
+    confidence: np.ndarray
+    scale_confidence: np.ndarray
+    descriptor_radius: np.ndarray
+    orientation_hist: np.ndarray
+    scale_hist: np.ndarray
+    valid: np.ndarray
+
+    def __repr__(self) -> str:
+        k = "" if self.orientation.ndim == 1 else f", top_k={self.orientation.shape[1]}"
+        return f"Poses(n={len(self)}{k}, valid={int(self.valid.sum())})"
+
+    @property
+    def radius(self) -> np.ndarray:
+        """The characteristic radius in px, ``16 · 2**scale``."""
+        return REFERENCE_RADIUS * np.exp2(self.scale)
+
+    def __len__(self) -> int:
+        return len(self.valid)
+
+
+#: ``inputs(frames)``: the model's inputs ``(N, ...)`` at every keypoint, each read in its frame, ``frames``
+#: ``(N,)`` octaves from the caller's frame
+Inputs = Callable[[np.ndarray], np.ndarray]
+
+
+@dataclass(frozen=True)
+class Reading:
+    """What :func:`read` returns: the last read's histograms (in their own frames) and, per keypoint, that
+    frame in whole scale bins from the caller's (``shift``, so ``shift / bins_per_octave`` octaves)."""
+
+    hists: dict[str, np.ndarray]
+    shift: np.ndarray
+
+
+def next_shift(shift: np.ndarray, scale: np.ndarray, bins_per_octave: int, frame0) -> np.ndarray:
+    """The frame of the next read, in whole scale bins from the caller's frame ``frame0`` (log2, ``(N,)`` or
+    a scalar), after a read at ``shift`` found log2 ``scale`` (relative to its own frame); frames stay
+    within ±:data:`MAX_FRAME` octaves."""
+    new = shift + np.round(scale * bins_per_octave).astype(np.int64)
+    lim = np.floor((MAX_FRAME - np.abs(frame0)) * bins_per_octave)
+    return np.clip(new, -lim, lim).astype(np.int64)
+
+
+def shift_bins(hist: np.ndarray, shift: np.ndarray) -> np.ndarray:
+    """``hist`` ``(N, B)`` with row ``i`` moved ``shift[i]`` bins up (towards higher indices); what leaves
+    the histogram is dropped and zeros enter."""
+    n, b = hist.shape
+    src = np.arange(b)[None, :] - np.asarray(shift, np.int64)[:, None]
+    ok = (src >= 0) & (src < b)
+    return np.where(ok, hist[np.arange(n)[:, None], np.clip(src, 0, b - 1)], 0.0).astype(hist.dtype)
+
+
+def read(
+    model: PoseNet,
+    plan: ReadPlan,
+    inputs: Inputs,
+    n: int,
+    *,
+    frame0=0.0,
+    batch_size: int = 512,
+) -> Reading:
+    """Read ``n`` keypoints as ``plan`` says (the module docstring); ``inputs`` samples them in given frames
+    and ``frame0`` is the caller's frame (log2, ``(n,)`` or a scalar; it bounds how far frames move)."""
+    cfg = model.cfg
+    bpo = cfg.scale_bins_per_octave
+    shift = np.zeros(n, np.int64)
+    hists: dict[str, np.ndarray] = {}
+    for p in range(plan.passes):
+        last = p + 1 == plan.passes
+        frame = shift / bpo
+        # reads before the last need only the scale, which is all that moves the frame
+        heads = None if last or "scale" not in cfg.heads else ("scale",)
+        offset = last and p > 0 and plan.orientation_offset != 0.0
+        if offset:
+            heads = ("scale",)
+        hists = predict_histograms(model, inputs(frame), batch_size, heads=heads)
+        if offset:
+            ori = predict_histograms(
+                model, inputs(frame + plan.orientation_offset), batch_size, heads=("orientation",)
+            )
+            hists = {**hists, **ori}
+        if not last:
+            s = decode_poses(hists, k=1, scale_range=cfg.scale_range)["scale"][:, 0]
+            shift = next_shift(shift, s, bpo, frame0)
+    return Reading(hists, shift)
+
+
+def peak_mass(hist: np.ndarray, bins: np.ndarray, circular: bool) -> np.ndarray:
+    """Probability mass of ``hist`` ``(N, B)`` within one bin of the continuous bin coordinates ``bins``
+    ``(N, k)`` (the peak bin and its two neighbours; at an end of a linear histogram, two bins)."""
+    n, b = hist.shape
+    centre = np.rint(bins).astype(np.int64)
+    total = np.zeros(bins.shape)
+    rows = np.arange(n)[:, None]
+    for d in (-1, 0, 1):
+        j = centre + d
+        if circular:
+            total += hist[rows, j % b]
+        else:
+            ok = (j >= 0) & (j < b)
+            total += np.where(ok, hist[rows, np.clip(j, 0, b - 1)], 0.0)
+    return total
+
+
+def poses_of(
+    reading: Reading, cfg, plan: ReadPlan, frame0: np.ndarray, valid: np.ndarray, top_k: int | None
+) -> Poses:
+    """:class:`Poses` from a :func:`read` of a model of config ``cfg`` begun at the caller's frames
+    ``frame0`` ``(N,)``: every peak refined below the bin width, the scale moved back to the caller's frame."""
+    k = top_k or 1
+    h = reading.hists
+    dec = decode_poses(h, k=k, scale_range=cfg.scale_range)
+    nb_s, nb_o = h["scale_hist"].shape[1], h["orientation_hist"].shape[1]
+    s_bins = scale_to_bin(dec["scale"], nb_s, tuple(cfg.scale_range))  # in the last read's own frame
+    o_bins = ori_to_bin(dec["orientation"], nb_o)
+    conf = peak_mass(h["orientation_hist"], o_bins, circular=True)
+    s_conf = peak_mass(h["scale_hist"], s_bins, circular=False)
+    scale = dec["scale"] + (frame0 + reading.shift / cfg.scale_bins_per_octave)[:, None]
+    ori = dec["orientation"]
+
+    def shape(a: np.ndarray) -> np.ndarray:
+        return a if top_k else a[:, 0]
+
+    return Poses(
+        orientation=shape(ori),
+        scale=shape(scale),
+        confidence=shape(conf.astype(np.float32)),
+        scale_confidence=shape(s_conf.astype(np.float32)),
+        descriptor_radius=shape(plan.descriptor_region * REFERENCE_RADIUS * np.exp2(scale)),
+        orientation_hist=h["orientation_hist"],
+        scale_hist=shift_bins(h["scale_hist"], reading.shift),
+        valid=valid,
+    )
