@@ -156,7 +156,7 @@ def test_assign_gives_opencv_keypoints_that_turn_with_the_image(rotated_pair):
     est = patchpose.PatchPoseEstimator.from_pretrained()
     ref = est.estimate(img, xy)
     assert [k.pt for k in out] == [k.pt for k in kps] and out[0].class_id == 7 and out[0].octave == 2
-    np.testing.assert_allclose([k.size for k in out], 32.0 * 2.0**ref.scale, rtol=1e-5)
+    np.testing.assert_allclose([k.size for k in out], ref.descriptor_radius / 5.3, rtol=1e-5)
     np.testing.assert_allclose([k.angle for k in out], np.mod(-np.degrees(ref.orientation), 360.0), atol=1e-3)
     kps2 = [cv2.KeyPoint(float(x), float(y), 5.0) for x, y in apply_homography(H, xy)]
     out2 = patchpose.assign(img2, kps2)
@@ -376,8 +376,8 @@ def test_true_position_errors_read_our_angle_where_the_keypoint_truly_is():
     k1 = [cv2.KeyPoint(*p, 6.0) for p in p1]
     i, j, d = found_again(k0, k1, H)
     assert len(i) == len(p0) and np.allclose(d, 0.8, atol=1e-4)
-    v0 = {"sift": k0, "ours_at_sift_size": patchpose.assign(img, k0, est, size_factor=F, keep_size=True)}
-    v1 = {"sift": k1, "ours_at_sift_size": patchpose.assign(img1, k1, est, size_factor=F, keep_size=True)}
+    v0 = {"sift": k0, "ours_at_sift_size": patchpose.assign(img, k0, est, keep_size=True)}
+    v1 = {"sift": k1, "ours_at_sift_size": patchpose.assign(img1, k1, est, keep_size=True)}
     e_true = true_position_errors(img1, v0, v1, H, 90.0, est)
     np.testing.assert_allclose(e_true[:, 1], 0.8, atol=1e-4)
     assert np.median(e_true[:, 0]) < 1.0  # the same pixels, turned: our angle turns with them
@@ -396,7 +396,7 @@ def test_resolve_orientations_keeps_the_detectors_angle_nearest_ours():
     ours = [
         k.angle
         for k in patchpose.assign(
-            img, [cv2.KeyPoint(*p, 8.0) for p in pts], est, size_factor=F, keep_size=True
+            img, [cv2.KeyPoint(*p, 8.0) for p in pts], est, keep_size=True
         )
     ]
     near = [
@@ -492,26 +492,27 @@ def test_assign_takes_a_model_name_and_checks_its_arguments():
     by_name = patchpose.assign(img, kps, estimator="patchpose-v1")
     by_est = patchpose.assign(img, kps, estimator=patchpose.PatchPoseEstimator.load("patchpose-v1"))
     assert [(k.size, k.angle) for k in by_name] == [(k.size, k.angle) for k in by_est]
-    with pytest.raises(InputError, match="size_factor"):
-        patchpose.assign(img, kps, size_factor=0)
+    with pytest.raises(InputError, match="cv2.KeyPoint"):
+        patchpose.assign(img, None)
     with pytest.raises(InputError, match="estimator must be"):
         patchpose.assign(img, kps, estimator=3)
     with pytest.raises(InputError, match="size > 0"):
         patchpose.assign(img, [cv2.KeyPoint(100.0, 100.0, 0.0, 0.0)], keep_size=True)
 
 
-def test_sift_size_factor_covers_the_models_descriptor_window():
-    """sift_size_factor(est) is SIFT_DESCRIPTOR_SIZE_FACTOR times the estimator's descriptor_region, so assign's
-    sizes grow by that factor and the angles stay the same."""
-    from patchpose.integrations.opencv import SIFT_DESCRIPTOR_SIZE_FACTOR, sift_size_factor
+def test_assign_sizes_make_sift_describe_the_models_descriptor_window():
+    """assign's sizes make cv2.SIFT.compute's window (radius 5.3 · size) the pose's descriptor_radius: they
+    grow with the read plan's descriptor_region and the angles stay the same."""
+    from patchpose.integrations.opencv import SIFT_WINDOW_PER_SIZE
 
     img = (make_textured_image(200, seed=1) * 255).astype(np.uint8)
     kps = [cv2.KeyPoint(100.0, 100.0, 8.0, 0.0), cv2.KeyPoint(80.0, 120.0, 6.0, 0.0)]
-    wide = patchpose.PatchPoseEstimator.load("patchpose-v7").with_plan(descriptor_region=2.5)
-    assert sift_size_factor(wide) == pytest.approx(2.5 * SIFT_DESCRIPTOR_SIZE_FACTOR)
-    assert sift_size_factor("patchpose-v6") == pytest.approx(SIFT_DESCRIPTOR_SIZE_FACTOR)
-    a = patchpose.assign(img, kps, wide, size_factor=SIFT_DESCRIPTOR_SIZE_FACTOR)
-    b = patchpose.assign(img, kps, wide, size_factor=sift_size_factor(wide))
+    est = patchpose.PatchPoseEstimator.load("patchpose-v7")
+    wide = est.with_plan(descriptor_region=2.5)
+    poses = wide.estimate(img, np.array([k.pt for k in kps]))
+    b = patchpose.assign(img, kps, wide)
+    np.testing.assert_allclose([k.size * SIFT_WINDOW_PER_SIZE for k in b], poses.descriptor_radius, rtol=1e-5)
+    a = patchpose.assign(img, kps, est.with_plan(descriptor_region=1.0))
     np.testing.assert_allclose([k.size for k in b], [2.5 * k.size for k in a], rtol=1e-5)
     assert [k.angle for k in a] == [k.angle for k in b]
 
@@ -573,3 +574,34 @@ def test_assign_reads_opencv_orb_keypoints_at_their_level_pixel():
     )
     with pytest.raises(InputError, match="xy_bias"):
         patchpose.assign(img, kps, est, xy_bias=np.zeros((2, 2)))
+
+
+def test_kornia_pose_assigner_writes_the_descriptor_window_as_laf_scale():
+    """With scale=True the LAF scale is Poses.descriptor_radius (kornia's descriptors cut ±LAF scale), the
+    angle ours in degrees; laf_frame reads such a LAF back in our own frame; no LAFs give no LAFs; bad
+    input is an InputError."""
+    import kornia.feature as KF
+
+    from patchpose.integrations.kornia import LAFPoseAssigner
+
+    img = (make_textured_image(200, seed=2) * 255).astype(np.uint8)
+    xy = np.array([[90.0, 100.0], [110.0, 95.0], [100.0, 120.0]])
+    est = patchpose.PatchPoseEstimator.from_pretrained()
+    poses = est.estimate(img, xy)
+    timg = torch.from_numpy(img.astype(np.float32) / 255.0)[None, None]
+    laf = KF.laf_from_center_scale_ori(torch.from_numpy(xy).float()[None], torch.full((1, 3, 1, 1), 5.0))
+    with torch.no_grad():
+        out = LAFPoseAssigner(est)(laf, timg)
+    np.testing.assert_allclose(KF.get_laf_scale(out)[0, :, 0, 0].numpy(), poses.descriptor_radius, rtol=1e-4)
+    got = KF.get_laf_orientation(out)[0, :, 0].numpy()
+    np.testing.assert_allclose(np.exp(1j * np.radians(got)), np.exp(1j * poses.orientation), atol=1e-2)
+    with torch.no_grad():  # read back in the LAF's own frame: about the same angle
+        again = LAFPoseAssigner(est, scale=False, laf_frame=True)(out, timg)
+    d = (KF.get_laf_orientation(again)[0, :, 0].numpy() - got + 180.0) % 360.0 - 180.0
+    assert np.median(np.abs(d)) < 15.0
+    with torch.no_grad():
+        assert LAFPoseAssigner(est)(torch.zeros(1, 0, 2, 3), timg).shape == (1, 0, 2, 3)
+    with pytest.raises(InputError, match="laf must be"):
+        LAFPoseAssigner(est)(torch.zeros(1, 3, 3, 3), timg)
+    with pytest.raises(InputError, match="torch tensors"):
+        LAFPoseAssigner(est)(laf.numpy(), timg)

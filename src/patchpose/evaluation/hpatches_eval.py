@@ -477,7 +477,6 @@ def evaluate_hpatches(
     descriptor: str = "sift",
     descriptor_weights: str | None = None,
     top_k: int = 4,
-    region: float = 1.0,
     max_keypoints: int | None = None,
     names: list[str] | None = None,
     pose: bool = True,
@@ -519,7 +518,6 @@ def evaluate_hpatches(
         descriptor=descriptor,
         descriptor_weights=descriptor_weights,
         top_k=int(top_k),
-        region=region,
         detector=detector,
     )
     describer = Describer(cfg.descriptor, cfg.descriptor_weights)
@@ -625,7 +623,6 @@ def evaluate_hpatches(
             "max_keypoints": cfg.max_keypoints,
             "descriptor": cfg.descriptor,
             "top_k": cfg.top_k,
-            "region": cfg.region,
             "model": model_name,
             "plan": asdict(est.plan),
         },

@@ -4,8 +4,8 @@ better on our keypoint poses (:func:`patchpose.assign`) than on SIFT's own?
 Each photo is turned about its centre by 0°, 10°, …, 350° (same canvas; the corners that leave it are lost).
 SIFT keypoints are detected in both images (one per location) and described by OpenCV's SIFT descriptor
 at these poses: SIFT's own (where SIFT found several orientations at a location, the first it lists, as
-any one-per-location pipeline would keep), ours (``assign`` with ``sift_size_factor(est)``, so that the
-descriptor window covers the model's calibrated descriptor window, as in the matching pipeline), ours at SIFT's size
+any one-per-location pipeline would keep), ours (:func:`patchpose.assign`, whose sizes make SIFT's window
+cover the model's calibrated descriptor window, as in the matching pipeline), ours at SIFT's size
 (``keep_size``: SIFT's size kept, our angle read in its frame), SIFT's own angle resolved by ours (where
 SIFT found several, the one nearest our angle: :func:`patchpose.resolve_orientations`), and upright (SIFT's
 size, angle 0, the lower bound). One more row is SIFT as it comes, a keypoint per orientation
@@ -141,7 +141,7 @@ def true_position_errors(
     *true* position ``H·x0`` (with the size SIFT found again): what our angle would be with a detector
     that finds its keypoints again exactly. The offset column is still the re-detection's, so the two
     tables compare keypoint for keypoint."""
-    from ..integrations.opencv import SIFT_DESCRIPTOR_SIZE_FACTOR, assign
+    from ..integrations.opencv import assign
 
     i, j, d = found_again(views0["sift"], views1["sift"], H)
     if len(i) == 0:
@@ -150,7 +150,7 @@ def true_position_errors(
     k1 = [cv2.KeyPoint(*x, views1["sift"][q].size) for x, q in zip(x1, j)]
     a1 = [
         k.angle
-        for k in assign(img1, k1, est, size_factor=SIFT_DESCRIPTOR_SIZE_FACTOR, keep_size=True, xy_bias=0.0)
+        for k in assign(img1, k1, est, keep_size=True, xy_bias=0.0)
     ]
     a0 = np.array([k.angle for k in views0["ours_at_sift_size"]])[i]
     return np.stack([_wrapped(a1, a0, angle_deg), d], axis=1)
@@ -188,21 +188,16 @@ def _views(img, detected, est) -> dict:
     """The keypoints of every row, one per location (:func:`_dedupe` of SIFT's ``detected`` keypoints):
     SIFT's own, ours, SIFT's size with our angle, SIFT's angle nearest ours where SIFT found several
     (:func:`patchpose.integrations.opencv.resolve_orientations`), and upright."""
-    from ..integrations.opencv import (
-        SIFT_DESCRIPTOR_SIZE_FACTOR,
-        assign,
-        resolve_orientations,
-        sift_size_factor,
-    )
+    from ..integrations.opencv import assign, resolve_orientations
 
-    f = SIFT_DESCRIPTOR_SIZE_FACTOR  # SIFT's window: the frame our angle is read in at SIFT's size
     kps = _dedupe(detected)
-    resolved = {(k.pt, k.size): k for k in resolve_orientations(img, detected, est, size_factor=f)}
+    resolved = {(k.pt, k.size): k for k in resolve_orientations(img, detected, est)}
     return {
         "sift": kps,
         # our size: SIFT's window made to cover the model's calibrated descriptor window
-        "ours": assign(img, kps, est, size_factor=sift_size_factor(est)),
-        "ours_at_sift_size": assign(img, kps, est, size_factor=f, keep_size=True),
+        "ours": assign(img, kps, est),
+        # SIFT's size, our angle read in the frame of SIFT's window
+        "ours_at_sift_size": assign(img, kps, est, keep_size=True),
         "sift_resolved_by_ours": [resolved[(k.pt, k.size)] for k in kps],
         "upright": [cv2.KeyPoint(*k.pt, k.size, 0, k.response, k.octave, k.class_id) for k in kps],
         # SIFT as it comes: a keypoint per orientation (more keypoints than the other rows; MMA only)

@@ -12,10 +12,10 @@
   from the patch alone (rings beyond the patch see its reflection): less accurate than
   :class:`LAFPoseAssigner` (numbers in ``docs/integrations.md``); use it where only patches exist.
 
-Units: kornia LAF scale = half-width in px = ``REFERENCE_RADIUS·2**σ·laf_factor``; orientation in degrees,
-counter-clockwise as displayed (the same sign as ours). kornia's descriptors cut patches of ±LAF scale, so for
-them ``laf_factor=est.descriptor_region`` gives the window the model was calibrated with
-(:func:`patchpose.weights.recommended_descriptor_region`). The model runs in eval mode, without gradients.
+Units: a kornia LAF's scale is the half-width in px of the patch kornia's descriptors cut; the scale written
+is :attr:`Poses.descriptor_radius <patchpose.Poses.descriptor_radius>`, the window the model was calibrated
+with (its read plan's ``descriptor_region`` times its characteristic radius). Orientation in degrees,
+counter-clockwise as displayed (the same sign as ours). The model runs in eval mode, without gradients.
 """
 
 from __future__ import annotations
@@ -37,23 +37,25 @@ class LAFPoseAssigner(nn.Module):
         estimator=None,
         scale: bool = True,
         orientation: bool = True,
-        laf_factor: float = 1.0,
         laf_frame: bool = False,
-    ):
+    ) -> None:
         super().__init__()
         self.est = as_estimator(estimator)
         self.est.model.eval()
-        self.set_scale, self.set_orientation, self.laf_factor = scale, orientation, float(laf_factor)
+        self.set_scale, self.set_orientation = bool(scale), bool(orientation)
         # read the model's input in each LAF's own frame (its scale) instead of at scale 0
         self.laf_frame = bool(laf_frame)
 
     def forward(self, laf: torch.Tensor, img: torch.Tensor) -> torch.Tensor:
         import kornia.feature as KF
 
+        if not isinstance(laf, torch.Tensor) or not isinstance(img, torch.Tensor):
+            raise InputError("laf and img must be torch tensors (B, N, 2, 3) and (B, 1 or 3, H, W)")
         if laf.dim() != 4 or laf.shape[2:] != (2, 3):
-            raise ValueError(f"laf must be (B, N, 2, 3), got {tuple(laf.shape)}")
+            raise InputError(f"laf must be (B, N, 2, 3), got {tuple(laf.shape)}")
         if img.dim() != 4 or img.shape[0] != laf.shape[0] or img.shape[1] not in (1, 3):
-            raise ValueError(f"img must be (B, 1 or 3, H, W) with B = {laf.shape[0]}, got {tuple(img.shape)}")
+            raise InputError(f"img must be (B, 1 or 3, H, W) with B = {laf.shape[0]}, got {tuple(img.shape)}")
+        est = self.est
         out = []
         h, w = img.shape[2:]
         for b in range(laf.shape[0]):
@@ -67,15 +69,14 @@ class LAFPoseAssigner(nn.Module):
                 kp = np.stack([np.clip(xy[:, 0], -0.5, w - 0.5), np.clip(xy[:, 1], -0.5, h - 0.5)], 1)
                 frame = None
                 if self.laf_frame:
-                    r = scale[0, :, 0, 0].double().numpy() / (REFERENCE_RADIUS * self.laf_factor)
+                    # the LAF's scale is a descriptor window: our radius is that over the plan's region
+                    r = scale[0, :, 0, 0].double().numpy() / (REFERENCE_RADIUS * est.plan.descriptor_region)
                     frame = np.log2(np.clip(r, 2.0**-12, 2.0**12))
                 # the LAF's own scale kept: read the angle in its frame only (one pass)
                 keep = self.laf_frame and not self.set_scale
-                est = self.est.with_plan(passes=1) if keep else self.est
-                res = est.estimate(im, kp, detector_scale=frame)
+                res = (est.with_plan(passes=1) if keep else est).estimate(im, kp, detector_scale=frame)
                 if self.set_scale:
-                    r = REFERENCE_RADIUS * np.power(2.0, res.scale) * self.laf_factor
-                    scale = torch.from_numpy(r).float().view(1, -1, 1, 1)
+                    scale = torch.from_numpy(res.descriptor_radius).float().view(1, -1, 1, 1)
                 if self.set_orientation:
                     ori = torch.from_numpy(np.degrees(res.orientation)).float().view(1, -1, 1)
             out.append(KF.laf_from_center_scale_ori(KF.get_laf_center(lb), scale, ori))

@@ -9,7 +9,6 @@ import cv2
 import numpy as np
 
 from ..conventions import (
-    CV2_SIZE_FACTOR,
     angle_diff,
     from_cv2_size_angle,
     to_cv2_size_angle,
@@ -19,72 +18,60 @@ from ..errors import InputError
 from ..estimator import as_estimator
 from ..interop import is_opencv_sift, keypoint_xy, opencv_orb_scale_factor
 
-#: ``size_factor`` that makes OpenCV's SIFT descriptor window (radius ≈ 5.3 · size) cover our characteristic
-#: region (radius ``16 · 2**σ``), as the matching pipeline does (:data:`patchpose.matching.pipeline.SIFT_REGION`).
-#: With the default factor 1, ``size`` is the region's diameter, and ``cv2.SIFT.compute`` describes a window
-#: about ten times as wide (and slower by that factor squared).
-SIFT_DESCRIPTOR_SIZE_FACTOR = 1.0 / (2.0 * 5.3)
-
-
-def sift_size_factor(estimator=None) -> float:
-    """The ``size_factor`` for :func:`assign` whose sizes make ``cv2.SIFT.compute`` describe the window the
-    model's pose was calibrated with: :data:`SIFT_DESCRIPTOR_SIZE_FACTOR` times the estimator's
-    read plan's ``descriptor_region`` (:class:`~patchpose.ReadPlan`). For the angle alone at the detector's size (``keep_size=True``) use
-    :data:`SIFT_DESCRIPTOR_SIZE_FACTOR`: that frame is the detector's window."""
-    return SIFT_DESCRIPTOR_SIZE_FACTOR * as_estimator(estimator).plan.descriptor_region
-
-
-def check_size_factor(size_factor) -> float:
-    if not isinstance(size_factor, (int, float, np.floating, np.integer)) or not (
-        np.isfinite(size_factor) and size_factor > 0
-    ):
-        raise InputError(f"size_factor must be a positive number, got {size_factor!r}")
-    return float(size_factor)
+#: OpenCV's SIFT descriptor covers a window of radius ``3σ·(d+1)·√2/2`` px with ``σ = size/2`` and ``d = 4``,
+#: about 5.3 times a keypoint's ``size`` (:data:`patchpose.matching.pipeline.SIFT_REGION`)
+SIFT_WINDOW_PER_SIZE = 5.3
+#: the size factor (:func:`~patchpose.conventions.to_cv2_size_angle`) that makes a keypoint's SIFT window
+#: radius equal to a radius of ours
+SIFT_DESCRIPTOR_SIZE_FACTOR = 1.0 / (2.0 * SIFT_WINDOW_PER_SIZE)
 
 
 def assign(
     image,
     keypoints,
     estimator=None,
-    size_factor: float = CV2_SIZE_FACTOR,
+    *,
     top_k: int | None = None,
     keep_size: bool = False,
     xy_bias=None,
-):
-    """New ``cv2.KeyPoint``s with our poses.
+) -> list[cv2.KeyPoint]:
+    """New ``cv2.KeyPoint``s with our poses, sized for OpenCV's descriptors.
+
+    Each keypoint's ``size`` is chosen so that ``cv2.SIFT.compute`` describes the window the model was
+    calibrated with (:attr:`Poses.descriptor_radius <patchpose.Poses.descriptor_radius>`: radius
+    :data:`SIFT_WINDOW_PER_SIZE` × ``size``), and its ``angle`` is ours (degrees, clockwise as displayed,
+    :func:`~patchpose.conventions.to_cv2_size_angle`).
 
     Args:
         image: ``H×W×3`` uint8 RGB, or ``H×W`` gray (the same as :meth:`PatchPoseEstimator.estimate`).
         keypoints: a sequence of ``cv2.KeyPoint`` (e.g. from ``cv2.SIFT.detect``).
-        estimator: a :class:`~patchpose.PatchPoseEstimator`, a bundled model's name (e.g.
-            ``"patchpose-v1"``) or a weights file (default: the bundled default model).
-        size_factor: ``size = 2 · 16 · 2**σ · size_factor`` (1 = the diameter of our characteristic region).
+        estimator: a :class:`~patchpose.PatchPoseEstimator`, a bundled model's name or a weights file
+            (default: the bundled default model).
         top_k: None for one keypoint per input; ``k`` for ``k`` keypoints per input (our top-k poses),
             in input order, strongest pose first.
-        keep_size: keep each keypoint's size (the detector's scale) and estimate only the angle, in the frame
-            of that size (``size_factor`` converts it to our scale). Measured far better than our own
-            scale for SIFT keypoints (``docs/results.md``).
+        keep_size: keep each keypoint's size (the detector's scale) and estimate only the angle, read once
+            in the frame of the window SIFT would describe at that size. Far better than our own scale for
+            SIFT keypoints described by SIFT (``docs/results.md``).
         xy_bias: px per axis between a keypoint's ``pt`` and the pixel-centre position the model reads at
             (``pt − xy_bias``; a number, or ``(N, 2)``). None (default): where the detector found them
             (:func:`~patchpose.interop.keypoint_xy`): 0.25 px up-left of ``pt`` for OpenCV SIFT's keypoints,
             which ``cv2.SIFT_create()`` reports a quarter pixel off
             (:data:`~patchpose.conventions.OPENCV_SIFT_XY_BIAS`); for OpenCV ORB's above pyramid level 0, the
-            centre of the level pixel they were found at (:func:`~patchpose.conventions.from_opencv_orb_xy`,
-            up to about 3 px from ``pt``); ``pt`` for any other. Give 0 for SIFT made with
-            ``enable_precise_upscale=True``. The returned keypoints keep their ``pt`` (what OpenCV's
-            ``compute`` expects).
+            centre of the level pixel they were found at (:func:`~patchpose.conventions.from_opencv_orb_xy`);
+            ``pt`` for any other. Give 0 for SIFT made with ``enable_precise_upscale=True``. The returned
+            keypoints keep their ``pt`` (what OpenCV's ``compute`` expects).
 
     For SIFT keypoints that will be described by SIFT, :func:`resolve_orientations` (SIFT's own pose, with
     our angle choosing only where SIFT found several orientations) matches better than our angle alone.
     """
-
+    if keypoints is None:
+        raise InputError("keypoints must be a sequence of cv2.KeyPoint, got None")
     kps = list(keypoints)
     if not kps:
         return []
     if not all(isinstance(k, cv2.KeyPoint) for k in kps):
         raise InputError("keypoints must be cv2.KeyPoint objects (use estimate() for (N, 2) arrays)")
     est = as_estimator(estimator)
-    check_size_factor(size_factor)
     xy = keypoint_xy(kps, xy_bias, check_image_shape(image))
     frame = None
     if keep_size:
@@ -95,13 +82,12 @@ def assign(
                 f"keep_size=True needs each keypoint's size > 0 (the detector's scale); keypoint #{i} has "
                 f"size {sizes[i]:g}: use keep_size=False to estimate the size too"
             )
-        frame, _ = from_cv2_size_angle(sizes, np.zeros(len(kps)), size_factor)
-    # keep_size: the angle of the detector's region, so one pass (a second would leave the detector's frame;
-    # docs/model_card.md, "Reading twice")
-    if keep_size:
+        frame, _ = from_cv2_size_angle(sizes, np.zeros(len(kps)), SIFT_DESCRIPTOR_SIZE_FACTOR)
+        # the angle of the detector's region: one read (a second would leave the detector's frame)
         est = est.with_plan(passes=1)
     out = est.estimate(image, xy, top_k=top_k or 1, detector_scale=frame)
-    size, angle = to_cv2_size_angle(out.scale, out.orientation, size_factor)
+    size = out.descriptor_radius / SIFT_WINDOW_PER_SIZE
+    _, angle = to_cv2_size_angle(out.scale, out.orientation)
     if keep_size:
         size = np.broadcast_to(np.array([k.size for k in kps], np.float64)[:, None], size.shape)
     res = []
@@ -115,13 +101,7 @@ def assign(
     return res
 
 
-def resolve_orientations(
-    image,
-    keypoints,
-    estimator=None,
-    size_factor: float = SIFT_DESCRIPTOR_SIZE_FACTOR,
-    xy_bias=None,
-) -> list:
+def resolve_orientations(image, keypoints, estimator=None, *, xy_bias=None) -> list[cv2.KeyPoint]:
     """One ``cv2.KeyPoint`` per location: where the detector found several orientations, the one nearest ours.
 
     SIFT returns one keypoint per dominant orientation: every peak of its gradient histogram within 80 %
@@ -138,8 +118,6 @@ def resolve_orientations(
         keypoints: ``cv2.KeyPoint``s, e.g. straight from ``cv2.SIFT.detect``; keypoints with the same
             position and size are one location.
         estimator: a :class:`~patchpose.PatchPoseEstimator` (default: the bundled model).
-        size_factor: the frame our orientation is read in (see :func:`assign`); the default is the one
-            measured in ``docs/results.md``.
         xy_bias: see :func:`assign` (default: where the detector found them, e.g. 0.25 px up-left of ``pt``
             for OpenCV SIFT's keypoints).
 
@@ -147,6 +125,8 @@ def resolve_orientations(
         One keypoint per location, in the order of each location's first keypoint; every field is the
         detector's (an input keypoint itself).
     """
+    if keypoints is None:
+        raise InputError("keypoints must be a sequence of cv2.KeyPoint, got None")
     kps = list(keypoints)
     if not kps:
         return []
@@ -166,7 +146,6 @@ def resolve_orientations(
             image,
             first,
             estimator,
-            size_factor=size_factor,
             keep_size=True,
             xy_bias=np.array([bias[id(k)] for k in first]),
         )
@@ -179,7 +158,7 @@ def resolve_orientations(
 __all__ = [
     "assign",
     "resolve_orientations",
-    "sift_size_factor",
+    "SIFT_WINDOW_PER_SIZE",
     "is_opencv_sift",
     "opencv_orb_scale_factor",
     "SIFT_DESCRIPTOR_SIZE_FACTOR",

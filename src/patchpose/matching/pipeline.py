@@ -26,7 +26,7 @@ gradient``      (:func:`patchpose.baselines.log_scale_selection`, σ), a descrip
                 pose change that ``H`` makes at the keypoint's source point (:func:`patchpose.geometry.pose_change`)
 =============== ==========================================================================================
 
-Each row's patch half-width is multiplied by ``MatchConfig.region``. Keypoints are OpenCV SIFT
+Keypoints are OpenCV SIFT
 detections (``detector="sift"``, one per location: SIFT's extra detections for secondary orientations are
 dropped so that every row matches the same keypoints), Harris corners (``detector="harris"``, no pose of
 their own), or any ``(N, 2)`` array. Rows that need SIFT's pose (``sift``, ``sift_scale+ours_angle``,
@@ -91,7 +91,6 @@ class MatchConfig:
     descriptor: str = "sift"
     descriptor_weights: str | None = None
     top_k: int = 4
-    region: float = 1.0  # descriptor patch half-width, in units of each row's characteristic radius
     detector: str = "sift"  # "sift" | "harris" (when no keypoints are given)
 
 
@@ -277,7 +276,7 @@ def describe_rows(
             s = s + ours_window(row, est.plan.descriptor_region if est is not None else 1.0)
         k = s.shape[1]
         d = describer.describe(
-            feats.pyramid, np.repeat(feats.xy, k, 0), s.reshape(-1), o.reshape(-1), cfg.region
+            feats.pyramid, np.repeat(feats.xy, k, 0), s.reshape(-1), o.reshape(-1)
         )
         out[row] = d.reshape(len(feats), k, -1)
     return out
