@@ -145,7 +145,6 @@ def test_gray_and_float_inputs(est, photo, kps):
         (np.zeros((10, 10), np.uint8), np.array([[5.0, 5.0]]), "too small"),
         (np.full((64, 64), np.nan, np.float32), np.array([[30.0, 30.0]]), "NaN"),
         (np.zeros((64, 64, 2), np.uint8), np.array([[30.0, 30.0]]), "shape"),
-        (np.zeros((64, 64), np.uint8), np.zeros((0, 2)), "empty"),
         (np.zeros((64, 64), np.uint8), np.array([1.0, 2.0]), r"\(N, 2\)"),
         (np.zeros((64, 64), np.uint8), np.array([[np.nan, 2.0]]), "NaN"),
         (np.zeros((64, 64), np.uint8), np.array([[70.0, 2.0]]), "outside"),
@@ -155,6 +154,25 @@ def test_gray_and_float_inputs(est, photo, kps):
 def test_bad_input_is_a_clear_error(est, image, keypoints, match):
     with pytest.raises(InputError, match=match):
         est.estimate(image, keypoints)
+
+
+@pytest.mark.parametrize("top_k", [None, 3])
+def test_no_keypoints_give_no_poses(est, top_k):
+    """An image without detections: empty poses shaped as for N keypoints, not an error."""
+    out = est.estimate(np.zeros((64, 64), np.uint8), np.zeros((0, 2)), top_k=top_k)
+    want = (0,) if top_k is None else (0, 3)
+    assert out.orientation.shape == out.scale.shape == out.confidence.shape == want
+    assert out.orientation_hist.shape == (0, 36) and out.scale_hist.shape == (0, est.cfg.num_scale_bins)
+    assert len(out) == 0 and out.valid.dtype == bool
+
+
+def test_torch_keypoints_are_read_like_numpy_ones(photo, kps):
+    import torch
+
+    est = PatchPoseEstimator.from_pretrained()
+    want = est.estimate(photo, kps[:5])
+    got = est.estimate(photo, torch.tensor(kps[:5], requires_grad=True))
+    np.testing.assert_array_equal(got.orientation, want.orientation)
 
 
 def test_outside_keypoint_message_prints_plain_numbers(est):

@@ -361,7 +361,6 @@ def test_true_position_errors_read_our_angle_where_the_keypoint_truly_is():
     from patchpose.conventions import similarity_about
     from patchpose.evaluation.rotation_eval import angle_errors, found_again, true_position_errors
     from patchpose.geometry import apply_homography
-    from patchpose.integrations.opencv import SIFT_DESCRIPTOR_SIZE_FACTOR as F
 
     img = (make_textured_image(240, seed=4) * 255).astype(np.uint8)
     H = similarity_about((119.5, 119.5), 0.0, np.pi / 2)
@@ -388,17 +387,11 @@ def test_true_position_errors_read_our_angle_where_the_keypoint_truly_is():
 def test_resolve_orientations_keeps_the_detectors_angle_nearest_ours():
     """Keypoints sharing a position and size are one location: the one whose angle is nearest ours (read in
     its frame) is kept, as the very input object; single keypoints pass through without the model."""
-    from patchpose.integrations.opencv import SIFT_DESCRIPTOR_SIZE_FACTOR as F
 
     img = (make_textured_image(200, seed=5) * 255).astype(np.uint8)
     est = patchpose.PatchPoseEstimator.from_pretrained()
     pts = [(70.0, 80.0), (120.0, 100.0), (100.0, 130.0)]
-    ours = [
-        k.angle
-        for k in patchpose.assign(
-            img, [cv2.KeyPoint(*p, 8.0) for p in pts], est, keep_size=True
-        )
-    ]
+    ours = [k.angle for k in patchpose.assign(img, [cv2.KeyPoint(*p, 8.0) for p in pts], est, keep_size=True)]
     near = [
         cv2.KeyPoint(*pts[0], 8.0, (ours[0] + 3.0) % 360, 0.5, 3),
         cv2.KeyPoint(*pts[1], 8.0, (ours[1] - 4.0) % 360),

@@ -29,8 +29,11 @@ log = logging.getLogger(__name__)
 BORDER_POLICIES = ("reflect", "constant", "error")
 
 
-def check_keypoints(keypoints, shape: tuple[int, int]) -> np.ndarray:
-    """Validate ``(N, 2)`` xy keypoints inside an image of ``shape = (H, W)``."""
+def check_keypoints(keypoints, shape: tuple[int, int], allow_empty: bool = False) -> np.ndarray:
+    """Validate ``(N, 2)`` xy keypoints (a numpy array, a sequence or a torch tensor) inside an image of
+    ``shape = (H, W)``; ``allow_empty``: ``(0, 2)`` passes (else it is an error)."""
+    if isinstance(keypoints, torch.Tensor):
+        keypoints = keypoints.detach().cpu().numpy()
     try:
         if np.iscomplexobj(keypoints):  # a float cast would drop the imaginary part with only a warning
             raise TypeError
@@ -41,7 +44,7 @@ def check_keypoints(keypoints, shape: tuple[int, int]) -> np.ndarray:
         ) from None
     if kp.ndim != 2 or kp.shape[1] != 2:
         raise InputError(f"keypoints must be an (N, 2) array of x, y pixel coordinates, got shape {kp.shape}")
-    if len(kp) == 0:
+    if len(kp) == 0 and not allow_empty:
         raise InputError("keypoints is empty: give at least one (x, y) keypoint")
     if not np.isfinite(kp).all():
         raise InputError("keypoints contain NaN or infinite values")
@@ -222,8 +225,10 @@ class PatchPoseEstimator:
         if top_k is not None and not is_int_in(top_k, 1, n_bins):
             raise InputError(f"top_k must be None or an integer from 1 to {n_bins} (the bins), got {top_k!r}")
         img = check_image(image)
-        kp = check_keypoints(keypoints, img.shape[:2])
+        kp = check_keypoints(keypoints, img.shape[:2], allow_empty=True)
         fs0 = check_detector_scale(detector_scale, len(kp))
+        if len(kp) == 0:
+            return self._no_poses(top_k)
         valid = self._valid(img.shape[:2], kp, fs0)
         pyramid = self._pyramid(img)
         reading = read(
@@ -235,6 +240,21 @@ class PatchPoseEstimator:
             batch_size=self.batch_size,
         )
         return poses_of(reading, self.cfg, self.plan, fs0, valid, top_k)
+
+    def _no_poses(self, top_k: int | None) -> Poses:
+        """The :class:`Poses` of no keypoints (an image without detections), shaped as for N keypoints."""
+        shape = (0,) if top_k is None else (0, top_k)
+        empty = np.zeros(shape)
+        return Poses(
+            orientation=empty,
+            scale=empty,
+            confidence=empty.astype(np.float32),
+            scale_confidence=empty.astype(np.float32),
+            descriptor_radius=empty,
+            orientation_hist=np.zeros((0, self.cfg.num_ori_bins), np.float32),
+            scale_hist=np.zeros((0, self.cfg.num_scale_bins), np.float32),
+            valid=np.zeros(0, bool),
+        )
 
     def extract(self, image, keypoints, *, detector_scale=None) -> np.ndarray:
         """The model's inputs of the first read (``(N, C, rings, angles)`` for a log-polar model,
