@@ -326,3 +326,81 @@ def test_complex_keypoints_are_refused(tmp_path):
         main(["estimate", str(demo_photo()), "--keypoints", str(tmp_path / "kp.npy"), "--out", str(tmp_path)])
         == 2
     )
+
+
+def _fake_runs(monkeypatch):
+    """Replace the recipe runner and the one-config trainer by stubs that record their calls (no training;
+    the trainer module is replaced whole, so this works whatever it imports)."""
+    import types
+
+    import patchpose.training.recipe as recipe_mod
+
+    calls = []
+
+    def fake_recipe(recipe, out_dir, overrides=(), resume=False, progress=True):
+        calls.append(("recipe", recipe, str(out_dir), list(overrides), resume))
+        return {"name": recipe, "stages": [], "finished": True, "weights": None}
+
+    def fake_train(cfg, out_dir, resume=False, progress=True):
+        calls.append(("config", cfg, str(out_dir), None, resume))
+        return {"step": 0}
+
+    monkeypatch.setattr(recipe_mod, "train_recipe", fake_recipe)
+    monkeypatch.setitem(sys.modules, "patchpose.training.trainer", types.SimpleNamespace(train=fake_train))
+    return calls
+
+
+def test_train_without_config_or_recipe_trains_the_default_models_recipe(tmp_path, monkeypatch):
+    from patchpose.training.recipe import load_recipe
+    from patchpose.weights import DEFAULT_MODEL
+
+    calls = _fake_runs(monkeypatch)
+    assert main(["train", "--out", str(tmp_path / "a"), "run.threads=1", "--resume"]) == 0
+    assert calls == [("recipe", "patchpose-v9", str(tmp_path / "a"), ["run.threads=1"], True)]
+    assert DEFAULT_MODEL == "patchpose-v9" and load_recipe(DEFAULT_MODEL)["name"] == DEFAULT_MODEL
+    calls.clear()
+    assert main(["train", "--recipe", "patchpose-v2", "--out", str(tmp_path / "b")]) == 0
+    assert [c[:2] for c in calls] == [("recipe", "patchpose-v2")]
+
+
+def test_train_with_config_runs_that_config_alone(tmp_path, monkeypatch):
+    calls = _fake_runs(monkeypatch)
+    assert main(["train", "--config", "v1", "--out", str(tmp_path), "optim.lr=0.003"]) == 0
+    (kind, cfg, out, _, resume), *rest = calls
+    assert kind == "config" and not rest and out == str(tmp_path) and not resume
+    assert cfg.optim.lr == 0.003 and cfg.model.arch == "small-cnn"  # the Cartesian v1 preset, overridden
+
+
+def test_only_the_cli_imports_argparse_or_the_cli():
+    """Library modules take typed arguments, never an argparse Namespace: no module under patchpose/ but
+    patchpose/cli imports argparse, and none imports patchpose.cli except ``python -m patchpose.train``'s
+    entry point."""
+    import ast
+    from pathlib import Path
+
+    import patchpose
+
+    root = Path(patchpose.__file__).parent
+    bad, scanned = [], 0
+    for path in sorted(root.rglob("*.py")):
+        rel = path.relative_to(root).as_posix()
+        if rel.startswith("cli/"):
+            continue
+        scanned += 1
+        package = ["patchpose", *rel.split("/")[:-1]]
+        for node in ast.walk(ast.parse(path.read_text(), rel)):
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = package[: len(package) - node.level + 1] if node.level else []
+                mod = ".".join(base + ([node.module] if node.module else []))
+                names = [mod] + [f"{mod}.{a.name}" for a in node.names]
+            else:
+                continue
+            if any(n.split(".")[0] == "argparse" for n in names):
+                bad.append(f"{rel}: imports argparse")
+            if rel != "train.py" and any(
+                n == "patchpose.cli" or n.startswith("patchpose.cli.") for n in names
+            ):
+                bad.append(f"{rel}: imports patchpose.cli")
+    assert scanned > 20 and not bad, bad

@@ -357,7 +357,7 @@ def test_checkpoint_weights_of_the_wrong_shapes_or_not_finite(tmp_path):
 
 
 def test_foreign_checkpoint_in_the_cli_is_one_line(tmp_path, capsys):
-    """`patchpose export CKPT` and `patchpose train --out DIR --resume` print one line and exit with 2."""
+    """`patchpose export CKPT` and `patchpose train --config v1 --out DIR --resume` print one line and exit with 2."""
     from patchpose.cli.main import main
 
     torch.save({"model": {"w": torch.zeros(3)}, "config": {"lr": 1}}, tmp_path / "foreign.pt")
@@ -367,7 +367,7 @@ def test_foreign_checkpoint_in_the_cli_is_one_line(tmp_path, capsys):
     run = tmp_path / "run"
     run.mkdir()
     shutil.copy(tmp_path / "foreign.pt", run / "checkpoint.pt")
-    assert main(["train", "--out", str(run), "--resume", "--no-progress"]) == 2
+    assert main(["train", "--config", "v1", "--out", str(run), "--resume", "--no-progress"]) == 2
     err = capsys.readouterr().err
     assert "checkpoint.pt is not a patchpose training checkpoint" in err and err.count("\n") == 1
 

@@ -1,0 +1,222 @@
+"""``patchpose photos ...`` and ``patchpose generate ...``: the photo pool, and the benchmark datasets made
+from it (PatchPose patches, HPatches-layout sequences, posed image pairs)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+SPLITS = ("train", "val", "test")
+
+
+def photos_fetch_command(a: argparse.Namespace) -> int:
+    from ..data.photos import fetch_photos
+
+    splits = fetch_photos(a.out, debian=not a.no_debian, extra=a.extra, extra_only=a.extra_only)
+    print(json.dumps({k: len(v) for k, v in splits.items()}))
+    return 0
+
+
+def photos_graffiti_command(a: argparse.Namespace) -> int:
+    from ..data.photos import fetch_graffiti, write_graffiti
+
+    seq = write_graffiti(a.source, a.out) if a.source else fetch_graffiti(a.out)
+    print(f"wrote {seq} (HPatches layout: 1.ppm, 2.ppm, H_1_2)")
+    return 0
+
+
+def _shard(text: str | None) -> tuple[int, int] | None:
+    """``--shard i/n`` as ``(i, n)``; None without one."""
+    if not text:
+        return None
+    try:
+        i, n = (int(v) for v in text.split("/"))
+    except ValueError:
+        raise ValueError(f"--shard must look like i/n (e.g. 0/4), got {text!r}") from None
+    return i, n
+
+
+def generate_patchpose_command(a: argparse.Namespace) -> int:
+    from ..data.patchpose_dataset import GenerateConfig, generate
+
+    cfg = GenerateConfig(
+        keypoints_per_image=a.keypoints_per_image,
+        long_side=a.long_side,
+        seed=a.seed,
+        b_scale_dist=a.b_scale_dist,
+    )
+    splits = tuple(a.split) if a.split else SPLITS
+    m = generate(
+        a.images,
+        a.out,
+        cfg,
+        splits=splits,
+        workers=a.workers,
+        progress=not a.no_progress,
+        shard=_shard(a.shard),
+    )
+    if "part" in m:
+        print(f"wrote part {a.shard} to {a.out}; then run 'patchpose generate merge --out DIR PART...'")
+        return 0
+    for split, info in m["splits"].items():
+        print(
+            f"{split}: {info['photos']} photos, {info['keypoints']} keypoints ({info['kept_keypoints']} kept after "
+            f"pruning), {info['samples']} patches"
+        )
+    print(f"wrote {a.out}/manifest.json")
+    return 0
+
+
+def generate_merge_command(a: argparse.Namespace) -> int:
+    from ..data.patchpose_dataset import merge
+
+    m = merge(a.out, a.parts, tuple(a.split) if a.split else SPLITS)
+    for split, info in m["splits"].items():
+        print(f"{split}: {info['photos']} photos, {info['samples']} patches")
+    print(f"wrote {a.out}/manifest.json")
+    return 0
+
+
+def generate_hpatches_command(a: argparse.Namespace) -> int:
+    from ..data.hpatches import HPatchesGenConfig, generate_hpatches
+    from ..data.photos import list_images, load_splits
+
+    folder = Path(a.images)
+    photos = load_splits(folder)[a.split] if a.split != "all" else list_images(folder)
+    cfg = HPatchesGenConfig(max_side=a.max_side, targets=a.targets, seed=a.seed)
+    names = generate_hpatches(photos, a.out, cfg, kinds=a.kinds, progress=not a.no_progress)
+    print(f"wrote {len(names)} sequences and manifest.json to {a.out}")
+    return 0
+
+
+def generate_pool_command(a: argparse.Namespace) -> int:
+    from ..data.hpatches import pool_sequences
+
+    names = pool_sequences(a.folders, a.out, kinds=a.kinds)
+    print(f"linked {len(names)} sequences into {a.out} as <sequence>_s<seed>")
+    return 0
+
+
+def generate_posed_command(a: argparse.Namespace) -> int:
+    from ..data.photos import list_images, load_splits
+    from ..data.posed_pairs import generate_posed_pairs
+
+    folder = Path(a.images)
+    photos = load_splits(folder)[a.split] if a.split else list_images(folder)
+    path = generate_posed_pairs(
+        photos,
+        a.out,
+        per_photo=a.per_photo,
+        stereo_pairs=a.stereo_pairs,
+        max_side=a.max_side,
+        seed=a.seed,
+        progress=not a.no_progress,
+    )
+    print(f"wrote {path} and {Path(a.out) / 'images'}")
+    return 0
+
+
+def add_commands(sub: argparse._SubParsersAction) -> None:
+    """Register ``photos {fetch, graffiti}`` and ``generate {patchpose, merge, hpatches, hpatches-pool,
+    posed-pairs}`` on the top-level subparsers."""
+    ph = sub.add_parser("photos", help="photo pool for training and evaluation")
+    phs = ph.add_subparsers(dest="photos_cmd", required=True)
+    f = phs.add_parser("fetch", help="copy the photo pool (wheels + Debian packages) into a folder")
+    f.add_argument("--out", default="data/photos")
+    f.add_argument("--no-debian", action="store_true", help="only the photos inside installed wheels")
+    f.add_argument(
+        "--extra",
+        action="store_true",
+        help="also 28 photos from plasma-workspace-wallpapers and lomiri-wallpapers-16.04/-20.04, outside the "
+        "default pool: more photos to train on (docs/training.md, 'Photos')",
+    )
+    f.add_argument(
+        "--extra-only",
+        action="store_true",
+        help="only those 28 photos (same split rule), which the bundled models never saw: 'generate hpatches "
+        "--split all' makes held-out test sequences of them (docs/results.md, 'Held-out photos')",
+    )
+    f.set_defaults(func=photos_fetch_command)
+    gr = phs.add_parser(
+        "graffiti", help="opencv-doc's Oxford graffiti pair and its homography, as an HPatches sequence"
+    )
+    gr.add_argument("--out", default="data/graffiti", help="folder that receives v_graffiti/")
+    gr.add_argument(
+        "--source", default=None, help="folder holding graf1.png, graf3.png, H1to3p.xml (default: download)"
+    )
+    gr.set_defaults(func=photos_graffiti_command)
+
+    g = sub.add_parser("generate", help="generate benchmark datasets")
+    gs = g.add_subparsers(dest="generate_cmd", required=True)
+    gp = gs.add_parser("patchpose", help="PatchPose-A/B patches from a photo folder (HDF5 shards + manifest)")
+    gp.add_argument(
+        "--images", default="data/photos", help="photo folder (splits.json inside, else split by image)"
+    )
+    gp.add_argument("--out", required=True)
+    gp.add_argument("--split", action="append", choices=SPLITS, help="only these splits (repeatable)")
+    gp.add_argument("--keypoints-per-image", type=int, default=12)
+    gp.add_argument(
+        "--long-side",
+        type=int,
+        default=1024,
+        help="photos larger than this are shrunk to it (0: native size)",
+    )
+    gp.add_argument(
+        "--b-scale-dist",
+        choices=("log", "linear"),
+        default="log",
+        help="how PatchPose-B's scale factors in [1/4, 4] are drawn: log-uniform, or uniform as the official code "
+        "draws them",
+    )
+    gp.add_argument("--seed", type=int, default=0)
+    gp.add_argument("--workers", type=int, default=2, help="processes")
+    gp.add_argument("--shard", default=None, help="i/n: this process makes every n-th photo from the i-th")
+    gp.add_argument("--no-progress", action="store_true")
+    gp.set_defaults(func=generate_patchpose_command)
+    gm = gs.add_parser(
+        "merge", help="gather the parts of a sharded 'generate patchpose' and write the manifest"
+    )
+    gm.add_argument("--out", required=True)
+    gm.add_argument("parts", nargs="+", help="folders written with --shard (OUT itself may be one)")
+    gm.add_argument("--split", action="append", choices=SPLITS, help="only these splits (repeatable)")
+    gm.set_defaults(func=generate_merge_command)
+    gh = gs.add_parser(
+        "hpatches", help="HPatches-layout viewpoint/illumination sequences from a photo folder"
+    )
+    gh.add_argument("--images", default="data/photos", help="photo folder")
+    gh.add_argument(
+        "--split",
+        choices=(*SPLITS, "all"),
+        default="test",
+        help="photos of this split, or all the folder's photos",
+    )
+    gh.add_argument("--out", required=True)
+    gh.add_argument("--kinds", default="vi", help="'v' viewpoint, 'i' illumination, or both (default)")
+    gh.add_argument("--targets", type=int, default=5, help="images per sequence besides image 1")
+    gh.add_argument("--max-side", type=int, default=640)
+    gh.add_argument("--seed", type=int, default=0)
+    gh.add_argument("--no-progress", action="store_true")
+    gh.set_defaults(func=generate_hpatches_command)
+    gl = gs.add_parser(
+        "hpatches-pool",
+        help="link the sequences of several 'generate hpatches' folders (one per seed) into one, as "
+        "<sequence>_s<seed>, for one evaluation with --cluster-pattern '^(.*)_s[0-9]+$'",
+    )
+    gl.add_argument("--out", required=True)
+    gl.add_argument("folders", nargs="+", help="folders written by 'generate hpatches'")
+    gl.add_argument("--kinds", default="vi", help="'v' viewpoint, 'i' illumination, or both (default)")
+    gl.set_defaults(func=generate_pool_command)
+    gq = gs.add_parser(
+        "posed-pairs",
+        help="image pairs with known relative pose (camera rotations, rotated motorcycle stereo)",
+    )
+    gq.add_argument("--images", default="data/photos", help="photo folder")
+    gq.add_argument("--split", choices=SPLITS, default="test", help="photos of this split")
+    gq.add_argument("--out", required=True, help="receives images/, pairs.txt, manifest.json")
+    gq.add_argument("--per-photo", type=int, default=1, help="camera-rotation pairs per photo")
+    gq.add_argument("--stereo-pairs", type=int, default=24, help="rotated motorcycle stereo pairs")
+    gq.add_argument("--max-side", type=int, default=640)
+    gq.add_argument("--seed", type=int, default=0)
+    gq.add_argument("--no-progress", action="store_true")
+    gq.set_defaults(func=generate_posed_command)

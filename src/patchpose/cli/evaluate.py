@@ -1,0 +1,265 @@
+"""``patchpose eval ...``: each evaluation writes ``OUT/results.json`` and ``OUT/results.md`` (the command
+prints the latter)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from .options import add_descriptor, add_weights, print_results, read_plan
+
+
+def eval_synthetic_command(a: argparse.Namespace) -> int:
+    from ..apps import eval_synthetic
+
+    doc = eval_synthetic(a.images, a.weights, a.pairs, a.seed, a.out)
+    print_results(a.out, f"wrote {a.out}/results.json and results.md in {doc['seconds']:.0f} s")
+    return 0
+
+
+def eval_patchpose_command(a: argparse.Namespace) -> int:
+    from ..evaluation.patchpose_eval import evaluate
+
+    doc = evaluate(
+        a.data,
+        a.out,
+        a.weights,
+        a.split,
+        a.orinet_weights,
+        progress=not a.no_progress,
+        include_pruned=a.include_pruned,
+        read_plan=read_plan(a),
+        bootstrap=a.bootstrap,
+    )
+    print_results(a.out, f"wrote {a.out}/results.json, results.md and figures in {doc['seconds']:.0f} s")
+    return 0
+
+
+def eval_official_command(a: argparse.Namespace) -> int:
+    from ..data.official_patchpose import evaluate_official_layout
+    from ..fileio import write_text_atomic
+
+    res = evaluate_official_layout(a.root, a.weights, list_name=a.list, k=a.top_k)
+    out = Path(a.out)
+    out.mkdir(parents=True, exist_ok=True)
+    write_text_atomic(out / "results.json", json.dumps(res, indent=1))
+    print(json.dumps(res, indent=1))
+    return 0
+
+
+def eval_bins_command(a: argparse.Namespace) -> int:
+    from ..evaluation.bins_ablation import run
+
+    run(a.data, a.out, a.minutes, a.config, overrides=a.overrides, split=a.split, progress=not a.no_progress)
+    print(Path(a.out, "results.md").read_text())
+    return 0
+
+
+def eval_hpatches_command(a: argparse.Namespace) -> int:
+    from ..evaluation.hpatches_eval import evaluate_hpatches
+
+    doc = evaluate_hpatches(
+        a.root,
+        a.out,
+        a.weights,
+        protocol=a.protocol,
+        descriptor=a.descriptor,
+        descriptor_weights=a.descriptor_weights,
+        top_k=a.top_k,
+        max_keypoints=a.max_keypoints,
+        names=a.sequences.split(",") if a.sequences else None,
+        pose=not a.no_pose,
+        progress=not a.no_progress,
+        read_plan=read_plan(a),
+        detector=a.detector,
+        keypoints_dir=a.keypoints,
+        bootstrap=a.bootstrap,
+        cluster_pattern=a.cluster_pattern,
+    )
+    print_results(a.out, f"wrote {a.out}/results.json, results.md, mma.png in {doc['seconds']:.0f} s")
+    return 0
+
+
+def eval_rotation_command(a: argparse.Namespace) -> int:
+    from ..data.photos import list_images, load_splits, wheel_photo_paths
+    from ..errors import InputError
+    from ..evaluation.rotation_eval import evaluate_rotation, rotation_angles
+
+    if a.split and not a.images:
+        raise InputError("--split picks a split of --images: give --images DIR (e.g. data/photos) too")
+    if a.images:
+        photos = load_splits(a.images)[a.split] if a.split else list_images(a.images)
+    else:
+        photos = wheel_photo_paths()
+    doc = evaluate_rotation(
+        photos,
+        a.out,
+        a.weights,
+        angles=rotation_angles(a.step, a.start),
+        progress=not a.no_progress,
+        read_plan=read_plan(a),
+        bootstrap=a.bootstrap,
+    )
+    print_results(a.out, f"wrote {a.out}/results.json and results.md in {doc['seconds']:.0f} s")
+    return 0
+
+
+def eval_pose_command(a: argparse.Namespace) -> int:
+    from ..evaluation.pose_eval import evaluate_pose
+
+    doc = evaluate_pose(
+        a.pairs,
+        a.images,
+        a.out,
+        a.weights,
+        budgets=tuple(a.keypoints),
+        ablation=not a.no_ablation,
+        estimator=a.estimator,
+        progress=not a.no_progress,
+        read_plan=read_plan(a),
+    )
+    print_results(a.out, f"wrote {a.out}/results.json and results.md in {doc['seconds']:.0f} s")
+    return 0
+
+
+def _add_bootstrap(p: argparse.ArgumentParser, over: str) -> None:
+    p.add_argument(
+        "--bootstrap",
+        type=int,
+        default=2000,
+        metavar="N",
+        help=f"bootstrap replicates over {over} (0: none)",
+    )
+
+
+def add_commands(sub: argparse._SubParsersAction) -> None:
+    """Register ``eval {synthetic, patchpose, patchpose-official, bins, hpatches, rotation, pose}`` on the
+    top-level subparsers."""
+    ev = sub.add_parser("eval", help="evaluations")
+    evs = ev.add_subparsers(dest="eval_cmd", required=True)
+    sy = evs.add_parser(
+        "synthetic", help="scale-only / rotation-only / joint pairs on held-out photos, vs hand-crafted"
+    )
+    sy.add_argument(
+        "--images",
+        default=None,
+        help="photo folder (default: the 15 test photos shipped with the dependencies)",
+    )
+    add_weights(sy, read=False)  # its pairs are fixed crops: one read
+    sy.add_argument("--pairs", type=int, default=1000, help="pairs per protocol")
+    sy.add_argument("--seed", type=int, default=0)
+    sy.add_argument("--out", default="outputs/eval_synthetic")
+    sy.set_defaults(func=eval_synthetic_command)
+
+    pp = evs.add_parser(
+        "patchpose", help="the paper's Table 1/2 and Figures C.1/C.2 on a generated PatchPose split"
+    )
+    pp.add_argument("--data", required=True, help="folder written by 'patchpose generate patchpose'")
+    pp.add_argument("--out", default="outputs/eval_patchpose")
+    pp.add_argument("--split", default="test")
+    add_weights(pp)
+    pp.add_argument("--orinet-weights", default=None, help="local OriNet state dict for the OriNet baseline")
+    pp.add_argument("--include-pruned", action="store_true", help="also the keypoints that pruning dropped")
+    _add_bootstrap(pp, "keypoints for 95%% intervals of the official A+B and joint columns")
+    pp.add_argument("--no-progress", action="store_true")
+    pp.set_defaults(func=eval_patchpose_command)
+
+    po = evs.add_parser(
+        "patchpose-official", help="official metric on a released PatchPose copy (single-window models)"
+    )
+    po.add_argument("--root", required=True, help="folder holding patchPoseA/, patchPoseB/ (and *ImageList/)")
+    add_weights(po, read=False)  # stored 32-px patches: one read
+    po.add_argument("--list", default=None, help="image list name, e.g. test_acquired")
+    po.add_argument(
+        "--top-k", type=int, default=1, help="a keypoint counts as correct if any of k candidates is"
+    )
+    po.add_argument("--out", default="outputs/eval_patchpose_official")
+    po.set_defaults(func=eval_official_command)
+
+    bn = evs.add_parser(
+        "bins", help="Table 3: train (B_s, B_o) = (7,9), (9,18), (13,36), (17,72) and score each"
+    )
+    bn.add_argument("--data", required=True, help="folder written by 'patchpose generate patchpose'")
+    bn.add_argument("--out", default="outputs/eval_bins")
+    bn.add_argument("--minutes", type=float, default=10.0, help="training wall time per configuration")
+    bn.add_argument(
+        "--config", default="v1", help="the training config preset (or YAML file) every run starts from"
+    )
+    bn.add_argument("--split", default="test")
+    bn.add_argument("--no-progress", action="store_true")
+    bn.add_argument("overrides", nargs="*", help="key=value training overrides for every run")
+    bn.set_defaults(func=eval_bins_command)
+
+    hp = evs.add_parser(
+        "hpatches",
+        help="HPatches: patch-pose transfer and matching MMA (lower/SIFT/ours/top-k/hand-crafted/upper)",
+    )
+    hp.add_argument("--root", required=True, help="hpatches-sequences-release (or a generated copy)")
+    hp.add_argument("--out", default="outputs/eval_hpatches")
+    hp.add_argument("--protocol", choices=("d2net", "keynet"), default="d2net")
+    add_weights(hp)
+    add_descriptor(hp)
+    hp.add_argument("--top-k", type=int, default=4, help="candidates per keypoint of the ours-top-k row")
+    hp.add_argument("--max-keypoints", type=int, default=None, help="default: 2000 (d2net) / 1500 (keynet)")
+    hp.add_argument("--sequences", default=None, help="comma-separated sequence names (e.g. Key.Net's list)")
+    hp.add_argument(
+        "--detector",
+        choices=("sift", "harris"),
+        default="sift",
+        help="keypoints to match: SIFT (default) or Harris corners (no pose of their own: no SIFT rows)",
+    )
+    hp.add_argument(
+        "--keypoints",
+        default=None,
+        metavar="DIR",
+        help="keypoints from files instead: DIR/<sequence>/<k>.npy or <k>.txt (x y per row, strongest first)",
+    )
+    hp.add_argument("--no-pose", action="store_true", help="matching only (skip the pose-transfer table)")
+    _add_bootstrap(hp, "sequences for 95%% intervals of MMA@3px")
+    hp.add_argument(
+        "--cluster-pattern",
+        default=None,
+        metavar="REGEX",
+        help="draw sequences in clusters in the bootstrap: those whose names give the same capture of REGEX "
+        "(its first group, else the match), e.g. '^(.*)_s[0-9]+$' for the sequences of one photo made with "
+        "several seeds and linked in as <name>_s<seed>; a name it does not match is an error",
+    )
+    hp.add_argument("--no-progress", action="store_true")
+    hp.set_defaults(func=eval_hpatches_command)
+
+    ro = evs.add_parser(
+        "rotation", help="OpenCV SIFT descriptors on SIFT's own poses vs ours under in-plane rotations"
+    )
+    ro.add_argument("--images", default=None, help="photo folder (default: the 15 test photos in the wheels)")
+    ro.add_argument(
+        "--split", choices=("train", "val", "test"), default=None, help="only this split of --images"
+    )
+    ro.add_argument("--step", type=int, default=10, help="degrees between rotations (default 10: 36 angles)")
+    ro.add_argument(
+        "--start",
+        type=int,
+        default=0,
+        help="the first rotation in degrees (default 0; --start 5 turns by 5, 15, ..., 355 with the default step)",
+    )
+    ro.add_argument("--out", default="outputs/eval_rotation")
+    add_weights(ro)
+    _add_bootstrap(ro, "photos for 95%% intervals of the MMA columns")
+    ro.add_argument("--no-progress", action="store_true")
+    ro.set_defaults(func=eval_rotation_command)
+
+    pe = evs.add_parser("pose", help="two-view relative pose with AdaLAM: SIFT's poses vs ours (mAA, AUC)")
+    pe.add_argument("--pairs", required=True, help="pairs file: name0 name1 rot0 rot1 K0[9] K1[9] T_0to1[16]")
+    pe.add_argument("--images", required=True, help="folder the names in the pairs file are relative to")
+    pe.add_argument("--out", default="outputs/eval_pose")
+    add_weights(pe)
+    pe.add_argument("--keypoints", type=int, nargs="+", default=[1024, 2048], help="keypoint budgets")
+    pe.add_argument(
+        "--estimator",
+        choices=("magsac", "accurate", "ransac"),
+        default="accurate",
+        help="robust fit of the essential matrix (OpenCV USAC_ACCURATE, USAC_MAGSAC, RANSAC)",
+    )
+    pe.add_argument("--no-ablation", action="store_true", help="only the sift and sift+ours rows")
+    pe.add_argument("--no-progress", action="store_true")
+    pe.set_defaults(func=eval_pose_command)

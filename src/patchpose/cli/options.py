@@ -1,0 +1,61 @@
+"""Options that several ``patchpose`` commands share, and the helpers that turn them into library arguments."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+READ_HELP = (
+    "change how the model is read (its read plan, stored in the weights file; repeatable): passes=N "
+    "(reads per keypoint), orientation_offset=OCTAVES, descriptor_region=RADII; docs/usage.md, 'The read plan'"
+)
+
+
+def add_weights(p: argparse.ArgumentParser, read: bool = True) -> None:
+    """``--weights`` and, with ``read``, ``--read KEY=VALUE`` (commands that read a model the way its weights
+    file says, unless told otherwise)."""
+    p.add_argument(
+        "--weights",
+        default=None,
+        help="safetensors file or bundled model name, e.g. patchpose-v1 (default: the default bundled model)",
+    )
+    if read:
+        add_read(p)
+
+
+def add_read(p: argparse.ArgumentParser, help: str | None = None) -> None:
+    """``--read KEY=VALUE`` (repeatable), collected as a list of strings for :func:`read_plan`."""
+    p.add_argument("--read", action="append", default=[], metavar="KEY=VALUE", help=help or READ_HELP)
+
+
+def add_descriptor(p: argparse.ArgumentParser) -> None:
+    """``--descriptor`` and ``--descriptor-weights``: the descriptor cut at each pose, for matching."""
+    p.add_argument(
+        "--descriptor",
+        choices=("sift", "hardnet", "sosnet"),
+        default="sift",
+        help="descriptor computed on the patch cut at each keypoint's pose",
+    )
+    p.add_argument("--descriptor-weights", default=None, help="local state dict for hardnet/sosnet")
+
+
+def read_plan(a: argparse.Namespace) -> dict[str, float]:
+    """The ``--read KEY=VALUE`` changes as :meth:`~patchpose.reading.ReadPlan.replace` takes them; unknown
+    names and bad values are an :class:`~patchpose.InputError` here, before any work."""
+    from ..reading import ReadPlan
+
+    return ReadPlan.parse(a.read)
+
+
+def print_line(text: str) -> None:
+    """Write ``text`` and a newline in one call and flush: under torchrun every rank prints its own line, and
+    a pipe keeps writes under 4 KiB whole, so the ranks' lines never interleave."""
+    sys.stdout.write(text + "\n")
+    sys.stdout.flush()
+
+
+def print_results(out: str | Path, wrote: str) -> None:
+    """Print an evaluation's ``OUT/results.md``, then ``wrote ...`` (what it wrote, and its time)."""
+    print(Path(out, "results.md").read_text())
+    print(wrote)

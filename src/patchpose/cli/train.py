@@ -1,0 +1,125 @@
+"""``patchpose train`` and ``patchpose export``: train a network (one config, or a recipe of stages) and turn a
+training checkpoint into a weights file (safetensors) or an ONNX model."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from ..weights import DEFAULT_MODEL
+from .options import add_read, add_weights, print_line, read_plan
+
+#: what ``patchpose train`` trains without --config or --recipe: the recipe of the default bundled model
+#: (patchpose/configs/recipes/NAME.yaml for NAME = :data:`patchpose.weights.DEFAULT_MODEL`)
+DEFAULT_RECIPE = DEFAULT_MODEL
+
+
+def train_command(a: argparse.Namespace) -> int:
+    """One run of ``--config`` or, by default, every stage of ``--recipe`` (the default model's recipe when
+    neither is given)."""
+    from ..errors import InputError
+
+    if a.config is not None and a.recipe is not None:
+        raise InputError("give --recipe or --config, not both (a recipe names its stages' configs)")
+    if a.config is not None:
+        from ..training.config import load_config
+        from ..training.trainer import train
+
+        res = train(load_config(a.config, a.overrides), a.out, resume=a.resume, progress=not a.no_progress)
+        print_line(json.dumps(res))
+        return 0
+    from ..training.recipe import train_recipe
+
+    recipe = a.recipe or DEFAULT_RECIPE
+    res = train_recipe(recipe, a.out, a.overrides, resume=a.resume, progress=not a.no_progress)
+    print_line(json.dumps(res))
+    if not res["finished"]:
+        print_line(
+            f"stopped before the end: continue with 'patchpose train --recipe {recipe} --out {a.out} --resume'"
+        )
+    return 0
+
+
+def export_command(a: argparse.Namespace) -> int:
+    """``export CHECKPOINT`` → safetensors weights; ``export onnx --weights W`` → an ONNX model."""
+    if a.checkpoint == "onnx":
+        from ..estimator import PatchPoseEstimator
+        from ..onnx_backend import export_onnx
+
+        est = PatchPoseEstimator.load(a.weights)
+        meta = dict(est.meta)  # what the weights carry, unless the command line says otherwise
+        if a.name is not None:
+            meta["name"] = a.name
+        if a.notes is not None:
+            meta["notes"] = a.notes
+        meta.update(est.plan.replace(**read_plan(a)).to_meta())
+        path = export_onnx(est.model, a.out, meta=meta)
+        print(f"wrote {path}")
+        return 0
+    from ..errors import InputError
+    from ..weights import export_checkpoint
+
+    if a.weights is not None:
+        raise InputError("--weights is for 'export onnx'; a checkpoint is exported from its own weights")
+    changes = read_plan(a)
+    path = export_checkpoint(
+        a.checkpoint,
+        a.out,
+        name="custom" if a.name is None else a.name,
+        notes="" if a.notes is None else a.notes,
+        passes=changes.get("passes"),
+        descriptor_region=changes.get("descriptor_region"),
+        orientation_offset=changes.get("orientation_offset"),
+    )
+    print(f"wrote {path}")
+    return 0
+
+
+def add_commands(sub: argparse._SubParsersAction) -> None:
+    """Register ``train`` and ``export`` on the top-level subparsers."""
+    t = sub.add_parser(
+        "train",
+        help=f"train a pose network on self-supervised pairs (default: the default model's recipe, {DEFAULT_RECIPE})",
+    )
+    t.add_argument(
+        "--config",
+        default=None,
+        help="one run of this YAML file or preset name (patchpose/configs/*.yaml: v1, polar, paper) instead of "
+        "a recipe; docs/training.md",
+    )
+    t.add_argument(
+        "--recipe",
+        default=None,
+        help="several stages in one command (patchpose/configs/recipes/*.yaml): OUT/stage1, OUT/stage2, ..., "
+        f"then OUT/NAME.safetensors (default without --config: {DEFAULT_RECIPE}, the default model's recipe)",
+    )
+    t.add_argument("--out", required=True, help="output folder (checkpoints, config.yaml, metrics.jsonl)")
+    t.add_argument("--resume", action="store_true", help="continue from OUT/checkpoint.pt")
+    t.add_argument("--no-progress", action="store_true", help="no progress bar (logs only)")
+    t.add_argument(
+        "overrides",
+        nargs="*",
+        help="key=value overrides (for a recipe: of every stage), e.g. optim.lr=1e-3 run.threads=2",
+    )
+    t.set_defaults(func=train_command)
+
+    e = sub.add_parser(
+        "export",
+        help="a training checkpoint → safetensors weights; or 'export onnx --weights W --out model.onnx'",
+    )
+    e.add_argument("checkpoint", help="checkpoint.pt to export, or the word 'onnx' (then see --weights)")
+    add_weights(e, read=False)
+    e.add_argument(
+        "--out", required=True, help="the file to write (.safetensors, or .onnx for 'export onnx')"
+    )
+    carried = "for 'export onnx', what --weights carries; for a checkpoint, not stored"
+    e.add_argument(
+        "--name", default=None, help=f"the model's name in the file (default: {carried}, i.e. 'custom')"
+    )
+    e.add_argument("--notes", default=None, help=f"free text stored in the file (default: {carried})")
+    add_read(
+        e,
+        help="the read plan stored in the file (KEY=VALUE, repeatable: passes, orientation_offset, "
+        f"descriptor_region; default: {carried}, i.e. one read, no offset, a window of one radius)",
+    )
+    e.set_defaults(func=export_command)

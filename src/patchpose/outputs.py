@@ -1,0 +1,185 @@
+"""Files that the estimate and match commands write: a picture of poses, a poses file (JSON or CSV), a picture
+of matches and a matches file. Every file is written to a temporary sibling and renamed into place, so an
+interrupted run never leaves a half-written output under its final name."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+
+from .conventions import REFERENCE_RADIUS
+from .errors import InputError
+
+POSE_FORMATS = ("json", "csv")
+
+
+def _tmp(path: Path) -> Path:
+    """The temporary sibling of ``path`` that keeps its suffix (image writers pick the format by it)."""
+    return path.with_name(path.stem + ".tmp" + path.suffix)
+
+
+def draw_poses(
+    image: np.ndarray,
+    xy: np.ndarray,
+    scale: np.ndarray,
+    orientation: np.ndarray,
+    path: str | Path,
+    title: str = "",
+) -> Path:
+    """Draw each keypoint's pose on ``image`` and save the figure to ``path``.
+
+    A circle of the characteristic radius ``REFERENCE_RADIUS · 2**scale`` and an arrow along the
+    orientation (radians, counter-clockwise as displayed), like the paper's Figure 1. ``xy``: ``(N, 2)``
+    pixels; ``scale``, ``orientation``: ``(N,)``, one pose per keypoint."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.collections import PatchCollection
+    from matplotlib.patches import Circle
+
+    h, w = image.shape[:2]
+    fig, ax = plt.subplots(figsize=(8, 8 * h / w), dpi=120)
+    ax.imshow(image, cmap="gray" if image.ndim == 2 else None)
+    r = REFERENCE_RADIUS * np.power(2.0, scale)
+    ax.add_collection(
+        PatchCollection(
+            [Circle((x, y), rr) for (x, y), rr in zip(xy, r)],
+            facecolor="none",
+            edgecolor="yellow",
+            linewidth=0.8,
+        )
+    )
+    # y axis points down: the on-screen CCW direction of θ is (cos θ, −sin θ)
+    ax.quiver(
+        xy[:, 0],
+        xy[:, 1],
+        r * np.cos(orientation),
+        -r * np.sin(orientation),
+        angles="xy",
+        scale_units="xy",
+        scale=1,
+        color="red",
+        width=0.002,
+        headwidth=4,
+    )
+    ax.set_xlim(-0.5, w - 0.5)
+    ax.set_ylim(h - 0.5, -0.5)
+    ax.set_axis_off()
+    ax.set_title(title or f"{len(xy)} keypoints: circle = scale, arrow = orientation", fontsize=10)
+    fig.tight_layout()
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = _tmp(path)
+    fig.savefig(tmp)
+    plt.close(fig)
+    os.replace(tmp, path)
+    return path
+
+
+def write_poses(path: str | Path, xy: np.ndarray, poses, fmt: str = "json") -> Path:
+    """Write the keypoints and their poses to ``path`` plus ``.json`` or ``.csv`` and return that path.
+
+    ``poses``: a :class:`~patchpose.reading.Poses` (``scale``, ``orientation``: ``(N,)``, or ``(N, k)``
+    candidates strongest first; ``valid``: ``(N,)``). JSON holds ``{"conventions": …, "keypoints": [{x, y,
+    scale, orientation, valid}]}``, a list per field where there are several candidates; CSV has one row per
+    keypoint with columns ``scale0…``, ``orientation0…``. The suffix is appended, not substituted, so that
+    names with dots (``scene.1_poses``) keep a file of their own."""
+    if fmt not in POSE_FORMATS:
+        raise InputError(f"poses format must be one of {POSE_FORMATS}, got {fmt!r}")
+    path = Path(path)
+    path = path.with_name(path.name + "." + fmt)
+    tmp = path.with_name(path.name + ".tmp")
+    scale, ori = np.atleast_2d(poses.scale.T).T, np.atleast_2d(poses.orientation.T).T
+    if fmt == "json":
+        doc = {
+            "conventions": "x, y: pixels, pixel centres at integers; orientation: radians in [0, 2pi), counter-clockwise "
+            "as displayed; scale: log2, radius_px = 16 * 2**scale; candidates strongest first",
+            "keypoints": [
+                {
+                    "x": float(p[0]),
+                    "y": float(p[1]),
+                    "scale": s.tolist() if len(s) > 1 else float(s[0]),
+                    "orientation": o.tolist() if len(o) > 1 else float(o[0]),
+                    "valid": bool(v),
+                }
+                for p, s, o, v in zip(xy, scale, ori, poses.valid)
+            ],
+        }
+        tmp.write_text(json.dumps(doc, indent=1))
+    else:
+        with tmp.open("w", newline="") as f:
+            wr = csv.writer(f)
+            k = scale.shape[1]
+            wr.writerow(
+                ["x", "y"]
+                + [f"scale{i}" for i in range(k)]
+                + [f"orientation{i}" for i in range(k)]
+                + ["valid"]
+            )
+            for p, s, o, v in zip(xy, scale, ori, poses.valid):
+                wr.writerow(
+                    [f"{p[0]:.3f}", f"{p[1]:.3f}"]
+                    + [f"{x:.5f}" for x in s]
+                    + [f"{x:.5f}" for x in o]
+                    + [int(v)]
+                )
+    os.replace(tmp, path)
+    return path
+
+
+def write_matches_picture(
+    path: str | Path,
+    image1: np.ndarray,
+    image2: np.ndarray,
+    xy1: np.ndarray,
+    xy2: np.ndarray,
+    matches: np.ndarray,
+    correct: np.ndarray | None = None,
+) -> Path:
+    """Save the two images side by side with a line per match (:func:`~patchpose.matching.draw.draw_matches`:
+    green correct, red wrong, blue when ``correct`` is None, i.e. without ground truth). The file type
+    follows ``path``'s suffix (``.png``)."""
+    import cv2
+
+    from .matching.draw import draw_matches
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pic = draw_matches(image1, image2, xy1, xy2, matches, correct)
+    tmp = _tmp(path)
+    if not cv2.imwrite(str(tmp), cv2.cvtColor(pic, cv2.COLOR_RGB2BGR)):
+        raise InputError(f"cannot write {path}")
+    os.replace(tmp, path)
+    return path
+
+
+def write_matches_csv(
+    path: str | Path,
+    xy1: np.ndarray,
+    xy2: np.ndarray,
+    matches: np.ndarray,
+    distances: np.ndarray,
+    error_px: np.ndarray | None = None,
+) -> Path:
+    """One row per match: ``x1, y1, x2, y2, distance`` (descriptor distance) and, with ground truth,
+    ``error_px`` (reprojection error of the match in image 2)."""
+    path = Path(path)
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["x1", "y1", "x2", "y2", "distance"] + ([] if error_px is None else ["error_px"]))
+        for i, (p, q) in enumerate(matches):
+            x1, y1 = xy1[p]
+            x2, y2 = xy2[q]
+            extra = [] if error_px is None else [f"{error_px[i]:.3f}"]
+            w.writerow([f"{x1:.2f}", f"{y1:.2f}", f"{x2:.2f}", f"{y2:.2f}", f"{distances[i]:.4f}"] + extra)
+    os.replace(tmp, path)
+    return path
+
+
+__all__ = ["POSE_FORMATS", "draw_poses", "write_matches_csv", "write_matches_picture", "write_poses"]
