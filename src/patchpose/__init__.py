@@ -11,32 +11,11 @@ import logging
 
 from .errors import InputError, PatchPoseError, WeightsError
 from .estimator import PatchPoseEstimator
+from .integrations.kornia import kornia_angle_detector
+from .integrations.opencv import assign, resolve_orientations
 from .reading import Poses, ReadPlan
 
-
-def assign(image, keypoints, estimator=None, **kwargs):
-    """``cv2.KeyPoint``s with our size and angle (:func:`patchpose.integrations.opencv.assign`)."""
-    from .integrations.opencv import assign as _assign
-
-    return _assign(image, keypoints, estimator, **kwargs)
-
-
-def resolve_orientations(image, keypoints, estimator=None, **kwargs):
-    """One ``cv2.KeyPoint`` per location, the detector's angle nearest ours
-    (:func:`patchpose.integrations.opencv.resolve_orientations`)."""
-    from .integrations.opencv import resolve_orientations as _resolve
-
-    return _resolve(image, keypoints, estimator, **kwargs)
-
-
-def kornia_angle_detector(estimator=None):
-    """An angle detector for ``kornia.feature.LAFOrienter`` (:mod:`patchpose.integrations.kornia`)."""
-    from .integrations.kornia import kornia_angle_detector as _k
-
-    return _k(estimator)
-
-
-__version__ = "0.1.0"
+__version__ = "1.0.0"
 logging.getLogger(__name__).addHandler(logging.NullHandler())
 
 __all__ = [

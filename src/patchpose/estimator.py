@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
+from typing import Union
 
 import numpy as np
 import torch
+from numpy.typing import ArrayLike
 
 from .data.inputs import extract_inputs
 from .data.patches import Pyramid, check_image, to_gray, window_margin
@@ -172,7 +174,7 @@ class PatchPoseEstimator:
         model, meta = load_model(weights)
         return cls(model, meta, device=device, **kwargs)
 
-    def with_plan(self, **changes) -> PatchPoseEstimator:
+    def with_plan(self, **changes: float) -> PatchPoseEstimator:
         """An estimator on the same network read with this plan changed (:meth:`ReadPlan.replace`), e.g.
         ``est.with_plan(passes=1)``."""
         return PatchPoseEstimator(
@@ -207,7 +209,14 @@ class PatchPoseEstimator:
             f"plan={self.plan})"
         )
 
-    def estimate(self, image, keypoints, *, top_k: int | None = None, detector_scale=None) -> Poses:
+    def estimate(
+        self,
+        image: np.ndarray,
+        keypoints: ArrayLike,
+        *,
+        top_k: int | None = None,
+        detector_scale: ArrayLike | None = None,
+    ) -> Poses:
         """Scale and orientation of each keypoint.
 
         Args:
@@ -256,7 +265,9 @@ class PatchPoseEstimator:
             valid=np.zeros(0, bool),
         )
 
-    def extract(self, image, keypoints, *, detector_scale=None) -> np.ndarray:
+    def extract(
+        self, image: np.ndarray, keypoints: ArrayLike, *, detector_scale: ArrayLike | None = None
+    ) -> np.ndarray:
         """The model's inputs of the first read (``(N, C, rings, angles)`` for a log-polar model,
         ``(N, C, PS, PS)`` for a Cartesian one), checked as :meth:`estimate` checks its arguments: what
         the network sees, for inspection and timing."""
@@ -306,7 +317,11 @@ class PatchPoseEstimator:
         return Pyramid(src)
 
 
-def as_estimator(estimator=None):
+#: what the integrations accept as an estimator: one, a bundled model's name, a weights file, or None (the default)
+EstimatorLike = Union["PatchPoseEstimator", str, Path, None]
+
+
+def as_estimator(estimator: EstimatorLike = None) -> PatchPoseEstimator:
     """An estimator from ``None`` (the bundled default), a bundled model's name or a weights path, or a
     :class:`~patchpose.PatchPoseEstimator` itself."""
     if estimator is None or isinstance(estimator, (str, Path)):

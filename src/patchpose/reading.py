@@ -85,7 +85,7 @@ class ReadPlan:
         """The plan as weights-file metadata (strings that :meth:`from_meta` reads back exactly)."""
         return {k: repr(v) if isinstance(v, float) else str(v) for k, v in asdict(self).items()}
 
-    def replace(self, **changes) -> ReadPlan:
+    def replace(self, **changes: float) -> ReadPlan:
         """This plan with ``changes`` (names of its fields); an unknown name is an
         :class:`~patchpose.InputError`."""
         names = {f.name for f in fields(self)}

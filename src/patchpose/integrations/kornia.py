@@ -26,7 +26,7 @@ from torch import nn
 
 from ..conventions import REFERENCE_RADIUS, TWO_PI
 from ..errors import InputError
-from ..estimator import as_estimator
+from ..estimator import EstimatorLike, as_estimator
 
 
 class LAFPoseAssigner(nn.Module):
@@ -34,7 +34,7 @@ class LAFPoseAssigner(nn.Module):
 
     def __init__(
         self,
-        estimator=None,
+        estimator: EstimatorLike = None,
         scale: bool = True,
         orientation: bool = True,
         laf_frame: bool = False,
@@ -86,7 +86,7 @@ class LAFPoseAssigner(nn.Module):
 class PatchAngleDetector(nn.Module):
     """``(B, 1, PS, PS)`` patches (kornia's, covering ±LAF scale) → ``(B,)`` radians, CCW as displayed."""
 
-    def __init__(self, estimator=None):
+    def __init__(self, estimator: EstimatorLike = None) -> None:
         super().__init__()
         self.est = as_estimator(estimator)
         self.est.model.eval()
@@ -131,7 +131,7 @@ class PatchAngleDetector(nn.Module):
         return torch.from_numpy(np.mod(theta, TWO_PI)).to(device=patches.device, dtype=patches.dtype)
 
 
-def kornia_angle_detector(estimator=None) -> PatchAngleDetector:
+def kornia_angle_detector(estimator: EstimatorLike = None) -> PatchAngleDetector:
     """The angle detector for ``kornia.feature.LAFOrienter(patch_size=32, angle_detector=...)``."""
     return PatchAngleDetector(estimator)
 

@@ -4,9 +4,11 @@ clockwise as displayed, in [0, 360)), keeping their position, response, octave a
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import cv2
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ..conventions import (
     angle_diff,
@@ -15,7 +17,7 @@ from ..conventions import (
 )
 from ..data.patches import check_image_shape
 from ..errors import InputError
-from ..estimator import as_estimator
+from ..estimator import EstimatorLike, as_estimator
 from ..interop import is_opencv_sift, keypoint_xy, opencv_orb_scale_factor
 
 #: OpenCV's SIFT descriptor covers a window of radius ``3σ·(d+1)·√2/2`` px with ``σ = size/2`` and ``d = 4``,
@@ -27,13 +29,13 @@ SIFT_DESCRIPTOR_SIZE_FACTOR = 1.0 / (2.0 * SIFT_WINDOW_PER_SIZE)
 
 
 def assign(
-    image,
-    keypoints,
-    estimator=None,
+    image: np.ndarray,
+    keypoints: Sequence[cv2.KeyPoint],
+    estimator: EstimatorLike = None,
     *,
     top_k: int | None = None,
     keep_size: bool = False,
-    xy_bias=None,
+    xy_bias: ArrayLike | None = None,
 ) -> list[cv2.KeyPoint]:
     """New ``cv2.KeyPoint``s with our poses, sized for OpenCV's descriptors.
 
@@ -101,7 +103,13 @@ def assign(
     return res
 
 
-def resolve_orientations(image, keypoints, estimator=None, *, xy_bias=None) -> list[cv2.KeyPoint]:
+def resolve_orientations(
+    image: np.ndarray,
+    keypoints: Sequence[cv2.KeyPoint],
+    estimator: EstimatorLike = None,
+    *,
+    xy_bias: ArrayLike | None = None,
+) -> list[cv2.KeyPoint]:
     """One ``cv2.KeyPoint`` per location: where the detector found several orientations, the one nearest ours.
 
     SIFT returns one keypoint per dominant orientation: every peak of its gradient histogram within 80 %
