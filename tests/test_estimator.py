@@ -284,35 +284,6 @@ def test_is_int_in_is_the_one_integer_check():
     )
 
 
-def test_a_model_with_an_orientation_vector_gives_its_angle_and_turns_with_the_image(photo, kps, tmp_path):
-    """polar_ori_vector (v2's weights plus the vector as built): the estimator's orientation is the vector's
-    angle (its top-k: then the histogram's other peaks), and it grows by π/2 when the image turns 90° CCW."""
-    from patchpose.inference import vector_angle
-    from patchpose.models import ModelConfig, PoseNet
-    from patchpose.training.trainer import _init_weights
-    from patchpose.weights import WEIGHTS_DIR
-
-    base = PatchPoseEstimator.from_pretrained("patchpose-v2")
-    model = PoseNet(ModelConfig.from_dict({**base.cfg.to_dict(), "polar_ori_vector": True}))
-    _init_weights(model, str(WEIGHTS_DIR / "patchpose-v2.safetensors"))
-    est = PatchPoseEstimator(model)
-    out = est.estimate(photo, kps, top_k=3)
-    x, _ = est.extract(photo, kps)
-    import torch
-
-    with torch.no_grad():
-        z = model(torch.from_numpy(x))["ori_vector"].numpy()
-    np.testing.assert_allclose(np.exp(1j * out["orientation"][:, 0]), np.exp(1j * vector_angle(z)), atol=1e-5)
-    sep = np.abs(angle_diff(out["orientation"][:, 1:], out["orientation"][:, :1]))
-    assert np.all(sep > np.radians(10) - 1e-9)
-    np.testing.assert_allclose(out["scale_hist"], base.estimate(photo, kps)["scale_hist"], atol=1e-6)
-    h, w = photo.shape[:2]
-    rot = np.ascontiguousarray(np.rot90(photo))
-    b = est.estimate(rot, np.stack([kps[:, 1], w - 1 - kps[:, 0]], 1))
-    err = np.degrees(np.abs(angle_diff(b["orientation"] - out["orientation"][:, 0], np.pi / 2)))
-    assert np.median(err) < 1e-3
-
-
 def test_turn_bins_spread_whole_bins_over_a_quarter_turn():
     from patchpose.inference import turn_bins
 

@@ -175,7 +175,6 @@ def evaluate_official_layout(
             scale_hist=h.get("scale_hist"),
             ori_hist=h.get("orientation_hist"),
             scale_bins_per_octave=cfg.scale_bins_per_octave,
-            ori_vector=h.get("orientation_vector"),
         )
         se, oe = _official_pair_errors(m, ps, po, k)
         res[v] = {"patchpose": official_accuracies(se, oe)}
