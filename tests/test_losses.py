@@ -252,48 +252,6 @@ def test_temperature_divides_logits():
     )
 
 
-def test_vector_alignment_loss_values_and_invariances():
-    """1 − cos(arg zb − arg za − Δ): 0 for b = a turned by Δ, 1 at a right angle, 2 when opposite; the
-    lengths do not matter, a common turn of both does not matter, and Δ is counter-clockwise."""
-    from patchpose.losses import vector_alignment_loss
-
-    def vec(deg, length=1.0):
-        t = math.radians(deg)
-        return torch.tensor([[length * math.cos(t), length * math.sin(t)]])
-
-    d = torch.tensor([math.radians(30.0)])
-    assert vector_alignment_loss(vec(10), vec(40, 7.0), d).item() == pytest.approx(0.0, abs=1e-5)
-    assert vector_alignment_loss(vec(10), vec(-20), d).item() == pytest.approx(
-        1.0 - math.cos(math.radians(60)), abs=1e-5
-    )
-    assert vector_alignment_loss(vec(10), vec(130), d).item() == pytest.approx(1.0, abs=1e-5)
-    assert vector_alignment_loss(vec(10), vec(220), d).item() == pytest.approx(2.0, abs=1e-5)
-    a = vector_alignment_loss(vec(10), vec(55), d)
-    assert vector_alignment_loss(vec(110, 0.5), vec(155, 3.0), d).item() == pytest.approx(a.item(), abs=1e-4)
-    # a vanishing vector: bounded loss and finite gradients
-    za = torch.zeros(1, 2, requires_grad=True)
-    loss = vector_alignment_loss(za, vec(0), d)
-    loss.backward()
-    assert loss.item() == pytest.approx(1.0) and torch.isfinite(za.grad).all()
-
-
-def test_pose_loss_adds_the_vector_term_with_its_weight():
-    from patchpose.losses import vector_alignment_loss
-
-    torch.manual_seed(0)
-    n = 5
-    oa = {"ori_logits": torch.randn(n, 36), "ori_vector": torch.randn(n, 2)}
-    ob = {"ori_logits": torch.randn(n, 36), "ori_vector": torch.randn(n, 2)}
-    d_s, d_o = torch.zeros(n), torch.rand(n) * 36
-    base = pose_loss(
-        {"ori_logits": oa["ori_logits"]}, {"ori_logits": ob["ori_logits"]}, d_s, d_o, LossConfig()
-    )
-    for w in (0.0, 1.0, 2.5):
-        got = pose_loss(oa, ob, d_s, d_o, LossConfig(ori_vector_weight=w))
-        lv = vector_alignment_loss(oa["ori_vector"], ob["ori_vector"], d_o * 2 * math.pi / 36).mean()
-        torch.testing.assert_close(got["total"], base["total"] + w * lv)
-
-
 def test_distillation_loss_is_the_kl_divergence_from_the_teacher():
     """Σ over heads of mean KL(p_teacher ‖ p_student): 0 for the teacher's own logits (or any per-row
     offset of them), the hand-computed value otherwise, and no gradient into the teacher."""

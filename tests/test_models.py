@@ -168,216 +168,6 @@ SMALL_POLAR = dict(
 )
 
 
-def test_polar_orientation_head_can_ignore_the_innermost_rings():
-    """polar_ori_min_ring=k: the orientation logits do not depend on rings 0..k-1 (the scale logits still
-    do), with the same parameters as k=0, so weights move between the two."""
-    from patchpose.models import ModelConfig, PoseNet
-
-    base = SMALL_POLAR
-    torch.manual_seed(0)
-    m0 = PoseNet(ModelConfig.from_dict(base)).eval()
-    m9 = PoseNet(ModelConfig.from_dict({**base, "polar_ori_min_ring": 9})).eval()
-    m9.load_state_dict(m0.state_dict())  # same parameters
-    x = torch.rand(4, 1, 31, 36)
-    y = x.clone()
-    y[:, :, :9] = torch.rand(4, 1, 9, 36)
-    y[:, :, :9] += 0.5 * y[:, :, :9].mean()  # the per-grid standardisation sees the change too
-    with torch.no_grad():
-        a, b = m9(x), m9(y)
-        a0, b0 = m0(x), m0(y)
-    assert not torch.allclose(a0["ori_logits"], b0["ori_logits"], atol=1e-4)  # k=0 reads them
-    assert not torch.allclose(a["scale_logits"], b["scale_logits"], atol=1e-4)
-    # only the standardisation couples the inner rings to the others: with it off the logits are equal
-    m9.cfg.standardize = False
-    with torch.no_grad():
-        torch.testing.assert_close(m9(x)["ori_logits"], m9(y)["ori_logits"])
-    with pytest.raises(ValueError, match="ori_min_ring"):
-        PoseNet(ModelConfig.from_dict({**base, "polar_ori_min_ring": 31}))
-
-
-def test_polar_orientation_cut_follows_the_estimated_scale():
-    """polar_ori_rings_below_scale=n: the orientation head sees a grid whose rings more than n rings inside
-    the estimated characteristic ring (scale bin b sits at ring (rings − bins)/2 + b) are zeros."""
-    from patchpose.models import ModelConfig, PoseNet
-
-    base = {**SMALL_POLAR, "standardize": False}
-    torch.manual_seed(1)
-    m0 = PoseNet(ModelConfig.from_dict(base)).eval()
-    mc = PoseNet(ModelConfig.from_dict({**base, "polar_ori_rings_below_scale": 4})).eval()
-    mc.load_state_dict(m0.state_dict())
-    x = torch.randn(6, 1, 31, 36)
-    with torch.no_grad():
-        out = mc(x)
-        cut = 3 + out["scale_logits"].argmax(1) - 4
-        xz = x.clone()
-        for i, c in enumerate(cut.tolist()):
-            xz[i, :, : max(c, 0)] = 0.0
-        torch.testing.assert_close(out["ori_logits"], m0(xz)["ori_logits"])
-        assert not torch.allclose(out["ori_logits"], m0(x)["ori_logits"])
-    with pytest.raises(ValueError, match="scale head"):
-        PoseNet(ModelConfig.from_dict({**base, "heads": ["orientation"], "polar_ori_rings_below_scale": 2}))
-
-
-def test_polar_orientation_window_moves_with_the_zoom():
-    """polar_ori_window=W: the orientation head reads the 2W + 1 rings centred on the characteristic ring
-    that the scale head finds, so content zoomed by whole rings (the grid shifted along its rings) gives the
-    scale logits shifted by as many bins and the same orientation logits; rotating it rolls them."""
-    from patchpose.models import ModelConfig, PoseNet
-
-    torch.manual_seed(3)
-    m = PoseNet(ModelConfig.from_dict({**SMALL_POLAR, "standardize": False, "polar_ori_window": 5})).eval()
-    x = torch.zeros(4, 1, 31, 36)
-    x[:, :, 9:22] = torch.randn(4, 1, 13, 36)  # content well inside the grid: the ends see zeros only
-    with torch.no_grad():
-        out = m(x)
-        for r in (-2, 1, 3):
-            z = m(torch.roll(x, r, dims=2))  # zoomed by r rings (only zeros wrap around)
-            torch.testing.assert_close(z["scale_logits"][:, 3:-3], out["scale_logits"][:, 3 - r : 22 - r])
-            assert torch.equal(z["scale_logits"].argmax(1), out["scale_logits"].argmax(1) + r)
-            torch.testing.assert_close(z["ori_logits"], out["ori_logits"])
-        turned = m(torch.roll(x, 7, dims=3))["ori_logits"]
-        torch.testing.assert_close(turned, torch.roll(out["ori_logits"], 7, dims=1))
-    # the window itself: rings centre − W … centre + W, zeros where it leaves the grid
-    logits = torch.full((2, 25), -1.0)
-    logits[0, 0], logits[1, 20] = 1.0, 1.0  # centres at rings 3 and 23
-    f = torch.arange(31.0)[None, None, :, None].expand(2, 1, 31, 36) + 1.0  # ring k holds k + 1
-    w = m.polar._window(f, logits)[:, 0, :, 0]
-    assert w[0].tolist() == [0.0, 0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0]
-    assert w[1].tolist() == [float(k + 1) for k in range(18, 29)]
-    with pytest.raises(ValueError, match="scale head"):
-        PoseNet(ModelConfig.from_dict({**SMALL_POLAR, "heads": ["orientation"], "polar_ori_window": 2}))
-    with pytest.raises(ValueError, match="replaces"):
-        PoseNet(ModelConfig.from_dict({**SMALL_POLAR, "polar_ori_window": 2, "polar_ori_min_ring": 3}))
-
-
-def test_gradient_orientation_histograms_vote_for_the_displayed_gradient_direction():
-    """A brightness ramp rising towards θ (counter-clockwise as displayed, y down in the image) puts the
-    votes of every ring in the bin of θ, split linearly between two bins when θ falls between them."""
-    import math
-
-    import numpy as np
-
-    from patchpose.data.patches import Pyramid
-    from patchpose.data.polar import PolarGrid, extract_polar
-    from patchpose.models.polar import gradient_orientation_histograms
-
-    grid = PolarGrid(31, 36, 3)
-    yy, xx = np.mgrid[0:1300, 0:1300].astype(np.float32)
-    for deg, bins in ((0, {0: 1.0}), (30, {3: 1.0}), (95, {9: 0.5, 10: 0.5}), (200, {20: 1.0})):
-        t = math.radians(deg)
-        img = xx * math.cos(t) - yy * math.sin(t)
-        img = ((img - img.min()) / (img.max() - img.min())).astype(np.float32)
-        x = torch.from_numpy(extract_polar(Pyramid(img), np.array([[650.0, 650.0]]), 0.0, 0.0, grid)[:, 0])
-        h = gradient_orientation_histograms(x, 3)[0]
-        assert h.shape == (31, 36)
-        assert torch.all(h[[0, -1]] == 0)  # the end rings have no radial difference
-        share = h.sum(0) / h.sum()
-        for b, w in bins.items():
-            assert share[b] == pytest.approx(w, abs=0.02), (deg, b)
-
-
-def test_gradient_orientation_histograms_are_equivariant():
-    """Rolling the grid along its angles (a turn by whole steps) rolls every histogram by as many bins;
-    shifting it along its rings (a zoom by whole rings) shifts them by as many rings: the radial and
-    tangential differences are per unit of log radius and of angle, so a zoom leaves them unchanged."""
-    from patchpose.models.polar import gradient_orientation_histograms as goh
-
-    torch.manual_seed(0)
-    x = torch.randn(3, 31, 36)
-    h = goh(x, 3)
-    torch.testing.assert_close(goh(torch.roll(x, 5, 2), 3), torch.roll(h, 5, 2), atol=1e-4, rtol=1e-4)
-    torch.testing.assert_close(goh(torch.roll(x, 2, 1), 3)[:, 3:-1], h[:, 1:-3])
-    assert not torch.allclose(goh(torch.roll(x, 2, 1), 3), h)
-
-
-def test_polar_model_with_gradient_histograms_is_equivariant_and_exports():
-    """polar_grad_hist: the orientation head reads K more channels; turning the grid still rolls its logits
-    exactly, and the ONNX graph gives the same numbers."""
-    pytest.importorskip("onnxruntime")
-    import onnxruntime as ort
-
-    from patchpose.models import ModelConfig, PoseNet
-    from patchpose.onnx_backend import export_bytes
-
-    torch.manual_seed(2)
-    m = PoseNet(ModelConfig.from_dict({**SMALL_POLAR, "polar_grad_hist": True})).eval()
-    plain = PoseNet(ModelConfig.from_dict(SMALL_POLAR))
-    extra = sum(p.numel() for p in m.parameters()) - sum(p.numel() for p in plain.parameters())
-    assert extra == 31 * 3 * SMALL_POLAR["polar_head_width"]  # one more input channel per ring
-    x = torch.rand(4, 1, 31, 36)
-    with torch.no_grad():
-        out = m(x)
-        turned = m(torch.roll(x, 11, dims=3))
-    torch.testing.assert_close(turned["ori_logits"], torch.roll(out["ori_logits"], 11, dims=1))
-    sess = ort.InferenceSession(export_bytes(m), providers=["CPUExecutionProvider"])
-    got = dict(zip(["scale_logits", "ori_logits"], sess.run(None, {"x": x.numpy()})))
-    for k in got:
-        torch.testing.assert_close(torch.from_numpy(got[k]), out[k], atol=1e-4, rtol=1e-4)
-    with pytest.raises(ValueError, match="grad_hist"):
-        PoseNet(ModelConfig.from_dict({**SMALL_POLAR, "polar_grad_hist": True, "polar_ori_window": 3}))
-
-
-def test_orientation_vector_turns_with_the_content_and_exports():
-    """polar_ori_vector: turning the grid by j angle steps multiplies the vector by e^{i·2πj/A} exactly (its
-    angle moves by j·10°), the histograms are those of the same network without it, and ONNX agrees."""
-    pytest.importorskip("onnxruntime")
-    import onnxruntime as ort
-
-    from patchpose.models import PoseNet
-    from patchpose.onnx_backend import export_bytes
-
-    torch.manual_seed(3)
-    m = PoseNet(ModelConfig.from_dict({**SMALL_POLAR, "polar_ori_vector": True})).eval()
-    with torch.no_grad():  # give the hidden channels a say too
-        m.polar.ori_vector.hidden_weight.normal_()
-    x = torch.rand(4, 1, 31, 36)
-    with torch.no_grad():
-        out = m(x)
-        turned = m(torch.roll(x, 7, dims=3))
-    z = torch.complex(*out["ori_vector"].double().unbind(1))
-    zt = torch.complex(*turned["ori_vector"].double().unbind(1))
-    rot = torch.exp(torch.tensor(1j * 7 * 2 * torch.pi / 36, dtype=torch.complex128))
-    torch.testing.assert_close(zt, z * rot, atol=1e-4, rtol=1e-4)
-    torch.testing.assert_close(turned["ori_logits"], torch.roll(out["ori_logits"], 7, dims=1))
-    sess = ort.InferenceSession(export_bytes(m), providers=["CPUExecutionProvider"])
-    got = dict(zip(["scale_logits", "ori_logits", "ori_vector"], sess.run(None, {"x": x.numpy()})))
-    assert set(got) == set(out)
-    for k in got:
-        torch.testing.assert_close(torch.from_numpy(got[k]), out[k], atol=1e-4, rtol=1e-4)
-    with pytest.raises(ValueError, match="ori_vector needs both heads"):
-        PoseNet(ModelConfig.from_dict({**SMALL_POLAR, "polar_ori_vector": True, "heads": ["orientation"]}))
-    # a Cartesian network has no vector: it listed one among its outputs and returned no orientation
-    for opt in ("polar_ori_vector", "polar_grad_hist"):
-        with pytest.raises(ValueError, match="polar-cnn only"):
-            ModelConfig.from_dict({"arch": "small-cnn", opt: True}).validate()
-
-
-def test_orientation_vector_ring_weights_move_with_the_scale_found():
-    """The grid term weighs ring r by w(r − ρ), averaged over the scale head's characteristic ring ρ: content
-    zoomed by one ring (one scale bin) with its scale estimate moved by one bin gives the same vector."""
-    from patchpose.models.polar import OrientationVector
-
-    torch.manual_seed(4)
-    v = OrientationVector(rings=31, num_scale_bins=25, hidden=0)
-    with torch.no_grad():
-        v.profile.normal_()
-    grid = torch.rand(2, 31, 36)
-    grid[:, -1] = 0.0  # what a zoom by one ring pushes out of the grid
-    p = torch.softmax(torch.randn(2, 25), 1)
-    p[:, -1] = 0.0
-    p = p / p.sum(1, keepdim=True)
-    zoomed = torch.cat([torch.zeros_like(grid[:, :1]), grid[:, :-1]], 1)  # content one ring further out
-    p_zoomed = torch.cat([torch.zeros_like(p[:, :1]), p[:, :-1]], 1)
-    empty = torch.zeros(2, 0, 36)
-    torch.testing.assert_close(v(zoomed, empty, p_zoomed), v(grid, empty, p), atol=1e-5, rtol=1e-5)
-    # and the start: the weights of the rings up to 3 inside the characteristic ring, growing outwards
-    # (an intensity centroid's), none beyond
-    w = OrientationVector(31, 25, 0).profile.detach()
-    delta = torch.arange(-30, 31)
-    assert torch.all(w[delta > -3] == 0) and w[delta == -3].item() == 1.0
-    assert torch.all(torch.diff(w[delta <= -3]) > 0)
-
-
 @pytest.mark.parametrize("dilations, reach", [([1, 1], 3), ([1, 2, 4], 8)])
 def test_polar_scale_head_sees_as_many_rings_as_its_dilations_say(dilations, reach):
     """polar_scale_dilations: a change to one ring moves exactly the scale logits within the head's reach
@@ -394,11 +184,11 @@ def test_polar_scale_head_sees_as_many_rings_as_its_dilations_say(dilations, rea
         create_model({**SMALL_POLAR, "polar_scale_dilations": [1, 16]})
 
 
-@pytest.mark.parametrize("extra", [{}, {"polar_ori_window": 2}, {"polar_ori_vector": True}])
+@pytest.mark.parametrize("extra", [{}, {"polar_channels": [4], "polar_scale_dilations": [1, 2, 4]}])
 def test_a_read_can_run_the_scale_head_alone(extra):
     """``model(x, heads=("scale",))`` gives exactly the scale logits of a full read and nothing else (what a
-    pass before the last runs); ``("orientation",)`` the orientation outputs only, even where the orientation
-    head reads the scale found; a head the model lacks, or none, is a clear error."""
+    pass before the last runs); ``("orientation",)`` the orientation outputs only; a head the model lacks,
+    or none, is a clear error."""
     from patchpose.models import ModelConfig, PoseNet
 
     torch.manual_seed(0)
@@ -461,9 +251,8 @@ def test_one_device_per_op_mode_catches_a_mixed_operation():
     "extra",
     [
         {},
-        {"polar_channels": [4], "polar_ori_vector": True, "polar_ori_window": 2},
-        {"polar_grad_hist": True, "polar_ori_vector": True},
-        {"polar_ori_rings_below_scale": 3, "polar_scale_dilations": [1, 2, 4]},
+        {"polar_channels": [4]},
+        {"polar_scale_dilations": [1, 2, 4], "polar_view_min_step": 1.0},
     ],
 )
 def test_polar_model_runs_on_another_device(extra):

@@ -319,27 +319,6 @@ def test_exact_poses_ceiling_of_the_official_metric():
         assert np.abs(err["orientation"]).max() < 1e-9 and cont["ori_acc@5"] == 100.0
 
 
-def test_a_model_with_an_orientation_vector_is_scored_on_the_vectors_angle():
-    """eval patchpose: with an orientation vector the official metric bins the vector's angle (as it bins a
-    baseline's angle), not the histogram's argmax; its top-k candidates are the histogram's other peaks."""
-    from patchpose.evaluation.patchpose_eval import MethodPoses, _official_pair_errors
-
-    hist = np.full((2, 36), 1e-3)
-    hist[:, 0] = 0.5  # both views' histograms peak at 0°
-    hist[:, 3] = 0.3  # ... and have a second peak at 30°
-    hist /= hist.sum(1, keepdims=True)
-    vec = np.array([[1.0, 0.0], [math.cos(math.radians(31)), math.sin(math.radians(31))]])  # 0°, 31°
-    pairs = {"ref": np.array([0]), "trg": np.array([1]), "angle_deg": np.array([30.0])}
-    plain = MethodPoses("m", ori_hist=hist)
-    with_vec = MethodPoses("m", ori_hist=hist, ori_vector=vec)
-    assert _official_pair_errors(plain, None, pairs)[1][0] == pytest.approx(3.0)  # argmax: 0 bins moved
-    assert _official_pair_errors(with_vec, None, pairs)[1][0] == pytest.approx(0.0)  # bins 0 → 3
-    # with the vectors pointing the same way, top-2 finds the turn through the histogram's second peak
-    same = MethodPoses("m", ori_hist=hist, ori_vector=np.array([[1.0, 0.0], [1.0, 0.0]]))
-    assert _official_pair_errors(same, None, pairs)[1][0] == pytest.approx(3.0)
-    assert _official_pair_errors(same, None, pairs, k=2)[1][0] == pytest.approx(0.0)
-
-
 def test_histograms_of_other_widths_are_scored_in_the_metrics_bins():
     """eval patchpose: the official thresholds count bins of 10° and 1/3 octave, so a histogram of 72
     orientation bins or 6 scale bins per octave is decoded and binned as a baseline's poses are. A view

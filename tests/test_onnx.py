@@ -76,26 +76,6 @@ def test_foreign_onnx_file_is_refused(tmp_path):
         PatchPoseEstimator.load(tmp_path / "junk.onnx", backend="onnx")
 
 
-def test_onnx_backend_carries_the_orientation_vector(tmp_path):
-    """A model with an orientation vector: the graph has a third output, the onnx backend checks it against
-    the config and the estimator decodes the same angles as PyTorch."""
-    from patchpose.models import ModelConfig, PoseNet
-    from patchpose.weights import save_weights
-
-    cfg = PatchPoseEstimator.load("patchpose-v2").cfg.to_dict()
-    torch.manual_seed(1)
-    model = PoseNet(ModelConfig.from_dict({**cfg, "polar_ori_vector": True}))
-    with torch.no_grad():
-        model.polar.ori_vector.hidden_weight.normal_()
-    w = save_weights(model, tmp_path / "vec.safetensors")
-    img = make_textured_image(300)
-    xy = np.random.default_rng(1).uniform(40, 260, (40, 2))
-    ref = PatchPoseEstimator.load(w).estimate(img, xy, top_k=2)
-    got = PatchPoseEstimator.load(w, backend="onnx").estimate(img, xy, top_k=2)
-    assert got["orientation"].shape == (40, 2)
-    np.testing.assert_allclose(np.exp(1j * got["orientation"]), np.exp(1j * ref.orientation), atol=1e-3)
-
-
 def test_onnx_file_carries_and_checks_the_weights_recommendations(tmp_path):
     """``export onnx`` stores the weights' reads per keypoint and descriptor window (the command line may
     override them); a bad value is a clear error at export, and a tampered file a WeightsError at load."""

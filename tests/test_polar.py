@@ -66,15 +66,10 @@ def test_a_dot_lands_on_its_ring_and_angle(offset, ring, angle):
     assert (k, j) == (ring, angle)
 
 
-def test_ring_levels_and_blur():
-    """Rings read the level whose spacing is the largest not above their angular spacing, or coarser."""
+def test_ring_levels():
+    """Rings read the level whose spacing is the largest not above their angular spacing."""
     step = np.array([0.5, 1.0, 2.0 ** (1 / 3), 2.0, 1e6])
     assert GRID.ring_levels(step, 30).tolist() == [0, 0, 1, 3, 29]
-    assert PolarGrid(blur_levels=2).ring_levels(step, 30).tolist() == [0, 2, 3, 5, 29]
-    noise = Pyramid(np.random.default_rng(0).random((300, 300)).astype(np.float32))
-    sharp = extract_polar(noise, np.array([[150.0, 150.0]]), 0.0, 0.0, GRID)[0, 0, 12:18]
-    soft = extract_polar(noise, np.array([[150.0, 150.0]]), 0.0, 0.0, PolarGrid(blur_levels=3))[0, 0, 12:18]
-    assert soft.std() < 0.7 * sharp.std()
 
 
 def test_view_min_step_smooths_only_the_rings_finer_than_a_view_pixel():
@@ -95,25 +90,6 @@ def test_view_min_step_smooths_only_the_rings_finer_than_a_view_pixel():
     assert smooth[moved].std() < plain[moved].std()
     with pytest.raises(ValueError, match="invalid polar grid"):
         PolarGrid(view_min_step=-1.0)
-
-
-def test_level_offset_moves_the_rounding_of_each_view(pyr):
-    """level_offset u: a ring whose spacing lies a fraction f of a level above its level is read one level
-    coarser when f + u ≥ 1, per view; u = 0 is the plain grid, so only rings that moved level change."""
-    step = np.array([[2.0 ** (2.5 / 3), 2.0 ** (2.1 / 3)]])  # levels 2.5 and 2.1
-    assert GRID.ring_levels(step, 30, 0.4).tolist() == [[2, 2]]
-    assert GRID.ring_levels(step, 30, 0.6).tolist() == [[3, 2]]
-    assert GRID.ring_levels(step, 30, 0.95).tolist() == [[3, 3]]
-    xy = np.array([[200.0, 200.0], [180.0, 210.0]])
-    plain = extract_polar(pyr, xy, 0.3, 0.2, NET_GRID)
-    np.testing.assert_array_equal(extract_polar(pyr, xy, 0.3, 0.2, NET_GRID, level_offset=np.zeros(2)), plain)
-    moved = extract_polar(pyr, xy, 0.3, 0.2, NET_GRID, level_offset=np.array([0.0, 0.99]))
-    np.testing.assert_array_equal(moved[0], plain[0])
-    r = REFERENCE_RADIUS * np.exp2(NET_GRID.log2_radii() + 0.3) * 2 * math.pi / NET_GRID.angles
-    nl = len(pyr.levels)
-    changed = NET_GRID.ring_levels(r, nl, 0.99) != NET_GRID.ring_levels(r, nl)
-    differs = np.abs(moved[1, 0] - plain[1, 0]).max(axis=1) > 0
-    assert changed.any() and np.array_equal(differs, changed)
 
 
 def test_pose_shifts_are_exact_ring_and_angle_shifts(pyr):
@@ -252,39 +228,6 @@ def test_resampled_training_views(pyr):
     np.testing.assert_array_equal(direct["d_ori"], warped["d_ori"])
     assert not np.allclose(direct["patch_b"], warped["patch_b"], atol=1e-3)
     assert np.corrcoef(direct["patch_b"].ravel(), warped["patch_b"].ravel())[0, 1] > 0.95
-
-
-def test_reread_training_views_are_rendered_at_another_resolution_and_read_at_their_frame(pyr):
-    """data.reread (training pairs, re-rendered views only): each view rendered at a pixel size 2^δ times its
-    frame's and read back at the frame, exactly ``render_view_polar(s + δ, read_scale=−δ)`` with δ the draw
-    that follows the pair's; the grid and the labels are unchanged, the blur is not. Outside [0, 4] octaves
-    it is refused; without augmentation (val pairs) it does nothing."""
-    from patchpose.data.pairs import PairConfig, sample_deltas
-    from patchpose.errors import InputError
-
-    quiet = dict(gamma=0.0, noise=0.0, resample=1.0)
-    kw = dict(mode="scale", polar=NET_GRID)
-    plain = one_photo_pairs(pyr, 5, 6, PairConfig(**quiet), **kw)
-    rr = one_photo_pairs(pyr, 5, 6, PairConfig(reread=1.5, **quiet), **kw)
-    np.testing.assert_array_equal(plain["d_scale"], rr["d_scale"])
-    np.testing.assert_array_equal(plain["sigma_a"], rr["sigma_a"])
-    assert not np.allclose(plain["patch_a"], rr["patch_a"], atol=1e-3)
-    assert np.corrcoef(plain["patch_a"].ravel(), rr["patch_a"].ravel())[0, 1] > 0.9
-    # view a, rebuilt: the same draws in the same order as sample_pairs makes them
-    rng = np.random.default_rng(5)
-    ds, do, sa, ta = sample_deltas(rng, 6, PairConfig(reread=1.5, **quiet), "scale")
-    rng.integers(0, 1, 6)
-    for _ in range(6):
-        rng.integers(0, 2)
-    rng.random(6)  # which views are re-rendered (all)
-    dl = rng.uniform(-1.5, 1.5, 6)
-    want = render_view_polar(pyr, rr["xy_a"], sa + dl, ta, NET_GRID, read_scale=-dl)
-    np.testing.assert_allclose(rr["patch_a"], want, atol=1e-6)
-    val = one_photo_pairs(pyr, 5, 6, PairConfig(reread=1.5, **quiet), augment=False, **kw)
-    val0 = one_photo_pairs(pyr, 5, 6, PairConfig(**quiet), augment=False, **kw)
-    np.testing.assert_array_equal(val["patch_a"], val0["patch_a"])
-    with pytest.raises(InputError, match="reread"):
-        PairConfig(reread=5.0)
 
 
 def test_polar_config_validation():

@@ -5,7 +5,6 @@ import json
 import shutil
 from pathlib import Path
 
-import numpy as np
 import pytest
 import torch
 
@@ -145,7 +144,7 @@ def test_fine_tuning_starts_from_given_weights(photos, tmp_path):
                 assert torch.equal(ft[k], v), k
     # settings without parameters of their own (INIT_FREE_KEYS) may change in a fine-tuning
     train(
-        small_cfg(photos, 1, "data.val_pairs=0", "model.polar_ori_min_ring=3", f"run.init_from={w}"),
+        small_cfg(photos, 1, "data.val_pairs=0", "model.polar_view_min_step=1.0", f"run.init_from={w}"),
         tmp_path / "free",
         progress=False,
     )
@@ -266,7 +265,7 @@ def test_every_shipped_recipe_resolves(tmp_path):
     from patchpose.training.recipe import list_recipes, load_recipe, stage_configs
 
     names = list_recipes()
-    assert {"patchpose-v2", "patchpose-v3", "patchpose-v4"} <= set(names)
+    assert {"patchpose-v2", "patchpose-v3", "patchpose-v9"} <= set(names)
     for name in names:
         rec = load_recipe(name)
         assert rec["name"] == name
@@ -298,41 +297,6 @@ def test_bad_recipes_are_clear_errors(tmp_path, text, match):
         load_recipe(str(p))
     with pytest.raises(FileNotFoundError, match="recipes"):
         load_recipe("no-such-recipe")
-
-
-@pytest.mark.parametrize("added", ["polar_grad_hist", "polar_ori_vector"])
-def test_fine_tuning_may_add_inputs_or_outputs(tmp_path, added):
-    """run.init_from with model.polar_grad_hist=true or model.polar_ori_vector=true from weights without it:
-    the model starts out giving exactly the old logits (gradient histograms: their inputs start at zero
-    weight; the orientation vector: every old parameter is kept, the vector's own start as built). Dropping
-    the option again is another network."""
-    from patchpose.models import ModelConfig, PoseNet
-    from patchpose.training.trainer import _init_weights
-    from patchpose.weights import save_weights
-
-    base = dict(arch="polar-cnn", num_scale_bins=25, scale_range=[-4.0, 4.0], polar_rings=31,
-                polar_head_width=8, polar_ori_dilations=[1, 2], polar_ori_kernel=36)  # fmt: skip
-    torch.manual_seed(0)
-    old = PoseNet(ModelConfig.from_dict(base)).eval()
-    w = save_weights(old, tmp_path / "old.safetensors")
-    new = PoseNet(ModelConfig.from_dict({**base, added: True})).eval()
-    fresh = {k: v.clone() for k, v in new.state_dict().items() if "ori_vector" in k}
-    _init_weights(new, str(w))
-    x = torch.rand(3, 1, 31, 36)
-    with torch.no_grad():
-        a, b = old(x), new(x)
-    for k in a:
-        torch.testing.assert_close(b[k], a[k])
-    if added == "polar_grad_hist":
-        assert new.polar.ori_convs[0].weight.shape[1] == 62
-    else:
-        assert "ori_vector" in b and fresh
-        for k, v in fresh.items():
-            torch.testing.assert_close(new.state_dict()[k], v)
-    with pytest.raises(ValueError, match="another network"):
-        _init_weights(
-            PoseNet(ModelConfig.from_dict(base)), str(save_weights(new, tmp_path / "new.safetensors"))
-        )
 
 
 def _polar_cfg(photos, *extra):
@@ -387,63 +351,6 @@ def test_distillation_from_a_teacher(photos, tmp_path):
         train(_polar_cfg(photos, f"run.teacher={w}"), tmp_path / "half", progress=False)
 
 
-def test_turn_averaged_targets_undo_each_turn():
-    """The teacher's orientation target is the mean of its histograms of a view and of the view turned by each
-    of ``turn_bins``, rolled back (its scale target the view's own read): with turned views that are the grid itself rolled by those bins (a turn
-    that resamples nothing), an equivariant polar-cnn gives back exactly its single read; with other
-    turned views, the mean of the rolled-back probabilities."""
-    from patchpose.models import ModelConfig, PoseNet
-    from patchpose.training.trainer import turn_averaged_targets
-
-    torch.manual_seed(0)
-    net = PoseNet(ModelConfig(arch="polar-cnn", polar_rings=15, num_scale_bins=13, polar_head_width=8)).eval()
-    x = torch.randn(8, 1, 15, 36)
-    bins = torch.tensor([3, 6])
-    rolled = torch.stack([torch.roll(x, int(b), -1) for b in bins], 1)  # content turned by b bins
-    with torch.no_grad():
-        ot = net(x)
-        t = turn_averaged_targets(
-            net, ot, {"turned_a": rolled[:4], "turned_b": rolled[4:], "turn_bins": bins}, "cpu"
-        )
-    torch.testing.assert_close(t["ori_logits"], ot["ori_logits"].log_softmax(1), atol=1e-5, rtol=0)
-    assert t["scale_logits"] is ot["scale_logits"]  # scale: the upright read's, as turn averaging leaves it
-    other = torch.randn(8, 2, 1, 15, 36)
-    with torch.no_grad():
-        t = turn_averaged_targets(
-            net, ot, {"turned_a": other[:4], "turned_b": other[4:], "turn_bins": bins}, "cpu"
-        )
-        want = ot["ori_logits"].softmax(1)
-        for j, b in enumerate(bins):
-            want = want + torch.roll(net(other[:, j])["ori_logits"], -int(b), 1).softmax(1)
-    torch.testing.assert_close(t["ori_logits"].exp(), want / 3, atol=1e-6, rtol=1e-5)
-
-
-def test_teacher_turns_train_against_the_turned_reads_and_need_a_teacher(photos, tmp_path):
-    """A student that starts as its teacher (patchpose-v7) has no distillation loss with one read, and a
-    clearly positive one when the target averages the teacher's turned reads (a turn resamples the pixels,
-    which moves some of its peaks); without a teacher the setting is a clear error."""
-    from patchpose.weights import BUNDLED, WEIGHTS_DIR
-
-    v7 = ["model.width=0.5", "model.polar_head_width=64", "model.polar_view_min_step=1.0"]
-    v7 += [
-        "model.polar_scale_dilations=[1,2,4]",
-        "run.teacher=patchpose-v7",
-        "loss.distill=1.0",
-        "optim.lr=0",
-    ]
-    v7 += [f"run.init_from={WEIGHTS_DIR / BUNDLED['patchpose-v7'][0]}"]
-    train(_polar_cfg(photos, *v7), tmp_path / "one", progress=False)
-    train(
-        _polar_cfg(photos, *v7, "data.teacher_turns=3", "data.resample=0.5"),
-        tmp_path / "three",
-        progress=False,
-    )
-    assert _first_logged(tmp_path / "one")["distill"] == pytest.approx(0.0, abs=1e-5)
-    assert _first_logged(tmp_path / "three")["distill"] > 0.01
-    with pytest.raises(ValueError, match="teacher_turns"):
-        train(_polar_cfg(photos, "data.teacher_turns=3"), tmp_path / "a", progress=False)
-
-
 def test_a_stop_signal_mid_step_checkpoints_a_whole_step(photos, tmp_path, monkeypatch):
     """Ctrl-C or SIGTERM inside a step (here after the optimizer's step, in the EMA update) used to write a
     checkpoint whose optimizer and schedule were a step ahead of its ``step``: the step now completes first,
@@ -478,27 +385,6 @@ def test_bad_amp_or_schedule_values_are_refused(photos, tmp_path):
             train(small_cfg(str(photos), 2, "data.val_pairs=0", bad), tmp_path / bad, progress=False)
 
 
-def test_teacher_turn_targets_roll_back_in_bins_on_a_grid_of_finer_angles():
-    """A grid of 72 angle samples and 36 orientation bins: the pairs turn the grid by samples, the teacher's
-    histograms must be rolled back by bins (half as many). An equivariant teacher's turned reads, rolled back,
-    then equal its upright read."""
-    from patchpose.models import create_model
-    from patchpose.training.trainer import turn_averaged_targets
-
-    torch.manual_seed(0)
-    teacher = create_model("polar-cnn", polar_angles=72).eval()
-    x = torch.rand(2, 1, 31, 72)
-    samples = [6, 12]  # turn_bins(3, 72)[1:]: 30° and 60°
-    turned = torch.stack([torch.roll(x, s, -1) for s in samples], 1)
-    with torch.no_grad():
-        ot = teacher(torch.cat([x, x]))
-        batch = {"turned_a": turned, "turned_b": turned, "turn_bins": np.array(samples)}
-        got = turn_averaged_targets(teacher, ot, batch, torch.device("cpu"))
-    np.testing.assert_allclose(
-        got["ori_logits"].softmax(1).numpy(), ot["ori_logits"].softmax(1).numpy(), atol=1e-5
-    )
-
-
 def test_config_values_are_checked_and_strings_stay_as_written(tmp_path):
     cfg = load_config("v1", ["data.photos=010", "run.init_from=1e3"])
     assert cfg.data.photos == "010" and cfg.run.init_from == "1e3"  # YAML read them as 8 and 1000.0
@@ -531,6 +417,22 @@ def test_resume_refuses_settings_the_checkpoint_cannot_honour(photos, tmp_path):
     assert res["step"] == 3
     with pytest.raises(InputError, match="run.device"):
         train(small_cfg(str(photos), 1, "data.val_pairs=0", "run.device=tpu"), tmp_path / "t", progress=False)
+
+
+def test_resume_refuses_a_checkpoint_trained_with_a_removed_data_setting(tmp_path):
+    """A checkpoint whose config sets a removed data setting (REMOVED_DATA_SETTINGS) to anything but its
+    "off" value was trained on pairs this code no longer makes: --resume refuses it, naming the setting.
+    At the "off" value (what every config written while they existed holds) it is ignored."""
+    from patchpose.errors import InputError
+    from patchpose.training.trainer import REMOVED_DATA_SETTINGS, _check_resumed_config
+
+    given = {"data": {"resample": 0.5, "jitter_px": 0.3}, "optim": {"lr": 1e-3}}
+    old = {**given, "data": {**given["data"], **REMOVED_DATA_SETTINGS}}
+    _check_resumed_config(tmp_path / "c.pt", old, given)
+    for key, value in (("reread", 1.0), ("teacher_turns", 3), ("level_jitter", True), ("context_swap", 0.5)):
+        stored = {**old, "data": {**old["data"], key: value}}
+        with pytest.raises(InputError, match=f"data.{key}={value!r}.*removed"):
+            _check_resumed_config(tmp_path / "c.pt", stored, given)
 
 
 def test_exported_weights_get_the_usual_file_mode(tmp_path):

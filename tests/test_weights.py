@@ -557,9 +557,9 @@ def test_a_weights_file_may_carry_its_orientation_offset(tmp_path):
         ({"num_ori_bins": 0}, "orientation bins"),
         ({"num_scale_bins": True}, "num_scale_bins must be int"),
         ({"width": 1e308}, "width must be"),
-        ({"polar_blur": None}, "polar_blur must be int"),
-        ({"polar_ori_min_ring": 2.5}, "polar_ori_min_ring must be int"),
-        ({"polar_ori_rings_below_scale": True}, "polar_ori_rings_below_scale must be int"),
+        ({"polar_harmonics": None}, "polar_harmonics must be int"),
+        ({"polar_ori_kernel": 2.5}, "polar_ori_kernel must be int"),
+        ({"polar_rings": True}, "polar_rings must be int"),
         ({"polar_head_width": 0}, "polar_head_width must be at least 1"),
     ],
 )
@@ -604,3 +604,78 @@ def test_export_of_a_checkpoint_with_integer_weights_is_refused(tmp_path):
     with pytest.raises(WeightsError, match="not floating point"):
         export_checkpoint(ck, tmp_path / "w.safetensors")
     assert not (tmp_path / "w.safetensors").exists()
+
+
+def test_bundled_files_name_removed_settings_at_their_off_value_and_load():
+    """The bundled files were written while the settings of REMOVED_SETTINGS existed and name them, at the
+    value that turned each off: they load into the network of today, whose config no longer has them."""
+    import json
+
+    from safetensors import safe_open
+
+    from patchpose.models.posenet import REMOVED_SETTINGS
+
+    named = set()
+    for name, (fname, _) in BUNDLED.items():
+        with safe_open(str(WEIGHTS_DIR / fname), "pt") as f:
+            stored = json.loads(f.metadata()["model_config"])
+        legacy = {k: v for k, v in stored.items() if k in REMOVED_SETTINGS}
+        assert legacy == {k: REMOVED_SETTINGS[k] for k in legacy}, name
+        named |= set(legacy)
+        model, _ = load_bundled(name)
+        assert not set(model.cfg.to_dict()) & set(REMOVED_SETTINGS), name
+    assert named == set(REMOVED_SETTINGS)  # every removed setting is met in a bundled file
+
+
+@pytest.mark.parametrize(
+    "key, value",
+    [
+        ("polar_blur", 1),
+        ("polar_ori_min_ring", 9),
+        ("polar_ori_rings_below_scale", 6),
+        ("polar_ori_window", 9),
+        ("polar_grad_hist", True),
+        ("polar_ori_vector", True),
+        ("polar_grad_hist", 0),  # 0 is not false: the loader takes a setting of the wrong type for none
+    ],
+)
+def test_a_weights_file_that_uses_a_removed_setting_is_refused(tmp_path, key, value):
+    """A file whose model_config sets a removed setting to anything but its "off" value holds a network this
+    code cannot build: a one-line WeightsError that names the setting and the tag that keeps it. The same
+    file with the setting off loads, and gives the network's outputs."""
+    import json
+
+    from patchpose.models.posenet import REMOVED_SETTINGS, REMOVED_SETTINGS_TAG
+
+    torch.manual_seed(0)
+    m = create_model("polar-cnn", width=0.5).eval()
+    p = save_weights(m, tmp_path / "m.safetensors")
+    cfg = m.cfg.to_dict()
+    bad = _with_metadata(p, tmp_path / "bad.safetensors", model_config=json.dumps({**cfg, key: value}))
+    with pytest.raises(WeightsError, match=f"{key}.*removed.*{REMOVED_SETTINGS_TAG}") as e:
+        load_weights(bad)
+    assert "\n" not in str(e.value)
+    legacy = json.dumps({**cfg, **REMOVED_SETTINGS})
+    ok, _ = load_weights(_with_metadata(p, tmp_path / "ok.safetensors", model_config=legacy))
+    assert ok.cfg == m.cfg
+    x = torch.rand(3, *m.cfg.input_shape)
+    with torch.no_grad():
+        for k, v in m(x).items():
+            torch.testing.assert_close(ok(x)[k], v, rtol=0, atol=0)
+
+
+def test_a_checkpoint_that_uses_a_removed_setting_is_refused(tmp_path):
+    """A training checkpoint's model config goes through the same rule: removed settings at their "off"
+    value load (export works), any other value is a WeightsError naming the setting."""
+    from patchpose.models.posenet import REMOVED_SETTINGS
+    from patchpose.training.checkpoint import load_checkpoint
+    from patchpose.weights import export_checkpoint
+
+    m = create_model("small-cnn", width=0.5)
+    legacy = {**m.cfg.to_dict(), **REMOVED_SETTINGS}
+    ok = _checkpoint(tmp_path / "ok.pt", m, config={"model": legacy})
+    assert load_checkpoint(ok)["step"] == 3
+    assert load_weights(export_checkpoint(ok, tmp_path / "ok.safetensors"))[0].cfg == m.cfg
+    bad = _checkpoint(tmp_path / "bad.pt", m, config={"model": {**legacy, "polar_ori_window": 9}})
+    with pytest.raises(WeightsError, match="polar_ori_window.*removed"):
+        load_checkpoint(bad)

@@ -17,8 +17,6 @@ Switches (all measured on our machines; see ``shared/reference/training-pitfalls
     - ``"official"``: the official code: integer (rounded) shift **of the logits**, wrapped logits set to
       0, softmax over all bins.
 * ``ori_shift``: ``"prob"`` (the paper: shift the probabilities) or ``"logits"`` (the official code).
-* ``ori_vector_weight``: for a network with an orientation vector (a first angular harmonic ``z``), the
-  pair term :func:`vector_alignment_loss`, ``1 − cos(arg z' − arg z − Δ)``.
 * ``distill``: weight of :func:`distillation_loss`, the KL divergence from a fixed teacher network's
   histograms of the same views to the student's (``run.teacher`` names the teacher): how a narrower,
   faster network is taught what a wider one does. 0 (default): no teacher.
@@ -49,7 +47,6 @@ class LossConfig:
     scale_entropy: float = 0.0  # weight of +mean H(h) on scale histograms
     scale_weight: float = 1.0
     ori_weight: float = 1.0
-    ori_vector_weight: float = 1.0  # weight of the orientation vector's loss (models with one)
     distill: float = 0.0  # weight of the KL divergence to a teacher's histograms (run.teacher)
 
 
@@ -103,22 +100,6 @@ def alignment_loss(
         m_b = overlap_mask(num_bins, -d).to(pa.dtype)
         return _cross_entropy(pa, pb_al, m_a) + _cross_entropy(pb, pa_al, m_b)
     return _cross_entropy(pa, pb_al) + _cross_entropy(pb, pa_al)
-
-
-def vector_alignment_loss(za: torch.Tensor, zb: torch.Tensor, d_rad: torch.Tensor) -> torch.Tensor:
-    """``1 − cos(arg zb − arg za − Δ)`` per pair, ``(N,)``: 0 when b's vector is a's turned by the true
-    rotation ``Δ`` (radians, counter-clockwise), 2 when opposite. ``za``, ``zb``: ``(N, 2)`` (re, im).
-
-    The vectors are normalised with a small floor on their length, so a vanishing vector (whose angle is
-    noise) gives a bounded gradient; the loss cannot be lowered by the lengths, only by the angles."""
-    eps = 1e-6
-    na = za / torch.sqrt((za * za).sum(1, keepdim=True) + eps)
-    nb = zb / torch.sqrt((zb * zb).sum(1, keepdim=True) + eps)
-    c, s = torch.cos(d_rad), torch.sin(d_rad)
-    # Re(nb · conj(na) · e^{−iΔ})
-    re_ba = nb[:, 0] * na[:, 0] + nb[:, 1] * na[:, 1]
-    im_ba = nb[:, 1] * na[:, 0] - nb[:, 0] * na[:, 1]
-    return 1.0 - (re_ba * c + im_ba * s)
 
 
 def distillation_loss(student: dict, teacher: dict, temperature: float = 1.0) -> torch.Tensor:
@@ -179,10 +160,5 @@ def pose_loss(out_a: dict, out_b: dict, d_scale: torch.Tensor, d_ori: torch.Tens
             reg = reg - cfg.ori_batch_entropy * entropy(pb.mean(0))
         losses["ori_reg"] = reg.detach()
         total = total + cfg.ori_weight * (lo + reg)
-        if "ori_vector" in out_a and cfg.ori_vector_weight:
-            d_rad = d_ori * (2 * torch.pi / za.shape[1])
-            lv = vector_alignment_loss(out_a["ori_vector"].float(), out_b["ori_vector"].float(), d_rad).mean()
-            losses["ori_vector"] = lv
-            total = total + cfg.ori_vector_weight * lv
     losses["total"] = total
     return losses

@@ -1,11 +1,10 @@
 """ONNX export and an onnxruntime backend for the estimator (optional: ``pip install onnx onnxruntime``).
 
 ``patchpose export onnx --weights NAME_OR_FILE --out model.onnx`` writes the network (inputs
-``x (N, C, rings, angles)`` or ``(N, C, PS, PS)``, outputs ``scale_logits``, ``ori_logits`` and, with an
-orientation vector, ``ori_vector``; dynamic N) with the model config in the ONNX metadata, and what the weights
-file recommends (its name, reads per keypoint ``passes``, descriptor window ``descriptor_region`` and
-``orientation_offset``), so that
-an estimator loaded from the ``.onnx`` file reads and describes as one loaded from the weights does. The
+``x (N, C, rings, angles)`` or ``(N, C, PS, PS)``, outputs ``scale_logits`` and ``ori_logits``; dynamic N) with
+the model config in the ONNX metadata, and the weights file's name and read plan (:class:`~patchpose.ReadPlan`:
+``passes``, ``orientation_offset``, ``descriptor_region``), so that an estimator loaded from the ``.onnx`` file
+reads and describes as one loaded from the weights does. The
 log-polar network is exported on its FFT-free path (the same numbers: circular padding and a plain
 convolution, a cosine/sine table for the angular harmonics), since ONNX has no real FFT.
 

@@ -23,6 +23,7 @@ from safetensors.torch import load_file, safe_open, save_file
 
 from .errors import InputError, WeightsError, is_int_in
 from .models import ModelConfig, PoseNet
+from .models.posenet import drop_removed_settings
 
 WEIGHTS_DIR = Path(__file__).resolve().parent / "weights"
 DEFAULT_MODEL = "patchpose-v9"
@@ -45,7 +46,9 @@ def config_from_json(text: str, where: str) -> ModelConfig:
     """Parse and validate a model config stored as JSON in a weights file's metadata.
 
     ``where`` names the file in the message of the :class:`WeightsError` raised for a config that is not
-    valid JSON, not a JSON object, or not a valid patchpose model config."""
+    valid JSON, not a JSON object, or not a valid patchpose model config, or that uses a removed setting
+    (:data:`~patchpose.models.posenet.REMOVED_SETTINGS`; named at its "off" value, as in the bundled files,
+    it is accepted)."""
 
     def non_finite(name: str) -> float:
         raise ValueError(f"non-finite number {name}")
@@ -56,6 +59,10 @@ def config_from_json(text: str, where: str) -> ModelConfig:
         raise WeightsError(f"{where}: model_config is not valid JSON ({one_line(e)})") from None
     if not isinstance(d, dict):
         raise WeightsError(f"{where}: model_config is not an object (got {type(d).__name__})")
+    try:
+        d = drop_removed_settings(d)
+    except ValueError as e:  # a network of an experiment this code no longer builds
+        raise WeightsError(f"{where}: {one_line(e)}") from None
     try:
         cfg = ModelConfig.from_dict(d)
         cfg.validate()

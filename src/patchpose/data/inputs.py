@@ -18,16 +18,12 @@ def extract_inputs(
     polar: PolarGrid | None = None,
     border: str = "reflect",
     shape: np.ndarray | None = None,
-    level_offset: np.ndarray | None = None,
 ) -> np.ndarray:
     """:func:`~patchpose.data.polar.extract_polar` when ``polar`` is given, else
     :func:`~patchpose.data.patches.extract_patches` with ``patch_size`` and ``windows``. ``shape``:
-    optional ``(N, 2, 2)`` affine shapes of the frames (see those functions); ``level_offset``: the log-polar
-    grid's per-view level rounding offsets (ignored for Cartesian windows)."""
+    optional ``(N, 2, 2)`` affine shapes of the frames (see those functions)."""
     if polar is not None:
-        return extract_polar(
-            pyramid, xy, log2_scale, theta, polar, border=border, shape=shape, level_offset=level_offset
-        )
+        return extract_polar(pyramid, xy, log2_scale, theta, polar, border=border, shape=shape)
     return extract_patches(
         pyramid, xy, log2_scale, theta, patch_size, list(windows), border=border, shape=shape
     )

@@ -58,23 +58,11 @@ class PairConfig:
     # log-polar inputs only: a smooth illumination ramp per view, a multiplicative gain of
     # 2^(g·x/512) along a random direction x (pixels from the keypoint), g ~ U[-shading, shading]
     shading: float = 0.0
-    # training pairs only: the keypoint of each view moved by N(0, jitter²) view pixels per axis, on its
+    # training pairs only: the keypoint of each view moved by N(0, jitter_px²) photo pixels per axis, on its
     # own, as a detector finds it again in another image (labels unchanged: a pose should not depend on
-    # where, within a pixel or so, the keypoint was found)
-    jitter: float = 0.0
-    # the same in photo pixels: N(0, jitter_px²) per axis whatever the view's scale. SIFT's re-detection
-    # offsets are about constant in image pixels (turned photos: ~0.3 px per axis; 0.7, 0.4 and 0.14 *view*
-    # pixels for keypoints below scale 0, between 0 and 1, above 1), which ``jitter`` does not model
+    # where, within a pixel or so, the keypoint was found). Photo pixels whatever the view's scale: SIFT's
+    # re-detection offsets are about constant in image pixels (turned photos: ~0.3 px per axis)
     jitter_px: float = 0.0
-    # log-polar views sampled straight from the photo only: each view's pyramid-level rounding moved by
-    # U[0, 1) levels (data.polar.extract_polar's level_offset), so that the blur along the rings no longer
-    # tells the view's absolute scale modulo 1/3 octave (a cue rendered views do not share)
-    level_jitter: bool = False
-    # log-polar training pairs with a teacher (run.teacher) only: each view is also rendered with its content
-    # turned by the whole angle samples of inference.turn_bins(teacher_turns, polar_angles)[1:] (photometric
-    # changes drawn anew), and the teacher's histograms of all the reads, turned back, are averaged into the
-    # target (training/trainer.py): the student learns in one read what turn averaging gives. 1 = off
-    teacher_turns: int = 1
     # log-polar inputs only: with probability ``context`` per view, what lies beyond a random line at
     # distance d ~ 2^U[log2 context_min, log2 context_max] *view* pixels from the keypoint (1 or 2 such
     # lines) is replaced by a constant (black half the time, else a random gray), each view on its own:
@@ -84,24 +72,10 @@ class PairConfig:
     context: float = 0.0
     context_min: float = 16.0
     context_max: float = 512.0
-    # the share of those views whose lost samples are another view's samples at the same grid points (a
-    # random other keypoint of the batch, most often of another photo) instead of a constant: a second
-    # image's far content is usually other content, not a flat region
-    context_swap: float = 0.0
-    # log-polar views drawn for re-rendering (``resample``), training pairs only: the view rendered at a pixel
-    # size 2^δ times its frame's, δ ~ U[-reread, reread] octaves, and its grid laid back at the frame (read
-    # scale −δ; data.polar.render_view_polar): what a later read in another frame sees (the second of two
-    # reads moves to the scale found; a view rendered small then reads finer than its pixels). Labels
-    # unchanged: the grid is where it would be
-    reread: float = 0.0
 
     def __post_init__(self) -> None:
-        if not 0.0 <= self.reread <= 4.0:
-            raise InputError(f"data.reread is in [0, 4] octaves, got {self.reread!r}")
         if not 0.0 <= self.context <= 1.0:
             raise InputError(f"data.context is a probability in [0, 1], got {self.context!r}")
-        if not 0.0 <= self.context_swap <= 1.0:
-            raise InputError(f"data.context_swap is a probability in [0, 1], got {self.context_swap!r}")
         if not 0.0 < self.context_min <= self.context_max:
             raise InputError(
                 "data.context_min and data.context_max must satisfy 0 < min <= max (view pixels), got "
@@ -190,14 +164,11 @@ def polar_context_loss(
     prob: float,
     d_min: float,
     d_max: float,
-    swap: float = 0.0,
 ) -> np.ndarray:
     """Log-polar views ``(n, C, K, A)`` with, for a share ``prob`` of them, the samples beyond one or two
     random lines set to a constant (0 half the time, else U[0, 1]). A line lies at distance
     ``d ~ 2^U[log2 d_min, log2 d_max]`` view pixels from the keypoint (radius ``REFERENCE_RADIUS·2^ρ`` of ring
-    ``ρ`` at scale 0, the unit the model reads a keypoint in) along a random direction (``PairConfig.context``).
-    ``swap``: the share of those views filled instead with another view's samples at the same grid points
-    (another view of ``p``, drawn at random; ``PairConfig.context_swap``)."""
+    ``ρ`` at scale 0, the unit the model reads a keypoint in) along a random direction (``PairConfig.context``)."""
     n = len(p)
     hit = np.flatnonzero(rng.random(n) < prob)
     if not len(hit):
@@ -215,10 +186,6 @@ def polar_context_loss(
     fill = np.where(rng.random(len(hit)) < 0.5, 0.0, rng.random(len(hit))).astype(np.float32)
     view = p[hit]
     src = np.broadcast_to(fill[:, None, None, None], view.shape)
-    if swap > 0 and n > 1:
-        donor = (hit + rng.integers(1, n, len(hit))) % n  # any view but the one itself
-        swapped = rng.random(len(hit)) < swap
-        src = np.where(swapped[:, None, None, None], p[donor], src)
     m = np.broadcast_to(lost[:, None], view.shape)
     view[m] = src[m]
     p[hit] = view
@@ -258,11 +225,8 @@ def sample_pairs(
         xy[i] = kps[rng.integers(0, len(kps))]
     sb, tb = sa - ds, ta - do
     xy_v = [xy, xy]
-    if augment and (cfg.jitter > 0 or cfg.jitter_px > 0):  # a view's pixel is 2**sigma photo pixels
-        xy_v = [
-            xy + (cfg.jitter * np.exp2(s) + cfg.jitter_px)[:, None] * rng.standard_normal((n, 2))
-            for s in (sa, sb)
-        ]
+    if augment and cfg.jitter_px > 0:
+        xy_v = [xy + cfg.jitter_px * rng.standard_normal((n, 2)) for _ in range(2)]
     resample = polar is not None and cfg.resample > 0
     # affine shapes: identity, or a stretch on view a or view b (labels unchanged, see PairConfig)
     shapes = np.broadcast_to(np.eye(2), (2, n, 2, 2)).copy()
@@ -281,7 +245,6 @@ def sample_pairs(
             m = rng.random(len(sel)) < cfg.resample if resample else np.zeros(len(sel), bool)
             d = ~m
             sh = shapes[vi, sel] if cfg.anisotropy > 0 else None
-            off = rng.random(int(d.sum())) if cfg.level_jitter and augment and polar is not None else None
             v = extract_inputs(
                 pyr,
                 xy_v[vi][sel][d],
@@ -291,22 +254,12 @@ def sample_pairs(
                 windows,
                 polar,
                 shape=None if sh is None else sh[d],
-                level_offset=off,
             )
             if m.any():
                 full = np.empty((len(sel), *v.shape[1:]), np.float32)
                 full[d] = v
-                # reread: rendered 2^dl coarser, read back at the frame (0: the frame itself)
-                k = int(m.sum())
-                dl = rng.uniform(-cfg.reread, cfg.reread, k) if augment and cfg.reread > 0 else np.zeros(k)
                 full[m] = render_view_polar(
-                    pyr,
-                    xy_v[vi][sel][m],
-                    s_[m] + dl,
-                    t_[m],
-                    polar,
-                    shape=None if sh is None else sh[m],
-                    read_scale=-dl,
+                    pyr, xy_v[vi][sel][m], s_[m], t_[m], polar, shape=None if sh is None else sh[m]
                 )
                 v = full
             views.append(v)
@@ -314,15 +267,10 @@ def sample_pairs(
         if pa is None:
             pa, pb = np.empty((n, *a.shape[1:]), np.float32), np.empty((n, *a.shape[1:]), np.float32)
         pa[sel], pb[sel] = a, b
-    turned = {}
-    if augment and polar is not None and cfg.teacher_turns > 1:
-        turned = _turned_views(rng, pool, img_idx, xy_v, ((sa, ta), (sb, tb)), shapes, cfg, polar)
     if augment:
         if polar is not None and cfg.context > 0:
             pa, pb = (
-                polar_context_loss(
-                    rng, v, polar, cfg.context, cfg.context_min, cfg.context_max, cfg.context_swap
-                )
+                polar_context_loss(rng, v, polar, cfg.context, cfg.context_min, cfg.context_max)
                 for v in (pa, pb)
             )
         if polar is not None and cfg.shading > 0:
@@ -330,7 +278,6 @@ def sample_pairs(
             pb = polar_shading(rng, pb, sb, polar, cfg.shading)
         pa, pb = photometric(rng, pa, cfg), photometric(rng, pb, cfg)
     return {
-        **turned,
         "patch_a": pa,
         "patch_b": pb,
         "d_scale": ds.astype(np.float32),
@@ -344,34 +291,6 @@ def sample_pairs(
         "shape_a": shapes[0],
         "shape_b": shapes[1],
     }
-
-
-def _turned_views(
-    rng, pool: PhotoPool, img_idx, xy_v, frames, shapes, cfg: PairConfig, polar: PolarGrid
-) -> dict:
-    """``turned_a``, ``turned_b`` ``(n, T−1, C, K, A)``: every view rendered with its content turned by each
-    of ``turn_bins(cfg.teacher_turns, A)[1:]`` angle samples of the grid (its frame turned the other way, as
-    ``evaluation.patchpose_eval.model_passes`` does), with photometric changes of their own; and
-    ``turn_bins`` ``(T−1,)``, in angle samples (the trainer rolls the histograms back in orientation
-    bins)."""
-    from ..inference import turn_bins
-
-    bins = turn_bins(cfg.teacher_turns, polar.angles)[1:]
-    n, out = len(img_idx), {}
-    for vi, (s_, t_) in enumerate(frames):
-        views = np.empty((n, len(bins), 1, polar.rings, polar.angles), np.float32)
-        for k in np.unique(img_idx):
-            sel = np.nonzero(img_idx == k)[0]
-            sh = shapes[vi, sel] if cfg.anisotropy > 0 else None
-            for j, b in enumerate(bins):
-                th = t_[sel] - TWO_PI * b / polar.angles
-                views[sel, j] = render_view_polar(
-                    pool.pyramids[k], xy_v[vi][sel], s_[sel], th, polar, shape=sh
-                )
-        flat = photometric(rng, views.reshape(n * len(bins), 1, polar.rings, polar.angles), cfg)
-        out["turned_" + "ab"[vi]] = flat.reshape(views.shape)
-    out["turn_bins"] = bins
-    return out
 
 
 class PairStream(torch.utils.data.IterableDataset):
@@ -413,8 +332,7 @@ class PairStream(torch.utils.data.IterableDataset):
             )
             yield {
                 k: torch.from_numpy(np.ascontiguousarray(b[k]))
-                for k in ("patch_a", "patch_b", "d_scale", "d_ori", "turned_a", "turned_b", "turn_bins")
-                if k in b
+                for k in ("patch_a", "patch_b", "d_scale", "d_ori")
             }
 
 

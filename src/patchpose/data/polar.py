@@ -19,7 +19,7 @@ which is exactly how the scale and orientation histograms move (``tests/test_pol
 
 Each ring is read from the pyramid level whose pixel spacing is the largest not above the ring's
 angular sample spacing ``2π·radius/angles`` (anti-aliasing, as :func:`~patchpose.data.patches.extract_patches`
-does for a whole patch), or ``blur_levels`` levels coarser, with bilinear interpolation by ``cv2.remap``.
+does for a whole patch), with bilinear interpolation by ``cv2.remap``.
 """
 
 from __future__ import annotations
@@ -41,27 +41,18 @@ class PolarGrid:
     rings: int = 25
     angles: int = 36
     rings_per_octave: int = 3
-    blur_levels: int = 0  # read each ring this many pyramid levels (1/3 octave each) coarser
     # > 0: a ring's sample spacing counts as at least this many *view* pixels (2**σ image pixels) when its
     # level is chosen, so rings finer than that are as smooth as in a view rendered at its own resolution
     view_min_step: float = 0.0
 
     def __post_init__(self) -> None:
-        if (
-            self.rings < 1
-            or self.angles < 4
-            or self.rings_per_octave < 1
-            or self.blur_levels < 0
-            or self.view_min_step < 0
-        ):
+        if self.rings < 1 or self.angles < 4 or self.rings_per_octave < 1 or self.view_min_step < 0:
             raise ValueError(f"invalid polar grid {self}")
 
-    def ring_levels(self, step: np.ndarray, num_levels: int, offset=0.0) -> np.ndarray:
-        """Pyramid level of rings whose angular sample spacing is ``step`` pixels; ``offset`` (levels, in
-        [0, 1), broadcast against ``step``) moves the rounding, so that a ring is read one level coarser
-        where its spacing is within ``offset`` of the next level."""
-        x = LEVELS_PER_OCTAVE * np.log2(np.maximum(step, 1e-9)) + 1e-6 + offset
-        lev = np.floor(x) + self.blur_levels
+    def ring_levels(self, step: np.ndarray, num_levels: int) -> np.ndarray:
+        """Pyramid level of rings whose angular sample spacing is ``step`` pixels: the coarsest level whose
+        pixel spacing is not above it."""
+        lev = np.floor(LEVELS_PER_OCTAVE * np.log2(np.maximum(step, 1e-9)) + 1e-6)
         return np.clip(lev, 0, num_levels - 1).astype(int)
 
     @property
@@ -88,19 +79,12 @@ def extract_polar(
     grid: PolarGrid,
     border: str = "reflect",
     shape: np.ndarray | None = None,
-    level_offset: np.ndarray | None = None,
 ) -> np.ndarray:
     """Log-polar samples ``(N, C, rings, angles)`` float32 at frames ``(xy, log2_scale, theta)``.
 
     ``border``: ``"reflect"`` (OpenCV ``BORDER_REFLECT_101``) or ``"constant"`` (zeros) outside the image.
     ``shape``: optional ``(N, 2, 2)`` matrices ``P``: the sample of ring ``k`` and direction ``α`` is then
     ``xy + r_k·R(θ)·P·(cos α, −sin α)`` (an affine view; pyramid levels still follow ``r_k``).
-    ``level_offset``: optional ``(N,)`` offsets in ``[0, 1)`` of each view's level rounding
-    (:meth:`PolarGrid.ring_levels`; a training augmentation, see ``PairConfig.level_jitter``).
-
-    Why the offset: which level a ring is read from depends on ``frac(3·σ)``, so without it the pattern
-    of blur along the rings tells a view's absolute scale modulo 1/3 octave, a cue that two views sampled
-    this way share and that a view rendered as a warped crop (what the benchmarks do) does not have.
     """
     xy, s, t = as_frames(xy, log2_scale, theta)
     n = len(xy)
@@ -114,8 +98,7 @@ def extract_polar(
     step = r * (TWO_PI / A)
     if grid.view_min_step > 0:  # no ring sharper than view_min_step view pixels (2**σ image pixels each)
         step = np.maximum(step, grid.view_min_step * np.exp2(s)[:, None])
-    off = 0.0 if level_offset is None else np.asarray(level_offset, np.float64).reshape(n, 1)
-    lev = grid.ring_levels(step, len(pyramid.levels), off)  # (n, K)
+    lev = grid.ring_levels(step, len(pyramid.levels))  # (n, K)
     ang = grid.angles_rad()[None, :] + t[:, None]  # (n, A)
     cos_a, sin_a = np.cos(ang).astype(np.float32), np.sin(ang).astype(np.float32)
     if shape is not None:  # unit offsets R(θ)·P·(cos α, −sin α), written as (cos_a, −sin_a)

@@ -13,6 +13,33 @@ from .backbones import ResNet18, SmallCNN
 from .heads import make_head, select_heads
 from .polar import PolarNet
 
+#: the git tag whose code still has the model settings of :data:`REMOVED_SETTINGS`
+REMOVED_SETTINGS_TAG = "lab-2026-11-25"
+
+#: model settings of experiments that were not adopted, removed, with the value that turned each one off.
+#: A stored config may name them at that value (every bundled weights file does): that is the network built
+#: here. Any other value describes a network this code cannot build.
+REMOVED_SETTINGS: dict[str, bool | int] = {
+    "polar_blur": 0,
+    "polar_ori_min_ring": 0,
+    "polar_ori_rings_below_scale": -1,
+    "polar_ori_window": -1,
+    "polar_grad_hist": False,
+    "polar_ori_vector": False,
+}
+
+
+def drop_removed_settings(d: dict) -> dict:
+    """``d`` without the :data:`REMOVED_SETTINGS` it names at their "off" value (of the same type: ``0``
+    is not ``False``); ``ValueError`` for one set to anything else, naming it and the tag that keeps it."""
+    for key, off in REMOVED_SETTINGS.items():
+        if key in d and not (type(d[key]) is type(off) and d[key] == off):
+            raise ValueError(
+                f"model config {key}={d[key]!r}: this setting was removed; git tag {REMOVED_SETTINGS_TAG} "
+                "of patchpose builds and trains such models"
+            )
+    return {k: v for k, v in d.items() if k not in REMOVED_SETTINGS}
+
 
 @dataclass
 class ModelConfig:
@@ -41,25 +68,8 @@ class ModelConfig:
     # kernel 3): [1, 1] sees ±3 rings (one octave) about each scale bin; [1, 2, 4] sees ±8
     polar_scale_dilations: list[int] = field(default_factory=lambda: [1, 1])
     polar_ori_kernel: int = 3  # taps of the last orientation conv (up to polar_angles: the whole circle)
-    polar_blur: int = 0  # rings read this many pyramid levels (1/3 octave each) coarser
     # rings read no sharper than this many view pixels (data/polar.py, PolarGrid.view_min_step); 0 = off
     polar_view_min_step: float = 0.0
-    # the orientation head sees zeros in place of rings 0..k-1, the innermost (in v2's grid ring k has a
-    # radius of 0.5·2^(k/3) px at scale 0): their directions from the centre change most when a detector
-    # finds the keypoint a fraction of a pixel away
-    polar_ori_min_ring: int = 0
-    # ... or (>= 0) the rings more than this many rings inside the characteristic radius that the scale head
-    # estimates (a cut that moves with the content under zoom); -1 = off
-    polar_ori_rings_below_scale: int = -1
-    # ... or (>= 0) only the 2·W + 1 rings centred on the characteristic ring that the scale head estimates
-    # (W rings on each side): an orientation head that moves with the content under zoom; -1 = all rings
-    polar_ori_window: int = -1
-    # the orientation head also reads, per ring, a histogram of the directions of the image gradients
-    # (as SIFT's orientation histogram, one per ring; models/polar.py): K more input channels
-    polar_grad_hist: bool = False
-    # a continuous orientation besides the histogram: the angle of a learnt first angular harmonic
-    # (models/polar.py, OrientationVector); the estimator's top-1 orientation then comes from it
-    polar_ori_vector: bool = False
 
     @property
     def is_polar(self) -> bool:
@@ -76,28 +86,23 @@ class ModelConfig:
             self.polar_rings,
             self.polar_angles,
             round(self.scale_bins_per_octave),
-            self.polar_blur,
-            float(self.polar_view_min_step),
+            view_min_step=float(self.polar_view_min_step),
         )
 
     @property
     def output_sizes(self) -> dict[str, int]:
         """The network's outputs and their sizes per sample: ``scale_logits`` and ``ori_logits`` for the
-        heads it has, ``ori_vector`` (re, im) with an orientation vector (what inference and the ONNX graph
-        carry)."""
+        heads it has (what inference and the ONNX graph carry)."""
         return self.outputs_of()
 
     def outputs_of(self, heads=None) -> dict[str, int]:
-        """:attr:`output_sizes` of a read that runs only ``heads`` (None: all; see :func:`select_heads`); the
-        orientation vector belongs to the orientation head."""
+        """:attr:`output_sizes` of a read that runs only ``heads`` (None: all; see :func:`select_heads`)."""
         want = select_heads(self.heads, heads)
         sizes = {}
         if "scale" in want:
             sizes["scale_logits"] = self.num_scale_bins
         if "orientation" in want:
             sizes["ori_logits"] = self.num_ori_bins
-            if self.polar_ori_vector:
-                sizes["ori_vector"] = 2
         return sizes
 
     @property
@@ -121,6 +126,10 @@ class ModelConfig:
 
     @classmethod
     def from_dict(cls, d: dict) -> ModelConfig:
+        """The config of ``d`` (settings missing take their defaults); ``ValueError`` for an unknown key or
+        a removed setting in use (:func:`drop_removed_settings`), ``TypeError`` for a value of the wrong
+        type."""
+        d = drop_removed_settings(d)
         known = {k: v for k, v in d.items() if k in cls.__dataclass_fields__}
         unknown = set(d) - set(known)
         if unknown:
@@ -147,12 +156,8 @@ class ModelConfig:
         for name in ("embed_dim", "polar_rings", "polar_angles", "polar_head_width", "polar_ori_kernel"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
-        for name in ("polar_harmonics", "polar_blur", "polar_ori_min_ring"):
-            if getattr(self, name) < 0:
-                raise ValueError(f"{name} must be at least 0, got {getattr(self, name)}")
-        for name in ("polar_ori_rings_below_scale", "polar_ori_window"):
-            if getattr(self, name) < -1:
-                raise ValueError(f"{name} must be -1 (off) or at least 0, got {getattr(self, name)}")
+        if self.polar_harmonics < 0:
+            raise ValueError(f"polar_harmonics must be at least 0, got {self.polar_harmonics}")
         if any(c < 1 for c in [*self.polar_channels, *self.polar_ori_dilations, *self.polar_scale_dilations]):
             raise ValueError("polar_channels and the dilations must be positive integers")
         if len(self.scale_range) != 2 or not self.scale_range[0] < 0 < self.scale_range[1]:
@@ -172,8 +177,6 @@ class ModelConfig:
                 raise ValueError("polar_angles must be a multiple of num_ori_bins")
             if self.windows != [1.0]:
                 raise ValueError("polar-cnn takes one log-polar grid; leave windows at [1.0]")
-        if not self.is_polar and (self.polar_ori_vector or self.polar_grad_hist):
-            raise ValueError("polar_ori_vector and polar_grad_hist are options of the polar-cnn only")
         if self.color not in ("gray", "rgb"):
             raise ValueError(f"color must be 'gray' or 'rgb', got {self.color!r}")
         if not self.heads or set(self.heads) - {"scale", "orientation"}:
@@ -230,12 +233,6 @@ class PoseNet(nn.Module):
                 cfg.polar_harmonics,
                 tuple(cfg.polar_ori_dilations),
                 cfg.polar_ori_kernel,
-                cfg.polar_ori_min_ring,
-                cfg.polar_ori_rings_below_scale,
-                cfg.polar_ori_window,
-                cfg.polar_grad_hist,
-                round(cfg.scale_bins_per_octave),
-                cfg.polar_ori_vector,
                 tuple(cfg.polar_scale_dilations),
             )
             return

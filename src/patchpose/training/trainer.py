@@ -23,7 +23,7 @@ from ..data.pairs import PairConfig, PairStream, PhotoPool
 from ..data.photos import load_splits
 from ..errors import InputError, TrainingError
 from ..evaluation.synthetic import evaluate_model, make_protocol_pairs
-from ..inference import autocast_ctx, turn_bins
+from ..inference import autocast_ctx
 from ..losses import LossConfig, distillation_loss, pose_loss
 from ..models import ModelConfig, PoseNet
 from .checkpoint import load_checkpoint, save_checkpoint
@@ -143,10 +143,31 @@ class StopRequests:
 #: optimizer, schedule), or would make the run a different one than its config.yaml says
 RESUME_MAY_CHANGE = {("optim", "steps"), ("data", "num_workers")}
 
+#: data settings of experiments that were not adopted, removed (git tag ``lab-2026-11-25`` keeps them),
+#: with the value that turned each one off: a checkpoint trained with another cannot be continued as it was
+REMOVED_DATA_SETTINGS = {
+    "jitter": 0.0,
+    "level_jitter": False,
+    "teacher_turns": 1,
+    "context_swap": 0.0,
+    "reread": 0.0,
+}
+
 
 def _check_resumed_config(path: Path, stored: dict, given: dict) -> None:
     """InputError naming the settings that differ between a checkpoint's config and this command's, other
-    than ``optim.steps``, ``data.num_workers`` and ``run.*`` (keys a newer version added are not compared)."""
+    than ``optim.steps``, ``data.num_workers`` and ``run.*`` (keys a newer version added are not compared),
+    or a removed data setting the checkpoint was trained with (:data:`REMOVED_DATA_SETTINGS`)."""
+    removed = [
+        f"data.{k}={v!r}"
+        for k, v in stored.get("data", {}).items()
+        if k in REMOVED_DATA_SETTINGS and v != REMOVED_DATA_SETTINGS[k]
+    ]
+    if removed:
+        raise InputError(
+            f"--resume: {path} was trained with {', '.join(removed)}, a setting that was removed (git tag "
+            "lab-2026-11-25 of patchpose continues it)"
+        )
     changed = []
     for section in ("model", "loss", "data", "optim"):
         old, new = stored.get(section, {}), given.get(section, {})
@@ -170,9 +191,9 @@ def _pair_config(dc) -> PairConfig:
     return PairConfig(**{k: v for k, v in dc.items() if k in PairConfig.__dataclass_fields__})
 
 
-#: model settings that own no parameters (how the grid is read, which rings a head sees): fine-tuning from
-#: weights trained with other values of them is allowed
-INIT_FREE_KEYS = ("polar_blur", "polar_view_min_step", "polar_ori_min_ring", "polar_ori_rings_below_scale")
+#: model settings that own no parameters (how the grid is read): fine-tuning from weights trained with other
+#: values of them is allowed
+INIT_FREE_KEYS = ("polar_view_min_step",)
 
 
 def _init_weights(model: PoseNet, path: str) -> None:
@@ -189,41 +210,10 @@ def _init_weights(model: PoseNet, path: str) -> None:
     a, b = ModelConfig.from_dict(src_cfg).to_dict(), model.cfg.to_dict()
     for key in INIT_FREE_KEYS:  # settings without parameters of their own: a fine-tuning may change them
         a.pop(key, None), b.pop(key, None)
-    # adding gradient histograms (not removing them) keeps every old parameter
-    grow = bool(b.get("polar_grad_hist")) and not a.get("polar_grad_hist")
-    if grow:
-        a.pop("polar_grad_hist", None), b.pop("polar_grad_hist", None)
-    # adding an orientation vector keeps every old parameter; the vector's own start as built
-    add_vector = bool(b.get("polar_ori_vector")) and not a.get("polar_ori_vector")
-    if add_vector:
-        a.pop("polar_ori_vector", None), b.pop("polar_ori_vector", None)
     if a != b:
         raise ValueError(f"run.init_from={path} holds another network than model: the configs differ")
-    if grow:  # gradient histograms added: their input weights start at zero, so the model starts as it was
-        state = model.polar.with_grad_hist_inputs(state, prefix="polar.")
-        log.info("the orientation head's gradient-histogram inputs start at zero")
-    if add_vector:
-        state = {**model.state_dict(), **state}  # the vector's parameters keep their initial values
-        log.info("the orientation vector starts as a centroid-like harmonic of the grid")
     model.load_state_dict(state)
     log.info("initialised from %s", path)
-
-
-def turn_averaged_targets(teacher: PoseNet, ot: dict, batch: dict, device) -> dict:
-    """The teacher's outputs ``ot`` (logits of ``patch_a`` then ``patch_b``) with the orientation histogram
-    replaced by its average with those of the same views with their content turned (``batch["turned_a"]``,
-    ``["turned_b"]``, ``(n, T−1, C, K, A)``, by ``batch["turn_bins"]`` angle samples of the grid), each rolled
-    back by its turn in orientation bins (``A`` samples are ``B`` bins; the trainer checks that every turn is
-    whole bins), as log-probabilities (which :func:`~patchpose.losses.distillation_loss` takes as logits):
-    what the estimator's turn averaging gives, which also leaves scale to the upright read."""
-    ta, tb = batch["turned_a"].to(device), batch["turned_b"].to(device)
-    a, n_bins = ta.shape[-1], ot["ori_logits"].shape[1]
-    bins = [int(s) * n_bins // a for s in batch["turn_bins"]]
-    p = ot["ori_logits"].float().softmax(1)
-    for j, b in enumerate(bins):
-        z = teacher(torch.cat([ta[:, j], tb[:, j]]), heads=("orientation",))["ori_logits"].float()
-        p = p + torch.roll(z, -b, 1).softmax(1)
-    return {**ot, "ori_logits": torch.log((p / (len(bins) + 1)).clamp_min(1e-30))}  # no log(0)
 
 
 def load_teacher(spec: str, student: ModelConfig) -> PoseNet:
@@ -308,20 +298,6 @@ def _train(cfg, out_dir, resume: bool, progress: bool, dd) -> dict:
     if (lcfg.distill > 0) != bool(rc.teacher):
         raise ValueError("loss.distill > 0 and run.teacher go together: give both or neither")
     teacher = load_teacher(rc.teacher, mcfg).to(device) if rc.teacher else None
-    turns = int(c["data"].get("teacher_turns", 1))
-    if turns != 1:
-        if teacher is None or not mcfg.is_polar:
-            raise ValueError(
-                "data.teacher_turns > 1 needs run.teacher and a polar-cnn (it averages the teacher's reads)"
-            )
-        turn_bins(turns, mcfg.num_ori_bins)  # checks the value
-        # the pairs turn the grid by whole angle samples; the teacher's histograms roll back by whole bins
-        samples, a = turn_bins(turns, mcfg.polar_angles), mcfg.polar_angles
-        if np.any(samples * mcfg.num_ori_bins % a):
-            raise ValueError(
-                f"data.teacher_turns={turns} turns the grid by {samples.tolist()} of its {a} angle samples, "
-                f"which are not whole bins of {mcfg.num_ori_bins}: choose another number of turns"
-            )
     step, best = 0, -1.0
     ema = WeightEMA(model, oc.ema) if oc.ema else None
     if ckpt is not None:
@@ -417,8 +393,6 @@ def _train(cfg, out_dir, resume: bool, progress: bool, dd) -> dict:
             if teacher is not None:  # the teacher reads the same views; its histograms are targets
                 with torch.no_grad():
                     ot = teacher(x)
-                    if "turned_a" in batch:  # and the views turned: its reads turned back and averaged
-                        ot = turn_averaged_targets(teacher, ot, batch, device)
                 kd = distillation_loss(o, ot, lcfg.temperature)
                 losses["distill"] = kd.detach()
                 losses["total"] = losses["total"] + lcfg.distill * kd
