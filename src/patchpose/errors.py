@@ -1,5 +1,10 @@
 """Errors that patchpose raises on bad input; the CLI turns them into a message and exit code 2."""
 
+from __future__ import annotations
+
+import importlib
+from types import ModuleType
+
 
 class PatchPoseError(Exception):
     """Base class of patchpose's own errors."""
@@ -28,3 +33,14 @@ def is_int_in(value, lo: int, hi: int | None = None, integral_floats: bool = Fal
         if not (integral_floats and float(value).is_integer()):
             return False
     return lo <= value and (hi is None or value <= hi)
+
+
+def require(module: str, extra: str) -> ModuleType:
+    """Import ``module``, an optional dependency that the ``extra`` of the package installs (see
+    ``pyproject.toml``); if it is missing, a one-line :class:`InputError` says which extra to install."""
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        raise InputError(
+            f"{module.split('.')[0]} is missing: this needs the '{extra}' extra: pip install -e '.[{extra}]'"
+        ) from None
