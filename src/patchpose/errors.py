@@ -36,11 +36,15 @@ def is_int_in(value, lo: int, hi: int | None = None, integral_floats: bool = Fal
 
 
 def require(module: str, extra: str) -> ModuleType:
-    """Import ``module``, an optional dependency that the ``extra`` of the package installs (see
-    ``pyproject.toml``); if it is missing, a one-line :class:`InputError` says which extra to install."""
+    """Import ``module``, an optional dependency that the ``extra`` of the package installs (the extras are
+    listed in ``pyproject.toml``). If it is not installed, a one-line :class:`InputError` names the extra;
+    a module that is installed but fails to import raises its own error."""
     try:
         return importlib.import_module(module)
-    except ImportError:
+    except ModuleNotFoundError as e:
+        if e.name is None or not (module == e.name or module.startswith(e.name + ".")):
+            raise
         raise InputError(
-            f"{module.split('.')[0]} is missing: this needs the '{extra}' extra: pip install -e '.[{extra}]'"
+            f"{module.split('.')[0]} is not installed; it comes with the '{extra}' extra: "
+            f"pip install -e '.[{extra}]'"
         ) from None

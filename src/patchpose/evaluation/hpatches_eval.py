@@ -42,7 +42,7 @@ import numpy as np
 
 from ..data.hpatches import Sequence, load_hpatches
 from ..data.keypoints import detect_harris, detect_sift
-from ..errors import InputError, is_int_in
+from ..errors import InputError, is_int_in, require
 from ..fileio import read_keypoints, write_text_atomic
 from ..geometry import apply_homography, inside, pose_change
 from ..matching.describe import Describer
@@ -497,7 +497,7 @@ def evaluate_hpatches(
     ``bootstrap`` replicates over sequences (0: none) give 95 % intervals of MMA@3 px (:func:`mma_intervals`);
     ``cluster_pattern`` draws sequences in clusters instead (:func:`sequence_clusters`: the sequences made
     from one photo with several seeds are not independent)."""
-    from tqdm import tqdm
+    tqdm = require("tqdm", "eval").tqdm
 
     from ..estimator import PatchPoseEstimator
 

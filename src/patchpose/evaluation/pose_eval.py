@@ -34,7 +34,7 @@ import cv2
 import numpy as np
 
 from ..data.posed_pairs import read_pairs_file
-from ..errors import InputError, is_int_in
+from ..errors import InputError, is_int_in, require
 from ..fileio import write_text_atomic
 
 FAIL_DEG = 180.0
@@ -189,7 +189,7 @@ def evaluate_pose(
     ``rot0``/``rot1`` raises :class:`InputError` before any work. A pair on which the method fails (no
     keypoints, too few matches for the robust fit) counts as error 180° for that row, is listed under
     ``failures``, and the run goes on."""
-    from tqdm import tqdm
+    tqdm = require("tqdm", "eval").tqdm
 
     from ..data.patches import load_image
     from ..estimator import PatchPoseEstimator

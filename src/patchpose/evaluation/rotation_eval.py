@@ -48,7 +48,7 @@ import cv2
 import numpy as np
 
 from ..conventions import similarity_about
-from ..errors import InputError, is_int_in
+from ..errors import InputError, is_int_in, require
 from ..fileio import write_text_atomic
 from ..geometry import apply_homography
 from ..interop import keypoint_xy
@@ -238,7 +238,7 @@ def evaluate_rotation(
     (:func:`check_angles`); photos with fewer than ``MIN_KEYPOINTS`` SIFT locations are skipped, and a run
     that skips them all raises :class:`InputError`. ``bootstrap`` replicates over photos (0: none) give the
     MMA intervals (:func:`mma_intervals`)."""
-    from tqdm import tqdm
+    tqdm = require("tqdm", "eval").tqdm
 
     from ..data.patches import load_image, resize_long_side
     from ..estimator import PatchPoseEstimator

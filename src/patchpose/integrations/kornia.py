@@ -25,7 +25,7 @@ import torch
 from torch import nn
 
 from ..conventions import REFERENCE_RADIUS, TWO_PI
-from ..errors import InputError
+from ..errors import InputError, require
 from ..estimator import as_estimator
 
 
@@ -48,7 +48,7 @@ class LAFPoseAssigner(nn.Module):
         self.laf_frame = bool(laf_frame)
 
     def forward(self, laf: torch.Tensor, img: torch.Tensor) -> torch.Tensor:
-        import kornia.feature as KF
+        KF = require("kornia.feature", "kornia")
 
         if laf.dim() != 4 or laf.shape[2:] != (2, 3):
             raise ValueError(f"laf must be (B, N, 2, 3), got {tuple(laf.shape)}")
