@@ -91,21 +91,21 @@ def test_camera_file_names_are_split_photo_by_photo():
     assert all(len(v) >= 10 for v in sp.values())
 
 
-def test_fetched_wheel_photos_are_filed_under_their_own_source(tmp_path, monkeypatch):
-    """With a wheel missing, the photos that follow it were filed under the missing one's folder."""
+def test_fetched_wheel_photos_are_filed_under_their_own_source_and_need_every_wheel(tmp_path, monkeypatch):
+    """Each wheel's photos go to its own folder; a wheel that is not installed is an error, not a test split
+    silently short of its photos."""
     import patchpose.data.photos as P
+    from patchpose.errors import InputError
 
-    monkeypatch.setattr(
-        P,
-        "WHEEL_PHOTOS",
-        [
-            ("nowheel", "no_such_module_patchpose", "a.png"),
-            *[w for w in P.WHEEL_PHOTOS if w[0] == "matplotlib"],
-        ],
-    )
-    splits = P.fetch_photos(tmp_path, debian=False)
+    mpl = [w for w in P.WHEEL_PHOTOS if w[0] == "matplotlib"]
+    monkeypatch.setattr(P, "WHEEL_PHOTOS", mpl)
+    splits = P.fetch_photos(tmp_path / "a", debian=False)
     assert splits["test"] == ["matplotlib/grace_hopper.jpg"]
-    assert (tmp_path / "matplotlib" / "grace_hopper.jpg").is_file()
+    assert (tmp_path / "a" / "matplotlib" / "grace_hopper.jpg").is_file()
+    monkeypatch.setattr(P, "WHEEL_PHOTOS", [("nowheel", "no_such_module_patchpose", "a.png"), *mpl])
+    with pytest.raises(InputError, match=r"\[eval\]"):
+        P.fetch_photos(tmp_path / "b", debian=False)
+    assert not (tmp_path / "b" / "splits.json").exists()
 
 
 def test_fetched_debian_photos_take_a_plasma_wallpapers_largest_image(tmp_path, monkeypatch, caplog):

@@ -5,9 +5,10 @@ import numpy as np
 import pytest
 import skimage.data
 
-from patchpose.data.official_patchpose import OfficialPatchPose, evaluate_official_layout, parse_name
+from patchpose.data.official_patchpose import OfficialPatchPose, parse_name
 from patchpose.data.patches import Pyramid, extract_patches
 from patchpose.errors import InputError
+from patchpose.evaluation.official_layout import evaluate_official_layout
 
 ANGLES = [0, 10, 90, 180]
 SCALES = [0.6300, 1.0000, 1.5874]
@@ -101,7 +102,7 @@ def test_official_layout_scores_other_bin_widths_in_the_metrics_bins_and_one_var
     every column (they were read as bins of the metric's width); a copy with patchPoseA/ alone evaluates."""
     import shutil
 
-    import patchpose.inference as inf
+    import patchpose.evaluation.official_layout as layout
     from patchpose.models import create_model
     from patchpose.weights import save_weights
 
@@ -121,7 +122,7 @@ def test_official_layout_scores_other_bin_widths_in_the_metrics_bins_and_one_var
         o[np.arange(n), np.round(ds.angle_deg / 5.0).astype(int) % 72] = 1.0
         return {"scale_hist": s, "orientation_hist": o}
 
-    monkeypatch.setattr(inf, "predict_histograms", perfect)
+    monkeypatch.setattr(layout, "predict_histograms", perfect)
     only_a = tmp_path / "onlyA"
     shutil.copytree(root / "patchPoseA", only_a / "patchPoseA")
     res = evaluate_official_layout(only_a, str(w))

@@ -18,6 +18,7 @@ import numpy as np
 import torch
 
 from .conventions import OPENCV_SIFT_XY_BIAS
+from .errors import require
 
 #: patch side and window (in REFERENCE_RADIUS units) for the orientation baselines
 ORI_PATCH, ORI_WINDOW = 32, 1.0
@@ -57,7 +58,7 @@ def log_scale_selection(stack: np.ndarray) -> np.ndarray:
 
 def dominant_gradient_orientation(patches: np.ndarray) -> np.ndarray:
     """``(N, 1, PS, PS)`` gray patches → ``(N,)`` radians in [0, 2π) (kornia, CCW as displayed)."""
-    import kornia
+    kornia = require("kornia", "kornia")
 
     det = kornia.feature.PatchDominantGradientOrientation(patches.shape[-1])
     with torch.inference_mode():

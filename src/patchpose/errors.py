@@ -1,5 +1,10 @@
 """Errors that patchpose raises on bad input; the CLI turns them into a message and exit code 2."""
 
+from __future__ import annotations
+
+import importlib
+from types import ModuleType
+
 
 class PatchPoseError(Exception):
     """Base class of patchpose's own errors."""
@@ -28,3 +33,18 @@ def is_int_in(value, lo: int, hi: int | None = None, integral_floats: bool = Fal
         if not (integral_floats and float(value).is_integer()):
             return False
     return lo <= value and (hi is None or value <= hi)
+
+
+def require(module: str, extra: str) -> ModuleType:
+    """Import ``module``, an optional dependency that the ``extra`` of the package installs (the extras are
+    listed in ``pyproject.toml``). If it is not installed, a one-line :class:`InputError` names the extra;
+    a module that is installed but fails to import raises its own error."""
+    try:
+        return importlib.import_module(module)
+    except ModuleNotFoundError as e:
+        if e.name is None or not (module == e.name or module.startswith(e.name + ".")):
+            raise
+        raise InputError(
+            f"{module.split('.')[0]} is not installed; it comes with the '{extra}' extra: "
+            f"pip install -e '.[{extra}]'"
+        ) from None

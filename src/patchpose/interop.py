@@ -17,7 +17,7 @@ from .conventions import (
     to_cv2_size_angle,
     to_laf_scale_ori,
 )
-from .errors import InputError
+from .errors import InputError, require
 
 
 def to_cv2_keypoints(xy, scale, orientation, size_factor: float = CV2_SIZE_FACTOR) -> list[cv2.KeyPoint]:
@@ -116,7 +116,7 @@ def from_cv2_keypoints(
 
 def to_laf(xy, scale, orientation, laf_factor: float = LAF_SCALE_FACTOR) -> torch.Tensor:
     """Poses → kornia LAFs ``(1, N, 2, 3)`` (float32)."""
-    import kornia.feature as KF
+    KF = require("kornia.feature", "kornia")
 
     s, deg = to_laf_scale_ori(np.asarray(scale, np.float64), np.asarray(orientation, np.float64), laf_factor)
     xy = torch.as_tensor(np.asarray(xy, np.float64).reshape(1, -1, 2), dtype=torch.float32)
@@ -130,7 +130,7 @@ def from_laf(
     laf: torch.Tensor, laf_factor: float = LAF_SCALE_FACTOR
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """kornia LAFs ``(1, N, 2, 3)`` → ``(xy, log2 scale, orientation radians)``."""
-    import kornia.feature as KF
+    KF = require("kornia.feature", "kornia")
 
     xy = KF.get_laf_center(laf)[0].double().numpy()
     s = KF.get_laf_scale(laf)[0, :, 0, 0].double().numpy()

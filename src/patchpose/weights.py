@@ -322,6 +322,73 @@ def load_model(name_or_path: str | Path | None = None) -> tuple[PoseNet, dict]:
     return load_weights(name_or_path)
 
 
+#: what a training checkpoint always holds (:func:`patchpose.training.checkpoint.save_checkpoint` writes
+#: these; ``"train_model"``, ``"metrics"`` and ``"best"`` are optional)
+CHECKPOINT_KEYS = ("model", "config", "step", "optimizer", "scheduler")
+
+
+def load_checkpoint(path: str | Path) -> dict:
+    """Load a training checkpoint written by :func:`~patchpose.training.checkpoint.save_checkpoint`
+    (``weights_only=True``: no code is unpickled).
+
+    The structure is checked (its keys, a valid model config, weights that fit that config and are finite):
+    anything else is a one-line :class:`WeightsError`, so callers may index the checkpoint freely."""
+    path = Path(path)
+    if not path.is_file():
+        raise WeightsError(f"checkpoint not found: {path}")
+    try:
+        ckpt = load_torch_file(path)
+    except WeightsError as e:  # corrupt, truncated or foreign file
+        raise WeightsError(f"cannot read checkpoint: {e}") from None
+    _validate_checkpoint(ckpt, path)
+    return ckpt
+
+
+def _not_a_checkpoint(path: Path, why: str) -> WeightsError:
+    return WeightsError(f"{path} is not a patchpose training checkpoint: {why}")
+
+
+def _validate_checkpoint(ckpt: object, path: Path) -> None:
+    """Raise :class:`WeightsError` unless ``ckpt`` has the structure ``save_checkpoint`` writes."""
+    if not isinstance(ckpt, dict):
+        raise _not_a_checkpoint(path, f"it holds a {type(ckpt).__name__}, not a dict")
+    missing = [k for k in CHECKPOINT_KEYS if k not in ckpt]
+    if missing:
+        raise _not_a_checkpoint(path, f"missing {', '.join(map(repr, missing))}")
+    config = ckpt["config"]
+    if not isinstance(config, dict) or not isinstance(config.get("model"), dict):
+        raise _not_a_checkpoint(path, "its config has no 'model' section")
+    step = ckpt["step"]
+    if not isinstance(step, int) or isinstance(step, bool) or step < 0:
+        raise _not_a_checkpoint(path, f"'step' must be a whole number >= 0, got {step!r}")
+    best = ckpt.get("best", -1.0)
+    if not isinstance(best, (int, float)) or isinstance(best, bool):
+        raise _not_a_checkpoint(path, f"'best' must be a number, got {type(best).__name__}")
+    for key in ("optimizer", "scheduler"):
+        if not isinstance(ckpt[key], dict):
+            raise _not_a_checkpoint(path, f"{key!r} is a {type(ckpt[key]).__name__}, not a state dict")
+    states = [k for k in ("model", "train_model") if k in ckpt]
+    for key in states:
+        state = ckpt[key]
+        if not isinstance(state, dict) or not all(
+            isinstance(k, str) and isinstance(v, torch.Tensor) for k, v in state.items()
+        ):
+            raise _not_a_checkpoint(path, f"{key!r} is not a state dict of named tensors")
+    try:
+        net = PoseNet(ModelConfig.from_dict(config["model"]))
+    except (ValueError, TypeError, KeyError, AttributeError, RuntimeError, ArithmeticError) as e:
+        raise _not_a_checkpoint(path, f"invalid model config ({one_line(e, 200)})") from None
+    for key in states:
+        try:
+            net.load_state_dict(ckpt[key], strict=True)
+        except RuntimeError as e:
+            raise WeightsError(
+                f"{path}: the {key!r} weights do not fit the checkpoint's model config ({one_line(e)})"
+            ) from None
+        check_finite(ckpt[key], f"{path} ({key!r})")
+        check_float_dtypes(ckpt[key], net.state_dict(), f"{path} ({key!r})")
+
+
 def export_checkpoint(
     checkpoint: str | Path,
     out: str | Path,
@@ -333,8 +400,6 @@ def export_checkpoint(
 ) -> Path:
     """Training checkpoint (``torch.load(weights_only=True)``) → safetensors weights file (``passes``,
     ``descriptor_region``, ``orientation_offset``: see :func:`save_weights`)."""
-    from .training.checkpoint import load_checkpoint
-
     ckpt = load_checkpoint(checkpoint)  # validated: the config builds and the weights fit it
     model = PoseNet(ModelConfig.from_dict(ckpt["config"]["model"]))
     model.load_state_dict(ckpt["model"])
@@ -370,4 +435,5 @@ __all__ = [
     "load_torch_file",
     "save_weights",
     "export_checkpoint",
+    "load_checkpoint",
 ]

@@ -37,7 +37,7 @@ def eval_patchpose_command(a: argparse.Namespace) -> int:
 
 
 def eval_official_command(a: argparse.Namespace) -> int:
-    from ..data.official_patchpose import evaluate_official_layout
+    from ..evaluation.official_layout import evaluate_official_layout
     from ..fileio import write_text_atomic
 
     res = evaluate_official_layout(a.root, a.weights, list_name=a.list, k=a.top_k)

@@ -33,7 +33,7 @@ from pathlib import Path
 import cv2
 import numpy as np
 
-from ..errors import InputError
+from ..errors import InputError, require
 from ..fileio import check_resume_plan, write_text_atomic
 from .patches import load_image, load_photo
 
@@ -258,7 +258,7 @@ def generate_hpatches(
 ) -> list[str]:
     """Write one viewpoint (``v``) and/or illumination (``i``) sequence per photo into ``out``, in the
     HPatches layout, plus ``out/manifest.json``. Finished sequences are kept (resume)."""
-    from tqdm import tqdm
+    tqdm = require("tqdm", "eval").tqdm
 
     cfg = cfg or HPatchesGenConfig()
     if not photos:

@@ -48,7 +48,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import InputError, is_int_in
+from ..errors import InputError, is_int_in, require
 from .keypoints import detect_harris, detect_sift
 from .patches import Pyramid, extract_patches, load_photo, to_gray
 from .photos import load_splits
@@ -142,7 +142,7 @@ def _pick_keypoints(img: np.ndarray, rng: np.random.Generator, cfg: GenerateConf
 
 def _prune_scores(patches_w1: np.ndarray) -> np.ndarray:
     """Std of kornia's SIFT descriptor per patch (window 1), a hand-crafted discriminativeness score."""
-    import kornia
+    kornia = require("kornia", "kornia")
     import torch
 
     desc = kornia.feature.SIFTDescriptor(patches_w1.shape[-1], rootsift=False)
@@ -153,7 +153,7 @@ def _prune_scores(patches_w1: np.ndarray) -> np.ndarray:
 
 def generate_shard(photo: Path, split: str, out_path: Path, cfg: GenerateConfig) -> dict:
     """Write the shard of one photo (atomically); returns its summary."""
-    import h5py
+    h5py = require("h5py", "eval")
 
     seed = int.from_bytes(hashlib.sha256(f"{cfg.seed}:{photo.name}".encode()).digest()[:8], "little")
     rng = np.random.default_rng(seed)
@@ -242,7 +242,7 @@ def shard_name(photo: Path, images: Path) -> str:
 def _check_shard_layout(out: Path) -> None:
     """Refuse to resume into shards of an older layout (format 1 named them by the photo's stem alone, so
     a resumed run would write every photo again beside them)."""
-    import h5py
+    h5py = require("h5py", "eval")
 
     for shard in sorted((out / "shards").glob("*/*.h5"))[:1]:  # one folder holds one format
         with h5py.File(shard, "r") as f:
@@ -272,7 +272,7 @@ def generate(
     shard for the pruning threshold. Every photo draws from its own seed, so the shards of ``n`` parts
     equal those of one run.
     """
-    from tqdm import tqdm
+    tqdm = require("tqdm", "eval").tqdm
 
     cfg = cfg or GenerateConfig()
     out = Path(out)
@@ -359,7 +359,7 @@ def merge(out: str | Path, parts, splits=("train", "val", "test")) -> dict:
 
 def write_manifest(out: Path, cfg: GenerateConfig, splits) -> dict:
     """Index the shards: counts per split, the pruning threshold and the kept/pruned keypoints."""
-    import h5py
+    h5py = require("h5py", "eval")
 
     doc = {"format_version": FORMAT_VERSION, "config": asdict(cfg), "splits": {}}
     # every split on disk, not only this run's: a run of one split must not drop the others from the index
@@ -426,7 +426,7 @@ def read_shard(path: Path, root: Path) -> tuple[dict, np.ndarray, str, list[floa
     """One shard's ``keypoints`` and per-sample arrays (:data:`SAMPLE_KEYS`), its photo, the photo's name and
     the windows of its patches. A missing, truncated or incomplete shard raises :class:`InputError` naming
     the file and saying how to write it again (``root``: the dataset folder, for the message)."""
-    import h5py
+    h5py = require("h5py", "eval")
 
     fix = f"delete it and {_regenerate_hint(root)} (finished shards are kept)"
     if not path.is_file():

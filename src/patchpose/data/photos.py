@@ -18,7 +18,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from ..errors import InputError
+from ..errors import InputError, require
 
 log = logging.getLogger(__name__)
 
@@ -123,15 +123,12 @@ def _package_photos(root: Path, names: list[str]) -> list[tuple[Path, str]]:
 
 
 def _wheel_photos() -> list[tuple[str, Path]]:
-    """``(source, path)`` of each photo of :data:`WHEEL_PHOTOS` whose wheel is installed."""
-    import importlib
-
+    """``(source, path)`` of each photo of :data:`WHEEL_PHOTOS` that its wheel holds. A wheel that is not
+    installed is an :class:`InputError` naming the extra that installs it: the test split is these photos,
+    and one that silently lacked some would not be the split that results are reported on."""
     out = []
     for src, module, rel in WHEEL_PHOTOS:
-        try:
-            mod = importlib.import_module(module)
-        except ImportError:
-            continue
+        mod = require(module, "eval")
         p = Path(mod.__file__).parent / rel
         if p.is_file():
             out.append((src, p))

@@ -32,7 +32,7 @@ from pathlib import Path
 import cv2
 import numpy as np
 
-from ..errors import InputError
+from ..errors import InputError, require
 from ..fileio import check_resume_plan, write_text_atomic
 from .patches import load_photo
 
@@ -165,7 +165,7 @@ def generate_posed_pairs(
     Every image draws from its own seed; images already written are kept (resume), but only in a folder
     made with the same settings and with each image from the same photo (``out/manifest.json``, written
     before any image): otherwise the pairs file would pair new poses with old images."""
-    from tqdm import tqdm
+    tqdm = require("tqdm", "eval").tqdm
 
     out = Path(out)
     imgdir = out / "images"

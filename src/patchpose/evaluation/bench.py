@@ -13,6 +13,8 @@ import cv2
 import numpy as np
 import torch
 
+from ..errors import require
+
 
 def _median_time(fn, repeats: int) -> float:
     fn()  # warm-up
@@ -85,7 +87,7 @@ def bench(
         res[f"backend_{backend}_total_s"] = _median_time(lambda b=b: b.estimate(img, xy), repeats)
         res[f"backend_{backend}_ratio_to_sift"] = res[f"backend_{backend}_total_s"] / res["sift_detect_s"]
     # kornia's dominant-gradient orientation on 32×32 patches at the same keypoints (patches included)
-    import kornia.feature as KF
+    KF = require("kornia.feature", "kornia")
 
     from ..data.patches import Pyramid, extract_patches
 

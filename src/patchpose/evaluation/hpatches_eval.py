@@ -42,7 +42,7 @@ import numpy as np
 
 from ..data.hpatches import Sequence, load_hpatches
 from ..data.keypoints import detect_harris, detect_sift
-from ..errors import InputError, is_int_in
+from ..errors import InputError, is_int_in, require
 from ..fileio import read_keypoints, write_text_atomic
 from ..geometry import apply_homography, inside, pose_change
 from ..matching.describe import Describer
@@ -495,7 +495,7 @@ def evaluate_hpatches(
     ``cluster_pattern`` draws sequences in clusters instead (:func:`sequence_clusters`: the sequences made
     from one photo with several seeds are not independent). ``read_plan``: changes to the model's read
     plan (:meth:`patchpose.ReadPlan.replace`), or None."""
-    from tqdm import tqdm
+    tqdm = require("tqdm", "eval").tqdm
 
     from ..estimator import PatchPoseEstimator
 

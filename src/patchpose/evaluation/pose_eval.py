@@ -35,7 +35,7 @@ import cv2
 import numpy as np
 
 from ..data.posed_pairs import read_pairs_file
-from ..errors import InputError, is_int_in
+from ..errors import InputError, is_int_in, require
 from ..fileio import write_text_atomic
 
 FAIL_DEG = 180.0
@@ -188,7 +188,7 @@ def evaluate_pose(
     keypoints, too few matches for the robust fit) counts as error 180° for that row, is listed under
     ``failures``, and the run goes on. ``read_plan``: changes to the model's read plan
     (:meth:`patchpose.ReadPlan.replace`), or None."""
-    from tqdm import tqdm
+    tqdm = require("tqdm", "eval").tqdm
 
     from ..data.patches import load_image
     from ..estimator import PatchPoseEstimator

@@ -49,7 +49,7 @@ import cv2
 import numpy as np
 
 from ..conventions import similarity_about
-from ..errors import InputError, is_int_in
+from ..errors import InputError, is_int_in, require
 from ..fileio import write_text_atomic
 from ..geometry import apply_homography
 from ..interop import keypoint_xy
@@ -232,7 +232,7 @@ def evaluate_rotation(
     that skips them all raises :class:`InputError`. ``bootstrap`` replicates over photos (0: none) give the
     MMA intervals (:func:`mma_intervals`). ``read_plan``: changes to the model's read plan
     (:meth:`patchpose.ReadPlan.replace`), or None."""
-    from tqdm import tqdm
+    tqdm = require("tqdm", "eval").tqdm
 
     from ..data.patches import load_image, resize_long_side
     from ..estimator import PatchPoseEstimator

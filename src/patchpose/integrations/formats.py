@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from ..conventions import REFERENCE_RADIUS, TWO_PI, from_colmap_xy, to_colmap_xy, to_cv2_size_angle
-from ..errors import InputError
+from ..errors import InputError, require
 
 #: descriptor values per keypoint that COLMAP's text feature import reads (SIFT's, as uint8)
 COLMAP_DESCRIPTOR_DIM = 128
@@ -81,7 +81,7 @@ def write_hloc_features(path, name: str, xy, scale, ori, descriptors, scores=Non
     """Add (or replace) image ``name`` in an hloc features file: a group with ``keypoints (N, 2)`` (centre
     of the top-left pixel at 0, as hloc stores them), ``descriptors (D, N)``, ``scales (N,)`` radius px,
     ``oris (N,)`` degrees clockwise as displayed, and ``scores``/``image_size`` if given."""
-    import h5py
+    h5py = require("h5py", "hloc")
 
     xy, scale, ori, descriptors = _check(xy, scale, ori, descriptors)
     if descriptors is None:
@@ -107,7 +107,7 @@ def read_hloc_features(path, name: str) -> dict:
     hloc writes ``scales`` and ``oris`` only for detectors that have them (its DoG); for the others
     (SuperPoint, DISK, ALIKED, …) ``scale`` and ``ori`` are None, which is where our poses come in, and
     ``descriptors`` is None where the group has none."""
-    import h5py
+    h5py = require("h5py", "hloc")
 
     with h5py.File(path, "r") as f:
         if name not in f:

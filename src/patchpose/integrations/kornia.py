@@ -25,7 +25,7 @@ import torch
 from torch import nn
 
 from ..conventions import REFERENCE_RADIUS, TWO_PI
-from ..errors import InputError
+from ..errors import InputError, require
 from ..estimator import EstimatorLike, as_estimator
 
 
@@ -47,7 +47,7 @@ class LAFPoseAssigner(nn.Module):
         self.laf_frame = bool(laf_frame)
 
     def forward(self, laf: torch.Tensor, img: torch.Tensor) -> torch.Tensor:
-        import kornia.feature as KF
+        KF = require("kornia.feature", "kornia")
 
         if not isinstance(laf, torch.Tensor) or not isinstance(img, torch.Tensor):
             raise InputError("laf and img must be torch tensors (B, N, 2, 3) and (B, 1 or 3, H, W)")

@@ -17,7 +17,7 @@ import numpy as np
 import torch
 
 from ..data.patches import Pyramid, extract_patches
-from ..errors import InputError, WeightsError
+from ..errors import InputError, WeightsError, require
 from ..weights import check_finite, check_float_dtypes, load_torch_file, one_line
 
 DESCRIPTORS = ("sift", "hardnet", "sosnet")
@@ -28,7 +28,7 @@ class Describer:
     """``describe(pyramid, xy, log2_scale, theta) -> (N, D)`` L2-normalised float32 descriptors."""
 
     def __init__(self, name: str = "sift", weights: str | Path | None = None, batch: int = 1024) -> None:
-        import kornia.feature as KF
+        KF = require("kornia.feature", "kornia")
 
         if name not in DESCRIPTORS:
             raise InputError(f"descriptor must be one of {DESCRIPTORS}, got {name!r}")

@@ -26,7 +26,7 @@ import cv2
 import numpy as np
 import torch
 
-from ..errors import InputError, is_int_in
+from ..errors import InputError, is_int_in, require
 from ..weights import check_descriptor_region
 from .describe import Describer
 from .matcher import mutual_nn
@@ -95,7 +95,7 @@ def to_lafs(xy: np.ndarray, log2_scale: np.ndarray, theta: np.ndarray) -> torch.
 
 def adalam_matches(d1, d2, lafs1, lafs2, hw1, hw2, checks: bool = True) -> np.ndarray:
     """kornia AdaLAM on ``(N, D)`` descriptors; ``(M, 2)`` index pairs."""
-    import kornia.feature as KF
+    KF = require("kornia.feature", "kornia")
     from kornia.feature.adalam import get_adalam_default_config
 
     if len(d1) < 2 or len(d2) < 2:
