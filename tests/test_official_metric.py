@@ -294,7 +294,7 @@ def test_exact_poses_ceiling_of_the_official_metric():
     """A perfect estimator has zero continuous error, scores 100 % on rotations by whole bins, and loses
     exactly the quantisation on a 3° rotation: a pair fails when the reference's angle lies within 3° below
     a bin boundary, i.e. 30 % of the time."""
-    from patchpose.evaluation.patchpose_eval import _continuous, _official, exact_poses
+    from patchpose.evaluation.patchpose_eval import continuous_accuracies, exact_poses, official_scores
 
     n = 4000
     for angle, expected in ((30.0, 100.0), (3.0, 70.0)):
@@ -312,10 +312,10 @@ def test_exact_poses_ceiling_of_the_official_metric():
             "d_ori": np.full(n, np.radians(angle)),
         }
         m = exact_poses(data, seed=1)
-        res = _official(m, None, pairs)
+        res = official_scores(m, None, pairs)
         assert res["ori_acc@5"] == pytest.approx(expected, abs=2.0)
         assert res["ori_acc@10"] == 100.0
-        cont, err = _continuous(m, pairs, ("orientation",))
+        cont, err = continuous_accuracies(m, pairs, ("orientation",))
         assert np.abs(err["orientation"]).max() < 1e-9 and cont["ori_acc@5"] == 100.0
 
 
@@ -323,7 +323,7 @@ def test_histograms_of_other_widths_are_scored_in_the_metrics_bins():
     """eval patchpose: the official thresholds count bins of 10° and 1/3 octave, so a histogram of 72
     orientation bins or 6 scale bins per octave is decoded and binned as a baseline's poses are. A view
     pair off by 5° (one 72-bin) passes ±5° as a baseline's would; read as bins it failed (1 bin > 0.5)."""
-    from patchpose.evaluation.patchpose_eval import MethodPoses, _official_pair_errors
+    from patchpose.evaluation.patchpose_eval import MethodPoses, official_pair_errors
 
     ori = np.full((2, 72), 1e-4)
     ori[0, 0] = ori[1, 2] = 1.0  # peaks at 0° and 10°; the truth is 5°
@@ -334,7 +334,7 @@ def test_histograms_of_other_widths_are_scored_in_the_metrics_bins():
     sc /= sc.sum(1, keepdims=True)
     pairs_s = {"ref": np.array([0]), "trg": np.array([1]), "scale_factor": np.array([2 ** (1 / 3)])}
     m = MethodPoses("m", scale_hist=sc, ori_hist=ori, scale_bins_per_octave=6.0)
-    se, oe = _official_pair_errors(m, pairs_s, pairs_o)
+    se, oe = official_pair_errors(m, pairs_s, pairs_o)
     # orientation: bins round(0/10) = 0 and round(10/10) = 1, against 0.5 → 0.5, within ±5°
     assert oe[0] == pytest.approx(0.5)
     # scale: 1/6 octave is bin round(0.5) = 0 (halves to even), against round(1) = 1 → 1, within ±1/3 only
@@ -344,11 +344,11 @@ def test_histograms_of_other_widths_are_scored_in_the_metrics_bins():
     # the metric's own bins are still read as bins (argmax), the same pairs at 36 and 13 bins
     ori36 = np.full((2, 36), 1e-4)
     ori36[0, 0] = ori36[1, 1] = 1.0
-    se36, oe36 = _official_pair_errors(MethodPoses("m", ori_hist=ori36), None, pairs_o)
+    se36, oe36 = official_pair_errors(MethodPoses("m", ori_hist=ori36), None, pairs_o)
     assert se36 is None and oe36[0] == pytest.approx(0.5)
     # and the top-k candidates of other widths are the histogram's peaks
     ori2 = ori.copy()
     ori2[1, 2], ori2[1, 36] = 0.4, 0.6  # view 2's strongest peak is opposite; its second the right one
-    _, oe_k1 = _official_pair_errors(MethodPoses("m", ori_hist=ori2), None, pairs_o, k=1)
-    _, oe_k2 = _official_pair_errors(MethodPoses("m", ori_hist=ori2), None, pairs_o, k=2)
+    _, oe_k1 = official_pair_errors(MethodPoses("m", ori_hist=ori2), None, pairs_o, k=1)
+    _, oe_k2 = official_pair_errors(MethodPoses("m", ori_hist=ori2), None, pairs_o, k=2)
     assert oe_k1[0] > 10 and oe_k2[0] == pytest.approx(0.5)

@@ -156,7 +156,6 @@ def render_view_polar(
     shape: np.ndarray | None = None,
     read_scale=None,
     read_theta=None,
-    turn=None,
 ) -> np.ndarray:
     """Polar samples of *transformed views*, as if the image had been warped by the frame and the grid then
     laid at the transformed keypoint with pose ``(0, 0)`` (the paper's protocol: transform the image,
@@ -176,12 +175,6 @@ def render_view_polar(
     never finer than the view's own pixels. So a view rendered small stays small: a read at a finer
     pose sees its blur, as it would in a real image, instead of the photo re-rendered at that pose. At
     pose ``(0, 0)`` the samples are the same as without it.
-
-    ``turn`` (``(N,)`` or a scalar, radians; None for 0): the view *turned* counter-clockwise about the
-    keypoint before it is read, as an image turned by a resampling warp (``estimate(..., turns=…)`` turns
-    the image): each level's crop is resampled onto its own pixel grid turned, bilinearly, and then read.
-    That second resampling is what distinguishes it from a read turned by ``read_theta``; for this grid
-    and whole angle steps the latter reads the same points.
     """
     from .patches import extract_patches
 
@@ -189,7 +182,6 @@ def render_view_polar(
     _, rs, rt = as_frames(
         xy, 0.0 if read_scale is None else read_scale, 0.0 if read_theta is None else read_theta
     )
-    tu = None if turn is None else as_frames(xy, 0.0, turn)[2]
     n = len(xy)
     chans = 1 if pyramid.levels[0].ndim == 2 else pyramid.levels[0].shape[2]
     K, A = grid.rings, grid.angles
@@ -214,8 +206,6 @@ def render_view_polar(
         crops = extract_patches(
             pyramid, xy[views], s[views], t[views], size, [w], shape=None if shape is None else shape[views]
         )  # (v, C, size, size)
-        if tu is not None:
-            crops = _turn_crops(crops, tu[views])
         # ring points in crop pixels; the keypoint sits at (half − 0.5, half − 0.5)
         px = (half - 0.5) + rad[:, None] * cos_a[vi]  # (m, A)
         py = (half - 0.5) - rad[:, None] * sin_a[vi]
@@ -237,22 +227,6 @@ def _bilinear(c: np.ndarray, li: np.ndarray, px: np.ndarray, py: np.ndarray) -> 
         + c[li, y0 + 1, x0] * (1 - fx) * fy
         + c[li, y0 + 1, x0 + 1] * fx * fy
     )
-
-
-def _turn_crops(crops: np.ndarray, turn: np.ndarray) -> np.ndarray:
-    """Crops ``(v, C, size, size)`` (keypoint at their centre) with their content turned counter-clockwise by
-    ``turn`` ``(v,)`` radians, resampled bilinearly onto the same pixel grid (what turning an image does)."""
-    v, chans, size, _ = crops.shape
-    c0 = (size - 1) / 2.0
-    yy, xx = np.mgrid[0:size, 0:size]
-    dx, dy = (xx - c0).ravel()[None, :], (yy - c0).ravel()[None, :]  # (1, P), y down
-    co, si = np.cos(turn)[:, None], np.sin(turn)[:, None]
-    # a point turned CCW as displayed (y down) by t came from the point turned back: x' = c·dx − s·dy,
-    # y' = s·dx + c·dy
-    px = c0 + co * dx - si * dy
-    py = c0 + si * dx + co * dy
-    out = _bilinear(crops.transpose(0, 2, 3, 1), np.arange(v)[:, None], px, py)  # (v, P, C)
-    return np.ascontiguousarray(out.transpose(0, 2, 1).reshape(v, chans, size, size))
 
 
 __all__ = ["PolarGrid", "extract_polar", "polar_margin", "render_view_polar"]

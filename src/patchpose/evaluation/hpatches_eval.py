@@ -65,7 +65,7 @@ from .intervals import (
     mean_intervals,
 )
 from .metrics import redetections
-from .patchpose_eval import POSE_ARRAYS, MethodPoses, _continuous, _official
+from .patchpose_eval import POSE_ARRAYS, MethodPoses, continuous_accuracies, official_scores
 
 POSE_MARGIN = 32.0  # px: pose-transfer keypoints lie this far inside both images
 POSE_KEYPOINTS = 25  # per detector (SIFT, Harris) in image 1, as the paper's 25 patches per pair
@@ -446,10 +446,10 @@ def pose_tables(per_seq: dict[str, dict], names: list[str], top_k: int, bins_per
             m = MethodPoses(
                 label, scale_bins_per_octave=bins_per_octave, **{k: f.get(k) for k in POSE_ARRAYS}
             )
-            official[label] = _strip(_official(m, pairs, pairs))
-            continuous[label] = _strip(_continuous(m, pairs)[0])
+            official[label] = _strip(official_scores(m, pairs, pairs))
+            continuous[label] = _strip(continuous_accuracies(m, pairs)[0])
             if name == "patchpose":
-                official[f"ours_top{top_k}"] = _strip(_official(m, pairs, pairs, k=top_k))
+                official[f"ours_top{top_k}"] = _strip(official_scores(m, pairs, pairs, k=top_k))
         out[kind] = {"official": official, "continuous": continuous, "n_pairs": int(len(trg))}
     return out
 

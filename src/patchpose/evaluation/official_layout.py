@@ -14,7 +14,7 @@ from ..errors import InputError
 from ..estimator import PatchPoseEstimator
 from ..inference import predict_histograms
 from .official import official_accuracies, official_errors_from_poses
-from .patchpose_eval import MethodPoses, _official_pair_errors
+from .patchpose_eval import MethodPoses, official_pair_errors
 
 
 def evaluate_official_layout(
@@ -24,7 +24,7 @@ def evaluate_official_layout(
     on a released PatchPose copy. ``variants``: ``("A", "B")`` or one of them; None: those the copy holds.
     ``list_name`` (e.g. ``"test_acquired"``) selects ``patchPose{V}ImageList/{list_name}.txt``. A model
     whose bins are not the metric's (36 orientation bins, 3 scale bins per octave) is scored on its decoded
-    poses, binned as the baselines' are (:func:`~patchpose.evaluation.patchpose_eval._official_pair_errors`)."""
+    poses, binned as the baselines' are (:func:`~patchpose.evaluation.patchpose_eval.official_pair_errors`)."""
     if variants is None:
         variants = tuple(v for v in ("A", "B") if (Path(root) / f"patchPose{v}").is_dir())
     if not variants:
@@ -64,7 +64,7 @@ def evaluate_official_layout(
             ori_hist=h.get("orientation_hist"),
             scale_bins_per_octave=cfg.scale_bins_per_octave,
         )
-        se, oe = _official_pair_errors(m, ps, po, k)
+        se, oe = official_pair_errors(m, ps, po, k)
         res[v] = {"patchpose": official_accuracies(se, oe)}
         gray = ds.patches("gray")
         for name, fn in (

@@ -297,7 +297,7 @@ def _official_errors(hist, poses, pairs: dict | None, kind: str, k: int, bins_pe
     return official_errors_from_poses(poses[pairs["ref"], :k], poses[pairs["trg"], :k], gt, kind)
 
 
-def _official_pair_errors(m: MethodPoses, pairs_s: dict | None, pairs_o: dict | None, k: int = 1):
+def official_pair_errors(m: MethodPoses, pairs_s: dict | None, pairs_o: dict | None, k: int = 1):
     """Official per-pair errors in bins ``(scale, orientation)``, each None where unmeasured.
 
     A histogram whose bins are not the metric's (orientation other than
@@ -323,9 +323,11 @@ def _official_pair_errors(m: MethodPoses, pairs_s: dict | None, pairs_o: dict | 
     )
 
 
-def _official(m: MethodPoses, pairs_s: dict | None, pairs_o: dict | None, k: int = 1, errors=None) -> dict:
-    """Official accuracies of ``m`` (from ``errors``, :func:`_official_pair_errors`'s, when given)."""
-    se, oe = errors if errors is not None else _official_pair_errors(m, pairs_s, pairs_o, k)
+def official_scores(
+    m: MethodPoses, pairs_s: dict | None, pairs_o: dict | None, k: int = 1, errors=None
+) -> dict:
+    """Official accuracies of ``m`` (from ``errors``, :func:`official_pair_errors`'s, when given)."""
+    se, oe = errors if errors is not None else official_pair_errors(m, pairs_s, pairs_o, k)
     acc = official_accuracies(se, oe)
     keys = (COLS[:2] if se is not None else ()) + (COLS[2:] if oe is not None else ())
     res = {key: acc[key] for key in keys}
@@ -335,7 +337,7 @@ def _official(m: MethodPoses, pairs_s: dict | None, pairs_o: dict | None, k: int
 
 def _official_correct(se, oe) -> dict[str, np.ndarray]:
     """Per pair and column, whether the official metric counts the pair as correct (the thresholds of
-    :func:`~patchpose.evaluation.official.official_accuracies`), from :func:`_official_pair_errors`."""
+    :func:`~patchpose.evaluation.official.official_accuracies`), from :func:`official_pair_errors`."""
     out = {}
     if se is not None:
         e = np.asarray(se, dtype=np.float64).reshape(-1)
@@ -359,7 +361,7 @@ def _intervals(
     return out
 
 
-def _continuous(m: MethodPoses, pairs: dict, what=("scale", "orientation")) -> tuple[dict, dict]:
+def continuous_accuracies(m: MethodPoses, pairs: dict, what=("scale", "orientation")) -> tuple[dict, dict]:
     pa, pb = {}, {}
     if "scale" in what and m.scale is not None:
         pa["scale"], pb["scale"] = m.scale[pairs["ref"], 0], m.scale[pairs["trg"], 0]
@@ -423,28 +425,28 @@ def evaluate(
     cont_err: dict = {}
     correct: dict = {p: {} for p in INTERVAL_PROTOCOLS}
     for m in methods:
-        protocols["official_A"][m.name] = _official(m, pairs["A_scale"], pairs["A_rot"])
-        protocols["official_B"][m.name] = _official(m, pairs["B_scale"], pairs["B_rot"])
-        ab_err = _official_pair_errors(m, ab_s, ab_o)  # once: for the table and for the intervals
-        protocols["official_AB"][m.name] = _official(m, ab_s, ab_o, errors=ab_err)
+        protocols["official_A"][m.name] = official_scores(m, pairs["A_scale"], pairs["A_rot"])
+        protocols["official_B"][m.name] = official_scores(m, pairs["B_scale"], pairs["B_rot"])
+        ab_err = official_pair_errors(m, ab_s, ab_o)  # once: for the table and for the intervals
+        protocols["official_AB"][m.name] = official_scores(m, ab_s, ab_o, errors=ab_err)
         correct["official_AB"][m.name] = _official_correct(*ab_err)
-        rs, es = _continuous(m, ab_s, ("scale",))
-        ro, eo = _continuous(m, ab_o, ("orientation",))
+        rs, es = continuous_accuracies(m, ab_s, ("scale",))
+        ro, eo = continuous_accuracies(m, ab_o, ("orientation",))
         protocols["continuous_AB"][m.name] = {
             **rs,
             **ro,
             "n_pairs": rs["n_pairs"] * ("scale" in es) + ro["n_pairs"] * ("orientation" in eo),
         }
         cont_err[m.name] = {"scale": es.get("scale"), "orientation": eo.get("orientation")}
-        protocols["joint"][m.name], ej = _continuous(m, pairs["B_joint"])
+        protocols["joint"][m.name], ej = continuous_accuracies(m, pairs["B_joint"])
         correct["joint"][m.name] = within_thresholds(ej)
         if m.name in ("patchpose", "sift"):
-            topk[m.name] = {str(k): _official(m, ab_s, ab_o, k) for k in TOPK}
+            topk[m.name] = {str(k): official_scores(m, ab_s, ab_o, k) for k in TOPK}
     exact = exact_poses(data)
     ceiling = {
-        "official_A": _official(exact, pairs["A_scale"], pairs["A_rot"]),
-        "official_B": _official(exact, pairs["B_scale"], pairs["B_rot"]),
-        "official_AB": _official(exact, ab_s, ab_o),
+        "official_A": official_scores(exact, pairs["A_scale"], pairs["A_rot"]),
+        "official_B": official_scores(exact, pairs["B_scale"], pairs["B_rot"]),
+        "official_AB": official_scores(exact, ab_s, ab_o),
     }
     intervals: dict = {}
     if bootstrap:

@@ -148,10 +148,7 @@ def true_position_errors(
         return np.zeros((0, 2))
     x1 = apply_homography(H, keypoint_xy([views0["sift"][q] for q in i]))  # pixel-centre positions
     k1 = [cv2.KeyPoint(*x, views1["sift"][q].size) for x, q in zip(x1, j)]
-    a1 = [
-        k.angle
-        for k in assign(img1, k1, est, keep_size=True, xy_bias=0.0)
-    ]
+    a1 = [k.angle for k in assign(img1, k1, est, keep_size=True, xy_bias=0.0)]
     a0 = np.array([k.angle for k in views0["ours_at_sift_size"]])[i]
     return np.stack([_wrapped(a1, a0, angle_deg), d], axis=1)
 
