@@ -58,12 +58,10 @@ OpenCV ORB's positions
     aligned, ``INTER_LINEAR_EXACT``) to ``round(W / s) × round(H / s)`` with ``s = scale_factor**L``, and reports
     level pixel ``u`` at ``pt = u·s``; the pixel-centre position of that pixel is ``(u + 0.5)·W/W_L − 0.5`` per
     axis (:func:`from_opencv_orb_xy`). Level 0 is exact; from level 1 up the report is off by up to about 3 px,
-    depending on the level, the position and the image size (on 29 photos of the pool at 640 px: median 0.37 px
-    at level 1, 0.65 at level 2, 1.19 at level 5, 1.84 at level 6, at most 2.73; under an exact half turn a
-    keypoint found again lands 0.7 px from itself at level 1 and 2.2 px at level 5, median, and 0.00 px with
-    both positions corrected). ORB's own
-    ``compute`` reads ``pt / s`` on the same level, so its descriptors are consistent. Its keypoints are known by
-    their ``octave`` (the level, 0 to 31) and ``size = patch_size · scale_factor**octave``
+    depending on the level, the position and the image size, so under an exact half turn a keypoint found
+    again does not land on itself at ``pt``, and does with both positions corrected. ORB's own ``compute``
+    reads ``pt / s`` on the same level, so its descriptors are consistent. Its keypoints are known by their
+    ``octave`` (the level, 0 to 31) and ``size = patch_size · scale_factor**octave``
     (:func:`~patchpose.interop.opencv_orb_scale_factor`); ``tests/test_conventions.py`` checks the formula
     against the installed OpenCV.
 

@@ -108,8 +108,8 @@ def decode(hist: torch.Tensor, circular: bool, k: int = 1, refine: bool = True) 
     ``refine``: fit a Gaussian to each peak, i.e. take the vertex of the parabola through the
     *log*-probabilities of the peak bin and its two neighbours (exact for a Gaussian-shaped peak; the log
     of a softmax is the network's logits up to a constant). A parabola through the probabilities
-    themselves is pulled towards the bin centre when the peak is sharp: on the PatchPose test split it put
-    87.2 % of patchpose-v2's rotation-only pairs within ±5°, the log fit 97.8 % (``docs/results.md``).
+    themselves is pulled towards the bin centre when the peak is sharp, so sharp peaks would come out near
+    whole bins.
     """
     peaks = top_peaks(hist, k, circular) if k > 1 else hist.argmax(dim=1, keepdim=True)
     if not refine:

@@ -6,7 +6,7 @@ histogram sits ``d = Δ / bin_width`` bins higher), with ``h = softmax(z / T)`` 
 ``L(h, h') = −Σ_i h(i) · log T^d h'(i)`` and the symmetric objective ``L(h, h') + L(h', h)`` where the
 second term uses ``T^{−d} h``. Gradients flow through both sides, as in the official code.
 
-Switches (all measured on our machines; see ``shared/reference/training-pitfalls.md``):
+Switches:
 
 * ``scale_bins``:
     - ``"shared"``: sum over the overlapping bins ``B`` only (equation 4 read literally). **Trap**: the

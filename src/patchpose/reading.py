@@ -46,7 +46,8 @@ class ReadPlan:
 
     Args:
         passes: reads per keypoint, 1 to :data:`~patchpose.weights.MAX_PASSES`. Reads before the last run the
-            scale head alone, so 2 reads cost about 1.5× one (about 1.85× with an ``orientation_offset``).
+            scale head alone, so a read before the last costs less than the last (``patchpose bench`` times
+            the model's own plan against a single read).
         orientation_offset: octaves between the frame of the scale found and the frame the orientation is
             read in, on the last of two or more reads (a single read reads both in the caller's frame).
         descriptor_region: half-width of a descriptor patch cut at this model's pose, in units of its

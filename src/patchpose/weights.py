@@ -61,7 +61,7 @@ def config_from_json(text: str, where: str) -> ModelConfig:
         raise WeightsError(f"{where}: model_config is not an object (got {type(d).__name__})")
     try:
         d = drop_removed_settings(d)
-    except ValueError as e:  # a network of an experiment this code no longer builds
+    except ValueError as e:  # a removed setting in use: a network this code does not build
         raise WeightsError(f"{where}: {one_line(e)}") from None
     try:
         cfg = ModelConfig.from_dict(d)
@@ -131,9 +131,9 @@ MAX_PASSES = 8
 
 
 def recommended_passes(meta: dict, where: str = "the weights") -> int | None:
-    """How many times a model is meant to read each keypoint (the ``passes`` metadata its file was written
-    with; :class:`~patchpose.PatchPoseEstimator` uses it when no ``passes`` is given), or None when the
-    file does not say. A value that is not an integer from 1 to :data:`MAX_PASSES` is a
+    """How many times a model is meant to read each keypoint (the ``passes`` metadata of its file, which
+    :meth:`ReadPlan.from_meta <patchpose.ReadPlan.from_meta>` puts in the estimator's read plan), or None
+    when the file does not say. A value that is not an integer from 1 to :data:`MAX_PASSES` is a
     :class:`WeightsError`."""
     v = meta.get("passes")
     if v is None:
@@ -162,7 +162,7 @@ def recommended_descriptor_region(meta: dict, where: str = "the weights") -> flo
 
     Why a model needs it: self-supervised training fixes only *relative* scale, so where a model puts σ = 0
     on a structure is its own, and so is the window a descriptor needs about it
-    (``docs/model_card.md``, "The descriptor window"). A value that is not a number in
+    (``docs/usage.md``, "The read plan"). A value that is not a number in
     (0, :data:`MAX_DESCRIPTOR_REGION`] is a :class:`WeightsError`."""
     return _recommended_number(meta, "descriptor_region", check_descriptor_region, where)
 
@@ -201,9 +201,10 @@ def check_orientation_offset(v, where: str = "orientation_offset") -> float:
 
 def recommended_orientation_offset(meta: dict, where: str = "the weights") -> float | None:
     """How many octaves from the frame of the scale found a model's orientation is meant to be read (its
-    ``orientation_offset`` metadata; :class:`~patchpose.PatchPoseEstimator` uses it when none is given), or
-    None when the file does not say (then 0: in that frame). Negative: a smaller frame, so that the
-    orientation rests on content nearer the keypoint (``docs/model_card.md``, "The orientation frame").
+    ``orientation_offset`` metadata, which :meth:`ReadPlan.from_meta <patchpose.ReadPlan.from_meta>` puts in
+    the estimator's read plan), or None when the file does not say (then 0: in that frame). Negative: a
+    smaller frame, so that the orientation rests on content nearer the keypoint (``docs/usage.md``, "The read
+    plan").
     A value that is not a number in [−:data:`MAX_ORIENTATION_OFFSET`, :data:`MAX_ORIENTATION_OFFSET`] is a
     :class:`WeightsError`."""
     return _recommended_number(meta, "orientation_offset", check_orientation_offset, where)
@@ -228,8 +229,8 @@ def save_weights(
     orientation_offset: float | None = None,
 ) -> Path:
     """Write ``model`` as a patchpose safetensors file (atomically). ``passes``: the reads per keypoint the
-    model is meant for (stored in the metadata; the estimator's default for it), or None (the estimator's
-    own default, one read). ``descriptor_region``: the descriptor window the model's pose was calibrated
+    model is meant for (stored in the metadata, from which the estimator's read plan takes it), or None (not
+    stored: one read). ``descriptor_region``: the descriptor window the model's pose was calibrated
     with (:func:`recommended_descriptor_region`), or None (1). ``orientation_offset``: where its
     orientation is meant to be read (:func:`recommended_orientation_offset`), or None (0)."""
     if passes is not None and not is_int_in(passes, 1, MAX_PASSES):

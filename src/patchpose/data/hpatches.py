@@ -281,7 +281,7 @@ def generate_hpatches(
         config,
         {
             k: str(Path(v).resolve()) for k, v in old.get("sequences", {}).items()
-        },  # older runs kept paths as given
+        },  # a manifest may hold the paths as they were given: compared resolved
         sequences,
         lambda name: (out / name).is_dir(),
     )

@@ -1,7 +1,7 @@
 """Reader for the *released* PatchPose dataset layout of the official code (self-sca-ori), for users who
 have a copy on disk (it cannot be downloaded here).
 
-Layout (``official-implementation-and-kornia.md`` §1.4)::
+Layout::
 
     ROOT/patchPoseA/{cat}_{imgid}_{kpt}_angle{θ:03d}_scale{s:06.4f}.jpg    e.g. cow_2007_007772_0_angle010_scale0.7937.jpg
     ROOT/patchPoseB/...                                                   (same naming, random θ and s)

@@ -61,7 +61,7 @@ class PairConfig:
     # training pairs only: the keypoint of each view moved by N(0, jitter_px²) photo pixels per axis, on its
     # own, as a detector finds it again in another image (labels unchanged: a pose should not depend on
     # where, within a pixel or so, the keypoint was found). Photo pixels whatever the view's scale: SIFT's
-    # re-detection offsets are about constant in image pixels (turned photos: ~0.3 px per axis)
+    # re-detection offsets are about constant in image pixels
     jitter_px: float = 0.0
     # log-polar inputs only: with probability ``context`` per view, what lies beyond a random line at
     # distance d ~ 2^U[log2 context_min, log2 context_max] *view* pixels from the keypoint (1 or 2 such

@@ -63,7 +63,7 @@ DEBIAN_PHOTOS = {
 # More photographs in Debian packages (their renders and illustrations left out), fetched only with
 # ``photos fetch --extra``: 28 photos, 22 of which hash to train and 6 to val. Not in the default pool, so
 # that the splits, the recipes and every val number in the docs keep meaning what they say; the bundled
-# models never saw them (docs/model_card.md, "More training photos"). A Plasma wallpaper is a folder with
+# models never saw them (docs/model_card.md, "Training data"). A Plasma wallpaper is a folder with
 # one file per screen size: its largest file is taken, named after the folder.
 EXTRA_DEBIAN_PHOTOS = {
     "plasma-workspace-wallpapers": (

@@ -536,9 +536,8 @@ def evaluate_hpatches(
             else files_fingerprint([cfg.descriptor_weights]),
             "protocol": protocol,
             "keypoints_dir": None if keypoints_dir is None else str(Path(keypoints_dir).resolve()),
-            # 4: peaks refined by a Gaussian fit; 5: row sift_resolved_by_ours; 6: hand-crafted rows;
-            # 7: ours_angle; 8: hand-crafted poses in the re-detection table; 9: a sequence without
-            # pose-transfer pairs stores n = 0; 10: top-k fillers (histogram.decode) not refined
+            # raised whenever the code changes what a cached sequence holds or how it is computed, so that
+            # a result computed another way is never reused
             "cache_version": 11,
         },
         sort_keys=True,
@@ -584,7 +583,7 @@ def evaluate_hpatches(
             if bootstrap
             else {}
         ),
-        # our rows against the detector's own pose (the comparison), the same kind of draws
+        # our rows against the detector's own pose (the comparison docs/results.md reports), the same draws
         "intervals_vs_sift": (
             mma_intervals(
                 matching, vs_sift, list(proto.thresholds), bootstrap, reference="sift", clusters=clusters

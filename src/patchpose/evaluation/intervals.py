@@ -23,7 +23,7 @@ from ..errors import InputError, is_int_in
 #: the fewest clusters (keypoints, sequences, photos) an interval can be computed from
 MIN_CLUSTERS = 2
 
-#: bootstrap replicates by default (the 2.5 and 97.5 percentiles move by about 0.1 point between seeds)
+#: bootstrap replicates by default (enough that the 2.5 and 97.5 percentiles barely move between seeds)
 DEFAULT_REPLICATES = 2000
 
 

@@ -109,7 +109,7 @@ def _ori_distance(d, g, num_bins: int, cyclic: bool) -> np.ndarray:
     """Distance in bins between integer differences ``d`` and float ground truth ``g`` (float32).
 
     * ``cyclic=False`` (official): ``min(|x|, |x − B|, |x + B|)`` with ``x = d − g``. This equals the
-      brief's literal reading ``min(|x|, |x − B·sign(x)|)`` (the shift away from zero never wins).
+      reference's ``∓`` read literally, ``min(|x|, |x − B·sign(x)|)`` (the shift away from zero never wins).
     * ``cyclic=True`` (ours): ``|x − B·round(x/B)|``, the distance on the circle of ``B`` bins."""
     x = d.astype(_F32) - g.astype(_F32)
     nb = _F32(num_bins)

@@ -63,7 +63,8 @@ log = logging.getLogger(__name__)
 
 PROTOCOLS = ("official_A", "official_B", "official_AB", "continuous_AB", "joint")
 TOPK = (1, 2, 3, 4)
-#: the protocols that get bootstrap intervals: the two of issue #4's targets and of the selection score
+#: the protocols that get bootstrap intervals: official A+B and joint, the two PatchPose protocols that the
+#: model card and docs/results.md report
 INTERVAL_PROTOCOLS = ("official_AB", "joint")
 
 

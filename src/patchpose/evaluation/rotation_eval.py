@@ -1,4 +1,4 @@
-"""In-plane rotation matching with OpenCV (Roto-360 style, peers' §2e): does ``cv2.SIFT.compute`` match
+"""In-plane rotation matching with OpenCV (Roto-360 style): does ``cv2.SIFT.compute`` match
 better on our keypoint poses (:func:`patchpose.assign`) than on SIFT's own?
 
 Each photo is turned about its centre by 0°, 10°, …, 350° (same canvas; the corners that leave it are lost).
@@ -16,9 +16,9 @@ share within t px of the true rotation, averaged over pairs. Outputs ``results.j
 Positions: ``cv2.SIFT_create()`` reports keypoints a quarter pixel right of and below what it found
 (:data:`~patchpose.conventions.OPENCV_SIFT_XY_BIAS`), and turning the image does not turn that shift. The
 true rotation is applied to pixel-centre positions (:func:`~patchpose.interop.keypoint_xy`), our model reads
-there (``assign``'s ``xy_bias``), and ``cv2.SIFT.compute`` gets OpenCV's own ``pt``, as it expects. (Before
-this correction a keypoint found again sat up to 0.71 px off its true position at 180°, on every row, and our
-angle, which rests on content near the keypoint, was read there.)
+there (``assign``'s ``xy_bias``), and ``cv2.SIFT.compute`` gets OpenCV's own ``pt``, as it expects. (Without
+the correction a keypoint found again would sit up to 0.71 px off its true position at 180°, on every row, and
+our angle, which rests on content near the keypoint, would be read there.)
 
 The inputs are checked before any work (:class:`~patchpose.errors.InputError` otherwise): at least one
 photo, and at least one angle that is not a multiple of 360° (``patchpose eval rotation --step S --start A``

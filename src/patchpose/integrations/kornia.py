@@ -5,8 +5,8 @@
   ``KF.MultiResolutionDetector``). It reads the model's full input (its log-polar grid reaches far past
   the LAF) from the image at each LAF centre, and writes our scale and/or orientation into the LAF
   (upright isotropic frames: an affine shape in the input LAF is replaced). ``laf_frame=True`` reads the
-  model's input in each LAF's own frame (its scale) instead of at scale 0: better for SIFT keypoints in our
-  rotation-matching measurement, worse for kornia's ScaleSpaceDetector on the test image; measure it on yours.
+  model's input in each LAF's own frame (its scale) instead of at scale 0; which of the two suits a detector
+  depends on how well its scales match the content, so measure it on your data.
 * :func:`kornia_angle_detector` — a module ``(B, 1, 32, 32) patches -> (B,) radians`` for
   ``KF.LAFOrienter(angle_detector=...)``. It only sees the patch kornia cut, so the model's input is read
   from the patch alone (rings beyond the patch see its reflection): less accurate than

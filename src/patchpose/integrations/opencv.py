@@ -52,8 +52,8 @@ def assign(
         top_k: None for one keypoint per input; ``k`` for ``k`` keypoints per input (our top-k poses),
             in input order, strongest pose first.
         keep_size: keep each keypoint's size (the detector's scale) and estimate only the angle, read once
-            in the frame of the window SIFT would describe at that size. Far better than our own scale for
-            SIFT keypoints described by SIFT (``docs/results.md``).
+            in the frame of the window SIFT would describe at that size (the ``ours_at_sift_size`` row of
+            ``patchpose eval rotation``).
         xy_bias: px per axis between a keypoint's ``pt`` and the pixel-centre position the model reads at
             (``pt − xy_bias``; a number, or ``(N, 2)``). None (default): where the detector found them
             (:func:`~patchpose.interop.keypoint_xy`): 0.25 px up-left of ``pt`` for OpenCV SIFT's keypoints,
@@ -113,7 +113,7 @@ def resolve_orientations(
     """One ``cv2.KeyPoint`` per location: where the detector found several orientations, the one nearest ours.
 
     SIFT returns one keypoint per dominant orientation: every peak of its gradient histogram within 80 %
-    of the highest, about a fifth to a quarter of its locations on our photos. A pipeline that keeps one
+    of the highest, so a sizeable share of its locations come twice or more. A pipeline that keeps one
     keypoint per location must then pick one, and OpenCV gives no reason to prefer either (equal
     responses, listed in histogram-bin order), so the pick flips when the image turns. This keeps each
     location's keypoint whose angle is nearest to our orientation, read in that keypoint's frame

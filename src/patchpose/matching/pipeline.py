@@ -5,12 +5,12 @@ Pose rows (how each keypoint's descriptor patch is turned and sized):
 =============== ==========================================================================================
 ``lower``       no pose: every patch upright, half-width ``REFERENCE_RADIUS`` px (16)
 ``sift``        the detector's own pose: OpenCV SIFT's angle, half-width ``SIFT_REGION · size`` (OpenCV's
-                own descriptor window, whose median over the training photos is 15 px ≈ ours)
-``ours``        our argmax pose: half-width ``REFERENCE_RADIUS · 2**σ · d`` (the models are centred on σ = 0;
-                ``d`` the read plan's ``descriptor_region``, calibrated per model: :func:`ours_window`)
+                own descriptor window, on photos about as large as ours at σ = 0)
+``ours``        our strongest pose: half-width ``REFERENCE_RADIUS · 2**σ · d`` (the models are centred on
+                σ = 0; ``d`` the read plan's ``descriptor_region``, calibrated per model: :func:`ours_window`)
 ``ours_angle``  our orientation on the upright-size patch (16 px): our angle without our scale, for
                 keypoints whose size should stay fixed (corners have no characteristic scale)
-``ours_topK``   our top-K orientations (at the argmax scale, the same window as ``ours``): K patches per
+``ours_topK``   our top-K orientations (at the strongest scale, the same window as ``ours``): K patches per
                 keypoint; two keypoints' distance is the smallest over their K × K descriptor pairs
 ``sift_scale+   SIFT's scale kept, our angle estimated in the frame of that scale
 ours_angle``    (:meth:`~patchpose.PatchPoseEstimator.estimate` with ``detector_scale``)
@@ -275,9 +275,7 @@ def describe_rows(
             s, o = keypoint_poses(row, feats, ours, H_from_1, cfg.top_k)
             s = s + ours_window(row, est.plan.descriptor_region if est is not None else 1.0)
         k = s.shape[1]
-        d = describer.describe(
-            feats.pyramid, np.repeat(feats.xy, k, 0), s.reshape(-1), o.reshape(-1)
-        )
+        d = describer.describe(feats.pyramid, np.repeat(feats.xy, k, 0), s.reshape(-1), o.reshape(-1))
         out[row] = d.reshape(len(feats), k, -1)
     return out
 

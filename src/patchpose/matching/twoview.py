@@ -10,9 +10,9 @@ we feed it decide what "consistent" means. Every stage has a switch (:class:`Two
 * ``adalam_pose``: the pose in AdaLAM's LAFs (default: the same as ``describe_pose``);
 * ``adalam_checks``: False disables AdaLAM's orientation and scale checks (thresholds set to None);
 * ``matcher``: ``"adalam"`` or plain ``"mnn"`` (mutual nearest neighbours);
-* ``estimator``: OpenCV's ``USAC_ACCURATE`` (default; on our pairs far more precise than ``USAC_MAGSAC``,
-  docs/results.md) or ``USAC_MAGSAC`` / ``RANSAC`` for the essential matrix, on keypoints normalised by their
-  own intrinsics.
+* ``estimator``: OpenCV's ``USAC_ACCURATE`` (default) or ``USAC_MAGSAC`` / ``RANSAC`` for the essential
+  matrix, on keypoints normalised by their own intrinsics (``patchpose eval pose --estimator`` compares
+  them).
 
 A pure rotation (zero baseline) makes the essential matrix degenerate; the pose is then a rotation when one
 explains nearly as many matches as the essential matrix does (:func:`relative_pose`).

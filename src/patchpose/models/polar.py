@@ -48,7 +48,8 @@ def circular_conv_direct(h: torch.Tensor, conv: nn.Conv1d) -> torch.Tensor:
 def angular_harmonics(f: torch.Tensor, k: int) -> torch.Tensor:
     """Magnitudes of the angular Fourier coefficients 1…k along the last axis, divided by its length, as
     one product with a cosine/sine table (equal to ``|rfft|[1:k+1]/A`` to float rounding; no FFT, so it
-    exports to ONNX, and for the 4 harmonics of the log-polar networks about 3× faster than an FFT on CPU)."""
+    exports to ONNX, and for a few harmonics, such as the log-polar networks' 4, faster than an FFT on
+    CPU)."""
     a = f.shape[-1]
     ang = (
         torch.arange(a, dtype=torch.float64, device=f.device)[:, None]
@@ -126,7 +127,8 @@ class PolarNet(nn.Module):
         c, w = cin, head_width
         if "scale" in self.heads:
             # hidden convs along the rings (zero padding: the grid's ends are real ends), then one to 1 logit
-            # per ring; with the default dilations (1, 1) the module is the one v2 was trained with
+            # per ring; the default dilations (1, 1) build the module of a stored config that names none
+            # (patchpose-v2, patchpose-v3)
             layers, cin = [], (2 + harmonics) * c
             for d in scale_dilations:
                 layers += [nn.Conv1d(cin, w, 3, padding=d, dilation=d), nn.ReLU(inplace=True)]
@@ -144,8 +146,8 @@ class PolarNet(nn.Module):
 
     def forward(self, x: torch.Tensor, heads=None) -> dict[str, torch.Tensor]:
         """``heads``: None (every head of the network) or the ones to compute, e.g. ``("scale",)``: a read
-        whose orientation would be thrown away (the first of two passes) skips the orientation head,
-        about half of the network's time for v6 and v7. A head computed is the same either way."""
+        whose orientation would be thrown away (the first of two passes) skips the orientation head and
+        its share of the network's time. A head computed is the same either way."""
         want = select_heads(self.heads, heads)
         if self.depth:
             x = F.pad(x, (self.depth, self.depth, 0, 0), mode="circular")

@@ -16,9 +16,9 @@ from .polar import PolarNet
 #: the git tag whose code still has the model settings of :data:`REMOVED_SETTINGS`
 REMOVED_SETTINGS_TAG = "lab-2026-11-25"
 
-#: model settings of experiments that were not adopted, removed, with the value that turned each one off.
-#: A stored config may name them at that value (every bundled weights file does): that is the network built
-#: here. Any other value describes a network this code cannot build.
+#: model settings that this code does not build, each with the value at which it is off. A stored config may
+#: name them at that value (the bundled log-polar weights files do): that is the network built here. Any other
+#: value describes a network that only git tag :data:`REMOVED_SETTINGS_TAG` builds.
 REMOVED_SETTINGS: dict[str, bool | int] = {
     "polar_blur": 0,
     "polar_ori_min_ring": 0,
@@ -256,8 +256,8 @@ class PoseNet(nn.Module):
             )
         if self.cfg.standardize:
             # WARNING: statistics are per patch and per channel, so brightness/contrast changes are no cue.
-            # (two passes written out: the same as x.std(dim=(2, 3)) to float rounding, at about 2/3 of
-            # its time, which showed in profiles of the log-polar networks)
+            # (two passes written out: the same as x.std(dim=(2, 3)) to float rounding, in less time, which
+            # counts for the small log-polar networks)
             f = x.flatten(2)
             d = f - f.mean(2, keepdim=True)
             std = ((d * d).sum(2, keepdim=True) / (f.shape[2] - 1)).sqrt()

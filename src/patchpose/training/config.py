@@ -126,7 +126,8 @@ def _load(path_or_preset, overrides):
 
 def _quote_if_str(base, override: str) -> str:
     """``key=value`` with the value quoted when the field is a string, so that YAML keeps it as written
-    (unquoted, ``data.photos=010`` became ``'8'``, ``=on`` ``'True'``, ``=2e5`` ``'200000.0'``)."""
+    (unquoted, YAML would read ``data.photos=010`` as ``'8'``, ``=on`` as ``'True'``, ``=2e5`` as
+    ``'200000.0'``)."""
     key, value = override.split("=", 1)
     parent, _, leaf = key.rpartition(".")
     try:

@@ -143,8 +143,8 @@ class StopRequests:
 #: optimizer, schedule), or would make the run a different one than its config.yaml says
 RESUME_MAY_CHANGE = {("optim", "steps"), ("data", "num_workers")}
 
-#: data settings of experiments that were not adopted, removed (git tag ``lab-2026-11-25`` keeps them),
-#: with the value that turned each one off: a checkpoint trained with another cannot be continued as it was
+#: data settings that this code does not train with (git tag ``lab-2026-11-25`` does), each with the value at
+#: which it is off: a checkpoint trained with another value cannot be continued as it was trained
 REMOVED_DATA_SETTINGS = {
     "jitter": 0.0,
     "level_jitter": False,
@@ -156,8 +156,8 @@ REMOVED_DATA_SETTINGS = {
 
 def _check_resumed_config(path: Path, stored: dict, given: dict) -> None:
     """InputError naming the settings that differ between a checkpoint's config and this command's, other
-    than ``optim.steps``, ``data.num_workers`` and ``run.*`` (keys a newer version added are not compared),
-    or a removed data setting the checkpoint was trained with (:data:`REMOVED_DATA_SETTINGS`)."""
+    than ``optim.steps``, ``data.num_workers`` and ``run.*`` (a key that only one of them has is not
+    compared), or a removed data setting the checkpoint was trained with (:data:`REMOVED_DATA_SETTINGS`)."""
     removed = [
         f"data.{k}={v!r}"
         for k, v in stored.get("data", {}).items()
