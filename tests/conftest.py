@@ -1,6 +1,11 @@
-"""Shared fixtures: small synthetic images (no files, no downloads)."""
+"""Shared fixtures and helpers: small synthetic images and the tiny files built from them (no downloads).
+
+Test modules import the helpers as ``from conftest import ...`` (pytest puts this folder on ``sys.path``)."""
 
 from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
 
 import cv2
 import numpy as np
@@ -30,6 +35,43 @@ def make_textured_image(size: int = 400, seed: int = 0) -> np.ndarray:
     bars = cv2.GaussianBlur(bars, (0, 0), 1.5)
     out = 0.6 * img + 0.4 * bars
     return ((out - out.min()) / (out.max() - out.min())).astype(np.float32)
+
+
+def make_rgb_image(size: int = 240, seed: int = 0) -> np.ndarray:
+    """:func:`make_textured_image` as uint8 ``size×size×3`` (the same gray in each channel)."""
+    g = (make_textured_image(size, seed) * 255).astype(np.uint8)
+    return np.repeat(g[..., None], 3, 2)
+
+
+def make_hpatches_replica(
+    root: Path, names: Sequence[str] = ("i_ajuntament", "v_boat", "v_talent"), targets: int = 2
+) -> Path:
+    """A tiny copy of ``hpatches-sequences-release/`` under ``root`` (ppm images, ASCII homographies): image
+    ``k`` of a viewpoint sequence (``v_``) is image 1 warped by a similarity, of an illumination one (``i_``)
+    image 1 itself. Returns the ``hpatches-sequences-release`` folder."""
+    from patchpose.conventions import similarity_about
+    from patchpose.data.hpatches import write_homography
+
+    rel = root / "hpatches-sequences-release"
+    for n, name in enumerate(names):
+        d = rel / name
+        d.mkdir(parents=True)
+        img = make_rgb_image(200, seed=n)
+        cv2.imwrite(str(d / "1.ppm"), img)
+        for k in range(2, targets + 2):
+            H = np.eye(3) if name.startswith("i_") else similarity_about((100, 100), 0.1 * k, 0.3 * k)
+            cv2.imwrite(str(d / f"{k}.ppm"), cv2.warpPerspective(img, H, (200, 200)))
+            write_homography(d / f"H_1_{k}", H)
+    return rel
+
+
+def pairs_file_line(name0: str = "a.png", name1: str = "b.png", t: Sequence[float] = (1.0, 0.0, 0.0)) -> str:
+    """One line of a MegaDepth/ScanNet pairs file: the two names, zero rotations, the same intrinsics for both
+    images and ``T_0to1`` a pure translation by ``t``."""
+    K = [500, 0, 320, 0, 500, 240, 0, 0, 1]
+    T = np.eye(4)
+    T[:3, 3] = t
+    return " ".join([name0, name1, "0", "0"] + [str(v) for v in K + K + T.ravel().tolist()])
 
 
 @pytest.fixture(scope="session")

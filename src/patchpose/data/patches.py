@@ -4,7 +4,7 @@ Geometry follows :mod:`patchpose.conventions` (kornia's LAF sampling, pixel cent
 sampling is done with OpenCV's ``warpAffine`` on a pyramid of 3 levels per octave built with
 ``INTER_AREA`` (so shrinking is anti-aliased; the residual step between levels is < 2^(1/3)), which is
 faster than kornia's ``extract_patches_from_pyramid`` on a CPU and samples the same points (pinned by
-``tests/test_patches.py``).
+``tests/data/test_patches.py``).
 """
 
 from __future__ import annotations

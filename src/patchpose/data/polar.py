@@ -15,7 +15,7 @@ the frame's patch point ``(cos α, −sin α)``. Hence, by construction,
 * rotating the content counter-clockwise by ``Δo`` moves it ``Δo / (2π/angles)`` samples towards
   **higher** angle indices (cyclically),
 
-which is exactly how the scale and orientation histograms move (``tests/test_polar.py`` pins both).
+which is exactly how the scale and orientation histograms move (``tests/data/test_polar.py`` pins both).
 
 Each ring is read from the pyramid level whose pixel spacing is the largest not above the ring's
 angular sample spacing ``2π·radius/angles`` (anti-aliasing, as :func:`~patchpose.data.patches.extract_patches`

@@ -1,7 +1,7 @@
 """Drop-in adapters for the pipelines people already run: OpenCV, kornia, LightGlue, hloc and COLMAP.
 
 Every adapter converts through :mod:`patchpose.conventions`; the per-format units are stated in each
-function. Snippets for each ecosystem: ``docs/integrations.md`` (executed by ``tests/test_integrations.py``).
+function. Snippets for each ecosystem: ``docs/integrations.md`` (executed by ``tests/test_docs.py``).
 """
 
 from .formats import (

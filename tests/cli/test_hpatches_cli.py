@@ -1,0 +1,104 @@
+"""The HPatches commands end to end: ``generate hpatches``, ``match`` on its sequence, ``eval hpatches``; bad
+input exits with status 2 and one line."""
+
+from __future__ import annotations
+
+import json
+
+import cv2
+import numpy as np
+
+from conftest import make_rgb_image
+
+
+def test_cli_generate_eval_and_match(tmp_path, capsys):
+    from patchpose.cli.main import main
+
+    photos = tmp_path / "photos"
+    photos.mkdir()
+    cv2.imwrite(str(photos / "a.png"), make_rgb_image(260))
+    (tmp_path / "none").mkdir()
+    rc = main(["generate", "hpatches", "--images", str(tmp_path / "none"), "--out", str(tmp_path / "x")])
+    assert rc == 2 and "no photos" in capsys.readouterr().err
+    (photos / "splits.json").write_text(json.dumps({"train": [], "val": [], "test": ["a.png"]}))
+    assert (
+        main(
+            [
+                "generate",
+                "hpatches",
+                "--images",
+                str(photos),
+                "--out",
+                str(tmp_path / "hp"),
+                "--targets",
+                "1",
+                "--kinds",
+                "v",
+                "--max-side",
+                "200",
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
+    seq = tmp_path / "hp" / "v_a"
+    out = tmp_path / "m"
+    rc = main(
+        [
+            "match",
+            str(seq / "1.ppm"),
+            str(seq / "2.ppm"),
+            "--homography",
+            str(seq / "H_1_2"),
+            "--out",
+            str(out),
+            "--max-keypoints",
+            "300",
+        ]
+    )
+    assert rc == 0
+    summary = json.loads((out / "summary.json").read_text())
+    lines = (out / "matches.csv").read_text().splitlines()
+    assert lines[0] == "x1,y1,x2,y2,distance,error_px" and len(lines) == summary["matches"] + 1
+    assert cv2.imread(str(out / "matches.png")).shape[1] == 400
+    rc = main(["match", str(seq / "1.ppm"), str(seq / "2.ppm"), "--pose", "sift-resolved", "--out", str(out)])
+    assert rc == 0 and json.loads((out / "summary.json").read_text())["pose"] == "sift-resolved"
+    rc = main(
+        [
+            "match",
+            str(seq / "1.ppm"),
+            str(seq / "2.ppm"),
+            "--pose",
+            "log-dominant-gradient",
+            "--detector",
+            "harris",
+            "--homography",
+            str(seq / "H_1_2"),
+            "--out",
+            str(out),
+        ]
+    )
+    summary = json.loads((out / "summary.json").read_text())
+    assert rc == 0 and summary["pose"] == "log-dominant-gradient" and summary["matches"] > 0
+    np.savetxt(tmp_path / "kp.csv", [[50.0, 60.0], [80.0, 90.0]], delimiter=",")
+    capsys.readouterr()
+    kp = ["--keypoints1", str(tmp_path / "kp.csv"), "--keypoints2", str(tmp_path / "kp.csv")]
+    rc = main(
+        ["match", str(seq / "1.ppm"), str(seq / "2.ppm"), "--pose", "sift-resolved", *kp, "--out", str(out)]
+    )
+    assert rc == 2 and "SIFT detections" in capsys.readouterr().err  # keypoints from a file have no SIFT pose
+    (tmp_path / "badH").write_text("not a matrix")
+    rc = main(
+        [
+            "match",
+            str(seq / "1.ppm"),
+            str(seq / "2.ppm"),
+            "--homography",
+            str(tmp_path / "badH"),
+            "--out",
+            str(out),
+        ]
+    )
+    assert rc == 2 and "cannot read homography" in capsys.readouterr().err
+    rc = main(["eval", "hpatches", "--root", str(tmp_path / "nothing"), "--out", str(out)])
+    assert rc == 2 and "not found" in capsys.readouterr().err

@@ -1,0 +1,181 @@
+"""Two-view pose evaluation (``patchpose.evaluation.pose_eval``): the metrics on hand-built cases, the
+pipeline end to end (a failing pair is reported, never a crash), and bad input refused before any work."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import cv2
+import numpy as np
+import pytest
+
+from conftest import make_textured_image, pairs_file_line
+from patchpose.data.posed_pairs import (
+    PosedPair,
+    generate_posed_pairs,
+    read_pairs_file,
+    rotation_from_angles,
+    write_pairs_file,
+)
+from patchpose.errors import InputError
+from patchpose.evaluation.pose_eval import (
+    FAIL_DEG,
+    maa,
+    pose_auc,
+    pose_error_deg,
+    rotation_error_deg,
+    translation_error_deg,
+)
+
+
+def test_metrics_on_hand_built_errors():
+    # mAA: thresholds 1..5; errors 0.5, 2.5, 7, 180 → shares 1/4, 1/4, 2/4, 2/4, 2/4
+    assert maa([0.5, 2.5, 7.0, 180.0], 5) == pytest.approx((0.25 + 0.25 + 0.5 + 0.5 + 0.5) / 5)
+    assert maa([0.5, 2.5, 7.0, 180.0], 10) == pytest.approx((1 + 1 + 2 + 2 + 2 + 2 + 3 + 3 + 3 + 3) / 40)
+    # AUC: one pair at error 2 of threshold 5: recall 0 until 2 (linear from (0,0) to (2,1)), then 1
+    assert pose_auc([2.0], 5.0) == pytest.approx((1.0 + 3.0) / 5.0)
+    assert pose_auc([10.0], 5.0) == 0.0
+    assert pose_auc([0.0, 0.0], 5.0) == pytest.approx(1.0)
+
+
+def test_pose_errors_and_their_conventions():
+    R = rotation_from_angles(math.radians(10), 0, 0)
+    assert rotation_error_deg(np.eye(3), R) == pytest.approx(10.0)
+    assert translation_error_deg(np.array([1.0, 0, 0]), np.array([-1.0, 0, 0])) == pytest.approx(
+        0.0
+    )  # sign-free
+    assert translation_error_deg(np.array([1.0, 0, 0]), np.array([1.0, 1.0, 0])) == pytest.approx(45.0)
+    T = np.eye(4)
+    T[:3, 3] = [1.0, 0, 0]
+    assert pose_error_deg(T, R, np.array([1.0, 1.0, 0])) == pytest.approx(45.0)  # max of the two
+    assert pose_error_deg(np.eye(4), R, np.zeros(3)) == pytest.approx(10.0)  # zero baseline: rotation only
+    assert pose_error_deg(T, None, None) == FAIL_DEG
+
+
+def test_evaluation_end_to_end_reports_failing_pairs(tmp_path):
+    from patchpose.evaluation.pose_eval import evaluate_pose
+
+    photo = tmp_path / "tex.png"
+    cv2.imwrite(str(photo), (make_textured_image(320) * 255).astype(np.uint8))
+    pairs_file = generate_posed_pairs([photo], tmp_path / "d", per_photo=1, stereo_pairs=1, progress=False)
+    pairs = read_pairs_file(pairs_file)
+    # a third pair whose second image is blank: no matches, so it must fail with 180° and not crash
+    cv2.imwrite(str(tmp_path / "d" / "images" / "blank.png"), np.full((200, 200, 3), 128, np.uint8))
+    pairs.append(PosedPair(pairs[0].name0, "blank.png", pairs[0].K0, pairs[0].K1, pairs[0].T_0to1))
+    write_pairs_file(pairs_file, pairs)
+    doc = evaluate_pose(
+        pairs_file,
+        tmp_path / "d" / "images",
+        tmp_path / "out",
+        budgets=(256, 512),
+        ablation=False,
+        progress=False,
+    )
+    saved = json.loads((tmp_path / "out" / "results.json").read_text())
+    assert saved["n_pairs"] == 3
+    assert list(saved["rows"]) == [
+        "sift@256",
+        "sift+ours@256",
+        "sift resolved by ours@256",
+        "sift@512",
+        "sift+ours@512",
+        "sift resolved by ours@512",
+    ]
+    for row in saved["rows"].values():
+        assert set(row) == {"inliers", "mAA@5", "mAA@10", "AUC@5", "AUC@10", "AUC@20"}
+        assert 0.0 <= row["mAA@10"] <= 2 / 3 + 1e-9  # the blank pair can never count
+    assert all(p["errors"]["sift@256"] == FAIL_DEG for p in saved["per_pair"] if "blank" in p["pair"])
+    assert any("no keypoints detected in blank.png" in f for f in saved["failures"])  # the method's failure
+    assert doc["per_pair"][0]["errors"]["sift@512"] < 5.0  # the camera-rotation pair is easy
+    assert doc["per_pair"][0]["errors"]["sift resolved by ours@512"] < 5.0
+    assert "| sift+ours@512 |" in (tmp_path / "out" / "results.md").read_text()
+
+
+def test_cli_pose_eval_errors_are_clear(tmp_path, capsys):
+    from patchpose.cli.main import main
+
+    rc = main(["eval", "pose", "--pairs", str(tmp_path / "none.txt"), "--images", str(tmp_path)])
+    assert rc == 2 and "pairs file not found" in capsys.readouterr().err
+
+
+def _pose_inputs(tmp_path, second="b.png", rot=("0", "0")):
+    """A pairs file whose pair (line 2, after a comment) names ``a.png`` (a good image) and ``second``."""
+    images = tmp_path / "imgs"
+    images.mkdir(exist_ok=True)
+    cv2.imwrite(str(images / "a.png"), (make_textured_image(64) * 255).astype(np.uint8))
+    toks = pairs_file_line("a.png", second).split()
+    toks[2:4] = rot
+    pairs = tmp_path / "p.txt"
+    pairs.write_text("# header\n" + " ".join(toks) + "\n")
+    return pairs, images
+
+
+@pytest.mark.parametrize(
+    "second,make,msg",
+    [
+        ("nope.png", None, "image not found"),
+        ("text.png", lambda p: p.write_text("not an image"), "cannot decode image"),
+        ("tiny.png", lambda p: cv2.imwrite(str(p), np.zeros((5, 5, 3), np.uint8)), "too small"),
+    ],
+)
+def test_pose_eval_refuses_bad_images_up_front(tmp_path, capsys, second, make, msg):
+    """A missing, undecodable or tiny image is the user's error, not a 180° failure of the method: the run
+    stops before any work with the pairs-file line, and the CLI exits with status 2."""
+    from patchpose.cli.main import main
+    from patchpose.evaluation.pose_eval import evaluate_pose
+
+    pairs, images = _pose_inputs(tmp_path, second)
+    if make is not None:
+        make(images / second)
+    with pytest.raises(InputError, match=rf"p\.txt:2: .*{msg}"):
+        evaluate_pose(pairs, images, tmp_path / "out", progress=False)
+    assert not (tmp_path / "out").exists()
+    rc = main(["eval", "pose", "--pairs", str(pairs), "--images", str(images), "--out", str(tmp_path / "o")])
+    err = capsys.readouterr().err.strip()
+    assert rc == 2 and msg in err and second in err and len(err.splitlines()) == 1
+
+
+@pytest.mark.parametrize("budgets", [(0,), (-5,), (1024, 0), (), (1.5,)])
+def test_pose_eval_refuses_keypoint_budgets_that_are_not_positive_integers(tmp_path, budgets):
+    from patchpose.evaluation.pose_eval import evaluate_pose
+
+    pairs, images = _pose_inputs(tmp_path, "a.png")
+    with pytest.raises(InputError, match="keypoint budget"):
+        evaluate_pose(pairs, images, tmp_path / "out", budgets=budgets, progress=False)
+
+
+def test_pose_eval_cli_keypoints_zero_exits_2(tmp_path, capsys):
+    from patchpose.cli.main import main
+
+    pairs, images = _pose_inputs(tmp_path, "a.png")
+    for k in ("0", "-5"):
+        argv = ["eval", "pose", "--pairs", str(pairs), "--images", str(images), "--keypoints", k]
+        assert main([*argv, "--out", str(tmp_path / "o")]) == 2
+        assert "must be positive integers" in capsys.readouterr().err
+
+
+def test_pose_eval_refuses_non_zero_rotations(tmp_path):
+    """``rot0``/``rot1`` (EXIF-style quarter turns) are not applied, so a non-zero one is refused rather
+    than silently ignored."""
+    from patchpose.evaluation.pose_eval import evaluate_pose
+
+    pairs, images = _pose_inputs(tmp_path, "a.png", rot=("0", "1"))
+    with pytest.raises(InputError, match=r"p\.txt:2: non-zero rotations .*not supported"):
+        evaluate_pose(pairs, images, tmp_path / "out", progress=False)
+
+
+def test_eval_synthetic_refuses_a_pair_count_that_is_not_positive(tmp_path, capsys):
+    from patchpose.cli.main import main
+    from patchpose.evaluation.synthetic import make_protocol_pairs
+
+    for n in (0, -1):
+        with pytest.raises(InputError, match="positive integer"):
+            make_protocol_pairs(None, n, 0, 32, (1.0,))
+    photos = tmp_path / "photos"
+    photos.mkdir()
+    cv2.imwrite(str(photos / "tex.png"), (make_textured_image(96) * 255).astype(np.uint8))
+    for n in ("0", "-1"):
+        rc = main(["eval", "synthetic", "--images", str(photos), "--pairs", n, "--out", str(tmp_path / "o")])
+        err = capsys.readouterr().err.strip()
+        assert rc == 2 and "--pairs" in err and len(err.splitlines()) == 1

@@ -1,0 +1,151 @@
+"""The matching pipeline's detections and pose rows (``patchpose.matching.pipeline``): each row's pose moves
+with the image, and the rows at our scale cut the estimator's descriptor window."""
+
+from __future__ import annotations
+
+import math
+
+import cv2
+import numpy as np
+import pytest
+
+from conftest import make_textured_image
+from patchpose.conventions import similarity_about
+from patchpose.errors import InputError
+from patchpose.geometry import apply_homography
+from patchpose.matching.pipeline import detect, keypoint_poses
+
+
+def test_upper_row_takes_the_pose_that_h_makes():
+    img = make_textured_image(240)
+    H = similarity_about((120, 120), 0.5, 1.0)
+    feats = detect(img, 100)
+    s, t = keypoint_poses("upper", feats, H_from_1=H)
+    np.testing.assert_allclose(s, 0.5, atol=1e-9)
+    np.testing.assert_allclose(np.exp(1j * t), np.exp(1j * 1.0), atol=1e-9)
+    s1, t1 = keypoint_poses("upper", feats)  # image 1 itself: upright at the reference size
+    assert (s1 == 0).all() and (t1 == 0).all()
+    with pytest.raises(InputError, match="unknown pose row"):
+        keypoint_poses("bogus", feats)
+
+
+def test_sift_row_follows_the_image_rotation():
+    """SIFT's own angle, converted to our convention, turns with the image (sign pinned)."""
+    img = (make_textured_image(300) * 255).astype(np.uint8)
+    H = similarity_about((149.5, 149.5), 0.0, math.radians(40))
+    f1 = detect(img, 300)
+    f2 = detect(cv2.warpPerspective(img, H, (300, 300)), 300)
+    p = apply_homography(H, f1.xy)
+    d = np.linalg.norm(p[:, None] - f2.xy[None], axis=2)
+    i = np.nonzero(d.min(1) < 0.5)[0]
+    j = d[i].argmin(1)
+    assert len(i) >= 10
+    diff = np.degrees(np.angle(np.exp(1j * (f2.sift_ori[j] - f1.sift_ori[i]))))
+    assert np.median(np.abs(diff - 40.0)) < 3.0
+
+
+def test_sift_candidates_and_the_resolved_row():
+    """detect() keeps every orientation SIFT found at a location (its own first, in our convention), and the
+    resolved row takes the candidate nearest our angle, circularly."""
+    from patchpose.matching.pipeline import nearest_candidates
+
+    img = (make_textured_image(300, seed=3) * 255).astype(np.uint8)
+    f = detect(img, 400)
+    assert len(f.sift_ori_candidates) == len(f)
+    own = np.array([c[0] for c in f.sift_ori_candidates])
+    np.testing.assert_allclose(own, f.sift_ori)
+    assert any(len(c) > 1 for c in f.sift_ori_candidates)  # SIFT finds several orientations somewhere
+    raw = cv2.SIFT_create(nfeatures=400).detect(img, None)
+    assert sum(len(c) for c in f.sift_ori_candidates) == len(raw)  # every detection is a candidate
+    cands = [np.array([0.1, 3.0]), np.array([0.05, 3.0]), np.array([1.0])]
+    np.testing.assert_allclose(nearest_candidates(cands, np.array([2.9, 6.25, 4.0])), [3.0, 0.05, 1.0])
+    given = detect(img, keypoints=f.xy[:5])
+    assert given.sift_ori_candidates is None
+
+
+def test_handcrafted_rows_follow_a_zoom_and_a_turn():
+    """The hand-crafted pose (LoG scale, dominant gradient orientation) moves with the image: +0.5 octave
+    and +40° (CCW as displayed) at the keypoints' images under H; and the LoG σ is in pixels as stated."""
+    from patchpose.matching.pipeline import SIFT_REGION, handcrafted_poses
+
+    yy, xx = np.mgrid[0:200, 0:200]
+    blob = (0.2 + 0.6 * np.exp(-((xx - 100.0) ** 2 + (yy - 100.0) ** 2) / (2 * 4.0**2))).astype(np.float32)
+    s, _ = handcrafted_poses(detect(blob, keypoints=np.array([[100.0, 100.0]])))
+    sigma_px = 16.0 * 2.0 ** (s[0] - math.log2(2 * SIFT_REGION))  # the patch half-width is 2·SIFT_REGION·σ
+    assert abs(math.log2(sigma_px / 4.0)) < 0.05  # a Gaussian blob of σ = 4 px selects σ = 4 px
+
+    img = make_textured_image(320, seed=3)
+    xy = detect(img, 60).xy
+    xy = xy[np.all((xy > 90) & (xy < 230), axis=1)]
+    H = similarity_about((159.5, 159.5), 0.5, math.radians(40))
+    warped = cv2.warpPerspective(img, H, (320, 320), flags=cv2.INTER_LINEAR)
+    s1, o1 = handcrafted_poses(detect(img, keypoints=xy))
+    s2, o2 = handcrafted_poses(detect(warped, keypoints=apply_homography(H, xy)))
+    assert len(xy) >= 10
+    assert abs(np.median(s2 - s1) - 0.5) < 0.1
+    turn = np.degrees(np.angle(np.exp(1j * (o2 - o1))))
+    assert abs(np.median(turn) - 40.0) < 3.0
+    _, o0 = handcrafted_poses(detect(img, keypoints=xy), scale=False)  # upright row: same orientation kind
+    assert o0.shape == (len(xy),) and np.isfinite(o0).all()
+
+
+class _Recorder:
+    """A describer that records the frames it is asked to describe (one row per call)."""
+
+    dim = 3
+
+    def __init__(self):
+        self.calls = []
+
+    def describe(self, pyramid, xy, log2_scale, theta, region=1.0):
+        s = np.asarray(log2_scale, np.float64).reshape(-1)
+        self.calls.append((s.copy(), np.asarray(theta, np.float64).reshape(-1).copy(), region))
+        return np.stack([s, np.asarray(theta, np.float64).reshape(-1), np.zeros_like(s)], 1).astype(
+            np.float32
+        )
+
+
+def test_rows_at_our_scale_cut_the_estimators_descriptor_window():
+    """The rows cut at our scale (``ours``, ``ours_topK``) widen their window by the estimator's
+    ``descriptor_region`` (log2 added to our scale), every other row keeps its own window, and the poses
+    themselves do not change; the two-view chain does the same for ``describe_pose="ours"``."""
+    from patchpose import PatchPoseEstimator
+    from patchpose.matching.pipeline import MatchConfig, describe_rows, ours_window
+    from patchpose.matching.twoview import TwoViewConfig, match_two_views
+
+    img = (make_textured_image(240, seed=5) * 255).astype(np.uint8)
+    f = detect(img, 60)
+    rows = ("lower", "sift", "ours", "ours_top2", "ours_angle", "sift_scale+ours_angle")
+    cfg = MatchConfig(top_k=2)
+    out = {}
+    for region in (1.0, 2.0):
+        est = PatchPoseEstimator.load("patchpose-v7").with_plan(descriptor_region=region)
+        ours = est.estimate(f.image, f.xy, top_k=2)
+        rec = _Recorder()
+        describe_rows(f, rows, rec, est, None, cfg, ours=ours)
+        out[region] = dict(zip(rows, rec.calls))
+        np.testing.assert_allclose(out[region]["ours"][0], ours.scale[:, 0] + math.log2(region))
+        np.testing.assert_allclose(out[region]["ours"][1], ours.orientation[:, 0])
+        np.testing.assert_allclose(
+            out[region]["ours_top2"][0], np.repeat(ours.scale[:, 0], 2) + math.log2(region)
+        )
+        assert ours_window("ours", region) == ours_window("ours_top2", region) == math.log2(region)
+        assert ours_window("sift", region) == ours_window("ours_angle", region) == 0.0
+    for row in ("lower", "sift", "ours_angle", "sift_scale+ours_angle"):  # untouched by the setting
+        for a, b in zip(out[1.0][row][:2], out[2.0][row][:2]):
+            np.testing.assert_array_equal(a, b)
+
+    rec = _Recorder()
+    ours = PatchPoseEstimator.load("patchpose-v7").estimate(f.image, f.xy, top_k=1)
+    match_two_views(
+        f, f, rec, TwoViewConfig(describe_pose="ours", matcher="mnn", descriptor_region=4.0), ours, ours
+    )
+    np.testing.assert_allclose(rec.calls[0][0], ours.scale[:, 0] + 2.0)
+    rec = _Recorder()
+    match_two_views(
+        f, f, rec, TwoViewConfig(describe_pose="sift", matcher="mnn", descriptor_region=4.0), ours, ours
+    )
+    np.testing.assert_allclose(rec.calls[0][0], f.sift_scale)
+    for bad in (0.0, -1.0, float("nan"), 17.0):
+        with pytest.raises(InputError, match="descriptor_region must be a number in"):
+            TwoViewConfig(descriptor_region=bad).validate()

@@ -1,0 +1,92 @@
+"""Two-view geometry (``patchpose.matching.twoview``): the relative pose of synthetic views, and the pose each
+keypoint is described at."""
+
+from __future__ import annotations
+
+import math
+from types import SimpleNamespace
+
+import cv2
+import numpy as np
+import pytest
+
+from conftest import make_textured_image
+from patchpose.data.posed_pairs import rotation_from_angles
+from patchpose.errors import InputError
+from patchpose.evaluation.pose_eval import pose_error_deg, rotation_error_deg
+from patchpose.matching.twoview import relative_pose
+
+
+def test_relative_pose_recovers_a_synthetic_two_view_geometry():
+    rng = np.random.default_rng(0)
+    K = np.array([[600.0, 0, 320], [0, 600.0, 240], [0, 0, 1]])
+    X = np.c_[rng.uniform(-2, 2, 300), rng.uniform(-1.5, 1.5, 300), rng.uniform(4, 9, 300)]
+    R = rotation_from_angles(math.radians(20), math.radians(8), math.radians(3))
+    t = np.array([-1.0, 0.1, 0.05])
+    x0 = (K @ X.T).T
+    X1 = (R @ X.T).T + t
+    x1 = (K @ X1.T).T
+    x0, x1 = x0[:, :2] / x0[:, 2:], x1[:, :2] / x1[:, 2:]
+    x1[:30] = rng.uniform(0, 640, (30, 2))  # 10 % outliers
+    fit = relative_pose(x0, x1, K, K)
+    T = np.eye(4)
+    T[:3, :3], T[:3, 3] = R, t
+    assert fit["model"] == "essential" and fit["inliers"] >= 250
+    assert pose_error_deg(T, fit["R"], fit["t"]) < 1.0
+    # a pure rotation: the homography branch, rotation error only
+    x1r = (K @ R @ np.linalg.inv(K) @ np.c_[x0, np.ones(len(x0))].T).T
+    x1r = x1r[:, :2] / x1r[:, 2:]
+    x1r[:30] = rng.uniform(0, 640, (30, 2))
+    fit = relative_pose(x0, x1r, K, K)
+    assert fit["model"] == "rotation" and rotation_error_deg(R, fit["R"]) < 0.1
+    assert np.all(fit["t"] == 0) and fit["inliers"] >= 260
+    assert relative_pose(x0[:3], x1[:3], K, K)["R"] is None  # too few matches: a failure, not a crash
+
+
+def test_relative_pose_does_not_take_a_plane_for_a_rotation():
+    """Every point on one plane, seen from two places: a homography explains every match (the rule before
+    this one then returned t = 0), but a camera rotation does not, so the essential matrix is kept."""
+    rng = np.random.default_rng(0)
+    K = np.array([[600.0, 0, 320], [0, 600.0, 240], [0, 0, 1]])
+    X = np.c_[rng.uniform(-2, 2, 300), rng.uniform(-1.5, 1.5, 300), np.zeros(300)]
+    X[:, 2] = 6 + 0.3 * X[:, 0] - 0.2 * X[:, 1]
+    R = rotation_from_angles(math.radians(20), math.radians(8), math.radians(3))
+    t = np.array([-1.0, 0.1, 0.05])
+    x0, x1 = (K @ X.T).T, (K @ ((R @ X.T).T + t).T).T
+    x0, x1 = x0[:, :2] / x0[:, 2:], x1[:, :2] / x1[:, 2:]
+    x0, x1 = x0 + rng.normal(0, 0.1, x0.shape), x1 + rng.normal(0, 0.1, x1.shape)
+    H, mask = cv2.findHomography(x0, x1, cv2.RANSAC, 2.0)
+    assert mask.sum() >= 290  # a homography explains the matches
+    fit = relative_pose(x0, x1, K, K)
+    assert fit["model"] == "essential" and np.linalg.norm(fit["t"]) == pytest.approx(1.0)
+    T = np.eye(4)
+    T[:3, :3], T[:3, 3] = R, t
+    assert pose_error_deg(T, fit["R"], fit["t"]) < 1.0
+
+
+def test_resolved_pose_source_keeps_sift_where_unambiguous_and_needs_our_poses():
+    """The 'resolved' pose: SIFT's scale, and SIFT's orientation nearest ours among SIFT's candidates; without
+    our poses it is a clear error."""
+    from patchpose.matching.pipeline import detect
+    from patchpose.matching.twoview import TwoViewConfig, frame_poses
+
+    img = (make_textured_image(300, seed=3) * 255).astype(np.uint8)
+    f = detect(img, 300)
+    n = len(f)
+    last = np.array([c[-1] for c in f.sift_ori_candidates])[:, None]  # (N, 1), as top_k=1
+    flipped = SimpleNamespace(orientation=last, scale=np.zeros_like(last))
+    s, o = frame_poses(f, "resolved", flipped)
+    np.testing.assert_array_equal(s, f.sift_scale)
+    multi = np.array([len(c) > 1 for c in f.sift_ori_candidates])
+    assert multi.any() and (~multi).any()
+    np.testing.assert_allclose(o, flipped.orientation[:, 0])  # every candidate is its own nearest
+    np.testing.assert_allclose(o[~multi], f.sift_ori[~multi])
+    assert not np.allclose(o[multi], f.sift_ori[multi])  # where SIFT was ambiguous, ours chose the other
+    with pytest.raises(InputError, match="estimator's poses"):
+        frame_poses(f, "resolved", None)
+    with pytest.raises(InputError, match="describe_pose must be one of"):
+        TwoViewConfig(describe_pose="bogus").validate()
+    with pytest.raises(InputError, match="describe_pose must be one of"):  # only adalam_pose may be None
+        TwoViewConfig(describe_pose=None).validate()
+    TwoViewConfig(adalam_pose=None).validate()
+    assert n > 10
