@@ -7,10 +7,11 @@
   (upright isotropic frames: an affine shape in the input LAF is replaced). ``laf_frame=True`` reads the
   model's input in each LAF's own frame (its scale) instead of at scale 0; which of the two suits a detector
   depends on how well its scales match the content, so measure it on your data.
-* :func:`kornia_angle_detector` — a module ``(B, 1, 32, 32) patches -> (B,) radians`` for
-  ``KF.LAFOrienter(angle_detector=...)``. It only sees the patch kornia cut, so the model's input is read
-  from the patch alone (rings beyond the patch see its reflection): less accurate than
-  :class:`LAFPoseAssigner` (numbers in ``docs/integrations.md``); use it where only patches exist.
+* :func:`kornia_angle_detector` — a module ``(B, 1, 32, 32) patches -> (B,)`` radians for
+  ``KF.LAFOrienter(angle_detector=...)``, where kornia hands an orientation estimator only the patch it cut
+  (as it does OriNet). The model's input is read from that patch alone, as a disc (:class:`PatchAngleDetector`);
+  on turned photos it is more accurate than OriNet and the dominant gradient on the same patches
+  (numbers in ``docs/integrations.md``). :class:`LAFPoseAssigner` reads the image itself and also sets scale.
 
 Units: a kornia LAF's scale is the half-width in px of the patch kornia's descriptors cut; the scale written
 is :attr:`Poses.descriptor_radius <patchpose.Poses.descriptor_radius>`, the window the model was calibrated
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from ..conventions import REFERENCE_RADIUS, TWO_PI
@@ -83,8 +85,39 @@ class LAFPoseAssigner(nn.Module):
         return torch.cat(out).to(device=laf.device, dtype=laf.dtype)
 
 
+#: log2 of the patch half-width in characteristic radii at scale 0 when a log-polar model reads a patch:
+#: rings out to 16 · 2**-0.5 ≈ 11 px of the model's frame carry the patch, the rest are filled (chosen on
+#: turned photos, ``docs/integrations.md``)
+PATCH_LOG2_HALF_WIDTH = -0.5
+#: Gaussian blur (sigma) of the patch before it is read, in units of its half-width (1.5 px of a 32 px
+#: patch): the model reads images from smoothed pyramid levels, and on turned photos a patch blurred this
+#: much gave more accurate angles than a sharper one (chosen with PATCH_LOG2_HALF_WIDTH)
+PATCH_BLUR = 1.5 / 16
+
+
+def gaussian_blur(x: torch.Tensor, sigma: float) -> torch.Tensor:
+    """``x`` ``(B, C, H, W)`` blurred by a separable Gaussian of ``sigma`` px, borders replicated (so a
+    quarter turn of the input turns the output exactly)."""
+    r = max(1, int(np.ceil(3.0 * sigma)))
+    t = torch.arange(-r, r + 1, dtype=torch.float64)
+    k = torch.exp(-0.5 * (t / sigma) ** 2)
+    k = (k / k.sum()).to(device=x.device, dtype=x.dtype)
+    c = x.shape[1]
+    x = F.pad(x, (r, r, r, r), mode="replicate")
+    x = F.conv2d(x, k.view(1, 1, 1, -1).expand(c, 1, 1, -1), groups=c)
+    return F.conv2d(x, k.view(1, 1, -1, 1).expand(c, 1, -1, 1), groups=c)
+
+
 class PatchAngleDetector(nn.Module):
-    """``(B, 1, PS, PS)`` patches (kornia's, covering ±LAF scale) → ``(B,)`` radians, CCW as displayed."""
+    """``(B, 1, PS, PS)`` patches (kornia's, covering ±LAF scale) → ``(B,)`` radians, CCW as displayed.
+
+    A log-polar model's grid reaches far beyond any patch, and the square patch's corners do not turn with
+    its content. So the patch is read as a disc: blurred by :data:`PATCH_BLUR`, its half-width put at
+    ``16 · 2**PATCH_LOG2_HALF_WIDTH`` px of the model's frame, the rings inside the disc sampled from it
+    and every ring beyond filled with the mean of those samples (which carries no direction). Only the
+    orientation head runs, one read (the model's read plan, made for images, does not apply to a patch).
+    Other models see the patch resized to their input.
+    """
 
     def __init__(self, estimator: EstimatorLike = None) -> None:
         super().__init__()
@@ -94,31 +127,43 @@ class PatchAngleDetector(nn.Module):
         self.cfg = cfg
         if cfg.is_polar:
             g = cfg.polar_grid
-            r = 2.0 ** g.log2_radii()  # ring radius in units of the patch half-width (16 px at scale 0)
+            # ring radius in units of the patch half-width
+            r = 2.0 ** (g.log2_radii() - PATCH_LOG2_HALF_WIDTH)
             a = g.angles_rad()
             # grid_sample coordinates: x right, y down, in [−1, 1] over the patch
             gx = r[:, None] * np.cos(a)[None, :]
             gy = -r[:, None] * np.sin(a)[None, :]
-            self.register_buffer(
-                "grid", torch.from_numpy(np.stack([gx, gy], -1)).float()[None], persistent=False
-            )
+            grid = torch.from_numpy(np.stack([gx, gy], -1)).float()[None]
+            self.register_buffer("grid", grid, persistent=False)
+            self.register_buffer("inside", torch.from_numpy(r <= 1.0 + 1e-9), persistent=False)
+
+    def _polar_input(self, x: torch.Tensor) -> torch.Tensor:
+        """The model's log-polar input ``(B, 1, rings, angles)`` read from patches ``x`` ``(B, 1, PS, PS)``."""
+        x = gaussian_blur(x, PATCH_BLUR * x.shape[-1] / 2.0)
+        grid = self.grid.to(x.device).expand(len(x), -1, -1, -1)
+        v = F.grid_sample(x, grid, mode="bilinear", padding_mode="border", align_corners=False)
+        inside = self.inside.to(x.device)
+        fill = v[:, :, inside].mean((2, 3), keepdim=True)  # (B, 1, 1, 1)
+        return torch.where(inside[None, None, :, None], v, fill)
 
     @torch.no_grad()
     def forward(self, patches: torch.Tensor) -> torch.Tensor:
-        import torch.nn.functional as F
-
         from ..inference import decode_poses, output_arrays
 
         if not isinstance(patches, torch.Tensor):
             raise InputError(f"patches must be a torch.Tensor (B, 1, PS, PS), got {type(patches).__name__}")
-        if patches.dim() != 4 or patches.shape[1] != 1:
+        if patches.dim() != 4 or patches.shape[1] != 1 or patches.shape[2] != patches.shape[3]:
             raise InputError(f"patches must be (B, 1, PS, PS), got {tuple(patches.shape)}")
+        if patches.shape[2] < 2:
+            raise InputError(f"patches must be at least 2×2 pixels, got {tuple(patches.shape)}")
+        out_dtype = patches.dtype if patches.is_floating_point() else torch.float32
+        if len(patches) == 0:
+            return torch.empty(0, device=patches.device, dtype=out_dtype)
         if patches.is_floating_point() and not bool(torch.isfinite(patches).all()):
             raise InputError("patches hold non-finite values (NaN or infinity)")
-        x = patches.detach().float().cpu()
+        x = patches.detach().to(device=self.est.device, dtype=torch.float32)
         if self.cfg.is_polar:
-            g = self.grid.expand(len(x), -1, -1, -1)
-            x = F.grid_sample(x, g, mode="bilinear", padding_mode="reflection", align_corners=False)
+            x = self._polar_input(x)
         else:
             size = self.cfg.patch_size
             x = F.interpolate(x, size=(size, size), mode="bilinear", align_corners=False, antialias=True)
@@ -128,7 +173,7 @@ class PatchAngleDetector(nn.Module):
             x = x.repeat(1, 3, 1, 1)
         o = self.est.model(x, heads=("orientation",))  # the angle only
         theta = decode_poses(output_arrays(o, torch.float64), k=1)["orientation"][:, 0]
-        return torch.from_numpy(np.mod(theta, TWO_PI)).to(device=patches.device, dtype=patches.dtype)
+        return torch.from_numpy(np.mod(theta, TWO_PI)).to(device=patches.device, dtype=out_dtype)
 
 
 def kornia_angle_detector(estimator: EstimatorLike = None) -> PatchAngleDetector:
