@@ -46,8 +46,8 @@ PEER_FILES = {
 }
 #: side of the patches OriNet, AffNet, TFeat and HardTFeat take
 PEER_PATCH = 32
-#: patches per forward pass
-BATCH = 1024
+#: frames per call of kornia's LAF modules (each call samples its own image pyramid)
+LAF_BATCH = 8192
 
 
 class HardTFeat(nn.Module):
@@ -77,8 +77,10 @@ class HardTFeat(nn.Module):
         flat = patches.flatten(1)
         mean = flat.mean(1).view(-1, 1, 1, 1)
         std = flat.std(1).view(-1, 1, 1, 1) + 1e-7
-        x = self.classifier(self.features((patches - mean) / std))
-        return nn.functional.normalize(x.flatten(1), dim=1)
+        conv1, _, pool, conv2, _ = self.features
+        # tanh is increasing, so max-pooling before it gives the same values on a quarter of the elements
+        x = torch.tanh(conv2(torch.tanh(pool(conv1((patches - mean) / std)))))
+        return nn.functional.normalize(self.classifier(x).flatten(1), dim=1)
 
 
 def read_sums(path: Path) -> dict[str, str]:
@@ -228,8 +230,8 @@ def _lafs(xy: np.ndarray, radius: float) -> torch.Tensor:
 def _run_lafs(module: nn.Module, lafs: torch.Tensor, img: torch.Tensor) -> torch.Tensor:
     out = []
     with torch.inference_mode():
-        for i in range(0, lafs.shape[1], BATCH):
-            out.append(module(lafs[:, i : i + BATCH], img))
+        for i in range(0, lafs.shape[1], LAF_BATCH):
+            out.append(module(lafs[:, i : i + LAF_BATCH], img))
     return torch.cat(out, 1)
 
 
