@@ -76,6 +76,7 @@ def eval_hpatches_command(a: argparse.Namespace) -> int:
         keypoints_dir=a.keypoints,
         bootstrap=a.bootstrap,
         cluster_pattern=a.cluster_pattern,
+        peers=a.peers,
     )
     print_results(a.out, f"wrote {a.out}/results.json, results.md, mma.png in {doc['seconds']:.0f} s")
     return 0
@@ -193,21 +194,30 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
 
     hp = evs.add_parser(
         "hpatches",
-        help="HPatches: patch-pose transfer and matching MMA (lower/SIFT/ours/top-k/hand-crafted/upper)",
+        help="HPatches: patch-pose transfer and matching MMA (lower/SIFT/ours/top-k/hand-crafted/peers/upper)",
     )
     hp.add_argument("--root", required=True, help="hpatches-sequences-release (or a generated copy)")
     hp.add_argument("--out", default="outputs/eval_hpatches")
     hp.add_argument("--protocol", choices=("d2net", "keynet"), default="d2net")
     add_weights(hp)
-    add_descriptor(hp)
+    add_descriptor(hp, peers=True)
+    hp.add_argument(
+        "--peers",
+        default=None,
+        metavar="DIR",
+        help="folder of the peers' weights (Key.Net, OriNet, AffNet, TFeat, HardTFeat; its README says which "
+        "files), for comparison only: adds the orinet and affnet+orinet rows and allows --detector keynet "
+        "and --descriptor tfeat/hardtfeat",
+    )
     hp.add_argument("--top-k", type=int, default=4, help="candidates per keypoint of the ours-top-k row")
     hp.add_argument("--max-keypoints", type=int, default=None, help="default: 2000 (d2net) / 1500 (keynet)")
     hp.add_argument("--sequences", default=None, help="comma-separated sequence names (e.g. Key.Net's list)")
     hp.add_argument(
         "--detector",
-        choices=("sift", "harris"),
+        choices=("sift", "harris", "gftt", "keynet"),
         default="sift",
-        help="keypoints to match: SIFT (default) or Harris corners (no pose of their own: no SIFT rows)",
+        help="keypoints to match: SIFT (default), Harris or Shi-Tomasi (gftt) corners, or Key.Net (needs "
+        "--peers); all but SIFT come without a pose of their own (no SIFT rows)",
     )
     hp.add_argument(
         "--keypoints",

@@ -29,13 +29,15 @@ def add_read(p: argparse.ArgumentParser, help: str | None = None) -> None:
     p.add_argument("--read", action="append", default=[], metavar="KEY=VALUE", help=help or READ_HELP)
 
 
-def add_descriptor(p: argparse.ArgumentParser) -> None:
-    """``--descriptor`` and ``--descriptor-weights``: the descriptor cut at each pose, for matching."""
+def add_descriptor(p: argparse.ArgumentParser, peers: bool = False) -> None:
+    """``--descriptor`` and ``--descriptor-weights``: the descriptor cut at each pose, for matching; with
+    ``peers`` (commands that take ``--peers DIR``) also the peers' ``tfeat`` and ``hardtfeat``."""
     p.add_argument(
         "--descriptor",
-        choices=("sift", "hardnet", "sosnet"),
+        choices=("sift", "hardnet", "sosnet", *(("tfeat", "hardtfeat") if peers else ())),
         default="sift",
-        help="descriptor computed on the patch cut at each keypoint's pose",
+        help="descriptor computed on the patch cut at each keypoint's pose"
+        + ("; tfeat and hardtfeat take their weights from --peers" if peers else ""),
     )
     p.add_argument("--descriptor-weights", default=None, help="local state dict for hardnet/sosnet")
 

@@ -1,4 +1,4 @@
-"""Keypoint detection for pair synthesis and the CLI (OpenCV SIFT, optionally Harris corners)."""
+"""Keypoint detection for pair synthesis and the CLI (OpenCV SIFT, optionally Harris or Shi-Tomasi corners)."""
 
 from __future__ import annotations
 
@@ -62,9 +62,19 @@ def detect_sift(
 
 def detect_harris(image: np.ndarray, max_keypoints: int = 512, margin: float = 0.0) -> np.ndarray:
     """Harris corners (OpenCV ``goodFeaturesToTrack`` with the Harris score), ``(N, 2)`` xy."""
+    return _corners(image, max_keypoints, margin, harris=True)
+
+
+def detect_gftt(image: np.ndarray, max_keypoints: int = 512, margin: float = 0.0) -> np.ndarray:
+    """Shi-Tomasi corners (OpenCV ``goodFeaturesToTrack`` with its own minimum-eigenvalue score, the
+    Harris settings otherwise), ``(N, 2)`` xy, strongest first."""
+    return _corners(image, max_keypoints, margin, harris=False)
+
+
+def _corners(image: np.ndarray, max_keypoints: int, margin: float, harris: bool) -> np.ndarray:
     _check_budget(max_keypoints)
     g = _as_uint8_gray(image)
-    pts = cv2.goodFeaturesToTrack(g, int(max_keypoints), 0.01, 5, useHarrisDetector=True, k=0.04)
+    pts = cv2.goodFeaturesToTrack(g, int(max_keypoints), 0.01, 5, useHarrisDetector=harris, k=0.04)
     if pts is None:
         return np.zeros((0, 2))
     xy = pts.reshape(-1, 2).astype(np.float64)

@@ -10,12 +10,16 @@
   (:func:`patchpose.geometry.pose_change`). Metrics as in ``eval patchpose``: the official bin metric
   (scale ground truth rounded to bins) and the continuous errors. ``lower`` is "no pose" (0, 0) and
   ``upper`` the ground truth itself.
-* **Matching.** SIFT keypoints (``--detector harris`` for Harris corners, ``--keypoints DIR`` for
-  keypoints from files: ``DIR/<sequence>/<k>.npy`` or ``<k>.txt``, x y per row, strongest first), a
-  descriptor on the patch cut at each row's pose (:mod:`patchpose.matching.pipeline`: ``lower``, ``sift``,
-  ``ours``, ``ours_topK``, the hand-crafted rows, ``upper``; keypoints without a pose of their own have no
-  SIFT rows), mutual nearest neighbours, and per pair ``MMA(t) = mean(‖H·x1 − x2‖ ≤ t)`` (0 for a pair without matches),
-  averaged over pairs for illumination, viewpoint and overall. Protocols (``--protocol``):
+* **Matching.** SIFT keypoints (``--detector harris`` / ``gftt`` for corners, ``keynet`` for Key.Net,
+  ``--keypoints DIR`` for keypoints from files: ``DIR/<sequence>/<k>.npy`` or ``<k>.txt``, x y per row,
+  strongest first), a descriptor on the patch cut at each row's pose (:mod:`patchpose.matching.pipeline`:
+  ``lower``, ``sift``, ``ours``, ``ours_topK``, the hand-crafted rows, with ``--peers DIR`` the peers'
+  rows ``orinet`` and ``affnet+orinet``, ``upper``; keypoints without a pose of their own have no SIFT
+  rows), mutual nearest neighbours, and per pair ``MMA(t) = mean(‖H·x1 − x2‖ ≤ t)`` (0 for a pair without
+  matches) and the correct matches (within 3 px), averaged over pairs for illumination, viewpoint and
+  overall; each row also says how many descriptors it makes per keypoint (k for ``ours_topK``, else 1).
+  The peers (Key.Net, OriNet, AffNet, TFeat, HardTFeat: :mod:`patchpose.matching.peers`) take their
+  weights from the ``--peers`` folder, for comparison only. Protocols (``--protocol``):
 
   ============ ========================================= ============ ===========
   protocol     sequences                                 keypoints    thresholds
@@ -45,15 +49,18 @@ from ..data.keypoints import detect_harris, detect_sift
 from ..errors import InputError, is_int_in, require
 from ..fileio import read_keypoints, write_text_atomic
 from ..geometry import apply_homography, inside, pose_change
-from ..matching.describe import Describer
+from ..matching.describe import PEER_DESCRIPTORS, Describer
 from ..matching.matcher import mutual_nn
+from ..matching.peers import PEER_FILES, Peers
 from ..matching.pipeline import (
     DETECTORS,
     HANDCRAFTED_ROWS,
+    PEER_DETECTORS,
     MatchConfig,
     describe_rows,
     detect,
     handcrafted_poses,
+    peer_poses,
     pose_rows,
     reprojection_errors,
 )
@@ -94,12 +101,13 @@ def pair_mma(err: np.ndarray, thresholds) -> list[float]:
 
 
 #: the poses whose consistency at re-detected keypoints is reported, in table order, and their labels
-REPEAT_SOURCES = ("sift", "ours", *HANDCRAFTED_ROWS)
+REPEAT_SOURCES = ("sift", "ours", *HANDCRAFTED_ROWS, "orinet")
 REPEAT_LABELS = {
     "sift": "SIFT's own pose",
     "ours": "ours",
     "dominant_gradient": "dominant gradient (upright)",
     "log+dominant_gradient": "LoG + dominant gradient",
+    "orinet": "OriNet (upright)",
 }
 REPEAT_PX = 1.5  # a keypoint of image k "repeats" one of image 1 when H maps the latter within this
 
@@ -175,16 +183,17 @@ def match_sequence(
     thresholds,
     images: dict | None = None,
     keypoints_dir: str | Path | None = None,
+    peers: Peers | None = None,
 ) -> list[dict]:
     """``[{"k": k, "mma": {row: [MMA(t)…]}, "matches": {row: n}, "repeat": …}]`` for every pair ``(1, k)``
     (``repeat``: :func:`repeated_pose_counts` for ours, and for SIFT's own poses on SIFT detections).
     ``images``: ``{k: image}`` if already read; ``keypoints_dir``: keypoints from files
-    (:func:`sequence_keypoints`) instead of ``cfg.detector``."""
+    (:func:`sequence_keypoints`) instead of ``cfg.detector``; ``peers``: for Key.Net and the peer rows."""
     images = images or {k: seq.image(k) for k in (1, *seq.targets)}
 
     def feats(k: int):
         kp = sequence_keypoints(keypoints_dir, seq, k, cfg.max_keypoints) if keypoints_dir else None
-        f = detect(images[k], cfg.max_keypoints, kp, cfg.detector)
+        f = detect(images[k], cfg.max_keypoints, kp, cfg.detector, peers)
         o = est.estimate(f.image, f.xy, top_k=cfg.top_k) if len(f) else None
         poses = {"ours": (o.scale[:, 0], o.orientation[:, 0])} if o is not None else {}
         if np.isfinite(f.sift_scale).all() and o is not None:
@@ -192,15 +201,17 @@ def match_sequence(
         for row in HANDCRAFTED_ROWS:  # computed once per image (memoised), shared with the matching rows
             if row in rows and o is not None:
                 poses[row] = handcrafted_poses(f, scale=row == "log+dominant_gradient")
+        if "orinet" in rows and o is not None:  # upright size, as the hand-crafted upright row
+            poses["orinet"] = (np.zeros(len(f)), peer_poses(f, peers, "orinet")[0])
         return f, o, poses
 
     f1, o1, p1 = feats(1)
-    d1 = describe_rows(f1, rows, describer, est, None, cfg, ours=o1)
+    d1 = describe_rows(f1, rows, describer, est, None, cfg, ours=o1, peers=peers)
     out = []
     for k in seq.targets:
         H = seq.homographies[k]
         fk, ok_, pk = feats(k)
-        dk = describe_rows(fk, rows, describer, est, H, cfg, ours=ok_)
+        dk = describe_rows(fk, rows, describer, est, H, cfg, ours=ok_, peers=peers)
         res = {"k": k, "mma": {}, "matches": {}}
         if o1 is not None and ok_ is not None:
             res["repeat"] = repeated_pose_counts(H, f1, fk, p1, pk)
@@ -229,6 +240,30 @@ def summarize_matching(per_seq: dict[str, list[dict]], rows) -> tuple[dict, dict
         counts = [p["matches"][row] for pairs in per_seq.values() for p in pairs]
         matches[row] = float(np.mean(counts)) if counts else 0.0
     return mma, matches
+
+
+def summarize_correct(per_seq: dict[str, list[dict]], rows, thresholds) -> dict:
+    """``correct[row][kind]``: the mean over pairs of the correct matches of a pair (its matches within
+    :data:`INTERVAL_PX` px: matches × MMA at that threshold); None for a kind without pairs."""
+    ti = list(thresholds).index(INTERVAL_PX)
+    out = {}
+    for row in rows:
+        out[row] = {}
+        for kind in KINDS:
+            vals = [
+                p["matches"][row] * p["mma"][row][ti]
+                for name, pairs in per_seq.items()
+                for p in pairs
+                if kind == "overall" or (name.startswith("i_") == (kind == "illumination"))
+            ]
+            out[row][kind] = float(np.mean(vals)) if vals else None
+    return out
+
+
+def descriptors_per_keypoint(row: str) -> int:
+    """How many descriptors a row makes per keypoint: k for ``ours_topK`` (the closest pair is kept), 1
+    for every other row."""
+    return int(row[len("ours_top") :]) if row.startswith("ours_top") else 1
 
 
 #: the threshold of the MMA whose intervals are reported, and the row the others are compared with
@@ -486,11 +521,15 @@ def evaluate_hpatches(
     bootstrap: int = DEFAULT_REPLICATES,
     read_plan: dict | None = None,
     cluster_pattern: str | None = None,
+    peers: str | Path | None = None,
 ) -> dict:
     """Run the pose-transfer and matching evaluations; write ``results.json``, ``results.md``, ``mma.png``.
 
-    ``detector``: ``"sift"`` (default) or ``"harris"``; ``keypoints_dir``: keypoints from files instead
-    (:func:`sequence_keypoints`). Without SIFT detections the rows that read SIFT's pose are left out.
+    ``detector``: ``"sift"`` (default), ``"harris"``, ``"gftt"`` or ``"keynet"`` (needs ``peers``);
+    ``keypoints_dir``: keypoints from files instead (:func:`sequence_keypoints`). Without SIFT detections
+    the rows that read SIFT's pose are left out. ``peers``: the folder of the peers' weights
+    (:class:`~patchpose.matching.peers.Peers`): adds the rows ``orinet`` and ``affnet+orinet`` and allows
+    the ``keynet`` detector and the ``tfeat`` / ``hardtfeat`` descriptors; nothing else needs it.
     ``bootstrap`` replicates over sequences (0: none) give 95 % intervals of MMA@3 px (:func:`mma_intervals`);
     ``cluster_pattern`` draws sequences in clusters instead (:func:`sequence_clusters`: the sequences made
     from one photo with several seeds are not independent). ``read_plan``: changes to the model's read
@@ -505,6 +544,11 @@ def evaluate_hpatches(
         raise InputError(f"top_k must be an integer of at least 2 (the top-k row), got {top_k!r}")
     if detector not in DETECTORS:
         raise InputError(f"detector must be one of {DETECTORS}, got {detector!r}")
+    if detector in PEER_DETECTORS and peers is None and keypoints_dir is None:
+        raise InputError(f"the {detector} detector needs the peers' weights folder (--peers DIR)")
+    if descriptor in PEER_DESCRIPTORS and peers is None:
+        raise InputError(f"the {descriptor} descriptor needs the peers' weights folder (--peers DIR)")
+    peer_set = Peers(peers) if peers is not None else None  # a missing folder fails here, before any work
     check_bootstrap(bootstrap)
     if keypoints_dir is not None and not Path(keypoints_dir).is_dir():
         raise InputError(f"keypoints folder not found: {keypoints_dir}")
@@ -520,8 +564,19 @@ def evaluate_hpatches(
         top_k=int(top_k),
         detector=detector,
     )
-    describer = Describer(cfg.descriptor, cfg.descriptor_weights)
-    rows = pose_rows(cfg.top_k, sift=keypoints_dir is None and detector == "sift")
+    describer = Describer(cfg.descriptor, cfg.descriptor_weights, peers=peer_set)
+    rows = pose_rows(cfg.top_k, sift=keypoints_dir is None and detector == "sift", peers=peer_set is not None)
+    # the peers' files this run reads (their sha256 sums key the cache), none without a peers folder
+    used_peers = [
+        n
+        for n in PEER_FILES
+        if peer_set is not None
+        and (
+            n in ("orinet", "affnet")
+            or (n == "keynet" and detector == "keynet" and keypoints_dir is None)
+            or n == cfg.descriptor
+        )
+    ]
     model_name = est.meta.get("name", str(weights))
     setting = json.dumps(
         {
@@ -536,6 +591,7 @@ def evaluate_hpatches(
             else files_fingerprint([cfg.descriptor_weights]),
             "protocol": protocol,
             "keypoints_dir": None if keypoints_dir is None else str(Path(keypoints_dir).resolve()),
+            **({"peers": peer_set.fingerprint(used_peers)} if peer_set is not None else {}),
             # raised whenever the code changes what a cached sequence holds or how it is computed, so that
             # a result computed another way is never reused
             "cache_version": 11,
@@ -554,7 +610,9 @@ def evaluate_hpatches(
         try:  # a user-input problem names its sequence
             images = {k: seq.image(k) for k in (1, *seq.targets)} if todo else None  # read once per sequence
             if not mf.is_file():
-                res = match_sequence(seq, est, describer, rows, cfg, proto.thresholds, images, keypoints_dir)
+                res = match_sequence(
+                    seq, est, describer, rows, cfg, proto.thresholds, images, keypoints_dir, peer_set
+                )
                 write_text_atomic(mf, json.dumps(res))
             if pose and not pf.is_file():
                 _save_npz(pf, pose_sequence(seq, est, images))
@@ -578,8 +636,16 @@ def evaluate_hpatches(
     doc = {
         "protocol": protocol,
         "mma": mma,
+        "descriptors_per_keypoint": {r: descriptors_per_keypoint(r) for r in rows},
+        "correct_matches": summarize_correct(matching, rows, proto.thresholds),
         "intervals": (
             mma_intervals(matching, rows, list(proto.thresholds), bootstrap, clusters=clusters)
+            if bootstrap
+            else {}
+        ),
+        # correct matches per pair (within 3 px) of every row, the same draws; differences against ours
+        "correct_intervals": (
+            mma_intervals(matching, rows, list(proto.thresholds), bootstrap, clusters=clusters, correct=True)
             if bootstrap
             else {}
         ),
@@ -617,10 +683,16 @@ def evaluate_hpatches(
             "detector": (
                 f"keypoints from {keypoints_dir}"
                 if keypoints_dir is not None
-                else {"sift": "OpenCV SIFT", "harris": "Harris corners (OpenCV)"}[detector]
+                else {
+                    "sift": "OpenCV SIFT",
+                    "harris": "Harris corners (OpenCV)",
+                    "gftt": "Shi-Tomasi corners (OpenCV goodFeaturesToTrack)",
+                    "keynet": "Key.Net (kornia KeyNetDetector, peers' weights)",
+                }[detector]
             ),
             "max_keypoints": cfg.max_keypoints,
             "descriptor": cfg.descriptor,
+            "peers": None if peers is None else str(peers),
             "top_k": cfg.top_k,
             "model": model_name,
             "plan": asdict(est.plan),
@@ -652,6 +724,8 @@ ROW_LABELS = {
     "sift_resolved_by_ours": "SIFT's own pose, its orientations resolved by ours",
     "dominant_gradient": "dominant gradient orientation (kornia), upright size",
     "log+dominant_gradient": "LoG scale + dominant gradient orientation (hand-crafted)",
+    "orinet": "OriNet orientation (kornia), upright size",
+    "affnet+orinet": "AffNet shape + OriNet orientation (kornia), upright size",
     "upper": "upper (pose from H)",
 }
 
@@ -674,21 +748,33 @@ def results_markdown(doc: dict) -> str:
         f"`{s['model']}`. Detector: {s['detector']}, up to {s['max_keypoints']} keypoints; descriptor: "
         f"{s['descriptor']}; mutual nearest neighbours; top-k = {s['top_k']}; {doc['seconds']:.0f} s.",
         "",
-        "## Matching: MMA (fraction of matches within t px, mean over pairs) and matches per pair",
+        "## Matching: MMA (fraction of matches within t px, mean over pairs), matches and correct matches per pair",
         "",
-        "| pose | matches | "
+        f"desc./kp: descriptors per keypoint; correct: matches within {INTERVAL_PX} px per pair (overall, then "
+        "viewpoint pairs).",
+        "",
+        "| pose | desc./kp | matches | correct | viewp. correct | "
         + " | ".join(f"{k} @{t}px" for k in KINDS for t in show if k == "overall")
         + " | "
         + " | ".join(f"{k[:5]}. @3px" for k in KINDS[1:])
         + " |",
-        "|---|---|" + "---|" * (len(show) + 2),
+        "|---|---|---|---|---|" + "---|" * (len(show) + 2),
     ]
+    per_kp = doc.get("descriptors_per_keypoint") or {}
+    correct = doc.get("correct_matches") or {}
     for row, by_kind in doc["mma"].items():
         o = by_kind["overall"]
         cells = [f"{o[th.index(t)]:.3f}" if o else "–" for t in show]
         extra = [f"{by_kind[k][th.index(3)]:.3f}" if by_kind[k] else "–" for k in KINDS[1:]]
-        lines.append(f"| {_label(row)} | {doc['matches'][row]:.1f} | " + " | ".join(cells + extra) + " |")
+        c = correct.get(row, {})
+        counts = [f"{c[k]:.1f}" if c.get(k) is not None else "–" for k in ("overall", "viewpoint")]
+        lines.append(
+            f"| {_label(row)} | {per_kp.get(row, '–')} | {doc['matches'][row]:.1f} | "
+            + " | ".join(counts + cells + extra)
+            + " |"
+        )
     lines += _intervals_markdown(doc.get("intervals") or {}, s.get("cluster_pattern"))
+    lines += _intervals_markdown(doc.get("correct_intervals") or {}, s.get("cluster_pattern"), correct=True)
     lines += _vs_sift_markdown(doc.get("intervals_vs_sift") or {})
     lines += _vs_sift_markdown(doc.get("correct_vs_sift") or {}, correct=True)
     rep = doc.get("repeated_keypoints_pose", {})
@@ -732,7 +818,11 @@ def results_markdown(doc: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _intervals_markdown(intervals: dict, cluster_pattern: str | None = None) -> list[str]:
+def _intervals_markdown(
+    intervals: dict, cluster_pattern: str | None = None, correct: bool = False
+) -> list[str]:
+    """The table of :func:`mma_intervals` of every row by kind of pairs: of MMA@3 px, or with ``correct``
+    of the correct matches per pair."""
     if not intervals:
         return []
     some = next(iter(intervals.values()))
@@ -742,18 +832,20 @@ def _intervals_markdown(intervals: dict, cluster_pattern: str | None = None) -> 
     if cluster_pattern is not None:
         unit = "clusters"
         drawn = f"clusters of sequences (those whose names give one capture of `{cluster_pattern}`)"
+    what = f"correct matches per pair (within {INTERVAL_PX} px)" if correct else f"MMA@{INTERVAL_PX}px"
     lines = [
         "",
-        f"## How sure: 95 % intervals of MMA@{INTERVAL_PX}px (bootstrap over {unit})",
+        f"## How sure: 95 % intervals of {what} (bootstrap over {unit})",
         "",
         f"{some['replicates']} replicates, each drawing {drawn} with replacement and keeping all their pairs, "
-        f"the same draws for every row. First each row's MMA, then each row minus `{ref}`: an interval that "
-        f"holds 0 means these {unit} cannot tell the two apart.",
+        f"the same draws for every row. First each row's {'count' if correct else 'MMA'}, then each row minus "
+        f"`{ref}`: an interval that holds 0 means these {unit} cannot tell the two apart.",
         "",
         "| pose | " + " | ".join(f"{k} ({intervals[k]['n_clusters']} {unit})" for k in kinds) + " |",
         "|---|" + "---|" * len(kinds),
     ]
-    return lines + mean_interval_rows([intervals[k] for k in kinds], _label)
+    fmt = _count_cell if correct else None
+    return lines + mean_interval_rows([intervals[k] for k in kinds], _label, fmt)
 
 
 def _vs_sift_markdown(intervals: dict, correct: bool = False) -> list[str]:

@@ -7,6 +7,10 @@ inputs (:func:`~patchpose.data.patches.extract_patches`, which samples kornia's 
 * ``sift`` (default): kornia's ``SIFTDescriptor`` (RootSIFT) on 32×32 patches; nothing to download.
 * ``hardnet`` / ``sosnet``: kornia's architectures with a weights file the user has on disk (pretrained
   weights are downloaded by kornia, which cannot happen here).
+* ``tfeat`` / ``hardtfeat``: TFeat (kornia's) and HardTFeat (:class:`~patchpose.matching.peers.HardTFeat`)
+  with the weights of a peers folder (:class:`~patchpose.matching.peers.Peers`), for comparisons.
+
+A patch may also be cut through an affine frame (``shape``: kornia's LAF matrices, as AffNet gives them).
 """
 
 from __future__ import annotations
@@ -19,15 +23,27 @@ import torch
 from ..data.patches import Pyramid, extract_patches
 from ..errors import InputError, WeightsError, require
 from ..weights import check_finite, check_float_dtypes, load_torch_file, one_line
+from .peers import Peers
 
-DESCRIPTORS = ("sift", "hardnet", "sosnet")
+DESCRIPTORS = ("sift", "hardnet", "sosnet", "tfeat", "hardtfeat")
+#: the descriptors whose weights come from a peers folder
+PEER_DESCRIPTORS = ("tfeat", "hardtfeat")
 PATCH_SIZE = 32
 
 
 class Describer:
-    """``describe(pyramid, xy, log2_scale, theta) -> (N, D)`` L2-normalised float32 descriptors."""
+    """``describe(pyramid, xy, log2_scale, theta) -> (N, D)`` L2-normalised float32 descriptors.
 
-    def __init__(self, name: str = "sift", weights: str | Path | None = None, batch: int = 1024) -> None:
+    ``peers``: the peers folder (or its :class:`~patchpose.matching.peers.Peers`) that ``tfeat`` and
+    ``hardtfeat`` take their weights from."""
+
+    def __init__(
+        self,
+        name: str = "sift",
+        weights: str | Path | None = None,
+        batch: int = 1024,
+        peers: Peers | str | Path | None = None,
+    ) -> None:
         KF = require("kornia.feature", "kornia")
 
         if name not in DESCRIPTORS:
@@ -35,6 +51,10 @@ class Describer:
         self.name, self.batch = name, batch
         if name == "sift":
             self.net = KF.SIFTDescriptor(PATCH_SIZE, rootsift=True)
+        elif name in PEER_DESCRIPTORS:
+            if peers is None:
+                raise InputError(f"the {name} descriptor needs the peers' weights folder (--peers DIR)")
+            self.net = (peers if isinstance(peers, Peers) else Peers(peers)).descriptor(name)
         else:
             if not weights:
                 raise InputError(
@@ -66,11 +86,15 @@ class Describer:
     def dim(self) -> int:
         return 128
 
-    def describe(self, pyramid: Pyramid, xy, log2_scale, theta, region: float = 1.0) -> np.ndarray:
+    def describe(
+        self, pyramid: Pyramid, xy, log2_scale, theta, region: float = 1.0, shape: np.ndarray | None = None
+    ) -> np.ndarray:
+        """Descriptors of the patches at frames ``(xy, log2_scale, theta)`` (``region`` widens them); with
+        ``shape`` ``(N, 2, 2)``, each frame is ``r·R(θ)·shape`` (:func:`~patchpose.data.patches.extract_patches`)."""
         xy = np.asarray(xy, np.float64).reshape(-1, 2)
         if len(xy) == 0:
             return np.zeros((0, self.dim), np.float32)
-        patches = extract_patches(pyramid, xy, log2_scale, theta, PATCH_SIZE, [region])
+        patches = extract_patches(pyramid, xy, log2_scale, theta, PATCH_SIZE, [region], shape=shape)
         out = []
         with torch.inference_mode():
             for i in range(0, len(patches), self.batch):
@@ -79,4 +103,4 @@ class Describer:
         return torch.cat(out).numpy()
 
 
-__all__ = ["DESCRIPTORS", "Describer"]
+__all__ = ["DESCRIPTORS", "PEER_DESCRIPTORS", "Describer"]

@@ -22,15 +22,22 @@ gradient``      dominant gradient orientation (``PatchDominantGradientOrientatio
 gradient``      (:func:`patchpose.baselines.log_scale_selection`, σ), a descriptor half-width of
                 ``2·SIFT_REGION·σ`` (SIFT's window per σ), and the dominant gradient orientation over a
                 radius of ``4.5·σ`` (SIFT's orientation window)
+``orinet``      a peer, for keypoints that come without a pose: upright size (16 px) and OriNet's angle,
+                as kornia reads it (``LAFOrienter(32, angle_detector=OriNet)``)
+``affnet+       a peer: kornia's affine frame at the upright size (16 px): AffNet's shape (its scale
+orinet``        kept), then OriNet's angle in that frame; the descriptor patch is cut through the frame
 ``upper``       the ground truth from a homography ``H``: upright at 16 px in image 1, and in image 2 the
                 pose change that ``H`` makes at the keypoint's source point (:func:`patchpose.geometry.pose_change`)
 =============== ==========================================================================================
 
 Keypoints are OpenCV SIFT
 detections (``detector="sift"``, one per location: SIFT's extra detections for secondary orientations are
-dropped so that every row matches the same keypoints), Harris corners (``detector="harris"``, no pose of
-their own), or any ``(N, 2)`` array. Rows that need SIFT's pose (``sift``, ``sift_scale+ours_angle``,
-``sift_resolved_by_ours``) exist only for SIFT detections (:func:`pose_rows`).
+dropped so that every row matches the same keypoints), Harris corners (``detector="harris"``), Shi-Tomasi
+corners (``"gftt"``: OpenCV's ``goodFeaturesToTrack`` with its own score), Key.Net keypoints (``"keynet"``,
+kornia's ``KeyNetDetector``, its scale dropped), or any ``(N, 2)`` array; all but SIFT's come without a pose.
+Rows that need SIFT's pose (``sift``, ``sift_scale+ours_angle``, ``sift_resolved_by_ours``) exist only for
+SIFT detections (:func:`pose_rows`). The peers (Key.Net, OriNet, AffNet) take their weights from a folder
+the caller names (``peers``: :class:`~patchpose.matching.peers.Peers`); the library never needs them.
 """
 
 from __future__ import annotations
@@ -48,29 +55,37 @@ from ..baselines import (
     dominant_gradient_orientation,
     log_scale_selection,
 )
-from ..conventions import angle_diff
-from ..data.keypoints import detect_harris, detect_sift
+from ..conventions import REFERENCE_RADIUS, angle_diff
+from ..data.keypoints import detect_gftt, detect_harris, detect_sift
 from ..data.patches import Pyramid, check_image, extract_patches, to_gray
 from ..errors import InputError, is_int_in
 from ..geometry import apply_homography, pose_change
 from ..interop import from_cv2_keypoints
 from .describe import Describer
 from .matcher import mutual_nn
+from .peers import Peers, affnet_orinet_frames, keynet_keypoints, orinet_orientations
 
 #: SIFT's descriptor window: radius ``3σ·(d+1)·√2/2`` with ``σ = size/2`` and ``d = 4`` (OpenCV) ≈ 5.3·size.
 SIFT_REGION = 5.3
 #: SIFT's orientation window (radius 3·1.5σ), in units of σ: where the hand-crafted row reads its gradients
 SIFT_ORI_RADIUS = 4.5
 #: the keypoint sources :func:`detect` knows; "sift" alone gives each keypoint a pose of its own
-DETECTORS = ("sift", "harris")
+DETECTORS = ("sift", "harris", "gftt", "keynet")
+#: detectors that need the peers' weights
+PEER_DETECTORS = ("keynet",)
 #: rows that read SIFT's own pose, so exist only for SIFT detections
 SIFT_ROWS = ("sift", "sift_scale+ours_angle", "sift_resolved_by_ours")
 HANDCRAFTED_ROWS = ("dominant_gradient", "log+dominant_gradient")
+#: rows that need the peers' weights (:mod:`patchpose.matching.peers`)
+PEER_ROWS = ("orinet", "affnet+orinet")
 
 
-def pose_rows(top_k: int = 4, sift: bool = True, handcrafted: bool = True) -> tuple[str, ...]:
-    """Row names in report order: without ``sift`` (keypoints that come without a pose: Harris, a file),
-    the rows that read SIFT's pose are left out; ``handcrafted`` adds the hand-crafted pose rows."""
+def pose_rows(
+    top_k: int = 4, sift: bool = True, handcrafted: bool = True, peers: bool = False
+) -> tuple[str, ...]:
+    """Row names in report order: without ``sift`` (keypoints that come without a pose: corners, Key.Net, a
+    file), the rows that read SIFT's pose are left out; ``handcrafted`` adds the hand-crafted pose rows and
+    ``peers`` those of the peers (:data:`PEER_ROWS`)."""
     rows = (
         "lower",
         "sift",
@@ -80,6 +95,7 @@ def pose_rows(top_k: int = 4, sift: bool = True, handcrafted: bool = True) -> tu
         "sift_scale+ours_angle",
         "sift_resolved_by_ours",
         *(HANDCRAFTED_ROWS if handcrafted else ()),
+        *(PEER_ROWS if peers else ()),
         "upper",
     )
     return tuple(r for r in rows if sift or r not in SIFT_ROWS)
@@ -91,7 +107,7 @@ class MatchConfig:
     descriptor: str = "sift"
     descriptor_weights: str | None = None
     top_k: int = 4
-    detector: str = "sift"  # "sift" | "harris" (when no keypoints are given)
+    detector: str = "sift"  # one of DETECTORS (when no keypoints are given)
 
 
 @dataclass
@@ -112,18 +128,27 @@ class Features:
         return len(self.xy)
 
 
-def detect(image, max_keypoints: int = 2000, keypoints=None, detector: str = "sift") -> Features:
-    """OpenCV SIFT keypoints (strongest first, one per location), Harris corners (``detector="harris"``,
-    strongest first, no pose), or the given ``(N, 2)`` keypoints (no pose; ``max_keypoints`` does not
-    apply: the caller chose them)."""
+def detect(
+    image, max_keypoints: int = 2000, keypoints=None, detector: str = "sift", peers: Peers | None = None
+) -> Features:
+    """OpenCV SIFT keypoints (strongest first, one per location), Harris or Shi-Tomasi corners
+    (``detector="harris"`` / ``"gftt"``, strongest first, no pose), Key.Net keypoints (``"keynet"``, with
+    the ``peers``' weights; strongest first, one per location, no pose), or the given ``(N, 2)`` keypoints
+    (no pose; ``max_keypoints`` does not apply: the caller chose them)."""
     img = check_image(image)
     gray = to_gray(img)
     if keypoints is None and detector not in DETECTORS:
         raise InputError(f"detector must be one of {DETECTORS}, got {detector!r}")
     if keypoints is None and not is_int_in(max_keypoints, 1, integral_floats=True):
         raise InputError(f"max_keypoints must be a positive integer, got {max_keypoints!r}")
+    if keypoints is None and detector in PEER_DETECTORS and peers is None:
+        raise InputError(f"the {detector} detector needs the peers' weights folder (--peers DIR)")
     if keypoints is None and detector == "harris":
         keypoints = detect_harris(img, int(max_keypoints))
+    elif keypoints is None and detector == "gftt":
+        keypoints = detect_gftt(img, int(max_keypoints))
+    elif keypoints is None and detector == "keynet":
+        keypoints = keynet_keypoints(peers, gray, int(max_keypoints))
     if keypoints is None:
         xy, kps, cands = detect_sift(img, int(max_keypoints), candidates=True)
         _, s, o = from_cv2_keypoints(kps)
@@ -173,6 +198,22 @@ def handcrafted_poses(feats: Features, scale: bool = True) -> tuple[np.ndarray, 
     return feats.memo[("handcrafted", scale)]
 
 
+def peer_poses(feats: Features, peers: Peers | None, row: str) -> tuple[np.ndarray, np.ndarray | None]:
+    """A peer row's orientations ``(N,)`` at the upright size (:data:`REFERENCE_RADIUS` px) and, for
+    ``affnet+orinet``, its affine frames ``(N, 2, 2)`` (the patch's ``[-1, 1]²`` to pixels; None for
+    ``orinet``), computed once per image (``feats.memo``)."""
+    if peers is None:
+        raise InputError(f"row {row!r} needs the peers' weights folder (--peers DIR)")
+    if row not in feats.memo:
+        gray = feats.pyramid.levels[0]
+        if row == "orinet":
+            feats.memo[row] = (orinet_orientations(peers, gray, feats.xy, REFERENCE_RADIUS), None)
+        else:
+            frames, ori = affnet_orinet_frames(peers, gray, feats.xy, REFERENCE_RADIUS)
+            feats.memo[row] = (ori, frames)
+    return feats.memo[row]
+
+
 def sift_framed_poses(est, feats: Features):
     """The estimator's :class:`~patchpose.Poses` at the features' keypoints read in SIFT's own frame
     (``detector_scale`` = SIFT's scale, one read, so the angle is that of SIFT's region): what the rows that
@@ -181,13 +222,15 @@ def sift_framed_poses(est, feats: Features):
 
 
 def keypoint_poses(
-    row: str, feats: Features, ours=None, H_from_1=None, top_k: int = 4
+    row: str, feats: Features, ours=None, H_from_1=None, top_k: int = 4, peers: Peers | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
     """Poses ``(scale (N, k), orientation (N, k))`` of a row (k = 1 except for ``ours_topK``).
 
     ``ours``: the estimator's :class:`~patchpose.Poses` at ``feats.xy`` with ``top_k`` candidates (for
     ``sift_resolved_by_ours``: read in SIFT's frame, ``detector_scale=feats.sift_scale``); ``H_from_1``: for
-    ``upper``, the homography from image 1 to this image (None or the identity for image 1 itself)."""
+    ``upper``, the homography from image 1 to this image (None or the identity for image 1 itself);
+    ``peers``: for the peer rows (``affnet+orinet`` gives its frame's orientation; its shape is in
+    :func:`peer_poses`)."""
     n = len(feats)
     zeros = np.zeros((n, 1))
     if row == "lower":
@@ -216,6 +259,8 @@ def keypoint_poses(
     if row in HANDCRAFTED_ROWS:
         s, o = handcrafted_poses(feats, scale=row == "log+dominant_gradient")
         return s[:, None], o[:, None]
+    if row in PEER_ROWS:
+        return zeros, peer_poses(feats, peers, row)[0][:, None]
     if row == "upper":
         if H_from_1 is None:
             return zeros, zeros
@@ -244,10 +289,11 @@ def describe_rows(
     H_from_1=None,
     cfg: MatchConfig | None = None,
     ours=None,
+    peers: Peers | None = None,
 ) -> dict[str, np.ndarray]:
     """``{row: (N, k, D) descriptors}`` for one image (``ours``: the estimator's output at ``feats.xy`` with
     ``cfg.top_k`` candidates, if already computed; the rows cut at our scale take their window from
-    ``est``, :func:`ours_window`)."""
+    ``est``, :func:`ours_window`; ``peers``: for the peer rows, :data:`PEER_ROWS`)."""
     cfg = cfg or MatchConfig()
     if (
         ours is None
@@ -271,8 +317,14 @@ def describe_rows(
                 s, o = keypoint_poses(row, feats, framed)
             else:
                 s, o = feats.sift_scale[:, None], framed.orientation[:, None]
+        elif row == "affnet+orinet":  # cut through the affine frame itself
+            frames = peer_poses(feats, peers, row)[1]
+            zero = np.zeros(len(feats))
+            d = describer.describe(feats.pyramid, feats.xy, zero, zero, shape=frames / REFERENCE_RADIUS)
+            out[row] = d.reshape(len(feats), 1, -1)
+            continue
         else:
-            s, o = keypoint_poses(row, feats, ours, H_from_1, cfg.top_k)
+            s, o = keypoint_poses(row, feats, ours, H_from_1, cfg.top_k, peers)
             s = s + ours_window(row, est.plan.descriptor_region if est is not None else 1.0)
         k = s.shape[1]
         d = describer.describe(feats.pyramid, np.repeat(feats.xy, k, 0), s.reshape(-1), o.reshape(-1))
@@ -290,19 +342,21 @@ def match_images(
     keypoints1=None,
     keypoints2=None,
     describer: Describer | None = None,
+    peers: Peers | None = None,
 ) -> dict:
-    """Match two images under each pose row.
+    """Match two images under each pose row (``peers``: for the Key.Net detector, the peer rows and
+    descriptors; :class:`~patchpose.matching.peers.Peers`).
 
     Returns ``{"xy1": (N, 2), "xy2": (M, 2), "rows": {row: {"matches": (L, 2), "distances": (L,),
     "error_px": (L,) reprojection error under H (None without H)}}}``."""
     cfg = cfg or MatchConfig()
-    describer = describer or Describer(cfg.descriptor, cfg.descriptor_weights)
+    describer = describer or Describer(cfg.descriptor, cfg.descriptor_weights, peers=peers)
     if "upper" in rows and H is None:
         raise InputError("the 'upper' row needs the ground-truth homography H")
-    f1 = detect(image1, cfg.max_keypoints, keypoints1, cfg.detector)
-    f2 = detect(image2, cfg.max_keypoints, keypoints2, cfg.detector)
-    d1 = describe_rows(f1, rows, describer, est, None, cfg)
-    d2 = describe_rows(f2, rows, describer, est, H, cfg)
+    f1 = detect(image1, cfg.max_keypoints, keypoints1, cfg.detector, peers)
+    f2 = detect(image2, cfg.max_keypoints, keypoints2, cfg.detector, peers)
+    d1 = describe_rows(f1, rows, describer, est, None, cfg, peers=peers)
+    d2 = describe_rows(f2, rows, describer, est, H, cfg, peers=peers)
     out = {"xy1": f1.xy, "xy2": f2.xy, "rows": {}}
     for row in rows:
         m, dist = mutual_nn(d1[row], d2[row])
@@ -321,7 +375,10 @@ def reprojection_errors(H, xy1, xy2) -> np.ndarray:
 __all__ = [
     "SIFT_REGION",
     "DETECTORS",
+    "PEER_DETECTORS",
+    "PEER_ROWS",
     "pose_rows",
+    "peer_poses",
     "handcrafted_poses",
     "MatchConfig",
     "Features",

@@ -1,0 +1,271 @@
+"""Published peers of patchpose, loaded from a folder of their pretrained weights (evaluation only).
+
+The detectors, pose estimators and descriptors that users pick instead of, or beside, patchpose: Key.Net
+(keypoints), OriNet (an orientation), AffNet (an affine shape), TFeat and HardTFeat (descriptors). Their
+weights are never bundled and the library never needs them: a comparison names the folder that holds them
+(``--peers DIR``; the layout and the sources of the files are in that folder's ``README.md``):
+
+============================ ================================================================================
+``orinet.pth``               kornia's ``OriNet``, used as kornia does: ``LAFOrienter(32, angle_detector=...)``
+``affnet.pth``               kornia's ``LAFAffNetShapeEstimator``
+``keynet.pth``               kornia's ``KeyNetDetector`` (its ``.model``, a ``KeyNet``)
+``tfeat-liberty.params``     kornia's ``TFeat``
+``hardtfeat.pth``            :class:`HardTFeat` (TFeat's layers trained with the HardNet loss; not in kornia)
+============================ ================================================================================
+
+Every file is read with ``torch.load(weights_only=True)`` (tensors and plain containers only) and, when the
+folder has a ``SHA256SUMS`` file (``sha256sum`` format), checked against it first. A missing folder is an
+:class:`~patchpose.errors.InputError`; a missing, altered or unloadable file a one-line
+:class:`~patchpose.errors.WeightsError`. kornia is an optional extra, imported only when a peer is built.
+
+Pose conventions are patchpose's (:mod:`patchpose.conventions`): angles in radians, counter-clockwise as
+displayed, which is also the sign of kornia's LAF orientation; a kornia LAF's ``2×2`` part maps the patch's
+``[-1, 1]²`` to image pixels, as the ``shape`` frames of :func:`~patchpose.data.patches.extract_patches` do.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import nn
+
+from ..errors import InputError, WeightsError, require
+from ..weights import check_finite, check_float_dtypes, load_torch_file, one_line, sha256_of
+
+#: peer name -> file name inside the peers folder
+PEER_FILES = {
+    "orinet": "orinet.pth",
+    "affnet": "affnet.pth",
+    "keynet": "keynet.pth",
+    "tfeat": "tfeat-liberty.params",
+    "hardtfeat": "hardtfeat.pth",
+}
+#: side of the patches OriNet, AffNet, TFeat and HardTFeat take
+PEER_PATCH = 32
+#: frames per call of kornia's LAF modules (each call samples its own image pyramid)
+LAF_BATCH = 8192
+
+
+class HardTFeat(nn.Module):
+    """TFeat's layers trained with the HardNet loss (``hardtfeat.pth`` of the AffNet repository).
+
+    ``(B, 1, 32, 32)`` patches → ``(B, 128)`` unit-length descriptors. Each patch is first standardised
+    (zero mean, unit standard deviation), then: conv 1→32 7×7, tanh, max-pool 2, conv 32→64 6×6, tanh,
+    conv 64→128 8×8, tanh, flatten, L2-normalise. The layer indices are those of the weights file
+    (``classifier.0`` holds no weights: a dropout during training)."""
+
+    patch_size = PEER_PATCH
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.features = nn.Sequential(
+            nn.Conv2d(1, 32, kernel_size=7),
+            nn.Tanh(),
+            nn.MaxPool2d(kernel_size=2, stride=2),
+            nn.Conv2d(32, 64, kernel_size=6),
+            nn.Tanh(),
+        )
+        self.classifier = nn.Sequential(nn.Identity(), nn.Conv2d(64, 128, kernel_size=8), nn.Tanh())
+
+    def forward(self, patches: torch.Tensor) -> torch.Tensor:
+        if patches.dim() != 4 or tuple(patches.shape[1:]) != (1, PEER_PATCH, PEER_PATCH):
+            raise InputError(f"HardTFeat takes (B, 1, 32, 32) patches, got {tuple(patches.shape)}")
+        flat = patches.flatten(1)
+        mean = flat.mean(1).view(-1, 1, 1, 1)
+        std = flat.std(1).view(-1, 1, 1, 1) + 1e-7
+        conv1, _, pool, conv2, _ = self.features
+        # tanh is increasing, so max-pooling before it gives the same values on a quarter of the elements
+        x = torch.tanh(conv2(torch.tanh(pool(conv1((patches - mean) / std)))))
+        return nn.functional.normalize(self.classifier(x).flatten(1), dim=1)
+
+
+def read_sums(path: Path) -> dict[str, str]:
+    """``{file name: sha256}`` from a ``sha256sum`` listing (``HASH  NAME`` or ``HASH *NAME`` per line)."""
+    sums = {}
+    for n, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        m = re.fullmatch(r"([0-9a-fA-F]{64}) [ *](.+)", line.strip())
+        if m is None:
+            raise WeightsError(f"{path}: line {n} is not 'SHA256  NAME'")
+        sums[m.group(2).strip()] = m.group(1).lower()
+    return sums
+
+
+class Peers:
+    """The peers in a folder; each network is loaded, checked and put in eval mode on its first call, then
+    kept (``orinet()``, ``affnet()``, ``tfeat()``, ``hardtfeat()``, ``keynet(n)``)."""
+
+    def __init__(self, folder: str | Path) -> None:
+        self.folder = Path(folder)
+        if not self.folder.is_dir():
+            raise InputError(
+                f"peers folder not found: {self.folder} (the folder of the peers' weights files)"
+            )
+        sums = self.folder / "SHA256SUMS"
+        self.sums = read_sums(sums) if sums.is_file() else None
+        self._nets: dict[str, nn.Module] = {}
+
+    def path(self, name: str) -> Path:
+        """The file of peer ``name`` (:data:`PEER_FILES`), checked against ``SHA256SUMS`` when there is one."""
+        if name not in PEER_FILES:
+            raise InputError(f"peer must be one of {tuple(PEER_FILES)}, got {name!r}")
+        path = self.folder / PEER_FILES[name]
+        if not path.is_file():
+            raise WeightsError(f"{name} weights not found: {path}")
+        if self.sums is not None:
+            want = self.sums.get(PEER_FILES[name])
+            if want is None:
+                raise WeightsError(f"{path.name} is not listed in {self.folder / 'SHA256SUMS'}")
+            if sha256_of(path) != want:
+                raise WeightsError(f"{path} does not match its sha256 in {self.folder / 'SHA256SUMS'}")
+        return path
+
+    def fingerprint(self, names) -> dict[str, str]:
+        """``{file name: sha256}`` of the named peers' files: what a cached result was computed with."""
+        return {PEER_FILES[n]: sha256_of(self.path(n)) for n in names}
+
+    def load_into(self, name: str, net: nn.Module, drop_prefix: str | None = None) -> nn.Module:
+        """Load peer ``name``'s state dict (or ``{"state_dict": ...}``) into ``net`` (strict; keys starting
+        with ``drop_prefix`` dropped first) and return it in eval mode; a bad file is a WeightsError."""
+        path = self.path(name)
+        state = load_torch_file(path, "PyTorch state dict")
+        if isinstance(state, dict) and isinstance(state.get("state_dict"), dict):
+            state = state["state_dict"]
+        if not isinstance(state, dict) or not all(isinstance(v, torch.Tensor) for v in state.values()):
+            raise WeightsError(f"{path} is not a PyTorch state dict (not a mapping of names to tensors)")
+        if drop_prefix:
+            state = {k: v for k, v in state.items() if not k.startswith(drop_prefix)}
+        check_float_dtypes(state, net.state_dict(), str(path))
+        check_finite(state, str(path))
+        try:
+            net.load_state_dict(state)
+        except (RuntimeError, ValueError, TypeError, KeyError) as e:
+            raise WeightsError(f"cannot load {name} weights from {path}: {one_line(e)}") from None
+        return net.eval()
+
+    # ------------------------------------------------------------------ the networks
+    def _net(self, name: str) -> nn.Module:
+        """Peer ``name``'s network with its weights, built on first use and kept."""
+        if name not in self._nets:
+            if name == "hardtfeat":  # not a kornia class; the file's unused SIFT.* tensors are dropped
+                self._nets[name] = self.load_into(name, HardTFeat(), drop_prefix="SIFT.")
+            else:
+                KF = require("kornia.feature", "kornia")
+                build = {
+                    "orinet": KF.OriNet,
+                    "affnet": KF.LAFAffNetShapeEstimator,
+                    "keynet": KF.KeyNet,
+                    "tfeat": KF.TFeat,
+                }[name]
+                self._nets[name] = self.load_into(name, build(pretrained=False))
+        return self._nets[name]
+
+    def orinet(self) -> nn.Module:
+        """kornia's ``LAFOrienter(32, angle_detector=OriNet)``: turns LAFs by OriNet's angle on their patch."""
+        KF = require("kornia.feature", "kornia")
+        return KF.LAFOrienter(PEER_PATCH, angle_detector=self._net("orinet")).eval()
+
+    def affnet(self) -> nn.Module:
+        """kornia's ``LAFAffNetShapeEstimator``: AffNet's affine shape, the LAF's scale and angle kept."""
+        return self._net("affnet")
+
+    def tfeat(self) -> nn.Module:
+        """kornia's ``TFeat`` (its tanh output; :class:`~patchpose.matching.describe.Describer` normalises)."""
+        return self._net("tfeat")
+
+    def hardtfeat(self) -> HardTFeat:
+        """:class:`HardTFeat` with the folder's weights."""
+        return self._net("hardtfeat")
+
+    def keynet(self, num_features: int) -> nn.Module:
+        """kornia's ``KeyNetDetector`` with the local Key.Net weights, ``num_features`` detections at most."""
+        KF = require("kornia.feature", "kornia")
+        det = KF.KeyNetDetector(pretrained=False, num_features=int(num_features))
+        det.model = self._net("keynet")
+        return det.eval()
+
+    def descriptor(self, name: str) -> nn.Module:
+        """The descriptor network ``"tfeat"`` or ``"hardtfeat"``."""
+        if name not in ("tfeat", "hardtfeat"):
+            raise InputError(f"peer descriptor must be 'tfeat' or 'hardtfeat', got {name!r}")
+        return self._net(name)
+
+
+# ---------------------------------------------------------------------- what the matching rows use
+def _image_tensor(gray: np.ndarray) -> torch.Tensor:
+    return torch.from_numpy(np.ascontiguousarray(gray, np.float32))[None, None]
+
+
+def keynet_keypoints(peers: Peers, gray: np.ndarray, max_keypoints: int) -> np.ndarray:
+    """Key.Net keypoints ``(N, 2)`` xy (pixel centres at integers, strongest first, one per location, at
+    most ``max_keypoints``) in a float gray image in ``[0, 1]``; Key.Net gives no orientation."""
+    if max_keypoints <= 0:
+        return np.zeros((0, 2))
+    det = peers.keynet(2 * int(max_keypoints))  # levels can find one location twice: room to drop those
+    with torch.inference_mode():
+        lafs, resp = det(_image_tensor(gray))
+    resp = resp[0].double().numpy()
+    xy = lafs[0, :, :, 2].double().numpy()
+    order = np.argsort(-resp, kind="stable")
+    order = order[resp[order] > 0]  # unfilled slots hold a zero response
+    xy = xy[order]
+    _, first = np.unique(np.round(xy, 2), axis=0, return_index=True)
+    xy = xy[np.sort(first)][: int(max_keypoints)]
+    h, w = gray.shape
+    return np.stack([np.clip(xy[:, 0], 0, w - 1), np.clip(xy[:, 1], 0, h - 1)], 1).reshape(-1, 2)
+
+
+def _lafs(xy: np.ndarray, radius: float) -> torch.Tensor:
+    KF = require("kornia.feature", "kornia")
+    n = len(xy)
+    center = torch.from_numpy(np.asarray(xy, np.float32)).view(1, n, 2)
+    return KF.laf_from_center_scale_ori(center, torch.full((1, n, 1, 1), float(radius)), torch.zeros(1, n, 1))
+
+
+def _run_lafs(module: nn.Module, lafs: torch.Tensor, img: torch.Tensor) -> torch.Tensor:
+    out = []
+    with torch.inference_mode():
+        for i in range(0, lafs.shape[1], LAF_BATCH):
+            out.append(module(lafs[:, i : i + LAF_BATCH], img))
+    return torch.cat(out, 1)
+
+
+def orinet_orientations(peers: Peers, gray: np.ndarray, xy: np.ndarray, radius: float) -> np.ndarray:
+    """OriNet's angle ``(N,)`` (radians in ``[0, 2π)``) at upright isotropic frames of half-width
+    ``radius`` px, as kornia's ``LAFOrienter`` gives it."""
+    KF = require("kornia.feature", "kornia")
+    if len(xy) == 0:
+        return np.zeros(0)
+    laf = _run_lafs(peers.orinet(), _lafs(xy, radius), _image_tensor(gray))
+    return np.mod(np.radians(KF.get_laf_orientation(laf)[0, :, 0].double().numpy()), 2 * math.pi)
+
+
+def affnet_orinet_frames(
+    peers: Peers, gray: np.ndarray, xy: np.ndarray, radius: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """kornia's affine frames at the keypoints: AffNet's shape at an isotropic frame of half-width ``radius``
+    px (its scale kept), then OriNet's angle in that frame. Returns the frames' ``(N, 2, 2)`` matrices (the
+    patch's ``[-1, 1]²`` to image pixels) and their orientations ``(N,)`` (radians in ``[0, 2π)``)."""
+    KF = require("kornia.feature", "kornia")
+    if len(xy) == 0:
+        return np.zeros((0, 2, 2)), np.zeros(0)
+    img = _image_tensor(gray)
+    laf = _run_lafs(peers.orinet(), _run_lafs(peers.affnet(), _lafs(xy, radius), img), img)
+    ori = np.mod(np.radians(KF.get_laf_orientation(laf)[0, :, 0].double().numpy()), 2 * math.pi)
+    return laf[0, :, :, :2].double().numpy(), ori
+
+
+__all__ = [
+    "PEER_FILES",
+    "HardTFeat",
+    "Peers",
+    "read_sums",
+    "keynet_keypoints",
+    "orinet_orientations",
+    "affnet_orinet_frames",
+]
