@@ -185,6 +185,9 @@ def scale_delta_to_bins(delta, num_bins: int = NUM_SCALE_BINS, scale_range=SCALE
 # ----------------------------------------------------------------------------- OpenCV keypoints
 #: Default ratio between a cv2.KeyPoint's diameter and our region diameter (1 = the region itself).
 CV2_SIZE_FACTOR = 1.0
+#: OpenCV's SIFT descriptor covers a window of radius ``3σ·(d+1)·√2/2`` px with ``σ = size/2`` and ``d = 4``:
+#: about 5.3 times a keypoint's ``size``
+OPENCV_SIFT_WINDOW_PER_SIZE = 5.3
 
 
 def to_cv2_size_angle(log2_scale, theta, size_factor: float = CV2_SIZE_FACTOR):

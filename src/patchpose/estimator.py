@@ -233,9 +233,7 @@ class PatchPoseEstimator:
         n_bins = min(self.cfg.num_scale_bins, self.cfg.num_ori_bins)
         if top_k is not None and not is_int_in(top_k, 1, n_bins):
             raise InputError(f"top_k must be None or an integer from 1 to {n_bins} (the bins), got {top_k!r}")
-        img = check_image(image)
-        kp = check_keypoints(keypoints, img.shape[:2], allow_empty=True)
-        fs0 = check_detector_scale(detector_scale, len(kp))
+        img, kp, fs0 = self._checked(image, keypoints, detector_scale)
         if len(kp) == 0:
             return self._no_poses(top_k)
         valid = self._valid(img.shape[:2], kp, fs0)
@@ -271,10 +269,15 @@ class PatchPoseEstimator:
         """The model's inputs of the first read (``(N, C, rings, angles)`` for a log-polar model,
         ``(N, C, PS, PS)`` for a Cartesian one), checked as :meth:`estimate` checks its arguments: what
         the network sees, for inspection and timing."""
-        img = check_image(image)
-        kp = check_keypoints(keypoints, img.shape[:2])
-        fs0 = check_detector_scale(detector_scale, len(kp))
+        img, kp, fs0 = self._checked(image, keypoints, detector_scale)
         return self._extract(self._pyramid(img), kp, fs0)
+
+    @staticmethod
+    def _checked(image, keypoints, detector_scale) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The image, ``(N, 2)`` keypoints (N may be 0) and ``(N,)`` first-read frames, checked."""
+        img = check_image(image)
+        kp = check_keypoints(keypoints, img.shape[:2], allow_empty=True)
+        return img, kp, check_detector_scale(detector_scale, len(kp))
 
     def _valid(self, shape: tuple[int, int], kp: np.ndarray, fs: np.ndarray) -> np.ndarray:
         """``(N,)`` True where the window at frames ``fs`` lies inside an image of ``shape`` at any rotation

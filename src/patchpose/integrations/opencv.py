@@ -11,6 +11,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from ..conventions import (
+    OPENCV_SIFT_WINDOW_PER_SIZE,
     angle_diff,
     from_cv2_size_angle,
     to_cv2_size_angle,
@@ -20,9 +21,8 @@ from ..errors import InputError
 from ..estimator import EstimatorLike, as_estimator
 from ..interop import is_opencv_sift, keypoint_xy, opencv_orb_scale_factor
 
-#: OpenCV's SIFT descriptor covers a window of radius ``3σ·(d+1)·√2/2`` px with ``σ = size/2`` and ``d = 4``,
-#: about 5.3 times a keypoint's ``size`` (:data:`patchpose.matching.pipeline.SIFT_REGION`)
-SIFT_WINDOW_PER_SIZE = 5.3
+#: the radius of OpenCV SIFT's descriptor window per unit of keypoint ``size``
+SIFT_WINDOW_PER_SIZE = OPENCV_SIFT_WINDOW_PER_SIZE
 #: the size factor (:func:`~patchpose.conventions.to_cv2_size_angle`) that makes a keypoint's SIFT window
 #: radius equal to a radius of ours
 SIFT_DESCRIPTOR_SIZE_FACTOR = 1.0 / (2.0 * SIFT_WINDOW_PER_SIZE)

@@ -21,8 +21,8 @@ import numpy as np
 import torch
 
 from ..data.patches import Pyramid, extract_patches
-from ..errors import InputError, WeightsError, require
-from ..weights import check_finite, check_float_dtypes, load_torch_file, one_line
+from ..errors import InputError, require
+from ..weights import load_state_into
 from .peers import Peers
 
 DESCRIPTORS = ("sift", "hardnet", "sosnet", "tfeat", "hardtfeat")
@@ -67,20 +67,7 @@ class Describer:
 
     def _load_weights(self, weights: str | Path) -> None:
         """Load a local state dict (or ``{"state_dict": ...}``) into the network; one-line WeightsErrors."""
-        state = load_torch_file(weights)  # weights_only: nothing unpickled
-        if isinstance(state, dict) and isinstance(state.get("state_dict"), dict):
-            state = state["state_dict"]
-        if not isinstance(state, dict):
-            raise WeightsError(f"{weights} is not a PyTorch state dict (it holds a {type(state).__name__})")
-        if not all(isinstance(v, torch.Tensor) for v in state.values()):
-            raise WeightsError(f"{weights} is not a PyTorch state dict (not a mapping of names to tensors)")
-        # load_state_dict would cast integers and take NaN without a word
-        check_float_dtypes(state, self.net.state_dict(), str(weights))
-        check_finite(state, str(weights))
-        try:
-            self.net.load_state_dict(state)
-        except (RuntimeError, ValueError, TypeError, KeyError) as e:
-            raise WeightsError(f"cannot load {self.name} weights from {weights}: {one_line(e)}") from None
+        load_state_into(self.net, weights, self.name)
 
     @property
     def dim(self) -> int:

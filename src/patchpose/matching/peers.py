@@ -34,7 +34,7 @@ import torch
 from torch import nn
 
 from ..errors import InputError, WeightsError, require
-from ..weights import check_finite, check_float_dtypes, load_torch_file, one_line, sha256_of
+from ..weights import load_state_into, sha256_of
 
 #: peer name -> file name inside the peers folder
 PEER_FILES = {
@@ -132,21 +132,7 @@ class Peers:
     def load_into(self, name: str, net: nn.Module, drop_prefix: str | None = None) -> nn.Module:
         """Load peer ``name``'s state dict (or ``{"state_dict": ...}``) into ``net`` (strict; keys starting
         with ``drop_prefix`` dropped first) and return it in eval mode; a bad file is a WeightsError."""
-        path = self.path(name)
-        state = load_torch_file(path, "PyTorch state dict")
-        if isinstance(state, dict) and isinstance(state.get("state_dict"), dict):
-            state = state["state_dict"]
-        if not isinstance(state, dict) or not all(isinstance(v, torch.Tensor) for v in state.values()):
-            raise WeightsError(f"{path} is not a PyTorch state dict (not a mapping of names to tensors)")
-        if drop_prefix:
-            state = {k: v for k, v in state.items() if not k.startswith(drop_prefix)}
-        check_float_dtypes(state, net.state_dict(), str(path))
-        check_finite(state, str(path))
-        try:
-            net.load_state_dict(state)
-        except (RuntimeError, ValueError, TypeError, KeyError) as e:
-            raise WeightsError(f"cannot load {name} weights from {path}: {one_line(e)}") from None
-        return net.eval()
+        return load_state_into(net, self.path(name), name, drop_prefix)
 
     # ------------------------------------------------------------------ the networks
     def _net(self, name: str) -> nn.Module:

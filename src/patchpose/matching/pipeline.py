@@ -55,7 +55,7 @@ from ..baselines import (
     dominant_gradient_orientation,
     log_scale_selection,
 )
-from ..conventions import REFERENCE_RADIUS, angle_diff
+from ..conventions import OPENCV_SIFT_WINDOW_PER_SIZE, REFERENCE_RADIUS, angle_diff
 from ..data.keypoints import detect_gftt, detect_harris, detect_sift
 from ..data.patches import Pyramid, check_image, extract_patches, to_gray
 from ..errors import InputError, is_int_in
@@ -65,8 +65,8 @@ from .describe import Describer
 from .matcher import mutual_nn
 from .peers import Peers, affnet_orinet_frames, keynet_keypoints, orinet_orientations
 
-#: SIFT's descriptor window: radius ``3σ·(d+1)·√2/2`` with ``σ = size/2`` and ``d = 4`` (OpenCV) ≈ 5.3·size.
-SIFT_REGION = 5.3
+#: SIFT's descriptor window per unit of keypoint size (:data:`~patchpose.conventions.OPENCV_SIFT_WINDOW_PER_SIZE`)
+SIFT_REGION = OPENCV_SIFT_WINDOW_PER_SIZE
 #: SIFT's orientation window (radius 3·1.5σ), in units of σ: where the hand-crafted row reads its gradients
 SIFT_ORI_RADIUS = 4.5
 #: the keypoint sources :func:`detect` knows; "sift" alone gives each keypoint a pose of its own
