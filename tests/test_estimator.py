@@ -352,3 +352,29 @@ def test_is_int_in_is_the_one_integer_check():
     assert not is_int_in(2.5, 1, integral_floats=True) and not is_int_in(
         float("nan"), 1, integral_floats=True
     )
+
+
+def test_strong_candidates_keep_the_peaks_sift_would_keep():
+    """SIFT's rule on our histogram: the candidates that are peaks at least 80 % as high as the highest; a
+    bin that only fills the list is never one; the first is always kept."""
+    from patchpose.reading import Poses, strong_candidates
+
+    b = 36
+    h = np.full((3, b), 0.01)
+    h[0, [3, 10, 20]] = [0.30, 0.25, 0.10]  # 0.25/0.30 = 0.83 kept, 0.10 not
+    h[1, [5, 6]] = [0.50, 0.45]  # one broad mode: its shoulder (6) is no peak
+    h[2, [0, 18]] = [0.2, 0.2]  # two equal peaks
+    top = np.array([[3, 10, 20, 0], [5, 6, 7, 8], [0, 18, 1, 2]], float)
+    ori = top * 2 * np.pi / b
+    z = np.zeros((3, 4), np.float32)
+    p = Poses(ori, z, z, z, z, h / h.sum(1, keepdims=True), np.zeros((3, 13)), np.ones(3, bool))
+    keep = strong_candidates(p)
+    np.testing.assert_array_equal(
+        keep, [[True, True, False, False], [True, False, False, False], [True, True, False, False]]
+    )
+    np.testing.assert_array_equal(strong_candidates(p, 0.3)[0], [True, True, True, False])
+    for bad in (0.0, 1.5, "a", float("nan")):
+        with pytest.raises(InputError, match="ratio"):
+            strong_candidates(p, bad)
+    with pytest.raises(InputError, match="top_k"):
+        strong_candidates(Poses(ori[:, 0], *([z[:, 0]] * 4), h, np.zeros((3, 13)), np.ones(3, bool)))

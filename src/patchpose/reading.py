@@ -37,6 +37,9 @@ from .weights import (
 
 #: frames (log2 scales) stay within this many octaves of 0
 MAX_FRAME = 12.0
+#: SIFT keeps every orientation peak at least 80 % as high as its highest (Lowe 2004): the same rule on our
+#: orientation histogram, :func:`strong_candidates`
+PEAK_RATIO = 0.8
 
 
 @dataclass(frozen=True)
@@ -272,3 +275,26 @@ def poses_of(
         scale_hist=shift_bins(h["scale_hist"], reading.shift),
         valid=valid,
     )
+
+
+def strong_candidates(poses: Poses, ratio: float = PEAK_RATIO) -> np.ndarray:
+    """``(N, k)`` bool: which orientation candidates of a ``top_k=k`` read are peaks of the orientation
+    histogram at least ``ratio`` times as high as its highest, as SIFT keeps its orientations (the first
+    always; a bin that only fills the list for want of peaks never). Describe a keypoint once per True
+    candidate: as many descriptors as its histogram has strong modes."""
+    if not (isinstance(ratio, (int, float)) and 0.0 < float(ratio) <= 1.0):
+        raise InputError(f"ratio must be a number in (0, 1], got {ratio!r}")
+    ori = np.asarray(poses.orientation)
+    if ori.ndim != 2:
+        raise InputError("strong_candidates needs the candidates of a top_k read (estimate(..., top_k=k))")
+    h = np.asarray(poses.orientation_hist, np.float64)
+    n, b = h.shape
+    if n == 0:
+        return np.zeros(ori.shape, bool)
+    peak = (h >= np.roll(h, 1, axis=1)) & (h > np.roll(h, -1, axis=1))
+    j = np.rint(ori_to_bin(ori, b)).astype(np.int64) % b
+    rows = np.arange(n)[:, None]
+    height = h[rows, j]
+    keep = peak[rows, j] & (height >= float(ratio) * h.max(axis=1, keepdims=True) - 1e-12)
+    keep[:, 0] = True
+    return keep

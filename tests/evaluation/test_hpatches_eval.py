@@ -46,7 +46,6 @@ def test_evaluation_end_to_end_and_resume(tmp_path):
     rows = ["lower", "sift", "ours", "ours_top4", "upper"]
     assert saved["protocol"] == "d2net" and list(saved["mma"]) == rows[:4] + [
         "ours_angle",
-        "sift_scale+ours_angle",
         "sift_resolved_by_ours",
         "dominant_gradient",
         "log+dominant_gradient",

@@ -194,6 +194,33 @@ def test_keynet_keypoints_are_strongest_first_one_per_location(textured_image, p
     assert np.mean(gap[inside] <= 1.0) >= 0.8
 
 
+@needs_peers
+def test_keynet_keeps_its_scale_and_the_peers_read_in_its_frame(textured_image, peers):
+    """Key.Net's scale (kornia's LAF scale, the region it describes) is kept as the detector's frame: the
+    ``keynet`` row is that scale upright, OriNet and our angle read in it, and it follows a zoom."""
+    from patchpose.matching.peers import keynet_frames
+    from patchpose.matching.pipeline import REFERENCE_RADIUS, detect, keypoint_poses, pose_rows
+
+    img = textured_image[:300, :300].copy()
+    f = detect(img, 200, detector="keynet", peers=peers)
+    xy, radius = keynet_frames(peers, img.astype(np.float32) / 255.0 if img.dtype == np.uint8 else img, 200)
+    np.testing.assert_array_equal(xy, f.xy)
+    np.testing.assert_allclose(REFERENCE_RADIUS * np.exp2(f.detector_scale), radius, rtol=1e-9)
+    assert np.isfinite(f.detector_scale).all() and np.ptp(f.detector_scale) > 0  # several levels
+    s, o = keypoint_poses("keynet", f)
+    np.testing.assert_array_equal(s[:, 0], f.detector_scale)
+    assert np.all(o == 0)
+    s, _ = keypoint_poses("orinet", f, peers=peers)
+    np.testing.assert_array_equal(s[:, 0], f.detector_scale)
+    assert pose_rows(4, sift=False, keynet=True)[:2] == ("lower", "keynet")
+    assert "keynet" not in pose_rows(4) and "keynet" not in pose_rows(4, sift=False)
+    with pytest.raises(InputError, match="Key.Net detections"):
+        keypoint_poses("keynet", detect(img, 50))  # SIFT's detections have their own row
+    # twice as large an image: Key.Net's regions grow by about an octave
+    big = detect(np.kron(img, np.ones((2, 2), img.dtype)), 200, detector="keynet", peers=peers)
+    assert 0.6 < np.median(big.detector_scale) - np.median(f.detector_scale) < 1.4
+
+
 def test_peer_descriptors_need_the_folder():
     from patchpose.matching.describe import Describer
 
@@ -301,5 +328,5 @@ def test_eval_hpatches_reports_the_peer_rows_with_descriptors_and_correct_matche
     assert set(saved["correct_intervals"]["viewpoint"]["mean"]) == set(saved["mma"])
     assert "orinet" in saved["repeated_keypoints_pose"]["overall"]
     md = (tmp_path / "o" / "results.md").read_text()
-    assert "| AffNet shape + OriNet orientation (kornia), upright size | 1 |" in md
+    assert "| AffNet shape + OriNet orientation (kornia), detector's scale | 1 |" in md
     assert doc["setup"]["peers"] == str(PEERS_DIR) and doc["setup"]["detector"].startswith("Shi-Tomasi")

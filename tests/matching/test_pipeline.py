@@ -115,7 +115,7 @@ def test_rows_at_our_scale_cut_the_estimators_descriptor_window():
 
     img = (make_textured_image(240, seed=5) * 255).astype(np.uint8)
     f = detect(img, 60)
-    rows = ("lower", "sift", "ours", "ours_top2", "ours_angle", "sift_scale+ours_angle")
+    rows = ("lower", "sift", "ours", "ours_top2", "ours_angle")
     cfg = MatchConfig(top_k=2)
     out = {}
     for region in (1.0, 2.0):
@@ -131,7 +131,9 @@ def test_rows_at_our_scale_cut_the_estimators_descriptor_window():
         )
         assert ours_window("ours", region) == ours_window("ours_top2", region) == math.log2(region)
         assert ours_window("sift", region) == ours_window("ours_angle", region) == 0.0
-    for row in ("lower", "sift", "ours_angle", "sift_scale+ours_angle"):  # untouched by the setting
+    # our angle in SIFT's frame: SIFT's scale kept, untouched by the setting as the other rows
+    np.testing.assert_allclose(out[1.0]["ours_angle"][0], f.sift_scale)
+    for row in ("lower", "sift", "ours_angle"):  # untouched by the setting
         for a, b in zip(out[1.0][row][:2], out[2.0][row][:2]):
             np.testing.assert_array_equal(a, b)
 
@@ -149,3 +151,33 @@ def test_rows_at_our_scale_cut_the_estimators_descriptor_window():
     for bad in (0.0, -1.0, float("nan"), 17.0):
         with pytest.raises(InputError, match="descriptor_region must be a number in"):
             TwoViewConfig(descriptor_region=bad).validate()
+
+
+def test_rows_with_several_orientations_per_keypoint_count_their_descriptors():
+    """``sift_all`` describes each keypoint at every orientation SIFT found there, ``ours_adaptive`` at our
+    strong candidates; both repeat the first where a keypoint has fewer, and say how many they made."""
+    from patchpose import PatchPoseEstimator
+    from patchpose.matching.pipeline import candidate_counts
+    from patchpose.reading import strong_candidates
+
+    img = (make_textured_image(240, seed=5) * 255).astype(np.uint8)
+    f = detect(img, 80)
+    n = len(f)
+    counts = candidate_counts("sift_all", f)
+    np.testing.assert_array_equal(counts, [len(c) for c in f.sift_ori_candidates])
+    assert counts.max() > 1  # some locations have several orientations
+    s, o = keypoint_poses("sift_all", f)
+    assert s.shape == o.shape == (n, counts.max())
+    for i in range(n):
+        assert set(np.round(o[i], 9)) == set(np.round(f.sift_ori_candidates[i], 9))
+    np.testing.assert_array_equal(s[:, 0], f.sift_scale)
+    ours = PatchPoseEstimator.from_pretrained().estimate(f.image, f.xy, top_k=4)
+    keep = strong_candidates(ours)
+    np.testing.assert_array_equal(candidate_counts("ours_adaptive", f, ours), keep.sum(1))
+    s, o = keypoint_poses("ours_adaptive", f, ours)
+    np.testing.assert_allclose(o[keep], ours.orientation[keep])
+    np.testing.assert_allclose(o[~keep], np.broadcast_to(ours.orientation[:, :1], o.shape)[~keep])
+    np.testing.assert_array_equal(candidate_counts("ours_top4", f), np.full(n, 4))
+    np.testing.assert_array_equal(candidate_counts("ours", f), np.ones(n))
+    with pytest.raises(InputError, match="SIFT detections"):
+        candidate_counts("sift_all", detect(img, keypoints=f.xy))

@@ -57,6 +57,7 @@ from ..matching.pipeline import (
     HANDCRAFTED_ROWS,
     PEER_DETECTORS,
     MatchConfig,
+    candidate_counts,
     describe_rows,
     detect,
     handcrafted_poses,
@@ -105,9 +106,9 @@ REPEAT_SOURCES = ("sift", "ours", *HANDCRAFTED_ROWS, "orinet")
 REPEAT_LABELS = {
     "sift": "SIFT's own pose",
     "ours": "ours",
-    "dominant_gradient": "dominant gradient (upright)",
+    "dominant_gradient": "dominant gradient (detector's scale)",
     "log+dominant_gradient": "LoG + dominant gradient",
-    "orinet": "OriNet (upright)",
+    "orinet": "OriNet (detector's scale)",
 }
 REPEAT_PX = 1.5  # a keypoint of image k "repeats" one of image 1 when H maps the latter within this
 
@@ -201,8 +202,8 @@ def match_sequence(
         for row in HANDCRAFTED_ROWS:  # computed once per image (memoised), shared with the matching rows
             if row in rows and o is not None:
                 poses[row] = handcrafted_poses(f, scale=row == "log+dominant_gradient")
-        if "orinet" in rows and o is not None:  # upright size, as the hand-crafted upright row
-            poses["orinet"] = (np.zeros(len(f)), peer_poses(f, peers, "orinet")[0])
+        if "orinet" in rows and o is not None:  # the detector's scale, as the hand-crafted upright row
+            poses["orinet"] = (f.frame, peer_poses(f, peers, "orinet")[0])
         return f, o, poses
 
     f1, o1, p1 = feats(1)
@@ -212,7 +213,7 @@ def match_sequence(
         H = seq.homographies[k]
         fk, ok_, pk = feats(k)
         dk = describe_rows(fk, rows, describer, est, H, cfg, ours=ok_, peers=peers)
-        res = {"k": k, "mma": {}, "matches": {}}
+        res = {"k": k, "mma": {}, "matches": {}, "descriptors": {}}
         if o1 is not None and ok_ is not None:
             res["repeat"] = repeated_pose_counts(H, f1, fk, p1, pk)
         for row in rows:
@@ -220,6 +221,8 @@ def match_sequence(
             err = reprojection_errors(H, f1.xy[m[:, 0]], fk.xy[m[:, 1]])
             res["mma"][row] = pair_mma(err, thresholds)
             res["matches"][row] = int(len(m))
+            counts = np.concatenate([candidate_counts(row, f1, o1), candidate_counts(row, fk, ok_)])
+            res["descriptors"][row] = float(counts.mean()) if len(counts) else 0.0
         out.append(res)
     return out
 
@@ -260,10 +263,14 @@ def summarize_correct(per_seq: dict[str, list[dict]], rows, thresholds) -> dict:
     return out
 
 
-def descriptors_per_keypoint(row: str) -> int:
-    """How many descriptors a row makes per keypoint: k for ``ours_topK`` (the closest pair is kept), 1
-    for every other row."""
-    return int(row[len("ours_top") :]) if row.startswith("ours_top") else 1
+def descriptors_per_keypoint(per_seq: dict[str, list[dict]], row: str) -> float:
+    """How many descriptors a row made per keypoint, on average over the pairs (each pair: both images'
+    keypoints together): k for ``ours_topK`` (the closest pair is kept), SIFT's orientations per location
+    for ``sift_all``, our strong candidates for ``ours_adaptive``, 1 for every other row."""
+    vals = [p["descriptors"][row] for pairs in per_seq.values() for p in pairs if "descriptors" in p]
+    if vals:
+        return round(float(np.mean(vals)), 3)
+    return float(row[len("ours_top") :]) if row.startswith("ours_top") else 1.0
 
 
 #: the threshold of the MMA whose intervals are reported, and the row the others are compared with
@@ -565,7 +572,12 @@ def evaluate_hpatches(
         detector=detector,
     )
     describer = Describer(cfg.descriptor, cfg.descriptor_weights, peers=peer_set)
-    rows = pose_rows(cfg.top_k, sift=keypoints_dir is None and detector == "sift", peers=peer_set is not None)
+    rows = pose_rows(
+        cfg.top_k,
+        sift=keypoints_dir is None and detector == "sift",
+        peers=peer_set is not None,
+        keynet=keypoints_dir is None and detector == "keynet",
+    )
     # the peers' files this run reads (their sha256 sums key the cache), none without a peers folder
     used_peers = [
         n
@@ -594,7 +606,7 @@ def evaluate_hpatches(
             **({"peers": peer_set.fingerprint(used_peers)} if peer_set is not None else {}),
             # raised whenever the code changes what a cached sequence holds or how it is computed, so that
             # a result computed another way is never reused
-            "cache_version": 11,
+            "cache_version": 12,
         },
         sort_keys=True,
     )
@@ -636,7 +648,7 @@ def evaluate_hpatches(
     doc = {
         "protocol": protocol,
         "mma": mma,
-        "descriptors_per_keypoint": {r: descriptors_per_keypoint(r) for r in rows},
+        "descriptors_per_keypoint": {r: descriptors_per_keypoint(matching, r) for r in rows},
         "correct_matches": summarize_correct(matching, rows, proto.thresholds),
         "intervals": (
             mma_intervals(matching, rows, list(proto.thresholds), bootstrap, clusters=clusters)
@@ -719,13 +731,13 @@ ROW_LABELS = {
     "lower": "lower (no pose)",
     "sift": "SIFT's own pose",
     "ours": "ours (argmax)",
-    "ours_angle": "our angle, upright size",
-    "sift_scale+ours_angle": "SIFT's scale, our angle in its frame",
+    "keynet": "Key.Net's own pose (its scale, upright)",
+    "ours_angle": "our angle in the detector's frame (its scale; 16 px without one)",
     "sift_resolved_by_ours": "SIFT's own pose, its orientations resolved by ours",
-    "dominant_gradient": "dominant gradient orientation (kornia), upright size",
+    "dominant_gradient": "dominant gradient orientation (kornia), detector's scale",
     "log+dominant_gradient": "LoG scale + dominant gradient orientation (hand-crafted)",
-    "orinet": "OriNet orientation (kornia), upright size",
-    "affnet+orinet": "AffNet shape + OriNet orientation (kornia), upright size",
+    "orinet": "OriNet orientation (kornia), detector's scale",
+    "affnet+orinet": "AffNet shape + OriNet orientation (kornia), detector's scale",
     "upper": "upper (pose from H)",
 }
 

@@ -193,7 +193,7 @@ def evaluate_pose(
     from ..data.patches import load_image
     from ..estimator import PatchPoseEstimator
     from ..matching.describe import Describer
-    from ..matching.pipeline import detect, sift_framed_poses
+    from ..matching.pipeline import detect, framed_poses
     from ..matching.twoview import TwoViewConfig, match_two_views, relative_pose
 
     t0 = time.time()
@@ -237,7 +237,7 @@ def evaluate_pose(
                 feats_cache.clear()
             f = detect(load_image(images / name), k)
             ours = est.estimate(f.image, f.xy, top_k=1) if len(f) else None
-            framed = sift_framed_poses(est, f) if len(f) else None  # for the resolved rows
+            framed = framed_poses(est, f) if len(f) else None  # for the resolved rows
             feats_cache[key] = (f, ours, framed)
         return feats_cache[key]
 

@@ -187,30 +187,41 @@ def _image_tensor(gray: np.ndarray) -> torch.Tensor:
     return torch.from_numpy(np.ascontiguousarray(gray, np.float32))[None, None]
 
 
-def keynet_keypoints(peers: Peers, gray: np.ndarray, max_keypoints: int) -> np.ndarray:
-    """Key.Net keypoints ``(N, 2)`` xy (pixel centres at integers, strongest first, one per location, at
-    most ``max_keypoints``) in a float gray image in ``[0, 1]``; Key.Net gives no orientation."""
+def keynet_frames(peers: Peers, gray: np.ndarray, max_keypoints: int) -> tuple[np.ndarray, np.ndarray]:
+    """Key.Net keypoints in a float gray image in ``[0, 1]``: ``(N, 2)`` xy (pixel centres at integers,
+    strongest first, one per location, at most ``max_keypoints``) and ``(N,)`` the half-width in px of
+    the region kornia describes about each (its LAF scale: the detection scale times kornia's
+    ``mr_size``). Key.Net gives no orientation."""
     if max_keypoints <= 0:
-        return np.zeros((0, 2))
+        return np.zeros((0, 2)), np.zeros(0)
+    KF = require("kornia.feature", "kornia")
     det = peers.keynet(2 * int(max_keypoints))  # levels can find one location twice: room to drop those
     with torch.inference_mode():
         lafs, resp = det(_image_tensor(gray))
     resp = resp[0].double().numpy()
     xy = lafs[0, :, :, 2].double().numpy()
+    radius = KF.get_laf_scale(lafs)[0, :, 0, 0].double().numpy()
     order = np.argsort(-resp, kind="stable")
     order = order[resp[order] > 0]  # unfilled slots hold a zero response
-    xy = xy[order]
+    xy, radius = xy[order], radius[order]
     _, first = np.unique(np.round(xy, 2), axis=0, return_index=True)
-    xy = xy[np.sort(first)][: int(max_keypoints)]
+    keep = np.sort(first)[: int(max_keypoints)]
     h, w = gray.shape
-    return np.stack([np.clip(xy[:, 0], 0, w - 1), np.clip(xy[:, 1], 0, h - 1)], 1).reshape(-1, 2)
+    xy = np.stack([np.clip(xy[keep, 0], 0, w - 1), np.clip(xy[keep, 1], 0, h - 1)], 1).reshape(-1, 2)
+    return xy, radius[keep]
 
 
-def _lafs(xy: np.ndarray, radius: float) -> torch.Tensor:
+def keynet_keypoints(peers: Peers, gray: np.ndarray, max_keypoints: int) -> np.ndarray:
+    """The xy of :func:`keynet_frames` alone."""
+    return keynet_frames(peers, gray, max_keypoints)[0]
+
+
+def _lafs(xy: np.ndarray, radius) -> torch.Tensor:
     KF = require("kornia.feature", "kornia")
     n = len(xy)
     center = torch.from_numpy(np.asarray(xy, np.float32)).view(1, n, 2)
-    return KF.laf_from_center_scale_ori(center, torch.full((1, n, 1, 1), float(radius)), torch.zeros(1, n, 1))
+    r = torch.from_numpy(np.broadcast_to(np.asarray(radius, np.float32), (n,)).copy()).view(1, n, 1, 1)
+    return KF.laf_from_center_scale_ori(center, r, torch.zeros(1, n, 1))
 
 
 def _run_lafs(module: nn.Module, lafs: torch.Tensor, img: torch.Tensor) -> torch.Tensor:
@@ -221,9 +232,9 @@ def _run_lafs(module: nn.Module, lafs: torch.Tensor, img: torch.Tensor) -> torch
     return torch.cat(out, 1)
 
 
-def orinet_orientations(peers: Peers, gray: np.ndarray, xy: np.ndarray, radius: float) -> np.ndarray:
+def orinet_orientations(peers: Peers, gray: np.ndarray, xy: np.ndarray, radius) -> np.ndarray:
     """OriNet's angle ``(N,)`` (radians in ``[0, 2π)``) at upright isotropic frames of half-width
-    ``radius`` px, as kornia's ``LAFOrienter`` gives it."""
+    ``radius`` px (a scalar or one per keypoint), as kornia's ``LAFOrienter`` gives it."""
     KF = require("kornia.feature", "kornia")
     if len(xy) == 0:
         return np.zeros(0)
@@ -232,10 +243,10 @@ def orinet_orientations(peers: Peers, gray: np.ndarray, xy: np.ndarray, radius: 
 
 
 def affnet_orinet_frames(
-    peers: Peers, gray: np.ndarray, xy: np.ndarray, radius: float
+    peers: Peers, gray: np.ndarray, xy: np.ndarray, radius
 ) -> tuple[np.ndarray, np.ndarray]:
     """kornia's affine frames at the keypoints: AffNet's shape at an isotropic frame of half-width ``radius``
-    px (its scale kept), then OriNet's angle in that frame. Returns the frames' ``(N, 2, 2)`` matrices (the
+    px (a scalar or one per keypoint; its scale kept), then OriNet's angle in that frame. Returns the frames' ``(N, 2, 2)`` matrices (the
     patch's ``[-1, 1]²`` to image pixels) and their orientations ``(N,)`` (radians in ``[0, 2π)``)."""
     KF = require("kornia.feature", "kornia")
     if len(xy) == 0:
@@ -251,6 +262,7 @@ __all__ = [
     "HardTFeat",
     "Peers",
     "read_sums",
+    "keynet_frames",
     "keynet_keypoints",
     "orinet_orientations",
     "affnet_orinet_frames",

@@ -8,24 +8,31 @@ Pose rows (how each keypoint's descriptor patch is turned and sized):
                 own descriptor window, on photos about as large as ours at σ = 0)
 ``ours``        our strongest pose: half-width ``REFERENCE_RADIUS · 2**σ · d`` (the models are centred on
                 σ = 0; ``d`` the read plan's ``descriptor_region``, calibrated per model: :func:`ours_window`)
-``ours_angle``  our orientation on the upright-size patch (16 px): our angle without our scale, for
-                keypoints whose size should stay fixed (corners have no characteristic scale)
+``ours_angle``  our angle without our scale: the patch at the detector's scale (SIFT's, Key.Net's; 16 px
+                for corners and keypoints from a file) and our orientation read in that frame
+                (:meth:`~patchpose.PatchPoseEstimator.estimate` with ``detector_scale``, one read)
 ``ours_topK``   our top-K orientations (at the strongest scale, the same window as ``ours``): K patches per
                 keypoint; two keypoints' distance is the smallest over their K × K descriptor pairs
-``sift_scale+   SIFT's scale kept, our angle estimated in the frame of that scale
-ours_angle``    (:meth:`~patchpose.PatchPoseEstimator.estimate` with ``detector_scale``)
+``ours_         as ``ours_topK``, but only the candidates that SIFT's rule keeps (peaks at least 80 % as high
+adaptive``      as the highest, :func:`patchpose.reading.strong_candidates`): as many patches per keypoint as its
+                histogram has strong modes
+``sift_all``    SIFT's own pose with every orientation SIFT found at the location, as users run SIFT (its
+                extra detections for secondary orientations): about 1.2 patches per keypoint
+``keynet``      Key.Net's own pose: its scale (the region kornia describes), upright
 ``sift_resolved SIFT's own pose, except where SIFT found several orientations at a location: the one
 _by_ours``      nearest our angle in SIFT's frame (as :func:`patchpose.resolve_orientations` does)
-``dominant_     hand-crafted, for keypoints that come without a pose: upright size (16 px) and kornia's
-gradient``      dominant gradient orientation (``PatchDominantGradientOrientation``) on that patch
+``dominant_     hand-crafted, for keypoints that come without an orientation: the detector's scale (16 px
+gradient``      without one) and kornia's dominant gradient orientation (``PatchDominantGradientOrientation``)
+                on that patch
 ``log+dominant_ hand-crafted scale and orientation: a scale-normalised LoG scale selection at the keypoint
 gradient``      (:func:`patchpose.baselines.log_scale_selection`, σ), a descriptor half-width of
                 ``2·SIFT_REGION·σ`` (SIFT's window per σ), and the dominant gradient orientation over a
                 radius of ``4.5·σ`` (SIFT's orientation window)
-``orinet``      a peer, for keypoints that come without a pose: upright size (16 px) and OriNet's angle,
-                as kornia reads it (``LAFOrienter(32, angle_detector=OriNet)``)
-``affnet+       a peer: kornia's affine frame at the upright size (16 px): AffNet's shape (its scale
-orinet``        kept), then OriNet's angle in that frame; the descriptor patch is cut through the frame
+``orinet``      a peer, for keypoints that come without an orientation: the detector's scale (16 px without
+                one) and OriNet's angle, as kornia reads it (``LAFOrienter(32, angle_detector=OriNet)``)
+``affnet+       a peer: kornia's affine frame at the detector's scale (16 px without one): AffNet's shape
+orinet``        (its scale kept), then OriNet's angle in that frame; the descriptor patch is cut through the
+                frame (Key.Net → AffNet → OriNet is kornia's ``KeyNetAffNetHardNet``)
 ``upper``       the ground truth from a homography ``H``: upright at 16 px in image 1, and in image 2 the
                 pose change that ``H`` makes at the keypoint's source point (:func:`patchpose.geometry.pose_change`)
 =============== ==========================================================================================
@@ -34,9 +41,10 @@ Keypoints are OpenCV SIFT
 detections (``detector="sift"``, one per location: SIFT's extra detections for secondary orientations are
 dropped so that every row matches the same keypoints), Harris corners (``detector="harris"``), Shi-Tomasi
 corners (``"gftt"``: OpenCV's ``goodFeaturesToTrack`` with its own score), Key.Net keypoints (``"keynet"``,
-kornia's ``KeyNetDetector``, its scale dropped), or any ``(N, 2)`` array; all but SIFT's come without a pose.
-Rows that need SIFT's pose (``sift``, ``sift_scale+ours_angle``, ``sift_resolved_by_ours``) exist only for
-SIFT detections (:func:`pose_rows`). The peers (Key.Net, OriNet, AffNet) take their weights from a folder
+kornia's ``KeyNetDetector``: a scale, no orientation), or any ``(N, 2)`` array (no pose). The rows that
+keep a detector's scale (``ours_angle`` and the peers) keep SIFT's and Key.Net's, as users run them; rows
+that need SIFT's pose (``sift``, ``sift_resolved_by_ours``) exist only for SIFT detections and ``keynet``
+only for Key.Net's (:func:`pose_rows`). The peers (Key.Net, OriNet, AffNet) take their weights from a folder
 the caller names (``peers``: :class:`~patchpose.matching.peers.Peers`); the library never needs them.
 """
 
@@ -61,9 +69,10 @@ from ..data.patches import Pyramid, check_image, extract_patches, to_gray
 from ..errors import InputError, is_int_in
 from ..geometry import apply_homography, pose_change
 from ..interop import from_cv2_keypoints
+from ..reading import strong_candidates
 from .describe import Describer
 from .matcher import mutual_nn
-from .peers import Peers, affnet_orinet_frames, keynet_keypoints, orinet_orientations
+from .peers import Peers, affnet_orinet_frames, keynet_frames, orinet_orientations
 
 #: SIFT's descriptor window per unit of keypoint size (:data:`~patchpose.conventions.OPENCV_SIFT_WINDOW_PER_SIZE`)
 SIFT_REGION = OPENCV_SIFT_WINDOW_PER_SIZE
@@ -74,31 +83,40 @@ DETECTORS = ("sift", "harris", "gftt", "keynet")
 #: detectors that need the peers' weights
 PEER_DETECTORS = ("keynet",)
 #: rows that read SIFT's own pose, so exist only for SIFT detections
-SIFT_ROWS = ("sift", "sift_scale+ours_angle", "sift_resolved_by_ours")
+SIFT_ROWS = ("sift", "sift_all", "sift_resolved_by_ours")
+#: rows that describe a keypoint a varying number of times (:func:`candidate_counts`)
+VARIABLE_ROWS = ("sift_all", "ours_adaptive")
+#: rows that read Key.Net's own scale, so exist only for Key.Net detections
+KEYNET_ROWS = ("keynet",)
 HANDCRAFTED_ROWS = ("dominant_gradient", "log+dominant_gradient")
 #: rows that need the peers' weights (:mod:`patchpose.matching.peers`)
 PEER_ROWS = ("orinet", "affnet+orinet")
 
 
 def pose_rows(
-    top_k: int = 4, sift: bool = True, handcrafted: bool = True, peers: bool = False
+    top_k: int = 4, sift: bool = True, handcrafted: bool = True, peers: bool = False, keynet: bool = False
 ) -> tuple[str, ...]:
     """Row names in report order: without ``sift`` (keypoints that come without a pose: corners, Key.Net, a
-    file), the rows that read SIFT's pose are left out; ``handcrafted`` adds the hand-crafted pose rows and
-    ``peers`` those of the peers (:data:`PEER_ROWS`)."""
+    file), the rows that read SIFT's pose are left out, and with ``keynet`` (Key.Net detections) the row of
+    Key.Net's own scale is added; ``handcrafted`` adds the hand-crafted pose rows and ``peers`` those of the
+    peers (:data:`PEER_ROWS`)."""
     rows = (
         "lower",
         "sift",
+        "sift_all",
+        "keynet",
         "ours",
         f"ours_top{top_k}",
+        "ours_adaptive",
         "ours_angle",
-        "sift_scale+ours_angle",
         "sift_resolved_by_ours",
         *(HANDCRAFTED_ROWS if handcrafted else ()),
         *(PEER_ROWS if peers else ()),
         "upper",
     )
-    return tuple(r for r in rows if sift or r not in SIFT_ROWS)
+    return tuple(
+        r for r in rows if (sift or r not in SIFT_ROWS) and ((keynet and not sift) or r not in KEYNET_ROWS)
+    )
 
 
 @dataclass
@@ -121,11 +139,22 @@ class Features:
     image: np.ndarray  # float32 [0, 1], as given (gray or RGB)
     # per keypoint, every orientation SIFT found at its location (radians CCW, its own first); None: none
     sift_ori_candidates: list[np.ndarray] | None = None
+    # (N,) log2 of the detector's own descriptor half-width / REFERENCE_RADIUS (SIFT's, Key.Net's); None:
+    # the detector gives no scale
+    detector_scale: np.ndarray | None = None
     # poses computed once per image and reused by every row that needs them (hand-crafted rows)
     memo: dict = field(default_factory=dict, repr=False)
 
     def __len__(self) -> int:
         return len(self.xy)
+
+    @property
+    def frame(self) -> np.ndarray:
+        """``(N,)`` the log2 scale of the frame that the rows keeping the detector's scale read and cut
+        in: the detector's own (:attr:`detector_scale`), 0 (16 px) where it gives none."""
+        if self.detector_scale is None:
+            return np.zeros(len(self))
+        return np.asarray(self.detector_scale, np.float64)
 
 
 def detect(
@@ -147,14 +176,17 @@ def detect(
         keypoints = detect_harris(img, int(max_keypoints))
     elif keypoints is None and detector == "gftt":
         keypoints = detect_gftt(img, int(max_keypoints))
-    elif keypoints is None and detector == "keynet":
-        keypoints = keynet_keypoints(peers, gray, int(max_keypoints))
+    det_scale = None
+    if keypoints is None and detector == "keynet":
+        keypoints, radius = keynet_frames(peers, gray, int(max_keypoints))
+        det_scale = np.log2(np.maximum(radius, 1e-6) / REFERENCE_RADIUS)
     if keypoints is None:
         xy, kps, cands = detect_sift(img, int(max_keypoints), candidates=True)
         _, s, o = from_cv2_keypoints(kps)
         cands = [np.mod(-np.radians(c), 2 * math.pi) for c in cands]
         # from_cv2_keypoints gives log2(size / (2·REFERENCE_RADIUS)); the window is SIFT_REGION·size
         s = s + math.log2(2.0 * SIFT_REGION)
+        det_scale = np.asarray(s, np.float64)
     else:
         from ..estimator import check_keypoints
 
@@ -162,7 +194,13 @@ def detect(
         s = o = np.full(len(xy), np.nan)
         cands = None
     return Features(
-        xy.reshape(-1, 2), np.asarray(s, np.float64), np.asarray(o, np.float64), Pyramid(gray), img, cands
+        xy.reshape(-1, 2),
+        np.asarray(s, np.float64),
+        np.asarray(o, np.float64),
+        Pyramid(gray),
+        img,
+        cands,
+        detector_scale=det_scale,
     )
 
 
@@ -177,7 +215,8 @@ def handcrafted_poses(feats: Features, scale: bool = True) -> tuple[np.ndarray, 
     """Hand-crafted poses ``(log2 half-width of the descriptor patch, orientation)`` ``(N,)`` at the
     keypoints: with ``scale``, a LoG scale selection (σ) sets the patch to ``2·SIFT_REGION·σ`` and the
     orientation is kornia's dominant gradient over a radius of ``SIFT_ORI_RADIUS·σ``; without, the patch is
-    the upright 16 px one and the orientation is read on it (the ``dominant_gradient`` row)."""
+    the detector's (:attr:`Features.frame`: 16 px where it has none) and the orientation is read on it (the
+    ``dominant_gradient`` row)."""
     n = len(feats)
     if n == 0:
         return np.zeros(0), np.zeros(0)
@@ -192,33 +231,55 @@ def handcrafted_poses(feats: Features, scale: bool = True) -> tuple[np.ndarray, 
         size = sigma + math.log2(2.0 * SIFT_REGION)
         ori_frame = sigma + math.log2(SIFT_ORI_RADIUS)
     else:
-        size = ori_frame = zero
+        size = ori_frame = feats.frame
     ori = dominant_gradient_orientation(extract_patches(feats.pyramid, xy, ori_frame, zero, ORI_PATCH, [1.0]))
     feats.memo[("handcrafted", scale)] = (np.asarray(size, np.float64), ori)
     return feats.memo[("handcrafted", scale)]
 
 
 def peer_poses(feats: Features, peers: Peers | None, row: str) -> tuple[np.ndarray, np.ndarray | None]:
-    """A peer row's orientations ``(N,)`` at the upright size (:data:`REFERENCE_RADIUS` px) and, for
-    ``affnet+orinet``, its affine frames ``(N, 2, 2)`` (the patch's ``[-1, 1]²`` to pixels; None for
-    ``orinet``), computed once per image (``feats.memo``)."""
+    """A peer row's orientations ``(N,)`` at the detector's scale (:attr:`Features.frame`:
+    :data:`REFERENCE_RADIUS` px where it has none) and, for ``affnet+orinet``, its affine frames ``(N, 2,
+    2)`` (the patch's ``[-1, 1]²`` to pixels; None for ``orinet``), computed once per image (``feats.memo``)."""
     if peers is None:
         raise InputError(f"row {row!r} needs the peers' weights folder (--peers DIR)")
     if row not in feats.memo:
         gray = feats.pyramid.levels[0]
+        radius = REFERENCE_RADIUS * np.exp2(feats.frame)
         if row == "orinet":
-            feats.memo[row] = (orinet_orientations(peers, gray, feats.xy, REFERENCE_RADIUS), None)
+            feats.memo[row] = (orinet_orientations(peers, gray, feats.xy, radius), None)
         else:
-            frames, ori = affnet_orinet_frames(peers, gray, feats.xy, REFERENCE_RADIUS)
+            frames, ori = affnet_orinet_frames(peers, gray, feats.xy, radius)
             feats.memo[row] = (ori, frames)
     return feats.memo[row]
 
 
-def sift_framed_poses(est, feats: Features):
-    """The estimator's :class:`~patchpose.Poses` at the features' keypoints read in SIFT's own frame
-    (``detector_scale`` = SIFT's scale, one read, so the angle is that of SIFT's region): what the rows that
-    keep SIFT's scale use."""
-    return est.with_plan(passes=1).estimate(feats.image, feats.xy, detector_scale=feats.sift_scale)
+def framed_poses(est, feats: Features):
+    """The estimator's :class:`~patchpose.Poses` at the features' keypoints read in the detector's own frame
+    (``detector_scale`` = :attr:`Features.frame`, one read, so the angle is that of the detector's region):
+    what the rows that keep the detector's scale use (memoised per estimator in ``feats.memo``)."""
+    key = ("framed", id(est))
+    if key not in feats.memo:
+        feats.memo[key] = est.with_plan(passes=1).estimate(feats.image, feats.xy, detector_scale=feats.frame)
+    return feats.memo[key]
+
+
+def candidate_counts(row: str, feats: Features, ours=None) -> np.ndarray:
+    """``(N,)`` how many descriptors a row makes at each keypoint: SIFT's orientations at the location
+    (``sift_all``), our strong candidates (``ours_adaptive``; ``ours``: a top-k read), k for ``ours_topK``,
+    else 1."""
+    n = len(feats)
+    if row == "sift_all":
+        if feats.sift_ori_candidates is None:
+            raise InputError("the 'sift_all' row needs SIFT detections")
+        return np.array([len(c) for c in feats.sift_ori_candidates], np.int64).reshape(n)
+    if row == "ours_adaptive":
+        if ours is None:
+            raise InputError("the 'ours_adaptive' row needs the estimator's top-k poses")
+        return strong_candidates(ours).sum(1).astype(np.int64)
+    if row.startswith("ours_top"):
+        return np.full(n, int(row[len("ours_top") :]), np.int64)
+    return np.ones(n, np.int64)
 
 
 def keypoint_poses(
@@ -227,7 +288,7 @@ def keypoint_poses(
     """Poses ``(scale (N, k), orientation (N, k))`` of a row (k = 1 except for ``ours_topK``).
 
     ``ours``: the estimator's :class:`~patchpose.Poses` at ``feats.xy`` with ``top_k`` candidates (for
-    ``sift_resolved_by_ours``: read in SIFT's frame, ``detector_scale=feats.sift_scale``); ``H_from_1``: for
+    ``ours_angle`` and ``sift_resolved_by_ours``: read in the detector's frame, :func:`framed_poses`); ``H_from_1``: for
     ``upper``, the homography from image 1 to this image (None or the identity for image 1 itself);
     ``peers``: for the peer rows (``affnet+orinet`` gives its frame's orientation; its shape is in
     :func:`peer_poses`)."""
@@ -241,26 +302,40 @@ def keypoint_poses(
                 "the 'sift' row needs SIFT detections (keypoints given from a file have no pose)"
             )
         return feats.sift_scale[:, None], feats.sift_ori[:, None]
+    if row == "sift_all":  # every orientation SIFT found; a keypoint with fewer repeats its first
+        counts = candidate_counts(row, feats)
+        k = int(counts.max(initial=1))
+        o = np.array(
+            [np.concatenate([c, np.full(k - len(c), c[0])]) for c in feats.sift_ori_candidates], np.float64
+        ).reshape(n, k)
+        return np.repeat(feats.sift_scale[:, None], k, 1), o
+    if row == "keynet":
+        if feats.detector_scale is None or np.isfinite(feats.sift_ori).all():
+            raise InputError("the 'keynet' row needs Key.Net detections")
+        return feats.frame[:, None], zeros
     if row == "sift_resolved_by_ours":
         if ours is None or not np.isfinite(feats.sift_scale).all() or feats.sift_ori_candidates is None:
             raise InputError(f"row {row!r} needs the estimator's poses and SIFT detections")
         o = nearest_candidates(feats.sift_ori_candidates, np.asarray(ours.orientation).reshape(n, -1)[:, 0])
         return feats.sift_scale[:, None], o[:, None]
-    if row in ("ours", "ours_angle") or row.startswith("ours_top"):
+    if row in ("ours", "ours_angle", "ours_adaptive") or row.startswith("ours_top"):
         if ours is None:
             raise InputError(f"row {row!r} needs the estimator's poses")
         scale, ori = ours.scale.reshape(n, -1), ours.orientation.reshape(n, -1)
         if row == "ours":
             return scale[:, :1], ori[:, :1]
+        if row == "ours_adaptive":  # the strong candidates; a keypoint with fewer repeats its first
+            keep = strong_candidates(ours)
+            return np.repeat(scale[:, :1], ori.shape[1], 1), np.where(keep, ori, ori[:, :1])
         if row == "ours_angle":
-            return zeros, ori[:, :1]
+            return feats.frame[:, None], ori[:, :1]
         k = int(row[len("ours_top") :])
         return np.repeat(scale[:, :1], k, 1), ori[:, :k]
     if row in HANDCRAFTED_ROWS:
         s, o = handcrafted_poses(feats, scale=row == "log+dominant_gradient")
         return s[:, None], o[:, None]
     if row in PEER_ROWS:
-        return zeros, peer_poses(feats, peers, row)[0][:, None]
+        return feats.frame[:, None], peer_poses(feats, peers, row)[0][:, None]
     if row == "upper":
         if H_from_1 is None:
             return zeros, zeros
@@ -276,7 +351,7 @@ def ours_window(row: str, descriptor_region: float) -> float:
     Self-supervised training fixes only relative scale, so where a model puts σ = 0 on a structure, and so
     the window a descriptor needs about it, is calibrated per model
     (:func:`patchpose.weights.recommended_descriptor_region`)."""
-    if not (row == "ours" or row.startswith("ours_top")):
+    if not (row in ("ours", "ours_adaptive") or row.startswith("ours_top")):
         return 0.0
     return math.log2(descriptor_region)
 
@@ -297,26 +372,21 @@ def describe_rows(
     cfg = cfg or MatchConfig()
     if (
         ours is None
-        and any(r in ("ours", "ours_angle") or r.startswith("ours_top") for r in rows)
+        and any(r in ("ours", "ours_adaptive") or r.startswith("ours_top") for r in rows)
         and len(feats)
     ):
         if est is None:
             raise InputError("rows 'ours'/'ours_topK' need an estimator")
         ours = est.estimate(feats.image, feats.xy, top_k=cfg.top_k)
-    out, framed = {}, None
+    out = {}
     for row in rows:
         if len(feats) == 0:
             out[row] = np.zeros((0, 1, describer.dim), np.float32)
             continue
-        if row in ("sift_scale+ours_angle", "sift_resolved_by_ours"):  # our angle read in SIFT's frame
-            if est is None or not np.isfinite(feats.sift_scale).all():
-                raise InputError(f"row {row!r} needs an estimator and SIFT detections")
-            if framed is None:
-                framed = sift_framed_poses(est, feats)
-            if row == "sift_resolved_by_ours":  # checks the candidates itself
-                s, o = keypoint_poses(row, feats, framed)
-            else:
-                s, o = feats.sift_scale[:, None], framed.orientation[:, None]
+        if row in ("ours_angle", "sift_resolved_by_ours"):  # our angle read in the detector's frame
+            if est is None:
+                raise InputError(f"row {row!r} needs an estimator")
+            s, o = keypoint_poses(row, feats, framed_poses(est, feats))
         elif row == "affnet+orinet":  # cut through the affine frame itself
             frames = peer_poses(feats, peers, row)[1]
             zero = np.zeros(len(feats))
@@ -378,12 +448,14 @@ __all__ = [
     "PEER_DETECTORS",
     "PEER_ROWS",
     "pose_rows",
+    "framed_poses",
     "peer_poses",
     "handcrafted_poses",
     "MatchConfig",
     "Features",
     "detect",
     "keypoint_poses",
+    "candidate_counts",
     "describe_rows",
     "ours_window",
     "match_images",
