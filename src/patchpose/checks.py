@@ -95,6 +95,24 @@ def image_size(value, name: str = "image_size") -> tuple[int, int]:
     return int(value[0]), int(value[1])
 
 
+def cores() -> int:
+    """CPU cores this process may run on."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
+def workers(value, name: str = "workers", lo: int = 1) -> int:
+    """A worker-process count from ``lo`` (1, or 0 where 0 means "in this process") to 4 × :func:`cores`."""
+    hi = 4 * cores()
+    if not is_int_in(value, lo, hi, integral_floats=True):
+        raise InputError(
+            f"{name} must be a whole number from {lo} to {hi} (4 × {cores()} cores), got {value!r}"
+        )
+    return int(value)
+
+
 def input_file(path, what: str) -> Path:
     """An existing file (not a folder) to read ``what`` from."""
     if not isinstance(path, (str, os.PathLike)) or str(path) == "":
@@ -127,6 +145,8 @@ __all__ = [
     "positive_number",
     "flag",
     "image_size",
+    "cores",
+    "workers",
     "input_file",
     "output_file",
 ]

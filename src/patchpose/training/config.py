@@ -103,6 +103,9 @@ def check_config(cfg) -> None:
         ("run.max_minutes", r.max_minutes, math.isfinite(r.max_minutes) and r.max_minutes >= 0),
         ("run.threads", r.threads, r.threads >= 0),
     ]
+    from ..checks import workers
+
+    workers(cfg.data.num_workers, "data.num_workers", lo=0)  # 0: in the training process
     for name, value, ok in rules:
         if not ok:
             raise ValueError(f"bad training config: {name}={value!r} is out of range")
