@@ -470,3 +470,16 @@ def test_scale_limit_is_the_estimators_frame_limit():
     from patchpose.reading import MAX_FRAME
 
     assert SCALE_LIMIT == MAX_FRAME
+
+
+def test_keypoint_files_that_are_folders_or_binary_are_one_line(tmp_path):
+    from patchpose.fileio import read_keypoints
+
+    with pytest.raises(InputError, match="not found"):
+        read_keypoints(tmp_path)
+    (tmp_path / "kp.txt").write_bytes(bytes(range(256)) * 4)
+    with pytest.raises(InputError, match="not a text file"):
+        read_keypoints(tmp_path / "kp.txt")
+    (tmp_path / "kp.npy").write_bytes(b"garbage")
+    with pytest.raises(InputError, match="not a readable .npy"):
+        read_keypoints(tmp_path / "kp.npy")

@@ -57,14 +57,20 @@ def overrides(photos, *extra) -> list[str]:
 
 
 def start(photos, out: Path, *extra) -> subprocess.Popen:
-    """``train(..., resume=True)`` in a process of its own, as ``patchpose train --resume`` runs it."""
-    code = (
-        "import sys\n"
-        "from patchpose.training.config import load_config\n"
-        "from patchpose.training.trainer import train\n"
-        f"train(load_config('v1', {overrides(photos, *extra)!r}), {str(out)!r}, resume=True, progress=False)\n"
+    """``patchpose train --config v1 --out OUT --resume`` in a process of its own (a new run the first time)."""
+    cmd = [
+        "train",
+        "--config",
+        "v1",
+        "--out",
+        str(out),
+        "--resume",
+        "--no-progress",
+        *overrides(photos, *extra),
+    ]
+    return subprocess.Popen(
+        [sys.executable, "-m", "patchpose.cli.main", *cmd], stderr=subprocess.PIPE, text=True
     )
-    return subprocess.Popen([sys.executable, "-c", code], stderr=subprocess.PIPE, text=True)
 
 
 def logged_steps(path: Path) -> list[int]:
@@ -156,3 +162,15 @@ def test_checkpoints_carry_random_states_that_load_weights_only(photos, tmp_path
     set_random_states(s)
     again = (torch.rand(2), np.random.rand(2), random.random())
     assert torch.equal(first[0], again[0]) and (first[1] == again[1]).all() and first[2] == again[2]
+
+
+def test_a_checkpoint_with_broken_random_states_is_one_line(photos, tmp_path):
+    from patchpose.errors import WeightsError
+
+    out = tmp_path / "r"
+    train(load_config("v1", overrides(photos, "optim.steps=2")), out, progress=False)
+    ck = torch.load(out / "checkpoint.pt", weights_only=True)
+    ck["rng"]["torch"] = torch.zeros(3, dtype=torch.uint8)
+    torch.save(ck, out / "checkpoint.pt")
+    with pytest.raises(WeightsError, match="random states"):
+        train(load_config("v1", overrides(photos, "optim.steps=4")), out, resume=True, progress=False)

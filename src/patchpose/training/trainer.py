@@ -21,7 +21,7 @@ from tqdm import tqdm
 
 from ..data.pairs import PairConfig, PairStream, PhotoPool
 from ..data.photos import load_splits
-from ..errors import InputError, TrainingError
+from ..errors import InputError, TrainingError, WeightsError
 from ..evaluation.synthetic import evaluate_model, make_protocol_pairs
 from ..inference import autocast_ctx
 from ..losses import LossConfig, distillation_loss, pose_loss
@@ -414,7 +414,10 @@ def _train(cfg, out_dir, resume: bool, progress: bool, dd) -> dict:
     bar = tqdm(total=oc.steps, initial=step, disable=not progress, desc="train", dynamic_ncols=True)
     it = iter(loader)
     if ckpt is not None and "rng" in ckpt:  # last: nothing between here and the first step draws from them
-        set_random_states(ckpt["rng"])
+        try:
+            set_random_states(ckpt["rng"])
+        except (KeyError, TypeError, ValueError, RuntimeError, AttributeError) as e:
+            raise WeightsError(f"{ckpt_path}: its random states cannot be restored ({e})") from None
     model.train()
     stops = StopRequests().install()
     whole = True  # whether model, optimizer, schedule and EMA are in step with ``step`` (between steps)
