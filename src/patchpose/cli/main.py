@@ -39,11 +39,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    import os
+
+    from ..data.image_header import MAX_PIXELS_ENV
     from ..errors import PatchPoseError
 
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     log.setLevel(logging.DEBUG if args.verbose else logging.INFO)
+    had_limit = os.environ.get(MAX_PIXELS_ENV)
     try:
         if args.max_image_pixels is not None:
             _set_max_image_pixels(args.max_image_pixels)
@@ -55,6 +59,11 @@ def main(argv: list[str] | None = None) -> int:
     except (PatchPoseError, OSError, ValueError) as e:
         print(f"patchpose {args.command}: error: {e}", file=sys.stderr)
         return 2
+    finally:  # --max-image-pixels holds for this command (and the processes it starts), not after it
+        if had_limit is None:
+            os.environ.pop(MAX_PIXELS_ENV, None)
+        else:
+            os.environ[MAX_PIXELS_ENV] = had_limit
 
 
 def _set_max_image_pixels(n: int) -> None:

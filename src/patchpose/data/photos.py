@@ -205,10 +205,10 @@ def photos_of(folder: str | Path, split: str | None = None, allow_none: bool = F
         )
     photos = load_splits(folder).get(split, []) if split else list_images(folder)
     if not photos and not allow_none:
-        what = f"no photos of the {split!r} split" if split else "no images"
+        of = f" of the {split!r} split" if split else ""
         raise InputError(
-            f"{folder} holds {what} ({', '.join(sorted(IMAGE_EXTS))}; 'patchpose photos fetch --out "
-            f"{folder}' makes a photo pool)"
+            f"{folder} holds no photos{of} (image files: {', '.join(sorted(IMAGE_EXTS))}; 'patchpose photos "
+            f"fetch --out {folder}' makes a photo pool)"
         )
     return photos
 
