@@ -25,6 +25,7 @@ LAYERS: dict[str, tuple[int, str]] = {
     "patchpose.conventions": (0, "the pose conventions (angles, scales, pixel centres, bins): numbers only"),
     "patchpose.histogram": (0, "histogram decoding and alignment on tensors, with no model or data"),
     "patchpose.geometry": (0, "homographies and the pose change they cause at a point"),
+    "patchpose.checks": (0, "input checks of arrays, numbers and paths, for the integrations and readers"),
     "patchpose.fileio": (0, "atomic writes and keypoint files"),
     "patchpose.interop": (0, "OpenCV keypoints and kornia LAFs to and from our poses: conventions only"),
     "patchpose.data": (1, "images, keypoints, patches, log-polar grids, photo pools and datasets"),

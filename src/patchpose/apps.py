@@ -239,12 +239,12 @@ def eval_synthetic(
     ``images``: a photo folder; None: the test photos shipped with the dependencies. Writes
     ``OUT/results.json`` and ``OUT/results.md``; returns the results document."""
     from .data.pairs import PairConfig, PhotoPool
-    from .data.photos import list_images, wheel_photo_paths
+    from .data.photos import photos_of, wheel_photo_paths
     from .evaluation.synthetic import evaluate_handcrafted, evaluate_model, make_protocol_pairs
 
     t0 = time.time()
     est = PatchPoseEstimator.load(weights)
-    paths = list_images(images) if images else wheel_photo_paths()
+    paths = photos_of(images) if images else wheel_photo_paths()
     pcfg = PairConfig(long_side=0, margin=24)
     pool = PhotoPool(paths, pcfg, est.cfg.color)
     pairs = make_protocol_pairs(

@@ -38,8 +38,10 @@ def _shard(text: str | None) -> tuple[int, int] | None:
 
 
 def generate_patchpose_command(a: argparse.Namespace) -> int:
+    from ..checks import workers
     from ..data.patchpose_dataset import GenerateConfig, generate
 
+    workers(a.workers, "--workers")
     cfg = GenerateConfig(
         keypoints_per_image=a.keypoints_per_image,
         long_side=a.long_side,
@@ -80,10 +82,9 @@ def generate_merge_command(a: argparse.Namespace) -> int:
 
 def generate_hpatches_command(a: argparse.Namespace) -> int:
     from ..data.hpatches import HPatchesGenConfig, generate_hpatches
-    from ..data.photos import list_images, load_splits
+    from ..data.photos import photos_of
 
-    folder = Path(a.images)
-    photos = load_splits(folder)[a.split] if a.split != "all" else list_images(folder)
+    photos = photos_of(a.images, a.split if a.split != "all" else None)
     cfg = HPatchesGenConfig(max_side=a.max_side, targets=a.targets, seed=a.seed)
     names = generate_hpatches(photos, a.out, cfg, kinds=a.kinds, progress=not a.no_progress)
     print(f"wrote {len(names)} sequences and manifest.json to {a.out}")
@@ -99,11 +100,10 @@ def generate_pool_command(a: argparse.Namespace) -> int:
 
 
 def generate_posed_command(a: argparse.Namespace) -> int:
-    from ..data.photos import list_images, load_splits
+    from ..data.photos import photos_of
     from ..data.posed_pairs import generate_posed_pairs
 
-    folder = Path(a.images)
-    photos = load_splits(folder)[a.split] if a.split else list_images(folder)
+    photos = photos_of(a.images, a.split or None)
     path = generate_posed_pairs(
         photos,
         a.out,

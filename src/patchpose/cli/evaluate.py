@@ -83,14 +83,14 @@ def eval_hpatches_command(a: argparse.Namespace) -> int:
 
 
 def eval_rotation_command(a: argparse.Namespace) -> int:
-    from ..data.photos import list_images, load_splits, wheel_photo_paths
+    from ..data.photos import photos_of, wheel_photo_paths
     from ..errors import InputError
     from ..evaluation.rotation_eval import evaluate_rotation, rotation_angles
 
     if a.split and not a.images:
         raise InputError("--split picks a split of --images: give --images DIR (e.g. data/photos) too")
     if a.images:
-        photos = load_splits(a.images)[a.split] if a.split else list_images(a.images)
+        photos = photos_of(a.images, a.split or None)
     else:
         photos = wheel_photo_paths()
     doc = evaluate_rotation(

@@ -24,6 +24,14 @@ def build_parser() -> argparse.ArgumentParser:
         prog="patchpose", description="Keypoint scale and orientation, learned without labels."
     )
     p.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    p.add_argument(
+        "--max-image-pixels",
+        type=int,
+        default=None,
+        metavar="N",
+        help="refuse image files of more than N pixels, read from their header before decoding (default "
+        "100,000,000, or the environment variable PATCHPOSE_MAX_IMAGE_PIXELS); goes before the command",
+    )
     sub = p.add_subparsers(dest="command", required=True)
     for group in GROUPS:
         group.add_commands(sub)
@@ -31,12 +39,18 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    import os
+
+    from ..data.image_header import MAX_PIXELS_ENV
     from ..errors import PatchPoseError
 
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     log.setLevel(logging.DEBUG if args.verbose else logging.INFO)
+    had_limit = os.environ.get(MAX_PIXELS_ENV)
     try:
+        if args.max_image_pixels is not None:
+            _set_max_image_pixels(args.max_image_pixels)
         return int(args.func(args) or 0)
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
@@ -45,6 +59,23 @@ def main(argv: list[str] | None = None) -> int:
     except (PatchPoseError, OSError, ValueError) as e:
         print(f"patchpose {args.command}: error: {e}", file=sys.stderr)
         return 2
+    finally:  # --max-image-pixels holds for this command (and the processes it starts), not after it
+        if had_limit is None:
+            os.environ.pop(MAX_PIXELS_ENV, None)
+        else:
+            os.environ[MAX_PIXELS_ENV] = had_limit
+
+
+def _set_max_image_pixels(n: int) -> None:
+    """``--max-image-pixels``: the limit for this process and the processes it starts (data workers)."""
+    import os
+
+    from ..data.image_header import MAX_PIXELS_ENV
+    from ..errors import InputError
+
+    if n < 1:
+        raise InputError(f"--max-image-pixels must be a whole number of pixels >= 1, got {n}")
+    os.environ[MAX_PIXELS_ENV] = str(n)
 
 
 if __name__ == "__main__":

@@ -7,8 +7,10 @@ difference from a to b is ``(Δs, Δo)``: exact by construction, whatever the ph
 that both frames stay in ``[sigma_min, sigma_max]``; with ``sigma_min < 0`` the zoomed-in views are
 upsampled (blurred), as in the paper's PatchPose where the whole image is resized.
 
-Pairs stream on the fly (nothing is precomputed); every worker and rank draws its own pairs from a
-seed that also depends on the training step, so a resumed run does not replay old pairs.
+Pairs stream on the fly (nothing is precomputed). The batch of training step ``s`` is drawn from a generator
+seeded with ``(seed, rank, s)`` alone, whichever worker makes it, so the stream is a function of the step:
+a run resumed at step ``s`` draws exactly the batches the uninterrupted run drew from ``s`` on, with any
+number of workers.
 """
 
 from __future__ import annotations
@@ -305,8 +307,12 @@ def sample_pairs(
 class PairStream(torch.utils.data.IterableDataset):
     """Endless stream of pair batches for a DataLoader (``batch_size=None``).
 
-    The photo pool is built lazily in each worker. Seeds depend on (seed, rank, worker, start step), so
-    workers and ranks draw different pairs and a resumed run draws new ones.
+    The photo pool is built lazily in each worker. The batch of step ``s`` (``start_step`` for the first)
+    is drawn from ``np.random.default_rng([seed, rank, s])`` (:meth:`rng_for_step`) and nothing else
+    random: ranks draw different pairs, and the stream from ``start_step`` on is the same whether it was
+    started there or reached there, with 0 or any number of workers (a DataLoader takes an iterable
+    dataset's batches from its workers in turn, so worker ``w`` of ``n`` makes steps ``start_step + w``,
+    ``+ w + n``, …).
     """
 
     def __init__(
@@ -329,13 +335,19 @@ class PairStream(torch.utils.data.IterableDataset):
         self.polar = polar
         self._pool: PhotoPool | None = None
 
+    def rng_for_step(self, step: int) -> np.random.Generator:
+        """The generator that draws the batch of training step ``step``."""
+        return np.random.default_rng([self.seed, self.rank, step])
+
     def __iter__(self):
         info = torch.utils.data.get_worker_info()
-        wid = info.id if info else 0
+        wid, nw = (info.id, info.num_workers) if info else (0, 1)
         if self._pool is None:
             self._pool = PhotoPool(self.paths, self.cfg, self.color)
-        rng = np.random.default_rng([self.seed, self.rank, wid, self.start_step])
+        step = self.start_step + wid
         while True:
+            rng = self.rng_for_step(step)
+            step += nw
             b = sample_pairs(
                 rng, self._pool, self.batch_size, self.cfg, self.patch_size, self.windows, polar=self.polar
             )

@@ -17,13 +17,16 @@ import numpy as np
 
 from ..conventions import REFERENCE_RADIUS, patch_grid
 from ..errors import InputError
+from .image_header import check_image_file, check_pixels
 
 MIN_IMAGE_SIDE = 16
 LEVELS_PER_OCTAVE = 3
 
 
 def load_image(path: str | Path) -> np.ndarray:
-    """Read an image file as ``H×W×3`` uint8 RGB; raise :class:`InputError` if it cannot be read.
+    """Read an image file as ``H×W×3`` uint8 RGB; raise :class:`InputError` if it cannot be read, or if it
+    has more pixels than :func:`~patchpose.data.image_header.max_image_pixels` (read from its header first,
+    before anything is decoded).
 
     A 16-bit file is brought to 8 bits by its *bit depth*, the smallest ``b ≥ 8`` with ``2**b − 1`` at
     least its largest value, so that 10- or 12-bit data stored in 16 bits (cameras, scientific images)
@@ -31,10 +34,15 @@ def load_image(path: str | Path) -> np.ndarray:
     path = Path(path)
     if not path.is_file():
         raise InputError(f"image not found: {path}")
+    check_image_file(path)  # more pixels than the limit: refused before decoding
     data = np.fromfile(str(path), dtype=np.uint8)
-    img = cv2.imdecode(data, cv2.IMREAD_COLOR | cv2.IMREAD_ANYDEPTH) if data.size else None
+    try:
+        img = cv2.imdecode(data, cv2.IMREAD_COLOR | cv2.IMREAD_ANYDEPTH) if data.size else None
+    except cv2.error as e:  # e.g. over OpenCV's own pixel limit (OPENCV_IO_MAX_IMAGE_PIXELS)
+        raise InputError(f"cannot decode image {path}: {' '.join(str(e).split())[-160:]}") from None
     if img is None:
         raise InputError(f"cannot decode image (unreadable or not an image): {path}")
+    check_pixels(img.shape[1], img.shape[0], path)  # formats whose header is not read before
     if img.dtype == np.uint16:
         bits = max(8, int(np.ceil(np.log2(float(img.max()) + 1.0))))
         img = np.clip(np.rint(img.astype(np.float64) * (255.0 / (2.0**bits - 1.0))), 0, 255).astype(np.uint8)

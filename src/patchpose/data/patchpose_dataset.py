@@ -48,10 +48,11 @@ from pathlib import Path
 
 import numpy as np
 
+from .. import checks
 from ..errors import InputError, is_int_in, require
 from .keypoints import detect_harris, detect_sift
 from .patches import Pyramid, extract_patches, load_photo, to_gray
-from .photos import load_splits
+from .photos import load_splits, photos_of
 
 log = logging.getLogger(__name__)
 
@@ -274,6 +275,15 @@ def generate(
     """
     tqdm = require("tqdm", "eval").tqdm
 
+    checks.workers(workers, "workers")
+    # no photos (a missing or empty folder, or none of these splits) is an error, before anything is written
+    photos_of(images, allow_none=True)  # the folder exists
+    all_splits = load_splits(images)
+    if not any(all_splits.get(split) for split in splits):
+        raise InputError(
+            f"{images} holds no photos of the split(s) {', '.join(splits)} ('patchpose photos fetch --out "
+            f"{images}' makes a photo pool)"
+        )
     cfg = cfg or GenerateConfig()
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -287,7 +297,6 @@ def generate(
         cfg_path.write_text(json.dumps(asdict(cfg), indent=1))
     if shard is not None and not (0 <= shard[0] < shard[1]):
         raise InputError(f"shard must be i/n with 0 <= i < n, got {shard[0]}/{shard[1]}")
-    all_splits = load_splits(images)
     jobs = []
     todo = sorted(((split, Path(photo)) for split in splits for photo in all_splits.get(split, [])), key=str)
     for pos, (split, photo) in enumerate(todo):

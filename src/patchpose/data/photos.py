@@ -182,9 +182,35 @@ def load_splits(folder: str | Path) -> dict[str, list[Path]]:
     folder = Path(folder)
     sj = folder / "splits.json"
     if sj.is_file():
-        d = json.loads(sj.read_text())
+        try:
+            d = json.loads(sj.read_text())
+        except (ValueError, UnicodeDecodeError):
+            raise InputError(f"{sj} is not JSON (a split name -> list of photo paths)") from None
+        if not isinstance(d, dict) or not all(
+            isinstance(v, list) and all(isinstance(p, str) for p in v) for v in d.values()
+        ):
+            raise InputError(f"{sj} must map each split name to a list of photo paths")
         return {k: [folder / p for p in v] for k, v in d.items()}
     return split_by_image(list_images(folder))
+
+
+def photos_of(folder: str | Path, split: str | None = None, allow_none: bool = False) -> list[Path]:
+    """The photos of ``folder`` (every image below it, or with ``split`` those of that split,
+    :func:`load_splits`); an :class:`InputError` if the folder does not exist, or (unless ``allow_none``)
+    if it holds none."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise InputError(
+            f"photo folder not found: {folder}" if not folder.exists() else f"{folder} is not a folder"
+        )
+    photos = load_splits(folder).get(split, []) if split else list_images(folder)
+    if not photos and not allow_none:
+        of = f" of the {split!r} split" if split else ""
+        raise InputError(
+            f"{folder} holds no photos{of} (image files: {', '.join(sorted(IMAGE_EXTS))}; 'patchpose photos "
+            f"fetch --out {folder}' makes a photo pool)"
+        )
+    return photos
 
 
 def _unpack_debian(pkg: str, tmp: Path) -> Path | None:

@@ -23,6 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .. import checks
 from ..conventions import REFERENCE_RADIUS, TWO_PI, from_colmap_xy, to_colmap_xy, to_cv2_size_angle
 from ..errors import InputError, require
 
@@ -31,17 +32,40 @@ COLMAP_DESCRIPTOR_DIM = 128
 
 
 def _check(xy, scale, ori, descriptors=None):
-    xy = np.asarray(xy, np.float64).reshape(-1, 2)
+    """``xy (N, 2)``, ``scale (N,)`` log2 within ±:data:`~patchpose.checks.SCALE_LIMIT`, ``ori (N,)``
+    radians (a number each is broadcast), all finite, and ``descriptors (N, D)`` real numbers (kept in their
+    dtype) or None; an :class:`InputError` for anything else."""
+    xy = checks.points(xy, "xy")
     n = len(xy)
-    scale = np.broadcast_to(np.asarray(scale, np.float64), (n,))
-    ori = np.broadcast_to(np.asarray(ori, np.float64), (n,))
-    if not (np.isfinite(xy).all() and np.isfinite(scale).all() and np.isfinite(ori).all()):
-        raise InputError("keypoints, scales and orientations must be finite")
+    lim = checks.SCALE_LIMIT
+    scale = checks.per_point(scale, n, "scale", "log2 scales", -lim, lim)
+    ori = checks.per_point(ori, n, "ori", "radians")
     if descriptors is not None:
-        descriptors = np.asarray(descriptors)
-        if descriptors.ndim != 2 or len(descriptors) != n:
-            raise InputError(f"descriptors must be (N, D) with N = {n}, got {descriptors.shape}")
+        d = checks.real_array(descriptors, "descriptors", f"an (N, D) array of numbers with N = {n}")
+        if d.ndim != 2 or len(d) != n:
+            raise InputError(f"descriptors must be (N, D) with N = {n} (one row per keypoint), got {d.shape}")
+        if not np.isfinite(d).all():
+            raise InputError("descriptors contain NaN or infinite values")
+        descriptors = np.asarray(
+            descriptors.detach().cpu().numpy() if hasattr(descriptors, "detach") else descriptors
+        )
     return xy, scale, ori, descriptors
+
+
+def _scores(scores, n: int) -> np.ndarray:
+    return checks.per_point(scores, n, "scores", "one detection score per keypoint")
+
+
+def _radii(radius: np.ndarray, where: str) -> np.ndarray:
+    """log2 scales of radii in px read from a file, refused unless finite and within the scales we read."""
+    lo, hi = REFERENCE_RADIUS * 2.0**-checks.SCALE_LIMIT, REFERENCE_RADIUS * 2.0**checks.SCALE_LIMIT
+    bad = ~(np.isfinite(radius) & (radius >= lo) & (radius <= hi))
+    if bad.any():
+        i = int(np.nonzero(bad)[0][0])
+        raise InputError(
+            f"{where}: scales must be radii in px within [{lo:.3g}, {hi:g}]; #{i} is {radius[i]:g}"
+        )
+    return np.log2(radius / REFERENCE_RADIUS)
 
 
 def _below_float32(v: np.ndarray, top: float) -> np.ndarray:
@@ -58,20 +82,25 @@ def to_lightglue(xy, scale, ori, descriptors=None, scores=None, image_size=None)
     """A LightGlue feature dict (batched, ``torch.float32``) with the conventions of LightGlue's own
     SIFT/DoG extractors (OpenCV backend): ``keypoints (1, N, 2)``, ``scales (1, N)`` = OpenCV size
     (diameter px), ``oris (1, N)`` = OpenCV angle in radians (clockwise as displayed), and if given
-    ``descriptors (1, N, D)``, ``keypoint_scores (1, N)``, ``image_size (1, 2)`` as (width, height)."""
+    ``descriptors (1, N, D)``, ``keypoint_scores (1, N)``, ``image_size (1, 2)`` as (width, height).
+
+    ``xy`` must be ``(N, 2)`` (N may be 0), ``scale`` and ``ori`` a number or ``(N,)`` each, finite, the scale
+    within ±:data:`~patchpose.checks.SCALE_LIMIT` octaves; anything else is an :class:`InputError`."""
     import torch
 
     xy, scale, ori, descriptors = _check(xy, scale, ori, descriptors)
+    scores = None if scores is None else _scores(scores, len(xy))
+    image_size = None if image_size is None else checks.image_size(image_size)
     size, angle_deg = to_cv2_size_angle(scale, ori)
     out = {
-        "keypoints": torch.from_numpy(xy[None]).float(),
+        "keypoints": torch.from_numpy(xy.reshape(1, -1, 2)).float(),
         "scales": torch.from_numpy(np.asarray(size, np.float64)[None]).float(),
         "oris": torch.from_numpy(_below_float32(np.radians(angle_deg), TWO_PI)[None]).float(),
     }
     if descriptors is not None:
         out["descriptors"] = torch.from_numpy(np.asarray(descriptors, np.float32)[None])
     if scores is not None:
-        out["keypoint_scores"] = torch.as_tensor(np.asarray(scores, np.float32)[None])
+        out["keypoint_scores"] = torch.from_numpy(scores.astype(np.float32)[None])
     if image_size is not None:
         out["image_size"] = torch.tensor([list(image_size)], dtype=torch.float32)
     return out
@@ -86,7 +115,12 @@ def write_hloc_features(path, name: str, xy, scale, ori, descriptors, scores=Non
     xy, scale, ori, descriptors = _check(xy, scale, ori, descriptors)
     if descriptors is None:
         raise InputError("hloc features need descriptors")
-    path = Path(path)
+    scores = None if scores is None else _scores(scores, len(xy))
+    image_size = None if image_size is None else checks.image_size(image_size)
+    _check_group_name(name)
+    path = checks.output_file(path, "hloc features file")
+    if path.is_file() and not h5py.is_hdf5(path):
+        raise InputError(f"{path} exists and is not an HDF5 file (not an hloc features file)")
     with h5py.File(path, "a", libver="latest") as f:
         if name in f:
             del f[name]
@@ -101,6 +135,17 @@ def write_hloc_features(path, name: str, xy, scale, ori, descriptors, scores=Non
             g.create_dataset("image_size", data=np.asarray(image_size, np.int64))
 
 
+def _check_group_name(name) -> str:
+    """An image name as hloc uses it for a group (a relative path; ``/`` makes nested groups)."""
+    if not isinstance(name, str) or not name.strip("/") or name.startswith("/") or "//" in name:
+        raise InputError(
+            f"name must be an image name such as 'db/1.jpg' (a non-empty relative path), got {name!r}"
+        )
+    if any(part in (".", "..") for part in name.split("/")):
+        raise InputError(f"name must not hold '.' or '..' parts, got {name!r}")
+    return name
+
+
 def read_hloc_features(path, name: str) -> dict:
     """``{"xy", "scale" (log2), "ori" (radians CCW), "descriptors" (N, D)}`` of one image of an hloc file.
 
@@ -109,23 +154,51 @@ def read_hloc_features(path, name: str) -> dict:
     ``descriptors`` is None where the group has none."""
     h5py = require("h5py", "hloc")
 
-    with h5py.File(path, "r") as f:
-        if name not in f:
-            raise InputError(f"{path} has no image {name!r}")
-        g = f[name]
-        if not isinstance(g, h5py.Group) or "keypoints" not in g:
-            raise InputError(f"{path}: {name!r} is not an hloc features group (it has no 'keypoints')")
-        xy = g["keypoints"][()].astype(np.float64)
-        if xy.ndim != 2 or xy.shape[1] != 2:
-            raise InputError(f"{path}: {name!r}/keypoints must be (N, 2), got {xy.shape}")
-        return {
-            "xy": xy,
-            "scale": np.log2(g["scales"][()].astype(np.float64) / REFERENCE_RADIUS)
-            if "scales" in g
-            else None,
-            "ori": np.mod(-np.radians(g["oris"][()].astype(np.float64)), TWO_PI) if "oris" in g else None,
-            "descriptors": g["descriptors"][()].T if "descriptors" in g else None,
-        }
+    path = checks.input_file(path, "hloc features file")
+    _check_group_name(name)
+    if not h5py.is_hdf5(path):
+        raise InputError(f"{path} is not an HDF5 file (not an hloc features file)")
+    try:
+        with h5py.File(path, "r") as f:
+            return _read_hloc_group(h5py, f, path, name)
+    except OSError as e:  # a damaged file that starts like HDF5
+        raise InputError(f"{path}: cannot read it as HDF5 ({' '.join(str(e).split())[:160]})") from None
+
+
+def _read_hloc_group(h5py, f, path: Path, name: str) -> dict:
+    if name not in f:
+        raise InputError(f"{path} has no image {name!r}")
+    g = f[name]
+    if not isinstance(g, h5py.Group) or "keypoints" not in g:
+        raise InputError(f"{path}: {name!r} is not an hloc features group (it has no 'keypoints')")
+
+    def numbers(key: str, ndim: int) -> np.ndarray | None:
+        if key not in g:
+            return None
+        d = g[key]
+        if not isinstance(d, h5py.Dataset) or d.dtype.kind not in "iuf" or d.ndim != ndim:
+            raise InputError(f"{path}: {name!r}/{key} must be a {ndim}-d array of numbers")
+        v = d[()].astype(np.float64)
+        if not np.isfinite(v).all():
+            raise InputError(f"{path}: {name!r}/{key} holds NaN or infinite values")
+        return v
+
+    xy = numbers("keypoints", 2)
+    if xy.shape[1] != 2:
+        raise InputError(f"{path}: {name!r}/keypoints must be (N, 2), got {xy.shape}")
+    n = len(xy)
+    radius, oris, desc = numbers("scales", 1), numbers("oris", 1), numbers("descriptors", 2)
+    for key, v in (("scales", radius), ("oris", oris)):
+        if v is not None and len(v) != n:
+            raise InputError(f"{path}: {name!r}/{key} has {len(v)} values for {n} keypoints")
+    if desc is not None and desc.shape[1] != n:
+        raise InputError(f"{path}: {name!r}/descriptors must be (D, N) with N = {n}, got {desc.shape}")
+    return {
+        "xy": xy,
+        "scale": None if radius is None else _radii(radius, f"{path}: {name!r}"),
+        "ori": None if oris is None else np.mod(-np.radians(oris), TWO_PI),
+        "descriptors": None if desc is None else g["descriptors"][()].T,
+    }
 
 
 def write_colmap_keypoints(path, xy, scale, ori, descriptors=None) -> None:
@@ -139,6 +212,7 @@ def write_colmap_keypoints(path, xy, scale, ori, descriptors=None) -> None:
     ``np.clip(np.round(512 * d), 0, 255)``). Without descriptors every keypoint gets 128 zeros (for matches
     imported by COLMAP's custom matching, which does not read them)."""
     xy, scale, ori, descriptors = _check(xy, scale, ori, descriptors)
+    path = checks.output_file(path, "COLMAP keypoint file")
     if descriptors is None:
         descriptors = np.zeros((len(xy), COLMAP_DESCRIPTOR_DIM), np.uint8)
     if descriptors.shape[1] != COLMAP_DESCRIPTOR_DIM:
@@ -159,7 +233,6 @@ def write_colmap_keypoints(path, xy, scale, ori, descriptors=None) -> None:
         row = [f"{c[i, 0]:.4f}", f"{c[i, 1]:.4f}", f"{r[i]:.4f}", f"{a[i]:.6f}"]
         row += [str(int(v)) for v in d[i]]
         lines.append(" ".join(row))
-    path = Path(path)
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text("\n".join(lines) + "\n")
     os.replace(tmp, path)
@@ -167,22 +240,46 @@ def write_colmap_keypoints(path, xy, scale, ori, descriptors=None) -> None:
 
 def read_colmap_keypoints(path) -> dict:
     """Inverse of :func:`write_colmap_keypoints`: ``{"xy", "scale", "ori", "descriptors"}`` (descriptors
-    None for a file without descriptor columns, ``N 0``)."""
-    if not Path(path).is_file():
-        raise InputError(f"COLMAP keypoint file not found: {path}")
-    rows = Path(path).read_text().split("\n")
+    None for a file without descriptor columns, ``N 0``).
+
+    The file must hold what COLMAP reads: a header ``N D`` (D 128, or 0), then N lines of ``4 + D`` numbers;
+    finite values, radii > 0 (within the scales we read), descriptor values integers in [0, 255]. Anything
+    else is an :class:`InputError` naming the line."""
+    path = checks.input_file(path, "COLMAP keypoint file")
+    not_colmap = f"{path} is not a COLMAP keypoint text file"
+    try:
+        rows = path.read_text().split("\n")
+    except UnicodeDecodeError:
+        raise InputError(f"{not_colmap} (it is not text)") from None
     try:
         n, d = (int(v) for v in rows[0].split())
-        data = np.array([[float(v) for v in r.split()] for r in rows[1 : 1 + n]], np.float64).reshape(
-            n, 4 + d
-        )
     except ValueError:
-        raise InputError(f"{path} is not a COLMAP keypoint text file") from None
+        raise InputError(f"{not_colmap}: its first line must be 'N D' (keypoints, descriptor size)") from None
+    if n < 0 or d not in (0, COLMAP_DESCRIPTOR_DIM):
+        raise InputError(f"{not_colmap}: header 'N D' needs N >= 0 and D = 128 (or 0), got {rows[0]!r}")
+    body = rows[1 : 1 + n]
+    if len(body) < n or any(r.strip() for r in rows[1 + n :]):
+        raise InputError(f"{not_colmap}: the header says {n} keypoints, the file has {len(rows) - 1} lines")
+    data = np.zeros((n, 4 + d))
+    for i, r in enumerate(body):
+        try:
+            data[i] = [float(v) for v in r.split()]
+        except ValueError:  # not numbers, or another count
+            raise InputError(
+                f"{path}, line {i + 2}: expected {4 + d} numbers, got {r.strip()[:60]!r}"
+            ) from None
+    if not np.isfinite(data).all():
+        i = int(np.nonzero(~np.isfinite(data).all(1))[0][0])
+        raise InputError(f"{path}, line {i + 2}: NaN or infinite values")
+    desc = data[:, 4:]
+    if d and not ((desc == np.round(desc)) & (desc >= 0) & (desc <= 255)).all():
+        i = int(np.nonzero(~((desc == np.round(desc)) & (desc >= 0) & (desc <= 255)).all(1))[0][0])
+        raise InputError(f"{path}, line {i + 2}: descriptor values must be integers in [0, 255]")
     return {
         "xy": from_colmap_xy(data[:, :2]),
-        "scale": np.log2(data[:, 2] / REFERENCE_RADIUS),
+        "scale": _radii(data[:, 2], str(path)),
         "ori": np.mod(-data[:, 3], TWO_PI),
-        "descriptors": data[:, 4:].astype(np.uint8) if d else None,
+        "descriptors": desc.astype(np.uint8) if d else None,
     }
 
 

@@ -26,9 +26,11 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .. import checks
 from ..conventions import REFERENCE_RADIUS, TWO_PI
 from ..errors import InputError, require
 from ..estimator import EstimatorLike, as_estimator
+from ..interop import check_laf
 
 
 class LAFPoseAssigner(nn.Module):
@@ -42,21 +44,26 @@ class LAFPoseAssigner(nn.Module):
         laf_frame: bool = False,
     ) -> None:
         super().__init__()
+        self.set_scale, self.set_orientation = (
+            checks.flag(scale, "scale"),
+            checks.flag(orientation, "orientation"),
+        )
+        # read the model's input in each LAF's own frame (its scale) instead of at scale 0
+        self.laf_frame = checks.flag(laf_frame, "laf_frame")
         self.est = as_estimator(estimator)
         self.est.model.eval()
-        self.set_scale, self.set_orientation = bool(scale), bool(orientation)
-        # read the model's input in each LAF's own frame (its scale) instead of at scale 0
-        self.laf_frame = bool(laf_frame)
 
     def forward(self, laf: torch.Tensor, img: torch.Tensor) -> torch.Tensor:
         KF = require("kornia.feature", "kornia")
 
         if not isinstance(laf, torch.Tensor) or not isinstance(img, torch.Tensor):
             raise InputError("laf and img must be torch tensors (B, N, 2, 3) and (B, 1 or 3, H, W)")
-        if laf.dim() != 4 or laf.shape[2:] != (2, 3):
-            raise InputError(f"laf must be (B, N, 2, 3), got {tuple(laf.shape)}")
+        # a LAF's scale is read only in its own frame (laf_frame) or kept (scale=False)
+        check_laf(laf, nondegenerate=self.laf_frame or not self.set_scale)
         if img.dim() != 4 or img.shape[0] != laf.shape[0] or img.shape[1] not in (1, 3):
             raise InputError(f"img must be (B, 1 or 3, H, W) with B = {laf.shape[0]}, got {tuple(img.shape)}")
+        if not img.is_floating_point():
+            raise InputError(f"img must hold floats in [0, 1] (as kornia's images), got {img.dtype}")
         est = self.est
         out = []
         h, w = img.shape[2:]
@@ -156,10 +163,12 @@ class PatchAngleDetector(nn.Module):
             raise InputError(f"patches must be (B, 1, PS, PS), got {tuple(patches.shape)}")
         if patches.shape[2] < 2:
             raise InputError(f"patches must be at least 2×2 pixels, got {tuple(patches.shape)}")
-        out_dtype = patches.dtype if patches.is_floating_point() else torch.float32
+        if not patches.is_floating_point():
+            raise InputError(f"patches must hold floats (kornia's patches, in [0, 1]), got {patches.dtype}")
+        out_dtype = patches.dtype
         if len(patches) == 0:
             return torch.empty(0, device=patches.device, dtype=out_dtype)
-        if patches.is_floating_point() and not bool(torch.isfinite(patches).all()):
+        if not bool(torch.isfinite(patches).all()):
             raise InputError("patches hold non-finite values (NaN or infinity)")
         x = patches.detach().to(device=self.est.device, dtype=torch.float32)
         if self.cfg.is_polar:

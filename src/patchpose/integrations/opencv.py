@@ -66,6 +66,7 @@ def assign(
     For SIFT keypoints that will be described by SIFT, :func:`resolve_orientations` (SIFT's own pose, with
     our angle choosing only where SIFT found several orientations) matches better than our angle alone.
     """
+    check_image_shape(image)  # a bad image is an error even without keypoints
     if keypoints is None:
         raise InputError("keypoints must be a sequence of cv2.KeyPoint, got None")
     kps = list(keypoints)
@@ -133,6 +134,7 @@ def resolve_orientations(
         One keypoint per location, in the order of each location's first keypoint; every field is the
         detector's (an input keypoint itself).
     """
+    check_image_shape(image)  # a bad image is an error even without keypoints
     if keypoints is None:
         raise InputError("keypoints must be a sequence of cv2.KeyPoint, got None")
     kps = list(keypoints)

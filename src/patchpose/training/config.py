@@ -47,6 +47,7 @@ class RunConfig:
     val_every: int = 1000  # steps
     log_every: int = 50
     checkpoint_minutes: float = 5.0  # also at every validation and at the end
+    checkpoint_every: int = 0  # also every this many steps (0 = off)
     max_minutes: float = 0.0  # stop (with a checkpoint) after this wall time; 0 = no limit
     init_from: str = ""  # start a new run from these weights (checkpoint.pt or .safetensors; same network)
     # a fixed network whose histograms the student learns too (with loss.distill > 0): a bundled model's
@@ -98,9 +99,13 @@ def check_config(cfg) -> None:
         ("run.log_every", r.log_every, r.log_every >= 1),
         ("run.val_every", r.val_every, r.val_every >= 1),
         ("run.checkpoint_minutes", r.checkpoint_minutes, r.checkpoint_minutes > 0),
+        ("run.checkpoint_every", r.checkpoint_every, r.checkpoint_every >= 0),
         ("run.max_minutes", r.max_minutes, math.isfinite(r.max_minutes) and r.max_minutes >= 0),
         ("run.threads", r.threads, r.threads >= 0),
     ]
+    from ..checks import workers
+
+    workers(cfg.data.num_workers, "data.num_workers", lo=0)  # 0: in the training process
     for name, value, ok in rules:
         if not ok:
             raise ValueError(f"bad training config: {name}={value!r} is out of range")

@@ -21,12 +21,12 @@ from tqdm import tqdm
 
 from ..data.pairs import PairConfig, PairStream, PhotoPool
 from ..data.photos import load_splits
-from ..errors import InputError, TrainingError
+from ..errors import InputError, TrainingError, WeightsError
 from ..evaluation.synthetic import evaluate_model, make_protocol_pairs
 from ..inference import autocast_ctx
 from ..losses import LossConfig, distillation_loss, pose_loss
 from ..models import ModelConfig, PoseNet
-from .checkpoint import load_checkpoint, save_checkpoint
+from .checkpoint import load_checkpoint, save_checkpoint, set_random_states
 from .config import to_container
 
 log = logging.getLogger(__name__)
@@ -254,6 +254,30 @@ def train(cfg, out_dir: str | Path, resume: bool = False, progress: bool = True)
         D.teardown(dd)
 
 
+def truncate_metrics(path: Path, step: int) -> int:
+    """Drop the lines of ``metrics.jsonl`` at ``path`` for steps after ``step`` (those a resumed run makes
+    again) and any line that is not whole JSON (a write cut short by a kill), atomically; returns how many
+    lines were dropped. No file: nothing to do."""
+    from ..fileio import write_text_atomic
+
+    if not path.is_file():
+        return 0
+    kept, dropped = [], 0
+    for line in path.read_text(errors="replace").splitlines():
+        try:
+            rec = json.loads(line)
+            ok = isinstance(rec, dict) and int(rec["step"]) <= step
+        except (ValueError, KeyError, TypeError):
+            ok = False
+        if ok:
+            kept.append(line)
+        else:
+            dropped += 1
+    if dropped:
+        write_text_atomic(path, "".join(f"{line}\n" for line in kept))
+    return dropped
+
+
 def _train(cfg, out_dir, resume: bool, progress: bool, dd) -> dict:
     from torch.nn.parallel import DistributedDataParallel as DDP
 
@@ -299,6 +323,7 @@ def _train(cfg, out_dir, resume: bool, progress: bool, dd) -> dict:
         raise ValueError("loss.distill > 0 and run.teacher go together: give both or neither")
     teacher = load_teacher(rc.teacher, mcfg).to(device) if rc.teacher else None
     step, best = 0, -1.0
+    running: dict[str, float] = {}
     ema = WeightEMA(model, oc.ema) if oc.ema else None
     if ckpt is not None:
         model.load_state_dict(ckpt.get("train_model", ckpt["model"]))
@@ -308,7 +333,14 @@ def _train(cfg, out_dir, resume: bool, progress: bool, dd) -> dict:
         opt.load_state_dict(ckpt["optimizer"])
         sched.load_state_dict(ckpt["scheduler"])
         step, best = int(ckpt["step"]), float(ckpt.get("best", -1.0))
+        running = {str(k): float(v) for k, v in ckpt.get("running", {}).items()}
         log.info("resumed from %s at step %d", ckpt_path, step)
+        if "rng" not in ckpt:
+            log.warning(
+                "%s holds no random state (written by an older patchpose): the resumed run goes on, but not "
+                "bit for bit as the uninterrupted one would have",
+                ckpt_path,
+            )
     core = model  # the plain network: checkpoints, validation
     if dd.enabled:  # replicas start equal (same seed and init) and DDP broadcasts rank 0's weights anyway
         model = DDP(model, device_ids=[device.index] if device.type == "cuda" else None)
@@ -346,25 +378,46 @@ def _train(cfg, out_dir, resume: bool, progress: bool, dd) -> dict:
     loader = torch.utils.data.DataLoader(
         stream,
         batch_size=None,
+        # its own generator: making the iterator (worker seeds) then draws nothing from torch's global one
+        generator=torch.Generator().manual_seed(rc.seed),
         num_workers=nw,
         persistent_workers=nw > 0,
         prefetch_factor=4 if nw > 0 else None,
     )
     amp = oc.amp if (oc.amp != "fp16" or device.type == "cuda") else "none"
     autocast_ctx(device, amp)  # an unknown value is refused here, before the first step
+    if dd.main:  # each step once: the lines of steps this run makes again (after the checkpoint) go
+        dropped = truncate_metrics(out / "metrics.jsonl", step)
+        if dropped:
+            log.info(
+                "metrics.jsonl: dropped %d line(s) after step %d, which this run makes again", dropped, step
+            )
     metrics_f = (out / "metrics.jsonl").open("a") if dd.main else open(os.devnull, "w")
     last_ckpt, t0 = time.time(), time.time()
-    val: dict = {}
-    running: dict[str, float] = {}
+    val: dict = dict(ckpt["metrics"]) if ckpt is not None and isinstance(ckpt.get("metrics"), dict) else {}
 
     def checkpoint(tag: str = "checkpoint.pt") -> None:
         if dd.main:
             save_checkpoint(
-                out / tag, core, opt, sched, c, step, val, best, ema=ema.model if ema is not None else None
+                out / tag,
+                core,
+                opt,
+                sched,
+                c,
+                step,
+                val,
+                best,
+                ema=ema.model if ema is not None else None,
+                running=running,
             )
 
     bar = tqdm(total=oc.steps, initial=step, disable=not progress, desc="train", dynamic_ncols=True)
     it = iter(loader)
+    if ckpt is not None and "rng" in ckpt:  # last: nothing between here and the first step draws from them
+        try:
+            set_random_states(ckpt["rng"])
+        except (KeyError, TypeError, ValueError, RuntimeError, AttributeError) as e:
+            raise WeightsError(f"{ckpt_path}: its random states cannot be restored ({e})") from None
     model.train()
     stops = StopRequests().install()
     whole = True  # whether model, optimizer, schedule and EMA are in step with ``step`` (between steps)
@@ -445,7 +498,9 @@ def _train(cfg, out_dir, resume: bool, progress: bool, dd) -> dict:
                     checkpoint("best.pt")
                 checkpoint()
                 last_ckpt = time.time()
-            elif time.time() - last_ckpt > 60 * rc.checkpoint_minutes:
+            elif (rc.checkpoint_every and step % rc.checkpoint_every == 0) or (
+                time.time() - last_ckpt > 60 * rc.checkpoint_minutes
+            ):
                 checkpoint()
                 last_ckpt = time.time()
             # every rank must leave the loop at the same step (DDP's all-reduce needs them all)

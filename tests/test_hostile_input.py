@@ -1,0 +1,485 @@
+"""Hostile input everywhere (issue #40): every public function of the integrations, the file readers and
+writers, the image reader and the command line refuses bad input with one line of its own
+(:class:`patchpose.InputError`, exit status 2 on the command line), and takes empty input to empty output.
+Every fixture is made here, in ``tmp_path``."""
+
+from __future__ import annotations
+
+import os
+import struct
+import zlib
+
+import cv2
+import numpy as np
+import pytest
+import torch
+
+import patchpose
+from patchpose.errors import InputError
+from patchpose.integrations import formats as F
+
+kornia = pytest.importorskip("kornia")
+h5py = pytest.importorskip("h5py")
+KF = kornia.feature
+
+
+@pytest.fixture(scope="module")
+def est():
+    torch.set_num_threads(1)
+    return patchpose.PatchPoseEstimator.from_pretrained()
+
+
+def one_line_error(capsys) -> str:
+    err = capsys.readouterr().err.strip()
+    assert err and "\n" not in err and "Traceback" not in err, err
+    return err
+
+
+def texture(h: int = 96, w: int = 96) -> np.ndarray:
+    return cv2.GaussianBlur((np.random.default_rng(0).random((h, w)) * 255).astype(np.uint8), (5, 5), 1.5)
+
+
+# --- kornia -------------------------------------------------------------------------------------------------
+
+
+def test_lax_orienter_with_our_angle_detector_takes_zero_lafs(est):
+    orienter = KF.LAFOrienter(32, angle_detector=patchpose.kornia_angle_detector(est))
+    out = orienter(torch.zeros(1, 0, 2, 3), torch.rand(1, 1, 64, 64))
+    assert out.shape == (1, 0, 2, 3)
+
+
+def test_angle_detector_takes_zero_patches_and_refuses_bad_ones(est):
+    det = patchpose.kornia_angle_detector(est)
+    assert det(torch.zeros(0, 1, 32, 32)).shape == (0,)
+    for bad, match in (
+        (np.zeros((1, 1, 32, 32), np.float32), "torch.Tensor"),
+        (torch.zeros(2, 3, 32, 32), r"\(B, 1, PS, PS\)"),
+        (torch.zeros(2, 1, 32, 16), r"\(B, 1, PS, PS\)"),
+        (torch.zeros(2, 1, 32, 32, dtype=torch.uint8), "floats"),
+        (torch.full((2, 1, 32, 32), float("nan")), "non-finite"),
+    ):
+        with pytest.raises(InputError, match=match):
+            det(bad)
+
+
+@pytest.mark.parametrize("kw", [{"scale": "x"}, {"orientation": 1}, {"laf_frame": "yes"}, {"scale": None}])
+def test_laf_pose_assigner_flags_must_be_booleans(est, kw):
+    from patchpose.integrations.kornia import LAFPoseAssigner
+
+    with pytest.raises(InputError, match="True or False"):
+        LAFPoseAssigner(est, **kw)
+
+
+def test_laf_pose_assigner_refuses_bad_lafs_and_images(est):
+    from patchpose.integrations.kornia import LAFPoseAssigner
+
+    a = LAFPoseAssigner(est)
+    img = torch.rand(1, 1, 64, 64)
+    good = KF.laf_from_center_scale_ori(torch.tensor([[[32.0, 32.0]]]), torch.full((1, 1, 1, 1), 6.0))
+    for laf, image, match in (
+        (np.zeros((1, 1, 2, 3)), img, "torch tensors"),
+        ("abc", img, "torch tensors"),
+        (torch.zeros(1, 1, 3, 3), img, r"\(B, N, 2, 3\)"),
+        (torch.full((1, 1, 2, 3), float("nan")), img, "NaN"),
+        (torch.zeros(1, 1, 2, 3, dtype=torch.int64), img, "floats"),
+        (good, torch.rand(2, 1, 64, 64), "B = 1"),
+        (good, (img * 255).to(torch.uint8), "floats"),
+        (good, torch.full((1, 1, 64, 64), float("nan")), "NaN"),
+    ):
+        with pytest.raises(InputError, match=match):
+            a(laf, image)
+    with pytest.raises(InputError, match="estimator must be"):
+        LAFPoseAssigner(123)
+    assert a(torch.zeros(1, 0, 2, 3), img).shape == (1, 0, 2, 3)  # no LAFs: none out
+    # a LAF of scale 0 has no frame to read in: refused where its scale is read or kept
+    flat = good.clone()
+    flat[..., :2] = 0.0
+    assert torch.isfinite(a(flat, img)).all()  # its scale is replaced: fine
+    with pytest.raises(InputError, match="degenerate"):
+        LAFPoseAssigner(est, laf_frame=True)(flat, img)
+    with pytest.raises(InputError, match="degenerate"):
+        LAFPoseAssigner(est, scale=False)(flat, img)
+
+
+# --- LightGlue ----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "xy, scale, ori, kw, match",
+    [
+        (np.ones((4, 3)), 0.0, 0.0, {}, r"\(N, 2\)"),  # was reshaped into 6 keypoints
+        (np.ones(4), 0.0, 0.0, {}, r"\(N, 2\)"),
+        (np.ones((4, 2)), 1e6, 0.0, {}, r"within \[-12, 12\]"),  # was inf
+        (np.ones((4, 2)), np.ones(3), 0.0, {}, "4 numbers"),
+        (np.ones((4, 2)), 0.0, np.ones((4, 1)), {}, "4 numbers"),
+        (np.array([[1, "a"]], object), 0.0, 0.0, {}, "dtype object"),
+        ("abc", 0.0, 0.0, {}, r"\(N, 2\)"),
+        (np.ones((4, 2)), "1", 0.0, {}, "scale"),
+        (np.ones((4, 2)), True, 0.0, {}, "scale"),
+        (np.ones((4, 2)), 0.0, np.nan, {}, "NaN"),
+        (np.ones((4, 2)) * np.inf, 0.0, 0.0, {}, "NaN or infinite"),
+        (np.ones((4, 2)), 0.0, 0.0, {"image_size": "abc"}, "image_size"),
+        (np.ones((4, 2)), 0.0, 0.0, {"image_size": (0, 480)}, "image_size"),
+        (np.ones((4, 2)), 0.0, 0.0, {"image_size": (640.5, 480)}, "image_size"),
+        (np.ones((4, 2)), 0.0, 0.0, {"scores": np.ones(3)}, "scores"),
+        (np.ones((4, 2)), 0.0, 0.0, {"descriptors": np.ones((3, 8))}, "descriptors"),
+        (np.ones((4, 2)), 0.0, 0.0, {"descriptors": np.full((4, 8), np.nan)}, "descriptors"),
+        (np.ones((4, 2)), 0.0, 0.0, {"descriptors": np.ones((4, 8), complex)}, "descriptors"),
+    ],
+)
+def test_to_lightglue_refuses_bad_input(xy, scale, ori, kw, match):
+    with pytest.raises(InputError, match=match):
+        F.to_lightglue(xy, scale, ori, **kw)
+
+
+def test_to_lightglue_empty_and_tensor_input():
+    out = F.to_lightglue(
+        np.zeros((0, 2)), np.zeros(0), np.zeros(0), np.zeros((0, 128)), np.zeros(0), (64, 48)
+    )
+    assert out["keypoints"].shape == (1, 0, 2) and out["scales"].shape == (1, 0)
+    assert out["descriptors"].shape == (1, 0, 128) and out["image_size"].tolist() == [[64.0, 48.0]]
+    xy = torch.ones(3, 2, requires_grad=True)
+    t = F.to_lightglue(xy, torch.zeros(3), 0.0, scores=torch.ones(3))
+    assert torch.equal(t["keypoints"], F.to_lightglue(np.ones((3, 2)), 0.0, 0.0)["keypoints"])
+
+
+# --- hloc ---------------------------------------------------------------------------------------------------
+
+
+def _hloc(path, name="im.jpg", **datasets):
+    with h5py.File(path, "a") as f:
+        g = f.create_group(name)
+        for k, v in datasets.items():
+            g.create_dataset(k, data=v)
+    return path
+
+
+def test_hloc_reader_refuses_missing_foreign_and_folder_paths(tmp_path):
+    with pytest.raises(InputError, match="not found"):
+        F.read_hloc_features(tmp_path / "none.h5", "im.jpg")
+    (tmp_path / "text.h5").write_text("not hdf5")
+    with pytest.raises(InputError, match="not an HDF5 file"):
+        F.read_hloc_features(tmp_path / "text.h5", "im.jpg")
+    with pytest.raises(InputError, match="folder"):
+        F.read_hloc_features(tmp_path, "im.jpg")
+    (tmp_path / "cut.h5").write_bytes(b"\x89HDF\r\n\x1a\n" + b"\0" * 40)  # an HDF5 signature, then nothing
+    with pytest.raises(InputError, match="cut.h5"):
+        F.read_hloc_features(tmp_path / "cut.h5", "im.jpg")
+    p = _hloc(tmp_path / "f.h5", keypoints=np.ones((2, 2)))
+    for name in ("", "/", "/abs.jpg", "a//b.jpg", "../x.jpg", 3, None):
+        with pytest.raises(InputError, match="name"):
+            F.read_hloc_features(p, name)
+
+
+@pytest.mark.parametrize(
+    "datasets, match",
+    [
+        ({"keypoints": np.ones((2, 2)), "scales": np.array([1.0, 0.0])}, "radii"),  # was -inf
+        ({"keypoints": np.ones((2, 2)), "scales": np.array([1.0, -3.0])}, "radii"),  # was NaN
+        ({"keypoints": np.ones((2, 2)), "scales": np.array([1.0, np.nan])}, "NaN"),
+        ({"keypoints": np.ones((2, 2)), "scales": np.ones(3)}, "3 values for 2"),
+        ({"keypoints": np.ones((2, 2)), "oris": np.array([0.0, np.inf])}, "NaN"),
+        ({"keypoints": np.array([[1.0, np.nan]])}, "NaN"),
+        ({"keypoints": np.ones((2, 3))}, r"\(N, 2\)"),
+        ({"keypoints": np.ones(2)}, "2-d"),
+        ({"keypoints": np.array([b"a", b"b"])}, "numbers"),
+        ({"keypoints": np.ones((2, 2)), "descriptors": np.ones((8, 3))}, r"\(D, N\)"),
+    ],
+)
+def test_hloc_reader_refuses_bad_values(tmp_path, datasets, match):
+    p = _hloc(tmp_path / "f.h5", **datasets)
+    with pytest.raises(InputError, match=match):
+        F.read_hloc_features(p, "im.jpg")
+
+
+def test_hloc_writer_refuses_bad_paths_and_names_and_round_trips_empty(tmp_path):
+    args = (np.ones((2, 2)), 0.0, 0.0, np.ones((2, 8), np.float32))
+    with pytest.raises(InputError, match="does not exist"):
+        F.write_hloc_features(tmp_path / "no" / "f.h5", "im.jpg", *args)
+    with pytest.raises(InputError, match="folder"):
+        F.write_hloc_features(tmp_path, "im.jpg", *args)
+    (tmp_path / "text.h5").write_text("not hdf5")
+    with pytest.raises(InputError, match="not an HDF5 file"):
+        F.write_hloc_features(tmp_path / "text.h5", "im.jpg", *args)
+    with pytest.raises(InputError, match="name"):
+        F.write_hloc_features(tmp_path / "f.h5", "", *args)
+    with pytest.raises(InputError, match="need descriptors"):
+        F.write_hloc_features(tmp_path / "f.h5", "im.jpg", np.ones((2, 2)), 0.0, 0.0, None)
+    F.write_hloc_features(tmp_path / "f.h5", "db/e.jpg", np.zeros((0, 2)), 0.0, 0.0, np.zeros((0, 8)))
+    r = F.read_hloc_features(tmp_path / "f.h5", "db/e.jpg")
+    assert r["xy"].shape == (0, 2) and r["scale"].shape == (0,) and r["descriptors"].shape == (0, 8)
+
+
+# --- COLMAP -------------------------------------------------------------------------------------------------
+
+
+def _colmap_line(x=10.5, y=20.5, r=16.0, a=0.0, desc=(0,) * 128) -> str:
+    return " ".join(map(str, (x, y, r, a, *desc)))
+
+
+@pytest.mark.parametrize(
+    "text, match",
+    [
+        ("1 128\n" + _colmap_line(r=-4.0), "radii"),  # was NaN
+        ("1 128\n" + _colmap_line(r=0.0), "radii"),
+        ("1 128\n" + _colmap_line(x="nan"), "NaN"),
+        ("1 128\n" + _colmap_line(a="inf"), "NaN"),
+        ("1 128\n" + _colmap_line(desc=(999,) + (0,) * 127), r"\[0, 255\]"),  # was 231
+        ("1 128\n" + _colmap_line(desc=(1.5,) + (0,) * 127), r"\[0, 255\]"),
+        ("1 128\n" + _colmap_line(desc=(-1,) + (0,) * 127), r"\[0, 255\]"),
+        ("1 128\n" + _colmap_line(desc=(0,) * 127), "line 2"),
+        ("2 128\n" + _colmap_line(), "2 keypoints"),
+        ("1 128\n" + _colmap_line() + "\n" + _colmap_line(), "1 keypoints"),
+        ("1 64\n" + _colmap_line(desc=(0,) * 64), "D = 128"),
+        ("-1 128\n", "N >= 0"),
+        ("hello\n", "first line"),
+        ("", "first line"),
+    ],
+)
+def test_colmap_reader_refuses_bad_files(tmp_path, text, match):
+    p = tmp_path / "k.txt"
+    p.write_text(text)
+    with pytest.raises(InputError, match=match):
+        F.read_colmap_keypoints(p)
+
+
+def test_colmap_reader_and_writer_refuse_bad_paths_and_round_trip_empty(tmp_path):
+    (tmp_path / "bin.txt").write_bytes(bytes(range(256)) * 4)  # was UnicodeDecodeError
+    with pytest.raises(InputError, match="not text"):
+        F.read_colmap_keypoints(tmp_path / "bin.txt")
+    with pytest.raises(InputError, match="not found"):
+        F.read_colmap_keypoints(tmp_path / "none.txt")
+    with pytest.raises(InputError, match="folder"):
+        F.read_colmap_keypoints(tmp_path)
+    with pytest.raises(InputError, match="does not exist"):  # was FileNotFoundError
+        F.write_colmap_keypoints(tmp_path / "no" / "k.txt", np.ones((1, 2)), 0.0, 0.0)
+    with pytest.raises(InputError, match="folder"):
+        F.write_colmap_keypoints(tmp_path, np.ones((1, 2)), 0.0, 0.0)
+    with pytest.raises(InputError, match="scale"):
+        F.write_colmap_keypoints(tmp_path / "k.txt", np.ones((1, 2)), np.nan, 0.0)
+    F.write_colmap_keypoints(tmp_path / "e.txt", np.zeros((0, 2)), np.zeros(0), np.zeros(0))
+    r = F.read_colmap_keypoints(tmp_path / "e.txt")
+    assert r["xy"].shape == (0, 2) and r["scale"].shape == (0,) and r["descriptors"].shape == (0, 128)
+
+
+# --- OpenCV keypoints and LAFs (interop) ----------------------------------------------------------------------
+
+
+def test_interop_refuses_bad_keypoints_factors_and_lafs():
+    from patchpose import interop as I
+
+    for factor in (0, -1.0, np.nan, "2", True, None):
+        with pytest.raises(InputError, match="size_factor"):
+            I.to_cv2_keypoints(np.ones((1, 2)), 0.0, 0.0, size_factor=factor)
+        with pytest.raises(InputError, match="laf_factor"):
+            I.to_laf(np.ones((1, 2)), 0.0, 0.0, laf_factor=factor)
+    with pytest.raises(InputError, match=r"\(N, 2\)"):
+        I.to_cv2_keypoints(np.ones((2, 3)), 0.0, 0.0)
+    with pytest.raises(InputError, match=r"\(N, 2\)"):
+        I.to_laf(np.ones(6), 0.0, 0.0)
+    with pytest.raises(InputError, match="size"):  # was -inf
+        I.from_cv2_keypoints([cv2.KeyPoint(5.0, 5.0, 0.0)])
+    with pytest.raises(InputError, match="cv2.KeyPoint"):
+        I.from_cv2_keypoints([(5.0, 5.0)])
+    for bad in (None, "abc", np.ones((2, 2)), 5):
+        with pytest.raises(InputError, match="cv2.KeyPoint"):
+            I.is_opencv_sift(bad)
+    with pytest.raises(InputError, match="image_shape"):
+        I.keypoint_xy([cv2.KeyPoint(5.0, 5.0, 3.0)], image_shape="abc")
+    laf = I.to_laf(np.ones((2, 2)) * 5, 0.0, 0.0)
+    with pytest.raises(InputError, match=r"\(1, N, 2, 3\)"):
+        I.from_laf(torch.cat([laf, laf]))  # the second image was dropped silently
+    with pytest.raises(InputError, match="torch tensor"):
+        I.from_laf(laf.numpy())
+    with pytest.raises(InputError, match="degenerate"):
+        I.from_laf(torch.zeros(1, 1, 2, 3))
+    assert I.to_cv2_keypoints(np.zeros((0, 2)), np.zeros(0), np.zeros(0)) == []
+    assert I.from_laf(I.to_laf(np.zeros((0, 2)), np.zeros(0), np.zeros(0)))[0].shape == (0, 2)
+
+
+# --- the estimator and assign -------------------------------------------------------------------------------
+
+
+def test_estimate_reads_tensors_that_require_grad_and_refuses_tensor_images(est):
+    img = texture()
+    kp = torch.tensor([[48.0, 48.0]], requires_grad=True)
+    assert np.array_equal(est.estimate(img, kp).scale, est.estimate(img, np.array([[48.0, 48.0]])).scale)
+    with pytest.raises(InputError, match="numpy array"):
+        est.estimate(torch.from_numpy(img).float().requires_grad_(), np.array([[48.0, 48.0]]))
+
+
+def test_assign_refuses_none(est):
+    with pytest.raises(InputError, match="cv2.KeyPoint"):
+        patchpose.assign(texture(), None, est)
+    with pytest.raises(InputError, match="numpy array"):
+        patchpose.assign(None, [], est)
+    with pytest.raises(InputError, match="numpy array"):
+        patchpose.resolve_orientations("img.png", [], est)
+    assert patchpose.assign(texture(), [], est) == []
+
+
+# --- image files --------------------------------------------------------------------------------------------
+
+
+def _chunk(kind: bytes, data: bytes) -> bytes:
+    return (
+        struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
+    )
+
+
+def png_claiming(w: int, h: int) -> bytes:
+    """A small PNG whose header claims ``w × h`` gray pixels (its data would decode to far fewer)."""
+    ihdr = struct.pack(">IIBBBBB", w, h, 8, 0, 0, 0, 0)
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + _chunk(b"IHDR", ihdr)
+        + _chunk(b"IDAT", zlib.compress(b"\0" * 4096))
+        + _chunk(b"IEND", b"")
+    )
+
+
+def jpeg_claiming(w: int, h: int) -> bytes:
+    """A JPEG's first segments: an APP0 header, then a baseline frame header claiming ``w × h``."""
+    app0 = b"\xff\xe0" + struct.pack(">H", 16) + b"JFIF\0\x01\x01\0\0\x01\0\x01\0\0"
+    sof = b"\xff\xc0" + struct.pack(">HBHHB", 11, 8, h, w, 1) + b"\x01\x11\x00"
+    return b"\xff\xd8" + app0 + sof + b"\xff\xd9"
+
+
+@pytest.mark.parametrize("ext", ["png", "jpg", "bmp", "webp", "ppm", "pgm", "tif"])
+def test_header_size_reads_each_format(tmp_path, ext):
+    from patchpose.data.image_header import header_size
+
+    img = np.zeros((37, 53, 3), np.uint8)
+    p = tmp_path / f"a.{ext}"
+    assert cv2.imwrite(str(p), img[..., 0] if ext == "pgm" else img)
+    assert header_size(p) == (53, 37)
+
+
+def test_images_over_the_pixel_limit_are_refused_before_decoding(tmp_path, monkeypatch):
+    from patchpose.data.image_header import DEFAULT_MAX_IMAGE_PIXELS, MAX_PIXELS_ENV
+    from patchpose.data.patches import load_image
+
+    monkeypatch.setenv(MAX_PIXELS_ENV, "")
+    for name, data in (
+        ("bomb.png", png_claiming(50_000, 50_000)),
+        ("bomb.jpg", jpeg_claiming(50_000, 50_000)),
+    ):
+        (tmp_path / name).write_bytes(data)
+        with pytest.raises(
+            InputError, match=f"50000 × 50000 pixels.*{DEFAULT_MAX_IMAGE_PIXELS:,}.*{MAX_PIXELS_ENV}"
+        ):
+            load_image(tmp_path / name)
+    small = tmp_path / "small.png"
+    cv2.imwrite(str(small), texture(80, 100))
+    assert load_image(small).shape == (80, 100, 3)
+    monkeypatch.setenv(MAX_PIXELS_ENV, "7999")
+    with pytest.raises(InputError, match="7,999"):
+        load_image(small)
+    small_tif = tmp_path / "small.tiff"  # a header read too; the decoded size is checked for any format
+    cv2.imwrite(str(small_tif), texture(80, 100))
+    with pytest.raises(InputError, match="7,999"):
+        load_image(small_tif)
+    monkeypatch.setenv(MAX_PIXELS_ENV, "8000")
+    assert load_image(small).shape == (80, 100, 3)
+    monkeypatch.setenv(MAX_PIXELS_ENV, "lots")
+    with pytest.raises(InputError, match=MAX_PIXELS_ENV):
+        load_image(small)
+
+
+# --- the command line ---------------------------------------------------------------------------------------
+
+
+def test_cli_refuses_an_image_bomb_in_one_line(tmp_path, capsys, monkeypatch):
+    from patchpose.cli.main import main
+    from patchpose.data.image_header import MAX_PIXELS_ENV
+
+    monkeypatch.setenv(MAX_PIXELS_ENV, "")  # empty: the default limit
+    (tmp_path / "bomb.png").write_bytes(png_claiming(50_000, 50_000))
+    assert main(["estimate", str(tmp_path / "bomb.png"), "--out", str(tmp_path)]) == 2
+    assert "more than the limit" in one_line_error(capsys)
+    small = tmp_path / "small.png"
+    cv2.imwrite(str(small), texture(80, 100))
+    assert main(["--max-image-pixels", "100", "estimate", str(small), "--out", str(tmp_path)]) == 2
+    assert "limit of 100 pixels" in one_line_error(capsys)
+    assert os.environ[MAX_PIXELS_ENV] == ""  # the flag held for that command only
+    assert main(["--max-image-pixels", "0", "estimate", str(small), "--out", str(tmp_path)]) == 2
+    assert "--max-image-pixels" in one_line_error(capsys)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["generate", "patchpose", "--out", "{o}"],
+        ["generate", "patchpose", "--split", "test", "--out", "{o}"],
+        ["generate", "hpatches", "--out", "{o}"],
+        ["generate", "hpatches", "--split", "all", "--out", "{o}"],
+        ["generate", "posed-pairs", "--out", "{o}"],
+        ["eval", "rotation", "--out", "{o}"],
+        ["eval", "synthetic", "--out", "{o}"],
+    ],
+)
+def test_cli_refuses_an_empty_photo_folder(tmp_path, capsys, args):
+    from patchpose.cli.main import main
+
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    (empty / "notes.txt").write_text("no photos here")
+    out = tmp_path / "out"
+    argv = [a.format(o=out) for a in args] + ["--images", str(empty)]
+    assert main(argv) == 2
+    assert "holds no photos" in one_line_error(capsys)
+    assert not (out / "manifest.json").exists()
+    assert main([a.format(o=out) for a in args] + ["--images", str(tmp_path / "missing")]) == 2
+    assert "not found" in one_line_error(capsys)
+
+
+@pytest.mark.parametrize("workers", ["-1", "0", "100000"])
+def test_cli_checks_worker_counts(tmp_path, capsys, workers):
+    from patchpose.cli.main import main
+
+    (tmp_path / "p").mkdir()
+    cv2.imwrite(str(tmp_path / "p" / "a.png"), texture())
+    argv = ["generate", "patchpose", "--images", str(tmp_path / "p"), "--out", str(tmp_path / "o")]
+    assert main([*argv, "--workers", workers]) == 2
+    assert "--workers must be a whole number from 1 to" in one_line_error(capsys)
+    assert not (tmp_path / "o").exists()
+
+
+def test_training_worker_count_is_checked():
+    from patchpose.training.config import load_config
+
+    for n in (-1, 10_000):
+        with pytest.raises(ValueError, match="data.num_workers"):
+            load_config("v1", [f"data.num_workers={n}"])
+    assert load_config("v1", ["data.num_workers=0"]).data.num_workers == 0
+
+
+def test_bad_splits_json_is_one_line(tmp_path):
+    from patchpose.data.photos import load_splits
+
+    (tmp_path / "splits.json").write_text("{not json")
+    with pytest.raises(InputError, match="not JSON"):
+        load_splits(tmp_path)
+    (tmp_path / "splits.json").write_text('{"train": "a.png"}')
+    with pytest.raises(InputError, match="list of photo paths"):
+        load_splits(tmp_path)
+
+
+def test_scale_limit_is_the_estimators_frame_limit():
+    from patchpose.checks import SCALE_LIMIT
+    from patchpose.reading import MAX_FRAME
+
+    assert SCALE_LIMIT == MAX_FRAME
+
+
+def test_keypoint_files_that_are_folders_or_binary_are_one_line(tmp_path):
+    from patchpose.fileio import read_keypoints
+
+    with pytest.raises(InputError, match="not found"):
+        read_keypoints(tmp_path)
+    (tmp_path / "kp.txt").write_bytes(bytes(range(256)) * 4)
+    with pytest.raises(InputError, match="not a text file"):
+        read_keypoints(tmp_path / "kp.txt")
+    (tmp_path / "kp.npy").write_bytes(b"garbage")
+    with pytest.raises(InputError, match="not a readable .npy"):
+        read_keypoints(tmp_path / "kp.npy")
