@@ -65,10 +65,6 @@ class PairConfig:
     # where, within a pixel or so, the keypoint was found). Photo pixels whatever the view's scale: SIFT's
     # re-detection offsets are about constant in image pixels
     jitter_px: float = 0.0
-    # training pairs only: the keypoint of each view moved by N(0, jitter_view_px²) *view* pixels per axis
-    # (2**σ photo pixels at a view of frame σ), on its own: a detector that runs on the view's image finds
-    # a keypoint again within about a pixel of that image, whatever its scale (Key.Net, corners)
-    jitter_view_px: float = 0.0
     # log-polar inputs only: with probability ``context`` per view, what lies beyond a random line at
     # distance d ~ 2^U[log2 context_min, log2 context_max] *view* pixels from the keypoint (1 or 2 such
     # lines) is replaced by a constant (black half the time, else a random gray), each view on its own:
@@ -233,11 +229,6 @@ def sample_pairs(
     xy_v = [xy, xy]
     if augment and cfg.jitter_px > 0:
         xy_v = [xy + cfg.jitter_px * rng.standard_normal((n, 2)) for _ in range(2)]
-    if augment and cfg.jitter_view_px > 0:
-        xy_v = [
-            p + cfg.jitter_view_px * np.exp2(s)[:, None] * rng.standard_normal((n, 2))
-            for p, s in zip(xy_v, (sa, sb))
-        ]
     resample = polar is not None and cfg.resample > 0
     # affine shapes: identity, or a stretch on view a or view b (labels unchanged, see PairConfig)
     shapes = np.broadcast_to(np.eye(2), (2, n, 2, 2)).copy()
