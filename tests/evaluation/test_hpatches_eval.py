@@ -44,7 +44,8 @@ def test_evaluation_end_to_end_and_resume(tmp_path):
     doc = evaluate_hpatches(tmp_path, out, max_keypoints=200, progress=False)
     saved = json.loads((out / "results.json").read_text())
     rows = ["lower", "sift", "ours", "ours_top4", "upper"]
-    assert saved["protocol"] == "d2net" and list(saved["mma"]) == rows[:4] + [
+    assert saved["protocol"] == "d2net" and list(saved["mma"]) == rows[:2] + ["sift_all"] + rows[2:4] + [
+        "ours_adaptive",
         "ours_angle",
         "sift_resolved_by_ours",
         "dominant_gradient",
@@ -58,6 +59,9 @@ def test_evaluation_end_to_end_and_resume(tmp_path):
             assert v == sorted(v)  # MMA grows with the threshold
         assert saved["matches"][row] > 0
     assert list(saved["pose_accuracy"]) == rows
+    per_kp = saved["descriptors_per_keypoint"]
+    assert per_kp["ours_top4"] == 4 and per_kp["sift"] == per_kp["ours"] == 1
+    assert 1 < per_kp["sift_all"] < 2 and 1 <= per_kp["ours_adaptive"] < 4  # measured, not nominal
     assert saved["pose_accuracy"]["upper"] == {
         "scale_acc@1/6": 100.0,
         "scale_acc@1/3": 100.0,
@@ -285,6 +289,7 @@ def test_harris_and_file_keypoints_evaluate_without_sift_rows(tmp_path):
         "lower",
         "ours",
         "ours_top4",
+        "ours_adaptive",
         "ours_angle",
         "dominant_gradient",
         "log+dominant_gradient",

@@ -267,8 +267,10 @@ def framed_poses(est, feats: Features):
 def candidate_counts(row: str, feats: Features, ours=None) -> np.ndarray:
     """``(N,)`` how many descriptors a row makes at each keypoint: SIFT's orientations at the location
     (``sift_all``), our strong candidates (``ours_adaptive``; ``ours``: a top-k read), k for ``ours_topK``,
-    else 1."""
+    else 1 (none for no keypoints)."""
     n = len(feats)
+    if n == 0:
+        return np.zeros(0, np.int64)
     if row == "sift_all":
         if feats.sift_ori_candidates is None:
             raise InputError("the 'sift_all' row needs SIFT detections")
