@@ -25,6 +25,7 @@ import cv2
 import numpy as np
 
 from ..errors import InputError
+from .patches import load_image
 
 NAME_RE = re.compile(
     r"^(?P<group>.+)_angle(?P<angle>\d{3})_scale(?P<scale>\d+\.\d{4})\.(jpg|jpeg|png)$", re.I
@@ -79,11 +80,9 @@ class OfficialPatchPose:
         gid = {g: i for i, g in enumerate(groups)}
         imgs = []
         for _, _, _, p, _ in rows:
-            im = cv2.imread(str(p), cv2.IMREAD_COLOR)
-            if im is None:
-                raise InputError(f"cannot read {p}")
-            if not swap_rb:
-                im = cv2.cvtColor(im, cv2.COLOR_BGR2RGB)
+            im = load_image(p)  # RGB; refused before decoding past the pixel limit
+            if swap_rb:
+                im = cv2.cvtColor(im, cv2.COLOR_RGB2BGR)
             imgs.append(im)
         self.rgb = np.stack(imgs)  # (N, H, W, 3) in RGB order
         self.group = np.array([gid[r[0]] for r in rows])

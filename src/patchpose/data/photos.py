@@ -236,6 +236,7 @@ def write_graffiti(folder: str | Path, out: str | Path) -> Path:
     import numpy as np
 
     from .hpatches import write_homography
+    from .patches import load_image
 
     base, im1, im3, hxml, node = GRAFFITI
     folder = Path(folder)
@@ -251,9 +252,7 @@ def write_graffiti(folder: str | Path, out: str | Path) -> Path:
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
     for k, p in ((1, paths[0]), (2, paths[1])):
-        img = cv2.imread(str(p), cv2.IMREAD_COLOR)
-        if img is None:
-            raise FileNotFoundError(f"cannot read {p}")
+        img = cv2.cvtColor(load_image(p), cv2.COLOR_RGB2BGR)  # one-line InputError if unreadable
         cv2.imwrite(str(tmp / f"{k}.ppm"), img)
     write_homography(tmp / "H_1_2", H)
     shutil.rmtree(seq, ignore_errors=True)
