@@ -748,6 +748,13 @@ def _label(row: str) -> str:
     return ROW_LABELS.get(row, row)
 
 
+def _per_kp(v) -> str:
+    """Descriptors per keypoint as a table cell: a whole number as such, else two decimals."""
+    if v is None:
+        return "–"
+    return str(int(v)) if float(v).is_integer() else f"{v:.2f}"
+
+
 def results_markdown(doc: dict) -> str:
     s = doc["setup"]
     th = doc["thresholds_px"]
@@ -781,7 +788,7 @@ def results_markdown(doc: dict) -> str:
         c = correct.get(row, {})
         counts = [f"{c[k]:.1f}" if c.get(k) is not None else "–" for k in ("overall", "viewpoint")]
         lines.append(
-            f"| {_label(row)} | {per_kp.get(row, '–')} | {doc['matches'][row]:.1f} | "
+            f"| {_label(row)} | {_per_kp(per_kp.get(row))} | {doc['matches'][row]:.1f} | "
             + " | ".join(counts + cells + extra)
             + " |"
         )
