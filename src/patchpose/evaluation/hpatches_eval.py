@@ -730,7 +730,9 @@ def evaluate_hpatches(
 ROW_LABELS = {
     "lower": "lower (no pose)",
     "sift": "SIFT's own pose",
+    "sift_all": "SIFT's own pose, all its orientations",
     "ours": "ours (argmax)",
+    "ours_adaptive": "ours, strong candidates (SIFT's 80 % rule)",
     "keynet": "Key.Net's own pose (its scale, upright)",
     "ours_angle": "our angle in the detector's frame (its scale; 16 px without one)",
     "sift_resolved_by_ours": "SIFT's own pose, its orientations resolved by ours",
