@@ -24,6 +24,7 @@ def test_rotation_matching_eval_on_a_tiny_set(tmp_path):
         "ours",
         "ours_at_sift_size",
         "sift_resolved_by_ours",
+        "dominant_gradient",
         "upright",
         "sift_all_orientations",
     } and doc["thresholds_px"] == [
@@ -46,8 +47,14 @@ def test_rotation_matching_eval_on_a_tiny_set(tmp_path):
         "ours",
         "ours_at_sift_size",
         "sift_resolved_by_ours",
+        "dominant_gradient",
         "ours_at_sift_size_true_position",
     }
+    # the dominant gradient, read in SIFT's window, turns with the image as SIFT's angle does
+    assert (
+        cons["dominant_gradient"]["0-1 px"]["n"] == cons["sift"]["0-1 px"]["n"]
+        and cons["dominant_gradient"]["0-1 px"]["within_10"] > 0.9
+    )
     n = cons["ours_at_sift_size"]["0-1 px"]["n"]
     assert cons["ours_at_sift_size_true_position"]["0-1 px"]["n"] == n > 50
     assert cons["sift"]["0-1 px"]["n"] > 50 and cons["sift"]["0-1 px"]["median_deg"] < 1.0
@@ -192,3 +199,24 @@ def test_eval_rotation_refuses_photos_without_keypoints(tmp_path):
     cv2.imwrite(str(blank), np.full((64, 64, 3), 128, np.uint8))
     with pytest.raises(InputError, match="none of the 1 photos"):
         evaluate_rotation([blank], tmp_path / "o", angles=(0, 90), progress=False)
+
+
+def test_peer_angles_turn_with_the_image_and_need_their_weights(tmp_path):
+    """The peers' rows keep SIFT's size and read their angle in SIFT's window: on a quarter-turned image the
+    angle of every keypoint moves by 90° (OpenCV's angle is clockwise, so by −90°)."""
+    from patchpose.evaluation.rotation_eval import peer_angles
+
+    img = (make_textured_image(300, seed=3) * 255).astype(np.uint8)
+    rgb = np.dstack([img] * 3)
+    g = np.mgrid[60:240:30, 60:240:30].reshape(2, -1).T.astype(np.float64)
+    kps = [cv2.KeyPoint(float(x), float(y), 6.0) for y, x in g]
+    turned = np.rot90(rgb).copy()  # counter-clockwise: (x, y) -> (y, W - 1 - x)
+    kps_t = [cv2.KeyPoint(k.pt[1], 299 - k.pt[0], 6.0) for k in kps]
+    a0 = np.array([k.angle for k in peer_angles(rgb, kps, "dominant_gradient")])
+    a1 = np.array([k.angle for k in peer_angles(turned, kps_t, "dominant_gradient")])
+    d = (a1 - a0 + 90.0 + 180.0) % 360.0 - 180.0
+    assert np.mean(np.abs(d) <= 5.0) >= 0.9
+    assert [k.size for k in peer_angles(rgb, kps, "dominant_gradient")] == [6.0] * len(kps)
+    assert peer_angles(rgb, [], "dominant_gradient") == []
+    with pytest.raises(InputError, match="--peers"):
+        peer_angles(rgb, kps, "orinet")

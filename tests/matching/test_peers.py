@@ -332,3 +332,20 @@ def test_eval_hpatches_reports_the_peer_rows_with_descriptors_and_correct_matche
     md = (tmp_path / "o" / "results.md").read_text()
     assert "| AffNet shape + OriNet orientation (kornia), detector's scale | 1 |" in md
     assert doc["setup"]["peers"] == str(PEERS_DIR) and doc["setup"]["detector"].startswith("Shi-Tomasi")
+
+
+@needs_peers
+def test_eval_rotation_adds_the_orinet_row_read_in_sifts_window(tmp_path):
+    import cv2
+
+    from conftest import make_textured_image
+    from patchpose.evaluation.rotation_eval import evaluate_rotation
+
+    photo = tmp_path / "tex.png"
+    cv2.imwrite(str(photo), (make_textured_image(300, seed=2) * 255).astype(np.uint8))
+    doc = evaluate_rotation(
+        [photo], tmp_path / "o", angles=(0, 90), max_keypoints=200, progress=False, peers=PEERS_DIR
+    )
+    assert "orinet" in doc["mma_per_angle"] and "orinet" in doc["angle_consistency"]
+    assert doc["mma_per_angle"]["orinet"]["90"][1] > doc["mma_per_angle"]["upright"]["90"][1]
+    assert doc["angle_consistency"]["orinet"]["0-1 px"]["within_10"] > 0.8  # a quarter turn, found again

@@ -101,6 +101,7 @@ def eval_rotation_command(a: argparse.Namespace) -> int:
         progress=not a.no_progress,
         read_plan=read_plan(a),
         bootstrap=a.bootstrap,
+        peers=a.peers,
     )
     print_results(a.out, f"wrote {a.out}/results.json and results.md in {doc['seconds']:.0f} s")
     return 0
@@ -253,6 +254,13 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         help="the first rotation in degrees (default 0; --start 5 turns by 5, 15, ..., 355 with the default step)",
     )
     ro.add_argument("--out", default="outputs/eval_rotation")
+    ro.add_argument(
+        "--peers",
+        metavar="DIR",
+        default=None,
+        help="folder of the peers' weights (its README says which files), for comparison only: adds the "
+        "orinet row (OriNet's angle in SIFT's window)",
+    )
     add_weights(ro)
     _add_bootstrap(ro, "photos for 95%% intervals of the MMA columns")
     ro.add_argument("--no-progress", action="store_true")

@@ -8,7 +8,9 @@ any one-per-location pipeline would keep), ours (:func:`patchpose.assign`, whose
 cover the model's calibrated descriptor window, as in the matching pipeline), ours at SIFT's size
 (``keep_size``: SIFT's size kept, our angle read in its frame), SIFT's own angle resolved by ours (where
 SIFT found several, the one nearest our angle: :func:`patchpose.resolve_orientations`), and upright (SIFT's
-size, angle 0, the lower bound). One more row is SIFT as it comes, a keypoint per orientation
+size, angle 0, the lower bound); the peers users run at SIFT's keypoints without SIFT's angle, each in
+SIFT's window (SIFT's size kept): kornia's dominant gradient (``dominant_gradient``) and, with the
+peers' weights (``peers``), OriNet as kornia reads it (``orinet``). One more row is SIFT as it comes, a keypoint per orientation
 (``sift_all_orientations``): about a fifth more keypoints than the other rows, so a reference, not a rival
 at equal cost. Matches are mutual nearest neighbours (``cv2.BFMatcher(crossCheck=True)``); MMA@t is the
 share within t px of the true rotation, averaged over pairs. Outputs ``results.json``, ``results.md``.
@@ -48,7 +50,12 @@ from pathlib import Path
 import cv2
 import numpy as np
 
-from ..conventions import similarity_about
+from ..conventions import (
+    OPENCV_SIFT_WINDOW_PER_SIZE,
+    REFERENCE_RADIUS,
+    similarity_about,
+    to_cv2_size_angle,
+)
 from ..errors import InputError, is_int_in, require
 from ..fileio import write_text_atomic
 from ..geometry import apply_homography
@@ -62,8 +69,11 @@ from .intervals import (
 )
 from .metrics import redetections
 
-ROWS = ("sift", "ours", "ours_at_sift_size", "sift_resolved_by_ours", "upright", "sift_all_orientations")
-ANGLE_ROWS = ("sift", "ours", "ours_at_sift_size", "sift_resolved_by_ours")
+BASE_ROWS = ("sift", "ours", "ours_at_sift_size", "sift_resolved_by_ours", "dominant_gradient", "upright")
+#: rows that need the peers' weights (:class:`~patchpose.matching.peers.Peers`)
+PEER_ROWS = ("orinet",)
+ROWS = (*BASE_ROWS, "sift_all_orientations")
+ANGLE_ROWS = ("sift", "ours", "ours_at_sift_size", "sift_resolved_by_ours", "dominant_gradient", "orinet")
 #: the angle diagnostic's extra row: our angle read at the true position of each keypoint found again
 TRUE_POSITION_ROW = "ours_at_sift_size_true_position"
 ANGLE_OFFSET_BINS = ((0.0, 0.25), (0.25, 0.5), (0.5, 1.0))
@@ -181,10 +191,43 @@ def _dedupe(kps):
     return out
 
 
-def _views(img, detected, est) -> dict:
+def peer_angles(img, kps, row: str, peers=None) -> list[cv2.KeyPoint]:
+    """SIFT's keypoints ``kps`` with SIFT's size kept and the angle of a peer read in SIFT's descriptor
+    window (half-width ``OPENCV_SIFT_WINDOW_PER_SIZE · size``): ``dominant_gradient`` (kornia's
+    ``PatchDominantGradientOrientation``) or ``orinet`` (OriNet through kornia's ``LAFOrienter``; ``peers``:
+    :class:`~patchpose.matching.peers.Peers`)."""
+    from ..baselines import ORI_PATCH, dominant_gradient_orientation
+    from ..data.patches import Pyramid, extract_patches, to_gray
+    from ..matching.peers import orinet_orientations
+
+    if not kps:
+        return []
+    gray = to_gray(np.asarray(img, np.float32) / 255.0)
+    xy = keypoint_xy(kps)
+    radius = OPENCV_SIFT_WINDOW_PER_SIZE * np.array([k.size for k in kps], np.float64)
+    if row == "dominant_gradient":
+        frame = np.log2(radius / REFERENCE_RADIUS)
+        zero = np.zeros(len(kps))
+        theta = dominant_gradient_orientation(
+            extract_patches(Pyramid(gray), xy, frame, zero, ORI_PATCH, [1.0])
+        )
+    elif row == "orinet":
+        if peers is None:
+            raise InputError("the orinet row needs the peers' weights folder (--peers DIR)")
+        theta = orinet_orientations(peers, gray, xy, radius)
+    else:
+        raise InputError(f"unknown peer row {row!r}")
+    _, angle = to_cv2_size_angle(0.0, theta)
+    return [
+        cv2.KeyPoint(*k.pt, k.size, float(a), k.response, k.octave, k.class_id) for k, a in zip(kps, angle)
+    ]
+
+
+def _views(img, detected, est, peers=None) -> dict:
     """The keypoints of every row, one per location (:func:`_dedupe` of SIFT's ``detected`` keypoints):
     SIFT's own, ours, SIFT's size with our angle, SIFT's angle nearest ours where SIFT found several
-    (:func:`patchpose.integrations.opencv.resolve_orientations`), and upright."""
+    (:func:`patchpose.integrations.opencv.resolve_orientations`), the peers' angles in SIFT's window
+    (:func:`peer_angles`; OriNet with ``peers``), and upright."""
     from ..integrations.opencv import assign, resolve_orientations
 
     kps = _dedupe(detected)
@@ -196,6 +239,8 @@ def _views(img, detected, est) -> dict:
         # SIFT's size, our angle read in the frame of SIFT's window
         "ours_at_sift_size": assign(img, kps, est, keep_size=True),
         "sift_resolved_by_ours": [resolved[(k.pt, k.size)] for k in kps],
+        "dominant_gradient": peer_angles(img, kps, "dominant_gradient"),
+        **({"orinet": peer_angles(img, kps, "orinet", peers)} if peers is not None else {}),
         "upright": [cv2.KeyPoint(*k.pt, k.size, 0, k.response, k.octave, k.class_id) for k in kps],
         # SIFT as it comes: a keypoint per orientation (more keypoints than the other rows; MMA only)
         "sift_all_orientations": sorted(detected, key=lambda k: -k.response),
@@ -222,17 +267,19 @@ def evaluate_rotation(
     progress: bool = True,
     bootstrap: int = DEFAULT_REPLICATES,
     read_plan: dict | None = None,
+    peers=None,
 ) -> dict:
     """Match every photo against its turned copies at every pose row; write ``results.json`` and
     ``results.md`` to ``out_dir``. ``photos`` must not be empty and ``angles`` must hold a real turn
     (:func:`check_angles`); photos with fewer than ``MIN_KEYPOINTS`` SIFT locations are skipped, and a run
     that skips them all raises :class:`InputError`. ``bootstrap`` replicates over photos (0: none) give the
     MMA intervals (:func:`mma_intervals`). ``read_plan``: changes to the model's read plan
-    (:meth:`patchpose.ReadPlan.replace`), or None."""
+    (:meth:`patchpose.ReadPlan.replace`), or None. ``peers``: the peers' weights folder (or its
+    :class:`~patchpose.matching.peers.Peers`) for the ``orinet`` row, or None."""
     tqdm = require("tqdm", "eval").tqdm
-
     from ..data.patches import load_image, resize_long_side
     from ..estimator import PatchPoseEstimator
+    from ..matching.peers import Peers
 
     t0 = time.time()
     photos = list(photos)
@@ -243,11 +290,15 @@ def evaluate_rotation(
     if not is_int_in(max_keypoints, 1):
         raise InputError(f"max_keypoints must be a positive integer, got {max_keypoints!r}")
     est = PatchPoseEstimator.load(weights).with_plan(**(read_plan or {}))
+    if peers is not None and not isinstance(peers, Peers):
+        peers = Peers(peers)
+    rows = (*BASE_ROWS, *(PEER_ROWS if peers is not None else ()), "sift_all_orientations")
+    angle_rows = tuple(r for r in ANGLE_ROWS if r in rows)
     sift = cv2.SIFT_create(nfeatures=max_keypoints)
     bf = cv2.BFMatcher(cv2.NORM_L2, crossCheck=True)
-    per_angle = {r: {a: [] for a in angles} for r in ROWS}
-    n_matches: dict = {r: [] for r in ROWS}
-    errs: dict = {r: [] for r in (*ANGLE_ROWS, TRUE_POSITION_ROW)}
+    per_angle = {r: {a: [] for a in angles} for r in rows}
+    n_matches: dict = {r: [] for r in rows}
+    errs: dict = {r: [] for r in (*angle_rows, TRUE_POSITION_ROW)}
     used = 0  # photos with enough keypoints
     names: list[str] = []
     for p in tqdm(photos, desc="photos", disable=not progress):
@@ -259,7 +310,7 @@ def evaluate_rotation(
             continue
         used += 1
         names.append(Path(p).name)
-        views0 = _views(img, det0, est)
+        views0 = _views(img, det0, est, peers)
         kept0, d0 = _described(sift, g0, views0)
         for a in angles:
             H = similarity_about(((w - 1) / 2, (h - 1) / 2), 0.0, np.radians(a))
@@ -267,16 +318,16 @@ def evaluate_rotation(
             g1 = cv2.cvtColor(img1, cv2.COLOR_RGB2GRAY)
             det1 = sift.detect(g1, None)
             if len(_dedupe(det1)) < MIN_KEYPOINTS:
-                for r in ROWS:
+                for r in rows:
                     per_angle[r][a].append([0.0] * len(thresholds))
                 continue
-            views1 = _views(img1, det1, est)
+            views1 = _views(img1, det1, est, peers)
             if a % 360:
                 for r, e in angle_errors(views0, views1, H, a).items():
                     errs[r].append(e)
                 errs[TRUE_POSITION_ROW].append(true_position_errors(img1, views0, views1, H, a, est))
             kept1, d1 = _described(sift, g1, views1)
-            for r in ROWS:
+            for r in rows:
                 m = bf.match(d0[r], d1[r])
                 n_matches[r].append(len(m))
                 if not m:
@@ -291,8 +342,8 @@ def evaluate_rotation(
             f"none of the {len(photos)} photos has {MIN_KEYPOINTS} SIFT keypoints (blank or too small?): "
             "nothing to evaluate"
         )
-    curves = {r: {str(a): np.mean(v, axis=0).tolist() for a, v in per_angle[r].items() if v} for r in ROWS}
-    overall = {r: np.mean([c for c in curves[r].values()], axis=0).tolist() for r in ROWS}
+    curves = {r: {str(a): np.mean(v, axis=0).tolist() for a, v in per_angle[r].items() if v} for r in rows}
+    overall = {r: np.mean([c for c in curves[r].values()], axis=0).tolist() for r in rows}
     doc = {
         "angles_deg": list(angles),
         "thresholds_px": list(thresholds),
@@ -320,7 +371,7 @@ def evaluate_rotation(
         "| pose | matches | " + " | ".join(f"MMA@{t}px" for t in thresholds) + " |",
         "|---|---|" + "---|" * len(thresholds),
     ]
-    for r in ROWS:
+    for r in rows:
         mma = " | ".join(f"{v:.3f}" for v in overall[r])
         lines.append(f"| {r} | {doc['matches'][r]:.1f} | {mma} |")
     lines += _intervals_markdown(doc["intervals"], used)
