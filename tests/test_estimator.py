@@ -195,6 +195,30 @@ def test_bad_estimator_options_are_clear_errors(kwargs, match):
         PatchPoseEstimator.load(**kwargs)
 
 
+def test_reading_in_chunks_is_bit_identical_to_one_read():
+    """Memory is bounded by the chunk; the answer does not depend on it (every field, every dtype)."""
+    import torch
+
+    torch.set_num_threads(1)
+    one = PatchPoseEstimator.load(chunk_size=10**9)
+    chunked = PatchPoseEstimator.load(chunk_size=500)
+    assert chunked.chunk_size == 512 and chunked.with_plan(passes=1).chunk_size == 512  # whole batches
+    image = skimage.data.astronaut()
+    xy = np.random.default_rng(1).uniform(0, 511, (3000, 2))
+    for kwargs in ({}, {"top_k": 3, "detector_scale": np.linspace(-1, 1, 3000)}):
+        a, b = one.estimate(image, xy, **kwargs), chunked.estimate(image, xy, **kwargs)
+        for name in patchpose.Poses.__dataclass_fields__:
+            assert getattr(a, name).dtype == getattr(b, name).dtype, name
+            np.testing.assert_array_equal(getattr(a, name), getattr(b, name), err_msg=name)
+    assert a.orientation_hist.dtype == a.scale_hist.dtype == np.float32
+
+
+@pytest.mark.parametrize("bad", [0, -1, 2.5, "a"])
+def test_bad_chunk_size_is_a_clear_error(bad):
+    with pytest.raises(InputError, match="chunk_size"):
+        PatchPoseEstimator.load(chunk_size=bad)
+
+
 @pytest.mark.parametrize("top_k", [0, 26, 40, 2.5, True])
 def test_top_k_beyond_the_bins_is_a_clear_error(est, photo, kps, top_k):
     with pytest.raises(InputError, match="top_k"):

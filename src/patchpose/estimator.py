@@ -82,6 +82,10 @@ def check_detector_scale(detector_scale, n: int) -> np.ndarray:
 
 #: inputs per forward pass of a log-polar model (fastest measured on our 2-core CPUs); 32 for a Cartesian one
 POLAR_BATCH = 512
+#: keypoints read together by :meth:`PatchPoseEstimator.estimate` (rounded up to a multiple of the batch
+#: size): each chunk's inputs, sampling buffers and histograms (about 22 kB per keypoint for patchpose-v9,
+#: so some 45 MB) are freed before the next, so memory stays bounded at any number of keypoints
+READ_CHUNK = 2048
 
 
 class PatchPoseEstimator:
@@ -100,6 +104,9 @@ class PatchPoseEstimator:
         device: ``"cpu"`` (default) or ``"cuda"``.
         batch_size: inputs per forward pass (inference is chunked: any number of keypoints fits); default
             :data:`POLAR_BATCH` for log-polar models, 32 for Cartesian ones.
+        chunk_size: keypoints read together (:data:`READ_CHUNK` by default), rounded up to a multiple of
+            ``batch_size`` so that every forward pass sees the same inputs as an unchunked read (the result
+            does not depend on it); only the result is kept per keypoint, so memory is bounded by the chunk.
         border: where a keypoint's window reaches outside the image: ``"reflect"`` (default; mirror the
             image, and report ``valid=False``), ``"constant"`` (zeros), or ``"error"``
             (:class:`~patchpose.errors.InputError`).
@@ -114,6 +121,7 @@ class PatchPoseEstimator:
         device: str = "cpu",
         batch_size: int | None = None,
         border: str = "reflect",
+        chunk_size: int = READ_CHUNK,
     ) -> None:
         if border not in BORDER_POLICIES:
             raise InputError(f"border must be one of {BORDER_POLICIES}, got {border!r}")
@@ -132,7 +140,10 @@ class PatchPoseEstimator:
             batch_size = POLAR_BATCH if model.cfg.is_polar else 32
         if not is_int_in(batch_size, 1):
             raise InputError(f"batch_size must be a positive integer, got {batch_size!r}")
+        if not is_int_in(chunk_size, 1):
+            raise InputError(f"chunk_size must be a positive integer, got {chunk_size!r}")
         self.batch_size, self.border, self.meta = int(batch_size), border, dict(meta or {})
+        self.chunk_size = -(-int(chunk_size) // self.batch_size) * self.batch_size
         self.plan = plan if plan is not None else ReadPlan.from_meta(self.meta)
 
     @classmethod
@@ -152,6 +163,7 @@ class PatchPoseEstimator:
         plan: ReadPlan | None = None,
         batch_size: int | None = None,
         border: str = "reflect",
+        chunk_size: int = READ_CHUNK,
     ) -> PatchPoseEstimator:
         """A bundled model's name or a weights file (``.safetensors``; with ``backend="onnx"`` also an
         ``.onnx`` file written by ``patchpose export onnx``), else the default bundled model.
@@ -160,7 +172,7 @@ class PatchPoseEstimator:
         :mod:`patchpose.onnx_backend`). The other arguments are the constructor's."""
         if backend not in ("torch", "onnx"):
             raise InputError(f"backend must be 'torch' or 'onnx', got {backend!r}")
-        kwargs = {"plan": plan, "batch_size": batch_size, "border": border}
+        kwargs = {"plan": plan, "batch_size": batch_size, "border": border, "chunk_size": chunk_size}
         if backend == "onnx":
             from .onnx_backend import OnnxPoseNet, export_bytes
 
@@ -184,6 +196,7 @@ class PatchPoseEstimator:
             device=str(self.device),
             batch_size=self.batch_size,
             border=self.border,
+            chunk_size=self.chunk_size,
         )
 
     @property
@@ -238,15 +251,27 @@ class PatchPoseEstimator:
             return self._no_poses(top_k)
         valid = self._valid(img.shape[:2], kp, fs0)
         pyramid = self._pyramid(img)
-        reading = read(
-            self.model,
-            self.plan,
-            lambda frames: self._extract(pyramid, kp, fs0 + frames),
-            len(kp),
-            frame0=fs0,
-            batch_size=self.batch_size,
-        )
-        return poses_of(reading, self.cfg, self.plan, fs0, valid, top_k)
+        n, out = len(kp), {}
+        # chunk by chunk, each written into the result at once: nothing else per keypoint outlives its chunk
+        for lo in range(0, n, self.chunk_size):
+            part = slice(lo, min(lo + self.chunk_size, n))
+            kp_c, fs_c = kp[part], fs0[part]
+            reading = read(
+                self.model,
+                self.plan,
+                lambda frames, kp_c=kp_c, fs_c=fs_c: self._extract(pyramid, kp_c, fs_c + frames),
+                len(kp_c),
+                frame0=fs_c,
+                batch_size=self.batch_size,
+            )
+            poses = poses_of(reading, self.cfg, self.plan, fs_c, valid[part], top_k)
+            del reading
+            for name in Poses.__dataclass_fields__:
+                v = getattr(poses, name)
+                if name not in out:
+                    out[name] = np.empty((n, *v.shape[1:]), v.dtype)
+                out[name][part] = v
+        return Poses(**out)
 
     def _no_poses(self, top_k: int | None) -> Poses:
         """The :class:`Poses` of no keypoints (an image without detections), shaped as for N keypoints."""

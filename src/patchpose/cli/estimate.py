@@ -64,8 +64,18 @@ def match_command(a: argparse.Namespace) -> int:
 
 def bench_command(a: argparse.Namespace) -> int:
     """``bench``: seconds for our poses of N keypoints and for OpenCV SIFT's detection, and their ratios."""
-    from ..evaluation.bench import bench
+    from ..evaluation.bench import bench, scaling
 
+    if a.scaling or a.scaling_max is not None:
+        rows = scaling(a.weights, a.scaling_max, threads=a.threads, out=a.out)["rows"]
+        print(f"{'keypoints':>10}  {'keypoints/s':>11}  {'peak RSS MB':>11}  {'bytes/keypoint':>14}  threads")
+        for r in rows:
+            print(
+                f"{r['num_keypoints']:>10,}  {r['keypoints_per_s']:>11,.0f}  {r['peak_rss_bytes'] / 2**20:>11,.0f}  "
+                f"{r['rss_per_keypoint_bytes']:>14,.0f}  {r['torch_threads']}"
+            )
+        print(f"wrote {a.out}/scaling.json")
+        return 0
     res = bench(a.weights, a.keypoints, repeats=a.repeats, out=a.out)
     w = max(len(k) for k in res)
     for k, v in res.items():
@@ -132,5 +142,19 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     add_weights(b, read=False)  # it times the model's own read plan and a single read
     b.add_argument("--keypoints", type=int, default=2048, help="keypoints timed (N)")
     b.add_argument("--repeats", type=int, default=7, help="timed runs; the median is reported")
-    b.add_argument("--out", default="outputs/bench", help="folder that receives bench.json")
+    b.add_argument("--out", default="outputs/bench", help="folder that receives bench.json (scaling.json)")
+    b.add_argument(
+        "--scaling",
+        action="store_true",
+        help="instead: keypoints/s and peak resident memory at 2k, 8k, 32k and 128k keypoints, each in a "
+        "fresh process",
+    )
+    b.add_argument(
+        "--scaling-max",
+        type=int,
+        default=None,
+        metavar="N",
+        help="with --scaling: sizes ×4 up to N (1000000)",
+    )
+    b.add_argument("--threads", type=int, default=None, help="with --scaling: torch and OpenCV threads")
     b.set_defaults(func=bench_command)

@@ -1,5 +1,5 @@
 """``patchpose`` command line: :func:`build_parser` gathers the commands of each group (one module each:
-:mod:`.train`, :mod:`.estimate`, :mod:`.data`, :mod:`.evaluate`), :func:`main` runs one.
+:mod:`.train`, :mod:`.estimate`, :mod:`.extract`, :mod:`.data`, :mod:`.evaluate`), :func:`main` runs one.
 
 Errors from bad input (:class:`~patchpose.errors.PatchPoseError`, missing files) print one clear line
 and exit with status 2; an interrupted command exits with 130.
@@ -11,12 +11,12 @@ import argparse
 import logging
 import sys
 
-from . import data, estimate, evaluate, train
+from . import data, estimate, evaluate, extract, train
 
 log = logging.getLogger("patchpose")
 
 #: the command groups, in the order ``patchpose --help`` lists them
-GROUPS = (train, estimate, data, evaluate)
+GROUPS = (train, estimate, extract, data, evaluate)
 
 
 def build_parser() -> argparse.ArgumentParser:

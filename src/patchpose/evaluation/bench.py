@@ -107,3 +107,118 @@ def bench(
         tmp.write_text(json.dumps(res, indent=1))
         os.replace(tmp, out / "bench.json")
     return res
+
+
+#: keypoint counts ``patchpose bench --scaling`` measures by default (×4 apart; ``--scaling-max`` goes further)
+SCALING_SIZES = (2048, 8192, 32768, 131072)
+
+
+def scaling_sizes(max_keypoints: int | None = None) -> list[int]:
+    """The keypoint counts of a scaling run: :data:`SCALING_SIZES`, or 2,048 × 4**k up to ``max_keypoints``
+    and ``max_keypoints`` itself (``--scaling-max``)."""
+    from ..data.keypoints import MAX_KEYPOINTS
+    from ..errors import InputError, is_int_in
+
+    if max_keypoints is None:
+        return list(SCALING_SIZES)
+    if not is_int_in(max_keypoints, 1, MAX_KEYPOINTS):
+        raise InputError(
+            f"--scaling-max must be an integer from 1 to {MAX_KEYPOINTS:,}, got {max_keypoints!r}"
+        )
+    sizes, n = [], 2048
+    while n < max_keypoints:
+        sizes.append(n)
+        n *= 4
+    return sizes + [int(max_keypoints)]
+
+
+def _peak_rss_bytes() -> int:
+    """This process's peak resident memory so far (``ru_maxrss``: kB on Linux, bytes on macOS)."""
+    import resource
+    import sys
+
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return int(peak if sys.platform == "darwin" else peak * 1024)
+
+
+def measure_one(
+    num_keypoints: int, weights: str | None = None, size=(1024, 768), threads: int | None = None
+) -> dict:
+    """Throughput and peak resident memory of one :meth:`~patchpose.PatchPoseEstimator.estimate` of
+    ``num_keypoints`` random keypoints (seeded) on the bundled photo resized to ``size``, in *this* process:
+    run it in a fresh one (:func:`scaling` does) so that the peak is this read's and nobody else's.
+
+    ``baseline_rss_bytes`` is the peak after the model, the image, the keypoints and a 64-keypoint warm-up
+    read; ``rss_per_keypoint_bytes`` is the rise above it per keypoint (result included)."""
+    from ..data.patches import load_image
+    from ..data.photos import demo_photo
+    from ..estimator import PatchPoseEstimator
+
+    if threads is not None:
+        torch.set_num_threads(int(threads))
+        cv2.setNumThreads(int(threads))
+    img = cv2.resize(load_image(demo_photo()), size, interpolation=cv2.INTER_CUBIC)
+    xy = np.random.default_rng(0).uniform([0, 0], [size[0] - 1, size[1] - 1], (int(num_keypoints), 2))
+    est = PatchPoseEstimator.load(weights)
+    est.estimate(img, xy[:64])  # warm-up: lazy initialisation belongs to the baseline
+    base = _peak_rss_bytes()
+    t = time.perf_counter()
+    poses = est.estimate(img, xy)
+    seconds = time.perf_counter() - t
+    peak = _peak_rss_bytes()
+    result_bytes = sum(getattr(poses, f).nbytes for f in poses.__dataclass_fields__)
+    return {
+        "num_keypoints": int(num_keypoints),
+        "seconds": seconds,
+        "keypoints_per_s": num_keypoints / seconds,
+        "peak_rss_bytes": peak,
+        "baseline_rss_bytes": base,
+        "rss_per_keypoint_bytes": (peak - base) / num_keypoints,
+        "result_bytes": int(result_bytes),
+        "torch_threads": torch.get_num_threads(),
+    }
+
+
+def scaling(
+    weights: str | None = None,
+    max_keypoints: int | None = None,
+    threads: int | None = None,
+    out: str | Path | None = None,
+    timeout_s: float = 3600.0,
+) -> dict:
+    """``patchpose bench --scaling``: :func:`measure_one` for each of :func:`scaling_sizes`, each in a fresh
+    Python process (peak resident memory is a process's lifetime peak), on ``threads`` torch/OpenCV threads
+    (None: their defaults). Writes ``OUT/scaling.json`` atomically when ``out`` is given."""
+    import subprocess
+    import sys
+
+    from ..errors import InputError, is_int_in
+    from ..fileio import write_text_atomic
+
+    if threads is not None and not is_int_in(threads, 1, 1024):
+        raise InputError(f"--threads must be a positive integer, got {threads!r}")
+    if out is not None and not str(out).strip():
+        raise InputError("--out must name a folder (or be left out)")
+    sizes = scaling_sizes(max_keypoints)
+    rows = []
+    for n in sizes:
+        args = [sys.executable, "-m", "patchpose.evaluation.bench", str(n), json.dumps(weights)]
+        args.append(json.dumps(threads))
+        done = subprocess.run(args, capture_output=True, text=True, timeout=timeout_s)
+        if done.returncode != 0:
+            tail = (done.stderr.strip().splitlines() or ["(no message)"])[-1]
+            raise InputError(f"the scaling run of {n:,} keypoints failed (exit {done.returncode}): {tail}")
+        rows.append(json.loads(done.stdout.strip().splitlines()[-1]))
+    res = {"image": "the bundled photo resized to 1024x768, random keypoints (seed 0)", "rows": rows}
+    if out:
+        out = Path(out)
+        out.mkdir(parents=True, exist_ok=True)
+        write_text_atomic(out / "scaling.json", json.dumps(res, indent=1))
+    return res
+
+
+if __name__ == "__main__":  # one scaling measurement in a fresh process: N, weights (JSON), threads (JSON)
+    import sys
+
+    _n, _w, _t = sys.argv[1], json.loads(sys.argv[2]), json.loads(sys.argv[3])
+    print(json.dumps(measure_one(int(_n), _w, threads=_t)))

@@ -106,14 +106,19 @@ def to_lightglue(xy, scale, ori, descriptors=None, scores=None, image_size=None)
     return out
 
 
-def write_hloc_features(path, name: str, xy, scale, ori, descriptors, scores=None, image_size=None) -> None:
+def write_hloc_features(
+    path, name: str, xy, scale, ori, descriptors, scores=None, image_size=None, *, poses_only: bool = False
+) -> None:
     """Add (or replace) image ``name`` in an hloc features file: a group with ``keypoints (N, 2)`` (centre
     of the top-left pixel at 0, as hloc stores them), ``descriptors (D, N)``, ``scales (N,)`` radius px,
-    ``oris (N,)`` degrees clockwise as displayed, and ``scores``/``image_size`` if given."""
+    ``oris (N,)`` degrees clockwise as displayed, and ``scores``/``image_size`` if given.
+
+    ``poses_only``: ``descriptors`` may be None, and the group then has none (keypoints and poses for a
+    describer that runs later)."""
     h5py = require("h5py", "hloc")
 
     xy, scale, ori, descriptors = _check(xy, scale, ori, descriptors)
-    if descriptors is None:
+    if descriptors is None and not poses_only:
         raise InputError("hloc features need descriptors")
     scores = None if scores is None else _scores(scores, len(xy))
     image_size = None if image_size is None else checks.image_size(image_size)
@@ -126,7 +131,8 @@ def write_hloc_features(path, name: str, xy, scale, ori, descriptors, scores=Non
             del f[name]
         g = f.create_group(name)
         g.create_dataset("keypoints", data=xy.astype(np.float32))
-        g.create_dataset("descriptors", data=np.ascontiguousarray(descriptors.T))
+        if descriptors is not None:
+            g.create_dataset("descriptors", data=np.ascontiguousarray(descriptors.T))
         g.create_dataset("scales", data=radius_px(scale).astype(np.float32))
         g.create_dataset("oris", data=to_cv2_size_angle(scale, ori)[1].astype(np.float32))
         if scores is not None:

@@ -89,13 +89,24 @@ def assign(
         # the angle of the detector's region: one read (a second would leave the detector's frame)
         est = est.with_plan(passes=1)
     out = est.estimate(image, xy, top_k=top_k or 1, detector_scale=frame)
-    size = out.descriptor_radius / SIFT_WINDOW_PER_SIZE
-    _, angle = to_cv2_size_angle(out.scale, out.orientation)
+    return keypoints_at_poses(kps, out, keep_size=keep_size)
+
+
+def keypoints_at_poses(
+    keypoints: Sequence[cv2.KeyPoint], poses, keep_size: bool = False
+) -> list[cv2.KeyPoint]:
+    """``cv2.KeyPoint``s at ``poses`` (:class:`~patchpose.Poses` of these keypoints, ``(N,)`` or ``(N, k)``
+    candidates), as :func:`assign` makes them: ``size`` for SIFT's window over the descriptor radius, our
+    ``angle``; position, response, octave and class id kept; ``k`` per keypoint in input order."""
+    kps = list(keypoints)
+    scale, ori = np.atleast_2d(np.asarray(poses.scale).T).T, np.atleast_2d(np.asarray(poses.orientation).T).T
+    size = np.atleast_2d(np.asarray(poses.descriptor_radius).T).T / SIFT_WINDOW_PER_SIZE
+    _, angle = to_cv2_size_angle(scale, ori)
     if keep_size:
         size = np.broadcast_to(np.array([k.size for k in kps], np.float64)[:, None], size.shape)
     res = []
     for i, k in enumerate(kps):
-        for j in range(top_k or 1):
+        for j in range(size.shape[1]):
             res.append(
                 cv2.KeyPoint(
                     k.pt[0], k.pt[1], float(size[i, j]), float(angle[i, j]), k.response, k.octave, k.class_id

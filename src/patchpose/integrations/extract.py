@@ -1,0 +1,326 @@
+"""``patchpose extract``: a folder of images → one hloc features file with our poses, resumable and sharded.
+
+Each image is a group named by its path relative to the folder (``/`` makes nested groups, as in hloc) with
+what :func:`~patchpose.integrations.formats.write_hloc_features` writes: ``keypoints (N, 2)``, ``scales``,
+``oris``, ``descriptors (D, N)`` (OpenCV SIFT computed at our poses, or none), ``scores`` (SIFT's responses)
+and ``image_size``.
+
+How a run survives a kill: every finished image is committed as its own small HDF5 file in
+``OUT.parts/`` (written under a temporary name, then renamed: a part exists whole or not at all, and its
+group carries :data:`COMPLETE` as its last write). A rerun with the same settings skips the images whose part
+is there. When every image of the run is done, the parts are copied into ``OUT.partial``, which is renamed to
+``OUT``, and the parts are removed; ``OUT`` itself is never half-written.
+
+``shard=(i, n)`` takes images ``i, i + n, i + 2n, …`` of the folder's images sorted by relative path, so that
+``n`` machines (or processes) each write their own file; :func:`merge_features` joins the ``n`` files, and
+refuses overlapping images, a missing shard, or files made with other settings.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import re
+import shutil
+from collections.abc import Sequence
+from dataclasses import asdict
+from pathlib import Path
+
+import cv2
+import numpy as np
+
+from ..data.keypoints import detect_harris, detect_sift
+from ..data.patches import load_image
+from ..data.photos import IMAGE_EXTS, photos_of
+from ..errors import InputError, is_int_in, require
+from ..estimator import EstimatorLike, as_estimator
+from ..fileio import write_text_atomic
+from .formats import write_hloc_features
+from .opencv import keypoints_at_poses
+
+log = logging.getLogger(__name__)
+
+DETECTORS = ("sift", "harris")
+DESCRIPTORS = ("sift", "none")
+#: attribute written last on each image group: a group without it is not taken as done
+COMPLETE = "patchpose_complete"
+#: root attributes of an extracted file: the settings (JSON), the shard ``i/n``, the images of all shards
+SETTINGS, SHARD, TOTAL = "patchpose_settings", "patchpose_shard", "patchpose_images_total"
+
+
+def parse_shard(spec: str | Sequence[int] | None) -> tuple[int, int]:
+    """``"i/n"`` (or ``(i, n)``) as ``(i, n)`` with ``0 <= i < n``; None is ``(0, 1)``, every image."""
+    if spec is None:
+        return 0, 1
+    if isinstance(spec, str):
+        m = re.fullmatch(r"\s*(\d+)\s*/\s*(\d+)\s*", spec)
+        i, n = (int(m.group(1)), int(m.group(2))) if m else (-1, 0)
+    else:
+        i, n = tuple(spec) if len(spec) == 2 else (-1, 0)
+    if not (is_int_in(n, 1) and is_int_in(i, 0, n - 1)):
+        raise InputError(f"--shard must be i/n with 0 <= i < n (e.g. 0/4 to 3/4), got {spec!r}")
+    return int(i), int(n)
+
+
+def image_names(images: str | Path) -> list[tuple[str, Path]]:
+    """``(name, path)`` of every image below the folder ``images``, ``name`` its relative path with ``/``,
+    sorted by name; an :class:`InputError` for a missing folder or one without images."""
+    folder = Path(images)
+    paths = photos_of(folder, allow_none=True)
+    if not paths:
+        raise InputError(f"{folder} holds no images (files ending {', '.join(sorted(IMAGE_EXTS))})")
+    return sorted((p.relative_to(folder).as_posix(), p) for p in paths)
+
+
+def features_of_image(
+    image: np.ndarray, estimator: EstimatorLike = None, detector: str = "sift", descriptor: str = "sift",
+    max_keypoints: int = 2048,
+) -> dict:  # fmt: skip
+    """Keypoints, our poses and descriptors of one image: ``{"xy" (N, 2), "scale" (N,) log2, "ori" (N,)
+    radians, "descriptors" (N, 128) float32 or None, "scores" (N,) or None}``.
+
+    ``detector``: ``"sift"`` (OpenCV SIFT, one keypoint per location, strongest first) or ``"harris"``;
+    ``descriptor``: ``"sift"`` (``cv2.SIFT.compute`` on :func:`~patchpose.integrations.opencv.assign`'s
+    keypoints; a keypoint OpenCV drops is dropped) or ``"none"``."""
+    if detector not in DETECTORS:
+        raise InputError(f"detector must be one of {DETECTORS}, got {detector!r}")
+    if descriptor not in DESCRIPTORS:
+        raise InputError(f"descriptor must be one of {DESCRIPTORS}, got {descriptor!r}")
+    est = as_estimator(estimator)
+    if detector == "sift":
+        xy, kps = detect_sift(image, max_keypoints)
+        scores = np.array([k.response for k in kps], np.float64)
+    else:
+        xy, scores = detect_harris(image, max_keypoints), None
+        kps = [cv2.KeyPoint(float(x), float(y), 1.0) for x, y in xy]
+    poses = est.estimate(image, xy)
+    xy, scale, ori = xy, poses.scale, poses.orientation
+    desc = None
+    if descriptor == "sift":
+        # class_id carries each keypoint's index through compute, which may drop keypoints
+        kps = [cv2.KeyPoint(*k.pt, k.size, k.angle, k.response, k.octave, i) for i, k in enumerate(kps)]
+        gray = image if image.ndim == 2 else cv2.cvtColor(image, cv2.COLOR_RGB2GRAY)
+        kept, desc = cv2.SIFT_create().compute(gray, keypoints_at_poses(kps, poses))
+        keep = np.array([k.class_id for k in kept], np.int64)
+        desc = np.zeros((0, 128), np.float32) if desc is None else np.asarray(desc, np.float32)
+        xy, scale, ori = xy[keep], scale[keep], ori[keep]
+        scores = None if scores is None else scores[keep]
+    return {"xy": xy, "scale": scale, "ori": ori, "descriptors": desc, "scores": scores}
+
+
+def _settings(est, detector: str, descriptor: str, max_keypoints: int) -> dict:
+    return {
+        "detector": detector,
+        "descriptor": descriptor,
+        "max_keypoints": int(max_keypoints),
+        "model": est.name,
+        "plan": asdict(est.plan),
+    }
+
+
+def _part_path(parts: Path, name: str) -> Path:
+    return parts / (hashlib.sha1(name.encode()).hexdigest()[:20] + ".h5")
+
+
+def _part_done(h5py, path: Path, name: str) -> bool:
+    """Whether ``path`` is a finished part of image ``name`` (its group carries :data:`COMPLETE`)."""
+    if not path.is_file():
+        return False
+    try:
+        with h5py.File(path, "r") as f:
+            return name in f and bool(f[name].attrs.get(COMPLETE, False))
+    except OSError:  # a damaged part is made again
+        return False
+
+
+def _check_out(out) -> Path:
+    if out is None or not str(out).strip():
+        raise InputError("--out must name the features file to write (e.g. features.h5)")
+    out = Path(out)
+    if out.is_dir():
+        raise InputError(f"--out {out} is a folder; name the features file to write (e.g. {out}/features.h5)")
+    return out
+
+
+def extract_features(
+    images: str | Path,
+    out: str | Path,
+    *,
+    estimator: EstimatorLike = None,
+    detector: str = "sift",
+    descriptor: str = "sift",
+    max_keypoints: int = 2048,
+    shard: str | Sequence[int] | None = None,
+    progress: bool = True,
+) -> Path:
+    """Write the hloc features file ``out`` for the images below the folder ``images`` (the module
+    docstring: groups, resuming after a kill, shards) and return its path.
+
+    Args:
+        images: a folder; every image below it, named by its relative path.
+        out: the features file (``.h5``); while the run lasts, ``OUT.parts/`` holds the finished images.
+        estimator: a :class:`~patchpose.PatchPoseEstimator`, a bundled model's name or a weights file
+            (default: the bundled default model).
+        detector: ``"sift"`` or ``"harris"``; descriptor: ``"sift"`` or ``"none"``
+            (:func:`features_of_image`).
+        max_keypoints: keypoints detected per image, at most.
+        shard: ``"i/n"``: only images ``i, i + n, …`` of the sorted names (:func:`parse_shard`).
+        progress: a progress bar (tqdm) on stderr.
+
+    A rerun with other settings than the parts on disk, or onto a finished file of other settings or
+    images, is an :class:`InputError`; onto a finished file of the same ones it does nothing."""
+    h5py = require("h5py", "hloc")
+    i, n = parse_shard(shard)
+    if not is_int_in(max_keypoints, 1, integral_floats=True):
+        raise InputError(f"--max-keypoints must be a positive integer, got {max_keypoints!r}")
+    if detector not in DETECTORS or descriptor not in DESCRIPTORS:
+        raise InputError(
+            f"detector must be one of {DETECTORS} and descriptor one of {DESCRIPTORS}, got {detector!r}, "
+            f"{descriptor!r}"
+        )
+    out = _check_out(out)
+    everything = image_names(images)
+    todo = everything[i::n]
+    est = as_estimator(estimator)
+    settings = _settings(est, detector, descriptor, max_keypoints)
+    if out.exists():
+        _check_finished(h5py, out, settings, [name for name, _ in todo])
+        log.info("%s is complete already (%d images)", out, len(todo))
+        return out
+    out.parent.mkdir(parents=True, exist_ok=True)
+    parts = out.with_name(out.name + ".parts")
+    parts.mkdir(exist_ok=True)
+    manifest = parts / "settings.json"
+    stated = {**settings, "shard": f"{i}/{n}"}
+    if manifest.is_file():
+        if json.loads(manifest.read_text()) != json.loads(json.dumps(stated)):
+            raise InputError(
+                f"{parts} holds images extracted with other settings or another shard; remove it or choose "
+                "another --out"
+            )
+    else:
+        write_text_atomic(manifest, json.dumps(stated, indent=1))
+    for stale in parts.glob("*.tmp"):  # a part a kill interrupted
+        stale.unlink()
+    tqdm = require("tqdm", "hloc").tqdm if progress else None
+    bar = todo if tqdm is None else tqdm(todo, desc="images", unit="image")
+    for name, path in bar:
+        part = _part_path(parts, name)
+        if _part_done(h5py, part, name):
+            continue
+        image = load_image(path)
+        feats = features_of_image(image, est, detector, descriptor, max_keypoints)
+        tmp = part.with_name(part.name + ".tmp")
+        write_hloc_features(
+            tmp,
+            name,
+            feats["xy"],
+            feats["scale"],
+            feats["ori"],
+            feats["descriptors"],
+            scores=feats["scores"],
+            image_size=(image.shape[1], image.shape[0]),
+            poses_only=descriptor == "none",
+        )
+        with h5py.File(tmp, "a") as f:
+            f[name].attrs[COMPLETE] = True
+        os.replace(tmp, part)
+    _assemble(
+        h5py, out, [(name, _part_path(parts, name)) for name, _ in todo], settings, (i, n), len(everything)
+    )
+    shutil.rmtree(parts)
+    return out
+
+
+def _assemble(h5py, out: Path, sources: list[tuple[str, Path]], settings: dict, shard, total: int) -> None:
+    """Copy each ``(name, file)`` image group into ``OUT.partial``, write the root attributes, rename."""
+    partial = out.with_name(out.name + ".partial")
+    partial.unlink(missing_ok=True)
+    with h5py.File(partial, "w", libver="latest") as f:
+        f.attrs[SETTINGS] = json.dumps(settings, sort_keys=True)
+        f.attrs[SHARD] = f"{shard[0]}/{shard[1]}"
+        f.attrs[TOTAL] = int(total)
+        for name, src in sources:
+            with h5py.File(src, "r") as s:
+                parent = name.rpartition("/")[0]
+                f.copy(s[name], f.require_group(parent) if parent else f, name=name.rpartition("/")[2])
+    os.replace(partial, out)
+
+
+def _groups(h5py, f) -> dict[str, object]:
+    """Image name → group, for every finished image group (:data:`COMPLETE`) of an extracted file."""
+    found: dict = {}
+
+    def visit(name, obj):
+        if isinstance(obj, h5py.Group) and obj.attrs.get(COMPLETE, False):
+            found[name] = obj
+
+    f.visititems(visit)
+    return found
+
+
+def _check_finished(h5py, out: Path, settings: dict, names: list[str]) -> None:
+    """Refuse an existing ``out`` unless it is this run's result: the same settings and images."""
+    try:
+        with h5py.File(out, "r") as f:
+            had = json.loads(f.attrs.get(SETTINGS, "null"))
+            have = sorted(_groups(h5py, f))
+    except (OSError, ValueError):
+        raise InputError(f"{out} exists and is not a features file of patchpose extract; remove it") from None
+    if had != json.loads(json.dumps(settings)) or have != sorted(names):
+        raise InputError(f"{out} exists with other settings or images; remove it or choose another --out")
+
+
+def merge_features(shards: Sequence[str | Path], out: str | Path) -> Path:
+    """Join the files of ``patchpose extract --shard i/n`` (``i`` from 0 to ``n − 1``, each once) into one
+    features file ``out`` (written as ``OUT.partial``, then renamed) and return its path.
+
+    A missing or repeated shard, an image in two files, files of other settings or another ``n``, or an
+    image count that differs from the folder's, is an :class:`InputError` naming it."""
+    h5py = require("h5py", "hloc")
+    out = _check_out(out)
+    if not shards:
+        raise InputError("give the shard files to merge")
+    if out.exists():
+        raise InputError(f"{out} exists; remove it or choose another --out")
+    seen: dict[int, Path] = {}
+    owner: dict[str, Path] = {}
+    sources: list[tuple[str, Path]] = []
+    settings = n = total = None
+    for path in map(Path, shards):
+        if not path.is_file():
+            raise InputError(f"shard file not found: {path}")
+        try:
+            with h5py.File(path, "r") as f:
+                s, sh, t = json.loads(f.attrs[SETTINGS]), str(f.attrs[SHARD]), int(f.attrs[TOTAL])
+                names = sorted(_groups(h5py, f))
+        except (OSError, KeyError, ValueError):
+            raise InputError(f"{path} is not a features file of patchpose extract") from None
+        i, n_here = parse_shard(sh)
+        if settings is None:
+            settings, n, total = s, n_here, t
+        elif (s, n_here, t) != (settings, n, total):
+            raise InputError(
+                f"{path} was extracted with other settings or another shard count than {shards[0]}"
+            )
+        if i in seen:
+            raise InputError(f"{path} and {seen[i]} are both shard {i}/{n}")
+        seen[i] = path
+        for name in names:
+            if name in owner:
+                raise InputError(f"image {name!r} is in both {owner[name]} and {path}")
+            owner[name] = path
+            sources.append((name, path))
+    missing = sorted(set(range(n)) - set(seen))
+    if missing:
+        raise InputError(f"missing shard(s) {', '.join(f'{m}/{n}' for m in missing)} of the {n}")
+    if len(owner) != total:
+        raise InputError(f"the shards hold {len(owner)} images, the folder had {total}")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    _assemble(h5py, out, sorted(sources), settings, (0, 1), total)
+    return out
+
+
+__all__ = ["extract_features", "merge_features", "features_of_image", "parse_shard", "image_names"]

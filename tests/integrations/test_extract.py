@@ -1,0 +1,145 @@
+"""``patchpose extract``: hloc features of a folder, sharded and merged, resumed after SIGKILL, bad input."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import cv2
+import h5py
+import numpy as np
+import pytest
+import torch
+
+from patchpose.cli.main import main
+from patchpose.errors import InputError
+from patchpose.integrations import extract as ex
+from patchpose.integrations.formats import read_hloc_features
+
+N_IMAGES, KEYPOINTS = 200, 30
+
+
+@pytest.fixture(scope="module")
+def images(tmp_path_factory):
+    """200 small textured images, a third of them in a subfolder (nested hloc groups), one flat."""
+    root = tmp_path_factory.mktemp("extract") / "images"
+    rng = np.random.default_rng(0)
+    for k in range(N_IMAGES):
+        d = root / "sub" if k % 3 == 0 else root
+        d.mkdir(parents=True, exist_ok=True)
+        im = cv2.GaussianBlur((rng.random((64, 64)) * 255).astype(np.uint8), (0, 0), 1.5)
+        im = np.full_like(im, 128) if k == 7 else cv2.normalize(im, None, 0, 255, cv2.NORM_MINMAX)
+        cv2.imwrite(str(d / f"{k:03d}.png"), im)
+    return root
+
+
+@pytest.fixture(scope="module")
+def reference(images):
+    torch.set_num_threads(1)  # the same threads as the CLI runs below (OMP_NUM_THREADS=1)
+    return ex.extract_features(images, images.parent / "one.h5", max_keypoints=KEYPOINTS, progress=False)
+
+
+def contents(path) -> dict:
+    """Image name -> {dataset: array} of an extracted file."""
+    out = {}
+    with h5py.File(path, "r") as f:
+        for name, g in ex._groups(h5py, f).items():
+            assert g.attrs[ex.COMPLETE]
+            out[name] = {k: g[k][()] for k in g}
+    return out
+
+
+def assert_same_features(a, b):
+    ca, cb = contents(a), contents(b)
+    assert sorted(ca) == sorted(cb)
+    for name in ca:
+        assert sorted(ca[name]) == sorted(cb[name]), name
+        for k in ca[name]:
+            assert ca[name][k].dtype == cb[name][k].dtype
+            np.testing.assert_array_equal(ca[name][k], cb[name][k], err_msg=f"{name}/{k}")
+
+
+def test_one_run_writes_every_image_in_hlocs_format(images, reference):
+    c = contents(reference)
+    assert len(c) == N_IMAGES and "sub/000.png" in c and "001.png" in c
+    g = c["001.png"]
+    n = len(g["keypoints"])
+    assert 0 < n <= KEYPOINTS and g["keypoints"].dtype == np.float32
+    assert g["descriptors"].shape == (128, n) and g["scales"].shape == g["oris"].shape == (n,)
+    assert list(g["image_size"]) == [64, 64]
+    assert len(c["007.png"]["keypoints"]) == 0  # a flat image: no keypoints, still a group
+    back = read_hloc_features(reference, "sub/000.png")
+    assert back["descriptors"].shape[1] == 128 and np.isfinite(back["scale"]).all()
+    assert not reference.with_name("one.h5.parts").exists()
+    # a rerun onto the finished file does nothing; with other settings it is refused
+    assert ex.extract_features(images, reference, max_keypoints=KEYPOINTS, progress=False) == reference
+    with pytest.raises(InputError, match="other settings"):
+        ex.extract_features(images, reference, max_keypoints=KEYPOINTS + 1, progress=False)
+
+
+def test_two_shards_merged_equal_one_run(images, reference, tmp_path, capsys):
+    shards = [tmp_path / f"s{i}.h5" for i in range(2)]
+    for i, s in enumerate(shards):
+        ex.extract_features(images, s, max_keypoints=KEYPOINTS, shard=f"{i}/2", progress=False)
+    assert len(contents(shards[0])) == N_IMAGES // 2
+    assert main(["extract-merge", str(shards[1]), str(shards[0]), "--out", str(tmp_path / "m.h5")]) == 0
+    assert_same_features(tmp_path / "m.h5", reference)
+    # a missing or repeated shard, or a file given twice, is one line and exit 2
+    for args, msg in (([shards[0]], "missing shard"), ([shards[0], shards[0]], "both shard")):
+        assert main(["extract-merge", *map(str, args), "--out", str(tmp_path / "x.h5")]) == 2
+        err = capsys.readouterr().err.strip()
+        assert msg in err and len(err.splitlines()) == 1
+    assert not (tmp_path / "x.h5").exists()
+
+
+def test_a_run_killed_part_way_resumes_to_the_same_file(images, reference, tmp_path, monkeypatch):
+    out = tmp_path / "k.h5"
+    parts = tmp_path / "k.h5.parts"
+    args = [sys.executable, "-m", "patchpose.cli.main", "extract", str(images), "--out", str(out)]
+    args += ["--max-keypoints", str(KEYPOINTS), "--no-progress"]
+    proc = subprocess.Popen(args, env={**os.environ, "OMP_NUM_THREADS": "1"}, stderr=subprocess.PIPE)
+    t = time.monotonic()
+    while len(list(parts.glob("*.h5"))) < 40 and proc.poll() is None and time.monotonic() - t < 120:
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert proc.returncode == -signal.SIGKILL, proc.stderr.read()
+    done = list(parts.glob("*.h5"))
+    assert 40 <= len(done) < N_IMAGES and not out.exists()
+    done[0].write_bytes(b"not hdf5")  # a damaged part is made again
+    (parts / "x.h5.tmp").write_bytes(b"")  # so is what a kill leaves mid-write
+    made = []
+    real = ex.features_of_image
+    monkeypatch.setattr(ex, "features_of_image", lambda *a, **k: made.append(1) or real(*a, **k))
+    torch.set_num_threads(1)
+    ex.extract_features(images, out, max_keypoints=KEYPOINTS, progress=False)
+    assert len(made) == N_IMAGES - len(done) + 1
+    assert_same_features(out, reference)
+    assert not parts.exists()
+
+
+def test_resuming_with_other_settings_is_refused(images, tmp_path):
+    parts = tmp_path / "r.h5.parts"
+    parts.mkdir()
+    (parts / "settings.json").write_text('{"detector": "harris"}')
+    with pytest.raises(InputError, match="other settings"):
+        ex.extract_features(images, tmp_path / "r.h5", max_keypoints=KEYPOINTS, progress=False)
+
+
+@pytest.mark.parametrize("spec", ["3/2", "0/0", "a/b", "2/2", "-1/2", "1", ""])
+def test_bad_shard_specs_are_one_line_errors(images, tmp_path, capsys, spec):
+    assert main(["extract", str(images), "--out", str(tmp_path / "f.h5"), f"--shard={spec}"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "--shard must be i/n" in err and len(err.splitlines()) == 1
+    assert ex.parse_shard("1/3") == (1, 3) and ex.parse_shard(None) == (0, 1)
+
+
+def test_an_empty_or_missing_folder_is_a_one_line_error(tmp_path, capsys):
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "empty" / "notes.txt").write_text("no images")
+    for folder, msg in ((tmp_path / "empty", "holds no images"), (tmp_path / "nope", "not found")):
+        assert main(["extract", str(folder), "--out", str(tmp_path / "f.h5"), "--no-progress"]) == 2
+        err = capsys.readouterr().err.strip()
+        assert msg in err and len(err.splitlines()) == 1
+    assert not (tmp_path / "f.h5").exists()
