@@ -78,9 +78,11 @@ def test_evaluation_end_to_end_reports_failing_pairs(tmp_path):
         "sift@256",
         "sift+ours@256",
         "sift resolved by ours@256",
+        "dominant gradient@256",
         "sift@512",
         "sift+ours@512",
         "sift resolved by ours@512",
+        "dominant gradient@512",
     ]
     for row in saved["rows"].values():
         assert set(row) == {"inliers", "mAA@5", "mAA@10", "AUC@5", "AUC@10", "AUC@20"}
@@ -89,6 +91,7 @@ def test_evaluation_end_to_end_reports_failing_pairs(tmp_path):
     assert any("no keypoints detected in blank.png" in f for f in saved["failures"])  # the method's failure
     assert doc["per_pair"][0]["errors"]["sift@512"] < 5.0  # the camera-rotation pair is easy
     assert doc["per_pair"][0]["errors"]["sift resolved by ours@512"] < 5.0
+    assert doc["per_pair"][0]["errors"]["dominant gradient@512"] < 5.0  # the peer's poses work there too
     assert "| sift+ours@512 |" in (tmp_path / "out" / "results.md").read_text()
 
 

@@ -90,3 +90,18 @@ def test_resolved_pose_source_keeps_sift_where_unambiguous_and_needs_our_poses()
         TwoViewConfig(describe_pose=None).validate()
     TwoViewConfig(adalam_pose=None).validate()
     assert n > 10
+
+
+def test_the_dominant_gradient_pose_source_keeps_sifts_scale():
+    """The peer's pose source in two-view matching: SIFT's scale, kornia's dominant gradient read in SIFT's
+    window (what ``eval pose``'s ``dominant gradient@K`` rows describe and give AdaLAM)."""
+    from patchpose.matching.pipeline import detect, handcrafted_poses
+    from patchpose.matching.twoview import TwoViewConfig, frame_poses
+
+    img = (make_textured_image(240, seed=4) * 255).astype(np.uint8)
+    f = detect(img, 60)
+    s, o = frame_poses(f, "dominant", None)
+    np.testing.assert_array_equal(s, f.sift_scale)
+    np.testing.assert_array_equal(o, handcrafted_poses(f, scale=False)[1])
+    assert not np.allclose(o, f.sift_ori)  # its own angle, not SIFT's
+    TwoViewConfig(describe_pose="dominant").validate()

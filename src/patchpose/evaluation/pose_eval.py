@@ -19,7 +19,8 @@ own failures are ever counted as 180°.
 
 ``patchpose eval pose --pairs FILE --images DIR --out DIR`` writes ``results.json`` and ``results.md``:
 rows ``sift@K`` (descriptors and AdaLAM with SIFT's own poses), ``sift+ours@K`` (SIFT's descriptors,
-our poses in AdaLAM) and ``sift resolved by ours@K`` (:func:`patchpose.resolve_orientations`'s poses for
+our poses in AdaLAM), ``sift resolved by ours@K`` (:func:`patchpose.resolve_orientations`'s poses for
+both) and, a peer, ``dominant gradient@K`` (SIFT's scale, kornia's dominant gradient read in SIFT's window, for
 both) for K = 1,024 and 2,048 keypoints, plus the ablation rows (our poses for the
 descriptors too, AdaLAM's checks off, plain mutual nearest neighbours).
 """
@@ -107,6 +108,8 @@ def _rows(budgets) -> dict:
         rows[f"sift+ours@{k}"] = (k, "sift", "ours", True, "adalam")
         # SIFT's poses, with our angle choosing where SIFT found several orientations (descriptors and AdaLAM)
         rows[f"sift resolved by ours@{k}"] = (k, "resolved", "resolved", True, "adalam")
+        # a peer: SIFT's scale, kornia's dominant gradient read in SIFT's window (descriptors and AdaLAM)
+        rows[f"dominant gradient@{k}"] = (k, "dominant", "dominant", True, "adalam")
     k = max(budgets)
     rows[f"ours+ours@{k}"] = (k, "ours", "ours", True, "adalam")  # our poses for the descriptors too
     rows[f"sift, adalam checks off@{k}"] = (k, "sift", "sift", False, "adalam")
@@ -115,7 +118,7 @@ def _rows(budgets) -> dict:
 
 
 #: the rows kept without the ablation (names before the ``@K``)
-MAIN_ROWS = ("sift", "sift+ours", "sift resolved by ours")
+MAIN_ROWS = ("sift", "sift+ours", "sift resolved by ours", "dominant gradient")
 
 
 def check_budgets(budgets) -> tuple[int, ...]:

@@ -36,13 +36,20 @@ ESTIMATORS = {"magsac": cv2.USAC_MAGSAC, "accurate": cv2.USAC_ACCURATE, "ransac"
 
 
 #: pose sources → rows of :func:`patchpose.matching.pipeline.keypoint_poses`
-_ROW = {"sift": "sift", "ours": "ours", "resolved": "sift_resolved_by_ours", "none": "lower"}
+_ROW = {
+    "sift": "sift",
+    "ours": "ours",
+    "resolved": "sift_resolved_by_ours",
+    "dominant": "dominant_gradient",  # a peer: the detector's scale, kornia's dominant gradient in its frame
+    "none": "lower",
+}
 
 
 @dataclass
 class TwoViewConfig:
     max_keypoints: int = 2048
-    # sift | ours | resolved (SIFT's, resolved by ours: ours must be read in SIFT's frame) | none
+    # sift | ours | resolved (SIFT's, resolved by ours: ours must be read in SIFT's frame) | dominant (the
+    # detector's scale, kornia's dominant gradient read in its frame) | none
     describe_pose: str = "sift"
     adalam_pose: str | None = None  # None: the same as describe_pose
     adalam_checks: bool = True
