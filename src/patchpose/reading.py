@@ -21,9 +21,11 @@ from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, fields
 
 import numpy as np
+import torch
 
 from .conventions import REFERENCE_RADIUS, ori_to_bin, scale_to_bin
 from .errors import InputError, is_int_in
+from .histogram import local_maxima
 from .inference import decode_poses, predict_histograms
 from .models import PoseNet
 from .weights import (
@@ -291,7 +293,7 @@ def strong_candidates(poses: Poses, ratio: float = PEAK_RATIO) -> np.ndarray:
     n, b = h.shape
     if n == 0:
         return np.zeros(ori.shape, bool)
-    peak = (h >= np.roll(h, 1, axis=1)) & (h > np.roll(h, -1, axis=1))
+    peak = local_maxima(torch.from_numpy(h), circular=True).numpy()
     j = np.rint(ori_to_bin(ori, b)).astype(np.int64) % b
     rows = np.arange(n)[:, None]
     height = h[rows, j]

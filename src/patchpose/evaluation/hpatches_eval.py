@@ -208,6 +208,7 @@ def match_sequence(
 
     f1, o1, p1 = feats(1)
     d1 = describe_rows(f1, rows, describer, est, None, cfg, ours=o1, peers=peers)
+    counts1 = {row: candidate_counts(row, f1, o1) for row in rows}
     out = []
     for k in seq.targets:
         H = seq.homographies[k]
@@ -221,7 +222,7 @@ def match_sequence(
             err = reprojection_errors(H, f1.xy[m[:, 0]], fk.xy[m[:, 1]])
             res["mma"][row] = pair_mma(err, thresholds)
             res["matches"][row] = int(len(m))
-            counts = np.concatenate([candidate_counts(row, f1, o1), candidate_counts(row, fk, ok_)])
+            counts = np.concatenate([counts1[row], candidate_counts(row, fk, ok_)])
             res["descriptors"][row] = float(counts.mean()) if len(counts) else 0.0
         out.append(res)
     return out
@@ -267,7 +268,7 @@ def descriptors_per_keypoint(per_seq: dict[str, list[dict]], row: str) -> float:
     """How many descriptors a row made per keypoint, on average over the pairs (each pair: both images'
     keypoints together): k for ``ours_topK`` (the closest pair is kept), SIFT's orientations per location
     for ``sift_all``, our strong candidates for ``ours_adaptive``, 1 for every other row."""
-    vals = [p["descriptors"][row] for pairs in per_seq.values() for p in pairs if "descriptors" in p]
+    vals = [p["descriptors"][row] for pairs in per_seq.values() for p in pairs]
     if vals:
         return round(float(np.mean(vals)), 3)
     return float(row[len("ours_top") :]) if row.startswith("ours_top") else 1.0

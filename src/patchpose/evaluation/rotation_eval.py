@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 
 import cv2
@@ -72,6 +72,8 @@ from .metrics import redetections
 BASE_ROWS = ("sift", "ours", "ours_at_sift_size", "sift_resolved_by_ours", "dominant_gradient", "upright")
 #: rows that need the peers' weights (:class:`~patchpose.matching.peers.Peers`)
 PEER_ROWS = ("orinet",)
+#: the rows whose angle :func:`peer_angles` reads
+PEER_ANGLE_ROWS = ("dominant_gradient", *PEER_ROWS)
 ROWS = (*BASE_ROWS, "sift_all_orientations")
 ANGLE_ROWS = ("sift", "ours", "ours_at_sift_size", "sift_resolved_by_ours", "dominant_gradient", "orinet")
 #: the angle diagnostic's extra row: our angle read at the true position of each keypoint found again
@@ -193,31 +195,23 @@ def _dedupe(kps):
 
 def peer_angles(img, kps, row: str, peers=None) -> list[cv2.KeyPoint]:
     """SIFT's keypoints ``kps`` with SIFT's size kept and the angle of a peer read in SIFT's descriptor
-    window (half-width ``OPENCV_SIFT_WINDOW_PER_SIZE · size``): ``dominant_gradient`` (kornia's
-    ``PatchDominantGradientOrientation``) or ``orinet`` (OriNet through kornia's ``LAFOrienter``; ``peers``:
-    :class:`~patchpose.matching.peers.Peers`)."""
-    from ..baselines import ORI_PATCH, dominant_gradient_orientation
-    from ..data.patches import Pyramid, extract_patches, to_gray
-    from ..matching.peers import orinet_orientations
+    window (half-width ``OPENCV_SIFT_WINDOW_PER_SIZE · size``), as the matching pipeline's rows of that name
+    read it in a detector's frame (:func:`~patchpose.matching.pipeline.keypoint_poses`): ``dominant_gradient``
+    (kornia's ``PatchDominantGradientOrientation``) or ``orinet`` (OriNet through kornia's ``LAFOrienter``;
+    ``peers``: :class:`~patchpose.matching.peers.Peers`)."""
+    from ..matching.pipeline import detect, keypoint_poses
 
+    if row not in PEER_ANGLE_ROWS:
+        raise InputError(f"unknown peer row {row!r}; the peer rows are {PEER_ANGLE_ROWS}")
     if not kps:
         return []
-    gray = to_gray(np.asarray(img, np.float32) / 255.0)
-    xy = keypoint_xy(kps)
-    radius = OPENCV_SIFT_WINDOW_PER_SIZE * np.array([k.size for k in kps], np.float64)
-    if row == "dominant_gradient":
-        frame = np.log2(radius / REFERENCE_RADIUS)
-        zero = np.zeros(len(kps))
-        theta = dominant_gradient_orientation(
-            extract_patches(Pyramid(gray), xy, frame, zero, ORI_PATCH, [1.0])
-        )
-    elif row == "orinet":
-        if peers is None:
-            raise InputError("the orinet row needs the peers' weights folder (--peers DIR)")
-        theta = orinet_orientations(peers, gray, xy, radius)
-    else:
-        raise InputError(f"unknown peer row {row!r}")
-    _, angle = to_cv2_size_angle(0.0, theta)
+    size = np.array([k.size for k in kps], np.float64)
+    feats = replace(
+        detect(img, keypoints=keypoint_xy(kps)),
+        detector_scale=np.log2(OPENCV_SIFT_WINDOW_PER_SIZE * size / REFERENCE_RADIUS),
+    )
+    _, theta = keypoint_poses(row, feats, peers=peers)
+    _, angle = to_cv2_size_angle(0.0, theta[:, 0])
     return [
         cv2.KeyPoint(*k.pt, k.size, float(a), k.response, k.octave, k.class_id) for k, a in zip(kps, angle)
     ]

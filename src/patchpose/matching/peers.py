@@ -211,11 +211,6 @@ def keynet_frames(peers: Peers, gray: np.ndarray, max_keypoints: int) -> tuple[n
     return xy, radius[keep]
 
 
-def keynet_keypoints(peers: Peers, gray: np.ndarray, max_keypoints: int) -> np.ndarray:
-    """The xy of :func:`keynet_frames` alone."""
-    return keynet_frames(peers, gray, max_keypoints)[0]
-
-
 def _lafs(xy: np.ndarray, radius) -> torch.Tensor:
     KF = require("kornia.feature", "kornia")
     n = len(xy)
@@ -263,7 +258,6 @@ __all__ = [
     "Peers",
     "read_sums",
     "keynet_frames",
-    "keynet_keypoints",
     "orinet_orientations",
     "affnet_orinet_frames",
 ]

@@ -84,8 +84,6 @@ DETECTORS = ("sift", "harris", "gftt", "keynet")
 PEER_DETECTORS = ("keynet",)
 #: rows that read SIFT's own pose, so exist only for SIFT detections
 SIFT_ROWS = ("sift", "sift_all", "sift_resolved_by_ours")
-#: rows that describe a keypoint a varying number of times (:func:`candidate_counts`)
-VARIABLE_ROWS = ("sift_all", "ours_adaptive")
 #: rows that read Key.Net's own scale, so exist only for Key.Net detections
 KEYNET_ROWS = ("keynet",)
 HANDCRAFTED_ROWS = ("dominant_gradient", "log+dominant_gradient")
