@@ -23,6 +23,7 @@ from dataclasses import asdict, dataclass, fields
 import numpy as np
 import torch
 
+from .checks import SCALE_LIMIT
 from .conventions import REFERENCE_RADIUS, ori_to_bin, scale_to_bin
 from .errors import InputError, is_int_in
 from .histogram import local_maxima
@@ -38,7 +39,7 @@ from .weights import (
 )
 
 #: frames (log2 scales) stay within this many octaves of 0
-MAX_FRAME = 12.0
+MAX_FRAME = SCALE_LIMIT
 #: SIFT keeps every orientation peak at least 80 % as high as its highest (Lowe 2004): the same rule on our
 #: orientation histogram, :func:`strong_candidates`
 PEAK_RATIO = 0.8

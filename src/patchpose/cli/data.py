@@ -27,14 +27,11 @@ def photos_graffiti_command(a: argparse.Namespace) -> int:
 
 
 def _shard(text: str | None) -> tuple[int, int] | None:
-    """``--shard i/n`` as ``(i, n)``; None without one."""
-    if not text:
-        return None
-    try:
-        i, n = (int(v) for v in text.split("/"))
-    except ValueError:
-        raise ValueError(f"--shard must look like i/n (e.g. 0/4), got {text!r}") from None
-    return i, n
+    """``--shard i/n`` as ``(i, n)`` (checked as ``extract --shard`` is:
+    :func:`~patchpose.integrations.extract.parse_shard`); None without one."""
+    from ..integrations.extract import parse_shard
+
+    return parse_shard(text) if text else None
 
 
 def generate_patchpose_command(a: argparse.Namespace) -> int:

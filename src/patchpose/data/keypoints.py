@@ -19,7 +19,9 @@ def _check_budget(max_keypoints) -> None:
         )
 
 
-def _as_uint8_gray(image: np.ndarray) -> np.ndarray:
+def as_uint8_gray(image: np.ndarray) -> np.ndarray:
+    """The 8-bit gray image OpenCV's detectors and ``cv2.SIFT.compute`` take (an RGB or gray image, uint8 or
+    float in [0, 1])."""
     g = image if image.ndim == 2 else cv2.cvtColor(image, cv2.COLOR_RGB2GRAY)
     if g.dtype != np.uint8:
         g = np.clip(g * 255.0 + 0.5, 0, 255).astype(np.uint8)
@@ -39,7 +41,7 @@ def detect_sift(
     With ``candidates``, a third item: for each keypoint, the ``cv2.KeyPoint.angle`` of every orientation
     SIFT found at its location and size (degrees, its own first), as an array."""
     _check_budget(max_keypoints)
-    g = _as_uint8_gray(image)
+    g = as_uint8_gray(image)
     kps = cv2.SIFT_create(nfeatures=int(max_keypoints)).detect(g, None)
     kps = sorted(kps, key=lambda k: -k.response)
     h, w = g.shape
@@ -73,7 +75,7 @@ def detect_gftt(image: np.ndarray, max_keypoints: int = 512, margin: float = 0.0
 
 def _corners(image: np.ndarray, max_keypoints: int, margin: float, harris: bool) -> np.ndarray:
     _check_budget(max_keypoints)
-    g = _as_uint8_gray(image)
+    g = as_uint8_gray(image)
     pts = cv2.goodFeaturesToTrack(g, int(max_keypoints), 0.01, 5, useHarrisDetector=harris, k=0.04)
     if pts is None:
         return np.zeros((0, 2))

@@ -31,7 +31,7 @@ from pathlib import Path
 import cv2
 import numpy as np
 
-from ..data.keypoints import detect_harris, detect_sift
+from ..data.keypoints import as_uint8_gray, detect_harris, detect_sift
 from ..data.patches import load_image
 from ..data.photos import IMAGE_EXTS, photos_of
 from ..errors import InputError, is_int_in, require
@@ -101,8 +101,7 @@ def features_of_image(
     if descriptor == "sift":
         # class_id carries each keypoint's index through compute, which may drop keypoints
         kps = [cv2.KeyPoint(*k.pt, k.size, k.angle, k.response, k.octave, i) for i, k in enumerate(kps)]
-        gray = image if image.ndim == 2 else cv2.cvtColor(image, cv2.COLOR_RGB2GRAY)
-        kept, desc = cv2.SIFT_create().compute(gray, keypoints_at_poses(kps, poses))
+        kept, desc = cv2.SIFT_create().compute(as_uint8_gray(image), keypoints_at_poses(kps, poses))
         keep = np.array([k.class_id for k in kept], np.int64)
         desc = np.zeros((0, 128), np.float32) if desc is None else np.asarray(desc, np.float32)
         xy, scale, ori = xy[keep], scale[keep], ori[keep]

@@ -41,14 +41,15 @@ def _check(xy, scale, ori, descriptors=None):
     scale = checks.per_point(scale, n, "scale", "log2 scales", -lim, lim)
     ori = checks.per_point(ori, n, "ori", "radians")
     if descriptors is not None:
+        if hasattr(descriptors, "detach"):  # a torch tensor: to numpy once, in its own dtype
+            descriptors = descriptors.detach().cpu().numpy()
+        # checked on real_array's float64 copy; what is returned keeps the caller's dtype
         d = checks.real_array(descriptors, "descriptors", f"an (N, D) array of numbers with N = {n}")
         if d.ndim != 2 or len(d) != n:
             raise InputError(f"descriptors must be (N, D) with N = {n} (one row per keypoint), got {d.shape}")
         if not np.isfinite(d).all():
             raise InputError("descriptors contain NaN or infinite values")
-        descriptors = np.asarray(
-            descriptors.detach().cpu().numpy() if hasattr(descriptors, "detach") else descriptors
-        )
+        descriptors = np.asarray(descriptors)
     return xy, scale, ori, descriptors
 
 
@@ -184,12 +185,12 @@ def _read_hloc_group(h5py, f, path: Path, name: str) -> dict:
         d = g[key]
         if not isinstance(d, h5py.Dataset) or d.dtype.kind not in "iuf" or d.ndim != ndim:
             raise InputError(f"{path}: {name!r}/{key} must be a {ndim}-d array of numbers")
-        v = d[()].astype(np.float64)
+        v = d[()]  # read once, kept in its dtype (descriptors stay as stored)
         if not np.isfinite(v).all():
             raise InputError(f"{path}: {name!r}/{key} holds NaN or infinite values")
         return v
 
-    xy = numbers("keypoints", 2)
+    xy = numbers("keypoints", 2).astype(np.float64)
     if xy.shape[1] != 2:
         raise InputError(f"{path}: {name!r}/keypoints must be (N, 2), got {xy.shape}")
     n = len(xy)
@@ -201,9 +202,9 @@ def _read_hloc_group(h5py, f, path: Path, name: str) -> dict:
         raise InputError(f"{path}: {name!r}/descriptors must be (D, N) with N = {n}, got {desc.shape}")
     return {
         "xy": xy,
-        "scale": None if radius is None else _radii(radius, f"{path}: {name!r}"),
-        "ori": None if oris is None else np.mod(-np.radians(oris), TWO_PI),
-        "descriptors": None if desc is None else g["descriptors"][()].T,
+        "scale": None if radius is None else _radii(radius.astype(np.float64), f"{path}: {name!r}"),
+        "ori": None if oris is None else np.mod(-np.radians(oris.astype(np.float64)), TWO_PI),
+        "descriptors": None if desc is None else desc.T,
     }
 
 
