@@ -103,6 +103,15 @@ def cores() -> int:
         return max(1, os.cpu_count() or 1)
 
 
+def poses(xy, scale, orientation, ori_name: str = "orientation") -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``xy (N, 2)``, ``scale (N,)`` log2 within ±:data:`SCALE_LIMIT` and ``orientation (N,)`` radians (a
+    number each is broadcast), finite; an :class:`InputError` otherwise (the orientation called
+    ``ori_name`` in its messages)."""
+    xy = points(xy, "xy")
+    scale = per_point(scale, len(xy), "scale", "log2 scales", -SCALE_LIMIT, SCALE_LIMIT)
+    return xy, scale, per_point(orientation, len(xy), ori_name, "radians")
+
+
 def workers(value, name: str = "workers", lo: int = 1) -> int:
     """A worker-process count from ``lo`` (1, or 0 where 0 means "in this process") to 4 × :func:`cores`."""
     hi = 4 * cores()
@@ -139,6 +148,7 @@ def output_file(path, what: str) -> Path:
 
 __all__ = [
     "SCALE_LIMIT",
+    "poses",
     "real_array",
     "points",
     "per_point",

@@ -21,15 +21,6 @@ from .conventions import (
 from .errors import InputError, is_int_in, require
 
 
-def _poses(xy, scale, orientation) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``xy (N, 2)``, ``scale (N,)`` log2 within ±:data:`~patchpose.checks.SCALE_LIMIT` and ``orientation
-    (N,)`` radians (a number each is broadcast), finite; an :class:`InputError` otherwise."""
-    xy = checks.points(xy, "xy")
-    lim = checks.SCALE_LIMIT
-    scale = checks.per_point(scale, len(xy), "scale", "log2 scales", -lim, lim)
-    return xy, scale, checks.per_point(orientation, len(xy), "orientation", "radians")
-
-
 def _cv2_keypoints(keypoints) -> list[cv2.KeyPoint]:
     """A list of ``cv2.KeyPoint`` (possibly empty), or an :class:`InputError`."""
     if (
@@ -57,7 +48,7 @@ def _image_shape(image_shape) -> tuple[int, int] | None:
 def to_cv2_keypoints(xy, scale, orientation, size_factor: float = CV2_SIZE_FACTOR) -> list[cv2.KeyPoint]:
     """``(N, 2)`` xy, ``(N,)`` log2 scale and radians (CCW) → ``cv2.KeyPoint`` (size = diameter px,
     angle = degrees clockwise in [0, 360))."""
-    xy, scale, orientation = _poses(xy, scale, orientation)
+    xy, scale, orientation = checks.poses(xy, scale, orientation)
     size_factor = checks.positive_number(size_factor, "size_factor")
     size, angle = to_cv2_size_angle(scale, orientation, size_factor)
     return [cv2.KeyPoint(float(x), float(y), float(s), float(a)) for (x, y), s, a in zip(xy, size, angle)]
@@ -163,7 +154,7 @@ def to_laf(xy, scale, orientation, laf_factor: float = LAF_SCALE_FACTOR) -> torc
     """Poses → kornia LAFs ``(1, N, 2, 3)`` (float32)."""
     KF = require("kornia.feature", "kornia")
 
-    xy, scale, orientation = _poses(xy, scale, orientation)
+    xy, scale, orientation = checks.poses(xy, scale, orientation)
     laf_factor = checks.positive_number(laf_factor, "laf_factor")
     s, deg = to_laf_scale_ori(scale, orientation, laf_factor)
     xy = torch.as_tensor(xy.reshape(1, -1, 2), dtype=torch.float32)

@@ -35,11 +35,8 @@ def _check(xy, scale, ori, descriptors=None):
     """``xy (N, 2)``, ``scale (N,)`` log2 within ±:data:`~patchpose.checks.SCALE_LIMIT`, ``ori (N,)``
     radians (a number each is broadcast), all finite, and ``descriptors (N, D)`` real numbers (kept in their
     dtype) or None; an :class:`InputError` for anything else."""
-    xy = checks.points(xy, "xy")
+    xy, scale, ori = checks.poses(xy, scale, ori, "ori")
     n = len(xy)
-    lim = checks.SCALE_LIMIT
-    scale = checks.per_point(scale, n, "scale", "log2 scales", -lim, lim)
-    ori = checks.per_point(ori, n, "ori", "radians")
     if descriptors is not None:
         if hasattr(descriptors, "detach"):  # a torch tensor: to numpy once, in its own dtype
             descriptors = descriptors.detach().cpu().numpy()
