@@ -103,6 +103,23 @@ def test_v9_is_v8s_network_fine_tuned_with_jitter_and_read_twice():
     assert any(not torch.equal(a, b) for a, b in zip(v8.state_dict().values(), v9.state_dict().values()))
 
 
+def test_v10_is_v9s_network_fine_tuned_on_redetected_pairs_with_v9s_read_plan():
+    """patchpose-v10 is v9's network and read plan (two reads, orientation 4/3 octave below, window 2.25) with
+    its own weights, and its recipe is v9's four stages plus one on re-detected pairs (model card)."""
+    from patchpose.training.recipe import load_recipe
+
+    v9, meta9 = load_bundled("patchpose-v9")
+    v10, meta = load_bundled("patchpose-v10")
+    assert v10.cfg == v9.cfg
+    for key in ("passes", "orientation_offset", "descriptor_region"):
+        assert meta[key] == meta9[key], key
+    assert "re-detected" in meta["notes"]
+    assert any(not torch.equal(a, b) for a, b in zip(v9.state_dict().values(), v10.state_dict().values()))
+    r9, r10 = load_recipe("patchpose-v9"), load_recipe("patchpose-v10")
+    assert r10["stages"][:4] == r9["stages"]
+    assert "data.redetect=1.0" in r10["stages"][4]["overrides"]
+
+
 def test_v8s_orientation_ignores_far_content_that_moves_v7s():
     """What v8 was trained for: blacking out the right half of a photo hardly moves its orientation at keypoints
     64-160 px left of the cut (a warped canvas's black corners, the edge of a second image), where v7's moves

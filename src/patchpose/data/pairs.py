@@ -24,12 +24,67 @@ import torch
 
 from ..conventions import REFERENCE_RADIUS, TWO_PI
 from ..errors import InputError
+from ..geometry import apply_homography, pose_change
+from .hpatches import HPatchesGenConfig, random_viewpoint_homography, warp_image
 from .inputs import extract_inputs
-from .keypoints import detect_harris, detect_sift
+from .keypoints import detect_gftt, detect_harris, detect_sift
 from .patches import Pyramid, load_image, resize_long_side, to_gray
 from .polar import PolarGrid, render_view_polar
 
 log = logging.getLogger(__name__)
+
+
+@dataclass
+class Redetections:
+    """Keypoints of one photo found again in a warped copy of it: ``xy_a`` in the photo, ``xy_b`` where the
+    same detector found each again in the copy, and the homography's local pose change at ``xy_a``."""
+
+    pyramid: Pyramid  # the warped copy's
+    xy_a: np.ndarray
+    xy_b: np.ndarray
+    d_scale: np.ndarray
+    d_theta: np.ndarray
+
+
+def _seed_of(name: str) -> int:
+    return int.from_bytes(name.encode()[-8:].rjust(8, b"\0"), "little") ^ len(name)
+
+
+def find_again(
+    image: np.ndarray, name: str, warps: int, max_px: float, max_keypoints: int, margin: float
+) -> list[Redetections]:
+    """``warps`` warped copies of ``image`` (random viewpoint homographies of ``generate hpatches`` steps 1 to
+    5, drawn from ``name``), each with the SIFT keypoints and Shi-Tomasi corners of ``image`` that the same
+    detector finds again in it within ``max_px`` pixels of the true position."""
+    rng = np.random.default_rng(_seed_of(name))
+    gen = HPatchesGenConfig()
+    detectors = (
+        lambda im: detect_sift(im, max_keypoints, margin)[0],
+        lambda im: detect_gftt(im, max_keypoints, margin),
+    )
+    found_a = [d(image) for d in detectors]
+    out = []
+    for _ in range(warps):
+        H = random_viewpoint_homography(rng, image.shape, int(rng.integers(1, 6)), gen)
+        warped = warp_image(image, H)
+        xa_all, xb_all = [], []
+        for det, xa in zip(detectors, found_a):
+            xb = det(warped)
+            if not len(xa) or not len(xb):
+                continue
+            p = apply_homography(H, xa)
+            d2 = ((p[:, None, :] - xb[None, :, :]) ** 2).sum(-1)
+            j = d2.argmin(1)
+            ok = d2[np.arange(len(xa)), j] <= max_px**2
+            xa_all.append(xa[ok])
+            xb_all.append(xb[j[ok]])
+        if not xa_all:
+            continue
+        xa, xb = np.concatenate(xa_all), np.concatenate(xb_all)
+        ds, dt, ok = pose_change(H, xa)
+        if ok.sum():
+            out.append(Redetections(Pyramid(to_gray(warped)), xa[ok], xb[ok], ds[ok], dt[ok]))
+    return out
 
 
 @dataclass
@@ -74,8 +129,23 @@ class PairConfig:
     context: float = 0.0
     context_min: float = 16.0
     context_max: float = 512.0
+    # training pairs only: the share of pairs whose second view comes from a *second image* (the photo
+    # warped by a random viewpoint homography: rotation, zoom and perspective, as ``generate hpatches``
+    # makes them) at the keypoint the same detector finds there (SIFT or Shi-Tomasi corners, within
+    # ``redetect_px`` of the true position): the real re-detection offsets and the real local distortion,
+    # with labels from the homography's local pose change (``geometry.pose_change``)
+    redetect: float = 0.0
+    redetect_warps: int = 4  # second images per photo
+    redetect_px: float = 3.0  # the farthest re-detection kept (pixels of the second image)
 
     def __post_init__(self) -> None:
+        if not 0.0 <= self.redetect <= 1.0:
+            raise InputError(f"data.redetect is a probability in [0, 1], got {self.redetect!r}")
+        if self.redetect > 0 and (self.redetect_warps < 1 or self.redetect_px <= 0):
+            raise InputError(
+                "data.redetect_warps must be >= 1 and data.redetect_px > 0, got "
+                f"{self.redetect_warps!r} and {self.redetect_px!r}"
+            )
         if not 0.0 <= self.context <= 1.0:
             raise InputError(f"data.context is a probability in [0, 1], got {self.context!r}")
         if not 0.0 < self.context_min <= self.context_max:
@@ -93,6 +163,7 @@ class PhotoPool:
         self.pyramids: list[Pyramid] = []
         self.keypoints: list[np.ndarray] = []
         self.names: list[str] = []
+        self.redetections: list[list[Redetections]] = []
         for p in paths:
             img = load_image(p).astype(np.float32) / 255.0
             img, _ = resize_long_side(img, cfg.long_side)
@@ -105,6 +176,14 @@ class PhotoPool:
             self.pyramids.append(Pyramid(to_gray(img) if color == "gray" else img))
             self.keypoints.append(xy)
             self.names.append(Path(p).name)
+            if cfg.redetect > 0:
+                if color != "gray":
+                    raise InputError("data.redetect needs a gray model (model.color=gray)")
+                self.redetections.append(
+                    find_again(
+                        img, Path(p).name, cfg.redetect_warps, cfg.redetect_px, cfg.max_keypoints, cfg.margin
+                    )
+                )
         if not self.pyramids:
             raise InputError("no usable photos (none readable with keypoints)")
 
@@ -239,8 +318,18 @@ def sample_pairs(
         for v in (0, 1):
             shapes[v, on & (which == v)] = st[on & (which == v)]
     pa = pb = None
-    for k in np.unique(img_idx):
-        sel = np.nonzero(img_idx == k)[0]
+    real = np.zeros(n, bool)
+    if augment and cfg.redetect > 0:
+        xy_v = [xy_v[0].copy(), xy_v[1].copy()]
+        real, a, b = _redetected_pairs(
+            rng, pool, cfg, ds, do, sa, ta, img_idx, patch_size, windows, polar, xy, xy_v
+        )
+        sb, tb = sa - ds, ta - do  # Δs moved where view b's frame was clipped
+        if real.any():
+            pa, pb = np.empty((n, *a.shape[1:]), np.float32), np.empty((n, *a.shape[1:]), np.float32)
+            pa[real], pb[real] = a, b
+    for k in np.unique(img_idx[~real]):
+        sel = np.nonzero((img_idx == k) & ~real)[0]
         pyr, views = pool.pyramids[k], []
         for vi, (s_, t_) in enumerate(((sa[sel], ta[sel]), (sb[sel], tb[sel]))):
             # views drawn for re-rendering are rendered that way only, the others sampled directly
@@ -293,6 +382,45 @@ def sample_pairs(
         "shape_a": shapes[0],
         "shape_b": shapes[1],
     }
+
+
+def _redetected_pairs(rng, pool, cfg, ds, do, sa, ta, img_idx, patch_size, windows, polar, xy, xy_v):
+    """Draw a share ``cfg.redetect`` of a batch's pairs as pairs whose view ``b`` is cut from a warped copy
+    of the photo at the keypoint found again there (:class:`Redetections`): their mask and views ``a``, ``b``.
+    ``ds``, ``img_idx``, ``xy`` and ``xy_v`` are updated in place for them.
+
+    View ``a`` keeps its frame ``(σ_a, θ_a)``; the same content seen in the copy has the frame
+    ``(σ_a + Δσ_H, θ_a + Δθ_H)`` (the homography's local pose change), so view ``b`` is cut at
+    ``(σ_a + Δσ_H − Δs, θ_a + Δθ_H − Δo)``, clipped to the frame range with ``Δs`` moved to match: the
+    labels ``(Δs, Δo)`` keep their meaning."""
+    n = len(ds)
+    real = rng.random(n) < cfg.redetect
+    usable = [k for k in range(len(pool)) if pool.redetections[k]]
+    if not real.any() or not usable:
+        return np.zeros(n, bool), None, None
+    idx_all = np.flatnonzero(real)
+    photo = np.asarray(usable)[rng.integers(0, len(usable), len(idx_all))]
+    img_idx[idx_all] = photo
+    va = vb = None
+    for k in np.unique(photo):
+        idx = idx_all[photo == k]
+        found = pool.redetections[k]
+        w = rng.integers(0, len(found), len(idx))
+        for j in np.unique(w):
+            sel = idx[w == j]
+            r = found[j]
+            m = rng.integers(0, len(r.xy_a), len(sel))
+            sb = np.clip(sa[sel] + r.d_scale[m] - ds[sel], cfg.sigma_min, cfg.sigma_max)
+            ds[sel] = sa[sel] + r.d_scale[m] - sb
+            tb = ta[sel] + r.d_theta[m] - do[sel]
+            a = extract_inputs(pool.pyramids[k], r.xy_a[m], sa[sel], ta[sel], patch_size, windows, polar)
+            b = extract_inputs(r.pyramid, r.xy_b[m], sb, tb, patch_size, windows, polar)
+            if va is None:
+                va, vb = np.empty((n, *a.shape[1:]), np.float32), np.empty((n, *a.shape[1:]), np.float32)
+            va[sel], vb[sel] = a, b
+            xy[sel] = xy_v[0][sel] = r.xy_a[m]
+            xy_v[1][sel] = r.xy_b[m]
+    return real, va[real], vb[real]
 
 
 class PairStream(torch.utils.data.IterableDataset):

@@ -7,6 +7,7 @@ not stored: they are regenerated from the seed, identical for every run with the
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import math
@@ -351,7 +352,8 @@ def _train(cfg, out_dir, resume: bool, progress: bool, dd) -> dict:
     pcfg = _pair_config(c["data"])
     val_pairs = None
     if dd.main and splits.get("val") and cfg.data.val_pairs > 0:
-        val_pool = PhotoPool(splits["val"], pcfg, mcfg.color)
+        # validation pairs are the fixed synthetic protocols: no warped copies to find keypoints again in
+        val_pool = PhotoPool(splits["val"], dataclasses.replace(pcfg, redetect=0.0), mcfg.color)
         val_pairs = make_protocol_pairs(
             val_pool,
             cfg.data.val_pairs,
