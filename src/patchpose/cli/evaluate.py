@@ -125,6 +125,34 @@ def eval_pose_command(a: argparse.Namespace) -> int:
     return 0
 
 
+def eval_colmap_command(a: argparse.Namespace) -> int:
+    from ..evaluation.colmap_eval import evaluate_colmap
+    from .extract import set_threads
+
+    set_threads(a.threads)
+    weights = a.weights
+    if a.read:
+        from ..estimator import PatchPoseEstimator
+
+        weights = PatchPoseEstimator.load(a.weights).with_plan(**read_plan(a))
+    doc = evaluate_colmap(
+        a.images,
+        a.out,
+        weights,
+        poses=a.poses,
+        seeds=a.seeds,
+        sets=a.sets,
+        threads=a.threads,
+        max_keypoints=a.max_keypoints,
+        candidates=a.candidates,
+        ratio=a.ratio,
+        split=a.split,
+        progress=not a.no_progress,
+    )
+    print_results(a.out, f"wrote {a.out}/results.json and results.md in {doc['seconds']:.0f} s")
+    return 0
+
+
 def _add_bootstrap(p: argparse.ArgumentParser, over: str) -> None:
     p.add_argument(
         "--bootstrap",
@@ -281,3 +309,24 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     pe.add_argument("--no-ablation", action="store_true", help="only the sift and sift+ours rows")
     pe.add_argument("--no-progress", action="store_true")
     pe.set_defaults(func=eval_pose_command)
+
+    from .extract import add_colmap_options
+
+    co = evs.add_parser(
+        "colmap",
+        help="COLMAP reconstructions (pycolmap), frames upright and every other one turned 90 degrees: "
+        "COLMAP's SIFT, SIFT's poses, ours, upright",
+    )
+    co.add_argument("images", help="folder of frames (every image below it, at least 2)")
+    co.add_argument("--out", default="outputs/eval_colmap")
+    co.add_argument(
+        "--poses",
+        nargs="+",
+        choices=("colmap", "sift", "ours_angle", "ours", "upright"),
+        default=["colmap", "sift", "ours_angle", "ours", "upright"],
+    )
+    co.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2], help="COLMAP's random seeds")
+    co.add_argument("--sets", nargs="+", choices=("upright", "turned"), default=["upright", "turned"])
+    add_colmap_options(co, threads=1)
+    co.add_argument("--no-progress", action="store_true")
+    co.set_defaults(func=eval_colmap_command)

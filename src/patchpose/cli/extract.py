@@ -1,5 +1,6 @@
 """``patchpose extract`` and ``extract-merge``: a folder of images as an hloc features file with our poses
-(:mod:`patchpose.integrations.extract`), resumable after a kill, in shards that a merge joins."""
+(:mod:`patchpose.integrations.extract`), resumable after a kill, in shards that a merge joins; ``patchpose
+colmap``: a folder of images reconstructed by COLMAP (:mod:`patchpose.integrations.colmap`)."""
 
 from __future__ import annotations
 
@@ -37,8 +38,72 @@ def merge_command(a: argparse.Namespace) -> int:
     return 0
 
 
+def colmap_command(a: argparse.Namespace) -> int:
+    """``colmap IMAGES --out DIR``: one COLMAP reconstruction; prints its statistics."""
+    from ..integrations.colmap import OUR_POSES, reconstruct
+
+    set_threads(a.threads)
+    est = None
+    if a.pose in OUR_POSES:
+        from ..estimator import PatchPoseEstimator
+
+        est = PatchPoseEstimator.load(a.weights).with_plan(**read_plan(a))
+    s = reconstruct(
+        a.images,
+        a.out,
+        pose=a.pose,
+        estimator=est,
+        max_keypoints=a.max_keypoints,
+        candidates=a.candidates,
+        split=a.split,
+        ratio=a.ratio,
+        seed=a.seed,
+        threads=a.threads,
+    )
+    track = "–" if s["track_length"] is None else f"{s['track_length']:.2f}"
+    err = "–" if s["reprojection_px"] is None else f"{s['reprojection_px']:.2f} px"
+    print(
+        f"{a.pose}: {s['registered']}/{s['images']} images registered, {s['points3D']} 3-D points, "
+        f"mean track length {track}, mean reprojection error {err}, {s['seconds']:.0f} s; wrote {a.out}"
+    )
+    return 0
+
+
+def add_colmap_options(p: argparse.ArgumentParser, threads: int | None = None) -> None:
+    """Options of ``colmap`` that ``eval colmap`` shares (``threads``: the default of ``--threads``)."""
+    p.add_argument("--max-keypoints", type=int, default=8192, help="SIFT keypoints per image, at most")
+    p.add_argument(
+        "--candidates",
+        choices=("first", "strong"),
+        default="first",
+        help="ours*: describe our strongest pose only, or each strong candidate (SIFT's 80%% rule)",
+    )
+    p.add_argument(
+        "--split",
+        action="store_true",
+        help="each descriptor its own COLMAP keypoint (as COLMAP stores SIFT's orientations) instead of "
+        "one keypoint per location",
+    )
+    p.add_argument("--ratio", type=float, default=None, help="a ratio test on the mutual nearest neighbours")
+    p.add_argument(
+        "--threads",
+        type=int,
+        default=threads,
+        help=f"COLMAP's and torch's threads (default: {threads or 'all cores'})",
+    )
+    add_weights(p)
+
+
+def set_threads(threads: int | None) -> None:
+    """``--threads N``: torch's intra-op threads too (COLMAP's are passed on)."""
+    if threads is not None and threads >= 1:
+        import torch
+
+        torch.set_num_threads(threads)
+
+
 def add_commands(sub: argparse._SubParsersAction) -> None:
-    """Register ``extract`` and ``extract-merge`` on the top-level subparsers."""
+    """Register ``extract``, ``extract-merge`` and ``colmap`` on the top-level subparsers."""
     e = sub.add_parser(
         "extract", help="keypoints, our poses and descriptors of a folder of images: an hloc features file"
     )
@@ -66,3 +131,19 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     m.add_argument("shards", nargs="+", help="the n shard files")
     m.add_argument("--out", required=True, help="the merged features file")
     m.set_defaults(func=merge_command)
+    c = sub.add_parser(
+        "colmap",
+        help="reconstruct a folder of images with COLMAP (pycolmap): SIFT keypoints described at our poses",
+    )
+    c.add_argument("images", help="folder of images (every image below it, at least 2)")
+    c.add_argument("--out", required=True, help="a new folder: database.db, sparse/, stats.json")
+    c.add_argument(
+        "--pose",
+        choices=("ours_angle", "ours", "sift", "upright", "colmap"),
+        default="ours_angle",
+        help="ours_angle: our angle at SIFT's scale; ours: our scale and angle; sift: SIFT's own (all its "
+        "orientations); upright: angle 0; colmap: COLMAP's own SIFT and matcher",
+    )
+    c.add_argument("--seed", type=int, default=0, help="COLMAP's random seed")
+    add_colmap_options(c)
+    c.set_defaults(func=colmap_command)
