@@ -1,6 +1,8 @@
 """COLMAP end to end (:mod:`patchpose.integrations.colmap`): keypoints into a COLMAP database and back, the
-matcher, a reconstruction of real frames with every other one turned, and bad input as one line."""
+matcher, reconstructions of generated views of a textured plane and (where ../shared holds them) of real
+frames, with every other one turned, and bad input as one line."""
 
+import importlib.util
 import json
 import math
 import shutil
@@ -12,14 +14,17 @@ import numpy as np
 import pytest
 import torch
 
+from conftest import make_textured_image
 from patchpose.cli.main import main
 from patchpose.conventions import angle_diff
 from patchpose.errors import InputError
+from patchpose.evaluation.colmap_eval import evaluate_colmap, turn_every_other
 from patchpose.integrations import colmap as cm
 
-TUM = Path("/work/shared/data/tum_freiburg")
+# 17 TUM RGB-D frames (docs/results.md), in the shared folder beside the repository's clone when it is there
+TUM = Path(__file__).resolve().parents[3] / "shared" / "data" / "tum_freiburg"
 needs_pycolmap = pytest.mark.skipif(
-    not cm._has_pycolmap(), reason="pycolmap is not installed (pip install pycolmap)"
+    importlib.util.find_spec("pycolmap") is None, reason="pycolmap is not installed (the 'colmap' extra)"
 )
 
 
@@ -32,14 +37,39 @@ def write_images(folder: Path, n: int, size: int = 96) -> Path:
     return folder
 
 
+def plane_views(folder: Path, n: int = 4, size: int = 240, spread: float = 40.0) -> Path:
+    """``n`` square views of a textured plane (:func:`make_textured_image`) from cameras on an arc of
+    ``spread`` degrees around it, all looking at its centre, with the focal length COLMAP assumes for an
+    image without EXIF (1.2 × the image size): a scene COLMAP reconstructs with every view."""
+    folder.mkdir(parents=True, exist_ok=True)
+    texture = 600
+    tex = (make_textured_image(texture, seed=0) * 255).astype(np.uint8)
+    f = 1.2 * size
+    K = np.array([[f, 0, size / 2], [0, f, size / 2], [0, 0, 1.0]])
+    to_plane = np.array([[2 / texture, 0, -1], [0, 2 / texture, -1], [0, 0, 1.0]])  # the plane is [-1, 1]²
+    at_z2 = np.diag([1.0, 1.0, 2.0])  # at z = 2, the first camera at the origin
+    for k, th in enumerate(np.radians(np.linspace(-spread / 2, spread / 2, n))):
+        R = np.array([[np.cos(th), 0, np.sin(th)], [0, 1, 0], [-np.sin(th), 0, np.cos(th)]])
+        C = np.array([2 * np.sin(th), 0, 2 - 2 * np.cos(th)])
+        H = K @ (R @ at_z2 - np.outer(R @ C, [0, 0, 1])) @ to_plane
+        view = cv2.warpPerspective(tex, H, (size, size), flags=cv2.INTER_AREA)
+        cv2.imwrite(str(folder / f"{k:02d}.png"), view)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def plane_turned(tmp_path_factory):
+    """Four views of a textured plane, the 2nd and 4th turned by 90° clockwise."""
+    root = tmp_path_factory.mktemp("plane")
+    return turn_every_other(plane_views(root / "views"), root / "turned")
+
+
 @pytest.fixture(scope="module")
 def tum_turned(tmp_path_factory):
     """Five consecutive TUM frames, the 2nd and 4th turned by 90° clockwise (a phone held sideways)."""
     frames = sorted(TUM.glob("*.png"))[:5] if TUM.is_dir() else []
     if len(frames) < 5:
         pytest.skip(f"the TUM frames are not in {TUM}")
-    from patchpose.evaluation.colmap_eval import turn_every_other
-
     src = tmp_path_factory.mktemp("tum") / "frames"
     src.mkdir()
     for p in frames:
@@ -70,6 +100,11 @@ def test_keypoints_keep_their_pose_through_the_database(tmp_path):
     assert np.abs(back["xy"] - xy).max() < 1e-4
     assert np.abs(back["scale"] - scale).max() < 1e-5
     assert np.abs(angle_diff(back["ori"], ori)).max() < 1e-5
+    # COLMAP's affine rows (a11 a12 a21 a22 = the radius times the rotation) give the same poses
+    r, a = rows[:, 2].astype(np.float64), rows[:, 3].astype(np.float64)
+    affine = np.column_stack([rows[:, :2], r * np.cos(a), -r * np.sin(a), r * np.sin(a), r * np.cos(a)])
+    back6 = cm.from_colmap_keypoints(affine)
+    assert np.abs(back6["scale"] - scale).max() < 1e-5 and np.abs(angle_diff(back6["ori"], ori)).max() < 1e-5
 
 
 def test_keypoint_distance_is_the_closest_descriptor_pair_and_matches_are_mutual():
@@ -77,15 +112,16 @@ def test_keypoint_distance_is_the_closest_descriptor_pair_and_matches_are_mutual
     o1 = np.array([0, 0, 1])
     d2 = np.array([[10, 1], [0, 9], [50, 50]], np.float32)
     o2 = np.array([0, 1, 2])
-    dist = cm.keypoint_distance_matrix(d1, o1, d2, o2)
-    assert dist.shape == (2, 3)
-    assert dist[0, 0] == pytest.approx(1.0)  # its second descriptor, not its first (10.05)
     f1 = {"xy": np.zeros((2, 2)), "descriptors": d1, "owner": o1}
     f2 = {"xy": np.zeros((3, 2)), "descriptors": d2, "owner": o2}
+    # keypoint 0 of 1 matches keypoint 0 of 2 by its second descriptor (1.0 away; its first is 10.05 away)
     assert cm.match_keypoints(f1, f2).tolist() == [[0, 0], [1, 1]]
-    # keypoint 0 of 2 is 1.0 from its match and 9.0 from the next: the ratio test keeps it at 0.5, not 0.1
-    assert [0, 0] in cm.match_keypoints(f1, f2, ratio=0.5).tolist()
-    assert [0, 0] not in cm.match_keypoints(f1, f2, ratio=0.1).tolist()
+    # with only its first descriptor, keypoint 0 of 1 is nearest keypoint 1 of 2 (9.0), which keypoint 1
+    # of 1 is nearer (1.0): keypoint 0 is left unmatched
+    first = {"xy": np.zeros((2, 2)), "descriptors": d1[[0, 2]], "owner": np.array([0, 1])}
+    assert cm.match_keypoints(first, f2).tolist() == [[1, 1]]
+    empty = {"xy": np.zeros((0, 2)), "descriptors": d2[:0], "owner": o2[:0]}
+    assert cm.match_keypoints(f1, empty).shape == (0, 2)
 
 
 def test_describe_image_sift_gives_every_orientation_and_ours_one():
@@ -98,6 +134,21 @@ def test_describe_image_sift_gives_every_orientation_and_ours_one():
     assert np.array_equal(sift["xy"], ours["xy"])
     assert len(sift["descriptors"]) > len(sift["xy"])  # some locations have a second orientation
     assert len(ours["descriptors"]) == len(ours["xy"]) and (np.diff(sift["owner"]) >= 0).all()
+
+
+@needs_pycolmap
+def test_ours_registers_every_generated_view_with_half_turned_and_upright_fewer(plane_turned, tmp_path):
+    torch.set_num_threads(1)
+    kw = {"max_keypoints": 400, "threads": 1}
+    ours = cm.reconstruct(plane_turned, tmp_path / "ours", pose="ours_angle", **kw)
+    assert ours["registered"] == ours["images"] == 4
+    assert ours["points3D"] > 150 and ours["reprojection_px"] < 1.0
+    # upright descriptors do not match a turned view to an upright one: the views fall apart
+    upright = cm.reconstruct(plane_turned, tmp_path / "upright", pose="upright", **kw)
+    assert upright["registered"] < 4
+    # SIFT's orientations each a keypoint of their own: several 3-D points at one place, counted once
+    split = cm.reconstruct(plane_turned, tmp_path / "split", pose="sift", split=True, **kw)
+    assert split["registered"] == 4 and split["distinct_points3D"] < split["points3D"]
 
 
 @needs_pycolmap
@@ -118,20 +169,33 @@ def test_ours_registers_every_frame_with_frames_turned(tum_turned, tmp_path):
 def test_colmap_cli_refuses_bad_input_in_one_line(tmp_path, capsys):
     write_images(tmp_path / "one", 1)
     cases = [
-        ([str(tmp_path / "missing")], "image folder not found"),
+        ([str(tmp_path / "missing")], "not found"),
         ([str(tmp_path / "one")], "at least 2"),
         ([str(tmp_path / "one"), "--max-keypoints", "0"], "max_keypoints must be a positive integer"),
-        ([str(tmp_path / "one"), "--ratio", "1.5"], "ratio must be None or a number in (0, 1]"),
+        ([str(tmp_path / "one"), "--seed", "-1"], "seed must be an integer >= 0"),
     ]
     for args, message in cases:
         assert main(["colmap", *args, "--out", str(tmp_path / "out")]) == 2
         err = capsys.readouterr().err.strip()
         assert message in err and len(err.splitlines()) == 1, err
+    # eval colmap checks its settings before it writes anything (the turned copies)
+    write_images(tmp_path / "two", 2)
+    assert (
+        main(
+            ["eval", "colmap", str(tmp_path / "two"), "--out", str(tmp_path / "out"), "--max-keypoints", "0"]
+        )
+        == 2
+    )
+    err = capsys.readouterr().err.strip()
+    assert "max_keypoints" in err and len(err.splitlines()) == 1, err
     assert not (tmp_path / "out").exists()
 
 
 def test_a_missing_pycolmap_is_one_line_naming_the_install(monkeypatch, tmp_path):
     write_images(tmp_path / "im", 2)
     monkeypatch.setitem(sys.modules, "pycolmap", None)  # import pycolmap raises ModuleNotFoundError
-    with pytest.raises(InputError, match="pip install pycolmap"):
+    with pytest.raises(InputError, match="pycolmap is not installed.*colmap"):
         cm.reconstruct(tmp_path / "im", tmp_path / "out", pose="sift")
+    with pytest.raises(InputError, match="pycolmap is not installed.*colmap"):
+        evaluate_colmap(tmp_path / "im", tmp_path / "out", poses=["sift"], seeds=[0], progress=False)
+    assert not (tmp_path / "out").exists()

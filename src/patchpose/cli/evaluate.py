@@ -144,8 +144,6 @@ def eval_colmap_command(a: argparse.Namespace) -> int:
         sets=a.sets,
         threads=a.threads,
         max_keypoints=a.max_keypoints,
-        candidates=a.candidates,
-        ratio=a.ratio,
         split=a.split,
         progress=not a.no_progress,
     )

@@ -54,9 +54,7 @@ def colmap_command(a: argparse.Namespace) -> int:
         pose=a.pose,
         estimator=est,
         max_keypoints=a.max_keypoints,
-        candidates=a.candidates,
         split=a.split,
-        ratio=a.ratio,
         seed=a.seed,
         threads=a.threads,
     )
@@ -73,18 +71,11 @@ def add_colmap_options(p: argparse.ArgumentParser, threads: int | None = None) -
     """Options of ``colmap`` that ``eval colmap`` shares (``threads``: the default of ``--threads``)."""
     p.add_argument("--max-keypoints", type=int, default=8192, help="SIFT keypoints per image, at most")
     p.add_argument(
-        "--candidates",
-        choices=("first", "strong"),
-        default="first",
-        help="ours*: describe our strongest pose only, or each strong candidate (SIFT's 80%% rule)",
-    )
-    p.add_argument(
         "--split",
         action="store_true",
         help="each descriptor its own COLMAP keypoint (as COLMAP stores SIFT's orientations) instead of "
         "one keypoint per location",
     )
-    p.add_argument("--ratio", type=float, default=None, help="a ratio test on the mutual nearest neighbours")
     p.add_argument(
         "--threads",
         type=int,

@@ -22,10 +22,10 @@ from pathlib import Path
 import cv2
 import numpy as np
 
-from ..errors import InputError, is_int_in
+from ..errors import InputError, is_int_in, require
 from ..estimator import EstimatorLike, as_estimator
 from ..fileio import write_text_atomic
-from ..integrations.colmap import OUR_POSES, POSES, reconstruct
+from ..integrations.colmap import OUR_POSES, POSES, check_settings, reconstruct
 from ..integrations.extract import image_names
 
 SETS = ("upright", "turned")
@@ -71,8 +71,6 @@ def evaluate_colmap(
     sets: Sequence[str] = SETS,
     threads: int | None = 1,
     max_keypoints: int = 8192,
-    candidates: str = "first",
-    ratio: float | None = None,
     split: bool = False,
     progress: bool = True,
 ) -> dict:
@@ -88,6 +86,9 @@ def evaluate_colmap(
         raise InputError(f"seeds must be integers >= 0, got {seeds}")
     if not sets or any(s not in SETS for s in sets):
         raise InputError(f"sets must be some of {SETS}, got {sets}")
+    for pose in poses:
+        check_settings(pose, max_keypoints, seeds[0], threads, split)
+    require("pycolmap", "colmap")  # before the turned copies are written
     folder = Path(images)
     image_names(folder)  # a missing or empty folder is an error before any work
     out = Path(out)
@@ -111,9 +112,7 @@ def evaluate_colmap(
                     pose=pose,
                     estimator=est,
                     max_keypoints=max_keypoints,
-                    candidates=candidates,
                     split=split,
-                    ratio=ratio,
                     seed=seed,
                     threads=threads,
                 )

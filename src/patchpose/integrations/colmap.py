@@ -15,13 +15,12 @@ model (registered images, 3-D points, mean track length, mean reprojection error
 =============== ==========================================================================================
 
 For every pose but ``colmap`` the keypoints are the same (OpenCV SIFT's locations, strongest first, one per
-location), each described by ``cv2.SIFT.compute`` at one or more orientations (``sift``: all of SIFT's;
-``ours*`` with ``candidates="strong"``: our strong candidates, :func:`~patchpose.reading.strong_candidates`).
-A location is one COLMAP keypoint, and two keypoints' distance is the smallest over their descriptor pairs
-(:func:`match_keypoints`), so that the rows differ only in their descriptors. With ``split=True`` each
-descriptor is a keypoint of its own instead, as COLMAP's and OpenCV's SIFT store a second orientation: a
-location then yields up to one 3-D point per orientation at the same place, which the ``distinct_points3D``
-statistic counts once.
+location), each described by ``cv2.SIFT.compute`` at one orientation (``sift``: at each of SIFT's). A
+location is one COLMAP keypoint, and two keypoints' distance is the smallest over their descriptor pairs
+(:func:`match_keypoints`, :func:`~patchpose.matching.matcher.mutual_nn`), so that the rows differ only in
+their descriptors. With ``split=True`` each descriptor is a keypoint of its own instead, as COLMAP's and
+OpenCV's SIFT store a second orientation: a location then yields up to one 3-D point per orientation at the
+same place, which the ``distinct_points3D`` statistic counts once.
 
 Keypoints go into the database in COLMAP's conventions (:func:`colmap_keypoints`: top-left pixel centre at
 (0.5, 0.5), scale a radius in px, orientation radians clockwise as displayed); the matching is exhaustive
@@ -40,48 +39,24 @@ from pathlib import Path
 
 import cv2
 import numpy as np
-import torch
 
 from .. import checks
-from ..conventions import TWO_PI, from_colmap_xy, from_cv2_size_angle, to_colmap_xy
+from ..conventions import from_cv2_size_angle
 from ..data.keypoints import as_uint8_gray, detect_sift
-from ..data.patches import load_image
-from ..errors import InputError, is_int_in
+from ..data.patches import check_image_shape, load_image
+from ..errors import InputError, is_int_in, require
 from ..estimator import EstimatorLike, as_estimator
 from ..fileio import write_text_atomic
-from ..reading import strong_candidates
+from ..matching.matcher import mutual_nn
 from .extract import image_names
-from .formats import radius_px
-from .opencv import SIFT_DESCRIPTOR_SIZE_FACTOR, keypoints_at_poses
+from .formats import from_colmap_rows, to_colmap_rows
+from .opencv import assign
 
 POSES = ("ours_angle", "ours", "sift", "upright", "colmap")
 #: the poses that read the model
 OUR_POSES = ("ours_angle", "ours")
-CANDIDATES = ("first", "strong")
-#: candidates read per keypoint for ``candidates="strong"`` (those SIFT's 80 % rule keeps are described)
-TOP_K = 4
 #: the file with the settings and statistics of a finished reconstruction
 STATS = "stats.json"
-PIP = "pip install pycolmap"
-
-
-def _has_pycolmap() -> bool:
-    """Whether pycolmap is installed (without importing it)."""
-    import importlib.util
-
-    return importlib.util.find_spec("pycolmap") is not None
-
-
-def _pycolmap():
-    try:
-        import pycolmap
-    except ModuleNotFoundError as e:
-        if e.name != "pycolmap":
-            raise
-        raise InputError(
-            f"pycolmap is not installed; {PIP} (or the 'colmap' extra: pip install -e '.[colmap]')"
-        ) from None
-    return pycolmap
 
 
 # ----------------------------------------------------------------------------- keypoints and descriptors
@@ -89,11 +64,8 @@ def colmap_keypoints(xy, scale, ori) -> np.ndarray:
     """``(N, 4)`` float32 rows ``x, y, scale, orientation`` as ``pycolmap.Database.write_keypoints`` takes
     them: top-left pixel centre at (0.5, 0.5), scale the radius in px, orientation radians clockwise as
     displayed in ``[−π, π)``, from our ``xy`` (pixel centres at integers), log2 ``scale`` and ``ori``
-    (radians counter-clockwise)."""
-    xy, scale, ori = checks.poses(xy, scale, ori, "ori")
-    c = to_colmap_xy(xy)
-    a = np.mod(-ori + np.pi, TWO_PI) - np.pi
-    return np.column_stack([c, radius_px(scale), a]).astype(np.float32).reshape(-1, 4)
+    (radians counter-clockwise; :func:`~patchpose.integrations.formats.to_colmap_rows`)."""
+    return to_colmap_rows(xy, scale, ori).astype(np.float32)
 
 
 def from_colmap_keypoints(rows) -> dict:
@@ -103,31 +75,27 @@ def from_colmap_keypoints(rows) -> dict:
     r = np.asarray(rows, np.float64)
     if r.ndim != 2 or r.shape[1] not in (4, 6):
         raise InputError(f"COLMAP keypoints must be (N, 4) or (N, 6) rows, got shape {r.shape}")
+    if not np.isfinite(r).all():
+        raise InputError("COLMAP keypoints hold NaN or infinite values")
     if r.shape[1] == 6:  # COLMAP's FeatureKeypoint: scale = sqrt(a11² + a21²), orientation = atan2(a21, a11)
-        radius, angle = np.hypot(r[:, 2], r[:, 4]), np.arctan2(r[:, 4], r[:, 2])
-    else:
-        radius, angle = r[:, 2], r[:, 3]
-    return {
-        "xy": from_colmap_xy(r[:, :2]),
-        "scale": np.log2(radius / radius_px(0.0)),
-        "ori": np.mod(-angle, TWO_PI),
-    }
+        r = np.column_stack([r[:, :2], np.hypot(r[:, 2], r[:, 4]), np.arctan2(r[:, 4], r[:, 2])])
+    return from_colmap_rows(r, "COLMAP keypoints")
 
 
 def describe_image(
-    image: np.ndarray, pose: str, estimator=None, max_keypoints: int = 8192, candidates: str = "first"
+    image: np.ndarray, pose: str, estimator: EstimatorLike = None, max_keypoints: int = 8192
 ) -> dict:
     """OpenCV SIFT keypoints of ``image`` described by OpenCV SIFT at ``pose`` (one of :data:`POSES` but
     ``colmap``): ``{"xy" (N, 2), "scale" (N,) log2, "ori" (N,) radians CCW (the first descriptor's pose),
-    "descriptors" (M, 128) float32, "owner" (M,) the keypoint of each descriptor, ascending}``.
+    "descriptors" (M, 128) float32, "owner" (M,) the keypoint of each descriptor, ascending}`` (``M = N``
+    but for ``sift``, which describes each keypoint at every orientation SIFT found there).
 
-    ``estimator``: a loaded :class:`~patchpose.PatchPoseEstimator` (for the ``ours*`` poses);
-    ``candidates``: ``"first"`` (one descriptor per keypoint) or ``"strong"`` (one per strong candidate of
-    a top-4 read). A keypoint that OpenCV's ``compute`` drops is dropped."""
+    ``estimator``: for the ``ours*`` poses, a :class:`~patchpose.PatchPoseEstimator`, a bundled model's name
+    or a weights file (default: the bundled default model). A keypoint that OpenCV's ``compute`` drops is
+    dropped."""
     if pose not in POSES or pose == "colmap":
         raise InputError(f"pose must be one of {POSES[:-1]}, got {pose!r}")
-    if candidates not in CANDIDATES:
-        raise InputError(f"candidates must be one of {CANDIDATES}, got {candidates!r}")
+    check_image_shape(image)
     xy, kps, cands = detect_sift(image, max_keypoints, candidates=True)
     # class_id carries each keypoint's index through compute
     kps = [cv2.KeyPoint(*k.pt, k.size, k.angle, k.response, k.octave, i) for i, k in enumerate(kps)]
@@ -135,22 +103,8 @@ def describe_image(
         described = [cv2.KeyPoint(*k.pt, k.size, float(a), k.response, k.octave, k.class_id) for k, c in zip(kps, cands) for a in c]  # fmt: skip
     elif pose == "upright":
         described = [cv2.KeyPoint(*k.pt, k.size, 0.0, k.response, k.octave, k.class_id) for k in kps]
-    elif not kps:
-        described = []
-    else:
-        est = as_estimator(estimator)
-        top_k = TOP_K if candidates == "strong" else None
-        if pose == "ours_angle":  # one read in SIFT's window, as assign(keep_size=True)
-            frame, _ = from_cv2_size_angle(
-                [k.size for k in kps], np.zeros(len(kps)), SIFT_DESCRIPTOR_SIZE_FACTOR
-            )
-            poses = est.with_plan(passes=1).estimate(image, xy, top_k=top_k, detector_scale=frame)
-        else:
-            poses = est.estimate(image, xy, top_k=top_k)
-        described = keypoints_at_poses(kps, poses, keep_size=pose == "ours_angle")
-        if top_k:
-            keep = strong_candidates(poses).reshape(-1)
-            described = [k for k, ok in zip(described, keep) if ok]
+    else:  # ours_angle: one read in SIFT's window at SIFT's size; ours: our scale and angle
+        described = assign(image, kps, estimator, keep_size=pose == "ours_angle")
     if described:
         kept, desc = cv2.SIFT_create().compute(as_uint8_gray(image), described)
     else:
@@ -172,54 +126,31 @@ def describe_image(
     }
 
 
-def keypoint_distance_matrix(d1, owner1, d2, owner2) -> np.ndarray:
-    """``(N1, N2)`` distances between keypoints that have several descriptors each: the smallest L2 distance
-    over their descriptor pairs (``d (M, D)``, ``owner (M,)`` the keypoint of each row, ascending, every
-    keypoint ``0 … N−1`` with at least one row)."""
-    dist = torch.cdist(
-        torch.from_numpy(np.asarray(d1, np.float32)), torch.from_numpy(np.asarray(d2, np.float32))
-    )
-    dist = dist.numpy()
-    for axis, owner in ((0, owner1), (1, owner2)):
-        starts = np.flatnonzero(np.r_[True, np.diff(owner) != 0])
-        if len(starts) < dist.shape[axis]:
-            dist = np.minimum.reduceat(dist, starts, axis=axis)
-    return dist
+def _per_keypoint(f: dict) -> np.ndarray:
+    """The descriptors of a :func:`describe_image` result as ``(N, k, 128)``, ``k`` the most any keypoint
+    has; a keypoint with fewer repeats its first (which leaves its smallest distance as it is)."""
+    owner, desc = f["owner"], f["descriptors"]
+    n = len(f["xy"])
+    starts = np.searchsorted(owner, np.arange(n))
+    counts = np.diff(np.r_[starts, len(owner)])
+    k = int(counts.max()) if n else 1
+    j = np.minimum(np.arange(k)[None, :], counts[:, None] - 1)
+    return desc[starts[:, None] + j]
 
 
-def match_keypoints(f1: dict, f2: dict, ratio: float | None = None) -> np.ndarray:
+def match_keypoints(f1: dict, f2: dict) -> np.ndarray:
     """Mutual nearest neighbours ``(L, 2)`` (keypoint of 1, keypoint of 2) of two :func:`describe_image`
-    results; with ``ratio``, only those whose nearest distance is below ``ratio`` times the second nearest,
-    both ways (Lowe's ratio test)."""
-    n1, n2 = len(f1["xy"]), len(f2["xy"])
-    if n1 == 0 or n2 == 0:
-        return np.zeros((0, 2), np.int64)
-    dist = keypoint_distance_matrix(f1["descriptors"], f1["owner"], f2["descriptors"], f2["owner"])
-    nn12, nn21 = dist.argmin(1), dist.argmin(0)
-    i = np.flatnonzero(nn21[nn12] == np.arange(n1))
-    pairs = np.stack([i, nn12[i]], 1).astype(np.int64)
-    if ratio is not None and len(pairs):
-        keep = np.ones(len(pairs), bool)
-        for axis, (a, b) in ((1, (0, 1)), (0, (1, 0))):
-            d = dist if axis == 1 else dist.T
-            if d.shape[1] < 2:
-                continue
-            two = np.partition(d[pairs[:, a]], 1, axis=1)[:, :2]
-            keep &= d[pairs[:, a], pairs[:, b]] < ratio * two[:, 1]
-        pairs = pairs[keep]
-    return pairs
+    results, two keypoints' distance the smallest over their descriptor pairs."""
+    return mutual_nn(_per_keypoint(f1), _per_keypoint(f2))[0]
 
 
 # ----------------------------------------------------------------------------- the reconstruction
-def _check_args(pose, candidates, max_keypoints, ratio, seed, threads, split) -> None:
+def check_settings(pose: str, max_keypoints, seed, threads, split) -> None:
+    """The settings of :func:`reconstruct`, checked before any work: an :class:`InputError` for a bad one."""
     if pose not in POSES:
         raise InputError(f"pose must be one of {POSES}, got {pose!r}")
-    if candidates not in CANDIDATES:
-        raise InputError(f"candidates must be one of {CANDIDATES}, got {candidates!r}")
     if not is_int_in(max_keypoints, 1, integral_floats=True):
         raise InputError(f"max_keypoints must be a positive integer, got {max_keypoints!r}")
-    if ratio is not None and not (isinstance(ratio, (int, float)) and 0.0 < float(ratio) <= 1.0):
-        raise InputError(f"ratio must be None or a number in (0, 1], got {ratio!r}")
     if not is_int_in(seed, 0):
         raise InputError(f"seed must be an integer >= 0, got {seed!r}")
     if threads is not None and not is_int_in(threads, 1):
@@ -227,12 +158,9 @@ def _check_args(pose, candidates, max_keypoints, ratio, seed, threads, split) ->
     checks.flag(split, "split")
 
 
-def _images(images) -> list[str]:
-    folder = Path(images)
-    if not folder.is_dir():
-        raise InputError(
-            f"image folder not found: {folder}" if not folder.exists() else f"{folder} is not a folder"
-        )
+def _images(folder: Path) -> list[str]:
+    """The names of the images below ``folder`` (:func:`~patchpose.integrations.extract.image_names`), at
+    least 2."""
     names = [name for name, _ in image_names(folder)]
     if len(names) < 2:
         raise InputError(f"{folder} holds {len(names)} image(s); a reconstruction needs at least 2")
@@ -246,9 +174,7 @@ def reconstruct(
     pose: str = "ours_angle",
     estimator: EstimatorLike = None,
     max_keypoints: int = 8192,
-    candidates: str = "first",
     split: bool = False,
-    ratio: float | None = None,
     seed: int = 0,
     threads: int | None = None,
 ) -> dict:
@@ -264,10 +190,8 @@ def reconstruct(
             bundled default model).
         max_keypoints: OpenCV SIFT keypoints per image at most (``colmap``: COLMAP SIFT's own
             ``max_num_features``).
-        candidates: ``"first"`` or ``"strong"`` (our strong candidates, each described; ``ours*`` only).
         split: each descriptor a COLMAP keypoint of its own (as COLMAP stores SIFT's orientations) instead
             of one keypoint per location.
-        ratio: a ratio test on top of the mutual nearest neighbours (None: none).
         seed: COLMAP's random seed (RANSAC, mapping); threads: COLMAP's threads (None: all cores).
 
     Returns:
@@ -276,8 +200,8 @@ def reconstruct(
         "settings"}`` (``registered`` etc. of the model with the most registered images; 0 and None
         without a model).
     """
-    _check_args(pose, candidates, max_keypoints, ratio, seed, threads, split)
-    pycolmap = _pycolmap()
+    check_settings(pose, max_keypoints, seed, threads, split)
+    pycolmap = require("pycolmap", "colmap")
     folder = Path(images)
     names = _images(folder)
     est = as_estimator(estimator) if pose in OUR_POSES else None
@@ -286,9 +210,7 @@ def reconstruct(
         "model": est.name if est is not None else None,
         "plan": est.plan.__dict__ if est is not None else None,
         "max_keypoints": int(max_keypoints),
-        "candidates": candidates if pose in OUR_POSES else "first",
         "split": bool(split),
-        "ratio": ratio,
         "seed": int(seed),
         "images": names,
         "pycolmap": pycolmap.__version__,
@@ -296,8 +218,7 @@ def reconstruct(
     settings = json.loads(json.dumps(settings))
     out = Path(out)
     if out.exists():
-        stats_file = out / STATS
-        had = json.loads(stats_file.read_text()) if stats_file.is_file() else None
+        had = _finished(out)
         if had is None or had.get("settings") != settings:
             raise InputError(
                 f"{out} exists and is not this reconstruction's output; remove it or choose another --out"
@@ -333,22 +254,18 @@ def reconstruct(
     else:
         feats = {}
         for name in names:
-            feats[name] = describe_image(load_image(folder / name), pose, est, int(max_keypoints), candidates)
+            feats[name] = describe_image(load_image(folder / name), pose, est, int(max_keypoints))
         stage["features"] = time.perf_counter() - t0
         pycolmap.Database.open(db_path).close()  # import_images needs the file
         pycolmap.import_images(db_path, folder, camera_mode=pycolmap.CameraMode.AUTO, image_names=names)
         db = pycolmap.Database.open(db_path)
         try:
             ids = {im.name: im.image_id for im in db.read_all_images()}
-            rows = {}
             for name in names:
                 f = feats[name]
-                if split:  # one keypoint per descriptor; its pose is its keypoint's (first descriptor's)
-                    o = f["owner"]
-                    rows[name] = colmap_keypoints(f["xy"][o], f["scale"][o], f["ori"][o])
-                else:
-                    rows[name] = colmap_keypoints(f["xy"], f["scale"], f["ori"])
-                db.write_keypoints(ids[name], rows[name])
+                # split: one keypoint per descriptor, at its location's pose (the first descriptor's)
+                o = f["owner"] if split else slice(None)
+                db.write_keypoints(ids[name], colmap_keypoints(f["xy"][o], f["scale"][o], f["ori"][o]))
             t1 = time.perf_counter()
             n_matches = 0
             for a, b in itertools.combinations(names, 2):
@@ -356,7 +273,7 @@ def reconstruct(
                     fa, fb = _split(feats[a]), _split(feats[b])
                 else:
                     fa, fb = feats[a], feats[b]
-                m = match_keypoints(fa, fb, ratio)
+                m = match_keypoints(fa, fb)
                 n_matches += len(m)
                 db.write_matches(ids[a], ids[b], m.astype(np.uint32))
         finally:
@@ -398,6 +315,16 @@ def reconstruct(
     write_text_atomic(work / STATS, json.dumps(stats, indent=1))
     os.replace(work, out)
     return stats
+
+
+def _finished(out: Path) -> dict | None:
+    """The statistics in ``OUT/stats.json`` of a finished reconstruction, or None (no such file, or not
+    one that :func:`reconstruct` wrote)."""
+    try:
+        had = json.loads((out / STATS).read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return None
+    return had if isinstance(had, dict) else None
 
 
 def _split(f: dict) -> dict:
@@ -453,10 +380,11 @@ def distinct_points(rec) -> int:
 
 __all__ = [
     "POSES",
+    "OUR_POSES",
     "reconstruct",
+    "check_settings",
     "describe_image",
     "match_keypoints",
-    "keypoint_distance_matrix",
     "colmap_keypoints",
     "from_colmap_keypoints",
     "model_stats",

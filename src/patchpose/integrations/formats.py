@@ -205,6 +205,26 @@ def _read_hloc_group(h5py, f, path: Path, name: str) -> dict:
     }
 
 
+def to_colmap_rows(xy, scale, ori) -> np.ndarray:
+    """``(N, 4)`` rows ``x, y, scale, orientation`` in COLMAP's conventions (top-left pixel centre at
+    (0.5, 0.5), scale = radius px, orientation radians clockwise as displayed in [−π, π)) from our ``xy``,
+    log2 ``scale`` and ``ori`` (checked: an :class:`InputError` for bad poses)."""
+    xy, scale, ori = checks.poses(xy, scale, ori, "ori")
+    a = np.mod(-ori + np.pi, TWO_PI) - np.pi  # clockwise, in [−π, π)
+    return np.column_stack([to_colmap_xy(xy), radius_px(scale), a]).reshape(-1, 4)
+
+
+def from_colmap_rows(rows: np.ndarray, where: str) -> dict:
+    """Inverse of :func:`to_colmap_rows` for ``(N, 4)`` finite rows read from ``where`` (named in the
+    :class:`InputError` for a radius outside the scales we read): ``{"xy", "scale", "ori"}``."""
+    rows = np.asarray(rows, np.float64).reshape(-1, 4)
+    return {
+        "xy": from_colmap_xy(rows[:, :2]),
+        "scale": _radii(rows[:, 2], where),
+        "ori": np.mod(-rows[:, 3], TWO_PI),
+    }
+
+
 def write_colmap_keypoints(path, xy, scale, ori, descriptors=None) -> None:
     """COLMAP's text feature import: a header ``N 128`` and one line ``x y scale orientation d1 … d128`` per
     keypoint (x, y with the top-left pixel centre at 0.5; scale = radius px; orientation radians clockwise
@@ -229,12 +249,10 @@ def write_colmap_keypoints(path, xy, scale, ori, descriptors=None) -> None:
             "COLMAP's descriptors are integers in [0, 255]; convert float SIFT descriptors as COLMAP does, "
             "np.clip(np.round(512 * d), 0, 255)"
         )
-    c = to_colmap_xy(xy)
-    r = radius_px(scale)
-    a = np.mod(-ori + np.pi, TWO_PI) - np.pi  # clockwise, in [−π, π)
+    k = to_colmap_rows(xy, scale, ori)
     lines = [f"{len(xy)} {COLMAP_DESCRIPTOR_DIM}"]
     for i in range(len(xy)):
-        row = [f"{c[i, 0]:.4f}", f"{c[i, 1]:.4f}", f"{r[i]:.4f}", f"{a[i]:.6f}"]
+        row = [f"{k[i, 0]:.4f}", f"{k[i, 1]:.4f}", f"{k[i, 2]:.4f}", f"{k[i, 3]:.6f}"]
         row += [str(int(v)) for v in d[i]]
         lines.append(" ".join(row))
     tmp = path.with_name(path.name + ".tmp")
@@ -279,12 +297,7 @@ def read_colmap_keypoints(path) -> dict:
     if d and not ((desc == np.round(desc)) & (desc >= 0) & (desc <= 255)).all():
         i = int(np.nonzero(~((desc == np.round(desc)) & (desc >= 0) & (desc <= 255)).all(1))[0][0])
         raise InputError(f"{path}, line {i + 2}: descriptor values must be integers in [0, 255]")
-    return {
-        "xy": from_colmap_xy(data[:, :2]),
-        "scale": _radii(data[:, 2], str(path)),
-        "ori": np.mod(-data[:, 3], TWO_PI),
-        "descriptors": desc.astype(np.uint8) if d else None,
-    }
+    return {**from_colmap_rows(data[:, :4], str(path)), "descriptors": desc.astype(np.uint8) if d else None}
 
 
 __all__ = [
