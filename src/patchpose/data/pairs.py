@@ -47,6 +47,7 @@ class Redetections:
 
 
 def _seed_of(name: str) -> int:
+    """The seed of a photo's warped copies: a function of its file name alone, so every worker draws the same."""
     return int.from_bytes(name.encode()[-8:].rjust(8, b"\0"), "little") ^ len(name)
 
 
