@@ -3,6 +3,7 @@
 import json
 
 import pytest
+import torch
 
 from patchpose.cli.main import main
 from patchpose.errors import InputError
@@ -31,3 +32,35 @@ def test_scaling_options_are_checked(tmp_path, capsys):
     assert main(["bench", "--scaling", "--threads", "0", "--out", str(tmp_path)]) == 2
     assert main(["bench", "--scaling-max", "0", "--out", str(tmp_path)]) == 2
     assert "scaling-max" in capsys.readouterr().err
+
+
+def test_flop_count_is_per_keypoint_follows_the_read_plan_and_leaves_the_model_as_it_was():
+    """``conv_flops_per_keypoint``: the same per keypoint for 8 or 64 keypoints; one read of both heads costs the
+    network's hand-counted convolutions; the default plan (a scale read, a second scale read, an orientation
+    read) costs more than one read; the FFT switch is restored."""
+    import numpy as np
+
+    from patchpose import PatchPoseEstimator
+    from patchpose.evaluation.bench import conv_flops_per_keypoint, profile_default_read
+
+    est = PatchPoseEstimator.from_pretrained()
+    img = (np.random.default_rng(0).random((200, 240)) * 255).astype(np.uint8)
+    xy = np.random.default_rng(1).uniform(40, 160, (64, 2))
+    f64 = conv_flops_per_keypoint(est, img, xy)
+    assert conv_flops_per_keypoint(est, img, xy[:8]) == f64
+    net, c = est.model.polar, est.model.cfg
+    r, a = c.polar_rings, c.polar_angles
+    by_hand = 0
+    for m in net.scale_head:  # along the rings
+        if isinstance(m, torch.nn.Conv1d):
+            by_hand += 2 * r * m.in_channels * m.out_channels * m.kernel_size[0]
+    for m in net.ori_convs:  # along the angles
+        by_hand += 2 * a * m.in_channels * m.out_channels * m.kernel_size[0]
+    one = est.with_plan(passes=1, orientation_offset=0.0)
+    assert conv_flops_per_keypoint(one, img, xy) == by_hand
+    assert f64 > by_hand
+    assert all(m.use_fft for m in est.model.modules() if hasattr(m, "use_fft"))
+    prof = profile_default_read(est, img, xy, repeats=2)
+    shares = [prof[f"profile_{k}_share"] for k in ("sampling", "network", "pyramid", "other")]
+    assert all(0.0 <= s <= 1.0 for s in shares[:3]) and abs(sum(shares) - 1.0) < 1e-9
+    assert prof["network_mflop_per_keypoint"] == f64 / 1e6

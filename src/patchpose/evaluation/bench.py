@@ -26,6 +26,66 @@ def _median_time(fn, repeats: int) -> float:
     return float(np.median(ts))
 
 
+def conv_flops_per_keypoint(est, image: np.ndarray, xy: np.ndarray) -> float:
+    """Multiply-adds × 2 of the network's 1-D convolutions per keypoint in one ``est.estimate`` (every read of
+    its plan; a whole-circle convolution run through the FFT is counted as the direct convolution it equals)."""
+    total = [0]
+
+    def count(m, inputs, out):
+        total[0] += 2 * out.numel() * (m.in_channels // m.groups) * m.kernel_size[0]
+
+    hooks = [m.register_forward_hook(count) for m in est.model.modules() if isinstance(m, torch.nn.Conv1d)]
+    # the FFT path reads a convolution's weights without calling it: count that one run directly
+    nets = {m: m.use_fft for m in est.model.modules() if hasattr(m, "use_fft")}
+    try:
+        for m in nets:
+            m.use_fft = False
+        est.estimate(image, xy)
+    finally:
+        for h in hooks:
+            h.remove()
+        for m, v in nets.items():
+            m.use_fft = v
+    return total[0] / max(len(xy), 1)
+
+
+def profile_default_read(est, image: np.ndarray, xy: np.ndarray, repeats: int) -> dict:
+    """Where the default read's time goes (cProfile over ``repeats`` calls): the shares of log-polar sampling
+    (``extract_polar``), the network (``predict_histograms``), the image pyramid and the rest; the network's
+    FLOPs per keypoint; this machine's float32 matmul throughput; and the time the network would take at it."""
+    import cProfile
+    import pstats
+
+    est.estimate(image, xy)  # warm-up
+    prof = cProfile.Profile()
+    t = time.perf_counter()
+    prof.enable()
+    for _ in range(repeats):
+        est.estimate(image, xy)
+    prof.disable()
+    total = time.perf_counter() - t
+    stats = pstats.Stats(prof).stats
+
+    def cum(name: str, file_part: str = "") -> float:
+        return sum(v[3] for k, v in stats.items() if k[2] == name and file_part in k[0])
+
+    parts = {
+        "sampling": cum("extract_polar"),
+        "network": cum("predict_histograms"),
+        "pyramid": cum("__init__", "patches.py"),
+    }
+    res = {f"profile_{k}_share": v / total for k, v in parts.items()}
+    res["profile_other_share"] = 1.0 - sum(res.values())
+    flops = conv_flops_per_keypoint(est, image, xy)
+    a = torch.randn(1024, 1024)
+    mm = _median_time(lambda: a @ a, 5)
+    res["network_mflop_per_keypoint"] = flops / 1e6
+    res["matmul_gflop_per_s"] = 2 * 1024**3 / mm / 1e9
+    res["network_at_matmul_speed_s"] = flops * len(xy) / (res["matmul_gflop_per_s"] * 1e9)
+    res["network_s"] = parts["network"] / repeats
+    return res
+
+
 def bench(
     weights: str | None = None,
     num_keypoints: int = 2048,
@@ -72,6 +132,7 @@ def bench(
     res["patchpose_one_read_s"] = _median_time(lambda: one.estimate(img, xy), repeats)
     res["ratio_one_read_to_sift"] = res["patchpose_one_read_s"] / res["sift_detect_s"]
     res["patchpose_inputs_s"] = _median_time(lambda: est.extract(img, xy), repeats)
+    res.update(profile_default_read(est, img, xy, repeats))
     # per backend: inputs already extracted, network + decoding only (keypoints per second), and end to end
     inputs = est.extract(img, xy)
     for backend in backends:
