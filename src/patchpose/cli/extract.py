@@ -12,9 +12,10 @@ from .options import add_weights, read_plan
 def extract_command(a: argparse.Namespace) -> int:
     """``extract IMAGES --out FILE``: write (or finish) the features file."""
     from ..estimator import PatchPoseEstimator
-    from ..integrations.extract import extract_features, parse_shard
+    from ..integrations.extract import _peers, extract_features, parse_shard
 
     parse_shard(a.shard)  # a bad spec is an error before the model loads
+    _peers(a.peers, a.detector, a.descriptor)  # so is a missing --peers
     est = PatchPoseEstimator.load(a.weights).with_plan(**read_plan(a))
     out = extract_features(
         a.images,
@@ -25,6 +26,7 @@ def extract_command(a: argparse.Namespace) -> int:
         max_keypoints=a.max_keypoints,
         shard=a.shard,
         progress=not a.no_progress,
+        peers=a.peers,
     )
     print(f"wrote {out}")
     return 0
@@ -100,12 +102,26 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     )
     e.add_argument("images", help="folder of images (every image below it, named by its relative path)")
     e.add_argument("--out", required=True, help="the features file to write, e.g. features.h5")
-    e.add_argument("--detector", choices=("sift", "harris"), default="sift", help="keypoint detector")
+    e.add_argument(
+        "--detector",
+        choices=("sift", "harris", "keynet"),
+        default="sift",
+        help="keypoint detector; keynet: kornia's Key.Net with the weights in --peers, our angle read in its "
+        "region (use --weights patchpose-v10 there)",
+    )
     e.add_argument(
         "--descriptor",
-        choices=("sift", "none"),
+        choices=("sift", "hardtfeat", "none"),
         default="sift",
-        help="sift: OpenCV SIFT computed at our poses; none: keypoints and poses only",
+        help="sift: OpenCV SIFT computed at our poses; hardtfeat: HardTFeat (weights in --peers) on patches "
+        "at our poses; none: keypoints and poses only",
+    )
+    e.add_argument(
+        "--peers",
+        default=None,
+        metavar="DIR",
+        help="folder of the peers' weights (keynet.pth, hardtfeat.pth), for --detector keynet and "
+        "--descriptor hardtfeat; evaluation only, never bundled",
     )
     e.add_argument("--max-keypoints", type=int, default=2048, help="keypoints per image, at most")
     e.add_argument(

@@ -2,8 +2,13 @@
 
 Each image is a group named by its path relative to the folder (``/`` makes nested groups, as in hloc) with
 what :func:`~patchpose.integrations.formats.write_hloc_features` writes: ``keypoints (N, 2)``, ``scales``,
-``oris``, ``descriptors (D, N)`` (OpenCV SIFT computed at our poses, or none), ``scores`` (SIFT's responses)
-and ``image_size``.
+``oris``, ``descriptors (D, N)`` (OpenCV SIFT computed at our poses, HardTFeat's 128-D descriptors of
+patches cut at them, or none), ``scores`` (SIFT's responses) and ``image_size``.
+
+Key.Net keypoints (``detector="keynet"``) and HardTFeat descriptors (``descriptor="hardtfeat"``) take the
+weights of a peers folder (``peers``, ``--peers DIR``: :class:`~patchpose.matching.peers.Peers`), for
+evaluation and comparison only: they are never bundled, and the other detectors and descriptors never need
+them.
 
 How a run survives a kill: every finished image is committed as its own small HDF5 file in
 ``OUT.parts/`` (written under a temporary name, then renamed: a part exists whole or not at all, and its
@@ -27,10 +32,12 @@ import shutil
 from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
+from types import SimpleNamespace
 
 import cv2
 import numpy as np
 
+from ..conventions import REFERENCE_RADIUS
 from ..data.keypoints import as_uint8_gray, detect_harris, detect_sift
 from ..data.patches import load_image
 from ..data.photos import IMAGE_EXTS, photos_of
@@ -42,8 +49,10 @@ from .opencv import keypoints_at_poses
 
 log = logging.getLogger(__name__)
 
-DETECTORS = ("sift", "harris")
-DESCRIPTORS = ("sift", "none")
+DETECTORS = ("sift", "harris", "keynet")
+DESCRIPTORS = ("sift", "hardtfeat", "none")
+#: the detectors and descriptors whose weights come from a peers folder (``--peers DIR``)
+PEER_DETECTORS, PEER_DESCRIPTORS = ("keynet",), ("hardtfeat",)
 #: attribute written last on each image group: a group without it is not taken as done
 COMPLETE = "patchpose_complete"
 #: root attributes of an extracted file: the settings (JSON), the shard ``i/n``, the images of all shards
@@ -74,31 +83,84 @@ def image_names(images: str | Path) -> list[tuple[str, Path]]:
     return sorted((p.relative_to(folder).as_posix(), p) for p in paths)
 
 
-def features_of_image(
-    image: np.ndarray, estimator: EstimatorLike = None, detector: str = "sift", descriptor: str = "sift",
-    max_keypoints: int = 2048,
-) -> dict:  # fmt: skip
-    """Keypoints, our poses and descriptors of one image: ``{"xy" (N, 2), "scale" (N,) log2, "ori" (N,)
-    radians, "descriptors" (N, 128) float32 or None, "scores" (N,) or None}``.
+def needs_peers(detector: str, descriptor: str) -> bool:
+    """Whether ``detector`` or ``descriptor`` takes its weights from a peers folder."""
+    return detector in PEER_DETECTORS or descriptor in PEER_DESCRIPTORS
 
-    ``detector``: ``"sift"`` (OpenCV SIFT, one keypoint per location, strongest first) or ``"harris"``;
-    ``descriptor``: ``"sift"`` (``cv2.SIFT.compute`` on :func:`~patchpose.integrations.opencv.assign`'s
-    keypoints; a keypoint OpenCV drops is dropped) or ``"none"``."""
+
+def _peers(peers, detector: str, descriptor: str):
+    """The :class:`~patchpose.matching.peers.Peers` that ``detector``/``descriptor`` need (None if neither
+    does); a missing ``peers`` is a one-line :class:`InputError` naming ``--peers``."""
+    if not needs_peers(detector, descriptor):
+        return None
+    if peers is None or not str(peers).strip():
+        which = detector if detector in PEER_DETECTORS else descriptor
+        raise InputError(
+            f"--detector/--descriptor {which} needs the peers' weights folder: give --peers DIR (e.g. "
+            "--peers ../shared/peers); peer weights are for evaluation only and never bundled"
+        )
+    from ..matching.peers import Peers
+
+    return peers if isinstance(peers, Peers) else Peers(peers)
+
+
+def _check_choices(detector: str, descriptor: str) -> None:
     if detector not in DETECTORS:
         raise InputError(f"detector must be one of {DETECTORS}, got {detector!r}")
     if descriptor not in DESCRIPTORS:
         raise InputError(f"descriptor must be one of {DESCRIPTORS}, got {descriptor!r}")
+
+
+def features_of_image(
+    image: np.ndarray, estimator: EstimatorLike = None, detector: str = "sift", descriptor: str = "sift",
+    max_keypoints: int = 2048, peers=None, describer=None,
+) -> dict:  # fmt: skip
+    """Keypoints, our poses and descriptors of one image: ``{"xy" (N, 2), "scale" (N,) log2, "ori" (N,)
+    radians, "descriptors" (N, 128) float32 or None, "scores" (N,) or None}``.
+
+    ``detector``: ``"sift"`` (OpenCV SIFT, one keypoint per location, strongest first), ``"harris"``, or
+    ``"keynet"`` (kornia's Key.Net with the ``peers`` folder's weights, as
+    :func:`patchpose.matching.pipeline.detect` runs it; no scores). At Key.Net keypoints the pose is the
+    matching pipeline's recommended ``ours_angle`` row: Key.Net's own scale (the region kornia describes) and
+    our angle read in that region (:func:`~patchpose.matching.pipeline.framed_poses`, ``detector_scale``);
+    the model recommended there is ``patchpose-v10`` (``--weights patchpose-v10``; docs/usage.md, "Which
+    model"), the default model stays the default.
+
+    ``descriptor``: ``"sift"`` (``cv2.SIFT.compute`` on :func:`~patchpose.integrations.opencv.assign`'s
+    keypoints; a keypoint OpenCV drops is dropped), ``"hardtfeat"`` (HardTFeat, with the ``peers``
+    folder's weights, on 32×32 patches cut at the poses returned, widened by the read plan's
+    ``descriptor_region`` where the scale is ours, as the ``ours`` row does; ``describer``: a
+    :class:`~patchpose.matching.describe.Describer` built once by the caller) or ``"none"``.
+    ``peers``: the peers folder or its :class:`~patchpose.matching.peers.Peers` (needed by ``keynet`` and
+    ``hardtfeat`` only)."""
+    _check_choices(detector, descriptor)
+    peers = _peers(peers, detector, descriptor)
     est = as_estimator(estimator)
-    if detector == "sift":
-        xy, kps = detect_sift(image, max_keypoints)
-        scores = np.array([k.response for k in kps], np.float64)
-    else:
-        xy, scores = detect_harris(image, max_keypoints), None
+    region = est.plan.descriptor_region
+    pyramid = None
+    if detector == "keynet":
+        from ..matching.pipeline import detect, framed_poses
+
+        feats = detect(image, int(max_keypoints), detector="keynet", peers=peers)
+        xy, scale, scores = feats.xy, feats.frame, None
+        ori = np.asarray(framed_poses(est, feats).orientation, np.float64).reshape(-1)
         kps = [cv2.KeyPoint(float(x), float(y), 1.0) for x, y in xy]
-    poses = est.estimate(image, xy)
-    xy, scale, ori = xy, poses.scale, poses.orientation
+        pyramid, region = feats.pyramid, 1.0  # cut at Key.Net's own region, as the ours_angle row
+        poses = None
+    else:
+        if detector == "sift":
+            xy, kps = detect_sift(image, max_keypoints)
+            scores = np.array([k.response for k in kps], np.float64)
+        else:
+            xy, scores = detect_harris(image, max_keypoints), None
+            kps = [cv2.KeyPoint(float(x), float(y), 1.0) for x, y in xy]
+        poses = est.estimate(image, xy)
+        scale, ori = poses.scale, poses.orientation
     desc = None
     if descriptor == "sift":
+        if poses is None:  # Key.Net: SIFT's window over Key.Net's region, turned by our angle
+            radius = REFERENCE_RADIUS * np.exp2(scale)
+            poses = SimpleNamespace(scale=scale, orientation=ori, descriptor_radius=radius)
         # class_id carries each keypoint's index through compute, which may drop keypoints
         kps = [cv2.KeyPoint(*k.pt, k.size, k.angle, k.response, k.octave, i) for i, k in enumerate(kps)]
         kept, desc = cv2.SIFT_create().compute(as_uint8_gray(image), keypoints_at_poses(kps, poses))
@@ -106,17 +168,36 @@ def features_of_image(
         desc = np.zeros((0, 128), np.float32) if desc is None else np.asarray(desc, np.float32)
         xy, scale, ori = xy[keep], scale[keep], ori[keep]
         scores = None if scores is None else scores[keep]
+    elif descriptor == "hardtfeat":
+        from ..data.patches import Pyramid, check_image, to_gray
+        from ..matching.describe import Describer
+
+        if describer is None:
+            describer = Describer("hardtfeat", peers=peers)
+        if len(xy) == 0:
+            desc = np.zeros((0, describer.dim), np.float32)
+        else:
+            if pyramid is None:
+                pyramid = Pyramid(to_gray(check_image(image)))
+            desc = np.asarray(describer.describe(pyramid, xy, scale, ori, region=region), np.float32)
     return {"xy": xy, "scale": scale, "ori": ori, "descriptors": desc, "scores": scores}
 
 
-def _settings(est, detector: str, descriptor: str, max_keypoints: int) -> dict:
-    return {
+def _settings(est, detector: str, descriptor: str, max_keypoints: int, peers=None) -> dict:
+    """What a resume must match: detector, descriptor, keypoints, model and read plan, and where the peers'
+    weights are used, their folder and the sha256 of each file used (other weights are other features)."""
+    settings = {
         "detector": detector,
         "descriptor": descriptor,
         "max_keypoints": int(max_keypoints),
         "model": est.name,
         "plan": asdict(est.plan),
     }
+    if peers is not None:
+        used = [n for n in (detector, descriptor) if n in PEER_DETECTORS + PEER_DESCRIPTORS]
+        settings["peers"] = str(peers.folder.resolve())
+        settings["peer_files"] = peers.fingerprint(used)
+    return settings
 
 
 def _part_path(parts: Path, name: str) -> Path:
@@ -153,6 +234,7 @@ def extract_features(
     max_keypoints: int = 2048,
     shard: str | Sequence[int] | None = None,
     progress: bool = True,
+    peers: str | Path | None = None,
 ) -> Path:
     """Write the hloc features file ``out`` for the images below the folder ``images`` (the module
     docstring: groups, resuming after a kill, shards) and return its path.
@@ -162,11 +244,13 @@ def extract_features(
         out: the features file (``.h5``); while the run lasts, ``OUT.parts/`` holds the finished images.
         estimator: a :class:`~patchpose.PatchPoseEstimator`, a bundled model's name or a weights file
             (default: the bundled default model).
-        detector: ``"sift"`` or ``"harris"``; descriptor: ``"sift"`` or ``"none"``
-            (:func:`features_of_image`).
+        detector: ``"sift"``, ``"harris"`` or ``"keynet"``; descriptor: ``"sift"``, ``"hardtfeat"`` or
+            ``"none"`` (:func:`features_of_image`; at Key.Net keypoints use ``patchpose-v10``).
         max_keypoints: keypoints detected per image, at most.
         shard: ``"i/n"``: only images ``i, i + n, …`` of the sorted names (:func:`parse_shard`).
         progress: a progress bar (tqdm) on stderr.
+        peers: the peers' weights folder, needed by ``keynet`` and ``hardtfeat`` (evaluation only; its
+            path and the sha256 of the files used are part of the settings a resume must match).
 
     A rerun with other settings than the parts on disk, or onto a finished file of other settings or
     images, is an :class:`InputError`; onto a finished file of the same ones it does nothing."""
@@ -180,10 +264,16 @@ def extract_features(
             f"{descriptor!r}"
         )
     out = _check_out(out)
+    peers = _peers(peers, detector, descriptor)
     everything = image_names(images)
     todo = everything[i::n]
     est = as_estimator(estimator)
-    settings = _settings(est, detector, descriptor, max_keypoints)
+    settings = _settings(est, detector, descriptor, max_keypoints, peers)
+    describer = None
+    if descriptor in PEER_DESCRIPTORS:
+        from ..matching.describe import Describer
+
+        describer = Describer(descriptor, peers=peers)
     if out.exists():
         _check_finished(h5py, out, settings, [name for name, _ in todo])
         log.info("%s is complete already (%d images)", out, len(todo))
@@ -210,7 +300,7 @@ def extract_features(
         if _part_done(h5py, part, name):
             continue
         image = load_image(path)
-        feats = features_of_image(image, est, detector, descriptor, max_keypoints)
+        feats = features_of_image(image, est, detector, descriptor, max_keypoints, peers, describer)
         tmp = part.with_name(part.name + ".tmp")
         write_hloc_features(
             tmp,
