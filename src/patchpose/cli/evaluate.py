@@ -7,6 +7,8 @@ import argparse
 import json
 from pathlib import Path
 
+from ..evaluation.colmap_eval import DEFAULT_POSES, SETS
+from ..integrations.colmap import POSES
 from .options import add_descriptor, add_weights, print_results, read_plan
 
 
@@ -320,11 +322,11 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     co.add_argument(
         "--poses",
         nargs="+",
-        choices=("colmap", "sift", "ours_angle", "ours", "upright"),
-        default=["colmap", "sift", "ours_angle", "ours", "upright"],
+        choices=POSES,
+        default=list(DEFAULT_POSES),
     )
     co.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2], help="COLMAP's random seeds")
-    co.add_argument("--sets", nargs="+", choices=("upright", "turned"), default=["upright", "turned"])
+    co.add_argument("--sets", nargs="+", choices=SETS, default=list(SETS))
     add_colmap_options(co, threads=1)
     co.add_argument("--no-progress", action="store_true")
     co.set_defaults(func=eval_colmap_command)

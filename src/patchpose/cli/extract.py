@@ -6,16 +6,18 @@ from __future__ import annotations
 
 import argparse
 
+from ..integrations.colmap import POSES
+from ..integrations.extract import DESCRIPTORS, DETECTORS
 from .options import add_weights, read_plan
 
 
 def extract_command(a: argparse.Namespace) -> int:
     """``extract IMAGES --out FILE``: write (or finish) the features file."""
     from ..estimator import PatchPoseEstimator
-    from ..integrations.extract import _peers, extract_features, parse_shard
+    from ..integrations.extract import extract_features, parse_shard, peers_for
 
     parse_shard(a.shard)  # a bad spec is an error before the model loads
-    _peers(a.peers, a.detector, a.descriptor)  # so is a missing --peers
+    peers_for(a.peers, a.detector, a.descriptor)  # so is a missing --peers
     est = PatchPoseEstimator.load(a.weights).with_plan(**read_plan(a))
     out = extract_features(
         a.images,
@@ -104,14 +106,14 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     e.add_argument("--out", required=True, help="the features file to write, e.g. features.h5")
     e.add_argument(
         "--detector",
-        choices=("sift", "harris", "keynet"),
+        choices=DETECTORS,
         default="sift",
         help="keypoint detector; keynet: kornia's Key.Net with the weights in --peers, our angle read in its "
         "region (use --weights patchpose-v10 there)",
     )
     e.add_argument(
         "--descriptor",
-        choices=("sift", "hardtfeat", "none"),
+        choices=DESCRIPTORS,
         default="sift",
         help="sift: OpenCV SIFT computed at our poses; hardtfeat: HardTFeat (weights in --peers) on patches "
         "at our poses; none: keypoints and poses only",
@@ -146,7 +148,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     c.add_argument("--out", required=True, help="a new folder: database.db, sparse/, stats.json")
     c.add_argument(
         "--pose",
-        choices=("ours_angle", "ours", "sift", "upright", "colmap"),
+        choices=POSES,
         default="ours_angle",
         help="ours_angle: our angle at SIFT's scale; ours: our scale and angle; sift: SIFT's own (all its "
         "orientations); upright: angle 0; colmap: COLMAP's own SIFT and matcher",

@@ -177,11 +177,7 @@ def results_markdown(doc: dict) -> str:
     for r in doc["summary"]:
         name = f"{r['pose']} ({r['model']})" if r["model"] else r["pose"]
         reg = r["registered"]
-        reg_cell = (
-            f"{_cell(reg, '.0f')}/{r['images']}"
-            if reg["min"] == reg["max"]
-            else f"{_cell(reg, '.1f')}/{r['images']}"
-        )
+        reg_cell = f"{_cell(reg, '.0f' if reg['min'] == reg['max'] else '.1f')}/{r['images']}"
         lines.append(
             f"| {r['set']} | {name} | {reg_cell} | {_cell(r['points3D'], ',.0f')} | "
             f"{_cell(r['distinct_points3D'], ',.0f')} | {_cell(r['track_length'], '.2f', False)} | "

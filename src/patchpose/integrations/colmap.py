@@ -267,13 +267,11 @@ def reconstruct(
                 o = f["owner"] if split else slice(None)
                 db.write_keypoints(ids[name], colmap_keypoints(f["xy"][o], f["scale"][o], f["ori"][o]))
             t1 = time.perf_counter()
+            # each image's descriptors per keypoint, made once for all its pairs
+            padded = {name: _per_keypoint(_split(f) if split else f) for name, f in feats.items()}
             n_matches = 0
             for a, b in itertools.combinations(names, 2):
-                if split:
-                    fa, fb = _split(feats[a]), _split(feats[b])
-                else:
-                    fa, fb = feats[a], feats[b]
-                m = match_keypoints(fa, fb)
+                m = mutual_nn(padded[a], padded[b])[0]
                 n_matches += len(m)
                 db.write_matches(ids[a], ids[b], m.astype(np.uint32))
         finally:

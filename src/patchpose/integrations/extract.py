@@ -88,7 +88,7 @@ def needs_peers(detector: str, descriptor: str) -> bool:
     return detector in PEER_DETECTORS or descriptor in PEER_DESCRIPTORS
 
 
-def _peers(peers, detector: str, descriptor: str):
+def peers_for(peers, detector: str, descriptor: str):
     """The :class:`~patchpose.matching.peers.Peers` that ``detector``/``descriptor`` need (None if neither
     does); a missing ``peers`` is a one-line :class:`InputError` naming ``--peers``."""
     if not needs_peers(detector, descriptor):
@@ -104,7 +104,9 @@ def _peers(peers, detector: str, descriptor: str):
     return peers if isinstance(peers, Peers) else Peers(peers)
 
 
-def _check_choices(detector: str, descriptor: str) -> None:
+def check_choices(detector: str, descriptor: str) -> None:
+    """A one-line :class:`InputError` unless ``detector`` is one of :data:`DETECTORS` and ``descriptor`` one of
+    :data:`DESCRIPTORS`."""
     if detector not in DETECTORS:
         raise InputError(f"detector must be one of {DETECTORS}, got {detector!r}")
     if descriptor not in DESCRIPTORS:
@@ -133,8 +135,8 @@ def features_of_image(
     :class:`~patchpose.matching.describe.Describer` built once by the caller) or ``"none"``.
     ``peers``: the peers folder or its :class:`~patchpose.matching.peers.Peers` (needed by ``keynet`` and
     ``hardtfeat`` only)."""
-    _check_choices(detector, descriptor)
-    peers = _peers(peers, detector, descriptor)
+    check_choices(detector, descriptor)
+    peers = peers_for(peers, detector, descriptor)
     est = as_estimator(estimator)
     region = est.plan.descriptor_region
     pyramid = None
@@ -258,13 +260,9 @@ def extract_features(
     i, n = parse_shard(shard)
     if not is_int_in(max_keypoints, 1, integral_floats=True):
         raise InputError(f"--max-keypoints must be a positive integer, got {max_keypoints!r}")
-    if detector not in DETECTORS or descriptor not in DESCRIPTORS:
-        raise InputError(
-            f"detector must be one of {DETECTORS} and descriptor one of {DESCRIPTORS}, got {detector!r}, "
-            f"{descriptor!r}"
-        )
+    check_choices(detector, descriptor)
     out = _check_out(out)
-    peers = _peers(peers, detector, descriptor)
+    peers = peers_for(peers, detector, descriptor)
     everything = image_names(images)
     todo = everything[i::n]
     est = as_estimator(estimator)
