@@ -20,7 +20,7 @@ from numpy.typing import ArrayLike
 
 from .data.inputs import extract_inputs
 from .data.patches import Pyramid, check_image, to_gray, window_margin
-from .data.polar import polar_margin
+from .data.polar import PolarReads, polar_margin
 from .errors import InputError, WeightsError, is_int_in
 from .models import PoseNet
 from .reading import MAX_FRAME, Poses, ReadPlan, poses_of, read
@@ -259,7 +259,7 @@ class PatchPoseEstimator:
             reading = read(
                 self.model,
                 self.plan,
-                lambda frames, kp_c=kp_c, fs_c=fs_c: self._extract(pyramid, kp_c, fs_c + frames),
+                self._inputs(pyramid, kp_c, fs_c),
                 len(kp_c),
                 frame0=fs_c,
                 batch_size=self.batch_size,
@@ -335,6 +335,15 @@ class PatchPoseEstimator:
             self.cfg.polar_grid,
             border="constant" if self.border == "constant" else "reflect",
         )
+
+    def _inputs(self, pyramid: Pyramid, kp: np.ndarray, fs: np.ndarray):
+        """``inputs(frames)`` for :func:`~patchpose.reading.read`: the model's inputs at ``kp`` in frames
+        ``fs + frames``; a log-polar model's reads share the rings they have in common
+        (:class:`~patchpose.data.polar.PolarReads`)."""
+        if self.cfg.is_polar:
+            border = "constant" if self.border == "constant" else "reflect"
+            return PolarReads(pyramid, kp, fs, self.cfg.polar_grid, border)
+        return lambda frames: self._extract(pyramid, kp, fs + frames)
 
     def _pyramid(self, img: np.ndarray) -> Pyramid:
         src = (

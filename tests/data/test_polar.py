@@ -201,3 +201,34 @@ def test_a_later_read_turned_by_whole_steps_reads_the_same_points(pyr):
     step = 2 * math.pi / 36
     read = render_view_polar(pyr, xy, [0.4, -0.7], [0.2, 1.9], grid, read_theta=-3 * step)
     np.testing.assert_allclose(read, np.roll(up, 3, 3), atol=1e-5)  # grid turned back = content forward
+
+
+@pytest.mark.parametrize("border", ["reflect", "constant"])
+@pytest.mark.parametrize("color", [False, True])
+def test_polar_reads_equal_fresh_samples_and_sample_each_ring_once(border, color, monkeypatch):
+    """A read plan's reads (whole rings apart, per keypoint, from detector frames; view_min_step makes a ring's
+    level depend on the frame above scale 0) gather what earlier reads sampled: every read equals
+    extract_polar exactly, and a ring read again at the same level is not sampled again."""
+    import patchpose.data.polar as polar
+
+    img = make_textured_image(300)
+    pyr = Pyramid(np.dstack([img, img[::-1], img[:, ::-1]]) if color else img)
+    grid = PolarGrid(rings=31, view_min_step=1.0)
+    rng = np.random.default_rng(0)
+    xy = rng.uniform(-10, 310, (40, 2))  # some beyond the border
+    frame0 = rng.normal(0, 0.7, 40)
+    shifts = rng.integers(-9, 10, 40) / 3
+    plan = (0.0, 0.0, shifts, shifts - 4 / 3, 2.0)
+    want = [extract_polar(pyr, xy, frame0 + f, 0.0, grid, border) for f in (*plan, 0.1)]
+    calls = []
+    sample = polar._sample_rows
+    monkeypatch.setattr(polar, "_sample_rows", lambda *a: calls.append(len(a[2])) or sample(*a))
+    reads = polar.PolarReads(pyr, xy, frame0, grid, border)
+    for frames, w in zip(plan, want):
+        got = reads(frames)
+        assert got.shape == w.shape == (40, 3 if color else 1, 31, 36)
+        np.testing.assert_array_equal(got, w)
+    # the first read samples every ring, the same frames again none, later reads only the rings they add
+    assert len(calls) == 4 and calls[0] == 40 * 31 and all(0 < c < 40 * 31 for c in calls[1:])
+    # frames that are not whole rings apart are sampled afresh, and still equal
+    np.testing.assert_array_equal(reads(0.1), want[-1])

@@ -32,6 +32,9 @@ def test_scaling_options_are_checked(tmp_path, capsys):
     assert main(["bench", "--scaling", "--threads", "0", "--out", str(tmp_path)]) == 2
     assert main(["bench", "--scaling-max", "0", "--out", str(tmp_path)]) == 2
     assert "scaling-max" in capsys.readouterr().err
+    # the plain bench too, before any timing
+    assert main(["bench", "--threads", "-1", "--out", str(tmp_path)]) == 2
+    assert "--threads must be a positive integer" in capsys.readouterr().err
 
 
 def test_flop_count_is_per_keypoint_follows_the_read_plan_and_leaves_the_model_as_it_was():
@@ -63,4 +66,5 @@ def test_flop_count_is_per_keypoint_follows_the_read_plan_and_leaves_the_model_a
     prof = profile_default_read(est, img, xy, repeats=2)
     shares = [prof[f"profile_{k}_share"] for k in ("sampling", "network", "pyramid", "other")]
     assert all(0.0 <= s <= 1.0 for s in shares[:3]) and abs(sum(shares) - 1.0) < 1e-9
+    assert shares[0] > 0.05 and shares[1] > 0.05  # the sampling (PolarReads) and the network are found
     assert prof["network_mflop_per_keypoint"] == f64 / 1e6

@@ -128,6 +128,19 @@ def test_hardtfeat_gives_unit_descriptors_that_ignore_gain_and_offset():
         net(torch.rand(2, 1, 64, 64))
 
 
+def test_hardtfeat_forward_equals_its_layers_in_order():
+    """The fast forward (pooling before tanh, as four strided views) gives what the plain stack of layers
+    gives: standardise, conv, tanh, max-pool, conv, tanh, conv, tanh, normalise."""
+    torch.manual_seed(1)
+    net = HardTFeat().eval()
+    x = torch.rand(5, 1, 32, 32)
+    with torch.inference_mode():
+        flat = x.flatten(1)
+        z = (x - flat.mean(1).view(-1, 1, 1, 1)) / (flat.std(1).view(-1, 1, 1, 1) + 1e-7)
+        want = torch.nn.functional.normalize(net.classifier(net.features(z)).flatten(1), dim=1)
+        assert torch.allclose(net(x), want, atol=1e-6)
+
+
 @needs_peers
 def test_the_real_hardtfeat_matches_a_patch_to_itself_under_noise(peers):
     rng = np.random.default_rng(0)

@@ -7,6 +7,7 @@ import argparse
 import json
 
 from ..apps import MATCH_POSES, match_pair, run_estimate, write_match_outputs
+from ..errors import InputError, is_int_in
 from .options import add_descriptor, add_weights, read_plan
 
 
@@ -76,6 +77,14 @@ def bench_command(a: argparse.Namespace) -> int:
             )
         print(f"wrote {a.out}/scaling.json")
         return 0
+    if a.threads is not None:  # this process's threads, for every timing of the run
+        if not is_int_in(a.threads, 1, 1024):
+            raise InputError(f"--threads must be a positive integer, got {a.threads!r}")
+        import cv2
+        import torch
+
+        torch.set_num_threads(a.threads)
+        cv2.setNumThreads(a.threads)
     res = bench(a.weights, a.keypoints, repeats=a.repeats, out=a.out)
     w = max(len(k) for k in res)
     for k, v in res.items():
@@ -156,5 +165,5 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         metavar="N",
         help="with --scaling: sizes ×4 up to N (1000000)",
     )
-    b.add_argument("--threads", type=int, default=None, help="with --scaling: torch and OpenCV threads")
+    b.add_argument("--threads", type=int, default=None, help="torch and OpenCV threads (default: theirs)")
     b.set_defaults(func=bench_command)

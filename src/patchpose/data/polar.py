@@ -94,12 +94,12 @@ def extract_polar(
     if n == 0:
         return np.empty((0, chans, K, A), dtype=np.float32)
     mode = cv2.BORDER_REFLECT_101 if border == "reflect" else cv2.BORDER_CONSTANT
-    r = REFERENCE_RADIUS * np.exp2(grid.log2_radii()[None, :] + s[:, None])  # (n, K) pixels
-    step = r * (TWO_PI / A)
-    if grid.view_min_step > 0:  # no ring sharper than view_min_step view pixels (2**σ image pixels each)
-        step = np.maximum(step, grid.view_min_step * np.exp2(s)[:, None])
-    lev = grid.ring_levels(step, len(pyramid.levels))  # (n, K)
+    r, lev = _radii_levels(pyramid, grid, s)  # (n, K) pixels, pyramid levels
     ang = grid.angles_rad()[None, :] + t[:, None]  # (n, A)
+    # every keypoint turned by the same angle (what inference asks for) shares one row of directions
+    same = shape is None and bool(np.all(t == t[0]))
+    if same:
+        ang = ang[:1]
     cos_a, sin_a = np.cos(ang).astype(np.float32), np.sin(ang).astype(np.float32)
     if shape is not None:  # unit offsets R(θ)·P·(cos α, −sin α), written as (cos_a, −sin_a)
         u = np.stack([np.cos(grid.angles_rad()), -np.sin(grid.angles_rad())], 0)  # (2, A)
@@ -107,21 +107,49 @@ def extract_polar(
         B = np.stack([np.stack([c, s_], -1), np.stack([-s_, c], -1)], 1) @ np.asarray(shape, np.float64)
         off = B @ u  # (n, 2, A)
         cos_a, sin_a = off[:, 0].astype(np.float32), (-off[:, 1]).astype(np.float32)
-    # every (keypoint, ring) row sorted by level once, so that each level's rows are one contiguous slice
-    # (no per-level search and gather); level pixel coordinates (x + 0.5)·f − 0.5 of x = xy + r·(cos, −sin),
-    # in float32 (rows, A)
-    order = np.argsort(lev.ravel(), kind="stable")
-    lev_s = lev.ravel()[order]
-    kp_s = order // K
+    rows = _sample_rows(pyramid, xy, np.repeat(np.arange(n), K), r.ravel(), lev.ravel(), cos_a, sin_a, mode)
+    return np.ascontiguousarray(rows.reshape(n, K, A, chans).transpose(0, 3, 1, 2))
+
+
+def _radii_levels(pyramid: Pyramid, grid: PolarGrid, s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Radii in pixels ``(n, K)`` of every ring of frames ``s`` (log2, ``(n,)``) and the pyramid level each
+    ring is read from (its angular sample spacing, at least ``view_min_step`` view pixels)."""
+    r = REFERENCE_RADIUS * np.exp2(grid.log2_radii()[None, :] + s[:, None])  # (n, K) pixels
+    step = r * (TWO_PI / grid.angles)
+    if grid.view_min_step > 0:  # no ring sharper than view_min_step view pixels (2**σ image pixels each)
+        step = np.maximum(step, grid.view_min_step * np.exp2(s)[:, None])
+    return r, grid.ring_levels(step, len(pyramid.levels))
+
+
+def _sample_rows(
+    pyramid: Pyramid,
+    xy: np.ndarray,
+    kp: np.ndarray,
+    r: np.ndarray,
+    lev: np.ndarray,
+    cos_a: np.ndarray,
+    sin_a: np.ndarray,
+    mode: int,
+) -> np.ndarray:
+    """Bilinear samples ``(m, A, C)`` float32 of ``m`` rings: ring ``i`` about keypoint ``xy[kp[i]]`` with
+    radius ``r[i]`` px, read from pyramid level ``lev[i]`` in the directions ``(cos_a, −sin_a)`` (one row
+    ``(1, A)`` for every keypoint, or ``(n, A)``, one per keypoint)."""
+    A = cos_a.shape[1]
+    base = pyramid.levels[0]
+    chans = 1 if base.ndim == 2 else base.shape[2]
+    # rows sorted by level once, so that each level's rows are one contiguous slice (no per-level search
+    # and gather); level pixel coordinates (x + 0.5)·f − 0.5 of x = xy + r·(cos, −sin), in float32 (m, A)
+    order = np.argsort(lev, kind="stable")
+    lev_s = lev[order]
+    kp_s = kp[order]
     factors = np.asarray(pyramid.factors, np.float64)  # (L, 2)
     fx, fy = factors[lev_s, 0], factors[lev_s, 1]
-    rr = r.ravel()[order]
-    # written in place (no temporaries): rows × A products, then the centres added; every keypoint turned by
-    # the same angle (what inference asks for) shares one row of directions instead of a gathered copy
-    same = shape is None and bool(np.all(t == t[0]))
-    mx = (cos_a[:1] if same else cos_a[kp_s]) * (rr * fx).astype(np.float32)[:, None]
+    rr = r[order]
+    # written in place (no temporaries): m × A products, then the centres added
+    shared = len(cos_a) == 1
+    mx = (cos_a if shared else cos_a[kp_s]) * (rr * fx).astype(np.float32)[:, None]
     mx += ((xy[kp_s, 0] + 0.5) * fx - 0.5).astype(np.float32)[:, None]
-    my = (sin_a[:1] if same else sin_a[kp_s]) * (rr * fy).astype(np.float32)[:, None]
+    my = (sin_a if shared else sin_a[kp_s]) * (rr * fy).astype(np.float32)[:, None]
     np.subtract(((xy[kp_s, 1] + 0.5) * fy - 0.5).astype(np.float32)[:, None], my, out=my)
     vals = np.empty((len(order), A, chans), np.float32)
     bounds = np.searchsorted(lev_s, np.arange(len(pyramid.levels) + 1))
@@ -131,11 +159,84 @@ def extract_polar(
             j = min(i + _REMAP_ROWS, hi)
             v = cv2.remap(pyramid.levels[level], mx[i:j], my[i:j], cv2.INTER_LINEAR, borderMode=mode)
             vals[i:j] = v.reshape(j - i, A, chans)
-    # back to keypoint-major order: a gather by the inverse permutation (several times faster than a scatter)
+    # back to the callers' order: a gather by the inverse permutation (several times faster than a scatter)
     inv = np.empty_like(order)
     inv[order] = np.arange(order.size)
-    out = np.take(vals.reshape(n * K, A * chans), inv, axis=0).reshape(n, K, A, chans)
-    return np.ascontiguousarray(out.transpose(0, 3, 1, 2))
+    return np.take(vals, inv, axis=0)
+
+
+class PolarReads:
+    """Log-polar samples of fixed, upright keypoints read again and again in frames a whole number of rings
+    apart, as a read plan reads them (:mod:`patchpose.reading`): each (keypoint, ring, pyramid level) is
+    sampled once, and a later read gathers what an earlier one sampled instead of sampling it again.
+
+    ``reads(frames)`` equals ``extract_polar(pyramid, xy, frame0 + frames, 0, grid, border)`` (a ring found
+    again is the same ring at the same level, sampled at a radius equal to float rounding). Frames that are
+    not whole rings from ``frame0`` are sampled afresh, and nothing is kept of them.
+    """
+
+    def __init__(self, pyramid: Pyramid, xy, frame0, grid: PolarGrid, border: str = "reflect") -> None:
+        self.pyramid, self.grid, self.border = pyramid, grid, border
+        self.xy, self.frame0, _ = as_frames(xy, frame0, 0.0)
+        n, A = len(self.xy), grid.angles
+        self.chans = 1 if pyramid.levels[0].ndim == 2 else pyramid.levels[0].shape[2]
+        self._lo = 0  # ring (whole rings from frame0, the centre ring of frame 0 is 0) of table column 0
+        self._lev = np.full((n, 0), -1, np.int16)  # the level each (keypoint, ring) was sampled at; −1: none
+        self._val = np.empty((n, 0, A, self.chans), np.float32)
+        ang = grid.angles_rad()[None, :]
+        self._cos, self._sin = np.cos(ang).astype(np.float32), np.sin(ang).astype(np.float32)
+
+    def __call__(self, frames) -> np.ndarray:
+        n, K, A, C = len(self.xy), self.grid.rings, self.grid.angles, self.chans
+        frames = np.broadcast_to(np.asarray(frames, np.float64), (n,))
+        shift = np.rint(frames * self.grid.rings_per_octave)
+        if n == 0 or not np.allclose(shift, frames * self.grid.rings_per_octave, rtol=0, atol=1e-9):
+            return extract_polar(self.pyramid, self.xy, self.frame0 + frames, 0.0, self.grid, self.border)
+        ring = shift.astype(np.int64)[:, None] + (np.arange(K) - round(self.grid.center))[None, :]  # (n, K)
+        if not self._lev.shape[1]:  # room for reads 4 octaves either side (np.empty: untouched till written)
+            reach = 4 * self.grid.rings_per_octave
+            self._cover(int(ring.min()) - reach, int(ring.max()) + reach)
+        self._cover(int(ring.min()), int(ring.max()))
+        width = self._lev.shape[1]
+        r, lev = _radii_levels(self.pyramid, self.grid, self.frame0 + frames)
+        rows = np.arange(n)[:, None] * width + (ring - self._lo)  # (n, K) rows of the flattened table
+        miss = np.take(self._lev, rows) != lev
+        mode = cv2.BORDER_REFLECT_101 if self.border == "reflect" else cv2.BORDER_CONSTANT
+        if miss.all():  # nothing to reuse (a first read): sampled in the output's order, then kept
+            kp = np.repeat(np.arange(n), K)
+            vals = _sample_rows(self.pyramid, self.xy, kp, r.ravel(), lev.ravel(), self._cos, self._sin, mode)
+            if np.all(shift == shift[0]):  # every keypoint in the same frame: one block of the table
+                c0 = int(ring[0, 0]) - self._lo
+                self._val[:, c0 : c0 + K] = vals.reshape(n, K, A, C)
+            else:
+                self._val.reshape(-1, A, C)[rows.ravel()] = vals
+            self._lev.reshape(-1)[rows.ravel()] = lev.ravel()
+            return np.ascontiguousarray(vals.reshape(n, K, A, C).transpose(0, 3, 1, 2))
+        if miss.any():
+            new = rows[miss]
+            kp = np.nonzero(miss)[0]
+            self._val.reshape(-1, A, C)[new] = _sample_rows(
+                self.pyramid, self.xy, kp, r[miss], lev[miss], self._cos, self._sin, mode
+            )
+            self._lev.reshape(-1)[new] = lev[miss]
+        out = np.take(self._val.reshape(-1, A * C), rows.ravel(), axis=0)
+        return np.ascontiguousarray(out.reshape(n, K, A, C).transpose(0, 3, 1, 2))
+
+    def _cover(self, lo: int, hi: int) -> None:
+        """Widen the table so that it holds rings ``lo`` to ``hi``."""
+        have_hi = self._lo + self._lev.shape[1] - 1
+        if self._lev.shape[1] and lo >= self._lo and hi <= have_hi:
+            return
+        new_lo = min(lo, self._lo) if self._lev.shape[1] else lo
+        new_hi = max(hi, have_hi) if self._lev.shape[1] else hi
+        n, width = len(self.xy), new_hi - new_lo + 1
+        lev = np.full((n, width), -1, np.int16)
+        val = np.empty((n, width, self.grid.angles, self.chans), np.float32)
+        if self._lev.shape[1]:
+            a = self._lo - new_lo
+            lev[:, a : a + self._lev.shape[1]] = self._lev
+            val[:, a : a + self._lev.shape[1]] = self._val
+        self._lo, self._lev, self._val = new_lo, lev, val
 
 
 def polar_margin(grid: PolarGrid) -> float:
@@ -229,4 +330,4 @@ def _bilinear(c: np.ndarray, li: np.ndarray, px: np.ndarray, py: np.ndarray) -> 
     )
 
 
-__all__ = ["PolarGrid", "extract_polar", "polar_margin", "render_view_polar"]
+__all__ = ["PolarGrid", "PolarReads", "extract_polar", "polar_margin", "render_view_polar"]

@@ -26,6 +26,20 @@ def _median_time(fn, repeats: int) -> float:
     return float(np.median(ts))
 
 
+def _median_times_interleaved(fns: dict, repeats: int) -> dict:
+    """Median seconds of each of ``fns`` (name → callable), timed in turn within every repeat, so that a
+    machine that speeds up or slows down during the run moves all of them alike (one warm-up each)."""
+    for fn in fns.values():
+        fn()
+    ts: dict = {name: [] for name in fns}
+    for _ in range(repeats):
+        for name, fn in fns.items():
+            t = time.perf_counter()
+            fn()
+            ts[name].append(time.perf_counter() - t)
+    return {name: float(np.median(v)) for name, v in ts.items()}
+
+
 def conv_flops_per_keypoint(est, image: np.ndarray, xy: np.ndarray) -> float:
     """Multiply-adds × 2 of the network's 1-D convolutions per keypoint in one ``est.estimate`` (every read of
     its plan; a whole-circle convolution run through the FFT is counted as the direct convolution it equals)."""
@@ -51,8 +65,9 @@ def conv_flops_per_keypoint(est, image: np.ndarray, xy: np.ndarray) -> float:
 
 def profile_default_read(est, image: np.ndarray, xy: np.ndarray, repeats: int) -> dict:
     """Where the default read's time goes (cProfile over ``repeats`` calls): the shares of log-polar sampling
-    (``extract_polar``), the network (``predict_histograms``), the image pyramid and the rest; the network's
-    FLOPs per keypoint; this machine's float32 matmul throughput; and the time the network would take at it."""
+    (``PolarReads``, ``extract_polar``), the network (``predict_histograms``), the image pyramid and the rest;
+    the network's FLOPs per keypoint; this machine's float32 matmul throughput; and the time the network would
+    take at it."""
     import cProfile
     import pstats
 
@@ -66,11 +81,18 @@ def profile_default_read(est, image: np.ndarray, xy: np.ndarray, repeats: int) -
     total = time.perf_counter() - t
     stats = pstats.Stats(prof).stats
 
-    def cum(name: str, file_part: str = "") -> float:
-        return sum(v[3] for k, v in stats.items() if k[2] == name and file_part in k[0])
+    def cum(name: str, file_part: str = "", not_from: str = "") -> float:
+        """Cumulative time of the functions ``name`` in files matching ``file_part``, less what they spent
+        when called by a function ``not_from`` (counted there)."""
+        total = 0.0
+        for k, v in stats.items():
+            if k[2] == name and file_part in k[0]:
+                total += v[3] - sum(c[3] for f, c in v[4].items() if f[2] == not_from and file_part in f[0])
+        return total
 
     parts = {
-        "sampling": cum("extract_polar"),
+        # log-polar sampling: the estimator's PolarReads, and extract_polar wherever PolarReads did not call it
+        "sampling": cum("__call__", "polar.py") + cum("extract_polar", "polar.py", not_from="__call__"),
         "network": cum("predict_histograms"),
         "pyramid": cum("__init__", "patches.py"),
     }
@@ -94,6 +116,10 @@ def bench(
     out: str | Path | None = None,
     backends=("torch", "onnx"),
 ) -> dict:
+    """``patchpose bench``: seconds of our poses (the model's read plan, and one read) for ``num_keypoints``
+    keypoints next to OpenCV SIFT's detection on the same photo, their ratios, the profile of the default
+    read, the backends and kornia's dominant gradient, on this process's torch and OpenCV threads (the CLI's
+    ``--threads`` sets them). Writes ``OUT/bench.json`` atomically when ``out`` is given."""
     from ..data.keypoints import MAX_KEYPOINTS, detect_sift
     from ..data.patches import load_image
     from ..data.photos import demo_photo
@@ -119,18 +145,24 @@ def bench(
         "num_keypoints": int(len(xy)),
         "torch_threads": torch.get_num_threads(),
         "opencv_threads": cv2.getNumThreads(),
-        "sift_detect_s": _median_time(lambda: sift.detect(gray, None), repeats),
     }
     n = len(xy)
     est = PatchPoseEstimator.load(weights)
+    one = est.with_plan(passes=1)
     res["model"] = est.name
     res["plan"] = asdict(est.plan)
-    # the model as it runs by default (its read plan), then one read, and the inputs of one read alone
-    res["patchpose_default_s"] = _median_time(lambda: est.estimate(img, xy), repeats)
-    res["ratio_default_to_sift"] = res["patchpose_default_s"] / res["sift_detect_s"]
-    one = est.with_plan(passes=1)
-    res["patchpose_one_read_s"] = _median_time(lambda: one.estimate(img, xy), repeats)
-    res["ratio_one_read_to_sift"] = res["patchpose_one_read_s"] / res["sift_detect_s"]
+    # SIFT's detection, the model as it runs by default (its read plan) and one read, timed in turn
+    t = _median_times_interleaved(
+        {
+            "sift_detect_s": lambda: sift.detect(gray, None),
+            "patchpose_default_s": lambda: est.estimate(img, xy),
+            "patchpose_one_read_s": lambda: one.estimate(img, xy),
+        },
+        repeats,
+    )
+    res.update(t)
+    res["ratio_default_to_sift"] = t["patchpose_default_s"] / t["sift_detect_s"]
+    res["ratio_one_read_to_sift"] = t["patchpose_one_read_s"] / t["sift_detect_s"]
     res["patchpose_inputs_s"] = _median_time(lambda: est.extract(img, xy), repeats)
     res.update(profile_default_read(est, img, xy, repeats))
     # per backend: inputs already extracted, network + decoding only (keypoints per second), and end to end

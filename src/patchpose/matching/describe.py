@@ -35,13 +35,14 @@ class Describer:
     """``describe(pyramid, xy, log2_scale, theta) -> (N, D)`` L2-normalised float32 descriptors.
 
     ``peers``: the peers folder (or its :class:`~patchpose.matching.peers.Peers`) that ``tfeat`` and
-    ``hardtfeat`` take their weights from."""
+    ``hardtfeat`` take their weights from. ``batch``: patches per call of the network (on CPU these small
+    networks run about twice as fast on 128 at a time as on 1,024: their activations stay in cache)."""
 
     def __init__(
         self,
         name: str = "sift",
         weights: str | Path | None = None,
-        batch: int = 1024,
+        batch: int = 128,
         peers: Peers | str | Path | None = None,
     ) -> None:
         KF = require("kornia.feature", "kornia")

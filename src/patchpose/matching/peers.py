@@ -46,8 +46,9 @@ PEER_FILES = {
 }
 #: side of the patches OriNet, AffNet, TFeat and HardTFeat take
 PEER_PATCH = 32
-#: frames per call of kornia's LAF modules (each call samples its own image pyramid)
-LAF_BATCH = 8192
+#: frames per call of kornia's LAF modules (each call samples its own image pyramid): on CPU the networks run
+#: about twice as fast on 128 patches at a time as on thousands (their activations stay in cache)
+LAF_BATCH = 128
 
 
 class HardTFeat(nn.Module):
@@ -77,9 +78,16 @@ class HardTFeat(nn.Module):
         flat = patches.flatten(1)
         mean = flat.mean(1).view(-1, 1, 1, 1)
         std = flat.std(1).view(-1, 1, 1, 1) + 1e-7
-        conv1, _, pool, conv2, _ = self.features
-        # tanh is increasing, so max-pooling before it gives the same values on a quarter of the elements
-        x = torch.tanh(conv2(torch.tanh(pool(conv1((patches - mean) / std)))))
+        conv1, _, _, conv2, _ = self.features
+        # tanh is increasing, so max-pooling before it gives the same values on a quarter of the elements; the
+        # 2×2 pooling as the maximum of four strided views (the same values, several times faster than
+        # max_pool2d on CPU)
+        y = conv1((patches - mean) / std)
+        y = torch.maximum(
+            torch.maximum(y[:, :, 0::2, 0::2], y[:, :, 0::2, 1::2]),
+            torch.maximum(y[:, :, 1::2, 0::2], y[:, :, 1::2, 1::2]),
+        )
+        x = torch.tanh(conv2(torch.tanh(y)))
         return nn.functional.normalize(self.classifier(x).flatten(1), dim=1)
 
 
