@@ -30,9 +30,8 @@ import os
 import re
 import shutil
 from collections.abc import Sequence
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
-from types import SimpleNamespace
 
 import cv2
 import numpy as np
@@ -144,11 +143,14 @@ def features_of_image(
         from ..matching.pipeline import detect, framed_poses
 
         feats = detect(image, int(max_keypoints), detector="keynet", peers=peers)
-        xy, scale, scores = feats.xy, feats.frame, None
-        ori = np.asarray(framed_poses(est, feats).orientation, np.float64).reshape(-1)
+        xy, scale, scores = feats.xy, np.asarray(feats.frame, np.float64).reshape(-1), None
+        # Key.Net's scale and region, our angle read there (the ours_angle row)
+        poses = replace(
+            framed_poses(est, feats), scale=scale, descriptor_radius=REFERENCE_RADIUS * np.exp2(scale)
+        )
+        ori = poses.orientation
         kps = [cv2.KeyPoint(float(x), float(y), 1.0) for x, y in xy]
         pyramid, region = feats.pyramid, 1.0  # cut at Key.Net's own region, as the ours_angle row
-        poses = None
     else:
         if detector == "sift":
             xy, kps = detect_sift(image, max_keypoints)
@@ -160,9 +162,7 @@ def features_of_image(
         scale, ori = poses.scale, poses.orientation
     desc = None
     if descriptor == "sift":
-        if poses is None:  # Key.Net: SIFT's window over Key.Net's region, turned by our angle
-            radius = REFERENCE_RADIUS * np.exp2(scale)
-            poses = SimpleNamespace(scale=scale, orientation=ori, descriptor_radius=radius)
+        # at Key.Net keypoints SIFT's window covers Key.Net's region, turned by our angle;
         # class_id carries each keypoint's index through compute, which may drop keypoints
         kps = [cv2.KeyPoint(*k.pt, k.size, k.angle, k.response, k.octave, i) for i, k in enumerate(kps)]
         kept, desc = cv2.SIFT_create().compute(as_uint8_gray(image), keypoints_at_poses(kps, poses))
