@@ -170,9 +170,10 @@ class PolarReads:
     apart, as a read plan reads them (:mod:`patchpose.reading`): each (keypoint, ring, pyramid level) is
     sampled once, and a later read gathers what an earlier one sampled instead of sampling it again.
 
-    ``reads(frames)`` equals ``extract_polar(pyramid, xy, frame0 + frames, 0, grid, border)`` (a ring found
-    again is the same ring at the same level, sampled at a radius equal to float rounding). Frames that are
-    not whole rings from ``frame0`` are sampled afresh, and nothing is kept of them.
+    ``reads(frames)`` equals ``extract_polar(pyramid, xy, frame0 + frames, 0, grid, border)``: a ring read
+    again is the same ring at the same level (its radius can differ from a fresh read's by float rounding only;
+    the tests find the samples bit for bit equal). Frames that are not whole rings from ``frame0`` are sampled
+    afresh, and nothing is kept of them. Memory: a table of about ``(K + 24) × angles`` floats per keypoint.
     """
 
     def __init__(self, pyramid: Pyramid, xy, frame0, grid: PolarGrid, border: str = "reflect") -> None:
