@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
 import cv2
 import numpy as np
@@ -93,6 +94,44 @@ def test_evaluation_end_to_end_reports_failing_pairs(tmp_path):
     assert doc["per_pair"][0]["errors"]["sift resolved by ours@512"] < 5.0
     assert doc["per_pair"][0]["errors"]["dominant gradient@512"] < 5.0  # the peer's poses work there too
     assert "| sift+ours@512 |" in (tmp_path / "out" / "results.md").read_text()
+
+
+PEERS_DIR = Path(__file__).resolve().parents[2].parent / "shared" / "peers"
+
+
+@pytest.mark.skipif(not PEERS_DIR.is_dir(), reason=f"the peers' weights are not here ({PEERS_DIR})")
+def test_peer_rows_orinet_and_affnet_recover_an_easy_pose(tmp_path):
+    """With a peers folder, OriNet's angle and AffNet + OriNet's affine frames (descriptor patches and
+    AdaLAM's LAFs cut through them) are rows of their own, and they find the camera-rotation pair's pose."""
+    from patchpose.evaluation.pose_eval import evaluate_pose
+
+    photo = tmp_path / "tex.png"
+    cv2.imwrite(str(photo), (make_textured_image(320) * 255).astype(np.uint8))
+    pairs_file = generate_posed_pairs([photo], tmp_path / "d", per_photo=1, stereo_pairs=0, progress=False)
+    doc = evaluate_pose(
+        pairs_file, tmp_path / "d" / "images", tmp_path / "out", budgets=(512,), ablation=False, progress=False,
+        peers=PEERS_DIR,
+    )  # fmt: skip
+    assert list(doc["rows"]) == [
+        "sift@512",
+        "sift+ours@512",
+        "sift resolved by ours@512",
+        "dominant gradient@512",
+        "orinet@512",
+        "affnet+orinet@512",
+    ]
+    assert doc["per_pair"][0]["errors"]["orinet@512"] < 5.0
+    assert doc["per_pair"][0]["errors"]["affnet+orinet@512"] < 5.0
+    assert not doc["failures"]
+
+
+def test_pose_eval_refuses_a_missing_peers_folder_before_any_work(tmp_path):
+    from patchpose.evaluation.pose_eval import evaluate_pose
+
+    with pytest.raises(InputError, match="peers"):
+        evaluate_pose(
+            tmp_path / "no.txt", tmp_path, tmp_path / "out", peers=tmp_path / "nowhere", progress=False
+        )
 
 
 def test_cli_pose_eval_errors_are_clear(tmp_path, capsys):

@@ -122,6 +122,7 @@ def eval_pose_command(a: argparse.Namespace) -> int:
         estimator=a.estimator,
         progress=not a.no_progress,
         read_plan=read_plan(a),
+        peers=a.peers,
     )
     print_results(a.out, f"wrote {a.out}/results.json and results.md in {doc['seconds']:.0f} s")
     return 0
@@ -306,7 +307,16 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         default="accurate",
         help="robust fit of the essential matrix (OpenCV USAC_ACCURATE, USAC_MAGSAC, RANSAC)",
     )
-    pe.add_argument("--no-ablation", action="store_true", help="only the sift and sift+ours rows")
+    pe.add_argument(
+        "--peers",
+        metavar="DIR",
+        default=None,
+        help="folder of the peers' weights (its README says which files), for comparison only: adds the "
+        "orinet and affnet+orinet rows (in SIFT's window, for the descriptors and in AdaLAM)",
+    )
+    pe.add_argument(
+        "--no-ablation", action="store_true", help="only the main rows (sift, sift+ours, the peers)"
+    )
     pe.add_argument("--no-progress", action="store_true")
     pe.set_defaults(func=eval_pose_command)
 

@@ -21,8 +21,10 @@ own failures are ever counted as 180°.
 rows ``sift@K`` (descriptors and AdaLAM with SIFT's own poses), ``sift+ours@K`` (SIFT's descriptors,
 our poses in AdaLAM), ``sift resolved by ours@K`` (:func:`patchpose.resolve_orientations`'s poses for
 both) and, a peer, ``dominant gradient@K`` (SIFT's scale, kornia's dominant gradient read in SIFT's window, for
-both) for K = 1,024 and 2,048 keypoints, plus the ablation rows (our poses for the
-descriptors too, AdaLAM's checks off, plain mutual nearest neighbours).
+both) for K = 1,024 and 2,048 keypoints; with ``--peers DIR`` also ``orinet@K`` (OriNet's angle in SIFT's window)
+and ``affnet+orinet@K`` (AffNet's affine frame there, turned by OriNet: descriptor patches and AdaLAM's LAFs
+through it); plus the ablation rows (our poses for the descriptors too, AdaLAM's checks off, plain mutual
+nearest neighbours).
 """
 
 from __future__ import annotations
@@ -100,8 +102,9 @@ def summarize(errors, inliers) -> dict:
     }
 
 
-def _rows(budgets) -> dict:
-    """Row name → (keypoints, describe_pose, adalam_pose, adalam_checks, matcher)."""
+def _rows(budgets, peers: bool = False) -> dict:
+    """Row name → (keypoints, describe_pose, adalam_pose, adalam_checks, matcher); ``peers``: with the rows
+    of the peers whose weights come from a peers folder."""
     rows = {}
     for k in budgets:
         rows[f"sift@{k}"] = (k, "sift", "sift", True, "adalam")
@@ -110,6 +113,9 @@ def _rows(budgets) -> dict:
         rows[f"sift resolved by ours@{k}"] = (k, "resolved", "resolved", True, "adalam")
         # a peer: SIFT's scale, kornia's dominant gradient read in SIFT's window (descriptors and AdaLAM)
         rows[f"dominant gradient@{k}"] = (k, "dominant", "dominant", True, "adalam")
+        if peers:  # SIFT's scale, OriNet's angle in SIFT's window; AffNet's frame there, turned by OriNet
+            rows[f"orinet@{k}"] = (k, "orinet", "orinet", True, "adalam")
+            rows[f"affnet+orinet@{k}"] = (k, "affnet+orinet", "affnet+orinet", True, "adalam")
     k = max(budgets)
     rows[f"ours+ours@{k}"] = (k, "ours", "ours", True, "adalam")  # our poses for the descriptors too
     rows[f"sift, adalam checks off@{k}"] = (k, "sift", "sift", False, "adalam")
@@ -118,7 +124,7 @@ def _rows(budgets) -> dict:
 
 
 #: the rows kept without the ablation (names before the ``@K``)
-MAIN_ROWS = ("sift", "sift+ours", "sift resolved by ours", "dominant gradient")
+MAIN_ROWS = ("sift", "sift+ours", "sift resolved by ours", "dominant gradient", "orinet", "affnet+orinet")
 
 
 def check_budgets(budgets) -> tuple[int, ...]:
@@ -182,8 +188,11 @@ def evaluate_pose(
     estimator: str = "accurate",
     progress: bool = True,
     read_plan: dict | None = None,
+    peers: str | Path | None = None,
 ) -> dict:
-    """Run every row on every pair; write ``results.json`` and ``results.md``.
+    """Run every row on every pair; write ``results.json`` and ``results.md``. ``peers``: the folder of the
+    peers' weights (:class:`~patchpose.matching.peers.Peers`), which adds the rows ``orinet@K`` and
+    ``affnet+orinet@K``.
 
     The inputs are checked first (:func:`check_budgets`, :func:`check_pose_inputs`, the estimator's name):
     a missing, unreadable or tiny image, a keypoint budget that is not a positive integer or a non-zero
@@ -196,12 +205,14 @@ def evaluate_pose(
     from ..data.patches import load_image
     from ..estimator import PatchPoseEstimator
     from ..matching.describe import Describer
+    from ..matching.peers import Peers
     from ..matching.pipeline import detect, framed_poses
     from ..matching.twoview import TwoViewConfig, match_two_views, relative_pose
 
     t0 = time.time()
     budgets = check_budgets(budgets)
-    rows = _rows(budgets)
+    peer_set = Peers(peers) if peers is not None else None  # a missing folder fails here, before any work
+    rows = _rows(budgets, peers=peer_set is not None)
     if not ablation:
         rows = {k: v for k, v in rows.items() if k.split("@")[0] in MAIN_ROWS}
     configs = {
@@ -256,7 +267,7 @@ def evaluate_pose(
                 empty = list(dict.fromkeys(n for n, f in ((p.name0, f0), (p.name1, f1)) if not len(f)))
                 if empty:  # a blank image: nothing to match, a failure of the method on this pair
                     raise RuntimeError(f"no keypoints detected in {', '.join(empty)}")
-                m = match_two_views(f0, f1, describer, cfg, o0, o1)
+                m = match_two_views(f0, f1, describer, cfg, o0, o1, peers=peer_set)
                 fit = relative_pose(f0.xy[m[:, 0]], f1.xy[m[:, 1]], p.K0, p.K1, cfg)
                 err = pose_error_deg(p.T_0to1, fit["R"], fit["t"])
                 n_in = fit["inliers"]

@@ -6,7 +6,8 @@ degrees) and on the scale ratio (``scale_rate_threshold``). It reads both from k
 we feed it decide what "consistent" means. Every stage has a switch (:class:`TwoViewConfig`):
 
 * ``describe_pose``: the pose at which descriptor patches are cut (``"sift"``, ``"ours"``, ``"resolved"``:
-  SIFT's, with our angle choosing where SIFT found several orientations, ``"none"``);
+  SIFT's, with our angle choosing where SIFT found several orientations, ``"none"``; the peers
+  ``"dominant"``, and ``"orinet"`` and ``"affnet+orinet"`` with a peers folder);
 * ``adalam_pose``: the pose in AdaLAM's LAFs (default: the same as ``describe_pose``);
 * ``adalam_checks``: False disables AdaLAM's orientation and scale checks (thresholds set to None);
 * ``matcher``: ``"adalam"`` or plain ``"mnn"`` (mutual nearest neighbours);
@@ -26,11 +27,13 @@ import cv2
 import numpy as np
 import torch
 
+from ..conventions import REFERENCE_RADIUS
 from ..errors import InputError, is_int_in, require
 from ..weights import check_descriptor_region
 from .describe import Describer
 from .matcher import mutual_nn
-from .pipeline import Features, keypoint_poses, ours_window
+from .peers import Peers
+from .pipeline import Features, keypoint_poses, ours_window, peer_poses
 
 ESTIMATORS = {"magsac": cv2.USAC_MAGSAC, "accurate": cv2.USAC_ACCURATE, "ransac": cv2.RANSAC}
 
@@ -41,6 +44,10 @@ _ROW = {
     "ours": "ours",
     "resolved": "sift_resolved_by_ours",
     "dominant": "dominant_gradient",  # a peer: the detector's scale, kornia's dominant gradient in its frame
+    # peers with weights from a peers folder: the detector's scale, OriNet's angle in its frame; AffNet's
+    # affine frame there, turned by OriNet (descriptor patches and AdaLAM's LAFs through that frame)
+    "orinet": "orinet",
+    "affnet+orinet": "affnet+orinet",
     "none": "lower",
 }
 
@@ -49,7 +56,8 @@ _ROW = {
 class TwoViewConfig:
     max_keypoints: int = 2048
     # sift | ours | resolved (SIFT's, resolved by ours: ours must be read in SIFT's frame) | dominant (the
-    # detector's scale, kornia's dominant gradient read in its frame) | none
+    # detector's scale, kornia's dominant gradient read in its frame) | orinet | affnet+orinet (peers: need
+    # the peers folder) | none
     describe_pose: str = "sift"
     adalam_pose: str | None = None  # None: the same as describe_pose
     adalam_checks: bool = True
@@ -86,10 +94,21 @@ class TwoViewConfig:
         check_descriptor_region(self.descriptor_region)  # the estimator's own rule
 
 
-def frame_poses(feats: Features, pose: str, ours) -> tuple[np.ndarray, np.ndarray]:
-    """``(log2 scale (N,), orientation (N,))`` of a pose source at the features' keypoints."""
-    s, o = keypoint_poses(_ROW[pose], feats, ours)
+def frame_poses(
+    feats: Features, pose: str, ours, peers: Peers | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(log2 scale (N,), orientation (N,))`` of a pose source at the features' keypoints (``peers``: for the
+    peer sources)."""
+    s, o = keypoint_poses(_ROW[pose], feats, ours, peers=peers)
     return s[:, 0], o[:, 0]
+
+
+def _affine_lafs(feats: Features, peers: Peers | None) -> tuple[torch.Tensor, np.ndarray]:
+    """kornia LAFs ``(1, N, 2, 3)`` of AffNet + OriNet's frames at the features' keypoints, and the frames
+    ``(N, 2, 2)`` in units of :data:`REFERENCE_RADIUS` (the ``shape`` a descriptor patch is cut through)."""
+    frames = peer_poses(feats, peers, "affnet+orinet")[1]
+    laf = np.concatenate([frames, feats.xy[:, :, None]], 2)[None]
+    return torch.from_numpy(laf.astype(np.float32)), frames / REFERENCE_RADIUS
 
 
 def to_lafs(xy: np.ndarray, log2_scale: np.ndarray, theta: np.ndarray) -> torch.Tensor:
@@ -258,23 +277,31 @@ def match_two_views(
     cfg: TwoViewConfig,
     ours0=None,
     ours1=None,
+    peers: Peers | None = None,
 ) -> np.ndarray:
-    """``(M, 2)`` filtered matches between two feature sets under ``cfg``'s switches."""
+    """``(M, 2)`` filtered matches between two feature sets under ``cfg``'s switches (``peers``: the peers
+    folder's networks, for the pose sources ``orinet`` and ``affnet+orinet``)."""
     cfg.validate()
     dpose = cfg.describe_pose
     apose = cfg.adalam_pose or dpose
-    s0, o0 = frame_poses(f0, dpose, ours0)
-    s1, o1 = frame_poses(f1, dpose, ours1)
-    w = ours_window(_ROW[dpose], cfg.descriptor_region)  # our pose's calibrated window
-    d0 = describer.describe(f0.pyramid, f0.xy, s0 + w, o0)
-    d1 = describer.describe(f1.pyramid, f1.xy, s1 + w, o1)
+
+    def describe(f: Features, ours) -> np.ndarray:
+        if dpose == "affnet+orinet":  # cut through the affine frame itself
+            zero = np.zeros(len(f))
+            return describer.describe(f.pyramid, f.xy, zero, zero, shape=_affine_lafs(f, peers)[1])
+        s, o = frame_poses(f, dpose, ours, peers)
+        return describer.describe(f.pyramid, f.xy, s + ours_window(_ROW[dpose], cfg.descriptor_region), o)
+
+    def lafs(f: Features, ours) -> torch.Tensor:
+        if apose == "affnet+orinet":
+            return _affine_lafs(f, peers)[0]
+        return to_lafs(f.xy, *frame_poses(f, apose, ours, peers))
+
+    d0, d1 = describe(f0, ours0), describe(f1, ours1)
     if cfg.matcher == "mnn":
         m, _ = mutual_nn(d0, d1)
         return m
-    if apose != dpose:
-        s0, o0 = frame_poses(f0, apose, ours0)
-        s1, o1 = frame_poses(f1, apose, ours1)
-    lafs0, lafs1 = to_lafs(f0.xy, s0, o0), to_lafs(f1.xy, s1, o1)
+    lafs0, lafs1 = lafs(f0, ours0), lafs(f1, ours1)
     return adalam_matches(d0, d1, lafs0, lafs1, f0.pyramid.shape, f1.pyramid.shape, checks=cfg.adalam_checks)
 
 
