@@ -16,16 +16,6 @@ import torch
 from ..errors import require
 
 
-def _median_time(fn, repeats: int) -> float:
-    fn()  # warm-up
-    ts = []
-    for _ in range(repeats):
-        t = time.perf_counter()
-        fn()
-        ts.append(time.perf_counter() - t)
-    return float(np.median(ts))
-
-
 def _median_times_interleaved(fns: dict, repeats: int) -> dict:
     """Median seconds of each of ``fns`` (name → callable), timed in turn within every repeat, so that a
     machine that speeds up or slows down during the run moves all of them alike (one warm-up each)."""
@@ -38,6 +28,11 @@ def _median_times_interleaved(fns: dict, repeats: int) -> dict:
             fn()
             ts[name].append(time.perf_counter() - t)
     return {name: float(np.median(v)) for name, v in ts.items()}
+
+
+def _median_time(fn, repeats: int) -> float:
+    """Median seconds of ``fn`` over ``repeats`` calls after one warm-up."""
+    return _median_times_interleaved({"fn": fn}, repeats)["fn"]
 
 
 def conv_flops_per_keypoint(est, image: np.ndarray, xy: np.ndarray) -> float:

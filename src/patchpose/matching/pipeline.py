@@ -345,6 +345,14 @@ def keypoint_poses(
     raise InputError(f"unknown pose row {row!r}; rows are {pose_rows(top_k)}")
 
 
+def affine_descriptors(feats: Features, describer: Describer, peers: Peers | None) -> np.ndarray:
+    """``(N, D)`` descriptors of the patches cut through AffNet + OriNet's affine frames at the features'
+    keypoints (the ``affnet+orinet`` row; :func:`peer_poses`)."""
+    frames = peer_poses(feats, peers, "affnet+orinet")[1]
+    zero = np.zeros(len(feats))
+    return describer.describe(feats.pyramid, feats.xy, zero, zero, shape=frames / REFERENCE_RADIUS)
+
+
 def ours_window(row: str, descriptor_region: float) -> float:
     """``log2`` of the factor by which a row's descriptor window is widened: ``descriptor_region`` (the
     estimator's read plan) for the rows cut at our scale (``ours``, ``ours_topK``), 0 for every other row.
@@ -388,10 +396,7 @@ def describe_rows(
                 raise InputError(f"row {row!r} needs an estimator")
             s, o = keypoint_poses(row, feats, framed_poses(est, feats))
         elif row == "affnet+orinet":  # cut through the affine frame itself
-            frames = peer_poses(feats, peers, row)[1]
-            zero = np.zeros(len(feats))
-            d = describer.describe(feats.pyramid, feats.xy, zero, zero, shape=frames / REFERENCE_RADIUS)
-            out[row] = d.reshape(len(feats), 1, -1)
+            out[row] = affine_descriptors(feats, describer, peers).reshape(len(feats), 1, -1)
             continue
         else:
             s, o = keypoint_poses(row, feats, ours, H_from_1, cfg.top_k, peers)
@@ -449,6 +454,7 @@ __all__ = [
     "PEER_ROWS",
     "pose_rows",
     "framed_poses",
+    "affine_descriptors",
     "peer_poses",
     "handcrafted_poses",
     "MatchConfig",

@@ -27,13 +27,12 @@ import cv2
 import numpy as np
 import torch
 
-from ..conventions import REFERENCE_RADIUS
 from ..errors import InputError, is_int_in, require
 from ..weights import check_descriptor_region
 from .describe import Describer
 from .matcher import mutual_nn
 from .peers import Peers
-from .pipeline import Features, keypoint_poses, ours_window, peer_poses
+from .pipeline import Features, affine_descriptors, keypoint_poses, ours_window, peer_poses
 
 ESTIMATORS = {"magsac": cv2.USAC_MAGSAC, "accurate": cv2.USAC_ACCURATE, "ransac": cv2.RANSAC}
 
@@ -103,12 +102,11 @@ def frame_poses(
     return s[:, 0], o[:, 0]
 
 
-def _affine_lafs(feats: Features, peers: Peers | None) -> tuple[torch.Tensor, np.ndarray]:
-    """kornia LAFs ``(1, N, 2, 3)`` of AffNet + OriNet's frames at the features' keypoints, and the frames
-    ``(N, 2, 2)`` in units of :data:`REFERENCE_RADIUS` (the ``shape`` a descriptor patch is cut through)."""
+def _affine_lafs(feats: Features, peers: Peers | None) -> torch.Tensor:
+    """kornia LAFs ``(1, N, 2, 3)`` of AffNet + OriNet's frames at the features' keypoints."""
     frames = peer_poses(feats, peers, "affnet+orinet")[1]
     laf = np.concatenate([frames, feats.xy[:, :, None]], 2)[None]
-    return torch.from_numpy(laf.astype(np.float32)), frames / REFERENCE_RADIUS
+    return torch.from_numpy(laf.astype(np.float32))
 
 
 def to_lafs(xy: np.ndarray, log2_scale: np.ndarray, theta: np.ndarray) -> torch.Tensor:
@@ -287,14 +285,13 @@ def match_two_views(
 
     def describe(f: Features, ours) -> np.ndarray:
         if dpose == "affnet+orinet":  # cut through the affine frame itself
-            zero = np.zeros(len(f))
-            return describer.describe(f.pyramid, f.xy, zero, zero, shape=_affine_lafs(f, peers)[1])
+            return affine_descriptors(f, describer, peers)
         s, o = frame_poses(f, dpose, ours, peers)
         return describer.describe(f.pyramid, f.xy, s + ours_window(_ROW[dpose], cfg.descriptor_region), o)
 
     def lafs(f: Features, ours) -> torch.Tensor:
         if apose == "affnet+orinet":
-            return _affine_lafs(f, peers)[0]
+            return _affine_lafs(f, peers)
         return to_lafs(f.xy, *frame_poses(f, apose, ours, peers))
 
     d0, d1 = describe(f0, ours0), describe(f1, ours1)
