@@ -12,7 +12,7 @@ import logging
 from .errors import InputError, PatchPoseError, WeightsError
 from .estimator import PatchPoseEstimator
 from .integrations.kornia import kornia_angle_detector
-from .integrations.opencv import assign, resolve_orientations
+from .integrations.opencv import assign, compute_blended, resolve_orientations
 from .reading import Poses, ReadPlan
 
 __version__ = "1.0.0"
@@ -23,6 +23,7 @@ __all__ = [
     "Poses",
     "ReadPlan",
     "assign",
+    "compute_blended",
     "resolve_orientations",
     "kornia_angle_detector",
     "PatchPoseError",

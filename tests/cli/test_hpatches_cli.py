@@ -102,3 +102,24 @@ def test_cli_generate_eval_and_match(tmp_path, capsys):
     assert rc == 2 and "cannot read homography" in capsys.readouterr().err
     rc = main(["eval", "hpatches", "--root", str(tmp_path / "nothing"), "--out", str(out)])
     assert rc == 2 and "not found" in capsys.readouterr().err
+
+
+def test_eval_hpatches_rows_and_reference_are_checked_before_any_work(tmp_path, capsys):
+    """A row the run cannot have (a SIFT row at corners, a typo) or a reference outside the rows is a one-line
+    error before anything is matched; a subset of rows is computed alone, in report order."""
+    from conftest import make_hpatches_replica
+    from patchpose.cli.main import main
+
+    root = make_hpatches_replica(tmp_path / "hp", names=("v_b",), targets=1)
+    out = tmp_path / "o"
+    base = ["eval", "hpatches", "--root", str(root), "--out", str(out), "--no-pose", "--no-progress"]
+    rc = main([*base, "--detector", "harris", "--rows", "ours,sift_all"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "['sift_all'] are not rows of this run" in err and len(err.strip().splitlines()) == 1
+    rc = main([*base, "--rows", "ours,upper", "--reference", "sift"])
+    assert rc == 2 and "reference row 'sift' is not among" in capsys.readouterr().err
+    assert not list(out.glob("cache/*/*.json"))  # nothing was matched
+    rc = main([*base, "--rows", "upper,ours_blend,ours", "--reference", "upper", "--bootstrap", "0"])
+    assert rc == 0
+    doc = json.loads((out / "results.json").read_text())
+    assert list(doc["mma"]) == ["ours", "ours_blend", "upper"]

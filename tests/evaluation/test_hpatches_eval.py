@@ -46,10 +46,13 @@ def test_evaluation_end_to_end_and_resume(tmp_path):
     rows = ["lower", "sift", "ours", "ours_top4", "upper"]
     assert saved["protocol"] == "d2net" and list(saved["mma"]) == rows[:2] + ["sift_all"] + rows[2:4] + [
         "ours_adaptive",
+        "ours_blend",
+        "ours_scale_gradient_blend",
         "ours_angle",
         "sift_resolved_by_ours",
         "dominant_gradient",
         "log+dominant_gradient",
+        "dominant_gradient_blend",
         "upper",
     ]
     for row in saved["mma"]:
@@ -290,9 +293,12 @@ def test_harris_and_file_keypoints_evaluate_without_sift_rows(tmp_path):
         "ours",
         "ours_top4",
         "ours_adaptive",
+        "ours_blend",
+        "ours_scale_gradient_blend",
         "ours_angle",
         "dominant_gradient",
         "log+dominant_gradient",
+        "dominant_gradient_blend",
         "upper",
     )
     rel = make_hpatches_replica(tmp_path, names=("v_b",), targets=2)

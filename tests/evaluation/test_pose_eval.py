@@ -80,10 +80,14 @@ def test_evaluation_end_to_end_reports_failing_pairs(tmp_path):
         "sift+ours@256",
         "sift resolved by ours@256",
         "dominant gradient@256",
+        "dominant gradient blend@256",
+        "our scale, gradient blend@256",
         "sift@512",
         "sift+ours@512",
         "sift resolved by ours@512",
         "dominant gradient@512",
+        "dominant gradient blend@512",
+        "our scale, gradient blend@512",
     ]
     for row in saved["rows"].values():
         assert set(row) == {"inliers", "mAA@5", "mAA@10", "AUC@5", "AUC@10", "AUC@20"}
@@ -93,6 +97,8 @@ def test_evaluation_end_to_end_reports_failing_pairs(tmp_path):
     assert doc["per_pair"][0]["errors"]["sift@512"] < 5.0  # the camera-rotation pair is easy
     assert doc["per_pair"][0]["errors"]["sift resolved by ours@512"] < 5.0
     assert doc["per_pair"][0]["errors"]["dominant gradient@512"] < 5.0  # the peer's poses work there too
+    assert doc["per_pair"][0]["errors"]["dominant gradient blend@512"] < 5.0  # and its blended descriptors
+    assert doc["per_pair"][0]["errors"]["our scale, gradient blend@512"] < 5.0
     assert "| sift+ours@512 |" in (tmp_path / "out" / "results.md").read_text()
 
 
@@ -117,6 +123,8 @@ def test_peer_rows_orinet_and_affnet_recover_an_easy_pose(tmp_path):
         "sift+ours@512",
         "sift resolved by ours@512",
         "dominant gradient@512",
+        "dominant gradient blend@512",
+        "our scale, gradient blend@512",
         "orinet@512",
         "affnet+orinet@512",
     ]

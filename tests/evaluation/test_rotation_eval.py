@@ -26,6 +26,9 @@ def test_rotation_matching_eval_on_a_tiny_set(tmp_path):
         "sift_resolved_by_ours",
         "dominant_gradient",
         "upright",
+        "ours_blend",
+        "ours_scale_gradient_blend",
+        "dominant_gradient_blend",
         "sift_all_orientations",
     } and doc["thresholds_px"] == [
         1,
@@ -36,6 +39,7 @@ def test_rotation_matching_eval_on_a_tiny_set(tmp_path):
     for r in per:  # the same image: every pose matches almost perfectly
         assert per[r]["0"][1] > 0.9
     assert per["upright"]["90"][1] < per["sift"]["90"][1]  # without a pose, a quarter turn hurts
+    assert per["dominant_gradient_blend"]["90"][1] > 0.9  # a blend over the gradient's peaks turns exactly
     assert doc["matches"]["sift_all_orientations"] >= doc["matches"]["sift"] > 10  # mean matches per pair
     assert "| ours |" in (tmp_path / "o" / "results.md").read_text()
     iv = doc["intervals"]["mma@3px"]  # one photo: nothing to resample, so no interval (not a zero-width one)

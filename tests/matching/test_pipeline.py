@@ -181,3 +181,45 @@ def test_rows_with_several_orientations_per_keypoint_count_their_descriptors():
     np.testing.assert_array_equal(candidate_counts("ours", f), np.ones(n))
     with pytest.raises(InputError, match="SIFT detections"):
         candidate_counts("sift_all", detect(img, keypoints=f.xy))
+
+
+def test_blend_rows_describe_each_candidate_and_keep_one_descriptor_per_keypoint():
+    """``ours_blend`` cuts at our scale's window and our top-k angles, ``ours_scale_gradient_blend`` at the same
+    window and the gradient histogram's peaks there, ``dominant_gradient_blend`` at the detector's scale;
+    each returns one unit descriptor per keypoint, the weighted mean of its candidates' descriptors."""
+    from patchpose import PatchPoseEstimator
+    from patchpose.conventions import angle_diff
+    from patchpose.matching.blend import BLEND_K, blend_descriptors, blend_weights
+    from patchpose.matching.pipeline import MatchConfig, blend_candidates, describe_rows, ours_window
+
+    img = (make_textured_image(240, seed=5) * 255).astype(np.uint8)
+    f = detect(img, 50)
+    n = len(f)
+    est = PatchPoseEstimator.from_pretrained()
+    ours = est.estimate(f.image, f.xy, top_k=BLEND_K)
+    rows = ("ours_blend", "ours_scale_gradient_blend", "dominant_gradient_blend")
+    rec = _Recorder()
+    out = describe_rows(f, rows, rec, est, None, MatchConfig(top_k=BLEND_K), ours=ours)
+    window = ours.scale[:, 0] + ours_window("ours", est.plan.descriptor_region)
+    for row, (s, o, _) in zip(rows, rec.calls):
+        assert out[row].shape == (n, 1, rec.dim)
+        np.testing.assert_allclose(np.linalg.norm(out[row][:, 0], axis=1), 1.0, rtol=1e-5)
+        cs, co, w = blend_candidates(row, f, ours, est.plan.descriptor_region)
+        np.testing.assert_allclose(s, cs.reshape(-1))
+        np.testing.assert_allclose(o, co.reshape(-1))
+        # the blend of what the describer returned for those candidates
+        d = np.stack([s, o, np.zeros_like(s)], 1).reshape(n, BLEND_K, 3)
+        np.testing.assert_allclose(out[row][:, 0], blend_descriptors(d, w), rtol=1e-5, atol=1e-6)
+    s, o, w = blend_candidates("ours_blend", f, ours, est.plan.descriptor_region)
+    np.testing.assert_allclose(s, np.repeat(window[:, None], BLEND_K, 1))
+    np.testing.assert_allclose(o, ours.orientation)
+    np.testing.assert_allclose(w, blend_weights(ours.confidence))
+    s, o, _ = blend_candidates("ours_scale_gradient_blend", f, ours, est.plan.descriptor_region)
+    np.testing.assert_allclose(s[:, 0], window)
+    s, o, _ = blend_candidates("dominant_gradient_blend", f, ours)
+    np.testing.assert_allclose(s[:, 0], f.frame)
+    # its first candidate is the dominant_gradient row's angle
+    _, dom = keypoint_poses("dominant_gradient", f)
+    assert np.abs(angle_diff(o[:, 0], dom[:, 0])).max() < 1e-4
+    with pytest.raises(InputError, match="top-k poses"):
+        blend_candidates("ours_blend", f, est.estimate(f.image, f.xy))

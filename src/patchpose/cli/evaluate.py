@@ -75,6 +75,8 @@ def eval_hpatches_command(a: argparse.Namespace) -> int:
         progress=not a.no_progress,
         read_plan=read_plan(a),
         detector=a.detector,
+        rows=a.rows.split(",") if a.rows else None,
+        reference=a.reference,
         keypoints_dir=a.keypoints,
         bootstrap=a.bootstrap,
         cluster_pattern=a.cluster_pattern,
@@ -242,6 +244,18 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     hp.add_argument("--top-k", type=int, default=4, help="candidates per keypoint of the ours-top-k row")
     hp.add_argument("--max-keypoints", type=int, default=None, help="default: 2000 (d2net) / 1500 (keynet)")
     hp.add_argument("--sequences", default=None, help="comma-separated sequence names (e.g. Key.Net's list)")
+    hp.add_argument(
+        "--rows",
+        default=None,
+        help="comma-separated matching rows to compute (default: every row the detector and --peers allow), "
+        "e.g. ours,ours_blend,dominant_gradient,dominant_gradient_blend,upper",
+    )
+    hp.add_argument(
+        "--reference",
+        default=None,
+        metavar="ROW",
+        help="the row that the intervals' differences are taken against (default: ours)",
+    )
     hp.add_argument(
         "--detector",
         choices=("sift", "harris", "gftt", "keynet"),

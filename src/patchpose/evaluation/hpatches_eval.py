@@ -530,6 +530,8 @@ def evaluate_hpatches(
     read_plan: dict | None = None,
     cluster_pattern: str | None = None,
     peers: str | Path | None = None,
+    rows: list[str] | None = None,
+    reference: str | None = None,
 ) -> dict:
     """Run the pose-transfer and matching evaluations; write ``results.json``, ``results.md``, ``mma.png``.
 
@@ -541,7 +543,9 @@ def evaluate_hpatches(
     ``bootstrap`` replicates over sequences (0: none) give 95 % intervals of MMA@3 px (:func:`mma_intervals`);
     ``cluster_pattern`` draws sequences in clusters instead (:func:`sequence_clusters`: the sequences made
     from one photo with several seeds are not independent). ``read_plan``: changes to the model's read
-    plan (:meth:`patchpose.ReadPlan.replace`), or None."""
+    plan (:meth:`patchpose.ReadPlan.replace`), or None. ``rows``: the matching rows to compute, in report
+    order (None: every row that the detector and ``peers`` allow; a row they do not allow is an error).
+    ``reference``: the row the intervals' differences are taken against (None: ``ours``)."""
     tqdm = require("tqdm", "eval").tqdm
 
     from ..estimator import PatchPoseEstimator
@@ -573,12 +577,22 @@ def evaluate_hpatches(
         detector=detector,
     )
     describer = Describer(cfg.descriptor, cfg.descriptor_weights, peers=peer_set)
-    rows = pose_rows(
+    allowed = pose_rows(
         cfg.top_k,
         sift=keypoints_dir is None and detector == "sift",
         peers=peer_set is not None,
         keynet=keypoints_dir is None and detector == "keynet",
     )
+    if rows is not None:
+        bad = [r for r in rows if r not in allowed]
+        if bad or not rows:
+            raise InputError(
+                f"rows {bad or rows} are not rows of this run; with these keypoints and peers they are "
+                + ",".join(allowed)
+            )
+    rows = allowed if rows is None else tuple(r for r in allowed if r in rows)
+    if reference is not None and reference not in rows:
+        raise InputError(f"the reference row {reference!r} is not among this run's rows: {','.join(rows)}")
     # the peers' files this run reads (their sha256 sums key the cache), none without a peers folder
     used_peers = [
         n
@@ -607,7 +621,8 @@ def evaluate_hpatches(
             **({"peers": peer_set.fingerprint(used_peers)} if peer_set is not None else {}),
             # raised whenever the code changes what a cached sequence holds or how it is computed, so that
             # a result computed another way is never reused
-            "cache_version": 12,
+            "cache_version": 13,
+            "rows": list(rows),
         },
         sort_keys=True,
     )
@@ -652,13 +667,15 @@ def evaluate_hpatches(
         "descriptors_per_keypoint": {r: descriptors_per_keypoint(matching, r) for r in rows},
         "correct_matches": summarize_correct(matching, rows, proto.thresholds),
         "intervals": (
-            mma_intervals(matching, rows, list(proto.thresholds), bootstrap, clusters=clusters)
+            mma_intervals(matching, rows, list(proto.thresholds), bootstrap, reference, clusters=clusters)
             if bootstrap
             else {}
         ),
         # correct matches per pair (within 3 px) of every row, the same draws; differences against ours
         "correct_intervals": (
-            mma_intervals(matching, rows, list(proto.thresholds), bootstrap, clusters=clusters, correct=True)
+            mma_intervals(
+                matching, rows, list(proto.thresholds), bootstrap, reference, clusters=clusters, correct=True
+            )
             if bootstrap
             else {}
         ),
@@ -734,10 +751,13 @@ ROW_LABELS = {
     "sift_all": "SIFT's own pose, all its orientations",
     "ours": "ours (argmax)",
     "ours_adaptive": "ours, strong candidates (SIFT's 80 % rule)",
+    "ours_blend": "ours, one descriptor blended over our top-4 orientations",
+    "ours_scale_gradient_blend": "our scale, one descriptor blended over the gradient histogram's top-4 peaks",
     "keynet": "Key.Net's own pose (its scale, upright)",
     "ours_angle": "our angle in the detector's frame (its scale; 16 px without one)",
     "sift_resolved_by_ours": "SIFT's own pose, its orientations resolved by ours",
     "dominant_gradient": "dominant gradient orientation (kornia), detector's scale",
+    "dominant_gradient_blend": "dominant gradient, one descriptor blended over its top-4 peaks, detector's scale",
     "log+dominant_gradient": "LoG scale + dominant gradient orientation (hand-crafted)",
     "orinet": "OriNet orientation (kornia), detector's scale",
     "affnet+orinet": "AffNet shape + OriNet orientation (kornia), detector's scale",

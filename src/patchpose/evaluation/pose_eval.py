@@ -113,6 +113,15 @@ def _rows(budgets, peers: bool = False) -> dict:
         rows[f"sift resolved by ours@{k}"] = (k, "resolved", "resolved", True, "adalam")
         # a peer: SIFT's scale, kornia's dominant gradient read in SIFT's window (descriptors and AdaLAM)
         rows[f"dominant gradient@{k}"] = (k, "dominant", "dominant", True, "adalam")
+        # one descriptor blended over the gradient histogram's peaks, at SIFT's scale and at ours
+        rows[f"dominant gradient blend@{k}"] = (k, "dominant_blend", "dominant_blend", True, "adalam")
+        rows[f"our scale, gradient blend@{k}"] = (
+            k,
+            "ours_scale_gradient_blend",
+            "ours_scale_gradient_blend",
+            True,
+            "adalam",
+        )
         if peers:  # SIFT's scale, OriNet's angle in SIFT's window; AffNet's frame there, turned by OriNet
             rows[f"orinet@{k}"] = (k, "orinet", "orinet", True, "adalam")
             rows[f"affnet+orinet@{k}"] = (k, "affnet+orinet", "affnet+orinet", True, "adalam")
@@ -124,7 +133,16 @@ def _rows(budgets, peers: bool = False) -> dict:
 
 
 #: the rows kept without the ablation (names before the ``@K``)
-MAIN_ROWS = ("sift", "sift+ours", "sift resolved by ours", "dominant gradient", "orinet", "affnet+orinet")
+MAIN_ROWS = (
+    "sift",
+    "sift+ours",
+    "sift resolved by ours",
+    "dominant gradient",
+    "dominant gradient blend",
+    "our scale, gradient blend",
+    "orinet",
+    "affnet+orinet",
+)
 
 
 def check_budgets(budgets) -> tuple[int, ...]:

@@ -10,7 +10,9 @@ cover the model's calibrated descriptor window, as in the matching pipeline), ou
 SIFT found several, the one nearest our angle: :func:`patchpose.resolve_orientations`), and upright (SIFT's
 size, angle 0, the lower bound); the peers users run at SIFT's keypoints without SIFT's angle, each in
 SIFT's window (SIFT's size kept): kornia's dominant gradient (``dominant_gradient``) and, with the
-peers' weights (``peers``), OriNet as kornia reads it (``orinet``). One more row is SIFT as it comes, a keypoint per orientation
+peers' weights (``peers``), OriNet as kornia reads it (``orinet``); and one **blended descriptor** per
+keypoint (:func:`patchpose.integrations.opencv.compute_blended`, :data:`BLEND_ROWS`: our top-k angles at
+our scale, the gradient histogram's peaks at our scale, and at SIFT's size). One more row is SIFT as it comes, a keypoint per orientation
 (``sift_all_orientations``): about a fifth more keypoints than the other rows, so a reference, not a rival
 at equal cost. Matches are mutual nearest neighbours (``cv2.BFMatcher(crossCheck=True)``); MMA@t is the
 share within t px of the true rotation, averaged over pairs. Outputs ``results.json``, ``results.md``.
@@ -74,7 +76,15 @@ BASE_ROWS = ("sift", "ours", "ours_at_sift_size", "sift_resolved_by_ours", "domi
 PEER_ROWS = ("orinet",)
 #: the rows whose angle :func:`peer_angles` reads
 PEER_ANGLE_ROWS = ("dominant_gradient", *PEER_ROWS)
-ROWS = (*BASE_ROWS, "sift_all_orientations")
+#: one blended descriptor per keypoint (:func:`patchpose.integrations.opencv.compute_blended`), each with the
+#: settings of the matching pipeline's row of that name: our top-k angles at our scale, the gradient
+#: histogram's peaks at our scale, and at SIFT's size
+BLEND_ROWS = {
+    "ours_blend": {"orientations": "ours"},
+    "ours_scale_gradient_blend": {},
+    "dominant_gradient_blend": {"keep_size": True},
+}
+ROWS = (*BASE_ROWS, *BLEND_ROWS, "sift_all_orientations")
 ANGLE_ROWS = ("sift", "ours", "ours_at_sift_size", "sift_resolved_by_ours", "dominant_gradient", "orinet")
 #: the angle diagnostic's extra row: our angle read at the true position of each keypoint found again
 TRUE_POSITION_ROW = "ours_at_sift_size_true_position"
@@ -241,12 +251,17 @@ def _views(img, detected, est, peers=None) -> dict:
     }
 
 
-def _described(sift, gray, views: dict) -> tuple[dict, dict]:
+def _described(sift, gray, views: dict, est=None) -> tuple[dict, dict]:
     """Per row, the keypoints ``cv2.SIFT.compute`` kept and their descriptors (match indices refer to the
-    kept list, which OpenCV may shorten)."""
+    kept list, which OpenCV may shorten); with ``est``, the :data:`BLEND_ROWS` too, at SIFT's keypoints
+    (``views["sift"]``), one blended descriptor each."""
+    from ..integrations.opencv import compute_blended
+
     kept, desc = {}, {}
     for r, v in views.items():
         kept[r], desc[r] = sift.compute(gray, v)
+    for r, kw in BLEND_ROWS.items() if est is not None else ():
+        kept[r], desc[r] = compute_blended(sift, gray, views["sift"], est, **kw)
     return kept, desc
 
 
@@ -286,7 +301,7 @@ def evaluate_rotation(
     est = PatchPoseEstimator.load(weights).with_plan(**(read_plan or {}))
     if peers is not None and not isinstance(peers, Peers):
         peers = Peers(peers)
-    rows = (*BASE_ROWS, *(PEER_ROWS if peers is not None else ()), "sift_all_orientations")
+    rows = (*BASE_ROWS, *BLEND_ROWS, *(PEER_ROWS if peers is not None else ()), "sift_all_orientations")
     angle_rows = tuple(r for r in ANGLE_ROWS if r in rows)
     sift = cv2.SIFT_create(nfeatures=max_keypoints)
     bf = cv2.BFMatcher(cv2.NORM_L2, crossCheck=True)
@@ -305,7 +320,7 @@ def evaluate_rotation(
         used += 1
         names.append(Path(p).name)
         views0 = _views(img, det0, est, peers)
-        kept0, d0 = _described(sift, g0, views0)
+        kept0, d0 = _described(sift, g0, views0, est)
         for a in angles:
             H = similarity_about(((w - 1) / 2, (h - 1) / 2), 0.0, np.radians(a))
             img1 = cv2.warpAffine(img, H[:2], (w, h), flags=cv2.INTER_LINEAR)
@@ -320,7 +335,7 @@ def evaluate_rotation(
                 for r, e in angle_errors(views0, views1, H, a).items():
                     errs[r].append(e)
                 errs[TRUE_POSITION_ROW].append(true_position_errors(img1, views0, views1, H, a, est))
-            kept1, d1 = _described(sift, g1, views1)
+            kept1, d1 = _described(sift, g1, views1, est)
             for r in rows:
                 m = bf.match(d0[r], d1[r])
                 n_matches[r].append(len(m))

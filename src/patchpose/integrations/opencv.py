@@ -10,16 +10,26 @@ import cv2
 import numpy as np
 from numpy.typing import ArrayLike
 
+from ..baselines import ORI_PATCH, dominant_gradient_candidates
 from ..conventions import (
     OPENCV_SIFT_WINDOW_PER_SIZE,
+    REFERENCE_RADIUS,
     angle_diff,
     from_cv2_size_angle,
     to_cv2_size_angle,
 )
-from ..data.patches import check_image_shape
+from ..data.patches import Pyramid, check_image, check_image_shape, extract_patches, to_gray
 from ..errors import InputError
 from ..estimator import EstimatorLike, as_estimator
 from ..interop import is_opencv_sift, keypoint_xy, opencv_orb_scale_factor
+from ..matching.blend import (
+    BLEND_GAMMA,
+    BLEND_K,
+    GRADIENT_BLEND_GAMMA,
+    blend_descriptors,
+    blend_weights,
+    check_blend,
+)
 
 #: the radius of OpenCV SIFT's descriptor window per unit of keypoint ``size``
 SIFT_WINDOW_PER_SIZE = OPENCV_SIFT_WINDOW_PER_SIZE
@@ -115,6 +125,96 @@ def keypoints_at_poses(
     return res
 
 
+def compute_blended(
+    extractor: cv2.Feature2D,
+    image: np.ndarray,
+    keypoints: Sequence[cv2.KeyPoint],
+    estimator: EstimatorLike = None,
+    *,
+    orientations: str = "gradient",
+    keep_size: bool = False,
+    k: int = BLEND_K,
+    xy_bias: ArrayLike | None = None,
+) -> tuple[list[cv2.KeyPoint], np.ndarray]:
+    """One **blended descriptor** per keypoint (:mod:`patchpose.matching.blend`): ``extractor.compute`` at
+    ``k`` orientations of each keypoint, averaged with weights from their peak masses, L2-normalised.
+
+    A drop-in for ``extractor.compute(image, keypoints)`` that keeps one descriptor per keypoint and no
+    longer depends on which of two near-equal orientations wins in each image (docs/peers.md: the
+    recommended use at SIFT keypoints is ``keep_size=True``, at Key.Net keypoints and corners the default).
+
+    Args:
+        extractor: an OpenCV float descriptor with ``compute(image, keypoints)``, e.g. ``cv2.SIFT_create()``
+            (not a binary one such as ORB: bits cannot be averaged).
+        image: ``H×W×3`` uint8 RGB or ``H×W`` gray; given to ``extractor.compute`` as it is.
+        keypoints: ``cv2.KeyPoint``s (e.g. from ``cv2.SIFT.detect``).
+        estimator: as for :func:`assign` (default: the bundled default model).
+        orientations: ``"gradient"`` (default): the ``k`` strongest peaks of a gradient-orientation
+            histogram (kornia's dominant gradient's, :func:`patchpose.baselines.dominant_gradient_candidates`)
+            read on the descriptor's window; ``"ours"``: our ``k`` strongest orientations.
+        keep_size: keep each keypoint's size (its detector's scale, e.g. SIFT's) and estimate nothing about
+            the scale; False: our scale sets the window (as :func:`assign`).
+        k: candidates blended per keypoint.
+        xy_bias: see :func:`assign`.
+
+    Returns:
+        ``(keypoints, descriptors)``: one ``cv2.KeyPoint`` per input (our or its size, the strongest
+        candidate's angle) and ``(N, D)`` float32 unit-length descriptors.
+    """
+    check_image_shape(image)
+    check_blend(k, 0.0)
+    if orientations not in ("gradient", "ours"):
+        raise InputError(f"orientations must be 'gradient' or 'ours', got {orientations!r}")
+    if not callable(getattr(extractor, "compute", None)):
+        raise InputError("extractor must have a compute(image, keypoints) method, e.g. cv2.SIFT_create()")
+    if keypoints is None:
+        raise InputError("keypoints must be a sequence of cv2.KeyPoint, got None")
+    kps = list(keypoints)
+    if not kps:
+        return [], np.zeros((0, max(int(getattr(extractor, "descriptorSize", lambda: 0)()), 0)), np.float32)
+    if not all(isinstance(p, cv2.KeyPoint) for p in kps):
+        raise InputError("keypoints must be cv2.KeyPoint objects")
+    est = as_estimator(estimator)
+    xy = keypoint_xy(kps, xy_bias, check_image_shape(image))
+    n = len(kps)
+    if keep_size:
+        sizes = np.array([p.size for p in kps], np.float64)
+        if not (np.isfinite(sizes) & (sizes > 0)).all():
+            raise InputError("keep_size=True needs each keypoint's size > 0 (the detector's scale)")
+        window, _ = from_cv2_size_angle(sizes, np.zeros(n), SIFT_DESCRIPTOR_SIZE_FACTOR)
+        read = est.with_plan(passes=1)
+        poses = read.estimate(image, xy, top_k=k, detector_scale=window) if orientations == "ours" else None
+    else:
+        poses = est.estimate(image, xy, top_k=k)
+        window = np.log2(np.asarray(poses.descriptor_radius)[:, 0] / REFERENCE_RADIUS)
+    if orientations == "ours":
+        ori, w = np.asarray(poses.orientation), blend_weights(poses.confidence, BLEND_GAMMA)
+    else:
+        gray = Pyramid(to_gray(check_image(image)))
+        patches = extract_patches(gray, xy, window, np.zeros(n), ORI_PATCH, [1.0])
+        ori, mass = dominant_gradient_candidates(patches, k)
+        w = blend_weights(mass, GRADIENT_BLEND_GAMMA)
+    size, angle = to_cv2_size_angle(np.repeat(window[:, None], k, 1), ori, SIFT_DESCRIPTOR_SIZE_FACTOR)
+    cands = [
+        cv2.KeyPoint(
+            p.pt[0], p.pt[1], float(size[i, j]), float(angle[i, j]), p.response, p.octave, p.class_id
+        )
+        for i, p in enumerate(kps)
+        for j in range(k)
+    ]
+    out_kps, desc = extractor.compute(image, cands)
+    if desc is None or len(out_kps) != len(cands):
+        raise InputError(
+            f"the extractor described {0 if desc is None else len(out_kps)} of {len(cands)} candidates (it drops "
+            "keypoints, e.g. near the border): a blend needs every candidate described"
+        )
+    if not np.issubdtype(desc.dtype, np.floating):
+        raise InputError(
+            f"the extractor gives {desc.dtype} descriptors: only float descriptors can be blended"
+        )
+    return cands[::k], blend_descriptors(desc.reshape(n, k, -1), w)
+
+
 def resolve_orientations(
     image: np.ndarray,
     keypoints: Sequence[cv2.KeyPoint],
@@ -178,6 +278,7 @@ def resolve_orientations(
 
 __all__ = [
     "assign",
+    "compute_blended",
     "resolve_orientations",
     "SIFT_WINDOW_PER_SIZE",
     "is_opencv_sift",

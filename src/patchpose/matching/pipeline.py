@@ -8,6 +8,11 @@ Pose rows (how each keypoint's descriptor patch is turned and sized):
                 own descriptor window, on photos about as large as ours at σ = 0)
 ``ours``        our strongest pose: half-width ``REFERENCE_RADIUS · 2**σ · d`` (the models are centred on
                 σ = 0; ``d`` the read plan's ``descriptor_region``, calibrated per model: :func:`ours_window`)
+``ours_blend``  one **blended descriptor** per keypoint (:mod:`patchpose.matching.blend`): the descriptors cut
+                at our scale and at each of our ``BLEND_K`` strongest orientations, averaged with weights
+                from their peak masses, then normalised
+``ours_scale_  our scale, and one descriptor blended over the ``BLEND_K`` strongest peaks of the gradient
+gradient_blend`` histogram read on that patch (:func:`patchpose.baselines.dominant_gradient_candidates`)
 ``ours_angle``  our angle without our scale: the patch at the detector's scale (SIFT's, Key.Net's; 16 px
                 for corners and keypoints from a file) and our orientation read in that frame
                 (:meth:`~patchpose.PatchPoseEstimator.estimate` with ``detector_scale``, one read)
@@ -24,6 +29,8 @@ _by_ours``      nearest our angle in SIFT's frame (as :func:`patchpose.resolve_o
 ``dominant_     hand-crafted, for keypoints that come without an orientation: the detector's scale (16 px
 gradient``      without one) and kornia's dominant gradient orientation (``PatchDominantGradientOrientation``)
                 on that patch
+``dominant_     as ``dominant_gradient``, but one blended descriptor over the ``BLEND_K`` strongest peaks
+gradient_blend`` of the gradient histogram (:func:`patchpose.baselines.dominant_gradient_candidates`)
 ``log+dominant_ hand-crafted scale and orientation: a scale-normalised LoG scale selection at the keypoint
 gradient``      (:func:`patchpose.baselines.log_scale_selection`, σ), a descriptor half-width of
                 ``2·SIFT_REGION·σ`` (SIFT's window per σ), and the dominant gradient orientation over a
@@ -60,6 +67,7 @@ from ..baselines import (
     LOG_SIGMA,
     LOG_WINDOWS,
     ORI_PATCH,
+    dominant_gradient_candidates,
     dominant_gradient_orientation,
     log_scale_selection,
 )
@@ -70,6 +78,7 @@ from ..errors import InputError, is_int_in
 from ..geometry import apply_homography, pose_change
 from ..interop import from_cv2_keypoints
 from ..reading import strong_candidates
+from .blend import BLEND_GAMMA, BLEND_K, GRADIENT_BLEND_GAMMA, blend_descriptors, blend_weights
 from .describe import Describer
 from .matcher import mutual_nn
 from .peers import Peers, affnet_orinet_frames, keynet_frames, orinet_orientations
@@ -87,6 +96,8 @@ SIFT_ROWS = ("sift", "sift_all", "sift_resolved_by_ours")
 #: rows that read Key.Net's own scale, so exist only for Key.Net detections
 KEYNET_ROWS = ("keynet",)
 HANDCRAFTED_ROWS = ("dominant_gradient", "log+dominant_gradient")
+#: rows of one blended descriptor per keypoint over several orientation candidates (:mod:`.blend`)
+BLEND_ROWS = ("ours_blend", "ours_scale_gradient_blend", "dominant_gradient_blend")
 #: rows that need the peers' weights (:mod:`patchpose.matching.peers`)
 PEER_ROWS = ("orinet", "affnet+orinet")
 
@@ -106,9 +117,11 @@ def pose_rows(
         "ours",
         f"ours_top{top_k}",
         "ours_adaptive",
+        "ours_blend",
+        "ours_scale_gradient_blend",
         "ours_angle",
         "sift_resolved_by_ours",
-        *(HANDCRAFTED_ROWS if handcrafted else ()),
+        *((*HANDCRAFTED_ROWS, "dominant_gradient_blend") if handcrafted else ()),
         *(PEER_ROWS if peers else ()),
         "upper",
     )
@@ -353,13 +366,48 @@ def affine_descriptors(feats: Features, describer: Describer, peers: Peers | Non
     return describer.describe(feats.pyramid, feats.xy, zero, zero, shape=frames / REFERENCE_RADIUS)
 
 
+def blend_candidates(
+    row: str, feats: Features, ours=None, descriptor_region: float = 1.0, k: int = BLEND_K
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The candidates a blend row describes at each keypoint: log2 patch scales, orientations and blend
+    weights, each ``(N, k)``. ``ours_blend``: our scale (the window of ``ours``) and the first ``k`` of
+    ``ours``' top-k candidates (fewer if the read has fewer), weighted by :func:`~.blend.blend_weights` (:data:`~.blend.BLEND_GAMMA`);
+    ``dominant_gradient_blend``: the detector's scale and the gradient histogram's ``k`` peaks there
+    (:data:`~.blend.GRADIENT_BLEND_GAMMA`); ``ours_scale_gradient_blend``: the same at our scale's window."""
+    if row == "ours_blend":
+        if ours is None or np.ndim(ours.orientation) != 2:
+            raise InputError("the 'ours_blend' row needs the estimator's top-k poses")
+        k = min(k, ours.orientation.shape[1])
+        scale = np.asarray(ours.scale)[:, :1] + ours_window(row, descriptor_region)
+        w = blend_weights(ours.confidence[:, :k], BLEND_GAMMA)
+        return np.repeat(scale, k, 1), ours.orientation[:, :k], w
+    if row in ("dominant_gradient_blend", "ours_scale_gradient_blend"):
+        if row == "dominant_gradient_blend":
+            frame = feats.frame
+        else:
+            if ours is None:
+                raise InputError(f"the {row!r} row needs the estimator's poses")
+            frame = np.asarray(ours.scale).reshape(len(feats), -1)[:, 0] + ours_window(row, descriptor_region)
+        key = (row, k)
+        if key not in feats.memo:
+            zero = np.zeros(len(feats))
+            patches = extract_patches(feats.pyramid, feats.xy, frame, zero, ORI_PATCH, [1.0])
+            feats.memo[key] = dominant_gradient_candidates(patches, k)
+        ori, mass = feats.memo[key]
+        return np.repeat(frame[:, None], k, 1), ori, blend_weights(mass, GRADIENT_BLEND_GAMMA)
+    raise InputError(f"row {row!r} is not a blend row; they are {BLEND_ROWS}")
+
+
 def ours_window(row: str, descriptor_region: float) -> float:
     """``log2`` of the factor by which a row's descriptor window is widened: ``descriptor_region`` (the
     estimator's read plan) for the rows cut at our scale (``ours``, ``ours_topK``), 0 for every other row.
     Self-supervised training fixes only relative scale, so where a model puts σ = 0 on a structure, and so
     the window a descriptor needs about it, is calibrated per model
     (:func:`patchpose.weights.recommended_descriptor_region`)."""
-    if not (row in ("ours", "ours_adaptive") or row.startswith("ours_top")):
+    if not (
+        row in ("ours", "ours_adaptive", "ours_blend", "ours_scale_gradient_blend")
+        or row.startswith("ours_top")
+    ):
         return 0.0
     return math.log2(descriptor_region)
 
@@ -380,7 +428,7 @@ def describe_rows(
     cfg = cfg or MatchConfig()
     if (
         ours is None
-        and any(r in ("ours", "ours_adaptive") or r.startswith("ours_top") for r in rows)
+        and any(r in ("ours", "ours_adaptive", *BLEND_ROWS[:2]) or r.startswith("ours_top") for r in rows)
         and len(feats)
     ):
         if est is None:
@@ -397,6 +445,14 @@ def describe_rows(
             s, o = keypoint_poses(row, feats, framed_poses(est, feats))
         elif row == "affnet+orinet":  # cut through the affine frame itself
             out[row] = affine_descriptors(feats, describer, peers).reshape(len(feats), 1, -1)
+            continue
+        elif row in BLEND_ROWS:
+            region = est.plan.descriptor_region if est is not None else 1.0
+            s, o, w = blend_candidates(row, feats, ours, region)
+            d = describer.describe(
+                feats.pyramid, np.repeat(feats.xy, s.shape[1], 0), s.reshape(-1), o.reshape(-1)
+            )
+            out[row] = blend_descriptors(d.reshape(len(feats), s.shape[1], -1), w)[:, None]
             continue
         else:
             s, o = keypoint_poses(row, feats, ours, H_from_1, cfg.top_k, peers)

@@ -7,7 +7,9 @@ we feed it decide what "consistent" means. Every stage has a switch (:class:`Two
 
 * ``describe_pose``: the pose at which descriptor patches are cut (``"sift"``, ``"ours"``, ``"resolved"``:
   SIFT's, with our angle choosing where SIFT found several orientations, ``"none"``; the peers
-  ``"dominant"``, and ``"orinet"`` and ``"affnet+orinet"`` with a peers folder);
+  ``"dominant"``, and ``"orinet"`` and ``"affnet+orinet"`` with a peers folder; one blended descriptor
+  (:mod:`patchpose.matching.blend`) over the gradient histogram's peaks at the detector's scale,
+  ``"dominant_blend"``, or at ours, ``"ours_scale_gradient_blend"``);
 * ``adalam_pose``: the pose in AdaLAM's LAFs (default: the same as ``describe_pose``);
 * ``adalam_checks``: False disables AdaLAM's orientation and scale checks (thresholds set to None);
 * ``matcher``: ``"adalam"`` or plain ``"mnn"`` (mutual nearest neighbours);
@@ -29,10 +31,19 @@ import torch
 
 from ..errors import InputError, is_int_in, require
 from ..weights import check_descriptor_region
+from .blend import blend_descriptors
 from .describe import Describer
 from .matcher import mutual_nn
 from .peers import Peers
-from .pipeline import Features, affine_descriptors, keypoint_poses, ours_window, peer_poses
+from .pipeline import (
+    BLEND_ROWS,
+    Features,
+    affine_descriptors,
+    blend_candidates,
+    keypoint_poses,
+    ours_window,
+    peer_poses,
+)
 
 ESTIMATORS = {"magsac": cv2.USAC_MAGSAC, "accurate": cv2.USAC_ACCURATE, "ransac": cv2.RANSAC}
 
@@ -43,6 +54,10 @@ _ROW = {
     "ours": "ours",
     "resolved": "sift_resolved_by_ours",
     "dominant": "dominant_gradient",  # a peer: the detector's scale, kornia's dominant gradient in its frame
+    # one descriptor blended over the gradient histogram's peaks, at the detector's scale or at ours (AdaLAM's
+    # LAFs at the strongest peak)
+    "dominant_blend": "dominant_gradient_blend",
+    "ours_scale_gradient_blend": "ours_scale_gradient_blend",
     # peers with weights from a peers folder: the detector's scale, OriNet's angle in its frame; AffNet's
     # affine frame there, turned by OriNet (descriptor patches and AdaLAM's LAFs through that frame)
     "orinet": "orinet",
@@ -55,8 +70,9 @@ _ROW = {
 class TwoViewConfig:
     max_keypoints: int = 2048
     # sift | ours | resolved (SIFT's, resolved by ours: ours must be read in SIFT's frame) | dominant (the
-    # detector's scale, kornia's dominant gradient read in its frame) | orinet | affnet+orinet (peers: need
-    # the peers folder) | none
+    # detector's scale, kornia's dominant gradient read in its frame) | dominant_blend |
+    # ours_scale_gradient_blend (one descriptor blended over the gradient histogram's peaks) | orinet |
+    # affnet+orinet (peers: need the peers folder) | none
     describe_pose: str = "sift"
     adalam_pose: str | None = None  # None: the same as describe_pose
     adalam_checks: bool = True
@@ -97,7 +113,10 @@ def frame_poses(
     feats: Features, pose: str, ours, peers: Peers | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
     """``(log2 scale (N,), orientation (N,))`` of a pose source at the features' keypoints (``peers``: for the
-    peer sources)."""
+    peer sources; a blend source gives its strongest candidate)."""
+    if _ROW[pose] in BLEND_ROWS:
+        s, o, _ = blend_candidates(_ROW[pose], feats, ours)
+        return s[:, 0], o[:, 0]
     s, o = keypoint_poses(_ROW[pose], feats, ours, peers=peers)
     return s[:, 0], o[:, 0]
 
@@ -286,6 +305,10 @@ def match_two_views(
     def describe(f: Features, ours) -> np.ndarray:
         if dpose == "affnet+orinet":  # cut through the affine frame itself
             return affine_descriptors(f, describer, peers)
+        if _ROW[dpose] in BLEND_ROWS:  # one descriptor blended over the candidates
+            s, o, w = blend_candidates(_ROW[dpose], f, ours, cfg.descriptor_region)
+            d = describer.describe(f.pyramid, np.repeat(f.xy, s.shape[1], 0), s.reshape(-1), o.reshape(-1))
+            return blend_descriptors(d.reshape(len(f), s.shape[1], -1), w)
         s, o = frame_poses(f, dpose, ours, peers)
         return describer.describe(f.pyramid, f.xy, s + ours_window(_ROW[dpose], cfg.descriptor_region), o)
 

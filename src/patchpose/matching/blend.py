@@ -1,0 +1,79 @@
+"""Blended descriptors: one descriptor per keypoint from several orientation candidates.
+
+A keypoint whose orientation histogram has two peaks of about equal height is read at one of them in one
+image and at the other in the next; a descriptor cut at the argmax then fails to match, and SIFT's answer
+(one descriptor per strong peak) costs descriptors and matching time. A **blended descriptor** is the
+average of the descriptors cut at the histogram's ``k`` strongest candidates
+(:meth:`~patchpose.PatchPoseEstimator.estimate` with ``top_k=k``), weighted by each candidate's peak mass
+(:attr:`Poses.confidence <patchpose.Poses.confidence>`) raised to ``gamma``, then L2-normalised: still one
+descriptor per keypoint, and the same descriptor whichever of two near-equal peaks won. Only float
+descriptors can be blended (SIFT, RootSIFT, HardNet-like networks), not binary ones.
+
+It needs ``k`` descriptor computations per keypoint; matching and storage stay at one. The defaults
+(:data:`BLEND_K`, :data:`BLEND_GAMMA`, :data:`GRADIENT_BLEND_GAMMA`) were chosen on the val sequences (docs/peers.md).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import InputError, is_int_in
+
+#: candidates blended per keypoint
+BLEND_K = 4
+#: the exponent of the peak masses: 1 weighs each candidate by its mass, 0 weighs them alike. Our histograms'
+#: masses (a softmax, often one sharp peak) are flattened by 0.5; the gradient histogram's, flat already,
+#: are used as they are (chosen on the val sequences, docs/peers.md)
+BLEND_GAMMA = 0.5
+GRADIENT_BLEND_GAMMA = 1.0
+
+
+def blend_weights(confidence, gamma: float = BLEND_GAMMA) -> np.ndarray:
+    """``(N, k)`` weights summing to 1 per keypoint: the candidates' peak masses ``confidence`` ``(N, k)``
+    (:attr:`Poses.confidence <patchpose.Poses.confidence>` of a ``top_k=k`` read) to the power ``gamma``."""
+    c = np.asarray(confidence, np.float64)
+    if c.ndim != 2 or c.shape[1] < 1:
+        raise InputError(
+            f"confidence must be (N, k) candidate masses (estimate(..., top_k=k)), got shape {c.shape}"
+        )
+    if not (isinstance(gamma, (int, float)) and np.isfinite(gamma) and gamma >= 0):
+        raise InputError(f"gamma must be a finite number >= 0, got {gamma!r}")
+    if not (np.isfinite(c).all() and (c >= 0).all()):
+        raise InputError("confidence must be finite and non-negative")
+    w = np.power(np.maximum(c, 1e-12), float(gamma))
+    return w / w.sum(1, keepdims=True)
+
+
+def blend_descriptors(descriptors, weights) -> np.ndarray:
+    """``(N, D)`` float32 unit-length descriptors: ``descriptors`` ``(N, k, D)`` (keypoint ``i``'s
+    descriptor at its candidate ``j``, any float descriptor) averaged with ``weights`` ``(N, k)``
+    (:func:`blend_weights`), then L2-normalised (a zero average stays zero)."""
+    d = np.asarray(descriptors)
+    if d.ndim != 3 or not np.issubdtype(d.dtype, np.floating) and not np.issubdtype(d.dtype, np.integer):
+        raise InputError(f"descriptors must be a numeric (N, k, D) array, got shape {d.shape}")
+    w = np.asarray(weights, np.float64)
+    if w.shape != d.shape[:2]:
+        raise InputError(f"weights must be (N, k) = {d.shape[:2]}, got {w.shape}")
+    if not np.isfinite(d).all():
+        raise InputError("descriptors must be finite")
+    b = np.einsum("nk,nkd->nd", w, d.astype(np.float64))
+    norm = np.linalg.norm(b, axis=1, keepdims=True)
+    return (b / np.where(norm > 0, norm, 1.0)).astype(np.float32)
+
+
+def check_blend(k, gamma) -> None:
+    """A one-line error for a bad ``k`` (an integer >= 1) or ``gamma`` (a finite number >= 0)."""
+    if not is_int_in(k, 1):
+        raise InputError(f"blend k must be an integer of at least 1, got {k!r}")
+    if not (isinstance(gamma, (int, float)) and np.isfinite(gamma) and gamma >= 0):
+        raise InputError(f"gamma must be a finite number >= 0, got {gamma!r}")
+
+
+__all__ = [
+    "BLEND_GAMMA",
+    "BLEND_K",
+    "GRADIENT_BLEND_GAMMA",
+    "blend_descriptors",
+    "blend_weights",
+    "check_blend",
+]

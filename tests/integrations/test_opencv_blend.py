@@ -1,0 +1,63 @@
+"""``patchpose.opencv.compute_blended``: one blended descriptor per keypoint through an OpenCV extractor."""
+
+import cv2
+import numpy as np
+import pytest
+
+from conftest import make_textured_image
+from patchpose.errors import InputError
+from patchpose.integrations.opencv import assign, compute_blended
+
+
+@pytest.fixture(scope="module")
+def scene():
+    img = (make_textured_image(260, seed=2) * 255).astype(np.uint8)
+    kps = cv2.SIFT_create(nfeatures=120).detect(img, None)
+    # one keypoint per location, inside the middle (the turned copy below keeps every window inside)
+    seen, keep = set(), []
+    for p in kps:
+        if (p.pt, p.size) not in seen and 70 < p.pt[0] < 190 and 70 < p.pt[1] < 190:
+            seen.add((p.pt, p.size))
+            keep.append(p)
+    return img, keep
+
+
+def test_one_candidate_is_opencvs_own_compute_at_our_pose(scene):
+    img, kps = scene
+    sift = cv2.SIFT_create()
+    out_kps, d = compute_blended(sift, img, kps, orientations="ours", k=1)
+    _, plain = sift.compute(img, assign(img, kps))
+    plain = plain / np.linalg.norm(plain, axis=1, keepdims=True)
+    assert d.shape == plain.shape and d.dtype == np.float32
+    np.testing.assert_allclose(d, plain, atol=1e-5)
+    assert [p.angle for p in out_kps] == pytest.approx([p.angle for p in assign(img, kps)])
+
+
+@pytest.mark.parametrize("keep_size", [True, False])
+def test_blended_descriptors_survive_a_quarter_turn(scene, keep_size):
+    """The same locations in the image turned by 90° (counter-clockwise as displayed) get nearly the same
+    blended descriptors: each one's nearest neighbour among the other image's is its counterpart."""
+    img, kps = scene
+    w = img.shape[1]
+    turned = np.ascontiguousarray(np.rot90(img))
+    kps2 = [cv2.KeyPoint(p.pt[1], w - 1 - p.pt[0], p.size, p.angle) for p in kps]
+    sift = cv2.SIFT_create()
+    _, d1 = compute_blended(sift, img, kps, keep_size=keep_size, xy_bias=0.0)
+    _, d2 = compute_blended(sift, turned, kps2, keep_size=keep_size, xy_bias=0.0)
+    dist = np.linalg.norm(d1[:, None] - d2[None], axis=2)
+    assert (dist.argmin(1) == np.arange(len(kps))).mean() > 0.9
+
+
+def test_compute_blended_refuses_what_it_cannot_blend(scene):
+    img, kps = scene
+    sift = cv2.SIFT_create()
+    with pytest.raises(InputError, match="orientations"):
+        compute_blended(sift, img, kps, orientations="sift")
+    with pytest.raises(InputError, match="blend k"):
+        compute_blended(sift, img, kps, k=0)
+    with pytest.raises(InputError, match="compute"):
+        compute_blended(object(), img, kps)
+    with pytest.raises(InputError, match="float descriptors"):
+        compute_blended(cv2.ORB_create(), img, [cv2.KeyPoint(130.0, 130.0, 31.0)], keep_size=True)
+    out_kps, d = compute_blended(sift, img, [])
+    assert out_kps == [] and d.shape == (0, 128)
