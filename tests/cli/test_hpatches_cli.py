@@ -80,6 +80,13 @@ def test_cli_generate_eval_and_match(tmp_path, capsys):
     )
     summary = json.loads((out / "summary.json").read_text())
     assert rc == 0 and summary["pose"] == "log-dominant-gradient" and summary["matches"] > 0
+    for pose in ("ours-blend", "gradient-blend"):  # one blended descriptor per keypoint
+        h = ["--homography", str(seq / "H_1_2"), "--out", str(out)]
+        rc = main(
+            ["match", str(seq / "1.ppm"), str(seq / "2.ppm"), "--pose", pose, "--max-keypoints", "300", *h]
+        )
+        summary = json.loads((out / "summary.json").read_text())
+        assert rc == 0 and summary["pose"] == pose and summary["matches"] > 20
     np.savetxt(tmp_path / "kp.csv", [[50.0, 60.0], [80.0, 90.0]], delimiter=",")
     capsys.readouterr()
     kp = ["--keypoints1", str(tmp_path / "kp.csv"), "--keypoints2", str(tmp_path / "kp.csv")]

@@ -10,7 +10,6 @@ import cv2
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ..baselines import ORI_PATCH, dominant_gradient_candidates
 from ..conventions import (
     OPENCV_SIFT_WINDOW_PER_SIZE,
     REFERENCE_RADIUS,
@@ -18,17 +17,17 @@ from ..conventions import (
     from_cv2_size_angle,
     to_cv2_size_angle,
 )
-from ..data.patches import Pyramid, check_image, check_image_shape, extract_patches, to_gray
+from ..data.patches import Pyramid, check_image, check_image_shape, to_gray
 from ..errors import InputError
 from ..estimator import EstimatorLike, as_estimator
 from ..interop import is_opencv_sift, keypoint_xy, opencv_orb_scale_factor
 from ..matching.blend import (
     BLEND_GAMMA,
     BLEND_K,
-    GRADIENT_BLEND_GAMMA,
     blend_descriptors,
     blend_weights,
     check_blend,
+    gradient_peaks,
 )
 
 #: the radius of OpenCV SIFT's descriptor window per unit of keypoint ``size``
@@ -174,26 +173,25 @@ def compute_blended(
         return [], np.zeros((0, max(int(getattr(extractor, "descriptorSize", lambda: 0)()), 0)), np.float32)
     if not all(isinstance(p, cv2.KeyPoint) for p in kps):
         raise InputError("keypoints must be cv2.KeyPoint objects")
-    est = as_estimator(estimator)
     xy = keypoint_xy(kps, xy_bias, check_image_shape(image))
     n = len(kps)
+    # the model is loaded only where it is read: not for the gradient's peaks at the keypoints' own size
+    est = as_estimator(estimator) if orientations == "ours" or not keep_size else None
     if keep_size:
         sizes = np.array([p.size for p in kps], np.float64)
         if not (np.isfinite(sizes) & (sizes > 0)).all():
             raise InputError("keep_size=True needs each keypoint's size > 0 (the detector's scale)")
         window, _ = from_cv2_size_angle(sizes, np.zeros(n), SIFT_DESCRIPTOR_SIZE_FACTOR)
-        read = est.with_plan(passes=1)
-        poses = read.estimate(image, xy, top_k=k, detector_scale=window) if orientations == "ours" else None
+        poses = None
+        if orientations == "ours":
+            poses = est.with_plan(passes=1).estimate(image, xy, top_k=k, detector_scale=window)
     else:
         poses = est.estimate(image, xy, top_k=k)
         window = np.log2(np.asarray(poses.descriptor_radius)[:, 0] / REFERENCE_RADIUS)
     if orientations == "ours":
         ori, w = np.asarray(poses.orientation), blend_weights(poses.confidence, BLEND_GAMMA)
     else:
-        gray = Pyramid(to_gray(check_image(image)))
-        patches = extract_patches(gray, xy, window, np.zeros(n), ORI_PATCH, [1.0])
-        ori, mass = dominant_gradient_candidates(patches, k)
-        w = blend_weights(mass, GRADIENT_BLEND_GAMMA)
+        ori, w = gradient_peaks(Pyramid(to_gray(check_image(image))), xy, window, k)
     size, angle = to_cv2_size_angle(np.repeat(window[:, None], k, 1), ori, SIFT_DESCRIPTOR_SIZE_FACTOR)
     cands = [
         cv2.KeyPoint(

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..baselines import ORI_PATCH, dominant_gradient_candidates
+from ..data.patches import Pyramid, extract_patches
 from ..errors import InputError, is_int_in
 
 #: candidates blended per keypoint
@@ -59,6 +61,17 @@ def blend_descriptors(descriptors, weights) -> np.ndarray:
     b = np.einsum("nk,nkd->nd", w, d.astype(np.float64))
     norm = np.linalg.norm(b, axis=1, keepdims=True)
     return (b / np.where(norm > 0, norm, 1.0)).astype(np.float32)
+
+
+def gradient_peaks(pyramid: Pyramid, xy, frame, k: int = BLEND_K) -> tuple[np.ndarray, np.ndarray]:
+    """The orientations ``(N, k)`` of the ``k`` strongest peaks of kornia's dominant-gradient histogram, read
+    on the patch of radius ``16 · 2**frame`` px about each keypoint (``frame``: log2, ``(N,)``), and their
+    blend weights ``(N, k)`` (:data:`GRADIENT_BLEND_GAMMA`;
+    :func:`~patchpose.baselines.dominant_gradient_candidates`)."""
+    xy = np.asarray(xy, np.float64).reshape(-1, 2)
+    patches = extract_patches(pyramid, xy, frame, np.zeros(len(xy)), ORI_PATCH, [1.0])
+    ori, mass = dominant_gradient_candidates(patches, k)
+    return ori, blend_weights(mass, GRADIENT_BLEND_GAMMA)
 
 
 def check_blend(k, gamma) -> None:

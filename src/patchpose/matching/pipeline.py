@@ -67,7 +67,6 @@ from ..baselines import (
     LOG_SIGMA,
     LOG_WINDOWS,
     ORI_PATCH,
-    dominant_gradient_candidates,
     dominant_gradient_orientation,
     log_scale_selection,
 )
@@ -78,7 +77,7 @@ from ..errors import InputError, is_int_in
 from ..geometry import apply_homography, pose_change
 from ..interop import from_cv2_keypoints
 from ..reading import strong_candidates
-from .blend import BLEND_GAMMA, BLEND_K, GRADIENT_BLEND_GAMMA, blend_descriptors, blend_weights
+from .blend import BLEND_GAMMA, BLEND_K, blend_descriptors, blend_weights, gradient_peaks
 from .describe import Describer
 from .matcher import mutual_nn
 from .peers import Peers, affnet_orinet_frames, keynet_frames, orinet_orientations
@@ -390,11 +389,9 @@ def blend_candidates(
             frame = np.asarray(ours.scale).reshape(len(feats), -1)[:, 0] + ours_window(row, descriptor_region)
         key = (row, k)
         if key not in feats.memo:
-            zero = np.zeros(len(feats))
-            patches = extract_patches(feats.pyramid, feats.xy, frame, zero, ORI_PATCH, [1.0])
-            feats.memo[key] = dominant_gradient_candidates(patches, k)
-        ori, mass = feats.memo[key]
-        return np.repeat(frame[:, None], k, 1), ori, blend_weights(mass, GRADIENT_BLEND_GAMMA)
+            feats.memo[key] = gradient_peaks(feats.pyramid, feats.xy, frame, k)
+        ori, w = feats.memo[key]
+        return np.repeat(frame[:, None], k, 1), ori, w
     raise InputError(f"row {row!r} is not a blend row; they are {BLEND_ROWS}")
 
 
