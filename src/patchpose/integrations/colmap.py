@@ -10,9 +10,6 @@ model (registered images, 3-D points, mean track length, mean reprojection error
 ``ours``        our scale and orientation (:func:`~patchpose.integrations.opencv.assign`)
 ``sift``        SIFT's own pose: every orientation OpenCV SIFT found at the location, as it gives them
 ``upright``     SIFT's scale, orientation 0 (upright descriptors)
-``blend``       SIFT's scale and one blended descriptor per keypoint over the 4 strongest peaks of a gradient
-                histogram (:func:`~patchpose.integrations.opencv.compute_blended` with ``keep_size=True``;
-                no model)
 ``colmap``      COLMAP's own pipeline: its SIFT (``pycolmap.extract_features``) and matcher
                 (``pycolmap.match_exhaustive``: ratio test, cross check), the same verification and mapping
 =============== ==========================================================================================
@@ -53,9 +50,9 @@ from ..fileio import write_text_atomic
 from ..matching.matcher import mutual_nn
 from .extract import image_names
 from .formats import from_colmap_rows, to_colmap_rows
-from .opencv import assign, compute_blended
+from .opencv import assign
 
-POSES = ("ours_angle", "ours", "sift", "upright", "blend", "colmap")
+POSES = ("ours_angle", "ours", "sift", "upright", "colmap")
 #: the poses that read the model
 OUR_POSES = ("ours_angle", "ours")
 #: the file with the settings and statistics of a finished reconstruction
@@ -106,14 +103,9 @@ def describe_image(
         described = [cv2.KeyPoint(*k.pt, k.size, float(a), k.response, k.octave, k.class_id) for k, c in zip(kps, cands) for a in c]  # fmt: skip
     elif pose == "upright":
         described = [cv2.KeyPoint(*k.pt, k.size, 0.0, k.response, k.octave, k.class_id) for k in kps]
-    elif pose in OUR_POSES:  # ours_angle: one read in SIFT's window at SIFT's size; ours: our scale and angle
+    else:  # ours_angle: one read in SIFT's window at SIFT's size; ours: our scale and angle
         described = assign(image, kps, estimator, keep_size=pose == "ours_angle")
-    else:
-        described = kps
-    if pose == "blend":  # one descriptor per keypoint; none is dropped (compute_blended refuses that)
-        kept, desc = compute_blended(cv2.SIFT_create(), as_uint8_gray(image), kps, estimator, keep_size=True)
-        desc = desc * 512.0  # OpenCV SIFT's scale, as the other poses' (matching ignores it)
-    elif described:
+    if described:
         kept, desc = cv2.SIFT_create().compute(as_uint8_gray(image), described)
     else:
         kept, desc = [], None

@@ -139,8 +139,10 @@ def compute_blended(
     ``k`` orientations of each keypoint, averaged with weights from their peak masses, L2-normalised.
 
     A drop-in for ``extractor.compute(image, keypoints)`` that keeps one descriptor per keypoint and no
-    longer depends on which of two near-equal orientations wins in each image (docs/peers.md: the
-    recommended use at SIFT keypoints is ``keep_size=True``, at Key.Net keypoints and corners the default).
+    longer depends on which of two near-equal orientations wins in each image. Recommended (docs/peers.md):
+    ``keep_size=True`` for keypoints with a scale of their own (SIFT, Key.Net); for corners and grids,
+    ``orientations="ours"`` with ``patchpose-v10`` (our scale and peaks). Use it with mutual nearest
+    neighbours: with AdaLAM the blend lost to one pose in two-view pose.
 
     Args:
         extractor: an OpenCV float descriptor with ``compute(image, keypoints)``, e.g. ``cv2.SIFT_create()``

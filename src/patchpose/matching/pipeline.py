@@ -370,7 +370,8 @@ def blend_candidates(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The candidates a blend row describes at each keypoint: log2 patch scales, orientations and blend
     weights, each ``(N, k)``. ``ours_blend``: our scale (the window of ``ours``) and the first ``k`` of
-    ``ours``' top-k candidates (fewer if the read has fewer), weighted by :func:`~.blend.blend_weights` (:data:`~.blend.BLEND_GAMMA`);
+    ``ours``' top-k candidates (fewer if the read has fewer), weighted by :func:`~.blend.blend_weights`
+    (:data:`~.blend.BLEND_GAMMA`);
     ``dominant_gradient_blend``: the detector's scale and the gradient histogram's ``k`` peaks there
     (:data:`~.blend.GRADIENT_BLEND_GAMMA`); ``ours_scale_gradient_blend``: the same at our scale's window."""
     if row == "ours_blend":
@@ -387,7 +388,7 @@ def blend_candidates(
             if ours is None:
                 raise InputError(f"the {row!r} row needs the estimator's poses")
             frame = np.asarray(ours.scale).reshape(len(feats), -1)[:, 0] + ours_window(row, descriptor_region)
-        key = (row, k)
+        key = (row, k, np.asarray(frame, np.float64).tobytes())  # ours' frames may differ between calls
         if key not in feats.memo:
             feats.memo[key] = gradient_peaks(feats.pyramid, feats.xy, frame, k)
         ori, w = feats.memo[key]
