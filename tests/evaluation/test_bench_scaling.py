@@ -66,5 +66,7 @@ def test_flop_count_is_per_keypoint_follows_the_read_plan_and_leaves_the_model_a
     prof = profile_default_read(est, img, xy, repeats=2)
     shares = [prof[f"profile_{k}_share"] for k in ("sampling", "network", "pyramid", "other")]
     assert all(0.0 <= s <= 1.0 for s in shares[:3]) and abs(sum(shares) - 1.0) < 1e-9
-    assert shares[0] > 0.05 and shares[1] > 0.05  # the sampling (PolarReads) and the network are found
+    # the sampling (PolarReads) and the network are found (any share: how large depends on the machine's load,
+    # and a busy CI machine once gave sampling 0.4 %); a renamed function would give exactly 0
+    assert shares[0] > 0.0 and shares[1] > 0.0
     assert prof["network_mflop_per_keypoint"] == f64 / 1e6
