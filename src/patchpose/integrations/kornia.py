@@ -12,6 +12,9 @@
   (as it does OriNet). The model's input is read from that patch alone, as a disc (:class:`PatchAngleDetector`);
   on turned photos it is more accurate than OriNet and the dominant gradient on the same patches
   (numbers in ``docs/integrations.md``). :class:`LAFPoseAssigner` reads the image itself and also sets scale.
+* :func:`describe_blended` — ``(img, laf, descriptor) -> (1, N, D)``: one **blended descriptor** per LAF
+  (:mod:`patchpose.matching.blend`), a kornia ``LAFDescriptor`` run at the 4 strongest peaks of the gradient
+  histogram read in each LAF's region, averaged by the peaks' masses (docs/peers.md, "Blended descriptors").
 
 Units: a kornia LAF's scale is the half-width in px of the patch kornia's descriptors cut; the scale written
 is :attr:`Poses.descriptor_radius <patchpose.Poses.descriptor_radius>`, the window the model was calibrated
@@ -31,6 +34,7 @@ from ..conventions import REFERENCE_RADIUS, TWO_PI
 from ..errors import InputError, require
 from ..estimator import EstimatorLike, as_estimator
 from ..interop import check_laf
+from ..matching.blend import BLEND_K, blend_descriptors, check_blend, gradient_peaks
 
 
 class LAFPoseAssigner(nn.Module):
@@ -190,4 +194,50 @@ def kornia_angle_detector(estimator: EstimatorLike = None) -> PatchAngleDetector
     return PatchAngleDetector(estimator)
 
 
-__all__ = ["LAFPoseAssigner", "PatchAngleDetector", "kornia_angle_detector"]
+def describe_blended(
+    img: torch.Tensor, laf: torch.Tensor, descriptor: nn.Module, k: int = BLEND_K
+) -> torch.Tensor:
+    """One blended descriptor per LAF: ``descriptor(img, laf_j)`` (a kornia ``LAFDescriptor``, e.g.
+    ``KF.LAFDescriptor(KF.HardNet(True))``) at each LAF turned to each of the ``k`` strongest peaks of the
+    gradient-orientation histogram (kornia's dominant gradient's) read on the LAF's region (its scale, a disc of
+    radius ``get_laf_scale`` px about its centre), averaged with weights from the peaks' masses, L2-normalised:
+    ``(1, N, D)`` float32. Each LAF keeps its scale and affine shape; only its orientation is set. For keypoints
+    with a scale of their own (Key.Net's LAFs, say); with mutual nearest-neighbour matching (AdaLAM ranks its
+    seeds by the descriptors' ratio, which a blend makes less distinctive: docs/peers.md).
+
+    Args:
+        img: ``(1, 1 or 3, H, W)`` float image in [0, 1], as ``descriptor`` takes it.
+        laf: ``(1, N, 2, 3)`` kornia LAFs (pixel centres at integers, as kornia's).
+        descriptor: a module ``(img, laf) -> (1, N, D)`` float descriptors.
+        k: candidates blended per LAF.
+    """
+    KF = require("kornia.feature", "kornia")
+    from ..data.patches import Pyramid, to_gray
+
+    check_blend(k, 0.0)
+    laf = check_laf(laf, batch=1)
+    if not isinstance(img, torch.Tensor) or img.ndim != 4 or img.shape[0] != 1 or img.shape[1] not in (1, 3):
+        raise InputError(
+            f"img must be a (1, 1 or 3, H, W) torch tensor, got {getattr(img, 'shape', type(img))}"
+        )
+    if not callable(descriptor):
+        raise InputError("descriptor must be a module (img, laf) -> (1, N, D), e.g. kornia's LAFDescriptor")
+    n = laf.shape[1]
+    if n == 0:
+        return descriptor(img, laf).float()
+    gray = img[0].detach().float().cpu().permute(1, 2, 0).numpy()
+    gray = to_gray(gray) if gray.shape[2] == 3 else gray[:, :, 0]
+    xy = KF.get_laf_center(laf)[0].detach().double().cpu().numpy()
+    radius = KF.get_laf_scale(laf)[0, :, 0, 0].detach().double().cpu().numpy()
+    ori, w = gradient_peaks(
+        Pyramid(np.ascontiguousarray(gray, np.float32)), xy, np.log2(radius / REFERENCE_RADIUS), k
+    )
+    lafs = laf.repeat_interleave(k, dim=1)
+    angles = torch.as_tensor(np.degrees(ori).reshape(1, n * k, 1), dtype=lafs.dtype, device=lafs.device)
+    with torch.inference_mode():
+        d = descriptor(img, KF.set_laf_orientation(lafs, angles))
+    d = d.detach().float().cpu().numpy().reshape(n, k, -1)
+    return torch.from_numpy(blend_descriptors(d, w))[None]
+
+
+__all__ = ["LAFPoseAssigner", "PatchAngleDetector", "describe_blended", "kornia_angle_detector"]
