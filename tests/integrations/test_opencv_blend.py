@@ -25,7 +25,7 @@ def scene():
 def test_one_candidate_is_opencvs_own_compute_at_our_pose(scene):
     img, kps = scene
     sift = cv2.SIFT_create()
-    out_kps, d = compute_blended(sift, img, kps, orientations="ours", k=1)
+    out_kps, d = compute_blended(sift, img, kps, orientations="ours", k=1, keep_size=False)
     _, plain = sift.compute(img, assign(img, kps))
     plain = plain / np.linalg.norm(plain, axis=1, keepdims=True)
     assert d.shape == plain.shape and d.dtype == np.float32

@@ -80,8 +80,8 @@ PEER_ANGLE_ROWS = ("dominant_gradient", *PEER_ROWS)
 #: settings of the matching pipeline's row of that name: our top-k angles at our scale, the gradient
 #: histogram's peaks at our scale, and at SIFT's size
 BLEND_ROWS = {
-    "ours_blend": {"orientations": "ours"},
-    "ours_scale_gradient_blend": {},
+    "ours_blend": {"orientations": "ours", "keep_size": False},
+    "ours_scale_gradient_blend": {"keep_size": False},
     "dominant_gradient_blend": {"keep_size": True},
 }
 ROWS = (*BASE_ROWS, *BLEND_ROWS, "sift_all_orientations")

@@ -131,7 +131,7 @@ def compute_blended(
     estimator: EstimatorLike = None,
     *,
     orientations: str = "gradient",
-    keep_size: bool = False,
+    keep_size: bool = True,
     k: int = BLEND_K,
     xy_bias: ArrayLike | None = None,
 ) -> tuple[list[cv2.KeyPoint], np.ndarray]:
@@ -139,10 +139,11 @@ def compute_blended(
     ``k`` orientations of each keypoint, averaged with weights from their peak masses, L2-normalised.
 
     A drop-in for ``extractor.compute(image, keypoints)`` that keeps one descriptor per keypoint and no
-    longer depends on which of two near-equal orientations wins in each image. Recommended (docs/peers.md):
-    ``keep_size=True`` for keypoints with a scale of their own (SIFT, Key.Net); for corners and grids,
-    ``orientations="ours"`` with ``patchpose-v10`` (our scale and peaks). Use it with mutual nearest
-    neighbours: with AdaLAM the blend lost to one pose in two-view pose.
+    longer depends on which of two near-equal orientations wins in each image. The defaults are the
+    recommended use for keypoints with a scale of their own (SIFT, Key.Net: their size kept, a gradient
+    histogram's peaks); for corners and grids, whose size means nothing, pass ``keep_size=False,
+    orientations="ours"`` with ``patchpose-v10`` (our scale and peaks; docs/peers.md). Use it with mutual
+    nearest neighbours: with AdaLAM the blend lost to one pose in two-view pose.
 
     Args:
         extractor: an OpenCV float descriptor with ``compute(image, keypoints)``, e.g. ``cv2.SIFT_create()``
@@ -153,8 +154,9 @@ def compute_blended(
         orientations: ``"gradient"`` (default): the ``k`` strongest peaks of a gradient-orientation
             histogram (kornia's dominant gradient's, :func:`patchpose.baselines.dominant_gradient_candidates`)
             read on the descriptor's window; ``"ours"``: our ``k`` strongest orientations.
-        keep_size: keep each keypoint's size (its detector's scale, e.g. SIFT's) and estimate nothing about
-            the scale; False: our scale sets the window (as :func:`assign`).
+        keep_size: True (default): keep each keypoint's size (its detector's scale, e.g. SIFT's) and estimate
+            nothing about the scale (the model is not read unless ``orientations="ours"``); False: our scale
+            sets the window (as :func:`assign`).
         k: candidates blended per keypoint.
         xy_bias: see :func:`assign`.
 
