@@ -76,9 +76,11 @@ def dominant_gradient_histograms(patches: np.ndarray) -> np.ndarray:
     """``(N, 1, PS, PS)`` gray patches → ``(N, B)`` the smoothed gradient-orientation histograms that kornia's
     ``PatchDominantGradientOrientation`` takes its angle from (its own gradient, Gaussian weighting, two-bin
     voting and circular smoothing; bin ``i`` at kornia's angle ``π − 2πi/B``). kornia returns the angle
-    only, so the histogram is rebuilt here from the module's own layers; a test pins its peak against
-    kornia's angle."""
+    only, so the histogram is rebuilt here from the module's own layers and its per-pixel gradient helper; a
+    test pins its peak against kornia's angle, flat and half-flat patches included."""
     kornia = require("kornia", "kornia")
+    from kornia.feature.orientation import _gradient_magnitude_orientation as magnitude_orientation
+
     det = kornia.feature.PatchDominantGradientOrientation(patches.shape[-1])
     b = det.num_ang_bins
     smooth = det.angular_smooth
@@ -88,9 +90,10 @@ def dominant_gradient_histograms(patches: np.ndarray) -> np.ndarray:
         for i in range(0, len(patches), 512):
             p = torch.from_numpy(np.ascontiguousarray(patches[i : i + 512], np.float32))
             g = det.gradient(p)
-            gx, gy = g[:, :, 0], g[:, :, 1]
-            mag = torch.sqrt(gx * gx + gy * gy + det.eps) * det.weighting
-            pos = b * (torch.atan2(gy, gx + det.eps) + math.pi) / (2.0 * math.pi)
+            # kornia's own per-pixel magnitude and orientation (a zero gradient votes nothing)
+            mag, ang = magnitude_orientation(g[:, :, 0], g[:, :, 1], det.eps)
+            mag = mag * det.weighting
+            pos = b * (ang + math.pi) / (2.0 * math.pi)
             lo = torch.floor(pos)
             frac = pos - lo
             idx = lo.long() % b
@@ -115,6 +118,8 @@ def dominant_gradient_candidates(patches: np.ndarray, k: int) -> tuple[np.ndarra
         return np.zeros((0, k)), np.zeros((0, k))
     ht = torch.from_numpy(h)
     idx = top_peaks(ht, k, circular=True).numpy()
+    # a flat patch votes nothing: its candidates are the first bins, so the first is kornia's argmax (bin 0)
+    idx = np.where(h.max(1, keepdims=True) > 0, idx, np.arange(k)[None])
     rows = np.arange(n)[:, None]
     c, left, right = h[rows, idx], h[rows, (idx - 1) % b], h[rows, (idx + 1) % b]
     den = left + right - 2.0 * c

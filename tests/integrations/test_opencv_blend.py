@@ -59,5 +59,12 @@ def test_compute_blended_refuses_what_it_cannot_blend(scene):
         compute_blended(object(), img, kps)
     with pytest.raises(InputError, match="float descriptors"):
         compute_blended(cv2.ORB_create(), img, [cv2.KeyPoint(130.0, 130.0, 31.0)], keep_size=True)
+    with pytest.raises(InputError, match="blend k must be an integer from 1 to 36"):
+        compute_blended(sift, img, kps, k=40)
+    with pytest.raises(InputError, match="outside"):  # checked even where the model is not read
+        compute_blended(sift, img, [cv2.KeyPoint(500.0, 5.0, 10.0)])
     out_kps, d = compute_blended(sift, img, [])
     assert out_kps == [] and d.shape == (0, 128)
+    # our peaks read in each keypoint's own frame (its size kept): one unit descriptor per keypoint
+    out_kps, d = compute_blended(sift, img, kps[:10], orientations="ours", keep_size=True)
+    assert d.shape == (10, 128) and [p.size for p in out_kps] == pytest.approx([p.size for p in kps[:10]])

@@ -241,7 +241,12 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         "files), for comparison only: adds the orinet and affnet+orinet rows and allows --detector keynet "
         "and --descriptor tfeat/hardtfeat",
     )
-    hp.add_argument("--top-k", type=int, default=4, help="candidates per keypoint of the ours-top-k row")
+    hp.add_argument(
+        "--top-k",
+        type=int,
+        default=4,
+        help="candidates per keypoint of the ours-top-k row (ours_blend needs 4)",
+    )
     hp.add_argument("--max-keypoints", type=int, default=None, help="default: 2000 (d2net) / 1500 (keynet)")
     hp.add_argument("--sequences", default=None, help="comma-separated sequence names (e.g. Key.Net's list)")
     hp.add_argument(
@@ -254,7 +259,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         "--reference",
         default=None,
         metavar="ROW",
-        help="the row that the intervals' differences are taken against (default: ours)",
+        help="the row that the intervals' differences are taken against (default: ours, or the first row when "
+        "--rows leaves ours out)",
     )
     hp.add_argument(
         "--detector",

@@ -545,7 +545,8 @@ def evaluate_hpatches(
     from one photo with several seeds are not independent). ``read_plan``: changes to the model's read
     plan (:meth:`patchpose.ReadPlan.replace`), or None. ``rows``: the matching rows to compute, in report
     order (None: every row that the detector and ``peers`` allow; a row they do not allow is an error).
-    ``reference``: the row the intervals' differences are taken against (None: ``ours``)."""
+    ``reference``: the row the intervals' differences are taken against (None: ``ours``, or the first row when
+    ``rows`` leaves it out)."""
     tqdm = require("tqdm", "eval").tqdm
 
     from ..estimator import PatchPoseEstimator

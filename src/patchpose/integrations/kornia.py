@@ -201,7 +201,9 @@ def describe_blended(
     ``KF.LAFDescriptor(KF.HardNet(True))``) at each LAF turned to each of the ``k`` strongest peaks of the
     gradient-orientation histogram (kornia's dominant gradient's) read on the LAF's region (its scale, a disc of
     radius ``get_laf_scale`` px about its centre), averaged with weights from the peaks' masses, L2-normalised:
-    ``(1, N, D)`` float32. Each LAF keeps its scale and affine shape; only its orientation is set. For keypoints
+    ``(1, N, D)`` float32. Each LAF keeps its scale and shape; only its orientation is set. Meant for
+    similarity LAFs (isotropic: a detector's scale and angle): the histogram is read on an isotropic disc, so for
+    affine frames (AffNet's) the peaks are those of the image, not of the affine-normalised patch. For keypoints
     with a scale of their own (Key.Net's LAFs, say); with mutual nearest-neighbour matching (AdaLAM ranks its
     seeds by the descriptors' ratio, which a blend makes less distinctive: docs/peers.md).
 
@@ -214,7 +216,7 @@ def describe_blended(
     KF = require("kornia.feature", "kornia")
     from ..data.patches import Pyramid, to_gray
 
-    check_blend(k, 0.0)
+    check_blend(k)
     laf = check_laf(laf, batch=1)
     if not isinstance(img, torch.Tensor) or img.ndim != 4 or img.shape[0] != 1 or img.shape[1] not in (1, 3):
         raise InputError(

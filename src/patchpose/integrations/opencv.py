@@ -19,7 +19,7 @@ from ..conventions import (
 )
 from ..data.patches import Pyramid, check_image, check_image_shape, to_gray
 from ..errors import InputError
-from ..estimator import EstimatorLike, as_estimator
+from ..estimator import EstimatorLike, as_estimator, check_keypoints
 from ..interop import is_opencv_sift, keypoint_xy, opencv_orb_scale_factor
 from ..matching.blend import (
     BLEND_GAMMA,
@@ -148,8 +148,10 @@ def compute_blended(
     Args:
         extractor: an OpenCV float descriptor with ``compute(image, keypoints)``, e.g. ``cv2.SIFT_create()``
             (not a binary one such as ORB: bits cannot be averaged).
-        image: ``H×W×3`` uint8 RGB or ``H×W`` gray; given to ``extractor.compute`` as it is.
-        keypoints: ``cv2.KeyPoint``s (e.g. from ``cv2.SIFT.detect``).
+        image: ``H×W`` gray (recommended: OpenCV reads a colour image as BGR, the histograms as RGB) or
+            ``H×W×3`` uint8 RGB; given to ``extractor.compute`` as it is.
+        keypoints: ``cv2.KeyPoint``s, one per location (``cv2.SIFT.detect`` gives a location once per
+            orientation: keep one, e.g. the first, as every orientation is read here anyway).
         estimator: as for :func:`assign` (default: the bundled default model).
         orientations: ``"gradient"`` (default): the ``k`` strongest peaks of a gradient-orientation
             histogram (kornia's dominant gradient's, :func:`patchpose.baselines.dominant_gradient_candidates`)
@@ -165,7 +167,7 @@ def compute_blended(
         candidate's angle) and ``(N, D)`` float32 unit-length descriptors.
     """
     check_image_shape(image)
-    check_blend(k, 0.0)
+    check_blend(k)
     if orientations not in ("gradient", "ours"):
         raise InputError(f"orientations must be 'gradient' or 'ours', got {orientations!r}")
     if not callable(getattr(extractor, "compute", None)):
@@ -177,7 +179,8 @@ def compute_blended(
         return [], np.zeros((0, max(int(getattr(extractor, "descriptorSize", lambda: 0)()), 0)), np.float32)
     if not all(isinstance(p, cv2.KeyPoint) for p in kps):
         raise InputError("keypoints must be cv2.KeyPoint objects")
-    xy = keypoint_xy(kps, xy_bias, check_image_shape(image))
+    shape = check_image_shape(image)
+    xy = check_keypoints(keypoint_xy(kps, xy_bias, shape), shape)  # inside the image, even without the model
     n = len(kps)
     # the model is loaded only where it is read: not for the gradient's peaks at the keypoints' own size
     est = as_estimator(estimator) if orientations == "ours" or not keep_size else None

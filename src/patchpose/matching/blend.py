@@ -74,12 +74,10 @@ def gradient_peaks(pyramid: Pyramid, xy, frame, k: int = BLEND_K) -> tuple[np.nd
     return ori, blend_weights(mass, GRADIENT_BLEND_GAMMA)
 
 
-def check_blend(k, gamma) -> None:
-    """A one-line error for a bad ``k`` (an integer >= 1) or ``gamma`` (a finite number >= 0)."""
-    if not is_int_in(k, 1):
-        raise InputError(f"blend k must be an integer of at least 1, got {k!r}")
-    if not (isinstance(gamma, (int, float)) and np.isfinite(gamma) and gamma >= 0):
-        raise InputError(f"gamma must be a finite number >= 0, got {gamma!r}")
+def check_blend(k, bins: int = 36) -> None:
+    """A one-line error for a bad number of candidates ``k``: an integer from 1 to ``bins`` (the histogram's)."""
+    if not is_int_in(k, 1, bins):
+        raise InputError(f"blend k must be an integer from 1 to {bins} (the histogram's bins), got {k!r}")
 
 
 __all__ = [

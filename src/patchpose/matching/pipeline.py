@@ -97,6 +97,8 @@ KEYNET_ROWS = ("keynet",)
 HANDCRAFTED_ROWS = ("dominant_gradient", "log+dominant_gradient")
 #: rows of one blended descriptor per keypoint over several orientation candidates (:mod:`.blend`)
 BLEND_ROWS = ("ours_blend", "ours_scale_gradient_blend", "dominant_gradient_blend")
+#: rows cut at our scale (besides ``ours_topK``): they need our poses and widen our window (:func:`ours_window`)
+OUR_SCALE_ROWS = ("ours", "ours_adaptive", "ours_blend", "ours_scale_gradient_blend")
 #: rows that need the peers' weights (:mod:`patchpose.matching.peers`)
 PEER_ROWS = ("orinet", "affnet+orinet")
 
@@ -377,7 +379,11 @@ def blend_candidates(
     if row == "ours_blend":
         if ours is None or np.ndim(ours.orientation) != 2:
             raise InputError("the 'ours_blend' row needs the estimator's top-k poses")
-        k = min(k, ours.orientation.shape[1])
+        if ours.orientation.shape[1] < k:
+            raise InputError(
+                f"the 'ours_blend' row blends our top-{k} orientations: read them with top_k of at least {k} "
+                f"(--top-k), got {ours.orientation.shape[1]}"
+            )
         scale = np.asarray(ours.scale)[:, :1] + ours_window(row, descriptor_region)
         w = blend_weights(ours.confidence[:, :k], BLEND_GAMMA)
         return np.repeat(scale, k, 1), ours.orientation[:, :k], w
@@ -396,16 +402,24 @@ def blend_candidates(
     raise InputError(f"row {row!r} is not a blend row; they are {BLEND_ROWS}")
 
 
+def blended_descriptors(
+    row: str, feats: Features, describer: Describer, ours=None, descriptor_region: float = 1.0
+) -> np.ndarray:
+    """``(N, D)`` one blended descriptor per keypoint for a blend row: ``describer`` at each of
+    :func:`blend_candidates`, averaged with their weights (:func:`~.blend.blend_descriptors`)."""
+    s, o, w = blend_candidates(row, feats, ours, descriptor_region)
+    d = describer.describe(feats.pyramid, np.repeat(feats.xy, s.shape[1], 0), s.reshape(-1), o.reshape(-1))
+    return blend_descriptors(d.reshape(len(feats), s.shape[1], -1), w)
+
+
 def ours_window(row: str, descriptor_region: float) -> float:
     """``log2`` of the factor by which a row's descriptor window is widened: ``descriptor_region`` (the
-    estimator's read plan) for the rows cut at our scale (``ours``, ``ours_topK``), 0 for every other row.
+    estimator's read plan) for the rows cut at our scale (``ours``, ``ours_topK``, ``ours_adaptive``,
+    ``ours_blend``, ``ours_scale_gradient_blend``), 0 for every other row.
     Self-supervised training fixes only relative scale, so where a model puts σ = 0 on a structure, and so
     the window a descriptor needs about it, is calibrated per model
     (:func:`patchpose.weights.recommended_descriptor_region`)."""
-    if not (
-        row in ("ours", "ours_adaptive", "ours_blend", "ours_scale_gradient_blend")
-        or row.startswith("ours_top")
-    ):
+    if not (row in OUR_SCALE_ROWS or row.startswith("ours_top")):
         return 0.0
     return math.log2(descriptor_region)
 
@@ -424,11 +438,7 @@ def describe_rows(
     ``cfg.top_k`` candidates, if already computed; the rows cut at our scale take their window from
     ``est``, :func:`ours_window`; ``peers``: for the peer rows, :data:`PEER_ROWS`)."""
     cfg = cfg or MatchConfig()
-    if (
-        ours is None
-        and any(r in ("ours", "ours_adaptive", *BLEND_ROWS[:2]) or r.startswith("ours_top") for r in rows)
-        and len(feats)
-    ):
+    if ours is None and any(r in OUR_SCALE_ROWS or r.startswith("ours_top") for r in rows) and len(feats):
         if est is None:
             raise InputError("rows 'ours'/'ours_topK' need an estimator")
         ours = est.estimate(feats.image, feats.xy, top_k=cfg.top_k)
@@ -446,11 +456,7 @@ def describe_rows(
             continue
         elif row in BLEND_ROWS:
             region = est.plan.descriptor_region if est is not None else 1.0
-            s, o, w = blend_candidates(row, feats, ours, region)
-            d = describer.describe(
-                feats.pyramid, np.repeat(feats.xy, s.shape[1], 0), s.reshape(-1), o.reshape(-1)
-            )
-            out[row] = blend_descriptors(d.reshape(len(feats), s.shape[1], -1), w)[:, None]
+            out[row] = blended_descriptors(row, feats, describer, ours, region)[:, None]
             continue
         else:
             s, o = keypoint_poses(row, feats, ours, H_from_1, cfg.top_k, peers)

@@ -31,7 +31,6 @@ import torch
 
 from ..errors import InputError, is_int_in, require
 from ..weights import check_descriptor_region
-from .blend import blend_descriptors
 from .describe import Describer
 from .matcher import mutual_nn
 from .peers import Peers
@@ -40,6 +39,7 @@ from .pipeline import (
     Features,
     affine_descriptors,
     blend_candidates,
+    blended_descriptors,
     keypoint_poses,
     ours_window,
     peer_poses,
@@ -110,12 +110,13 @@ class TwoViewConfig:
 
 
 def frame_poses(
-    feats: Features, pose: str, ours, peers: Peers | None = None
+    feats: Features, pose: str, ours, peers: Peers | None = None, descriptor_region: float = 1.0
 ) -> tuple[np.ndarray, np.ndarray]:
     """``(log2 scale (N,), orientation (N,))`` of a pose source at the features' keypoints (``peers``: for the
-    peer sources; a blend source gives its strongest candidate)."""
+    peer sources; a blend source gives its strongest candidate, read in the descriptor's window, which
+    ``descriptor_region`` widens at our scale)."""
     if _ROW[pose] in BLEND_ROWS:
-        s, o, _ = blend_candidates(_ROW[pose], feats, ours)
+        s, o, _ = blend_candidates(_ROW[pose], feats, ours, descriptor_region)
         return s[:, 0], o[:, 0]
     s, o = keypoint_poses(_ROW[pose], feats, ours, peers=peers)
     return s[:, 0], o[:, 0]
@@ -306,16 +307,14 @@ def match_two_views(
         if dpose == "affnet+orinet":  # cut through the affine frame itself
             return affine_descriptors(f, describer, peers)
         if _ROW[dpose] in BLEND_ROWS:  # one descriptor blended over the candidates
-            s, o, w = blend_candidates(_ROW[dpose], f, ours, cfg.descriptor_region)
-            d = describer.describe(f.pyramid, np.repeat(f.xy, s.shape[1], 0), s.reshape(-1), o.reshape(-1))
-            return blend_descriptors(d.reshape(len(f), s.shape[1], -1), w)
+            return blended_descriptors(_ROW[dpose], f, describer, ours, cfg.descriptor_region)
         s, o = frame_poses(f, dpose, ours, peers)
         return describer.describe(f.pyramid, f.xy, s + ours_window(_ROW[dpose], cfg.descriptor_region), o)
 
     def lafs(f: Features, ours) -> torch.Tensor:
         if apose == "affnet+orinet":
             return _affine_lafs(f, peers)
-        return to_lafs(f.xy, *frame_poses(f, apose, ours, peers))
+        return to_lafs(f.xy, *frame_poses(f, apose, ours, peers, cfg.descriptor_region))
 
     d0, d1 = describe(f0, ours0), describe(f1, ours1)
     if cfg.matcher == "mnn":
