@@ -32,10 +32,9 @@ MATCH_POSES: dict[str, str] = {
     "sift-resolved": "sift_resolved_by_ours",
     "dominant-gradient": "dominant_gradient",
     "log-dominant-gradient": "log+dominant_gradient",
-    # one descriptor per keypoint blended over 4 orientation peaks (patchpose.matching.blend): ours, a gradient
-    # histogram's at our scale, or at the detector's scale
+    # one descriptor per keypoint blended over 4 orientation peaks (patchpose.matching.blend): ours (for
+    # corners), or a gradient histogram's at the detector's scale (SIFT, Key.Net): docs/peers.md
     "ours-blend": "ours_blend",
-    "ours-scale-gradient-blend": "ours_scale_gradient_blend",
     "gradient-blend": "dominant_gradient_blend",
     "none": "lower",
 }

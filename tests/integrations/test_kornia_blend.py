@@ -39,18 +39,18 @@ def test_each_laf_is_described_at_its_gradient_peaks_with_its_scale_kept():
     xy = np.array([[50.0, 60.0], [80.0, 90.0], [110.0, 70.0]])
     laf = _lafs(xy, 10.0, 30.0)
     rec = _Recorder()
-    out = describe_blended(img, laf, rec, k=3)
+    out = describe_blended(img, laf, rec)
     assert out.shape == (1, 3, 6) and out.dtype == torch.float32
     seen = rec.lafs
-    assert seen.shape == (1, 9, 2, 3)
+    assert seen.shape == (1, 12, 2, 3)  # 4 candidates per LAF
     np.testing.assert_allclose(KF.get_laf_scale(seen).flatten().numpy(), 10.0, rtol=1e-5)
-    np.testing.assert_allclose(KF.get_laf_center(seen)[0].numpy(), np.repeat(xy, 3, 0), atol=1e-4)
+    np.testing.assert_allclose(KF.get_laf_center(seen)[0].numpy(), np.repeat(xy, 4, 0), atol=1e-4)
     # the orientations are the gradient histogram's peaks on the LAF's region, the weights their masses
-    ori, w = gradient_peaks(Pyramid(img[0, 0].numpy()), xy, np.log2(10.0 / 16.0), 3)
+    ori, w = gradient_peaks(Pyramid(img[0, 0].numpy()), xy, np.log2(10.0 / 16.0), 4)
     deg = KF.get_laf_orientation(seen)[0, :, 0].double().numpy()
     np.testing.assert_allclose(np.cos(np.radians(deg) - ori.reshape(-1)), 1.0, atol=1e-6)
-    assert (np.ptp(ori, axis=1) > 0.02).all()  # three distinct peaks per LAF
-    d = (seen.flatten(2) + 1.0)[0].numpy().reshape(3, 3, 6)
+    assert (np.ptp(ori, axis=1) > 0.02).all()  # distinct peaks per LAF
+    d = (seen.flatten(2) + 1.0)[0].numpy().reshape(3, 4, 6)
     np.testing.assert_allclose(out[0].numpy(), blend_descriptors(d, w), rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(np.linalg.norm(out[0].numpy(), axis=1), 1.0, rtol=1e-5)
 
@@ -85,7 +85,5 @@ def test_describe_blended_refuses_bad_input():
     laf = _lafs(np.array([[30.0, 30.0]]))
     with pytest.raises(InputError, match="img must be"):
         describe_blended(torch.zeros(64, 64), laf, _Recorder())
-    with pytest.raises(InputError, match="blend k"):
-        describe_blended(img, laf, _Recorder(), k=0)
     with pytest.raises(InputError, match="laf"):
         describe_blended(img, torch.zeros(1, 1, 3, 3), _Recorder())

@@ -22,15 +22,29 @@ def scene():
     return img, keep
 
 
-def test_one_candidate_is_opencvs_own_compute_at_our_pose(scene):
+def test_our_blend_is_opencvs_own_compute_at_our_top4_poses_weighted_by_their_masses(scene):
+    from patchpose import PatchPoseEstimator
+    from patchpose.interop import keypoint_xy
+    from patchpose.matching.blend import blend_descriptors, blend_weights
+
     img, kps = scene
     sift = cv2.SIFT_create()
-    out_kps, d = compute_blended(sift, img, kps, orientations="ours", k=1, keep_size=False)
-    _, plain = sift.compute(img, assign(img, kps))
-    plain = plain / np.linalg.norm(plain, axis=1, keepdims=True)
-    assert d.shape == plain.shape and d.dtype == np.float32
-    np.testing.assert_allclose(d, plain, atol=1e-5)
-    assert [p.angle for p in out_kps] == pytest.approx([p.angle for p in assign(img, kps)])
+    out_kps, d = compute_blended(sift, img, kps, orientations="ours", keep_size=False)
+    # our 4 strongest angles, each at our strongest scale (as the pipeline's ours_blend row cuts them)
+    first, top4 = assign(img, kps), assign(img, kps, top_k=4)
+    cands = [
+        cv2.KeyPoint(
+            *t.pt, f.size, t.angle, t.response, t.octave, t.class_id
+        )  # SIFT reads its octave's layer
+        for i, f in enumerate(first)
+        for t in top4[4 * i : 4 * i + 4]
+    ]
+    _, plain = sift.compute(img, cands)
+    poses = PatchPoseEstimator.from_pretrained().estimate(img, keypoint_xy(kps), top_k=4)
+    expected = blend_descriptors(plain.reshape(len(kps), 4, -1), blend_weights(poses.confidence))
+    assert d.shape == expected.shape and d.dtype == np.float32
+    np.testing.assert_allclose(d, expected, atol=1e-5)
+    assert [p.angle for p in out_kps] == pytest.approx([p.angle for p in first])
 
 
 @pytest.mark.parametrize("keep_size", [True, False])
@@ -53,14 +67,10 @@ def test_compute_blended_refuses_what_it_cannot_blend(scene):
     sift = cv2.SIFT_create()
     with pytest.raises(InputError, match="orientations"):
         compute_blended(sift, img, kps, orientations="sift")
-    with pytest.raises(InputError, match="blend k"):
-        compute_blended(sift, img, kps, k=0)
     with pytest.raises(InputError, match="compute"):
         compute_blended(object(), img, kps)
     with pytest.raises(InputError, match="float descriptors"):
         compute_blended(cv2.ORB_create(), img, [cv2.KeyPoint(130.0, 130.0, 31.0)], keep_size=True)
-    with pytest.raises(InputError, match="blend k must be an integer from 1 to 36"):
-        compute_blended(sift, img, kps, k=40)
     with pytest.raises(InputError, match="outside"):  # checked even where the model is not read
         compute_blended(sift, img, [cv2.KeyPoint(500.0, 5.0, 10.0)])
     out_kps, d = compute_blended(sift, img, [])

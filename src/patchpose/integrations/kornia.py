@@ -34,7 +34,7 @@ from ..conventions import REFERENCE_RADIUS, TWO_PI
 from ..errors import InputError, require
 from ..estimator import EstimatorLike, as_estimator
 from ..interop import check_laf
-from ..matching.blend import BLEND_K, blend_descriptors, check_blend, gradient_peaks
+from ..matching.blend import BLEND_K, blend_descriptors, gradient_peaks
 
 
 class LAFPoseAssigner(nn.Module):
@@ -194,11 +194,9 @@ def kornia_angle_detector(estimator: EstimatorLike = None) -> PatchAngleDetector
     return PatchAngleDetector(estimator)
 
 
-def describe_blended(
-    img: torch.Tensor, laf: torch.Tensor, descriptor: nn.Module, k: int = BLEND_K
-) -> torch.Tensor:
+def describe_blended(img: torch.Tensor, laf: torch.Tensor, descriptor: nn.Module) -> torch.Tensor:
     """One blended descriptor per LAF: ``descriptor(img, laf_j)`` (a kornia ``LAFDescriptor``, e.g.
-    ``KF.LAFDescriptor(KF.HardNet(True))``) at each LAF turned to each of the ``k`` strongest peaks of the
+    ``KF.LAFDescriptor(KF.HardNet(True))``) at each LAF turned to each of the 4 strongest peaks of the
     gradient-orientation histogram (kornia's dominant gradient's) read on the LAF's region (its scale, a disc of
     radius ``get_laf_scale`` px about its centre), averaged with weights from the peaks' masses, L2-normalised:
     ``(1, N, D)`` float32. Each LAF keeps its scale and shape; only its orientation is set. Meant for
@@ -211,12 +209,11 @@ def describe_blended(
         img: ``(1, 1 or 3, H, W)`` float image in [0, 1], as ``descriptor`` takes it.
         laf: ``(1, N, 2, 3)`` kornia LAFs (pixel centres at integers, as kornia's).
         descriptor: a module ``(img, laf) -> (1, N, D)`` float descriptors.
-        k: candidates blended per LAF.
     """
     KF = require("kornia.feature", "kornia")
     from ..data.patches import Pyramid, to_gray
 
-    check_blend(k)
+    k = BLEND_K
     laf = check_laf(laf, batch=1)
     if not isinstance(img, torch.Tensor) or img.ndim != 4 or img.shape[0] != 1 or img.shape[1] not in (1, 3):
         raise InputError(

@@ -26,7 +26,6 @@ from ..matching.blend import (
     BLEND_K,
     blend_descriptors,
     blend_weights,
-    check_blend,
     gradient_peaks,
 )
 
@@ -132,11 +131,10 @@ def compute_blended(
     *,
     orientations: str = "gradient",
     keep_size: bool = True,
-    k: int = BLEND_K,
     xy_bias: ArrayLike | None = None,
 ) -> tuple[list[cv2.KeyPoint], np.ndarray]:
     """One **blended descriptor** per keypoint (:mod:`patchpose.matching.blend`): ``extractor.compute`` at
-    ``k`` orientations of each keypoint, averaged with weights from their peak masses, L2-normalised.
+    :data:`~patchpose.matching.blend.BLEND_K` (4) orientations of each keypoint, averaged with weights from their peak masses, L2-normalised.
 
     A drop-in for ``extractor.compute(image, keypoints)`` that keeps one descriptor per keypoint and no
     longer depends on which of two near-equal orientations wins in each image. The defaults are the
@@ -153,13 +151,12 @@ def compute_blended(
         keypoints: ``cv2.KeyPoint``s, one per location (``cv2.SIFT.detect`` gives a location once per
             orientation: keep one, e.g. the first, as every orientation is read here anyway).
         estimator: as for :func:`assign` (default: the bundled default model).
-        orientations: ``"gradient"`` (default): the ``k`` strongest peaks of a gradient-orientation
+        orientations: ``"gradient"`` (default): the 4 strongest peaks of a gradient-orientation
             histogram (kornia's dominant gradient's, :func:`patchpose.baselines.dominant_gradient_candidates`)
-            read on the descriptor's window; ``"ours"``: our ``k`` strongest orientations.
+            read on the descriptor's window; ``"ours"``: our 4 strongest orientations.
         keep_size: True (default): keep each keypoint's size (its detector's scale, e.g. SIFT's) and estimate
             nothing about the scale (the model is not read unless ``orientations="ours"``); False: our scale
             sets the window (as :func:`assign`).
-        k: candidates blended per keypoint.
         xy_bias: see :func:`assign`.
 
     Returns:
@@ -167,7 +164,7 @@ def compute_blended(
         candidate's angle) and ``(N, D)`` float32 unit-length descriptors.
     """
     check_image_shape(image)
-    check_blend(k)
+    k = BLEND_K
     if orientations not in ("gradient", "ours"):
         raise InputError(f"orientations must be 'gradient' or 'ours', got {orientations!r}")
     if not callable(getattr(extractor, "compute", None)):

@@ -19,7 +19,7 @@ import numpy as np
 
 from ..baselines import ORI_PATCH, dominant_gradient_candidates
 from ..data.patches import Pyramid, extract_patches
-from ..errors import InputError, is_int_in
+from ..errors import InputError
 
 #: candidates blended per keypoint
 BLEND_K = 4
@@ -74,17 +74,11 @@ def gradient_peaks(pyramid: Pyramid, xy, frame, k: int = BLEND_K) -> tuple[np.nd
     return ori, blend_weights(mass, GRADIENT_BLEND_GAMMA)
 
 
-def check_blend(k, bins: int = 36) -> None:
-    """A one-line error for a bad number of candidates ``k``: an integer from 1 to ``bins`` (the histogram's)."""
-    if not is_int_in(k, 1, bins):
-        raise InputError(f"blend k must be an integer from 1 to {bins} (the histogram's bins), got {k!r}")
-
-
 __all__ = [
     "BLEND_GAMMA",
     "BLEND_K",
     "GRADIENT_BLEND_GAMMA",
     "blend_descriptors",
     "blend_weights",
-    "check_blend",
+    "gradient_peaks",
 ]
