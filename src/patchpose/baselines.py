@@ -110,7 +110,7 @@ def dominant_gradient_candidates(patches: np.ndarray, k: int) -> tuple[np.ndarra
     too few maxima are filled by the highest other bins, as our candidates are): orientations ``(N, k)``
     (radians in [0, 2π), CCW as displayed; each peak refined by kornia's parabola, so the first is kornia's
     angle) and masses ``(N, k)`` (the share of the histogram within one bin of each)."""
-    from .histogram import local_maxima, top_peaks
+    from .histogram import local_maxima, refine_peaks, top_peaks
 
     h = dominant_gradient_histograms(patches)
     n, b = h.shape
@@ -121,13 +121,13 @@ def dominant_gradient_candidates(patches: np.ndarray, k: int) -> tuple[np.ndarra
     # a flat patch votes nothing: its candidates are the first bins, so the first is kornia's argmax (bin 0)
     idx = np.where(h.max(1, keepdims=True) > 0, idx, np.arange(k)[None])
     rows = np.arange(n)[:, None]
-    c, left, right = h[rows, idx], h[rows, (idx - 1) % b], h[rows, (idx + 1) % b]
-    den = left + right - 2.0 * c
-    sub = np.where(den != 0, 0.5 * (left - right) / np.where(den != 0, den, 1.0), 0.0)
-    peak = local_maxima(ht, circular=True).numpy()[rows, idx]
-    sub = np.where(peak, sub, 0.0)  # a filler bin is no peak: it keeps its centre
-    ori = np.mod(math.pi - 2.0 * math.pi * (idx + sub) / b, 2.0 * math.pi)
-    mass = (c + left + right) / np.maximum(h.sum(1, keepdims=True), 1e-12)
+    # kornia's parabola through each peak and its neighbours; a filler bin is no peak and keeps its centre
+    pos = refine_peaks(ht, torch.from_numpy(idx), circular=True).numpy()
+    pos = np.where(local_maxima(ht, circular=True).numpy()[rows, idx], pos, idx)
+    ori = np.mod(math.pi - 2.0 * math.pi * pos / b, 2.0 * math.pi)
+    mass = (h[rows, idx] + h[rows, (idx - 1) % b] + h[rows, (idx + 1) % b]) / np.maximum(
+        h.sum(1, keepdims=True), 1e-12
+    )
     return ori, mass
 
 

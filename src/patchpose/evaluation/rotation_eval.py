@@ -251,16 +251,16 @@ def _views(img, detected, est, peers=None) -> dict:
     }
 
 
-def _described(sift, gray, views: dict, est=None) -> tuple[dict, dict]:
+def _described(sift, gray, views: dict, est) -> tuple[dict, dict]:
     """Per row, the keypoints ``cv2.SIFT.compute`` kept and their descriptors (match indices refer to the
-    kept list, which OpenCV may shorten); with ``est``, the :data:`BLEND_ROWS` too, at SIFT's keypoints
-    (``views["sift"]``), one blended descriptor each."""
+    kept list, which OpenCV may shorten), and for the :data:`BLEND_ROWS` one blended descriptor per keypoint of
+    SIFT's (``views["sift"]``; ``est`` for those that read the model)."""
     from ..integrations.opencv import compute_blended
 
     kept, desc = {}, {}
     for r, v in views.items():
         kept[r], desc[r] = sift.compute(gray, v)
-    for r, kw in BLEND_ROWS.items() if est is not None else ():
+    for r, kw in BLEND_ROWS.items():
         kept[r], desc[r] = compute_blended(sift, gray, views["sift"], est, **kw)
     return kept, desc
 

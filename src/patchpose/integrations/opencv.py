@@ -86,18 +86,25 @@ def assign(
     xy = keypoint_xy(kps, xy_bias, check_image_shape(image))
     frame = None
     if keep_size:
-        sizes = np.array([k.size for k in kps], np.float64)
-        if not (np.isfinite(sizes) & (sizes > 0)).all():
-            i = int(np.nonzero(~(np.isfinite(sizes) & (sizes > 0)))[0][0])
-            raise InputError(
-                f"keep_size=True needs each keypoint's size > 0 (the detector's scale); keypoint #{i} has "
-                f"size {sizes[i]:g}: use keep_size=False to estimate the size too"
-            )
-        frame, _ = from_cv2_size_angle(sizes, np.zeros(len(kps)), SIFT_DESCRIPTOR_SIZE_FACTOR)
+        frame = _size_frames(kps)
         # the angle of the detector's region: one read (a second would leave the detector's frame)
         est = est.with_plan(passes=1)
     out = est.estimate(image, xy, top_k=top_k or 1, detector_scale=frame)
     return keypoints_at_poses(kps, out, keep_size=keep_size)
+
+
+def _size_frames(keypoints: Sequence[cv2.KeyPoint]) -> np.ndarray:
+    """``(N,)`` log2 frames of the windows OpenCV's SIFT descriptor covers at the keypoints' own sizes (what
+    ``keep_size=True`` reads in); an :class:`InputError` naming the first keypoint without a size > 0."""
+    sizes = np.array([k.size for k in keypoints], np.float64)
+    bad = ~(np.isfinite(sizes) & (sizes > 0))
+    if bad.any():
+        i = int(np.nonzero(bad)[0][0])
+        raise InputError(
+            f"keep_size=True needs each keypoint's size > 0 (the detector's scale); keypoint #{i} has "
+            f"size {sizes[i]:g}: use keep_size=False to estimate the size too"
+        )
+    return from_cv2_size_angle(sizes, np.zeros(len(sizes)), SIFT_DESCRIPTOR_SIZE_FACTOR)[0]
 
 
 def keypoints_at_poses(
@@ -182,10 +189,7 @@ def compute_blended(
     # the model is loaded only where it is read: not for the gradient's peaks at the keypoints' own size
     est = as_estimator(estimator) if orientations == "ours" or not keep_size else None
     if keep_size:
-        sizes = np.array([p.size for p in kps], np.float64)
-        if not (np.isfinite(sizes) & (sizes > 0)).all():
-            raise InputError("keep_size=True needs each keypoint's size > 0 (the detector's scale)")
-        window, _ = from_cv2_size_angle(sizes, np.zeros(n), SIFT_DESCRIPTOR_SIZE_FACTOR)
+        window = _size_frames(kps)
         poses = None
         if orientations == "ours":
             poses = est.with_plan(passes=1).estimate(image, xy, top_k=k, detector_scale=window)

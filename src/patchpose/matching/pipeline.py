@@ -368,14 +368,15 @@ def affine_descriptors(feats: Features, describer: Describer, peers: Peers | Non
 
 
 def blend_candidates(
-    row: str, feats: Features, ours=None, descriptor_region: float = 1.0, k: int = BLEND_K
+    row: str, feats: Features, ours=None, descriptor_region: float = 1.0
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The candidates a blend row describes at each keypoint: log2 patch scales, orientations and blend
-    weights, each ``(N, k)``. ``ours_blend``: our scale (the window of ``ours``) and the first ``k`` of
-    ``ours``' top-k candidates (fewer if the read has fewer), weighted by :func:`~.blend.blend_weights`
-    (:data:`~.blend.BLEND_GAMMA`);
-    ``dominant_gradient_blend``: the detector's scale and the gradient histogram's ``k`` peaks there
-    (:data:`~.blend.GRADIENT_BLEND_GAMMA`); ``ours_scale_gradient_blend``: the same at our scale's window."""
+    weights, each ``(N, BLEND_K)``. ``ours_blend``: our strongest scale (its window, :func:`ours_window`) and
+    the first ``BLEND_K`` of ``ours``' top-k candidates (a read of fewer is an error), weighted by
+    :func:`~.blend.blend_weights` (:data:`~.blend.BLEND_GAMMA`); ``dominant_gradient_blend``: the detector's
+    scale and the gradient histogram's peaks there (:func:`~.blend.gradient_peaks`);
+    ``ours_scale_gradient_blend``: the same at our scale's window."""
+    k = BLEND_K
     if row == "ours_blend":
         if ours is None or np.ndim(ours.orientation) != 2:
             raise InputError("the 'ours_blend' row needs the estimator's top-k poses")
@@ -387,19 +388,19 @@ def blend_candidates(
         scale = np.asarray(ours.scale)[:, :1] + ours_window(row, descriptor_region)
         w = blend_weights(ours.confidence[:, :k], BLEND_GAMMA)
         return np.repeat(scale, k, 1), ours.orientation[:, :k], w
-    if row in ("dominant_gradient_blend", "ours_scale_gradient_blend"):
-        if row == "dominant_gradient_blend":
-            frame = feats.frame
-        else:
-            if ours is None:
-                raise InputError(f"the {row!r} row needs the estimator's poses")
-            frame = np.asarray(ours.scale).reshape(len(feats), -1)[:, 0] + ours_window(row, descriptor_region)
-        key = (row, k, np.asarray(frame, np.float64).tobytes())  # ours' frames may differ between calls
-        if key not in feats.memo:
-            feats.memo[key] = gradient_peaks(feats.pyramid, feats.xy, frame, k)
-        ori, w = feats.memo[key]
-        return np.repeat(frame[:, None], k, 1), ori, w
-    raise InputError(f"row {row!r} is not a blend row; they are {BLEND_ROWS}")
+    if row == "dominant_gradient_blend":
+        frame = feats.frame
+    elif row == "ours_scale_gradient_blend":
+        if ours is None:
+            raise InputError(f"the {row!r} row needs the estimator's poses")
+        frame = np.asarray(ours.scale).reshape(len(feats), -1)[:, 0] + ours_window(row, descriptor_region)
+    else:
+        raise InputError(f"row {row!r} is not a blend row; they are {BLEND_ROWS}")
+    key = (row, np.asarray(frame, np.float64).tobytes())  # ours' frames may differ between calls
+    if key not in feats.memo:
+        feats.memo[key] = gradient_peaks(feats.pyramid, feats.xy, frame)
+    ori, w = feats.memo[key]
+    return np.repeat(frame[:, None], k, 1), ori, w
 
 
 def blended_descriptors(
