@@ -130,3 +130,22 @@ def test_eval_hpatches_rows_and_reference_are_checked_before_any_work(tmp_path, 
     assert rc == 0
     doc = json.loads((out / "results.json").read_text())
     assert list(doc["mma"]) == ["ours", "ours_blend", "upper"]
+
+
+def test_cli_generate_zoom_writes_viewpoint_sequences_only(tmp_path, capsys):
+    """``generate hpatches --zoom``: viewpoint sequences by default, recorded as zoom settings in the manifest;
+    asked for illumination ones too, one line and status 2."""
+    from patchpose.cli.main import main
+
+    photos = tmp_path / "photos"
+    photos.mkdir()
+    cv2.imwrite(str(photos / "a.png"), make_rgb_image(200))
+    argv = ["generate", "hpatches", "--images", str(photos), "--split", "all", "--targets", "1", "--zoom"]
+    assert main([*argv, "--out", str(tmp_path / "z"), "--no-progress"]) == 0
+    m = json.loads((tmp_path / "z" / "manifest.json").read_text())
+    assert m["kinds"] == "v" and m["config"]["zoom_exact"] and m["config"]["max_zoom_octaves"] == 0.4
+    capsys.readouterr()
+    assert main([*argv, "--kinds", "vi", "--out", str(tmp_path / "z2")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "--zoom makes viewpoint sequences only" in err and len(err.splitlines()) == 1
+    assert not (tmp_path / "z2").exists()

@@ -11,11 +11,14 @@ import pytest
 
 from conftest import make_hpatches_replica, make_rgb_image
 from patchpose.data.hpatches import (
+    ZOOM_SETTINGS,
     HPatchesGenConfig,
     generate_hpatches,
     load_hpatches,
+    random_viewpoint_homography,
     read_homography,
 )
+from patchpose.geometry import pose_change
 from patchpose.errors import InputError
 
 # v_boat/H_1_4 of the real release, as printed in its file
@@ -128,6 +131,44 @@ def test_generator_resume_refuses_other_settings_or_moved_names(tmp_path):
     (tmp_path / "hp2" / "v_ab").mkdir(parents=True)
     with pytest.raises(InputError, match="no manifest"):
         generate_hpatches([ab], tmp_path / "hp2", cfg, kinds="v", progress=False)
+
+
+def test_zoom_sequences_zoom_by_exactly_their_step(tmp_path):
+    """``--zoom``: image k's scale change at the image centre is ±0.4·(k−1) octaves exactly (without the
+    preset's 1 % perspective), both signs occur, the turn stays within ±3°·(k−1); the mixed default draws zooms
+    anywhere up to its bound. A folder made before ``zoom_exact`` existed resumes (its manifest lacks it)."""
+    cfg = HPatchesGenConfig(**{**ZOOM_SETTINGS, "perspective": 0.0})  # the preset's 1 % moves it < 0.1
+    rng = np.random.default_rng(0)
+    centre = np.array([[319.5, 239.5]])
+    signs = set()
+    for step in range(1, 6):
+        for _ in range(20):
+            ds, do, ok = pose_change(random_viewpoint_homography(rng, (480, 640), step, cfg), centre)
+            assert (
+                ok[0]
+                and abs(abs(ds[0]) - 0.4 * step) < 1e-6
+                and abs((np.degrees(do[0]) + 180) % 360 - 180) < 3.0 * step + 1
+            )
+            signs.add(np.sign(ds[0]))
+    assert signs == {-1.0, 1.0}
+    mixed = [
+        pose_change(random_viewpoint_homography(rng, (480, 640), 5, HPatchesGenConfig()), centre)[0][0]
+        for _ in range(50)
+    ]
+    assert np.ptp(np.abs(mixed)) > 0.5  # the default's zooms are spread, not one magnitude
+    photo = tmp_path / "p.png"
+    cv2.imwrite(str(photo), make_rgb_image(160))
+    old = HPatchesGenConfig(max_side=128, targets=1)
+    generate_hpatches([photo], tmp_path / "hp", old, kinds="v", progress=False)
+    m = tmp_path / "hp" / "manifest.json"
+    doc = json.loads(m.read_text())
+    del doc["config"]["zoom_exact"]
+    m.write_text(json.dumps(doc))
+    assert generate_hpatches([photo], tmp_path / "hp", old, kinds="vi", progress=False) == ["v_p", "i_p"]
+    with pytest.raises(InputError, match="other settings"):
+        generate_hpatches(
+            [photo], tmp_path / "hp", HPatchesGenConfig(max_side=128, targets=1, zoom_exact=True)
+        )
 
 
 def test_pooled_seeds_are_linked_by_seed_and_evaluated_by_photo(tmp_path, capsys):

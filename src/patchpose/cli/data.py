@@ -78,12 +78,17 @@ def generate_merge_command(a: argparse.Namespace) -> int:
 
 
 def generate_hpatches_command(a: argparse.Namespace) -> int:
-    from ..data.hpatches import HPatchesGenConfig, generate_hpatches
+    from ..data.hpatches import ZOOM_SETTINGS, HPatchesGenConfig, generate_hpatches
     from ..data.photos import photos_of
+    from ..errors import InputError
 
     photos = photos_of(a.images, a.split if a.split != "all" else None)
-    cfg = HPatchesGenConfig(max_side=a.max_side, targets=a.targets, seed=a.seed)
-    names = generate_hpatches(photos, a.out, cfg, kinds=a.kinds, progress=not a.no_progress)
+    kinds = a.kinds or ("v" if a.zoom else "vi")
+    if a.zoom and kinds != "v":
+        raise InputError(f"--zoom makes viewpoint sequences only (--kinds v), got --kinds {kinds}")
+    zoom = ZOOM_SETTINGS if a.zoom else {}
+    cfg = HPatchesGenConfig(max_side=a.max_side, targets=a.targets, seed=a.seed, **zoom)
+    names = generate_hpatches(photos, a.out, cfg, kinds=kinds, progress=not a.no_progress)
     print(f"wrote {len(names)} sequences and manifest.json to {a.out}")
     return 0
 
@@ -189,10 +194,16 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         help="photos of this split, or all the folder's photos",
     )
     gh.add_argument("--out", required=True)
-    gh.add_argument("--kinds", default="vi", help="'v' viewpoint, 'i' illumination, or both (default)")
+    gh.add_argument("--kinds", help="'v' viewpoint, 'i' illumination, or both (default; with --zoom: v)")
     gh.add_argument("--targets", type=int, default=5, help="images per sequence besides image 1")
     gh.add_argument("--max-side", type=int, default=640)
     gh.add_argument("--seed", type=int, default=0)
+    gh.add_argument(
+        "--zoom",
+        action="store_true",
+        help="viewpoint sequences where scale matters: image k zoomed by exactly 2^±0.4·(k−1) (image 6 by 4× "
+        "or 1/4), turned by up to ±3°·(k−1), little perspective (with --kinds v)",
+    )
     gh.add_argument("--no-progress", action="store_true")
     gh.set_defaults(func=generate_hpatches_command)
     gl = gs.add_parser(

@@ -159,6 +159,13 @@ class HPatchesGenConfig:
     perspective: float = 0.03  # per step: corners move by up to this share of the image side
     illumination: float = 1.0  # strength of the photometric changes (0 = none)
     seed: int = 0
+    # True: image k is zoomed by exactly 2^±max_zoom_octaves·(k−1) (in or out, drawn), not by up to it
+    zoom_exact: bool = False
+
+
+#: ``patchpose generate hpatches --zoom``: viewpoint sequences where scale matters: image k zoomed by exactly
+#: 2^±0.4·(k−1) (in or out; image 6 by 4× or 1/4), turned by up to ±3°·(k−1), corners moved by up to 1 %·(k−1)
+ZOOM_SETTINGS = {"max_zoom_octaves": 0.4, "zoom_exact": True, "max_rotation_deg": 3.0, "perspective": 0.01}
 
 
 def _sequence_rng(cfg: HPatchesGenConfig, name: str) -> np.random.Generator:
@@ -169,11 +176,13 @@ def _sequence_rng(cfg: HPatchesGenConfig, name: str) -> np.random.Generator:
 def random_viewpoint_homography(
     rng: np.random.Generator, shape, step: int, cfg: HPatchesGenConfig
 ) -> np.ndarray:
-    """A homography about the image centre: rotation, zoom and perspective that grow with ``step``."""
+    """A homography about the image centre: rotation, zoom and perspective that grow with ``step`` (the zoom
+    exactly ``2**±(max_zoom_octaves · step)`` with ``cfg.zoom_exact``)."""
     h, w = shape[:2]
     c = np.array([(w - 1) / 2.0, (h - 1) / 2.0])
     ang = np.radians(rng.uniform(-1, 1) * cfg.max_rotation_deg * step)
-    zoom = 2.0 ** (rng.uniform(-1, 1) * cfg.max_zoom_octaves * step)
+    sign = rng.choice([-1.0, 1.0]) if cfg.zoom_exact else rng.uniform(-1, 1)
+    zoom = 2.0 ** (sign * cfg.max_zoom_octaves * step)
     R = zoom * np.array([[np.cos(ang), np.sin(ang)], [-np.sin(ang), np.cos(ang)]])  # CCW as displayed
     src = np.array([[0, 0], [w - 1, 0], [w - 1, h - 1], [0, h - 1]], np.float64)
     dst = (src - c) @ R.T + c
@@ -273,6 +282,8 @@ def generate_hpatches(
     config = json.loads(json.dumps(cfg.__dict__))
     m = out / "manifest.json"
     old = json.loads(m.read_text()) if m.is_file() else {}
+    if old.get("config") is not None:  # a manifest written before a setting existed had its default
+        old["config"] = {**json.loads(json.dumps(HPatchesGenConfig().__dict__)), **old["config"]}
     sequences = {name: str(Path(p).resolve()) for name, _, p in jobs}
     check_resume_plan(
         out,
