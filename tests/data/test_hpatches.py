@@ -18,8 +18,8 @@ from patchpose.data.hpatches import (
     random_viewpoint_homography,
     read_homography,
 )
-from patchpose.geometry import pose_change
 from patchpose.errors import InputError
+from patchpose.geometry import pose_change
 
 # v_boat/H_1_4 of the real release, as printed in its file
 BOAT_H14 = "0.39176 -0.48622 421.69\n0.48543 0.39488 -0.097812\n2.3979e-06 -3.3236e-06 1\n"
