@@ -8,7 +8,7 @@ import pytest
 from patchpose.baselines import dominant_gradient_candidates, dominant_gradient_orientation
 from patchpose.conventions import angle_diff
 from patchpose.errors import InputError
-from patchpose.matching.blend import blend_descriptors, blend_weights
+from patchpose.matching.blend import blend_descriptors, blend_weights, closest_candidates
 
 
 def test_blend_weights_are_peak_masses_to_the_power_gamma():
@@ -85,3 +85,21 @@ def test_gradient_candidates_start_with_kornias_angle_and_turn_with_the_patch():
     # a quarter turn of the patch (counter-clockwise as displayed) moves every peak by +90°, bins exactly
     turned, _ = dominant_gradient_candidates(np.ascontiguousarray(np.rot90(p, 1, axes=(2, 3))), 4)
     assert np.abs(angle_diff(turned, ori + math.pi / 2)).max() < 1e-3
+
+
+def test_closest_candidates_pick_the_pair_whose_descriptors_agree():
+    """Keypoint 0 matches keypoint 1 of image 1, whose candidates are keypoint 0's in another order: the pair
+    found is (candidate 0, candidate 2), the one pair with equal descriptors (keypoint 1 and keypoint 0 of
+    image 1 alike); bad shapes and indices are refused."""
+    e = np.eye(3, dtype=np.float32)
+    c0 = np.stack([e, [e[2], -e[1], -e[0]]])  # (2 keypoints, 3 candidates, D=3)
+    c1 = np.stack([e[[1, 0, 2]], [-e[2], -e[1], e[0]]])
+    a, b = closest_candidates(c0, c1, [1, 0])
+    np.testing.assert_array_equal(a, [0, 0])
+    np.testing.assert_array_equal(
+        b, [2, 2]
+    )  # c0[0, 0] = e0 = c1[1, 2]; c0[1, 0] = e2 = c1[0, 2]; no other pair agrees
+    with pytest.raises(InputError, match="matches"):
+        closest_candidates(c0, c1, [0, 2])
+    with pytest.raises(InputError, match=r"\(N0, k, D\)"):
+        closest_candidates(c0, c1[:, :2], [0, 1])

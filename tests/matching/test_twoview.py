@@ -105,3 +105,45 @@ def test_the_dominant_gradient_pose_source_keeps_sifts_scale():
     np.testing.assert_array_equal(o, handcrafted_poses(f, scale=False)[1])
     assert not np.allclose(o, f.sift_ori)  # its own angle, not SIFT's
     TwoViewConfig(describe_pose="dominant").validate()
+
+
+def test_adalam_on_blends_keeps_the_matches_whose_strongest_peaks_flipped():
+    """Image 1 is image 0 turned by 30°. Every keypoint has 4 candidate orientations (descriptor per
+    candidate); in image 1 a quarter of the keypoints list their two strongest candidates the other way round
+    (their strongest peak flipped), with weights to match, so the blends still match. AdaLAM given each keypoint's
+    strongest peak sees those matches turn by 30° + the gap between the peaks and rejects them; given each
+    match's closest candidate pair (adalam_blend_matches) it sees 30° everywhere and keeps them."""
+    pytest.importorskip("kornia.feature.adalam")
+    from patchpose.matching.twoview import adalam_blend_matches, adalam_matches, to_lafs
+
+    rng = np.random.default_rng(0)
+    n, k, hw = 400, 4, (480, 640)
+    xy0 = rng.uniform([20, 20], [620, 460], (n, 2))
+    turn = math.radians(30.0)
+    c, s = math.cos(turn), math.sin(turn)
+    centre = np.array([319.5, 239.5])
+    xy1 = (xy0 - centre) @ np.array([[c, s], [-s, c]]) + centre  # counter-clockwise as displayed
+    # the two strongest peaks 60° to 180° apart either way, differently at every keypoint
+    ori0 = rng.uniform(0, 2 * np.pi, (n, k))
+    ori0[:, 1] = ori0[:, 0] + rng.choice([-1, 1], n) * rng.uniform(np.pi / 3, np.pi, n)
+    cand0 = rng.normal(size=(n, k, 32)).astype(np.float32)
+    cand0 /= np.linalg.norm(cand0, axis=2, keepdims=True)
+    w0 = np.tile([0.36, 0.34, 0.2, 0.1], (n, 1))
+    flip = rng.random(n) < 0.25
+    order = np.where(flip[:, None], [1, 0, 2, 3], [0, 1, 2, 3])  # image 1's candidate m is image 0's order[m]
+    rows = np.arange(n)[:, None]
+    cand1 = cand0[rows, order] + rng.normal(scale=0.02, size=(n, k, 32)).astype(np.float32)
+    ori1, w1 = ori0[rows, order] + turn, w0[rows, order]
+    scale = np.zeros(n)
+    m = adalam_blend_matches(cand0, cand1, w0, w1, xy0, xy1, ori0, ori1, scale, scale, hw, hw)
+    right = m[:, 0] == m[:, 1]
+    assert right.all() and np.mean(flip[m[:, 0]]) > 0.2 and len(m) > 0.9 * n
+    # the same blended descriptors, with AdaLAM given each keypoint's strongest peak: the flipped ones go
+    from patchpose.matching.blend import blend_descriptors
+
+    d0, d1 = blend_descriptors(cand0, w0), blend_descriptors(cand1, w1)
+    m_argmax = adalam_matches(
+        d0, d1, to_lafs(xy0, scale, ori0[:, 0]), to_lafs(xy1, scale, ori1[:, 0]), hw, hw
+    )
+    kept = np.isin(np.flatnonzero(flip), m_argmax[:, 0]).mean()
+    assert kept < 0.2 and np.isin(np.flatnonzero(~flip), m_argmax[:, 0]).mean() > 0.9

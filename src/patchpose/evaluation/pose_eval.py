@@ -129,7 +129,7 @@ def _rows(budgets, peers: bool = False) -> dict:
     rows[f"ours+ours@{k}"] = (k, "ours", "ours", True, "adalam")  # our poses for the descriptors too
     rows[f"sift, adalam checks off@{k}"] = (k, "sift", "sift", False, "adalam")
     rows[f"sift, mnn only@{k}"] = (k, "sift", "sift", True, "mnn")
-    # blends with plain mutual nearest neighbours: AdaLAM ranks its seeds by the descriptors' ratio
+    # blends with plain mutual nearest neighbours, against the dominant gradient's one pose
     rows[f"dominant gradient, mnn only@{k}"] = (k, "dominant", "dominant", True, "mnn")
     rows[f"dominant gradient blend, mnn only@{k}"] = (k, "dominant_blend", "dominant_blend", True, "mnn")
     return rows

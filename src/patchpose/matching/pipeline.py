@@ -403,14 +403,23 @@ def blend_candidates(
     return np.repeat(frame[:, None], k, 1), ori, w
 
 
+def candidate_descriptors(
+    row: str, feats: Features, describer: Describer, ours=None, descriptor_region: float = 1.0
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """A blend row's :func:`blend_candidates` (scales, orientations, weights, each ``(N, k)``) and
+    ``describer``'s descriptor at each of them, ``(N, k, D)``."""
+    s, o, w = blend_candidates(row, feats, ours, descriptor_region)
+    d = describer.describe(feats.pyramid, np.repeat(feats.xy, s.shape[1], 0), s.reshape(-1), o.reshape(-1))
+    return s, o, w, d.reshape(len(feats), s.shape[1], -1)
+
+
 def blended_descriptors(
     row: str, feats: Features, describer: Describer, ours=None, descriptor_region: float = 1.0
 ) -> np.ndarray:
     """``(N, D)`` one blended descriptor per keypoint for a blend row: ``describer`` at each of
     :func:`blend_candidates`, averaged with their weights (:func:`~.blend.blend_descriptors`)."""
-    s, o, w = blend_candidates(row, feats, ours, descriptor_region)
-    d = describer.describe(feats.pyramid, np.repeat(feats.xy, s.shape[1], 0), s.reshape(-1), o.reshape(-1))
-    return blend_descriptors(d.reshape(len(feats), s.shape[1], -1), w)
+    _, _, w, d = candidate_descriptors(row, feats, describer, ours, descriptor_region)
+    return blend_descriptors(d, w)
 
 
 def ours_window(row: str, descriptor_region: float) -> float:
