@@ -148,7 +148,9 @@ def compute_blended(
     recommended use for keypoints with a scale of their own (SIFT, Key.Net: their size kept, a gradient
     histogram's peaks); for corners and grids, whose size means nothing, pass ``keep_size=False,
     orientations="ours"`` with ``patchpose-v10`` (our scale and peaks; docs/peers.md). Use it with mutual
-    nearest neighbours: with AdaLAM the blend lost to one pose in two-view pose.
+    nearest neighbours: AdaLAM, given each keypoint's strongest peak as its orientation, rejects the very
+    matches a blend wins (``patchpose eval pose`` ties one pose only by giving AdaLAM each match's closest
+    candidate pair, :func:`patchpose.matching.twoview.adalam_blend_matches`).
 
     Args:
         extractor: an OpenCV float descriptor with ``compute(image, keypoints)``, e.g. ``cv2.SIFT_create()``
