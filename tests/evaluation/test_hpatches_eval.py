@@ -299,7 +299,11 @@ def test_harris_and_file_keypoints_evaluate_without_sift_rows(tmp_path):
         "dominant_gradient",
         "log+dominant_gradient",
         "dominant_gradient_blend",
+        "dominant_gradient_pooled_blend",  # keypoints without a scale only
         "upper",
+    )
+    assert "dominant_gradient_pooled_blend" not in pose_rows(4, sift=True) + pose_rows(
+        4, sift=False, keynet=True
     )
     rel = make_hpatches_replica(tmp_path, names=("v_b",), targets=2)
     doc = evaluate_hpatches(

@@ -78,3 +78,39 @@ def test_compute_blended_refuses_what_it_cannot_blend(scene):
     # our peaks read in each keypoint's own frame (its size kept): one unit descriptor per keypoint
     out_kps, d = compute_blended(sift, img, kps[:10], orientations="ours", keep_size=True)
     assert d.shape == (10, 128) and [p.size for p in out_kps] == pytest.approx([p.size for p in kps[:10]])
+
+
+def test_pooling_over_sizes_matches_a_zoomed_copy_better_at_one_fixed_size(scene):
+    """Corners given one fixed size in both images, the second zoomed by 2^0.5: with domain-size pooling
+    (``pool_octaves=0.5``) more keypoints find their counterpart as nearest neighbour than without. The
+    returned keypoints keep their size and bad ``pool_octaves`` is refused in one line."""
+    img, _ = scene
+    h, w = img.shape
+    zoom = 2.0**0.5
+    c = np.array([(w - 1) / 2.0, (h - 1) / 2.0])
+    A = np.hstack([zoom * np.eye(2), ((1 - zoom) * c)[:, None]])
+    zoomed = cv2.warpAffine(img, A, (w, h), flags=cv2.INTER_LINEAR)
+    pts = cv2.goodFeaturesToTrack(img, 200, 0.01, 5)[:, 0].astype(np.float64)
+    pts2 = pts * zoom + (1 - zoom) * c
+    keep = np.all(
+        (pts2 > 40) & (pts2 < np.array([w, h]) - 40) & (pts > 40) & (pts < np.array([w, h]) - 40), 1
+    )
+    pts, pts2 = pts[keep], pts2[keep]
+    assert len(pts) >= 20
+    size = 6.0
+    kps1 = [cv2.KeyPoint(float(x), float(y), size) for x, y in pts]
+    kps2 = [cv2.KeyPoint(float(x), float(y), size) for x, y in pts2]
+    sift = cv2.SIFT_create()
+
+    def found(**kw) -> float:
+        _, d1 = compute_blended(sift, img, kps1, xy_bias=0.0, **kw)
+        _, d2 = compute_blended(sift, zoomed, kps2, xy_bias=0.0, **kw)
+        return float((np.linalg.norm(d1[:, None] - d2[None], axis=2).argmin(1) == np.arange(len(pts))).mean())
+
+    plain, pooled = found(), found(pool_octaves=0.5)
+    assert pooled > plain + 0.05, (plain, pooled)
+    out, _ = compute_blended(sift, img, kps1[:5], pool_octaves=0.5)
+    assert [p.size for p in out] == pytest.approx([size] * 5)
+    for bad in (-0.5, 3.0, float("nan"), "0.5"):
+        with pytest.raises(InputError, match="octaves"):
+            compute_blended(sift, img, kps1[:5], pool_octaves=bad)

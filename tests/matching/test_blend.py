@@ -8,7 +8,7 @@ import pytest
 from patchpose.baselines import dominant_gradient_candidates, dominant_gradient_orientation
 from patchpose.conventions import angle_diff
 from patchpose.errors import InputError
-from patchpose.matching.blend import blend_descriptors, blend_weights, closest_candidates
+from patchpose.matching.blend import blend_descriptors, blend_weights, closest_candidates, pool_sizes
 
 
 def test_blend_weights_are_peak_masses_to_the_power_gamma():
@@ -103,3 +103,17 @@ def test_closest_candidates_pick_the_pair_whose_descriptors_agree():
         closest_candidates(c0, c1, [0, 2])
     with pytest.raises(InputError, match=r"\(N0, k, D\)"):
         closest_candidates(c0, c1[:, :2], [0, 1])
+
+
+def test_pool_sizes_adds_a_smaller_and_a_larger_window_per_candidate():
+    s, o, w = np.array([[1.0, 1.0]]), np.array([[0.3, 2.0]]), np.array([[0.6, 0.4]])
+    ps, po, pw = pool_sizes(s, o, w, 0.5)
+    np.testing.assert_allclose(ps, [[0.5, 0.5, 1.0, 1.0, 1.5, 1.5]])
+    np.testing.assert_allclose(po, [[0.3, 2.0] * 3])
+    np.testing.assert_allclose(pw, [[0.15, 0.1, 0.3, 0.2, 0.15, 0.1]])
+    assert pw.sum() == pytest.approx(1.0)
+    for bad in (0.0, -1.0, 2.5, float("inf")):
+        with pytest.raises(InputError, match="octaves"):
+            pool_sizes(s, o, w, bad)
+    with pytest.raises(InputError, match=r"\(N, k\)"):
+        pool_sizes(s, o[:, :1], w, 0.5)

@@ -223,3 +223,13 @@ def test_blend_rows_describe_each_candidate_and_keep_one_descriptor_per_keypoint
     assert np.abs(angle_diff(o[:, 0], dom[:, 0])).max() < 1e-4
     with pytest.raises(InputError, match="top-k poses"):
         blend_candidates("ours_blend", f, est.estimate(f.image, f.xy))
+    # pooled: the same candidates at the window and 2^±0.5 times it, weights 1/4, 1/2, 1/4 of theirs
+    ps, po, pw = blend_candidates("dominant_gradient_pooled_blend", f, ours)
+    s, o, w = blend_candidates("dominant_gradient_blend", f, ours)
+    np.testing.assert_allclose(ps, np.concatenate([s - 0.5, s, s + 0.5], 1))
+    np.testing.assert_allclose(po, np.tile(o, (1, 3)))
+    np.testing.assert_allclose(pw, np.concatenate([0.25 * w, 0.5 * w, 0.25 * w], 1))
+    d = describe_rows(
+        f, ("dominant_gradient_pooled_blend",), _Recorder(), est, None, MatchConfig(top_k=BLEND_K), ours=ours
+    )
+    assert d["dominant_gradient_pooled_blend"].shape == (n, 1, _Recorder().dim)

@@ -759,6 +759,7 @@ ROW_LABELS = {
     "sift_resolved_by_ours": "SIFT's own pose, its orientations resolved by ours",
     "dominant_gradient": "dominant gradient orientation (kornia), detector's scale",
     "dominant_gradient_blend": "dominant gradient, one descriptor blended over its top-4 peaks, detector's scale",
+    "dominant_gradient_pooled_blend": "dominant gradient, one descriptor blended over its top-4 peaks, each at 3 sizes (±0.5 octave), fixed size",
     "log+dominant_gradient": "LoG scale + dominant gradient orientation (hand-crafted)",
     "orinet": "OriNet orientation (kornia), detector's scale",
     "affnet+orinet": "AffNet shape + OriNet orientation (kornia), detector's scale",

@@ -27,6 +27,7 @@ from ..matching.blend import (
     blend_descriptors,
     blend_weights,
     gradient_peaks,
+    pool_sizes,
 )
 
 #: the radius of OpenCV SIFT's descriptor window per unit of keypoint ``size``
@@ -138,6 +139,7 @@ def compute_blended(
     *,
     orientations: str = "gradient",
     keep_size: bool = True,
+    pool_octaves: float = 0.0,
     xy_bias: ArrayLike | None = None,
 ) -> tuple[list[cv2.KeyPoint], np.ndarray]:
     """One **blended descriptor** per keypoint (:mod:`patchpose.matching.blend`): ``extractor.compute`` at
@@ -166,6 +168,10 @@ def compute_blended(
         keep_size: True (default): keep each keypoint's size (its detector's scale, e.g. SIFT's) and estimate
             nothing about the scale (the model is not read unless ``orientations="ours"``); False: our scale
             sets the window (as :func:`assign`).
+        pool_octaves: 0 (default): each candidate described once; > 0: also on windows ``2**±pool_octaves``
+            times as large (domain-size pooling, :func:`~patchpose.matching.blend.pool_sizes`: 3 × 4
+            descriptor computations per keypoint). For corners given one fixed size, where the photos do
+            not zoom much: ``pool_octaves=POOL_OCTAVES`` (0.5; docs/peers.md).
         xy_bias: see :func:`assign`.
 
     Returns:
@@ -176,6 +182,8 @@ def compute_blended(
     k = BLEND_K
     if orientations not in ("gradient", "ours"):
         raise InputError(f"orientations must be 'gradient' or 'ours', got {orientations!r}")
+    if pool_octaves != 0.0:
+        pool_sizes(np.zeros((0, 1)), np.zeros((0, 1)), np.zeros((0, 1)), pool_octaves)  # checks it, one line
     if not callable(getattr(extractor, "compute", None)):
         raise InputError("extractor must have a compute(image, keypoints) method, e.g. cv2.SIFT_create()")
     if keypoints is None:
@@ -202,7 +210,11 @@ def compute_blended(
         ori, w = np.asarray(poses.orientation), blend_weights(poses.confidence, BLEND_GAMMA)
     else:
         ori, w = gradient_peaks(Pyramid(to_gray(check_image(image))), xy, window, k)
-    size, angle = to_cv2_size_angle(np.repeat(window[:, None], k, 1), ori, SIFT_DESCRIPTOR_SIZE_FACTOR)
+    frames = np.repeat(window[:, None], k, 1)
+    if pool_octaves:
+        frames, ori, w = pool_sizes(frames, ori, w, pool_octaves)
+        k = frames.shape[1]
+    size, angle = to_cv2_size_angle(frames, ori, SIFT_DESCRIPTOR_SIZE_FACTOR)
     cands = [
         cv2.KeyPoint(
             p.pt[0], p.pt[1], float(size[i, j]), float(angle[i, j]), p.response, p.octave, p.class_id
@@ -220,7 +232,9 @@ def compute_blended(
         raise InputError(
             f"the extractor gives {desc.dtype} descriptors: only float descriptors can be blended"
         )
-    return cands[::k], blend_descriptors(desc.reshape(n, k, -1), w)
+    # the strongest candidate at the keypoint's own window (pooled candidates: the middle third)
+    first = BLEND_K if pool_octaves else 0
+    return cands[first::k], blend_descriptors(desc.reshape(n, k, -1), w)
 
 
 def resolve_orientations(

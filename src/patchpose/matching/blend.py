@@ -28,6 +28,11 @@ BLEND_K = 4
 #: are used as they are (chosen on the val sequences, docs/peers.md)
 BLEND_GAMMA = 0.5
 GRADIENT_BLEND_GAMMA = 1.0
+#: domain-size pooling (as DSP-SIFT, Dong and Soatto, CVPR 2015): each candidate is also described on windows
+#: ``2**±POOL_OCTAVES`` times as large, weighted :data:`POOL_WEIGHTS` (smaller, same, larger); for keypoints
+#: whose size means nothing (corners) at one fixed size. 0.5 chosen on the 8 val sequences (0.25 gave less)
+POOL_OCTAVES = 0.5
+POOL_WEIGHTS = (0.25, 0.5, 0.25)
 
 
 def blend_weights(confidence, gamma: float = BLEND_GAMMA) -> np.ndarray:
@@ -74,6 +79,27 @@ def gradient_peaks(pyramid: Pyramid, xy, frame, k: int = BLEND_K) -> tuple[np.nd
     return ori, blend_weights(mass, GRADIENT_BLEND_GAMMA)
 
 
+def pool_sizes(
+    log2_scale, orientation, weights, octaves: float = POOL_OCTAVES
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Blend candidates ``(N, k)`` (log2 window scales, orientations, weights) pooled over sizes: each also at
+    ``log2_scale ± octaves``, as ``(N, 3k)`` arrays (the smaller windows first, then the given ones, then the
+    larger), weights multiplied by :data:`POOL_WEIGHTS` (so they still sum to 1 per keypoint)."""
+    s, o, w = (np.asarray(a, np.float64) for a in (log2_scale, orientation, weights))
+    if s.ndim != 2 or o.shape != s.shape or w.shape != s.shape:
+        raise InputError(
+            f"pool_sizes takes (N, k) scales, orientations and weights, got {s.shape}, {o.shape}, {w.shape}"
+        )
+    if not (isinstance(octaves, (int, float)) and np.isfinite(octaves) and 0 < octaves <= 2):
+        raise InputError(f"octaves must be a number in (0, 2], got {octaves!r}")
+    d = float(octaves)
+    return (
+        np.concatenate([s - d, s, s + d], 1),
+        np.tile(o, (1, 3)),
+        np.concatenate([f * w for f in POOL_WEIGHTS], 1),
+    )
+
+
 def closest_candidates(descriptors0, descriptors1, match) -> tuple[np.ndarray, np.ndarray]:
     """For each keypoint ``i`` of image 0 and its putative match ``match[i]`` in image 1, the candidates
     ``(a[i], b[i])`` whose descriptors agree best (largest dot product): ``descriptors0`` ``(N0, k, D)`` and
@@ -100,8 +126,11 @@ __all__ = [
     "BLEND_GAMMA",
     "BLEND_K",
     "GRADIENT_BLEND_GAMMA",
+    "POOL_OCTAVES",
+    "POOL_WEIGHTS",
     "blend_descriptors",
     "blend_weights",
     "closest_candidates",
     "gradient_peaks",
+    "pool_sizes",
 ]

@@ -31,6 +31,9 @@ gradient``      without one) and kornia's dominant gradient orientation (``Patch
                 on that patch
 ``dominant_     as ``dominant_gradient``, but one blended descriptor over the ``BLEND_K`` strongest peaks
 gradient_blend`` of the gradient histogram (:func:`patchpose.baselines.dominant_gradient_candidates`)
+``dominant_     as ``dominant_gradient_blend``, each peak also described on windows ``2**±0.5`` times as
+gradient_pooled large (domain-size pooling, :func:`~.blend.pool_sizes`): only for keypoints without a scale of
+_blend``        their own (corners, a file), at the fixed 16 px
 ``log+dominant_ hand-crafted scale and orientation: a scale-normalised LoG scale selection at the keypoint
 gradient``      (:func:`patchpose.baselines.log_scale_selection`, σ), a descriptor half-width of
                 ``2·SIFT_REGION·σ`` (SIFT's window per σ), and the dominant gradient orientation over a
@@ -77,7 +80,7 @@ from ..errors import InputError, is_int_in
 from ..geometry import apply_homography, pose_change
 from ..interop import from_cv2_keypoints
 from ..reading import strong_candidates
-from .blend import BLEND_GAMMA, BLEND_K, blend_descriptors, blend_weights, gradient_peaks
+from .blend import BLEND_GAMMA, BLEND_K, blend_descriptors, blend_weights, gradient_peaks, pool_sizes
 from .describe import Describer
 from .matcher import mutual_nn
 from .peers import Peers, affnet_orinet_frames, keynet_frames, orinet_orientations
@@ -96,7 +99,14 @@ SIFT_ROWS = ("sift", "sift_all", "sift_resolved_by_ours")
 KEYNET_ROWS = ("keynet",)
 HANDCRAFTED_ROWS = ("dominant_gradient", "log+dominant_gradient")
 #: rows of one blended descriptor per keypoint over several orientation candidates (:mod:`.blend`)
-BLEND_ROWS = ("ours_blend", "ours_scale_gradient_blend", "dominant_gradient_blend")
+BLEND_ROWS = (
+    "ours_blend",
+    "ours_scale_gradient_blend",
+    "dominant_gradient_blend",
+    "dominant_gradient_pooled_blend",
+)
+#: rows only for keypoints without a scale of their own (corners, a file): a fixed size pooled over sizes
+NO_SCALE_ROWS = ("dominant_gradient_pooled_blend",)
 #: rows cut at our scale (besides ``ours_topK``): they need our poses and widen our window (:func:`ours_window`)
 OUR_SCALE_ROWS = ("ours", "ours_adaptive", "ours_blend", "ours_scale_gradient_blend")
 #: rows that need the peers' weights (:mod:`patchpose.matching.peers`)
@@ -108,8 +118,9 @@ def pose_rows(
 ) -> tuple[str, ...]:
     """Row names in report order: without ``sift`` (keypoints that come without a pose: corners, Key.Net, a
     file), the rows that read SIFT's pose are left out, and with ``keynet`` (Key.Net detections) the row of
-    Key.Net's own scale is added; ``handcrafted`` adds the hand-crafted pose rows and ``peers`` those of the
-    peers (:data:`PEER_ROWS`)."""
+    Key.Net's own scale is added; ``handcrafted`` adds the hand-crafted pose rows (with neither, for
+    keypoints without a scale, :data:`NO_SCALE_ROWS` too) and ``peers`` those of the peers
+    (:data:`PEER_ROWS`)."""
     rows = (
         "lower",
         "sift",
@@ -122,12 +133,16 @@ def pose_rows(
         "ours_scale_gradient_blend",
         "ours_angle",
         "sift_resolved_by_ours",
-        *((*HANDCRAFTED_ROWS, "dominant_gradient_blend") if handcrafted else ()),
+        *((*HANDCRAFTED_ROWS, "dominant_gradient_blend", *NO_SCALE_ROWS) if handcrafted else ()),
         *(PEER_ROWS if peers else ()),
         "upper",
     )
     return tuple(
-        r for r in rows if (sift or r not in SIFT_ROWS) and ((keynet and not sift) or r not in KEYNET_ROWS)
+        r
+        for r in rows
+        if (sift or r not in SIFT_ROWS)
+        and ((keynet and not sift) or r not in KEYNET_ROWS)
+        and (not (sift or keynet) or r not in NO_SCALE_ROWS)
     )
 
 
@@ -375,7 +390,8 @@ def blend_candidates(
     the first ``BLEND_K`` of ``ours``' top-k candidates (a read of fewer is an error), weighted by
     :func:`~.blend.blend_weights` (:data:`~.blend.BLEND_GAMMA`); ``dominant_gradient_blend``: the detector's
     scale and the gradient histogram's peaks there (:func:`~.blend.gradient_peaks`);
-    ``ours_scale_gradient_blend``: the same at our scale's window."""
+    ``ours_scale_gradient_blend``: the same at our scale's window; ``dominant_gradient_pooled_blend``: the
+    ``dominant_gradient_blend`` candidates each at three sizes, ``(N, 3·BLEND_K)`` (:func:`~.blend.pool_sizes`)."""
     k = BLEND_K
     if row == "ours_blend":
         if ours is None or np.ndim(ours.orientation) != 2:
@@ -388,6 +404,8 @@ def blend_candidates(
         scale = np.asarray(ours.scale)[:, :1] + ours_window(row, descriptor_region)
         w = blend_weights(ours.confidence[:, :k], BLEND_GAMMA)
         return np.repeat(scale, k, 1), ours.orientation[:, :k], w
+    if row == "dominant_gradient_pooled_blend":
+        return pool_sizes(*blend_candidates("dominant_gradient_blend", feats, ours, descriptor_region))
     if row == "dominant_gradient_blend":
         frame = feats.frame
     elif row == "ours_scale_gradient_blend":
