@@ -149,3 +149,7 @@ def test_cli_generate_zoom_writes_viewpoint_sequences_only(tmp_path, capsys):
     err = capsys.readouterr().err.strip()
     assert "--zoom makes viewpoint sequences only" in err and len(err.splitlines()) == 1
     assert not (tmp_path / "z2").exists()
+    turn = [a for a in argv if a != "--zoom"] + ["--turn"]
+    assert main([*turn, "--out", str(tmp_path / "t"), "--no-progress"]) == 0
+    m = json.loads((tmp_path / "t" / "manifest.json").read_text())
+    assert m["kinds"] == "v" and m["config"]["turn_exact"] and m["config"]["max_zoom_octaves"] == 0.0

@@ -11,6 +11,7 @@ import pytest
 
 from conftest import make_hpatches_replica, make_rgb_image
 from patchpose.data.hpatches import (
+    TURN_SETTINGS,
     ZOOM_SETTINGS,
     HPatchesGenConfig,
     generate_hpatches,
@@ -169,6 +170,21 @@ def test_zoom_sequences_zoom_by_exactly_their_step(tmp_path):
         generate_hpatches(
             [photo], tmp_path / "hp", HPatchesGenConfig(max_side=128, targets=1, zoom_exact=True)
         )
+
+
+def test_turned_sequences_turn_by_exactly_their_step():
+    """``--turn``: image k is turned about the centre by exactly ±30°·(k−1), both ways occur, with no zoom."""
+    cfg = HPatchesGenConfig(**TURN_SETTINGS)
+    rng = np.random.default_rng(0)
+    centre = np.array([[319.5, 239.5]])
+    ways = set()
+    for step in range(1, 6):
+        for _ in range(10):
+            ds, do, ok = pose_change(random_viewpoint_homography(rng, (480, 640), step, cfg), centre)
+            turn = (np.degrees(do[0]) + 180) % 360 - 180
+            assert ok[0] and abs(ds[0]) < 1e-6 and abs(abs(turn) - 30.0 * step) < 1e-4
+            ways.add(np.sign(turn))
+    assert ways == {-1.0, 1.0}
 
 
 def test_pooled_seeds_are_linked_by_seed_and_evaluated_by_photo(tmp_path, capsys):

@@ -78,16 +78,17 @@ def generate_merge_command(a: argparse.Namespace) -> int:
 
 
 def generate_hpatches_command(a: argparse.Namespace) -> int:
-    from ..data.hpatches import ZOOM_SETTINGS, HPatchesGenConfig, generate_hpatches
+    from ..data.hpatches import TURN_SETTINGS, ZOOM_SETTINGS, HPatchesGenConfig, generate_hpatches
     from ..data.photos import photos_of
     from ..errors import InputError
 
     photos = photos_of(a.images, a.split if a.split != "all" else None)
-    kinds = a.kinds or ("v" if a.zoom else "vi")
-    if a.zoom and kinds != "v":
-        raise InputError(f"--zoom makes viewpoint sequences only (--kinds v), got --kinds {kinds}")
-    zoom = ZOOM_SETTINGS if a.zoom else {}
-    cfg = HPatchesGenConfig(max_side=a.max_side, targets=a.targets, seed=a.seed, **zoom)
+    preset = "--zoom" if a.zoom else "--turn" if a.turn else None
+    kinds = a.kinds or ("v" if preset else "vi")
+    if preset and kinds != "v":
+        raise InputError(f"{preset} makes viewpoint sequences only (--kinds v), got --kinds {kinds}")
+    settings = ZOOM_SETTINGS if a.zoom else TURN_SETTINGS if a.turn else {}
+    cfg = HPatchesGenConfig(max_side=a.max_side, targets=a.targets, seed=a.seed, **settings)
     names = generate_hpatches(photos, a.out, cfg, kinds=kinds, progress=not a.no_progress)
     print(f"wrote {len(names)} sequences and manifest.json to {a.out}")
     return 0
@@ -194,11 +195,20 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         help="photos of this split, or all the folder's photos",
     )
     gh.add_argument("--out", required=True)
-    gh.add_argument("--kinds", help="'v' viewpoint, 'i' illumination, or both (default; with --zoom: v)")
+    gh.add_argument(
+        "--kinds", help="'v' viewpoint, 'i' illumination, or both (default; with --zoom or --turn: v)"
+    )
     gh.add_argument("--targets", type=int, default=5, help="images per sequence besides image 1")
     gh.add_argument("--max-side", type=int, default=640)
     gh.add_argument("--seed", type=int, default=0)
-    gh.add_argument(
+    geometry = gh.add_mutually_exclusive_group()
+    geometry.add_argument(
+        "--turn",
+        action="store_true",
+        help="viewpoint sequences of turned photos: image k turned by exactly ±30°·(k−1) (image 6 by 150°), no "
+        "zoom, no perspective (with --kinds v)",
+    )
+    geometry.add_argument(
         "--zoom",
         action="store_true",
         help="viewpoint sequences where scale matters: image k zoomed by exactly 2^±0.4·(k−1) (image 6 by 4× "

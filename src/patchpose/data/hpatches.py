@@ -161,11 +161,16 @@ class HPatchesGenConfig:
     seed: int = 0
     # True: image k is zoomed by exactly 2^±max_zoom_octaves·(k−1) (in or out, drawn), not by up to it
     zoom_exact: bool = False
+    # True: image k is turned by exactly ±max_rotation_deg·(k−1) (either way, drawn), not by up to it
+    turn_exact: bool = False
 
 
 #: ``patchpose generate hpatches --zoom``: viewpoint sequences where scale matters: image k zoomed by exactly
 #: 2^±0.4·(k−1) (in or out; image 6 by 4× or 1/4), turned by up to ±3°·(k−1), corners moved by up to 1 %·(k−1)
 ZOOM_SETTINGS = {"max_zoom_octaves": 0.4, "zoom_exact": True, "max_rotation_deg": 3.0, "perspective": 0.01}
+#: ``patchpose generate hpatches --turn``: turned photos: image k turned by exactly ±30°·(k−1) (either way; image 6 by
+#: 150°), no zoom, no perspective
+TURN_SETTINGS = {"max_rotation_deg": 30.0, "turn_exact": True, "max_zoom_octaves": 0.0, "perspective": 0.0}
 
 
 def _sequence_rng(cfg: HPatchesGenConfig, name: str) -> np.random.Generator:
@@ -177,10 +182,12 @@ def random_viewpoint_homography(
     rng: np.random.Generator, shape, step: int, cfg: HPatchesGenConfig
 ) -> np.ndarray:
     """A homography about the image centre: rotation, zoom and perspective that grow with ``step`` (the zoom
-    exactly ``2**±(max_zoom_octaves · step)`` with ``cfg.zoom_exact``)."""
+    exactly ``2**±(max_zoom_octaves · step)`` with ``cfg.zoom_exact``, the turn exactly ``±max_rotation_deg · step``
+    with ``cfg.turn_exact``)."""
     h, w = shape[:2]
     c = np.array([(w - 1) / 2.0, (h - 1) / 2.0])
-    ang = np.radians(rng.uniform(-1, 1) * cfg.max_rotation_deg * step)
+    turn = rng.choice([-1.0, 1.0]) if cfg.turn_exact else rng.uniform(-1, 1)
+    ang = np.radians(turn * cfg.max_rotation_deg * step)
     sign = rng.choice([-1.0, 1.0]) if cfg.zoom_exact else rng.uniform(-1, 1)
     zoom = 2.0 ** (sign * cfg.max_zoom_octaves * step)
     R = zoom * np.array([[np.cos(ang), np.sin(ang)], [-np.sin(ang), np.cos(ang)]])  # CCW as displayed
