@@ -134,29 +134,28 @@ def test_generator_resume_refuses_other_settings_or_moved_names(tmp_path):
         generate_hpatches([ab], tmp_path / "hp2", cfg, kinds="v", progress=False)
 
 
+def centre_changes(cfg: HPatchesGenConfig, draws: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Steps 1–5, ``draws`` homographies each (seed 0): each one's step, scale change (octaves) and turn
+    (degrees in [−180, 180)) at the centre of a 640×480 image."""
+    rng = np.random.default_rng(0)
+    steps = np.repeat(np.arange(1, 6), draws)
+    out = [pose_change(random_viewpoint_homography(rng, (480, 640), k, cfg), [[319.5, 239.5]]) for k in steps]
+    assert all(ok[0] for _, _, ok in out)
+    ds = np.array([d[0] for d, _, _ in out])
+    turn = (np.degrees([o[0] for _, o, _ in out]) + 180) % 360 - 180
+    return steps, ds, turn
+
+
 def test_zoom_sequences_zoom_by_exactly_their_step(tmp_path):
     """``--zoom``: image k's scale change at the image centre is ±0.4·(k−1) octaves exactly (without the
     preset's 1 % perspective), both signs occur, the turn stays within ±3°·(k−1); the mixed default draws zooms
     anywhere up to its bound. A folder made before ``zoom_exact`` existed resumes (its manifest lacks it)."""
     cfg = HPatchesGenConfig(**{**ZOOM_SETTINGS, "perspective": 0.0})  # the preset's 1 % moves it < 0.1
-    rng = np.random.default_rng(0)
-    centre = np.array([[319.5, 239.5]])
-    signs = set()
-    for step in range(1, 6):
-        for _ in range(20):
-            ds, do, ok = pose_change(random_viewpoint_homography(rng, (480, 640), step, cfg), centre)
-            assert (
-                ok[0]
-                and abs(abs(ds[0]) - 0.4 * step) < 1e-6
-                and abs((np.degrees(do[0]) + 180) % 360 - 180) < 3.0 * step + 1
-            )
-            signs.add(np.sign(ds[0]))
-    assert signs == {-1.0, 1.0}
-    mixed = [
-        pose_change(random_viewpoint_homography(rng, (480, 640), 5, HPatchesGenConfig()), centre)[0][0]
-        for _ in range(50)
-    ]
-    assert np.ptp(np.abs(mixed)) > 0.5  # the default's zooms are spread, not one magnitude
+    step, ds, turn = centre_changes(cfg, 20)
+    assert np.abs(np.abs(ds) - 0.4 * step).max() < 1e-6 and (np.abs(turn) < 3.0 * step + 1).all()
+    assert set(np.sign(ds)) == {-1.0, 1.0}
+    _, mixed, _ = centre_changes(HPatchesGenConfig(), 10)
+    assert np.ptp(np.abs(mixed[-10:])) > 0.5  # the default's zooms (step 5) are spread, not one magnitude
     photo = tmp_path / "p.png"
     cv2.imwrite(str(photo), make_rgb_image(160))
     old = HPatchesGenConfig(max_side=128, targets=1)
@@ -174,17 +173,9 @@ def test_zoom_sequences_zoom_by_exactly_their_step(tmp_path):
 
 def test_turned_sequences_turn_by_exactly_their_step():
     """``--turn``: image k is turned about the centre by exactly ±30°·(k−1), both ways occur, with no zoom."""
-    cfg = HPatchesGenConfig(**TURN_SETTINGS)
-    rng = np.random.default_rng(0)
-    centre = np.array([[319.5, 239.5]])
-    ways = set()
-    for step in range(1, 6):
-        for _ in range(10):
-            ds, do, ok = pose_change(random_viewpoint_homography(rng, (480, 640), step, cfg), centre)
-            turn = (np.degrees(do[0]) + 180) % 360 - 180
-            assert ok[0] and abs(ds[0]) < 1e-6 and abs(abs(turn) - 30.0 * step) < 1e-4
-            ways.add(np.sign(turn))
-    assert ways == {-1.0, 1.0}
+    step, ds, turn = centre_changes(HPatchesGenConfig(**TURN_SETTINGS), 10)
+    assert np.abs(ds).max() < 1e-6 and np.abs(np.abs(turn) - 30.0 * step).max() < 1e-4
+    assert set(np.sign(turn)) == {-1.0, 1.0}
 
 
 def test_pooled_seeds_are_linked_by_seed_and_evaluated_by_photo(tmp_path, capsys):
