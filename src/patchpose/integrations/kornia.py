@@ -202,8 +202,9 @@ def describe_blended(img: torch.Tensor, laf: torch.Tensor, descriptor: nn.Module
     ``(1, N, D)`` float32. Each LAF keeps its scale and shape; only its orientation is set. Meant for
     similarity LAFs (isotropic: a detector's scale and angle): the histogram is read on an isotropic disc, so for
     affine frames (AffNet's) the peaks are those of the image, not of the affine-normalised patch. For keypoints
-    with a scale of their own (Key.Net's LAFs, say); with mutual nearest-neighbour matching (AdaLAM ranks its
-    seeds by the descriptors' ratio, which a blend makes less distinctive: docs/peers.md).
+    with a scale of their own (Key.Net's LAFs, say); with mutual nearest-neighbour matching (AdaLAM, given each
+    LAF's strongest peak, rejects the matches whose strongest peaks differ, which are those a blend wins:
+    docs/peers.md).
 
     Args:
         img: ``(1, 1 or 3, H, W)`` float image in [0, 1], as ``descriptor`` takes it.

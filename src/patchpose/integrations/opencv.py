@@ -26,6 +26,7 @@ from ..matching.blend import (
     BLEND_K,
     blend_descriptors,
     blend_weights,
+    check_pool_octaves,
     gradient_peaks,
     pool_sizes,
 )
@@ -178,12 +179,12 @@ def compute_blended(
         ``(keypoints, descriptors)``: one ``cv2.KeyPoint`` per input (our or its size, the strongest
         candidate's angle) and ``(N, D)`` float32 unit-length descriptors.
     """
-    check_image_shape(image)
+    shape = check_image_shape(image)
     k = BLEND_K
     if orientations not in ("gradient", "ours"):
         raise InputError(f"orientations must be 'gradient' or 'ours', got {orientations!r}")
     if pool_octaves != 0.0:
-        pool_sizes(np.zeros((0, 1)), np.zeros((0, 1)), np.zeros((0, 1)), pool_octaves)  # checks it, one line
+        check_pool_octaves(pool_octaves)
     if not callable(getattr(extractor, "compute", None)):
         raise InputError("extractor must have a compute(image, keypoints) method, e.g. cv2.SIFT_create()")
     if keypoints is None:
@@ -193,7 +194,6 @@ def compute_blended(
         return [], np.zeros((0, max(int(getattr(extractor, "descriptorSize", lambda: 0)()), 0)), np.float32)
     if not all(isinstance(p, cv2.KeyPoint) for p in kps):
         raise InputError("keypoints must be cv2.KeyPoint objects")
-    shape = check_image_shape(image)
     xy = check_keypoints(keypoint_xy(kps, xy_bias, shape), shape)  # inside the image, even without the model
     n = len(kps)
     # the model is loaded only where it is read: not for the gradient's peaks at the keypoints' own size

@@ -79,6 +79,13 @@ def gradient_peaks(pyramid: Pyramid, xy, frame, k: int = BLEND_K) -> tuple[np.nd
     return ori, blend_weights(mass, GRADIENT_BLEND_GAMMA)
 
 
+def check_pool_octaves(octaves) -> float:
+    """``octaves`` as a float, or an :class:`InputError` unless it is a number in (0, 2]."""
+    if not (isinstance(octaves, (int, float)) and np.isfinite(octaves) and 0 < octaves <= 2):
+        raise InputError(f"octaves must be a number in (0, 2], got {octaves!r}")
+    return float(octaves)
+
+
 def pool_sizes(
     log2_scale, orientation, weights, octaves: float = POOL_OCTAVES
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -90,9 +97,7 @@ def pool_sizes(
         raise InputError(
             f"pool_sizes takes (N, k) scales, orientations and weights, got {s.shape}, {o.shape}, {w.shape}"
         )
-    if not (isinstance(octaves, (int, float)) and np.isfinite(octaves) and 0 < octaves <= 2):
-        raise InputError(f"octaves must be a number in (0, 2], got {octaves!r}")
-    d = float(octaves)
+    d = check_pool_octaves(octaves)
     return (
         np.concatenate([s - d, s, s + d], 1),
         np.tile(o, (1, 3)),
@@ -130,6 +135,7 @@ __all__ = [
     "POOL_WEIGHTS",
     "blend_descriptors",
     "blend_weights",
+    "check_pool_octaves",
     "closest_candidates",
     "gradient_peaks",
     "pool_sizes",

@@ -470,6 +470,7 @@ def describe_rows(
         if est is None:
             raise InputError("rows 'ours'/'ours_topK' need an estimator")
         ours = est.estimate(feats.image, feats.xy, top_k=cfg.top_k)
+    region = est.plan.descriptor_region if est is not None else 1.0  # our window (ours_window)
     out = {}
     for row in rows:
         if len(feats) == 0:
@@ -483,12 +484,11 @@ def describe_rows(
             out[row] = affine_descriptors(feats, describer, peers).reshape(len(feats), 1, -1)
             continue
         elif row in BLEND_ROWS:
-            region = est.plan.descriptor_region if est is not None else 1.0
             out[row] = blended_descriptors(row, feats, describer, ours, region)[:, None]
             continue
         else:
             s, o = keypoint_poses(row, feats, ours, H_from_1, cfg.top_k, peers)
-            s = s + ours_window(row, est.plan.descriptor_region if est is not None else 1.0)
+            s = s + ours_window(row, region)
         k = s.shape[1]
         d = describer.describe(feats.pyramid, np.repeat(feats.xy, k, 0), s.reshape(-1), o.reshape(-1))
         out[row] = d.reshape(len(feats), k, -1)

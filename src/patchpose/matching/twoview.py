@@ -141,18 +141,23 @@ def to_lafs(xy: np.ndarray, log2_scale: np.ndarray, theta: np.ndarray) -> torch.
     return to_laf(xy, log2_scale, theta)
 
 
-def adalam_matches(d1, d2, lafs1, lafs2, hw1, hw2, checks: bool = True) -> np.ndarray:
-    """kornia AdaLAM on ``(N, D)`` descriptors; ``(M, 2)`` index pairs."""
-    KF = require("kornia.feature", "kornia")
-    from kornia.feature.adalam import get_adalam_default_config
-
-    if len(d1) < 2 or len(d2) < 2:
-        return np.zeros((0, 2), np.int64)
-    cfg = get_adalam_default_config()
+def _adalam_config(checks: bool) -> dict:
+    """kornia AdaLAM's default config on the CPU; ``checks=False``: its orientation and scale checks off."""
+    cfg = require("kornia.feature.adalam", "kornia").get_adalam_default_config()
     cfg["device"] = torch.device("cpu")
     if not checks:
         cfg["orientation_difference_threshold"] = None
         cfg["scale_rate_threshold"] = None
+    return cfg
+
+
+def adalam_matches(d1, d2, lafs1, lafs2, hw1, hw2, checks: bool = True) -> np.ndarray:
+    """kornia AdaLAM on ``(N, D)`` descriptors; ``(M, 2)`` index pairs."""
+    KF = require("kornia.feature", "kornia")
+
+    if len(d1) < 2 or len(d2) < 2:
+        return np.zeros((0, 2), np.int64)
+    cfg = _adalam_config(checks)
     with torch.inference_mode():
         _, idx = KF.match_adalam(
             torch.from_numpy(np.ascontiguousarray(d1, np.float32)),
@@ -196,11 +201,7 @@ def adalam_blend_matches(
     d0, d1 = blend_descriptors(candidates0, weights0), blend_descriptors(candidates1, weights1)
     if len(d0) < 2 or len(d1) < 2:
         return np.zeros((0, 2), np.int64)
-    cfg = adalam.get_adalam_default_config()
-    cfg["device"] = torch.device("cpu")
-    if not checks:
-        cfg["orientation_difference_threshold"] = None
-        cfg["scale_rate_threshold"] = None
+    cfg = _adalam_config(checks)
     with torch.inference_mode():
         dist = torch.cdist(torch.from_numpy(d0), torch.from_numpy(d1)).square()
         dd, nn = torch.topk(dist, 2, dim=1, largest=False)
@@ -391,21 +392,19 @@ def match_two_views(
         return to_lafs(f.xy, *frame_poses(f, apose, ours, peers, cfg.descriptor_region))
 
     if _ROW[dpose] in BLEND_ROWS and apose == dpose and cfg.matcher == "adalam":
-        c = [
-            candidate_descriptors(_ROW[dpose], f, describer, o, cfg.descriptor_region)
-            for f, o in ((f0, ours0), (f1, ours1))
-        ]
+        s0, o0, w0, c0 = candidate_descriptors(_ROW[dpose], f0, describer, ours0, cfg.descriptor_region)
+        s1, o1, w1, c1 = candidate_descriptors(_ROW[dpose], f1, describer, ours1, cfg.descriptor_region)
         return adalam_blend_matches(
-            c[0][3],
-            c[1][3],
-            c[0][2],
-            c[1][2],
+            c0,
+            c1,
+            w0,
+            w1,
             f0.xy,
             f1.xy,
-            c[0][1],
-            c[1][1],
-            c[0][0][:, 0],
-            c[1][0][:, 0],
+            o0,
+            o1,
+            s0[:, 0],
+            s1[:, 0],
             f0.pyramid.shape,
             f1.pyramid.shape,
             checks=cfg.adalam_checks,
