@@ -7,6 +7,7 @@ import json
 
 import cv2
 import numpy as np
+import pytest
 
 from conftest import make_rgb_image
 
@@ -153,3 +154,11 @@ def test_cli_generate_zoom_writes_viewpoint_sequences_only(tmp_path, capsys):
     assert main([*turn, "--out", str(tmp_path / "t"), "--no-progress"]) == 0
     m = json.loads((tmp_path / "t" / "manifest.json").read_text())
     assert m["kinds"] == "v" and m["config"]["turn_exact"] and m["config"]["max_zoom_octaves"] == 0.0
+    tilt = [a for a in argv if a != "--zoom"] + ["--tilt"]
+    assert main([*tilt, "--out", str(tmp_path / "s"), "--no-progress"]) == 0
+    m = json.loads((tmp_path / "s" / "manifest.json").read_text())
+    assert m["kinds"] == "v" and m["config"]["tilt_octaves"] == 0.25 and not m["config"]["turn_exact"]
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as e:  # one preset at a time (argparse's usage error)
+        main([*tilt, "--turn", "--out", str(tmp_path / "s2")])
+    assert e.value.code == 2 and "not allowed with argument" in capsys.readouterr().err

@@ -171,6 +171,35 @@ def test_zoom_sequences_zoom_by_exactly_their_step(tmp_path):
         )
 
 
+def test_tilted_sequences_squeeze_by_exactly_their_step():
+    """``--tilt``: image k's local map at the centre has singular values 1 and 2^−0.25·(k−1) exactly (a squeeze
+    across one direction, no zoom along the other), the squeezed direction varies between draws, and the turn
+    stays within ±3°·(k−1). Without a tilt the draws are those of before (the default's homographies unchanged)."""
+    from patchpose.data.hpatches import TILT_SETTINGS
+    from patchpose.geometry import homography_jacobian
+
+    rng = np.random.default_rng(0)
+    cfg = HPatchesGenConfig(**TILT_SETTINGS)
+    dirs = []
+    for step in range(1, 6):
+        for _ in range(10):
+            J = homography_jacobian(
+                random_viewpoint_homography(rng, (480, 640), step, cfg), [[319.5, 239.5]]
+            )[0]
+            U, sv, Vt = np.linalg.svd(J)
+            assert np.allclose(sv, [1.0, 2.0 ** (-0.25 * step)], atol=1e-6)
+            dirs.append(np.degrees(np.arctan2(Vt[1, 1], Vt[1, 0])) % 180)  # the squeezed direction
+    assert np.ptp(dirs) > 90
+    _, _, turn = centre_changes(cfg, 10)
+    steps = np.repeat(np.arange(1, 6), 10)
+    assert (np.abs(turn) < 3.0 * steps + 1).all()
+    a = random_viewpoint_homography(np.random.default_rng(3), (480, 640), 2, HPatchesGenConfig())
+    b = random_viewpoint_homography(
+        np.random.default_rng(3), (480, 640), 2, HPatchesGenConfig(tilt_octaves=0.0)
+    )
+    assert np.array_equal(a, b)
+
+
 def test_turned_sequences_turn_by_exactly_their_step():
     """``--turn``: image k is turned about the centre by exactly ±30°·(k−1), both ways occur, with no zoom."""
     step, ds, turn = centre_changes(HPatchesGenConfig(**TURN_SETTINGS), 10)

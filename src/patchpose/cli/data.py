@@ -78,16 +78,22 @@ def generate_merge_command(a: argparse.Namespace) -> int:
 
 
 def generate_hpatches_command(a: argparse.Namespace) -> int:
-    from ..data.hpatches import TURN_SETTINGS, ZOOM_SETTINGS, HPatchesGenConfig, generate_hpatches
+    from ..data.hpatches import (
+        TILT_SETTINGS,
+        TURN_SETTINGS,
+        ZOOM_SETTINGS,
+        HPatchesGenConfig,
+        generate_hpatches,
+    )
     from ..data.photos import photos_of
     from ..errors import InputError
 
     photos = photos_of(a.images, a.split if a.split != "all" else None)
-    preset = "--zoom" if a.zoom else "--turn" if a.turn else None
+    preset = "--zoom" if a.zoom else "--turn" if a.turn else "--tilt" if a.tilt else None
     kinds = a.kinds or ("v" if preset else "vi")
     if preset and kinds != "v":
         raise InputError(f"{preset} makes viewpoint sequences only (--kinds v), got --kinds {kinds}")
-    settings = ZOOM_SETTINGS if a.zoom else TURN_SETTINGS if a.turn else {}
+    settings = ZOOM_SETTINGS if a.zoom else TURN_SETTINGS if a.turn else TILT_SETTINGS if a.tilt else {}
     cfg = HPatchesGenConfig(max_side=a.max_side, targets=a.targets, seed=a.seed, **settings)
     names = generate_hpatches(photos, a.out, cfg, kinds=kinds, progress=not a.no_progress)
     print(f"wrote {len(names)} sequences and manifest.json to {a.out}")
@@ -213,6 +219,13 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         action="store_true",
         help="viewpoint sequences where scale matters: image k zoomed by exactly 2^±0.4·(k−1) (image 6 by 4× "
         "or 1/4), turned by up to ±3°·(k−1), little perspective (with --kinds v)",
+    )
+    geometry.add_argument(
+        "--tilt",
+        action="store_true",
+        help="viewpoint sequences seen at a slant, where a keypoint's shape matters: image k squeezed by "
+        "exactly 2^0.25·(k−1) across a drawn direction (image 6 by 2.4×), turned by up to ±3°·(k−1), no zoom "
+        "(with --kinds v)",
     )
     gh.add_argument("--no-progress", action="store_true")
     gh.set_defaults(func=generate_hpatches_command)

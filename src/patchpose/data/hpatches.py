@@ -163,6 +163,9 @@ class HPatchesGenConfig:
     zoom_exact: bool = False
     # True: image k is turned by exactly ±max_rotation_deg·(k−1) (either way, drawn), not by up to it
     turn_exact: bool = False
+    # > 0: image k is also seen at a slant: squeezed by exactly 2**(tilt_octaves·(k−1)) across a drawn direction
+    # (an affine tilt, as a plane turned away from the camera by arccos(2**−tilt_octaves·(k−1)) looks from afar)
+    tilt_octaves: float = 0.0
 
 
 #: ``patchpose generate hpatches --zoom``: viewpoint sequences where scale matters: image k zoomed by exactly
@@ -171,6 +174,10 @@ ZOOM_SETTINGS = {"max_zoom_octaves": 0.4, "zoom_exact": True, "max_rotation_deg"
 #: ``patchpose generate hpatches --turn``: turned photos: image k turned by exactly ±30°·(k−1) (either way; image 6 by
 #: 150°), no zoom, no perspective
 TURN_SETTINGS = {"max_rotation_deg": 30.0, "turn_exact": True, "max_zoom_octaves": 0.0, "perspective": 0.0}
+#: ``patchpose generate hpatches --tilt``: photos seen at a slant, where a keypoint's shape matters: image k squeezed
+#: by exactly 2^0.25·(k−1) across a drawn direction (image 6 by 2.4×: a plane turned 65° away), turned by up to
+#: ±3°·(k−1), no zoom, no perspective
+TILT_SETTINGS = {"tilt_octaves": 0.25, "max_rotation_deg": 3.0, "max_zoom_octaves": 0.0, "perspective": 0.0}
 
 
 def _sequence_rng(cfg: HPatchesGenConfig, name: str) -> np.random.Generator:
@@ -183,7 +190,8 @@ def random_viewpoint_homography(
 ) -> np.ndarray:
     """A homography about the image centre: rotation, zoom and perspective that grow with ``step`` (the zoom
     exactly ``2**±(max_zoom_octaves · step)`` with ``cfg.zoom_exact``, the turn exactly ``±max_rotation_deg · step``
-    with ``cfg.turn_exact``)."""
+    with ``cfg.turn_exact``); with ``cfg.tilt_octaves``, first a squeeze by exactly ``2**(tilt_octaves · step)``
+    across a direction drawn uniformly."""
     h, w = shape[:2]
     c = np.array([(w - 1) / 2.0, (h - 1) / 2.0])
     turn = rng.choice([-1.0, 1.0]) if cfg.turn_exact else rng.uniform(-1, 1)
@@ -191,6 +199,10 @@ def random_viewpoint_homography(
     sign = rng.choice([-1.0, 1.0]) if cfg.zoom_exact else rng.uniform(-1, 1)
     zoom = 2.0 ** (sign * cfg.max_zoom_octaves * step)
     R = zoom * np.array([[np.cos(ang), np.sin(ang)], [-np.sin(ang), np.cos(ang)]])  # CCW as displayed
+    if cfg.tilt_octaves > 0:  # drawn only then, so that the other presets' sequences stay as they were
+        phi = rng.uniform(0.0, np.pi)
+        u = np.array([np.cos(phi), np.sin(phi)])  # the direction squeezed
+        R = R @ (np.eye(2) - (1.0 - 2.0 ** -(cfg.tilt_octaves * step)) * np.outer(u, u))
     src = np.array([[0, 0], [w - 1, 0], [w - 1, h - 1], [0, h - 1]], np.float64)
     dst = (src - c) @ R.T + c
     dst += rng.uniform(-1, 1, size=(4, 2)) * cfg.perspective * step * min(h, w)
