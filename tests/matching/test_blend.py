@@ -8,7 +8,14 @@ import pytest
 from patchpose.baselines import dominant_gradient_candidates, dominant_gradient_orientation
 from patchpose.conventions import angle_diff
 from patchpose.errors import InputError
-from patchpose.matching.blend import blend_descriptors, blend_weights, closest_candidates, pool_sizes
+from patchpose.matching.blend import (
+    affine_parts,
+    blend_descriptors,
+    blend_weights,
+    closest_candidates,
+    pool_sizes,
+    turned_shapes,
+)
 
 
 def test_blend_weights_are_peak_masses_to_the_power_gamma():
@@ -117,3 +124,46 @@ def test_pool_sizes_adds_a_smaller_and_a_larger_window_per_candidate():
             pool_sizes(s, o, w, bad)
     with pytest.raises(InputError, match=r"\(N, k\)"):
         pool_sizes(s, o[:, :1], w, 0.5)
+
+
+def test_affine_parts_split_scale_from_shape_and_refuse_bad_frames():
+    a = np.array([[[32.0, 0.0], [0.0, 32.0]], [[24.0, 0.0], [8.0, 96.0]]])  # det 1024 and 2304
+    s, p = affine_parts(a)
+    np.testing.assert_allclose(s, [1.0, math.log2(48.0 / 16.0)])
+    np.testing.assert_allclose(np.linalg.det(p), [1.0, 1.0])
+    np.testing.assert_allclose(16.0 * np.exp2(s)[:, None, None] * p, a)
+    for bad in (np.array([[[1.0, 0.0], [0.0, -1.0]]]), np.full((1, 2, 2), np.nan), np.eye(2)):
+        with pytest.raises(InputError, match="affine frames"):
+            affine_parts(bad)
+
+
+def test_turned_shapes_turn_the_affine_normalised_patch_in_its_own_frame(textured_image):
+    """With the identity shape, the turned shape cut at orientation 0 is the patch at that orientation; with
+    an affine shape P, the content warped by P about the keypoint, read through P, gives back the patches and
+    the gradient peaks of the unwarped image (so an orientation read in the normalised frame is the same
+    whatever the slant)."""
+    import cv2
+
+    from patchpose.data.patches import Pyramid, extract_patches
+    from patchpose.matching.blend import gradient_peaks
+
+    pyr = Pyramid(textured_image)
+    xy = np.array([[150.0, 170.0], [230.0, 210.0], [200.0, 240.0]])
+    zero, theta = np.zeros(3), np.array([0.4, 2.0, 4.0])
+    eye = np.repeat(np.eye(2)[None], 3, 0)
+    turned = turned_shapes(eye, theta[:, None])[:, 0]
+    np.testing.assert_allclose(
+        extract_patches(pyr, xy, zero, zero, shape=turned), extract_patches(pyr, xy, zero, theta), atol=1e-5
+    )
+    P = np.array([[1.5, 0.0], [0.4, 1 / 1.5]])  # upright, det 1 (AffNet's form)
+    c = np.array([200.0, 200.0])
+    M = np.hstack([P, (c - P @ c)[:, None]])  # content warped by P about c
+    warped = cv2.warpAffine(textured_image, M, textured_image.shape[::-1], flags=cv2.INTER_CUBIC)
+    wxy = (xy - c) @ P.T + c
+    shapes = np.repeat(P[None], 3, 0)
+    ori0, _ = gradient_peaks(pyr, xy, zero)
+    ori1, _ = gradient_peaks(Pyramid(warped), wxy, zero, shape=shapes)
+    assert np.abs(np.degrees(angle_diff(ori1[:, 0], ori0[:, 0]))).max() < 2.0  # 27° off without the shape
+    p0 = extract_patches(pyr, xy, zero, theta)
+    p1 = extract_patches(Pyramid(warped), wxy, zero, zero, shape=turned_shapes(shapes, theta[:, None])[:, 0])
+    assert np.corrcoef(p0.ravel(), p1.ravel())[0, 1] > 0.99  # 0.32 for R(θ)·P

@@ -763,6 +763,7 @@ ROW_LABELS = {
     "log+dominant_gradient": "LoG scale + dominant gradient orientation (hand-crafted)",
     "orinet": "OriNet orientation (kornia), detector's scale",
     "affnet+orinet": "AffNet shape + OriNet orientation (kornia), detector's scale",
+    "affnet_pooled_blend": "AffNet shape (kornia), one descriptor blended over the gradient's top-4 peaks in its frame, each at 3 sizes",
     "upper": "upper (pose from H)",
 }
 

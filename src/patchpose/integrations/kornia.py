@@ -34,7 +34,14 @@ from ..conventions import REFERENCE_RADIUS, TWO_PI
 from ..errors import InputError, require
 from ..estimator import EstimatorLike, as_estimator
 from ..interop import check_laf
-from ..matching.blend import BLEND_K, blend_descriptors, gradient_peaks
+from ..matching.blend import (
+    BLEND_K,
+    affine_parts,
+    blend_descriptors,
+    check_pool_octaves,
+    gradient_peaks,
+    pool_sizes,
+)
 
 
 class LAFPoseAssigner(nn.Module):
@@ -194,22 +201,29 @@ def kornia_angle_detector(estimator: EstimatorLike = None) -> PatchAngleDetector
     return PatchAngleDetector(estimator)
 
 
-def describe_blended(img: torch.Tensor, laf: torch.Tensor, descriptor: nn.Module) -> torch.Tensor:
+def describe_blended(
+    img: torch.Tensor, laf: torch.Tensor, descriptor: nn.Module, pool_octaves: float | None = None
+) -> torch.Tensor:
     """One blended descriptor per LAF: ``descriptor(img, laf_j)`` (a kornia ``LAFDescriptor``, e.g.
     ``KF.LAFDescriptor(KF.HardNet(True))``) at each LAF turned to each of the 4 strongest peaks of the
-    gradient-orientation histogram (kornia's dominant gradient's) read on the LAF's region (its scale, a disc of
-    radius ``get_laf_scale`` px about its centre), averaged with weights from the peaks' masses, L2-normalised:
-    ``(1, N, D)`` float32. Each LAF keeps its scale and shape; only its orientation is set. Meant for
-    similarity LAFs (isotropic: a detector's scale and angle): the histogram is read on an isotropic disc, so for
-    affine frames (AffNet's) the peaks are those of the image, not of the affine-normalised patch. For keypoints
-    with a scale of their own (Key.Net's LAFs, say); with mutual nearest-neighbour matching (AdaLAM, given each
-    LAF's strongest peak, rejects the matches whose strongest peaks differ, which are those a blend wins:
-    docs/peers.md).
+    gradient-orientation histogram (kornia's dominant gradient's) read on the LAF's own region, averaged with
+    weights from the peaks' masses, L2-normalised: ``(1, N, D)`` float32.
+
+    Each LAF keeps its centre, scale and shape; only its orientation is set. The histogram is read on the
+    LAF's region made upright (kornia's ``make_upright``): a disc for a similarity LAF (a detector's scale and
+    angle), the affine-normalised patch for an affine one (AffNet's), whose peaks are then turned in that
+    patch's own frame (kornia's ``rotate_laf``). The documented uses (docs/integrations.md): LAFs with a
+    scale of their own (Key.Net's) as they are; AffNet's LAFs with ``pool_octaves=POOL_OCTAVES``
+    (:data:`~patchpose.matching.blend.POOL_OCTAVES`: each peak also described on the LAF scaled by
+    ``2**±pool_octaves``, domain-size pooling), in place of OriNet. Match with mutual nearest neighbours
+    (AdaLAM, given each LAF's strongest peak, rejects the matches whose strongest peaks differ, which are
+    those a blend wins: docs/peers.md).
 
     Args:
         img: ``(1, 1 or 3, H, W)`` float image in [0, 1], as ``descriptor`` takes it.
         laf: ``(1, N, 2, 3)`` kornia LAFs (pixel centres at integers, as kornia's).
         descriptor: a module ``(img, laf) -> (1, N, D)`` float descriptors.
+        pool_octaves: None (each peak at the LAF's own size) or a number in (0, 2].
     """
     KF = require("kornia.feature", "kornia")
     from ..data.patches import Pyramid, to_gray
@@ -222,21 +236,28 @@ def describe_blended(img: torch.Tensor, laf: torch.Tensor, descriptor: nn.Module
         )
     if not callable(descriptor):
         raise InputError("descriptor must be a module (img, laf) -> (1, N, D), e.g. kornia's LAFDescriptor")
+    if pool_octaves is not None:
+        check_pool_octaves(pool_octaves)
     n = laf.shape[1]
     if n == 0:
         return descriptor(img, laf).float()
     gray = img[0].detach().float().cpu().permute(1, 2, 0).numpy()
     gray = to_gray(gray) if gray.shape[2] == 3 else gray[:, :, 0]
-    xy = KF.get_laf_center(laf)[0].detach().double().cpu().numpy()
-    radius = KF.get_laf_scale(laf)[0, :, 0, 0].detach().double().cpu().numpy()
-    ori, w = gradient_peaks(
-        Pyramid(np.ascontiguousarray(gray, np.float32)), xy, np.log2(radius / REFERENCE_RADIUS), k
-    )
-    lafs = laf.repeat_interleave(k, dim=1)
-    angles = torch.as_tensor(np.degrees(ori).reshape(1, n * k, 1), dtype=lafs.dtype, device=lafs.device)
+    upright = KF.make_upright(laf.detach())
+    xy = KF.get_laf_center(upright)[0].double().cpu().numpy()
+    scale, shape = affine_parts(upright[0, :, :, :2].double().cpu().numpy())
+    ori, w = gradient_peaks(Pyramid(np.ascontiguousarray(gray, np.float32)), xy, scale, k, shape=shape)
+    size = np.zeros_like(ori)  # octaves from each LAF's own size
+    if pool_octaves is not None:
+        size, ori, w = pool_sizes(size, ori, w, pool_octaves)
+    m = ori.shape[1]
+    lafs = upright.repeat_interleave(m, dim=1)
+    lafs = KF.scale_laf(lafs, torch.as_tensor(np.exp2(size).reshape(1, n * m, 1, 1), dtype=lafs.dtype))
+    angles = torch.as_tensor(np.degrees(ori).reshape(1, n * m, 1), dtype=lafs.dtype)
+    lafs = KF.rotate_laf(lafs, angles).to(laf.device)
     with torch.inference_mode():
-        d = descriptor(img, KF.set_laf_orientation(lafs, angles))
-    d = d.detach().float().cpu().numpy().reshape(n, k, -1)
+        d = descriptor(img, lafs)
+    d = d.detach().float().cpu().numpy().reshape(n, m, -1)
     return torch.from_numpy(blend_descriptors(d, w))[None]
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..baselines import ORI_PATCH, dominant_gradient_candidates
+from ..conventions import REFERENCE_RADIUS
 from ..data.patches import Pyramid, extract_patches
 from ..errors import InputError
 
@@ -68,15 +69,45 @@ def blend_descriptors(descriptors, weights) -> np.ndarray:
     return (b / np.where(norm > 0, norm, 1.0)).astype(np.float32)
 
 
-def gradient_peaks(pyramid: Pyramid, xy, frame, k: int = BLEND_K) -> tuple[np.ndarray, np.ndarray]:
+def gradient_peaks(
+    pyramid: Pyramid, xy, frame, k: int = BLEND_K, shape=None
+) -> tuple[np.ndarray, np.ndarray]:
     """The orientations ``(N, k)`` of the ``k`` strongest peaks of kornia's dominant-gradient histogram, read
     on the patch of radius ``16 · 2**frame`` px about each keypoint (``frame``: log2, ``(N,)``), and their
     blend weights ``(N, k)`` (:data:`GRADIENT_BLEND_GAMMA`;
-    :func:`~patchpose.baselines.dominant_gradient_candidates`)."""
+    :func:`~patchpose.baselines.dominant_gradient_candidates`).
+
+    ``shape``: optional ``(N, 2, 2)`` upright affine shapes ``P`` (determinant 1, as :func:`affine_parts`
+    gives them): the histogram is then read on the affine-normalised patch (frame ``16 · 2**frame · P``), and
+    each orientation ``θ`` is one in that patch, the frame ``P · R(θ)`` (:func:`turned_shapes`)."""
     xy = np.asarray(xy, np.float64).reshape(-1, 2)
-    patches = extract_patches(pyramid, xy, frame, np.zeros(len(xy)), ORI_PATCH, [1.0])
+    patches = extract_patches(pyramid, xy, frame, np.zeros(len(xy)), ORI_PATCH, [1.0], shape=shape)
     ori, mass = dominant_gradient_candidates(patches, k)
     return ori, blend_weights(mass, GRADIENT_BLEND_GAMMA)
+
+
+def affine_parts(frames, radius: float = REFERENCE_RADIUS) -> tuple[np.ndarray, np.ndarray]:
+    """Affine frames ``(N, 2, 2)`` (the patch's ``[-1, 1]²`` to pixels, as kornia's LAFs and AffNet's
+    frames) as a log2 scale ``σ`` ``(N,)`` (``radius · 2**σ = sqrt(det A)``) and a shape ``(N, 2, 2)`` of
+    determinant 1 (``A / sqrt(det A)``). A frame that is not finite or whose determinant is not positive
+    is an :class:`InputError`."""
+    a = np.asarray(frames, np.float64)
+    if a.ndim != 3 or a.shape[1:] != (2, 2):
+        raise InputError(f"affine frames must be (N, 2, 2), got shape {a.shape}")
+    if not np.isfinite(a).all() or not (np.linalg.det(a) > 0).all():
+        raise InputError("affine frames must be finite with a positive determinant")
+    root = np.sqrt(np.linalg.det(a))
+    return np.log2(root / radius), a / root[:, None, None]
+
+
+def turned_shapes(shape, orientation) -> np.ndarray:
+    """``(N, k, 2, 2)`` the shapes ``P · R(θ_j)``: the affine-normalised patch of each shape ``P`` ``(N, 2, 2)``
+    turned by each orientation ``θ_j`` ``(N, k)`` (radians, CCW as displayed) in its own frame; cut with
+    orientation 0 (:func:`~patchpose.data.patches.extract_patches`' frame ``r · R(0) · shape``)."""
+    o = np.asarray(orientation, np.float64)
+    c, s = np.cos(o), np.sin(o)
+    rot = np.stack([np.stack([c, s], -1), np.stack([-s, c], -1)], -2)  # R(θ) of conventions.rotation_matrix
+    return np.asarray(shape, np.float64)[:, None] @ rot
 
 
 def check_pool_octaves(octaves) -> float:
@@ -128,6 +159,7 @@ def closest_candidates(descriptors0, descriptors1, match) -> tuple[np.ndarray, n
 
 
 __all__ = [
+    "affine_parts",
     "BLEND_GAMMA",
     "BLEND_K",
     "GRADIENT_BLEND_GAMMA",
@@ -139,4 +171,5 @@ __all__ = [
     "closest_candidates",
     "gradient_peaks",
     "pool_sizes",
+    "turned_shapes",
 ]

@@ -245,6 +245,16 @@ def orinet_orientations(peers: Peers, gray: np.ndarray, xy: np.ndarray, radius) 
     return np.mod(np.radians(KF.get_laf_orientation(laf)[0, :, 0].double().numpy()), 2 * math.pi)
 
 
+def affnet_frames(peers: Peers, gray: np.ndarray, xy: np.ndarray, radius) -> np.ndarray:
+    """AffNet's affine frames ``(N, 2, 2)`` (the patch's ``[-1, 1]²`` to image pixels) at the keypoints, as
+    kornia's ``LAFAffNetShapeEstimator`` gives them from upright isotropic frames of half-width ``radius`` px
+    (a scalar or one per keypoint): its shape, the frame's scale kept, upright (no orientation read)."""
+    if len(xy) == 0:
+        return np.zeros((0, 2, 2))
+    laf = _run_lafs(peers.affnet(), _lafs(xy, radius), _image_tensor(gray))
+    return laf[0, :, :, :2].double().numpy()
+
+
 def affnet_orinet_frames(
     peers: Peers, gray: np.ndarray, xy: np.ndarray, radius
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -267,5 +277,6 @@ __all__ = [
     "read_sums",
     "keynet_frames",
     "orinet_orientations",
+    "affnet_frames",
     "affnet_orinet_frames",
 ]

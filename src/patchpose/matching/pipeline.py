@@ -34,6 +34,10 @@ gradient_blend`` of the gradient histogram (:func:`patchpose.baselines.dominant_
 ``dominant_     as ``dominant_gradient_blend``, each peak also described on windows ``2**±0.5`` times as
 gradient_pooled large (domain-size pooling, :func:`~.blend.pool_sizes`): only for keypoints without a scale of
 _blend``        their own (corners, a file), at the fixed 16 px
+``affnet_       AffNet's affine shape (kornia, as in ``affnet+orinet``) at the detector's scale (16 px without
+pooled_blend``  one), and one descriptor blended over the ``BLEND_K`` strongest peaks of the gradient histogram
+                read on the affine-normalised patch, each cut through the frame turned to the peak and also at
+                ``2**±0.5`` times the size (:func:`~.blend.pool_sizes`): OriNet's place taken by a pooled blend
 ``log+dominant_ hand-crafted scale and orientation: a scale-normalised LoG scale selection at the keypoint
 gradient``      (:func:`patchpose.baselines.log_scale_selection`, σ), a descriptor half-width of
                 ``2·SIFT_REGION·σ`` (SIFT's window per σ), and the dominant gradient orientation over a
@@ -80,10 +84,19 @@ from ..errors import InputError, is_int_in
 from ..geometry import apply_homography, pose_change
 from ..interop import from_cv2_keypoints
 from ..reading import strong_candidates
-from .blend import BLEND_GAMMA, BLEND_K, blend_descriptors, blend_weights, gradient_peaks, pool_sizes
+from .blend import (
+    BLEND_GAMMA,
+    BLEND_K,
+    affine_parts,
+    blend_descriptors,
+    blend_weights,
+    gradient_peaks,
+    pool_sizes,
+    turned_shapes,
+)
 from .describe import Describer
 from .matcher import mutual_nn
-from .peers import Peers, affnet_orinet_frames, keynet_frames, orinet_orientations
+from .peers import Peers, affnet_frames, affnet_orinet_frames, keynet_frames, orinet_orientations
 
 #: SIFT's descriptor window per unit of keypoint size (:data:`~patchpose.conventions.OPENCV_SIFT_WINDOW_PER_SIZE`)
 SIFT_REGION = OPENCV_SIFT_WINDOW_PER_SIZE
@@ -104,9 +117,12 @@ BLEND_ROWS = (
     "ours_scale_gradient_blend",
     "dominant_gradient_blend",
     "dominant_gradient_pooled_blend",
+    "affnet_pooled_blend",
 )
 #: rows only for keypoints without a scale of their own (corners, a file): a fixed size pooled over sizes
 NO_SCALE_ROWS = ("dominant_gradient_pooled_blend",)
+#: blend rows cut through AffNet's affine frames (the peers' weights)
+AFFINE_BLEND_ROWS = ("affnet_pooled_blend",)
 #: rows cut at our scale (besides ``ours_topK``): they need our poses and widen our window (:func:`ours_window`)
 OUR_SCALE_ROWS = ("ours", "ours_adaptive", "ours_blend", "ours_scale_gradient_blend")
 #: rows that need the peers' weights (:mod:`patchpose.matching.peers`)
@@ -134,7 +150,7 @@ def pose_rows(
         "ours_angle",
         "sift_resolved_by_ours",
         *((*HANDCRAFTED_ROWS, "dominant_gradient_blend", *NO_SCALE_ROWS) if handcrafted else ()),
-        *(PEER_ROWS if peers else ()),
+        *((*PEER_ROWS, *AFFINE_BLEND_ROWS) if peers else ()),
         "upper",
     )
     return tuple(
@@ -281,6 +297,18 @@ def peer_poses(feats: Features, peers: Peers | None, row: str) -> tuple[np.ndarr
     return feats.memo[row]
 
 
+def affine_shapes(feats: Features, peers: Peers | None) -> tuple[np.ndarray, np.ndarray]:
+    """AffNet's upright affine frames at the detector's scale (:attr:`Features.frame`; 16 px without one) as
+    log2 scales ``(N,)`` and shapes of determinant 1 ``(N, 2, 2)`` (:func:`~.blend.affine_parts`), computed
+    once per image (``feats.memo``)."""
+    if peers is None:
+        raise InputError("the affine rows need the peers' weights folder (--peers DIR)")
+    if "affnet" not in feats.memo:
+        radius = REFERENCE_RADIUS * np.exp2(feats.frame)
+        feats.memo["affnet"] = affine_parts(affnet_frames(peers, feats.pyramid.levels[0], feats.xy, radius))
+    return feats.memo["affnet"]
+
+
 def framed_poses(est, feats: Features):
     """The estimator's :class:`~patchpose.Poses` at the features' keypoints read in the detector's own frame
     (``detector_scale`` = :attr:`Features.frame`, one read, so the angle is that of the detector's region):
@@ -383,7 +411,7 @@ def affine_descriptors(feats: Features, describer: Describer, peers: Peers | Non
 
 
 def blend_candidates(
-    row: str, feats: Features, ours=None, descriptor_region: float = 1.0
+    row: str, feats: Features, ours=None, descriptor_region: float = 1.0, peers: Peers | None = None
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The candidates a blend row describes at each keypoint: log2 patch scales, orientations and blend
     weights, each ``(N, BLEND_K)``. ``ours_blend``: our strongest scale (its window, :func:`ours_window`) and
@@ -391,7 +419,9 @@ def blend_candidates(
     :func:`~.blend.blend_weights` (:data:`~.blend.BLEND_GAMMA`); ``dominant_gradient_blend``: the detector's
     scale and the gradient histogram's peaks there (:func:`~.blend.gradient_peaks`);
     ``ours_scale_gradient_blend``: the same at our scale's window; ``dominant_gradient_pooled_blend``: the
-    ``dominant_gradient_blend`` candidates each at three sizes, ``(N, 3·BLEND_K)`` (:func:`~.blend.pool_sizes`)."""
+    ``dominant_gradient_blend`` candidates each at three sizes, ``(N, 3·BLEND_K)`` (:func:`~.blend.pool_sizes`);
+    ``affnet_pooled_blend``: the gradient histogram's peaks on AffNet's affine-normalised patch (``peers``;
+    :func:`affine_shapes`; the orientations are in that patch's frame), each at three sizes."""
     k = BLEND_K
     if row == "ours_blend":
         if ours is None or np.ndim(ours.orientation) != 2:
@@ -406,6 +436,12 @@ def blend_candidates(
         return np.repeat(scale, k, 1), ours.orientation[:, :k], w
     if row == "dominant_gradient_pooled_blend":
         return pool_sizes(*blend_candidates("dominant_gradient_blend", feats, ours, descriptor_region))
+    if row == "affnet_pooled_blend":
+        frame, shape = affine_shapes(feats, peers)
+        if (row, "peaks") not in feats.memo:
+            feats.memo[(row, "peaks")] = gradient_peaks(feats.pyramid, feats.xy, frame, shape=shape)
+        ori, w = feats.memo[(row, "peaks")]
+        return pool_sizes(np.repeat(frame[:, None], k, 1), ori, w)
     if row == "dominant_gradient_blend":
         frame = feats.frame
     elif row == "ours_scale_gradient_blend":
@@ -422,21 +458,37 @@ def blend_candidates(
 
 
 def candidate_descriptors(
-    row: str, feats: Features, describer: Describer, ours=None, descriptor_region: float = 1.0
+    row: str,
+    feats: Features,
+    describer: Describer,
+    ours=None,
+    descriptor_region: float = 1.0,
+    peers: Peers | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """A blend row's :func:`blend_candidates` (scales, orientations, weights, each ``(N, k)``) and
-    ``describer``'s descriptor at each of them, ``(N, k, D)``."""
-    s, o, w = blend_candidates(row, feats, ours, descriptor_region)
-    d = describer.describe(feats.pyramid, np.repeat(feats.xy, s.shape[1], 0), s.reshape(-1), o.reshape(-1))
+    ``describer``'s descriptor at each of them, ``(N, k, D)`` (the :data:`AFFINE_BLEND_ROWS` cut through
+    their affine frames turned to each orientation, :func:`~.blend.turned_shapes`)."""
+    s, o, w = blend_candidates(row, feats, ours, descriptor_region, peers)
+    xy = np.repeat(feats.xy, s.shape[1], 0)
+    if row in AFFINE_BLEND_ROWS:
+        shape = turned_shapes(affine_shapes(feats, peers)[1], o).reshape(-1, 2, 2)
+        d = describer.describe(feats.pyramid, xy, s.reshape(-1), np.zeros(o.size), shape=shape)
+    else:
+        d = describer.describe(feats.pyramid, xy, s.reshape(-1), o.reshape(-1))
     return s, o, w, d.reshape(len(feats), s.shape[1], -1)
 
 
 def blended_descriptors(
-    row: str, feats: Features, describer: Describer, ours=None, descriptor_region: float = 1.0
+    row: str,
+    feats: Features,
+    describer: Describer,
+    ours=None,
+    descriptor_region: float = 1.0,
+    peers: Peers | None = None,
 ) -> np.ndarray:
     """``(N, D)`` one blended descriptor per keypoint for a blend row: ``describer`` at each of
     :func:`blend_candidates`, averaged with their weights (:func:`~.blend.blend_descriptors`)."""
-    _, _, w, d = candidate_descriptors(row, feats, describer, ours, descriptor_region)
+    _, _, w, d = candidate_descriptors(row, feats, describer, ours, descriptor_region, peers)
     return blend_descriptors(d, w)
 
 
@@ -484,7 +536,7 @@ def describe_rows(
             out[row] = affine_descriptors(feats, describer, peers).reshape(len(feats), 1, -1)
             continue
         elif row in BLEND_ROWS:
-            out[row] = blended_descriptors(row, feats, describer, ours, region)[:, None]
+            out[row] = blended_descriptors(row, feats, describer, ours, region, peers)[:, None]
             continue
         else:
             s, o = keypoint_poses(row, feats, ours, H_from_1, cfg.top_k, peers)
