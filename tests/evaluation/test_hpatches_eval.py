@@ -54,6 +54,7 @@ def test_evaluation_end_to_end_and_resume(tmp_path):
         "log+dominant_gradient",
         "dominant_gradient_blend",
         "upper",
+        "upper_affine",
     ]
     for row in saved["mma"]:
         for kind in ("overall", "illumination", "viewpoint"):
@@ -301,6 +302,7 @@ def test_harris_and_file_keypoints_evaluate_without_sift_rows(tmp_path):
         "dominant_gradient_blend",
         "dominant_gradient_pooled_blend",  # keypoints without a scale only
         "upper",
+        "upper_affine",
     )
     assert "dominant_gradient_pooled_blend" not in pose_rows(4, sift=True) + pose_rows(
         4, sift=False, keynet=True

@@ -29,6 +29,34 @@ def test_upper_row_takes_the_pose_that_h_makes():
         keypoint_poses("bogus", feats)
 
 
+def test_affine_upper_row_cuts_through_the_local_affine_map_of_h():
+    """``upper_affine``: under an affine H that squeezes the image 3× across a slanted direction, the patches cut
+    in image 2 equal those of image 1 (the ``upper`` row, a similarity, does not); image 1's are upright at 16 px;
+    without H, one line."""
+    import cv2
+
+    from patchpose.matching.describe import Describer
+    from patchpose.matching.pipeline import affine_upper_descriptors, describe_rows, match_images
+
+    img = make_textured_image(240)
+    u = np.array([math.cos(0.5), math.sin(0.5)])
+    P = np.eye(2) - (2 / 3) * np.outer(u, u)  # squeezed 3×
+    c = np.array([120.0, 120.0])
+    H = np.eye(3)
+    H[:2, :2], H[:2, 2] = P, c - P @ c
+    warped = cv2.warpAffine(img, H[:2], img.shape[::-1], flags=cv2.INTER_AREA)
+    xy = np.random.default_rng(0).uniform(90, 150, (40, 2))
+    f1, f2 = detect(img, keypoints=xy), detect(warped, keypoints=apply_homography(H, xy))
+    describer = Describer("sift")
+    d1 = affine_upper_descriptors(f1, describer)
+    np.testing.assert_allclose(d1, describe_rows(f1, ["upper"], describer)["upper"][:, 0], atol=1e-6)
+    d2 = describe_rows(f2, ["upper", "upper_affine"], describer, H_from_1=H)
+    dist = {r: np.linalg.norm(d1 - d2[r][:, 0], axis=1).mean() for r in d2}
+    assert dist["upper_affine"] < 0.4 * dist["upper"], dist
+    with pytest.raises(InputError, match="homography"):
+        match_images(img, warped, rows=("upper_affine",), keypoints1=xy, keypoints2=xy)
+
+
 def test_sift_row_follows_the_image_rotation():
     """SIFT's own angle, converted to our convention, turns with the image (sign pinned)."""
     img = (make_textured_image(300) * 255).astype(np.uint8)

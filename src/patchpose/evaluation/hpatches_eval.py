@@ -765,6 +765,7 @@ ROW_LABELS = {
     "affnet+orinet": "AffNet shape + OriNet orientation (kornia), detector's scale",
     "affnet_pooled_blend": "AffNet shape (kornia), one descriptor blended over the gradient's top-4 peaks in its frame, each at 3 sizes",
     "upper": "upper (pose from H)",
+    "upper_affine": "upper (H's local affine map)",
 }
 
 

@@ -49,6 +49,9 @@ orinet``        (its scale kept), then OriNet's angle in that frame; the descrip
                 frame (Key.Net → AffNet → OriNet is kornia's ``KeyNetAffNetHardNet``)
 ``upper``       the ground truth from a homography ``H``: upright at 16 px in image 1, and in image 2 the
                 pose change that ``H`` makes at the keypoint's source point (:func:`patchpose.geometry.pose_change`)
+``upper_        the same with ``H``'s whole local affine map (its Jacobian at the source point): in image 2 the
+affine``        patch is cut through the frame that ``H`` makes of image 1's, shape included (the ceiling where
+                photos are seen at a slant; elsewhere about ``upper``)
 =============== ==========================================================================================
 
 Keypoints are OpenCV SIFT
@@ -81,7 +84,7 @@ from ..conventions import OPENCV_SIFT_WINDOW_PER_SIZE, REFERENCE_RADIUS, angle_d
 from ..data.keypoints import detect_gftt, detect_harris, detect_sift
 from ..data.patches import Pyramid, check_image, extract_patches, to_gray
 from ..errors import InputError, is_int_in
-from ..geometry import apply_homography, pose_change
+from ..geometry import apply_homography, homography_jacobian, pose_change
 from ..interop import from_cv2_keypoints
 from ..reading import strong_candidates
 from .blend import (
@@ -152,6 +155,7 @@ def pose_rows(
         *((*HANDCRAFTED_ROWS, "dominant_gradient_blend", *NO_SCALE_ROWS) if handcrafted else ()),
         *((*PEER_ROWS, *AFFINE_BLEND_ROWS) if peers else ()),
         "upper",
+        "upper_affine",
     )
     return tuple(
         r
@@ -402,6 +406,20 @@ def keypoint_poses(
     raise InputError(f"unknown pose row {row!r}; rows are {pose_rows(top_k)}")
 
 
+def affine_upper_descriptors(feats: Features, describer: Describer, H_from_1=None) -> np.ndarray:
+    """``(N, D)`` descriptors of the ``upper_affine`` row: upright patches of half-width 16 px in image 1
+    (``H_from_1`` None), and in this image the patches cut through ``H_from_1``'s Jacobian at each keypoint's
+    source point times that frame (upright at 16 px where the local map is degenerate or mirrors)."""
+    n, zero = len(feats), np.zeros(len(feats))
+    if H_from_1 is None:
+        return describer.describe(feats.pyramid, feats.xy, zero, zero)
+    J = homography_jacobian(H_from_1, apply_homography(np.linalg.inv(H_from_1), feats.xy))
+    with np.errstate(invalid="ignore"):
+        ok = np.isfinite(J).all(axis=(1, 2)) & (np.linalg.det(np.nan_to_num(J)) > 1e-12)
+    scale, shape = affine_parts(REFERENCE_RADIUS * np.where(ok[:, None, None], J, np.eye(2)))
+    return describer.describe(feats.pyramid, feats.xy, scale, np.zeros(n), shape=shape)
+
+
 def affine_descriptors(feats: Features, describer: Describer, peers: Peers | None) -> np.ndarray:
     """``(N, D)`` descriptors of the patches cut through AffNet + OriNet's affine frames at the features'
     keypoints (the ``affnet+orinet`` row; :func:`peer_poses`)."""
@@ -535,6 +553,9 @@ def describe_rows(
         elif row == "affnet+orinet":  # cut through the affine frame itself
             out[row] = affine_descriptors(feats, describer, peers).reshape(len(feats), 1, -1)
             continue
+        elif row == "upper_affine":
+            out[row] = affine_upper_descriptors(feats, describer, H_from_1).reshape(len(feats), 1, -1)
+            continue
         elif row in BLEND_ROWS:
             out[row] = blended_descriptors(row, feats, describer, ours, region, peers)[:, None]
             continue
@@ -566,8 +587,8 @@ def match_images(
     "error_px": (L,) reprojection error under H (None without H)}}}``."""
     cfg = cfg or MatchConfig()
     describer = describer or Describer(cfg.descriptor, cfg.descriptor_weights, peers=peers)
-    if "upper" in rows and H is None:
-        raise InputError("the 'upper' row needs the ground-truth homography H")
+    if H is None and {"upper", "upper_affine"} & set(rows):
+        raise InputError("the 'upper' rows need the ground-truth homography H")
     f1 = detect(image1, cfg.max_keypoints, keypoints1, cfg.detector, peers)
     f2 = detect(image2, cfg.max_keypoints, keypoints2, cfg.detector, peers)
     d1 = describe_rows(f1, rows, describer, est, None, cfg, peers=peers)
