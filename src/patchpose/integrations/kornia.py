@@ -202,7 +202,7 @@ def kornia_angle_detector(estimator: EstimatorLike = None) -> PatchAngleDetector
 
 
 def describe_blended(
-    img: torch.Tensor, laf: torch.Tensor, descriptor: nn.Module, pool_octaves: float | None = None
+    img: torch.Tensor, laf: torch.Tensor, descriptor: nn.Module, pool_octaves: float = 0.0
 ) -> torch.Tensor:
     """One blended descriptor per LAF: ``descriptor(img, laf_j)`` (a kornia ``LAFDescriptor``, e.g.
     ``KF.LAFDescriptor(KF.HardNet(True))``) at each LAF turned to each of the 4 strongest peaks of the
@@ -223,7 +223,8 @@ def describe_blended(
         img: ``(1, 1 or 3, H, W)`` float image in [0, 1], as ``descriptor`` takes it.
         laf: ``(1, N, 2, 3)`` kornia LAFs (pixel centres at integers, as kornia's).
         descriptor: a module ``(img, laf) -> (1, N, D)`` float descriptors.
-        pool_octaves: None (each peak at the LAF's own size) or a number in (0, 2].
+        pool_octaves: 0 (default: each peak at the LAF's own size) or a number in (0, 2], as
+            :func:`~patchpose.integrations.opencv.compute_blended`'s.
     """
     KF = require("kornia.feature", "kornia")
     from ..data.patches import Pyramid, to_gray
@@ -236,7 +237,7 @@ def describe_blended(
         )
     if not callable(descriptor):
         raise InputError("descriptor must be a module (img, laf) -> (1, N, D), e.g. kornia's LAFDescriptor")
-    if pool_octaves is not None:
+    if pool_octaves != 0.0:
         check_pool_octaves(pool_octaves)
     n = laf.shape[1]
     if n == 0:
@@ -248,7 +249,7 @@ def describe_blended(
     scale, shape = affine_parts(upright[0, :, :, :2].double().cpu().numpy())
     ori, w = gradient_peaks(Pyramid(np.ascontiguousarray(gray, np.float32)), xy, scale, k, shape=shape)
     size = np.zeros_like(ori)  # octaves from each LAF's own size
-    if pool_octaves is not None:
+    if pool_octaves:
         size, ori, w = pool_sizes(size, ori, w, pool_octaves)
     m = ori.shape[1]
     lafs = upright.repeat_interleave(m, dim=1)

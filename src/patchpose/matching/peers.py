@@ -255,17 +255,14 @@ def affnet_frames(peers: Peers, gray: np.ndarray, xy: np.ndarray, radius) -> np.
     return laf[0, :, :, :2].double().numpy()
 
 
-def affnet_orinet_frames(
-    peers: Peers, gray: np.ndarray, xy: np.ndarray, radius
-) -> tuple[np.ndarray, np.ndarray]:
-    """kornia's affine frames at the keypoints: AffNet's shape at an isotropic frame of half-width ``radius``
-    px (a scalar or one per keypoint; its scale kept), then OriNet's angle in that frame. Returns the frames' ``(N, 2, 2)`` matrices (the
-    patch's ``[-1, 1]²`` to image pixels) and their orientations ``(N,)`` (radians in ``[0, 2π)``)."""
+def orinet_in_frames(peers: Peers, gray: np.ndarray, xy: np.ndarray, frames) -> tuple[np.ndarray, np.ndarray]:
+    """OriNet's angle read in given affine frames ``(N, 2, 2)`` at the keypoints (kornia's ``LAFOrienter``):
+    the turned frames ``(N, 2, 2)`` and their orientations ``(N,)`` (radians in ``[0, 2π)``)."""
     KF = require("kornia.feature", "kornia")
     if len(xy) == 0:
         return np.zeros((0, 2, 2)), np.zeros(0)
-    img = _image_tensor(gray)
-    laf = _run_lafs(peers.orinet(), _run_lafs(peers.affnet(), _lafs(xy, radius), img), img)
+    a = np.concatenate([np.asarray(frames, np.float32), np.asarray(xy, np.float32)[:, :, None]], 2)
+    laf = _run_lafs(peers.orinet(), torch.from_numpy(a)[None], _image_tensor(gray))
     ori = np.mod(np.radians(KF.get_laf_orientation(laf)[0, :, 0].double().numpy()), 2 * math.pi)
     return laf[0, :, :, :2].double().numpy(), ori
 
@@ -278,5 +275,5 @@ __all__ = [
     "keynet_frames",
     "orinet_orientations",
     "affnet_frames",
-    "affnet_orinet_frames",
+    "orinet_in_frames",
 ]

@@ -99,7 +99,7 @@ from .blend import (
 )
 from .describe import Describer
 from .matcher import mutual_nn
-from .peers import Peers, affnet_frames, affnet_orinet_frames, keynet_frames, orinet_orientations
+from .peers import Peers, affnet_frames, keynet_frames, orinet_in_frames, orinet_orientations
 
 #: SIFT's descriptor window per unit of keypoint size (:data:`~patchpose.conventions.OPENCV_SIFT_WINDOW_PER_SIZE`)
 SIFT_REGION = OPENCV_SIFT_WINDOW_PER_SIZE
@@ -295,21 +295,26 @@ def peer_poses(feats: Features, peers: Peers | None, row: str) -> tuple[np.ndarr
         radius = REFERENCE_RADIUS * np.exp2(feats.frame)
         if row == "orinet":
             feats.memo[row] = (orinet_orientations(peers, gray, feats.xy, radius), None)
-        else:
-            frames, ori = affnet_orinet_frames(peers, gray, feats.xy, radius)
+        else:  # OriNet in AffNet's frames, which the affine blend rows share (affnet_frames_of)
+            frames, ori = orinet_in_frames(peers, gray, feats.xy, affnet_frames_of(feats, peers))
             feats.memo[row] = (ori, frames)
     return feats.memo[row]
 
 
 def affine_shapes(feats: Features, peers: Peers | None) -> tuple[np.ndarray, np.ndarray]:
     """AffNet's upright affine frames at the detector's scale (:attr:`Features.frame`; 16 px without one) as
-    log2 scales ``(N,)`` and shapes of determinant 1 ``(N, 2, 2)`` (:func:`~.blend.affine_parts`), computed
-    once per image (``feats.memo``)."""
+    log2 scales ``(N,)`` and shapes of determinant 1 ``(N, 2, 2)`` (:func:`~.blend.affine_parts`)."""
+    return affine_parts(affnet_frames_of(feats, peers))
+
+
+def affnet_frames_of(feats: Features, peers: Peers | None) -> np.ndarray:
+    """AffNet's upright affine frames ``(N, 2, 2)`` at the detector's scale (16 px without one), computed once
+    per image (``feats.memo``) for every row that needs them."""
     if peers is None:
         raise InputError("the affine rows need the peers' weights folder (--peers DIR)")
     if "affnet" not in feats.memo:
         radius = REFERENCE_RADIUS * np.exp2(feats.frame)
-        feats.memo["affnet"] = affine_parts(affnet_frames(peers, feats.pyramid.levels[0], feats.xy, radius))
+        feats.memo["affnet"] = affnet_frames(peers, feats.pyramid.levels[0], feats.xy, radius)
     return feats.memo["affnet"]
 
 
