@@ -36,6 +36,10 @@ LAYERS: dict[str, tuple[int, str]] = {
     "patchpose.weights": (3, "weights files and training checkpoints read into networks, and written"),
     "patchpose.onnx_backend": (3, "the network exported to, and run from, ONNX"),
     "patchpose.estimator": (3, "PatchPoseEstimator: image + keypoints -> poses, the library's reader"),
+    "patchpose.shape": (
+        3,
+        "AffineShapeEstimator: image + keypoints -> affine frames, the shape network's reader",
+    ),
     "patchpose.reading": (3, "reading poses at keypoints (the estimator's machinery)"),
     "patchpose.integrations": (4, "poses handed to OpenCV, kornia, COLMAP, hloc and LightGlue"),
     "patchpose.matching": (4, "detect -> pose -> describe -> match, and two-view geometry"),

@@ -14,6 +14,7 @@ from .estimator import PatchPoseEstimator
 from .integrations.kornia import kornia_angle_detector
 from .integrations.opencv import assign, compute_blended, resolve_orientations
 from .reading import Poses, ReadPlan
+from .shape import AffineShapeEstimator
 
 __version__ = "1.0.0"
 logging.getLogger(__name__).addHandler(logging.NullHandler())
@@ -22,6 +23,7 @@ __all__ = [
     "PatchPoseEstimator",
     "Poses",
     "ReadPlan",
+    "AffineShapeEstimator",
     "assign",
     "compute_blended",
     "resolve_orientations",

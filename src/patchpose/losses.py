@@ -33,6 +33,7 @@ from dataclasses import dataclass
 import torch
 
 from .histogram import overlap_mask, shift_histogram
+from .models.shapenet import upright_inverse
 
 EPS = 1e-5  # the official code's epsilon inside the log
 
@@ -162,3 +163,23 @@ def pose_loss(out_a: dict, out_b: dict, d_scale: torch.Tensor, d_ori: torch.Tens
         total = total + cfg.ori_weight * (lo + reg)
     losses["total"] = total
     return losses
+
+
+def shape_misalignment(S1: torch.Tensor, S2: torch.Tensor, B: torch.Tensor) -> torch.Tensor:
+    """``(N,)`` how far two affine shapes are from covariant: the log anisotropy ``ln(s_max / s_min)`` of
+    ``M = S1⁻¹·B·S2``, for shapes ``S1``, ``S2`` ``(N, 2, 2)`` of determinant 1 predicted in two patches of one
+    keypoint, the second cut through the first's frame times ``B`` (``(N, 2, 2)``, determinant 1).
+
+    The two shapes describe one region when the frames ``S1`` and ``B·S2`` agree up to a rotation, i.e. when
+    ``M`` is a rotation: then the value is 0, whatever the rotation (a shape says nothing about orientation).
+    With ``det M = 1``, ``‖M‖_F² = s² + s⁻²`` for its larger singular value ``s``, so ``ln(s_max / s_min) =
+    2 ln s = acosh(‖M‖_F² / 2)``."""
+    M = upright_inverse(S1) @ B @ S2
+    fro = (M * M).sum((1, 2))
+    return torch.acosh(torch.clamp(fro / 2, min=1 + 1e-7))
+
+
+def shape_alignment_loss(S1: torch.Tensor, S2: torch.Tensor, B: torch.Tensor) -> torch.Tensor:
+    """The affine shape network's self-supervised loss: the mean squared :func:`shape_misalignment` (0 iff
+    every pair of predicted shapes is covariant under its known map ``B``)."""
+    return (shape_misalignment(S1, S2, B) ** 2).mean()

@@ -24,14 +24,23 @@ from safetensors.torch import load_file, safe_open, save_file
 from .errors import InputError, WeightsError, is_int_in
 from .models import ModelConfig, PoseNet
 from .models.posenet import drop_removed_settings
+from .models.shapenet import ShapeNet, ShapeNetConfig
 
 WEIGHTS_DIR = Path(__file__).resolve().parent / "weights"
 DEFAULT_MODEL = "patchpose-v9"
-#: name -> (file inside patchpose/weights, sha256)
+#: the bundled affine shape network (:class:`~patchpose.models.shapenet.ShapeNet`)
+DEFAULT_SHAPE_MODEL = "patchpose-shape-v1"
+#: pose networks: name -> (file inside patchpose/weights, sha256)
 BUNDLED: dict[str, tuple[str, str]] = {}
+#: affine shape networks: name -> (file inside patchpose/weights, sha256)
+BUNDLED_SHAPES: dict[str, tuple[str, str]] = {}
 _BUNDLED_JSON = WEIGHTS_DIR / "bundled.json"
 if _BUNDLED_JSON.is_file():
-    BUNDLED.update({k: (v["file"], v["sha256"]) for k, v in json.loads(_BUNDLED_JSON.read_text()).items()})
+    for _name, _entry in json.loads(_BUNDLED_JSON.read_text()).items():
+        (BUNDLED_SHAPES if _entry.get("kind") == "shape" else BUNDLED)[_name] = (
+            _entry["file"],
+            _entry["sha256"],
+        )
 
 
 def sha256_of(path: str | Path) -> str:
@@ -439,11 +448,98 @@ def export_checkpoint(
     )
 
 
-def register_bundled(path: str | Path, name: str) -> None:
-    """Record a file in ``patchpose/weights`` as a bundled model with its checksum (maintainers only)."""
+#: the ``format`` metadata of an affine shape network's weights file
+SHAPE_FORMAT = "patchpose-shape"
+
+
+def save_shape_weights(
+    model: ShapeNet, path: str | Path, name: str = "custom-shape", notes: str = ""
+) -> Path:
+    """Write an affine shape network as a safetensors file (atomically) whose metadata carries its config:
+    ``{"format": "patchpose-shape", "name", "model_config", "notes"}``."""
+    path = Path(path)
+    if path.is_dir():
+        raise InputError(
+            f"{path} is a folder: give the weights file's name, e.g. {path / 'shape.safetensors'}"
+        )
+    path.parent.mkdir(parents=True, exist_ok=True)
+    meta = {
+        "format": SHAPE_FORMAT,
+        "name": name,
+        "model_config": json.dumps(model.cfg.to_dict()),
+        "notes": notes,
+    }
+    tensors = {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}
+    tmp = path.with_name(path.name + ".tmp")
+    try:
+        save_file(tensors, str(tmp), metadata=meta)
+        _default_mode(tmp)
+        os.replace(tmp, path)
+    except Exception as e:  # noqa: BLE001 - safetensors' own error types: the file could not be written
+        tmp.unlink(missing_ok=True)
+        raise WeightsError(f"cannot write {path}: {one_line(e)}") from None
+    return path
+
+
+def load_shape_weights(path: str | Path, expected_sha256: str | None = None) -> tuple[ShapeNet, dict]:
+    """Rebuild a :class:`~patchpose.models.shapenet.ShapeNet` from a file :func:`save_shape_weights` wrote
+    (strict), in eval mode, with the file's metadata. A missing, corrupt, foreign or tampered file (a pose
+    network's file too) is a one-line :class:`WeightsError`."""
+    path = Path(path)
+    if not path.is_file():
+        raise WeightsError(f"weights file not found: {path}")
+    if expected_sha256 and sha256_of(path) != expected_sha256:
+        raise WeightsError(f"checksum mismatch for {path}: the file is corrupt or was modified")
+    try:
+        with safe_open(str(path), framework="pt") as f:
+            meta = f.metadata() or {}
+        state = load_file(str(path))
+    except (SafetensorError, OSError, ValueError) as e:
+        raise WeightsError(f"{path} is not a readable safetensors file ({one_line(e)})") from None
+    if meta.get("format") != SHAPE_FORMAT or "model_config" not in meta:
+        what = "a pose network" if meta.get("format") == "patchpose" else "not a patchpose model"
+        raise WeightsError(f"{path} is not an affine shape network ({what})")
+    try:
+        d = json.loads(meta["model_config"])
+        cfg = ShapeNetConfig.from_dict(d if isinstance(d, dict) else {"?": d})
+    except (ValueError, TypeError) as e:
+        raise WeightsError(
+            f"{path}: model_config is not a valid shape network config ({one_line(e)})"
+        ) from None
+    check_finite(state, str(path))
+    model = ShapeNet(cfg)
+    check_float_dtypes(state, model.state_dict(), str(path))
+    try:
+        model.load_state_dict(state, strict=True)
+    except (RuntimeError, KeyError) as e:
+        raise WeightsError(f"{path}: weights do not fit the stored model config ({one_line(e)})") from None
+    return model.eval(), meta
+
+
+def load_shape_model(name_or_path: str | Path | None = None) -> tuple[ShapeNet, dict]:
+    """A bundled affine shape network by name, a file :func:`save_shape_weights` wrote, or (None) the
+    default, :data:`DEFAULT_SHAPE_MODEL`."""
+    name = str(name_or_path or DEFAULT_SHAPE_MODEL)
+    if name in BUNDLED_SHAPES:
+        fname, sha = BUNDLED_SHAPES[name]
+        return load_shape_weights(WEIGHTS_DIR / fname, expected_sha256=sha)
+    if not name_or_path:
+        raise WeightsError(f"no bundled shape model {name!r}")
+    if name in BUNDLED:
+        raise WeightsError(
+            f"{name!r} is a pose model; bundled shape models: {sorted(BUNDLED_SHAPES) or 'none'}"
+        )
+    return load_shape_weights(name_or_path)
+
+
+def register_bundled(path: str | Path, name: str, kind: str = "pose") -> None:
+    """Record a file in ``patchpose/weights`` as a bundled model with its checksum (maintainers only);
+    ``kind``: ``"pose"`` (a :class:`PoseNet`) or ``"shape"`` (a :class:`~patchpose.models.shapenet.ShapeNet`)."""
+    if kind not in ("pose", "shape"):
+        raise InputError(f"kind must be 'pose' or 'shape', got {kind!r}")
     path = Path(path)
     d = json.loads(_BUNDLED_JSON.read_text()) if _BUNDLED_JSON.is_file() else {}
-    d[name] = {"file": path.name, "sha256": sha256_of(path)}
+    d[name] = {"file": path.name, "sha256": sha256_of(path), **({"kind": kind} if kind != "pose" else {})}
     _BUNDLED_JSON.write_text(json.dumps(d, indent=1) + "\n")
 
 
@@ -461,4 +557,9 @@ __all__ = [
     "save_weights",
     "export_checkpoint",
     "load_checkpoint",
+    "BUNDLED_SHAPES",
+    "DEFAULT_SHAPE_MODEL",
+    "save_shape_weights",
+    "load_shape_weights",
+    "load_shape_model",
 ]

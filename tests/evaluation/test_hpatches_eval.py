@@ -53,6 +53,7 @@ def test_evaluation_end_to_end_and_resume(tmp_path):
         "dominant_gradient",
         "log+dominant_gradient",
         "dominant_gradient_blend",
+        "shape_pooled_blend",
         "upper",
         "upper_affine",
     ]
@@ -301,6 +302,7 @@ def test_harris_and_file_keypoints_evaluate_without_sift_rows(tmp_path):
         "log+dominant_gradient",
         "dominant_gradient_blend",
         "dominant_gradient_pooled_blend",  # keypoints without a scale only
+        "shape_pooled_blend",
         "upper",
         "upper_affine",
     )

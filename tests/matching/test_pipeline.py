@@ -125,7 +125,7 @@ class _Recorder:
     def __init__(self):
         self.calls = []
 
-    def describe(self, pyramid, xy, log2_scale, theta, region=1.0):
+    def describe(self, pyramid, xy, log2_scale, theta, region=1.0, shape=None):
         s = np.asarray(log2_scale, np.float64).reshape(-1)
         self.calls.append((s.copy(), np.asarray(theta, np.float64).reshape(-1).copy(), region))
         return np.stack([s, np.asarray(theta, np.float64).reshape(-1), np.zeros_like(s)], 1).astype(
@@ -261,3 +261,43 @@ def test_blend_rows_describe_each_candidate_and_keep_one_descriptor_per_keypoint
         f, ("dominant_gradient_pooled_blend",), _Recorder(), est, None, MatchConfig(top_k=BLEND_K), ours=ours
     )
     assert d["dominant_gradient_pooled_blend"].shape == (n, 1, _Recorder().dim)
+
+
+def test_shape_row_cuts_through_our_shape_network_frames(tmp_path):
+    """``shape_pooled_blend``: the gradient's peaks read on the shape network's affine-normalised patch at the
+    detector's scale, each at 3 sizes, described through the frame turned to it. An untrained network (discs)
+    gives exactly the isotropic pooled blend's candidates; the bundled one gives shapes; ``shape_weights``
+    picks the network."""
+    from patchpose.errors import WeightsError
+    from patchpose.matching.blend import affine_parts, gradient_peaks, pool_sizes
+    from patchpose.matching.pipeline import MatchConfig, blend_candidates, describe_rows
+    from patchpose.models.shapenet import ShapeNet
+    from patchpose.shape import shape_estimator
+    from patchpose.weights import save_shape_weights
+
+    img = (make_textured_image(240, seed=5) * 255).astype(np.uint8)
+    f = detect(img, 40, detector="gftt")
+    disc = save_shape_weights(ShapeNet(), tmp_path / "disc.safetensors")
+    s, o, w = blend_candidates("shape_pooled_blend", f, shape_weights=str(disc))
+    ps, po, pw = blend_candidates("dominant_gradient_pooled_blend", f)
+    np.testing.assert_allclose(s, ps, atol=1e-9)
+    assert np.abs(np.angle(np.exp(1j * (o - po)))).max() < 1e-6
+    np.testing.assert_allclose(w, pw, atol=1e-6)
+    # the bundled network: its frames at the detector's (fixed) scale, the peaks read in them
+    frames = shape_estimator(None).frames(f.pyramid, f.xy, 16.0)
+    scale, shape = affine_parts(frames)
+    assert np.abs(shape - np.eye(2)).max() > 0.1
+    s, o, w = blend_candidates("shape_pooled_blend", f)
+    es, eo, ew = pool_sizes(
+        np.repeat(scale[:, None], 4, 1), *gradient_peaks(f.pyramid, f.xy, scale, shape=shape)
+    )
+    np.testing.assert_allclose(s, es, atol=1e-9)
+    np.testing.assert_allclose(o, eo, atol=1e-9)
+    np.testing.assert_allclose(w, ew, atol=1e-9)
+    rec = _Recorder()
+    d = describe_rows(f, ("shape_pooled_blend",), rec, cfg=MatchConfig(shape_weights=str(disc)))
+    assert d["shape_pooled_blend"].shape == (len(f), 1, rec.dim)
+    with pytest.raises(WeightsError, match="weights file not found"):
+        blend_candidates(
+            "shape_pooled_blend", detect(img, 5, detector="gftt"), shape_weights=str(tmp_path / "no")
+        )

@@ -81,6 +81,7 @@ def eval_hpatches_command(a: argparse.Namespace) -> int:
         bootstrap=a.bootstrap,
         cluster_pattern=a.cluster_pattern,
         peers=a.peers,
+        shape_weights=a.shape_weights,
     )
     print_results(a.out, f"wrote {a.out}/results.json, results.md, mma.png in {doc['seconds']:.0f} s")
     return 0
@@ -240,6 +241,13 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         help="folder of the peers' weights (Key.Net, OriNet, AffNet, TFeat, HardTFeat; its README says which "
         "files), for comparison only: adds the orinet and affnet+orinet rows and allows --detector keynet "
         "and --descriptor tfeat/hardtfeat",
+    )
+    hp.add_argument(
+        "--shape-weights",
+        default=None,
+        metavar="W",
+        help="the affine shape network of the shape_pooled_blend row: a bundled name or a file "
+        "'patchpose train-shape' wrote (default: the bundled patchpose-shape-v1)",
     )
     hp.add_argument(
         "--top-k",

@@ -40,6 +40,18 @@ def train_command(a: argparse.Namespace) -> int:
     return 0
 
 
+def train_shape_command(a: argparse.Namespace) -> int:
+    """``patchpose train-shape``: the affine shape network (:mod:`patchpose.training.shape`)."""
+    from ..training.shape import ShapeTrainConfig, train_shape
+
+    overrides = ([f"photos={a.photos}"] if a.photos is not None else []) + list(a.overrides)
+    res = train_shape(
+        ShapeTrainConfig.from_overrides(overrides), a.out, resume=a.resume, progress=not a.no_progress
+    )
+    print_line(json.dumps(res))
+    return 0
+
+
 def export_command(a: argparse.Namespace) -> int:
     """``export CHECKPOINT`` → safetensors weights; ``export onnx --weights W`` → an ONNX model."""
     if a.checkpoint == "onnx":
@@ -102,6 +114,26 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         help="key=value overrides (for a recipe: of every stage), e.g. optim.lr=1e-3 run.threads=2",
     )
     t.set_defaults(func=train_command)
+
+    ts = sub.add_parser(
+        "train-shape",
+        help="train the affine shape network on self-supervised pairs (the recipe of the bundled "
+        "patchpose-shape-v1 by default; docs/training.md)",
+    )
+    ts.add_argument(
+        "--photos", default=None, help="photo folder whose 'train' split is used (default: data/photos)"
+    )
+    ts.add_argument(
+        "--out", required=True, help="output folder (checkpoint.pt, metrics.jsonl, shape.safetensors)"
+    )
+    ts.add_argument("--resume", action="store_true", help="continue from OUT/checkpoint.pt")
+    ts.add_argument("--no-progress", action="store_true", help="no progress bar")
+    ts.add_argument(
+        "overrides",
+        nargs="*",
+        help="key=value settings (patchpose.training.shape.ShapeTrainConfig), e.g. steps=2500 seed=0 threads=2",
+    )
+    ts.set_defaults(func=train_shape_command)
 
     e = sub.add_parser(
         "export",

@@ -65,6 +65,7 @@ from ..matching.pipeline import (
     pose_rows,
     reprojection_errors,
 )
+from ..shape import shape_estimator
 from .intervals import (
     DEFAULT_REPLICATES,
     check_bootstrap,
@@ -532,6 +533,7 @@ def evaluate_hpatches(
     peers: str | Path | None = None,
     rows: list[str] | None = None,
     reference: str | None = None,
+    shape_weights: str | None = None,
 ) -> dict:
     """Run the pose-transfer and matching evaluations; write ``results.json``, ``results.md``, ``mma.png``.
 
@@ -546,7 +548,8 @@ def evaluate_hpatches(
     plan (:meth:`patchpose.ReadPlan.replace`), or None. ``rows``: the matching rows to compute, in report
     order (None: every row that the detector and ``peers`` allow; a row they do not allow is an error).
     ``reference``: the row the intervals' differences are taken against (None: ``ours``, or the first row when
-    ``rows`` leaves it out)."""
+    ``rows`` leaves it out). ``shape_weights``: the affine shape network of the ``shape_pooled_blend`` row
+    (:meth:`patchpose.shape.AffineShapeEstimator.load`; None: the bundled one)."""
     tqdm = require("tqdm", "eval").tqdm
 
     from ..estimator import PatchPoseEstimator
@@ -576,6 +579,7 @@ def evaluate_hpatches(
         descriptor_weights=descriptor_weights,
         top_k=int(top_k),
         detector=detector,
+        shape_weights=None if shape_weights is None else str(shape_weights),
     )
     describer = Describer(cfg.descriptor, cfg.descriptor_weights, peers=peer_set)
     allowed = pose_rows(
@@ -605,11 +609,13 @@ def evaluate_hpatches(
             or n == cfg.descriptor
         )
     ]
+    shape_est = shape_estimator(cfg.shape_weights) if "shape_pooled_blend" in rows else None  # fails early
     model_name = est.meta.get("name", str(weights))
     setting = json.dumps(
         {
             "model": model_name,
             "model_digest": model_digest(est.model),
+            "shape_digest": None if shape_est is None else model_digest(shape_est.model),
             "plan": asdict(est.plan),
             "weights": str(weights),
             **asdict(cfg),
@@ -622,7 +628,7 @@ def evaluate_hpatches(
             **({"peers": peer_set.fingerprint(used_peers)} if peer_set is not None else {}),
             # raised whenever the code changes what a cached sequence holds or how it is computed, so that
             # a result computed another way is never reused
-            "cache_version": 13,
+            "cache_version": 14,
             "rows": list(rows),
         },
         sort_keys=True,
@@ -764,6 +770,7 @@ ROW_LABELS = {
     "orinet": "OriNet orientation (kornia), detector's scale",
     "affnet+orinet": "AffNet shape + OriNet orientation (kornia), detector's scale",
     "affnet_pooled_blend": "AffNet shape (kornia), one descriptor blended over the gradient's top-4 peaks in its frame, each at 3 sizes",
+    "shape_pooled_blend": "our affine shape, one descriptor blended over the gradient's top-4 peaks in its frame, each at 3 sizes",
     "upper": "upper (pose from H)",
     "upper_affine": "upper (H's local affine map)",
 }

@@ -7,6 +7,9 @@
   (upright isotropic frames: an affine shape in the input LAF is replaced). ``laf_frame=True`` reads the
   model's input in each LAF's own frame (its scale) instead of at scale 0; which of the two suits a detector
   depends on how well its scales match the content, so measure it on your data.
+* :class:`LAFAffineShape` — ``forward(laf, img) -> laf``, kornia's ``aff_module`` interface (as its
+  ``LAFAffNetShapeEstimator``): each LAF gets the affine shape of our self-supervised shape network
+  (:mod:`patchpose.shape`) read in the upright disc of the LAF's centre and scale; scale and orientation kept.
 * :func:`kornia_angle_detector` — a module ``(B, 1, 32, 32) patches -> (B,)`` radians for
   ``KF.LAFOrienter(angle_detector=...)``, where kornia hands an orientation estimator only the patch it cut
   (as it does OriNet). The model's input is read from that patch alone, as a disc (:class:`PatchAngleDetector`);
@@ -100,6 +103,56 @@ class LAFPoseAssigner(nn.Module):
                 if self.set_orientation:
                     ori = torch.from_numpy(np.degrees(res.orientation)).float().view(1, -1, 1)
             out.append(KF.laf_from_center_scale_ori(KF.get_laf_center(lb), scale, ori))
+        return torch.cat(out).to(device=laf.device, dtype=laf.dtype)
+
+
+class LAFAffineShape(nn.Module):
+    """Give kornia LAFs our affine shape (``(laf (B, N, 2, 3), img (B, 1 or 3, H, W)) -> laf``): kornia's
+    ``aff_module`` interface, a drop-in for its ``LAFAffNetShapeEstimator`` (e.g. ``KF.KeyNetDetector(
+    aff_module=LAFAffineShape())``). Each LAF's shape is read by the shape network in the upright disc of its
+    centre and scale (:meth:`patchpose.shape.AffineShapeEstimator.frames`); its centre, scale (``sqrt(det)``)
+    and orientation are kept, as AffNet's module keeps them by default.
+
+    Args:
+        shape: an :class:`~patchpose.shape.AffineShapeEstimator`, a bundled shape network's name or a
+            ``patchpose train-shape`` file, or None (the bundled default).
+    """
+
+    def __init__(self, shape=None) -> None:
+        super().__init__()
+        from ..shape import AffineShapeEstimator
+
+        self.shape = shape if isinstance(shape, AffineShapeEstimator) else AffineShapeEstimator.load(shape)
+
+    def forward(self, laf: torch.Tensor, img: torch.Tensor) -> torch.Tensor:
+        KF = require("kornia.feature", "kornia")
+        from ..data.patches import Pyramid, to_gray
+
+        check_laf(laf)
+        if (
+            not isinstance(img, torch.Tensor)
+            or img.dim() != 4
+            or img.shape[0] != laf.shape[0]
+            or img.shape[1] not in (1, 3)
+        ):
+            raise InputError(
+                f"img must be a (B, 1 or 3, H, W) torch tensor with B = {laf.shape[0]}, got {tuple(getattr(img, 'shape', ()))}"
+            )
+        if not img.is_floating_point():
+            raise InputError(f"img must hold floats in [0, 1] (as kornia's images), got {img.dtype}")
+        out = []
+        for b in range(laf.shape[0]):
+            lb = laf[b : b + 1].detach().double().cpu()
+            if lb.shape[1] == 0:
+                out.append(lb)
+                continue
+            im = img[b].detach().float().cpu().clamp(0, 1).permute(1, 2, 0).numpy()
+            gray = np.ascontiguousarray(to_gray(im) if im.shape[2] == 3 else im[:, :, 0])
+            xy = KF.get_laf_center(lb)[0].numpy()
+            radius = KF.get_laf_scale(lb)[0, :, 0, 0].numpy()
+            frames = torch.from_numpy(self.shape.frames(Pyramid(gray), xy, radius))
+            upright = torch.cat([frames, torch.from_numpy(xy)[:, :, None]], 2)[None]
+            out.append(KF.set_laf_orientation(upright, KF.get_laf_orientation(lb)))
         return torch.cat(out).to(device=laf.device, dtype=laf.dtype)
 
 
@@ -262,4 +315,10 @@ def describe_blended(
     return torch.from_numpy(blend_descriptors(d, w))[None]
 
 
-__all__ = ["LAFPoseAssigner", "PatchAngleDetector", "describe_blended", "kornia_angle_detector"]
+__all__ = [
+    "LAFPoseAssigner",
+    "LAFAffineShape",
+    "PatchAngleDetector",
+    "describe_blended",
+    "kornia_angle_detector",
+]

@@ -87,6 +87,7 @@ from ..errors import InputError, is_int_in
 from ..geometry import apply_homography, homography_jacobian, pose_change
 from ..interop import from_cv2_keypoints
 from ..reading import strong_candidates
+from ..shape import shape_estimator
 from .blend import (
     BLEND_GAMMA,
     BLEND_K,
@@ -121,11 +122,12 @@ BLEND_ROWS = (
     "dominant_gradient_blend",
     "dominant_gradient_pooled_blend",
     "affnet_pooled_blend",
+    "shape_pooled_blend",
 )
 #: rows only for keypoints without a scale of their own (corners, a file): a fixed size pooled over sizes
 NO_SCALE_ROWS = ("dominant_gradient_pooled_blend",)
-#: blend rows cut through AffNet's affine frames (the peers' weights)
-AFFINE_BLEND_ROWS = ("affnet_pooled_blend",)
+#: blend rows cut through affine frames: AffNet's (the peers' weights) and our shape network's
+AFFINE_BLEND_ROWS = ("affnet_pooled_blend", "shape_pooled_blend")
 #: rows cut at our scale (besides ``ours_topK``): they need our poses and widen our window (:func:`ours_window`)
 OUR_SCALE_ROWS = ("ours", "ours_adaptive", "ours_blend", "ours_scale_gradient_blend")
 #: rows that need the peers' weights (:mod:`patchpose.matching.peers`)
@@ -139,7 +141,8 @@ def pose_rows(
     file), the rows that read SIFT's pose are left out, and with ``keynet`` (Key.Net detections) the row of
     Key.Net's own scale is added; ``handcrafted`` adds the hand-crafted pose rows (with neither, for
     keypoints without a scale, :data:`NO_SCALE_ROWS` too) and ``peers`` those of the peers
-    (:data:`PEER_ROWS`)."""
+    (:data:`PEER_ROWS` and ``affnet_pooled_blend``). ``shape_pooled_blend`` (our bundled shape network) is
+    always there."""
     rows = (
         "lower",
         "sift",
@@ -153,7 +156,8 @@ def pose_rows(
         "ours_angle",
         "sift_resolved_by_ours",
         *((*HANDCRAFTED_ROWS, "dominant_gradient_blend", *NO_SCALE_ROWS) if handcrafted else ()),
-        *((*PEER_ROWS, *AFFINE_BLEND_ROWS) if peers else ()),
+        "shape_pooled_blend",
+        *((*PEER_ROWS, "affnet_pooled_blend") if peers else ()),
         "upper",
         "upper_affine",
     )
@@ -173,6 +177,7 @@ class MatchConfig:
     descriptor_weights: str | None = None
     top_k: int = 4
     detector: str = "sift"  # one of DETECTORS (when no keypoints are given)
+    shape_weights: str | None = None  # the shape network of ``shape_pooled_blend`` (None: the bundled one)
 
 
 @dataclass
@@ -301,10 +306,22 @@ def peer_poses(feats: Features, peers: Peers | None, row: str) -> tuple[np.ndarr
     return feats.memo[row]
 
 
-def affine_shapes(feats: Features, peers: Peers | None) -> tuple[np.ndarray, np.ndarray]:
-    """AffNet's upright affine frames at the detector's scale (:attr:`Features.frame`; 16 px without one) as
-    log2 scales ``(N,)`` and shapes of determinant 1 ``(N, 2, 2)`` (:func:`~.blend.affine_parts`)."""
-    return affine_parts(affnet_frames_of(feats, peers))
+def affine_shapes(
+    row: str, feats: Features, peers: Peers | None, shape_weights: str | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """An :data:`AFFINE_BLEND_ROWS` row's upright affine frames at the detector's scale (:attr:`Features.frame`;
+    16 px without one) as log2 scales ``(N,)`` and shapes of determinant 1 ``(N, 2, 2)``
+    (:func:`~.blend.affine_parts`): AffNet's (``affnet_pooled_blend``, ``peers``) or our shape network's
+    (``shape_pooled_blend``: ``shape_weights``, None for the bundled one; :mod:`patchpose.shape`)."""
+    if row == "affnet_pooled_blend":
+        return affine_parts(affnet_frames_of(feats, peers))
+    if row != "shape_pooled_blend":
+        raise InputError(f"row {row!r} is not an affine row; they are {AFFINE_BLEND_ROWS}")
+    key = ("shape", shape_weights)
+    if key not in feats.memo:
+        radius = REFERENCE_RADIUS * np.exp2(feats.frame)
+        feats.memo[key] = shape_estimator(shape_weights).frames(feats.pyramid, feats.xy, radius)
+    return affine_parts(feats.memo[key])
 
 
 def affnet_frames_of(feats: Features, peers: Peers | None) -> np.ndarray:
@@ -434,7 +451,12 @@ def affine_descriptors(feats: Features, describer: Describer, peers: Peers | Non
 
 
 def blend_candidates(
-    row: str, feats: Features, ours=None, descriptor_region: float = 1.0, peers: Peers | None = None
+    row: str,
+    feats: Features,
+    ours=None,
+    descriptor_region: float = 1.0,
+    peers: Peers | None = None,
+    shape_weights: str | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The candidates a blend row describes at each keypoint: log2 patch scales, orientations and blend
     weights, each ``(N, BLEND_K)``. ``ours_blend``: our strongest scale (its window, :func:`ours_window`) and
@@ -444,7 +466,8 @@ def blend_candidates(
     ``ours_scale_gradient_blend``: the same at our scale's window; ``dominant_gradient_pooled_blend``: the
     ``dominant_gradient_blend`` candidates each at three sizes, ``(N, 3·BLEND_K)`` (:func:`~.blend.pool_sizes`);
     ``affnet_pooled_blend``: the gradient histogram's peaks on AffNet's affine-normalised patch (``peers``;
-    :func:`affine_shapes`; the orientations are in that patch's frame), each at three sizes."""
+    :func:`affine_shapes`; the orientations are in that patch's frame), each at three sizes;
+    ``shape_pooled_blend``: the same on our shape network's (``shape_weights``)."""
     k = BLEND_K
     if row == "ours_blend":
         if ours is None or np.ndim(ours.orientation) != 2:
@@ -459,11 +482,12 @@ def blend_candidates(
         return np.repeat(scale, k, 1), ours.orientation[:, :k], w
     if row == "dominant_gradient_pooled_blend":
         return pool_sizes(*blend_candidates("dominant_gradient_blend", feats, ours, descriptor_region))
-    if row == "affnet_pooled_blend":
-        frame, shape = affine_shapes(feats, peers)
-        if (row, "peaks") not in feats.memo:
-            feats.memo[(row, "peaks")] = gradient_peaks(feats.pyramid, feats.xy, frame, shape=shape)
-        ori, w = feats.memo[(row, "peaks")]
+    if row in AFFINE_BLEND_ROWS:
+        frame, shape = affine_shapes(row, feats, peers, shape_weights)
+        key = (row, "peaks", shape_weights if row == "shape_pooled_blend" else None)  # one per network
+        if key not in feats.memo:
+            feats.memo[key] = gradient_peaks(feats.pyramid, feats.xy, frame, shape=shape)
+        ori, w = feats.memo[key]
         return pool_sizes(np.repeat(frame[:, None], k, 1), ori, w)
     if row == "dominant_gradient_blend":
         frame = feats.frame
@@ -487,14 +511,15 @@ def candidate_descriptors(
     ours=None,
     descriptor_region: float = 1.0,
     peers: Peers | None = None,
+    shape_weights: str | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """A blend row's :func:`blend_candidates` (scales, orientations, weights, each ``(N, k)``) and
     ``describer``'s descriptor at each of them, ``(N, k, D)`` (the :data:`AFFINE_BLEND_ROWS` cut through
     their affine frames turned to each orientation, :func:`~.blend.turned_shapes`)."""
-    s, o, w = blend_candidates(row, feats, ours, descriptor_region, peers)
+    s, o, w = blend_candidates(row, feats, ours, descriptor_region, peers, shape_weights)
     xy = np.repeat(feats.xy, s.shape[1], 0)
     if row in AFFINE_BLEND_ROWS:
-        shape = turned_shapes(affine_shapes(feats, peers)[1], o).reshape(-1, 2, 2)
+        shape = turned_shapes(affine_shapes(row, feats, peers, shape_weights)[1], o).reshape(-1, 2, 2)
         d = describer.describe(feats.pyramid, xy, s.reshape(-1), np.zeros(o.size), shape=shape)
     else:
         d = describer.describe(feats.pyramid, xy, s.reshape(-1), o.reshape(-1))
@@ -508,10 +533,11 @@ def blended_descriptors(
     ours=None,
     descriptor_region: float = 1.0,
     peers: Peers | None = None,
+    shape_weights: str | None = None,
 ) -> np.ndarray:
     """``(N, D)`` one blended descriptor per keypoint for a blend row: ``describer`` at each of
     :func:`blend_candidates`, averaged with their weights (:func:`~.blend.blend_descriptors`)."""
-    _, _, w, d = candidate_descriptors(row, feats, describer, ours, descriptor_region, peers)
+    _, _, w, d = candidate_descriptors(row, feats, describer, ours, descriptor_region, peers, shape_weights)
     return blend_descriptors(d, w)
 
 
@@ -562,7 +588,9 @@ def describe_rows(
             out[row] = affine_upper_descriptors(feats, describer, H_from_1).reshape(len(feats), 1, -1)
             continue
         elif row in BLEND_ROWS:
-            out[row] = blended_descriptors(row, feats, describer, ours, region, peers)[:, None]
+            out[row] = blended_descriptors(row, feats, describer, ours, region, peers, cfg.shape_weights)[
+                :, None
+            ]
             continue
         else:
             s, o = keypoint_poses(row, feats, ours, H_from_1, cfg.top_k, peers)
