@@ -453,10 +453,15 @@ SHAPE_FORMAT = "patchpose-shape"
 
 
 def save_shape_weights(
-    model: ShapeNet, path: str | Path, name: str = "custom-shape", notes: str = ""
+    model: ShapeNet,
+    path: str | Path,
+    name: str = "custom-shape",
+    notes: str = "",
+    train_config: dict | None = None,
 ) -> Path:
     """Write an affine shape network as a safetensors file (atomically) whose metadata carries its config:
-    ``{"format": "patchpose-shape", "name", "model_config", "notes"}``."""
+    ``{"format": "patchpose-shape", "name", "model_config", "notes"}``, and ``"train_config"`` (JSON) when
+    given: the settings of the ``patchpose train-shape`` run that made it."""
     path = Path(path)
     if path.is_dir():
         raise InputError(
@@ -469,6 +474,8 @@ def save_shape_weights(
         "model_config": json.dumps(model.cfg.to_dict()),
         "notes": notes,
     }
+    if train_config is not None:
+        meta["train_config"] = json.dumps(train_config)
     tensors = {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}
     tmp = path.with_name(path.name + ".tmp")
     try:

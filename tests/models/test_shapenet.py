@@ -160,3 +160,15 @@ def test_bundled_shape_network_is_covariant_on_a_photo():
     ours = shape_alignment_loss(S1, S2, Bt).item()
     discs = shape_alignment_loss(torch.eye(2).expand_as(S1), torch.eye(2).expand_as(S1), Bt).item()
     assert ours < 0.35 * discs, (ours, discs)
+
+
+def test_bundled_shape_network_records_the_run_that_made_it():
+    """The bundled file carries its training settings: ``patchpose train-shape --photos data/photos`` with the
+    defaults of today makes it (a change of a default is a change of the recipe and shows here)."""
+    from patchpose.training.shape import ShapeTrainConfig
+    from patchpose.weights import BUNDLED_SHAPES, DEFAULT_SHAPE_MODEL, load_shape_model
+
+    assert DEFAULT_SHAPE_MODEL in BUNDLED_SHAPES
+    net, meta = load_shape_model()
+    assert meta["name"] == DEFAULT_SHAPE_MODEL and net.cfg == ShapeNetConfig()
+    assert json.loads(meta["train_config"]) == ShapeTrainConfig().to_dict()

@@ -326,6 +326,7 @@ def train_shape(
         out / SHAPE_WEIGHTS_FILE,
         name="custom-shape",
         notes=f"patchpose train-shape, {step} steps, seed {cfg.seed}",
+        train_config=cfg.to_dict(),
     )
     x1, x2, B = pairs.batch(-1 % (2**31))  # a batch no step draws
     with torch.no_grad():
