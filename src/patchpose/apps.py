@@ -36,6 +36,9 @@ MATCH_POSES: dict[str, str] = {
     # corners), or a gradient histogram's at the detector's scale (SIFT, Key.Net): docs/peers.md
     "ours-blend": "ours_blend",
     "gradient-blend": "dominant_gradient_blend",
+    # the same read on the affine shape of our shape network (patchpose.shape), each peak at 3 sizes: for
+    # photos seen at a slant (docs/peers.md)
+    "shape-blend": "shape_pooled_blend",
     "none": "lower",
 }
 
@@ -171,7 +174,7 @@ def match_pair(
     # only the rows that read our model load it
     est = (
         PatchPoseEstimator.load(weights).with_plan(**(read_plan or {}))
-        if row not in ("lower", "sift")
+        if row not in ("lower", "sift", "shape_pooled_blend")
         else None
     )
     cfg = MatchConfig(

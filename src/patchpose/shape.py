@@ -64,7 +64,10 @@ class AffineShapeEstimator:
         detector's scale). ``image``: an RGB or gray image (uint8, or float in [0, 1]), or its
         :class:`~patchpose.data.patches.Pyramid` (gray)."""
         pyramid = image if isinstance(image, Pyramid) else Pyramid(to_gray(check_image(image)))
-        xy = np.asarray(keypoints, np.float64)
+        try:
+            xy = np.asarray(keypoints, np.float64)
+        except (TypeError, ValueError):
+            raise InputError("keypoints must be an (N, 2) array of x, y pixel coordinates") from None
         if xy.ndim != 2 or xy.shape[1] != 2 or not np.isfinite(xy).all():
             raise InputError(f"keypoints must be an (N, 2) array of finite x, y, got shape {xy.shape}")
         n = len(xy)
@@ -93,9 +96,16 @@ class AffineShapeEstimator:
         return np.broadcast_to(np.asarray(radius, np.float64), (len(S),))[:, None, None] * S
 
 
-@lru_cache(maxsize=4)
 def shape_estimator(name_or_path: str | None = None) -> AffineShapeEstimator:
-    """:meth:`AffineShapeEstimator.load`, once per name or path in a process (the evaluations' rows)."""
+    """:meth:`AffineShapeEstimator.load`, once per name, or per file and its modification time, in a process
+    (the evaluations' rows): a file written again is read again."""
+    path = Path(name_or_path) if name_or_path else None
+    stamp = path.stat().st_mtime_ns if path is not None and path.is_file() else None
+    return _cached_estimator(name_or_path, stamp)
+
+
+@lru_cache(maxsize=4)
+def _cached_estimator(name_or_path: str | None, stamp: int | None) -> AffineShapeEstimator:
     return AffineShapeEstimator.load(name_or_path)
 
 

@@ -350,3 +350,24 @@ def test_a_bad_image_in_a_sequence_is_named(tmp_path):
     cv2.imwrite(str(rel / "v_b" / "2.ppm"), np.zeros((5, 5, 3), np.uint8))
     with pytest.raises(InputError, match=r"sequence .*v_b: image is too small"):
         evaluate_hpatches(tmp_path, tmp_path / "o", max_keypoints=50, pose=False, progress=False)
+
+
+def test_shape_row_takes_the_shape_network_it_is_given(tmp_path):
+    """``shape_weights`` picks the network of the ``shape_pooled_blend`` row: another file is another cached
+    result (an untrained network's discs match differently from the bundled shapes); given without the row,
+    it is an error, not ignored."""
+    from patchpose.evaluation.hpatches_eval import evaluate_hpatches
+    from patchpose.models.shapenet import ShapeNet
+    from patchpose.weights import save_shape_weights
+
+    make_hpatches_replica(tmp_path / "r", names=("v_b",), targets=2)
+    disc = save_shape_weights(ShapeNet(), tmp_path / "disc.safetensors")
+    kw = dict(detector="gftt", max_keypoints=120, pose=False, progress=False, bootstrap=0)
+    bundled = evaluate_hpatches(tmp_path / "r", tmp_path / "o", rows=["shape_pooled_blend"], **kw)
+    discs = evaluate_hpatches(
+        tmp_path / "r", tmp_path / "o", rows=["shape_pooled_blend"], shape_weights=disc, **kw
+    )
+    assert len(list((tmp_path / "o" / "cache").iterdir())) == 2
+    assert bundled["mma"]["shape_pooled_blend"] != discs["mma"]["shape_pooled_blend"]
+    with pytest.raises(InputError, match="shape-weights is for the shape_pooled_blend row"):
+        evaluate_hpatches(tmp_path / "r", tmp_path / "o", rows=["lower"], shape_weights=disc, **kw)

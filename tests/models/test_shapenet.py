@@ -92,7 +92,14 @@ def test_outputs_are_upright_of_determinant_one_and_bounded():
 
 @pytest.mark.parametrize(
     "bad",
-    [{"patch_size": 30}, {"channels": [8, 8]}, {"max_shear": 0}, {"max_log_stretch": "1"}, {"depth": 3}],
+    [
+        {"patch_size": 30},
+        {"channels": [8, 8]},
+        {"channels": 5},
+        {"max_shear": 0},
+        {"max_log_stretch": "1"},
+        {"depth": 3},
+    ],
 )
 def test_config_errors(bad):
     with pytest.raises(ValueError):

@@ -131,7 +131,9 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         default="ours",
         help="the pose each descriptor patch is cut at. sift-resolved: SIFT's pose, where SIFT found several "
         "orientations the one nearest ours; ours-angle: our orientation on the upright 16 px patch; "
-        "dominant-gradient, log-dominant-gradient: hand-crafted poses; none: upright patches of one fixed size, "
+        "dominant-gradient, log-dominant-gradient: hand-crafted poses; gradient-blend, ours-blend, shape-blend: "
+        "one descriptor blended over 4 orientation peaks (shape-blend: read on our affine shape, for photos seen "
+        "at a slant); none: upright patches of one fixed size, "
         "the baseline without poses (docs/results.md)",
     )
     mt.add_argument("--top-k", type=int, default=4, help="candidates per keypoint for --pose ours-topk")

@@ -609,6 +609,8 @@ def evaluate_hpatches(
             or n == cfg.descriptor
         )
     ]
+    if shape_weights is not None and "shape_pooled_blend" not in rows:
+        raise InputError("--shape-weights is for the shape_pooled_blend row, which this run does not compute")
     shape_est = shape_estimator(cfg.shape_weights) if "shape_pooled_blend" in rows else None  # fails early
     model_name = est.meta.get("name", str(weights))
     setting = json.dumps(

@@ -140,6 +140,8 @@ class LAFAffineShape(nn.Module):
             )
         if not img.is_floating_point():
             raise InputError(f"img must hold floats in [0, 1] (as kornia's images), got {img.dtype}")
+        if not bool(torch.isfinite(img).all()):
+            raise InputError("img holds NaN or infinite values")
         out = []
         for b in range(laf.shape[0]):
             lb = laf[b : b + 1].detach().double().cpu()

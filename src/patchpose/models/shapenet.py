@@ -35,7 +35,11 @@ class ShapeNetConfig:
     def validate(self) -> None:
         if not is_int_in(self.patch_size, 8, 256) or self.patch_size % 4:
             raise ValueError(f"patch_size must be a multiple of 4 from 8 to 256, got {self.patch_size!r}")
-        if len(self.channels) != 3 or not all(is_int_in(c, 1, 1024) for c in self.channels):
+        if (
+            not isinstance(self.channels, (tuple, list))
+            or len(self.channels) != 3
+            or not all(is_int_in(c, 1, 1024) for c in self.channels)
+        ):
             raise ValueError(f"channels must be three widths from 1 to 1024, got {self.channels!r}")
         for name in ("max_log_stretch", "max_shear"):
             v = getattr(self, name)
@@ -54,7 +58,7 @@ class ShapeNetConfig:
         if unknown:
             raise ValueError(f"unknown shape network settings {unknown}; known: {sorted(known)}")
         d = dict(d)
-        if "channels" in d:
+        if isinstance(d.get("channels"), list):
             d["channels"] = tuple(d["channels"])
         cfg = cls(**d)
         cfg.validate()

@@ -26,7 +26,7 @@ import torch
 from tqdm import tqdm
 
 from ..data.keypoints import detect_gftt, detect_sift
-from ..data.patches import Pyramid, extract_patches, load_photo, to_gray
+from ..data.patches import Pyramid, check_image, extract_patches, load_photo, to_gray
 from ..data.photos import photos_of
 from ..errors import InputError, TrainingError, WeightsError
 from ..losses import shape_alignment_loss
@@ -83,8 +83,10 @@ class ShapeTrainConfig:
             )
         if isinstance(self.threads, bool) or not isinstance(self.threads, int) or self.threads < 0:
             raise InputError(f"threads must be a whole number >= 0, got {self.threads!r}")
-        if not (isinstance(self.seed, int) and not isinstance(self.seed, bool) and self.seed >= 0):
-            raise InputError(f"seed must be a whole number >= 0, got {self.seed!r}")
+        if not (isinstance(self.seed, int) and not isinstance(self.seed, bool) and 0 <= self.seed < 2**63):
+            raise InputError(f"seed must be a whole number from 0 to 2**63 - 1, got {self.seed!r}")
+        if not isinstance(self.photos, str) or not self.photos.strip():
+            raise InputError(f"photos must name a photo folder, got {self.photos!r}")
         for name, lo, hi in (
             ("lr", 0, 1),
             ("warmup", 0, 1),
@@ -124,7 +126,9 @@ class ShapeTrainConfig:
         if "log2_radius" in d:
             r = d["log2_radius"]
             if not (
-                isinstance(r, (list, tuple)) and len(r) == 2 and all(isinstance(x, (int, float)) for x in r)
+                isinstance(r, (list, tuple))
+                and len(r) == 2
+                and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in r)
             ):
                 raise InputError(f"log2_radius must be two numbers [lo, hi], got {r!r}")
             d["log2_radius"] = (float(r[0]), float(r[1]))
@@ -164,7 +168,8 @@ class ShapePairs:
         self.keypoints: list[np.ndarray] = []
         paths = photos_of(cfg.photos, "train")
         for path in tqdm(paths, desc="photos", disable=not progress, dynamic_ncols=True):
-            img = to_gray(load_photo(path, cfg.long_side))
+            # float gray in [0, 1], as the estimator reads images (interpolated patches are not rounded)
+            img = to_gray(check_image(load_photo(path, cfg.long_side)))
             h, w = img.shape
             xy = np.concatenate(
                 [
@@ -207,7 +212,12 @@ class ShapePairs:
 
 def _optimizer(net: ShapeNet, cfg: ShapeTrainConfig):
     opt = torch.optim.Adam(net.parameters(), cfg.lr)
-    sched = torch.optim.lr_scheduler.OneCycleLR(opt, cfg.lr, total_steps=cfg.steps, pct_start=cfg.warmup)
+    try:
+        sched = torch.optim.lr_scheduler.OneCycleLR(opt, cfg.lr, total_steps=cfg.steps, pct_start=cfg.warmup)
+    except ZeroDivisionError:  # warmup·steps = 1: a phase of no length
+        raise InputError(
+            f"warmup={cfg.warmup} over steps={cfg.steps} makes a warm-up of exactly one step: change either"
+        ) from None
     return opt, sched
 
 
@@ -231,7 +241,8 @@ def train_shape(
     cfg: ShapeTrainConfig, out_dir: str | Path, resume: bool = False, progress: bool = True
 ) -> dict:
     """Train a :class:`ShapeNet` per ``cfg`` into ``out_dir`` (module docstring); returns ``{"step",
-    "loss", "identity_loss", "minutes", "weights"}`` (``weights``: the file written, None if stopped early)."""
+    "loss", "identity_loss", "minutes", "weights"}``: the losses of the trained network and of discs on a fresh
+    batch of the train photos (one no step drew), the file written."""
     cfg.validate()
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -252,7 +263,7 @@ def train_shape(
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
     torch.manual_seed(cfg.seed)
-    net = ShapeNet()
+    net = ShapeNet(None if ckpt is None else ShapeNetConfig.from_dict(ckpt["model_config"]))
     opt, sched = _optimizer(net, cfg)
     step, running = 0, None
     if ckpt is not None:
@@ -297,7 +308,6 @@ def train_shape(
                 opt.step()
                 sched.step()
                 step += 1
-                whole = True
                 value = float(loss.detach())
                 running = value if running is None else 0.98 * running + 0.02 * value
                 bar.update(1)
@@ -307,6 +317,7 @@ def train_shape(
                     rec = {"step": step, "time": round(time.time() - t0, 1), "loss": round(running, 5)}
                     metrics.write(json.dumps({**rec, "identity_loss": round(base, 5)}) + "\n")
                     metrics.flush()
+                whole = True  # model, optimizer, schedule, running loss and log in step with ``step``
                 if step % cfg.checkpoint_every == 0:
                     checkpoint()
                 if stops.requested:
