@@ -71,6 +71,8 @@ def test_shapes_check_their_input(est, photo):
         est.shapes(photo, np.zeros((3, 3)), 10.0)
     with pytest.raises(InputError, match=r"\(N, 2\)"):
         est.shapes(photo, [[1.0, 2.0], [3.0]], 10.0)
+    with pytest.raises(InputError, match="outside"):
+        est.shapes(photo, [[1.0, 2.0], [3.0, 1e6]], 10.0)
     with pytest.raises(InputError, match="radius"):
         est.shapes(photo, np.full((3, 2), 50.0), [1.0, 2.0])
     with pytest.raises(InputError, match="radius must be finite and > 0"):

@@ -27,6 +27,7 @@ from numpy.typing import ArrayLike
 from .conventions import REFERENCE_RADIUS
 from .data.patches import Pyramid, check_image, extract_patches, to_gray
 from .errors import InputError
+from .estimator import check_keypoints
 from .models.shapenet import ShapeNet
 from .weights import DEFAULT_SHAPE_MODEL, load_shape_model
 
@@ -60,16 +61,11 @@ class AffineShapeEstimator:
 
     def shapes(self, image: np.ndarray | Pyramid, keypoints: ArrayLike, radius: ArrayLike) -> np.ndarray:
         """``(N, 2, 2)`` float64 upright shapes of determinant 1 at ``keypoints`` (``(N, 2)`` xy, pixel centres
-        at integers), read in upright discs of half-width ``radius`` px (a number or one per keypoint: the
+        at integers, inside the image), read in upright discs of half-width ``radius`` px (a number or one per keypoint: the
         detector's scale). ``image``: an RGB or gray image (uint8, or float in [0, 1]), or its
         :class:`~patchpose.data.patches.Pyramid` (gray)."""
         pyramid = image if isinstance(image, Pyramid) else Pyramid(to_gray(check_image(image)))
-        try:
-            xy = np.asarray(keypoints, np.float64)
-        except (TypeError, ValueError):
-            raise InputError("keypoints must be an (N, 2) array of x, y pixel coordinates") from None
-        if xy.ndim != 2 or xy.shape[1] != 2 or not np.isfinite(xy).all():
-            raise InputError(f"keypoints must be an (N, 2) array of finite x, y, got shape {xy.shape}")
+        xy = check_keypoints(keypoints, pyramid.shape, allow_empty=True)
         n = len(xy)
         try:
             r = np.broadcast_to(np.asarray(radius, np.float64), (n,))

@@ -151,8 +151,10 @@ class LAFAffineShape(nn.Module):
             im = img[b].detach().float().cpu().clamp(0, 1).permute(1, 2, 0).numpy()
             gray = np.ascontiguousarray(to_gray(im) if im.shape[2] == 3 else im[:, :, 0])
             xy = KF.get_laf_center(lb)[0].numpy()
+            h, w = gray.shape
+            kp = np.stack([np.clip(xy[:, 0], -0.5, w - 0.5), np.clip(xy[:, 1], -0.5, h - 0.5)], 1)
             radius = KF.get_laf_scale(lb)[0, :, 0, 0].numpy()
-            frames = torch.from_numpy(self.shape.frames(Pyramid(gray), xy, radius))
+            frames = torch.from_numpy(self.shape.frames(Pyramid(gray), kp, radius))
             upright = torch.cat([frames, torch.from_numpy(xy)[:, :, None]], 2)[None]
             out.append(KF.set_laf_orientation(upright, KF.get_laf_orientation(lb)))
         return torch.cat(out).to(device=laf.device, dtype=laf.dtype)
