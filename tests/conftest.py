@@ -65,6 +65,21 @@ def make_hpatches_replica(
     return rel
 
 
+def make_train_photos(root: Path, stems: Sequence[str] = ("astronaut", "chelsea")) -> Path:
+    """A photo folder of the wheels' photos named ``stems``, all in its ``train`` split (``splits.json``)."""
+    import json
+    import shutil
+
+    from patchpose.data.photos import wheel_photo_paths
+
+    for p in wheel_photo_paths():
+        if p.stem in stems:
+            shutil.copy(p, root / p.name)
+    names = sorted(p.name for p in root.iterdir() if p.name != "splits.json")
+    (root / "splits.json").write_text(json.dumps({"train": names, "val": []}))
+    return root
+
+
 def pairs_file_line(name0: str = "a.png", name1: str = "b.png", t: Sequence[float] = (1.0, 0.0, 0.0)) -> str:
     """One line of a MegaDepth/ScanNet pairs file: the two names, zero rotations, the same intrinsics for both
     images and ``T_0to1`` a pure translation by ``t``."""

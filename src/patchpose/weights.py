@@ -272,12 +272,6 @@ def save_weights(
         descriptor_region = check_descriptor_region(descriptor_region)
     if orientation_offset is not None:
         orientation_offset = check_orientation_offset(orientation_offset)
-    path = Path(path)
-    if path.is_dir():
-        raise InputError(
-            f"{path} is a folder: give the weights file's name, e.g. {path / 'model.safetensors'}"
-        )
-    path.parent.mkdir(parents=True, exist_ok=True)
     meta = {
         "format": "patchpose",
         "name": name,
@@ -290,6 +284,16 @@ def save_weights(
         meta["descriptor_region"] = repr(descriptor_region)
     if orientation_offset is not None:
         meta["orientation_offset"] = repr(orientation_offset)
+    return _write_safetensors(model, path, meta, "model.safetensors")
+
+
+def _write_safetensors(model: torch.nn.Module, path: str | Path, meta: dict, example: str) -> Path:
+    """``model``'s state dict and ``meta`` as a safetensors file at ``path``, atomically (temporary name, then
+    rename); a folder for ``path`` is an :class:`InputError` naming ``example`` as a file name."""
+    path = Path(path)
+    if path.is_dir():
+        raise InputError(f"{path} is a folder: give the weights file's name, e.g. {path / example}")
+    path.parent.mkdir(parents=True, exist_ok=True)
     tensors = {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}
     tmp = path.with_name(path.name + ".tmp")
     try:
@@ -300,6 +304,22 @@ def save_weights(
         tmp.unlink(missing_ok=True)
         raise WeightsError(f"cannot write {path}: {one_line(e)}") from None
     return path
+
+
+def _read_safetensors(path: Path, expected_sha256: str | None) -> tuple[dict, dict]:
+    """``(metadata, state dict)`` of a safetensors file, its sha256 checked first when given; a missing,
+    unreadable or tampered file is a one-line :class:`WeightsError`."""
+    if not path.is_file():
+        raise WeightsError(f"weights file not found: {path}")
+    if expected_sha256 and sha256_of(path) != expected_sha256:
+        raise WeightsError(f"checksum mismatch for {path}: the file is corrupt or was modified")
+    try:
+        with safe_open(str(path), framework="pt") as f:
+            meta = f.metadata() or {}
+        state = load_file(str(path))
+    except (SafetensorError, OSError, ValueError) as e:
+        raise WeightsError(f"{path} is not a readable safetensors file ({one_line(e)})") from None
+    return meta, state
 
 
 def _default_mode(path: Path) -> None:
@@ -315,16 +335,7 @@ def load_weights(path: str | Path, expected_sha256: str | None = None) -> tuple[
     Raises :class:`WeightsError` with a clear message for a missing, corrupt, foreign or tampered file.
     """
     path = Path(path)
-    if not path.is_file():
-        raise WeightsError(f"weights file not found: {path}")
-    if expected_sha256 and sha256_of(path) != expected_sha256:
-        raise WeightsError(f"checksum mismatch for {path}: the file is corrupt or was modified")
-    try:
-        with safe_open(str(path), framework="pt") as f:
-            meta = f.metadata() or {}
-        state = load_file(str(path))
-    except (SafetensorError, OSError, ValueError) as e:
-        raise WeightsError(f"{path} is not a readable safetensors file ({one_line(e)})") from None
+    meta, state = _read_safetensors(path, expected_sha256)
     if meta.get("format") != "patchpose" or "model_config" not in meta:
         raise WeightsError(f"{path} is a safetensors file but not a patchpose model (no patchpose metadata)")
     cfg = config_from_json(meta["model_config"], str(path))
@@ -462,12 +473,6 @@ def save_shape_weights(
     """Write an affine shape network as a safetensors file (atomically) whose metadata carries its config:
     ``{"format": "patchpose-shape", "name", "model_config", "notes"}``, and ``"train_config"`` (JSON) when
     given: the settings of the ``patchpose train-shape`` run that made it."""
-    path = Path(path)
-    if path.is_dir():
-        raise InputError(
-            f"{path} is a folder: give the weights file's name, e.g. {path / 'shape.safetensors'}"
-        )
-    path.parent.mkdir(parents=True, exist_ok=True)
     meta = {
         "format": SHAPE_FORMAT,
         "name": name,
@@ -476,16 +481,7 @@ def save_shape_weights(
     }
     if train_config is not None:
         meta["train_config"] = json.dumps(train_config)
-    tensors = {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}
-    tmp = path.with_name(path.name + ".tmp")
-    try:
-        save_file(tensors, str(tmp), metadata=meta)
-        _default_mode(tmp)
-        os.replace(tmp, path)
-    except Exception as e:  # noqa: BLE001 - safetensors' own error types: the file could not be written
-        tmp.unlink(missing_ok=True)
-        raise WeightsError(f"cannot write {path}: {one_line(e)}") from None
-    return path
+    return _write_safetensors(model, path, meta, "shape.safetensors")
 
 
 def load_shape_weights(path: str | Path, expected_sha256: str | None = None) -> tuple[ShapeNet, dict]:
@@ -493,16 +489,7 @@ def load_shape_weights(path: str | Path, expected_sha256: str | None = None) -> 
     (strict), in eval mode, with the file's metadata. A missing, corrupt, foreign or tampered file (a pose
     network's file too) is a one-line :class:`WeightsError`."""
     path = Path(path)
-    if not path.is_file():
-        raise WeightsError(f"weights file not found: {path}")
-    if expected_sha256 and sha256_of(path) != expected_sha256:
-        raise WeightsError(f"checksum mismatch for {path}: the file is corrupt or was modified")
-    try:
-        with safe_open(str(path), framework="pt") as f:
-            meta = f.metadata() or {}
-        state = load_file(str(path))
-    except (SafetensorError, OSError, ValueError) as e:
-        raise WeightsError(f"{path} is not a readable safetensors file ({one_line(e)})") from None
+    meta, state = _read_safetensors(path, expected_sha256)
     if meta.get("format") != SHAPE_FORMAT or "model_config" not in meta:
         what = "a pose network" if meta.get("format") == "patchpose" else "not a patchpose model"
         raise WeightsError(f"{path} is not an affine shape network ({what})")

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -15,7 +14,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from patchpose.data.photos import wheel_photo_paths
+from conftest import make_train_photos
 from patchpose.training.checkpoint import load_checkpoint
 from patchpose.training.config import load_config
 from patchpose.training.trainer import train, truncate_metrics
@@ -43,13 +42,7 @@ KILL_AT = (7, 55, 110)
 
 @pytest.fixture(scope="module")
 def photos(tmp_path_factory):
-    root = tmp_path_factory.mktemp("photos")
-    for p in wheel_photo_paths():
-        if p.stem in ("astronaut", "chelsea"):
-            shutil.copy(p, root / p.name)
-    names = sorted(p.name for p in root.iterdir())
-    (root / "splits.json").write_text(json.dumps({"train": names, "val": []}))
-    return root
+    return make_train_photos(tmp_path_factory.mktemp("photos"))
 
 
 def overrides(photos, *extra) -> list[str]:

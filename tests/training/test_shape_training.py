@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import json
-import shutil
 
 import numpy as np
 import pytest
 import torch
 
+from conftest import make_train_photos
 from patchpose.cli.main import main
-from patchpose.data.photos import wheel_photo_paths
 from patchpose.errors import InputError
 from patchpose.training import shape as T
 
@@ -28,13 +27,7 @@ TINY = [
 
 @pytest.fixture(scope="module")
 def photos(tmp_path_factory):
-    root = tmp_path_factory.mktemp("photos")
-    for p in wheel_photo_paths():
-        if p.stem in ("astronaut", "chelsea"):
-            shutil.copy(p, root / p.name)
-    names = sorted(p.name for p in root.iterdir())
-    (root / "splits.json").write_text(json.dumps({"train": names, "val": []}))
-    return root
+    return make_train_photos(tmp_path_factory.mktemp("photos"))
 
 
 def cfg(photos, *extra) -> T.ShapeTrainConfig:
