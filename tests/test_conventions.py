@@ -443,3 +443,15 @@ def test_colmap_centre_shift_is_half_pixel():
     xy = np.random.default_rng(3).uniform(-5, 500, (20, 2))
     np.testing.assert_allclose(C.from_colmap_xy(C.to_colmap_xy(xy)), xy, atol=1e-12)
     np.testing.assert_allclose(C.to_colmap_xy(xy) - xy, 0.5)
+
+
+def test_rotation_matrix_takes_arrays_of_angles():
+    """An array of angles gives the stacked matrices of each angle (what patch cutting and the blends use)."""
+    from patchpose.conventions import rotation_matrix
+
+    t = np.array([[0.0, 0.5], [2.0, -1.0]])
+    R = rotation_matrix(t)
+    assert R.shape == (2, 2, 2, 2)
+    for idx in np.ndindex(t.shape):
+        assert np.array_equal(R[idx], rotation_matrix(float(t[idx])))
+    assert np.allclose(rotation_matrix(np.pi / 2) @ [1.0, 0.0], [0.0, -1.0])  # x turns up on screen

@@ -103,13 +103,15 @@ def angle_diff(a, b):
     return (a - b + math.pi) % TWO_PI - math.pi
 
 
-def rotation_matrix(theta: float) -> np.ndarray:
-    """2×2 matrix that rotates a vector by ``θ`` counter-clockwise **as displayed** (y down).
+def rotation_matrix(theta) -> np.ndarray:
+    """2×2 matrix that rotates a vector by ``θ`` counter-clockwise **as displayed** (y down); for an array of
+    angles of shape ``S``, the matrices ``S + (2, 2)``.
 
     ``R(θ) @ (1, 0) = (cos θ, −sin θ)``: a positive angle turns the x axis upwards on screen.
     """
-    c, s = math.cos(theta), math.sin(theta)
-    return np.array([[c, s], [-s, c]], dtype=np.float64)
+    t = np.asarray(theta, dtype=np.float64)
+    c, s = np.cos(t), np.sin(t)
+    return np.stack([np.stack([c, s], -1), np.stack([-s, c], -1)], -2)
 
 
 def similarity_about(center_xy, log2_scale: float, theta: float) -> np.ndarray:

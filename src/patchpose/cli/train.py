@@ -87,8 +87,17 @@ def export_command(a: argparse.Namespace) -> int:
     return 0
 
 
+def _add_run_arguments(p: argparse.ArgumentParser, out_help: str, overrides_help: str) -> None:
+    """What every training command takes: ``--out``, ``--resume``, ``--no-progress`` and ``key=value``
+    settings."""
+    p.add_argument("--out", required=True, help=out_help)
+    p.add_argument("--resume", action="store_true", help="continue from OUT/checkpoint.pt")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar (logs only)")
+    p.add_argument("overrides", nargs="*", help=overrides_help)
+
+
 def add_commands(sub: argparse._SubParsersAction) -> None:
-    """Register ``train`` and ``export`` on the top-level subparsers."""
+    """Register ``train``, ``train-shape`` and ``export`` on the top-level subparsers."""
     t = sub.add_parser(
         "train",
         help=f"train a pose network on self-supervised pairs (default: the default model's recipe, {DEFAULT_RECIPE})",
@@ -105,13 +114,10 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         help="several stages in one command (patchpose/configs/recipes/*.yaml): OUT/stage1, OUT/stage2, ..., "
         f"then OUT/NAME.safetensors (default without --config: {DEFAULT_RECIPE}, the default model's recipe)",
     )
-    t.add_argument("--out", required=True, help="output folder (checkpoints, config.yaml, metrics.jsonl)")
-    t.add_argument("--resume", action="store_true", help="continue from OUT/checkpoint.pt")
-    t.add_argument("--no-progress", action="store_true", help="no progress bar (logs only)")
-    t.add_argument(
-        "overrides",
-        nargs="*",
-        help="key=value overrides (for a recipe: of every stage), e.g. optim.lr=1e-3 run.threads=2",
+    _add_run_arguments(
+        t,
+        "output folder (checkpoints, config.yaml, metrics.jsonl)",
+        "key=value overrides (for a recipe: of every stage), e.g. optim.lr=1e-3 run.threads=2",
     )
     t.set_defaults(func=train_command)
 
@@ -123,15 +129,10 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     ts.add_argument(
         "--photos", default=None, help="photo folder whose 'train' split is used (default: data/photos)"
     )
-    ts.add_argument(
-        "--out", required=True, help="output folder (checkpoint.pt, metrics.jsonl, shape.safetensors)"
-    )
-    ts.add_argument("--resume", action="store_true", help="continue from OUT/checkpoint.pt")
-    ts.add_argument("--no-progress", action="store_true", help="no progress bar")
-    ts.add_argument(
-        "overrides",
-        nargs="*",
-        help="key=value settings (patchpose.training.shape.ShapeTrainConfig), e.g. steps=2500 seed=0 threads=2",
+    _add_run_arguments(
+        ts,
+        "output folder (checkpoint.pt, metrics.jsonl, shape.safetensors)",
+        "key=value settings (patchpose.training.shape.ShapeTrainConfig), e.g. steps=2500 seed=0 threads=2",
     )
     ts.set_defaults(func=train_shape_command)
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import cv2
 import numpy as np
 
-from ..conventions import REFERENCE_RADIUS, patch_grid
+from ..conventions import REFERENCE_RADIUS, patch_grid, rotation_matrix
 from ..errors import InputError
 from .image_header import check_image_file, check_pixels
 
@@ -209,12 +209,12 @@ def extract_patches(
     nlev = len(pyramid.levels)
     factors = np.asarray(pyramid.factors)  # (L, 2)
     u0 = 1.0 / patch_size - 1.0
-    c, s_ = np.cos(theta), np.sin(theta)
+    rot = rotation_matrix(theta)  # (n, 2, 2)
     for j, w in enumerate(windows):
         # all frames of this window at once: A = r·R(θ), M = [A·2/PS | A·(u0, u0) + xy] (level 0)
         sc = log2_scale + math.log2(w)
         r = radius * np.exp2(sc)
-        A = r[:, None, None] * np.stack([np.stack([c, s_], -1), np.stack([-s_, c], -1)], 1)  # (n, 2, 2)
+        A = r[:, None, None] * rot
         if shape is not None:
             A = A @ np.asarray(shape, np.float64).reshape(n, 2, 2)
         M = np.empty((n, 2, 3))

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import cv2
 import numpy as np
 
-from ..conventions import REFERENCE_RADIUS, TWO_PI
+from ..conventions import REFERENCE_RADIUS, TWO_PI, rotation_matrix
 from .patches import LEVELS_PER_OCTAVE, Pyramid, as_frames
 
 _REMAP_ROWS = 30000  # cv2.remap wants maps smaller than 32767 in each dimension
@@ -103,8 +103,7 @@ def extract_polar(
     cos_a, sin_a = np.cos(ang).astype(np.float32), np.sin(ang).astype(np.float32)
     if shape is not None:  # unit offsets R(θ)·P·(cos α, −sin α), written as (cos_a, −sin_a)
         u = np.stack([np.cos(grid.angles_rad()), -np.sin(grid.angles_rad())], 0)  # (2, A)
-        c, s_ = np.cos(t), np.sin(t)
-        B = np.stack([np.stack([c, s_], -1), np.stack([-s_, c], -1)], 1) @ np.asarray(shape, np.float64)
+        B = rotation_matrix(t) @ np.asarray(shape, np.float64)
         off = B @ u  # (n, 2, A)
         cos_a, sin_a = off[:, 0].astype(np.float32), (-off[:, 1]).astype(np.float32)
     rows = _sample_rows(pyramid, xy, np.repeat(np.arange(n), K), r.ravel(), lev.ravel(), cos_a, sin_a, mode)

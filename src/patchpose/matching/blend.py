@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..baselines import ORI_PATCH, dominant_gradient_candidates
-from ..conventions import REFERENCE_RADIUS
+from ..conventions import REFERENCE_RADIUS, rotation_matrix
 from ..data.patches import Pyramid, extract_patches
 from ..errors import InputError
 
@@ -104,10 +104,7 @@ def turned_shapes(shape, orientation) -> np.ndarray:
     """``(N, k, 2, 2)`` the shapes ``P · R(θ_j)``: the affine-normalised patch of each shape ``P`` ``(N, 2, 2)``
     turned by each orientation ``θ_j`` ``(N, k)`` (radians, CCW as displayed) in its own frame; cut with
     orientation 0 (:func:`~patchpose.data.patches.extract_patches`' frame ``r · R(0) · shape``)."""
-    o = np.asarray(orientation, np.float64)
-    c, s = np.cos(o), np.sin(o)
-    rot = np.stack([np.stack([c, s], -1), np.stack([-s, c], -1)], -2)  # R(θ) of conventions.rotation_matrix
-    return np.asarray(shape, np.float64)[:, None] @ rot
+    return np.asarray(shape, np.float64)[:, None] @ rotation_matrix(orientation)
 
 
 def check_pool_octaves(octaves) -> float:

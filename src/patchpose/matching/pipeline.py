@@ -317,11 +317,11 @@ def affine_shapes(
         return affine_parts(affnet_frames_of(feats, peers))
     if row != "shape_pooled_blend":
         raise InputError(f"row {row!r} is not an affine row; they are {AFFINE_BLEND_ROWS}")
-    key = ("shape", shape_weights)
+    key = (row, shape_weights)
     if key not in feats.memo:
         radius = REFERENCE_RADIUS * np.exp2(feats.frame)
-        feats.memo[key] = shape_estimator(shape_weights).frames(feats.pyramid, feats.xy, radius)
-    return affine_parts(feats.memo[key])
+        feats.memo[key] = affine_parts(shape_estimator(shape_weights).frames(feats.pyramid, feats.xy, radius))
+    return feats.memo[key]
 
 
 def affnet_frames_of(feats: Features, peers: Peers | None) -> np.ndarray:
@@ -484,7 +484,7 @@ def blend_candidates(
         return pool_sizes(*blend_candidates("dominant_gradient_blend", feats, ours, descriptor_region))
     if row in AFFINE_BLEND_ROWS:
         frame, shape = affine_shapes(row, feats, peers, shape_weights)
-        key = (row, "peaks", shape_weights if row == "shape_pooled_blend" else None)  # one per network
+        key = (row, "peaks", shape_weights)  # one per network (AffNet's: one per image)
         if key not in feats.memo:
             feats.memo[key] = gradient_peaks(feats.pyramid, feats.xy, frame, shape=shape)
         ori, w = feats.memo[key]

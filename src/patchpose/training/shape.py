@@ -25,6 +25,7 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
+from ..conventions import rotation_matrix
 from ..data.keypoints import detect_gftt, detect_sift
 from ..data.patches import Pyramid, check_image, extract_patches, load_photo, to_gray
 from ..data.photos import photos_of
@@ -39,6 +40,8 @@ log = logging.getLogger(__name__)
 
 #: settings a resumed run may change (they do not change what is trained)
 RESUME_FREE = ("threads", "checkpoint_every", "log_every")
+#: the step whose pairs measure a finished network (no run draws them: ``steps`` stays far below)
+FRESH_STEP = 2**31 - 1
 #: the weights file a finished run writes in its folder
 SHAPE_WEIGHTS_FILE = "shape.safetensors"
 
@@ -77,6 +80,8 @@ class ShapeTrainConfig:
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise InputError(f"{name} must be a whole number >= 1, got {v!r}")
+        if self.steps >= FRESH_STEP:
+            raise InputError(f"steps must be below {FRESH_STEP}, got {self.steps}")
         if self.batch % self.photos_per_batch:
             raise InputError(
                 f"batch ({self.batch}) must be a multiple of photos_per_batch ({self.photos_per_batch})"
@@ -140,13 +145,6 @@ class ShapeTrainConfig:
         return cfg
 
 
-def rotations(t: np.ndarray) -> np.ndarray:
-    """``(N, 2, 2)`` rotation matrices ``[[cos, sin], [-sin, cos]]`` (the convention of
-    :func:`~patchpose.data.patches.sampling_matrix`)."""
-    c, s = np.cos(t), np.sin(t)
-    return np.stack([np.stack([c, s], -1), np.stack([-s, c], -1)], -2)
-
-
 def random_affine(rng: np.random.Generator, n: int, max_log2_anisotropy: float) -> np.ndarray:
     """``(n, 2, 2)`` affine maps of determinant 1: a squeeze by ``2**u`` (``u`` uniform in
     ``±max_log2_anisotropy``) along a uniform direction, then a uniform rotation."""
@@ -156,14 +154,15 @@ def random_affine(rng: np.random.Generator, n: int, max_log2_anisotropy: float) 
     D = np.zeros((n, 2, 2))
     D[:, 0, 0] = 2 ** (lt / 2)
     D[:, 1, 1] = 2 ** (-lt / 2)
-    return rotations(psi) @ rotations(-phi) @ D @ rotations(phi)
+    return rotation_matrix(psi) @ rotation_matrix(-phi) @ D @ rotation_matrix(phi)
 
 
 class ShapePairs:
     """The training photos' pyramids and keypoints, and the pairs of each step (:meth:`batch`)."""
 
-    def __init__(self, cfg: ShapeTrainConfig, progress: bool = True) -> None:
+    def __init__(self, cfg: ShapeTrainConfig, progress: bool = True, patch_size: int = 32) -> None:
         self.cfg = cfg
+        self.patch_size = patch_size
         self.pyramids: list[Pyramid] = []
         self.keypoints: list[np.ndarray] = []
         paths = photos_of(cfg.photos, "train")
@@ -200,8 +199,8 @@ class ShapePairs:
             logr = rng.uniform(*cfg.log2_radius, per)
             b = random_affine(rng, per, cfg.max_log2_anisotropy)
             zero = np.zeros(per)
-            x1.append(extract_patches(self.pyramids[i], xy, logr, zero, 32))
-            x2.append(extract_patches(self.pyramids[i], xy, logr, zero, 32, shape=b))
+            x1.append(extract_patches(self.pyramids[i], xy, logr, zero, self.patch_size))
+            x2.append(extract_patches(self.pyramids[i], xy, logr, zero, self.patch_size, shape=b))
             bs.append(b)
         return (
             torch.from_numpy(np.concatenate(x1)),
@@ -271,7 +270,7 @@ def train_shape(
         opt.load_state_dict(ckpt["optimizer"])
         sched.load_state_dict(ckpt["scheduler"])
         step, running = int(ckpt["step"]), ckpt.get("running")
-    pairs = ShapePairs(cfg, progress)
+    pairs = ShapePairs(cfg, progress, net.cfg.patch_size)
 
     def checkpoint() -> None:
         atomic_save(
@@ -339,14 +338,14 @@ def train_shape(
         notes=f"patchpose train-shape, {step} steps, seed {cfg.seed}",
         train_config=cfg.to_dict(),
     )
-    x1, x2, B = pairs.batch(-1 % (2**31))  # a batch no step draws
+    x1, x2, B = pairs.batch(FRESH_STEP)
     with torch.no_grad():
         S = net(torch.cat([x1, x2]))
-        held = float(shape_alignment_loss(S[: cfg.batch], S[cfg.batch :], B))
+        fresh = float(shape_alignment_loss(S[: cfg.batch], S[cfg.batch :], B))
         base = float(shape_alignment_loss(identity, identity, B))
     return {
         "step": step,
-        "loss": held,
+        "loss": fresh,
         "identity_loss": base,
         "minutes": (time.time() - t0) / 60,
         "weights": str(weights),
