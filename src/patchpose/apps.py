@@ -39,8 +39,14 @@ MATCH_POSES: dict[str, str] = {
     # the same read on the affine shape of our shape network (patchpose.shape), each peak at 3 sizes: for
     # photos seen at a slant (docs/peers.md)
     "shape-blend": "shape_pooled_blend",
+    # the same at a fixed size widened by the pair's zoom, which our scales vote for (patchpose.matching.zoom):
+    # for corners and other keypoints without a scale (docs/peers.md)
+    "shape-zoom-blend": "shape_zoom_blend",
     "none": "lower",
 }
+#: the model whose scales vote for the pair's zoom (``shape-zoom-blend``) where none is named: the one
+#: fine-tuned at re-detected corners, whose ``ours_blend`` matches corners best (docs/peers.md)
+ZOOM_VOTE_MODEL = "patchpose-v10"
 
 
 def run_estimate(
@@ -155,8 +161,8 @@ def match_pair(
     ``top_k``: candidates per keypoint for ``pose="ours-topk"`` (at least 2). ``homography``: the 3×3 map from
     image 1 to image 2, if known: each match then gets its reprojection error and is correct within
     ``threshold`` px. ``weights``, ``read_plan``: the model read for the poses that use it, as in
-    :func:`run_estimate`."""
-    from .matching.pipeline import MatchConfig, match_images
+    :func:`run_estimate` (``shape-zoom-blend``: :data:`ZOOM_VOTE_MODEL` where ``weights`` is None)."""
+    from .matching.pipeline import PAIR_ROWS, MatchConfig, match_images
 
     if pose not in MATCH_POSES:
         raise InputError(f"pose must be one of {sorted(MATCH_POSES)}, got {pose!r}")
@@ -171,6 +177,8 @@ def match_pair(
     if (keypoints1 is None) != (keypoints2 is None):
         raise InputError("give keypoints for both images (--keypoints1 and --keypoints2) or for none")
     row = MATCH_POSES[pose].format(k=top_k)
+    if weights is None and row in PAIR_ROWS:
+        weights = ZOOM_VOTE_MODEL
     # only the rows that read our model load it
     est = (
         PatchPoseEstimator.load(weights).with_plan(**(read_plan or {}))

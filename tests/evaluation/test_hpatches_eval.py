@@ -303,18 +303,23 @@ def test_harris_and_file_keypoints_evaluate_without_sift_rows(tmp_path):
         "dominant_gradient_blend",
         "dominant_gradient_pooled_blend",  # keypoints without a scale only
         "shape_pooled_blend",
+        "shape_zoom_blend",  # keypoints without a scale only
         "upper",
         "upper_affine",
     )
-    assert "dominant_gradient_pooled_blend" not in pose_rows(4, sift=True) + pose_rows(
-        4, sift=False, keynet=True
-    )
+    for row in ("dominant_gradient_pooled_blend", "shape_zoom_blend"):
+        assert row not in pose_rows(4, sift=True) + pose_rows(4, sift=False, keynet=True)
     rel = make_hpatches_replica(tmp_path, names=("v_b",), targets=2)
     doc = evaluate_hpatches(
         tmp_path, tmp_path / "h", detector="harris", max_keypoints=150, pose=False, progress=False
     )
     assert list(doc["mma"]) == list(pose_rows(4, sift=False))
     assert doc["setup"]["detector"].startswith("Harris")
+    # the pair row's voted zoom is measured against H's on every pair (the replica's views barely zoom)
+    assert (
+        list(doc["pair_zoom"]) == ["shape_zoom_blend"] and doc["pair_zoom"]["shape_zoom_blend"]["pairs"] == 2
+    )
+    assert "## The pair's zoom" in (tmp_path / "h" / "results.md").read_text()
     assert set(doc["repeated_keypoints_pose"]["overall"]) == {
         "n",
         "ours",
@@ -353,7 +358,7 @@ def test_a_bad_image_in_a_sequence_is_named(tmp_path):
 
 
 def test_shape_row_takes_the_shape_network_it_is_given(tmp_path):
-    """``shape_weights`` picks the network of the ``shape_pooled_blend`` row: another file is another cached
+    """``shape_weights`` picks the network of the shape rows (``shape_pooled_blend``): another file is another cached
     result (an untrained network's discs match differently from the bundled shapes); given without the row,
     it is an error, not ignored."""
     from patchpose.evaluation.hpatches_eval import evaluate_hpatches
@@ -369,5 +374,34 @@ def test_shape_row_takes_the_shape_network_it_is_given(tmp_path):
     )
     assert len(list((tmp_path / "o" / "cache").iterdir())) == 2
     assert bundled["mma"]["shape_pooled_blend"] != discs["mma"]["shape_pooled_blend"]
-    with pytest.raises(InputError, match="shape-weights is for the shape_pooled_blend row"):
+    with pytest.raises(
+        InputError, match="shape-weights is for the shape_pooled_blend and shape_zoom_blend rows"
+    ):
         evaluate_hpatches(tmp_path / "r", tmp_path / "o", rows=["lower"], shape_weights=disc, **kw)
+
+
+def test_the_voted_zoom_is_scored_against_the_zoom_h_makes():
+    """:func:`true_zoom` is H's local scale change at image 1's keypoints that land in image k (their median),
+    and :func:`summarize_zoom` the errors of the votes against it, on hand-built pairs."""
+    from patchpose.evaluation.hpatches_eval import summarize_zoom, true_zoom
+
+    H = np.diag([2.0, 2.0, 1.0])  # everything twice as large in image k
+    xy = np.array([[10.0, 10.0], [40.0, 20.0], [300.0, 300.0]])  # the last lands outside a 100 × 100 image k
+    assert true_zoom(H, xy, (100, 100)) == pytest.approx(1.0)
+    assert true_zoom(H, xy[2:], (100, 100)) is None
+    per_seq = {
+        "v_a": [
+            {"k": 2, "zoom": {"shape_zoom_blend": 1.1}, "zoom_true": 1.0},
+            {"k": 3, "zoom": {"shape_zoom_blend": -0.5}, "zoom_true": 0.0},
+        ],
+        "v_b": [
+            {"k": 2, "zoom": {"shape_zoom_blend": 0.0}, "zoom_true": 0.2},
+            {"k": 3, "zoom": {"shape_zoom_blend": 0.3}, "zoom_true": None},  # H gives none: not scored
+            {"k": 4},  # no pair row
+        ],
+    }
+    z = summarize_zoom(per_seq, ["ours_blend", "shape_zoom_blend"])["shape_zoom_blend"]
+    assert z["pairs"] == 3
+    assert z["median_abs_error"] == pytest.approx(0.2) and z["max_abs_error"] == pytest.approx(0.5)
+    assert z["within_quarter_octave"] == pytest.approx(2 / 3)
+    assert summarize_zoom(per_seq, ["ours_blend"]) == {}

@@ -133,14 +133,21 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         "orientations the one nearest ours; ours-angle: our orientation on the upright 16 px patch; "
         "dominant-gradient, log-dominant-gradient: hand-crafted poses; gradient-blend, ours-blend, shape-blend: "
         "one descriptor blended over 4 orientation peaks (shape-blend: read on our affine shape, for photos seen "
-        "at a slant); none: upright patches of one fixed size, "
+        "at a slant); shape-zoom-blend: shape-blend at a fixed size widened by the pair's zoom that our scales vote "
+        "for (corners, --detector harris/gftt, or keypoints from files; the votes read patchpose-v10 unless "
+        "--weights names another model); none: upright patches of one fixed size, "
         "the baseline without poses (docs/results.md)",
     )
     mt.add_argument("--top-k", type=int, default=4, help="candidates per keypoint for --pose ours-topk")
     mt.add_argument("--homography", default=None, help="3×3 text file H (image 1 → 2): colours the matches")
     mt.add_argument("--threshold", type=float, default=3.0, help="px: a match is correct within this")
     mt.add_argument("--max-keypoints", type=int, default=2000, help="keypoints detected per image")
-    mt.add_argument("--detector", choices=("sift", "harris"), default="sift", help="without --keypoints1/2")
+    mt.add_argument(
+        "--detector",
+        choices=("sift", "harris", "gftt"),
+        default="sift",
+        help="without --keypoints1/2 (harris, gftt: corners, Harris's or Shi-Tomasi's)",
+    )
     mt.add_argument(
         "--keypoints1", default=None, help="keypoints of image 1 (.npy or x,y text); default SIFT"
     )

@@ -246,8 +246,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         "--shape-weights",
         default=None,
         metavar="W",
-        help="the affine shape network of the shape_pooled_blend row: a bundled name or a file "
-        "'patchpose train-shape' wrote (default: the bundled patchpose-shape-v1)",
+        help="the affine shape network of the shape_pooled_blend and shape_zoom_blend rows: a bundled name or a "
+        "file 'patchpose train-shape' wrote (default: the bundled patchpose-shape-v1)",
     )
     hp.add_argument(
         "--top-k",

@@ -55,12 +55,14 @@ from ..matching.peers import PEER_FILES, Peers
 from ..matching.pipeline import (
     DETECTORS,
     HANDCRAFTED_ROWS,
+    PAIR_ROWS,
     PEER_DETECTORS,
     MatchConfig,
     candidate_counts,
     describe_rows,
     detect,
     handcrafted_poses,
+    pair_descriptors,
     peer_poses,
     pose_rows,
     reprojection_errors,
@@ -207,15 +209,21 @@ def match_sequence(
             poses["orinet"] = (f.frame, peer_poses(f, peers, "orinet")[0])
         return f, o, poses
 
+    single = [r for r in rows if r not in PAIR_ROWS]
     f1, o1, p1 = feats(1)
-    d1 = describe_rows(f1, rows, describer, est, None, cfg, ours=o1, peers=peers)
+    d1 = describe_rows(f1, single, describer, est, None, cfg, ours=o1, peers=peers)
     counts1 = {row: candidate_counts(row, f1, o1) for row in rows}
     out = []
     for k in seq.targets:
         H = seq.homographies[k]
         fk, ok_, pk = feats(k)
-        dk = describe_rows(fk, rows, describer, est, H, cfg, ours=ok_, peers=peers)
+        dk = describe_rows(fk, single, describer, est, H, cfg, ours=ok_, peers=peers)
         res = {"k": k, "mma": {}, "matches": {}, "descriptors": {}}
+        for row in rows:  # described with both photos: image 1's descriptors differ from pair to pair
+            if row in PAIR_ROWS:
+                d1[row], dk[row], zoom = pair_descriptors(row, f1, fk, describer, est, cfg, o1, ok_, peers)
+                res.setdefault("zoom", {})[row] = zoom.log2
+                res["zoom_true"] = true_zoom(H, f1.xy, images[k].shape)
         if o1 is not None and ok_ is not None:
             res["repeat"] = repeated_pose_counts(H, f1, fk, p1, pk)
         for row in rows:
@@ -349,6 +357,40 @@ def _scaled(intervals: dict, unit: float) -> dict:
         "mean": {r: mul(d) for r, d in intervals["mean"].items()},
         "minus_reference": {r: mul(d) for r, d in intervals["minus_reference"].items()},
     }
+
+
+def true_zoom(H, xy, shape) -> float | None:
+    """The zoom that ``H`` makes between the photos (log2): the median of its local scale change
+    (:func:`~patchpose.geometry.pose_change`) at image 1's keypoints ``xy`` that land inside image k of
+    ``shape``; None where none does."""
+    d_scale, _, ok = pose_change(H, xy)
+    seen = ok & inside(apply_homography(H, xy), shape)
+    return float(np.median(d_scale[seen])) if seen.any() else None
+
+
+def summarize_zoom(per_seq: dict[str, list[dict]], rows) -> dict:
+    """``{row: {"pairs", "median_abs_error", "p90_abs_error", "max_abs_error", "within_quarter_octave"}}``:
+    how far each :data:`PAIR_ROWS` row's voted zoom (log2) is from the one ``H`` makes (:func:`true_zoom`), over
+    the pairs where both are known."""
+    out = {}
+    for row in (r for r in rows if r in PAIR_ROWS):
+        e = np.array(
+            [
+                abs(p["zoom"][row] - p["zoom_true"])
+                for pairs in per_seq.values()
+                for p in pairs
+                if row in p.get("zoom", {}) and p.get("zoom_true") is not None
+            ]
+        )
+        if len(e):
+            out[row] = {
+                "pairs": int(len(e)),
+                "median_abs_error": float(np.median(e)),
+                "p90_abs_error": float(np.percentile(e, 90)),
+                "max_abs_error": float(e.max()),
+                "within_quarter_octave": float(np.mean(e <= 0.25)),
+            }
+    return out
 
 
 def summarize_repeat(per_seq: dict[str, list[dict]]) -> dict:
@@ -609,9 +651,12 @@ def evaluate_hpatches(
             or n == cfg.descriptor
         )
     ]
-    if shape_weights is not None and "shape_pooled_blend" not in rows:
-        raise InputError("--shape-weights is for the shape_pooled_blend row, which this run does not compute")
-    shape_est = shape_estimator(cfg.shape_weights) if "shape_pooled_blend" in rows else None  # fails early
+    shape_rows = [r for r in rows if r in ("shape_pooled_blend", "shape_zoom_blend")]
+    if shape_weights is not None and not shape_rows:
+        raise InputError(
+            "--shape-weights is for the shape_pooled_blend and shape_zoom_blend rows, which this run does not compute"
+        )
+    shape_est = shape_estimator(cfg.shape_weights) if shape_rows else None  # fails early
     model_name = est.meta.get("name", str(weights))
     setting = json.dumps(
         {
@@ -630,7 +675,7 @@ def evaluate_hpatches(
             **({"peers": peer_set.fingerprint(used_peers)} if peer_set is not None else {}),
             # raised whenever the code changes what a cached sequence holds or how it is computed, so that
             # a result computed another way is never reused
-            "cache_version": 14,
+            "cache_version": 15,
             "rows": list(rows),
         },
         sort_keys=True,
@@ -711,6 +756,8 @@ def evaluate_hpatches(
             else {}
         ),
         "matches": matches,
+        # the pair rows' zoom against the one H makes (log2 octaves)
+        "pair_zoom": summarize_zoom(matching, rows),
         "pose_accuracy": {},
         "repeated_keypoints_pose": repeat,
         "thresholds_px": list(proto.thresholds),
@@ -773,6 +820,7 @@ ROW_LABELS = {
     "affnet+orinet": "AffNet shape + OriNet orientation (kornia), detector's scale",
     "affnet_pooled_blend": "AffNet shape (kornia), one descriptor blended over the gradient's top-4 peaks in its frame, each at 3 sizes",
     "shape_pooled_blend": "our affine shape, one descriptor blended over the gradient's top-4 peaks in its frame, each at 3 sizes",
+    "shape_zoom_blend": "our affine shape blend (as above) at the fixed size widened by the pair's zoom, voted by our scales",
     "upper": "upper (pose from H)",
     "upper_affine": "upper (H's local affine map)",
 }
@@ -832,6 +880,20 @@ def results_markdown(doc: dict) -> str:
     lines += _intervals_markdown(doc.get("correct_intervals") or {}, s.get("cluster_pattern"), correct=True)
     lines += _vs_sift_markdown(doc.get("intervals_vs_sift") or {})
     lines += _vs_sift_markdown(doc.get("correct_vs_sift") or {}, correct=True)
+    zoom = doc.get("pair_zoom") or {}
+    if zoom:
+        lines += [
+            "",
+            "## The pair's zoom: voted (our scales) against the one H makes, in octaves",
+            "",
+            "| pose | pairs | median error | 90th percentile | largest | within ±1/4 octave |",
+            "|---|---|---|---|---|---|",
+        ]
+        for row, z in zoom.items():
+            lines.append(
+                f"| {_label(row)} | {z['pairs']} | {z['median_abs_error']:.3f} | {z['p90_abs_error']:.3f} | "
+                f"{z['max_abs_error']:.2f} | {100 * z['within_quarter_octave']:.0f} % |"
+            )
     rep = doc.get("repeated_keypoints_pose", {})
     if rep:
         lines += [

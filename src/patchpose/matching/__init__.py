@@ -2,12 +2,14 @@
 
 ``detect`` → ``poses`` (none, the detector's own, ours, ours top-k, or the ground truth from a
 homography) → ``describe`` (a descriptor on the patch cut at each pose) → ``mutual_nn``.
-:func:`~patchpose.matching.pipeline.match_images` runs the whole chain on two images.
+:func:`~patchpose.matching.pipeline.match_images` runs the whole chain on two images; :func:`pair_zoom` is the
+zoom between two photos that our scales vote for (:mod:`patchpose.matching.zoom`).
 """
 
 from .describe import Describer
 from .matcher import mutual_nn
-from .pipeline import Features, MatchConfig, detect, keypoint_poses, match_images, pose_rows
+from .pipeline import Features, MatchConfig, detect, keypoint_poses, match_images, pair_descriptors, pose_rows
+from .zoom import PairZoom, pair_zoom
 
 __all__ = [
     "Describer",
@@ -18,4 +20,7 @@ __all__ = [
     "detect",
     "keypoint_poses",
     "match_images",
+    "pair_descriptors",
+    "PairZoom",
+    "pair_zoom",
 ]

@@ -68,7 +68,7 @@ the caller names (``peers``: :class:`~patchpose.matching.peers.Peers`); the libr
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -101,6 +101,7 @@ from .blend import (
 from .describe import Describer
 from .matcher import mutual_nn
 from .peers import Peers, affnet_frames, keynet_frames, orinet_in_frames, orinet_orientations
+from .zoom import PairZoom, pair_zoom
 
 #: SIFT's descriptor window per unit of keypoint size (:data:`~patchpose.conventions.OPENCV_SIFT_WINDOW_PER_SIZE`)
 SIFT_REGION = OPENCV_SIFT_WINDOW_PER_SIZE
@@ -124,8 +125,12 @@ BLEND_ROWS = (
     "affnet_pooled_blend",
     "shape_pooled_blend",
 )
-#: rows only for keypoints without a scale of their own (corners, a file): a fixed size pooled over sizes
-NO_SCALE_ROWS = ("dominant_gradient_pooled_blend",)
+#: rows whose descriptors depend on both photos (:func:`pair_descriptors`): the pooled shape blend at one
+#: fixed size, widened by the pair's zoom that our scales vote for (:mod:`.zoom`)
+PAIR_ROWS = ("shape_zoom_blend",)
+#: rows only for keypoints without a scale of their own (corners, a file): one fixed size (pooled over
+#: sizes; or widened by the pair's zoom)
+NO_SCALE_ROWS = ("dominant_gradient_pooled_blend", "shape_zoom_blend")
 #: blend rows cut through affine frames: AffNet's (the peers' weights) and our shape network's
 AFFINE_BLEND_ROWS = ("affnet_pooled_blend", "shape_pooled_blend")
 #: rows cut at our scale (besides ``ours_topK``): they need our poses and widen our window (:func:`ours_window`)
@@ -139,10 +144,10 @@ def pose_rows(
 ) -> tuple[str, ...]:
     """Row names in report order: without ``sift`` (keypoints that come without a pose: corners, Key.Net, a
     file), the rows that read SIFT's pose are left out, and with ``keynet`` (Key.Net detections) the row of
-    Key.Net's own scale is added; ``handcrafted`` adds the hand-crafted pose rows (with neither, for
-    keypoints without a scale, :data:`NO_SCALE_ROWS` too) and ``peers`` those of the peers
-    (:data:`PEER_ROWS` and ``affnet_pooled_blend``). ``shape_pooled_blend`` (our bundled shape network) is
-    always there."""
+    Key.Net's own scale is added; ``handcrafted`` adds the hand-crafted pose rows and ``peers`` those of the
+    peers (:data:`PEER_ROWS` and ``affnet_pooled_blend``). ``shape_pooled_blend`` (our bundled shape network)
+    is always there. The :data:`NO_SCALE_ROWS` are only for keypoints without a scale (neither ``sift`` nor
+    ``keynet``)."""
     rows = (
         "lower",
         "sift",
@@ -155,8 +160,13 @@ def pose_rows(
         "ours_scale_gradient_blend",
         "ours_angle",
         "sift_resolved_by_ours",
-        *((*HANDCRAFTED_ROWS, "dominant_gradient_blend", *NO_SCALE_ROWS) if handcrafted else ()),
+        *(
+            (*HANDCRAFTED_ROWS, "dominant_gradient_blend", "dominant_gradient_pooled_blend")
+            if handcrafted
+            else ()
+        ),
         "shape_pooled_blend",
+        "shape_zoom_blend",
         *((*PEER_ROWS, "affnet_pooled_blend") if peers else ()),
         "upper",
         "upper_affine",
@@ -207,6 +217,17 @@ class Features:
         if self.detector_scale is None:
             return np.zeros(len(self))
         return np.asarray(self.detector_scale, np.float64)
+
+    def at_frame(self, frame: float) -> Features:
+        """These keypoints as if their detector gave each the log2 scale ``frame`` (the rows that keep the
+        detector's scale then read and cut there), with a memo of its own; one view per frame (kept in this
+        memo), and the features themselves for frame 0 where they have no scale."""
+        if self.detector_scale is None and frame == 0:
+            return self
+        key = ("at_frame", float(frame))
+        if key not in self.memo:
+            self.memo[key] = replace(self, detector_scale=np.full(len(self), float(frame)), memo={})
+        return self.memo[key]
 
 
 def detect(
@@ -571,6 +592,11 @@ def describe_rows(
         if est is None:
             raise InputError("rows 'ours'/'ours_topK' need an estimator")
         ours = est.estimate(feats.image, feats.xy, top_k=cfg.top_k)
+    pair = [r for r in rows if r in PAIR_ROWS]
+    if pair:
+        raise InputError(
+            f"rows {pair} describe a pair of photos together: pair_descriptors, not describe_rows"
+        )
     region = est.plan.descriptor_region if est is not None else 1.0  # our window (ours_window)
     out = {}
     for row in rows:
@@ -601,6 +627,69 @@ def describe_rows(
     return out
 
 
+def pair_zoom_of(
+    feats1: Features, feats2: Features, describer: Describer, est, cfg: MatchConfig, ours1=None, ours2=None
+) -> PairZoom:
+    """The zoom from image 1 to image 2 (:func:`~.zoom.pair_zoom`) that our strongest scales vote for at the
+    mutual nearest neighbours of the ``ours_blend`` descriptors (our scale and top angles: a description that
+    follows the zoom). ``ours1``/``ours2``: the estimator's top-k poses at the features' keypoints, if already
+    read; each image's ``ours_blend`` descriptors are kept in its memo (image 1 of a sequence is read once)."""
+    if est is None:
+        raise InputError("the pair's zoom is voted by our scales: it needs an estimator")
+    if len(feats1) == 0 or len(feats2) == 0:
+        return PairZoom(0.0, 0, 0)
+    region = est.plan.descriptor_region
+    scales, descs = [], []
+    for feats, ours in ((feats1, ours1), (feats2, ours2)):
+        key = ("zoom_votes", describer, cfg.top_k)
+        if key not in feats.memo:
+            ours = ours if ours is not None else est.estimate(feats.image, feats.xy, top_k=cfg.top_k)
+            d = blended_descriptors("ours_blend", feats, describer, ours, region)
+            feats.memo[key] = (np.asarray(ours.scale)[:, 0], d)
+        scales.append(feats.memo[key][0])
+        descs.append(feats.memo[key][1])
+    m, _ = mutual_nn(descs[0], descs[1])
+    return pair_zoom(scales[0], scales[1], m)
+
+
+def pair_descriptors(
+    row: str,
+    feats1: Features,
+    feats2: Features,
+    describer: Describer,
+    est,
+    cfg: MatchConfig | None = None,
+    ours1=None,
+    ours2=None,
+    peers: Peers | None = None,
+) -> tuple[np.ndarray, np.ndarray, PairZoom]:
+    """A :data:`PAIR_ROWS` row's ``(N, 1, D)`` and ``(M, 1, D)`` descriptors of two photos' keypoints and the
+    pair's zoom: ``shape_zoom_blend`` is ``shape_pooled_blend`` (our shape network, the gradient peaks on its
+    patch, each at 3 sizes) at the fixed 16 px window widened by the zoom (:func:`pair_zoom_of`) in the photo
+    where structures look larger (:attr:`~.zoom.PairZoom.frames`)."""
+    cfg = cfg or MatchConfig()
+    if row not in PAIR_ROWS:
+        raise InputError(f"row {row!r} is not a pair row; they are {PAIR_ROWS}")
+    for feats in (feats1, feats2):
+        if feats.detector_scale is not None:
+            raise InputError(
+                f"the {row!r} row is for keypoints without a scale of their own (corners, a file)"
+            )
+    zoom = pair_zoom_of(feats1, feats2, describer, est, cfg, ours1, ours2)
+    out = []
+    for feats, frame in zip((feats1, feats2), zoom.frames):
+        if len(feats) == 0:
+            out.append(np.zeros((0, 1, describer.dim), np.float32))
+            continue
+        view = feats.at_frame(frame)
+        out.append(
+            blended_descriptors("shape_pooled_blend", view, describer, None, 1.0, peers, cfg.shape_weights)[
+                :, None
+            ]
+        )
+    return out[0], out[1], zoom
+
+
 def match_images(
     image1,
     image2,
@@ -617,20 +706,28 @@ def match_images(
     descriptors; :class:`~patchpose.matching.peers.Peers`).
 
     Returns ``{"xy1": (N, 2), "xy2": (M, 2), "rows": {row: {"matches": (L, 2), "distances": (L,),
-    "error_px": (L,) reprojection error under H (None without H)}}}``."""
+    "error_px": (L,) reprojection error under H (None without H)}}}``; a :data:`PAIR_ROWS` row's entry also
+    holds the pair's ``"zoom"`` (:class:`~.zoom.PairZoom`)."""
     cfg = cfg or MatchConfig()
     describer = describer or Describer(cfg.descriptor, cfg.descriptor_weights, peers=peers)
     if H is None and {"upper", "upper_affine"} & set(rows):
         raise InputError("the 'upper' rows need the ground-truth homography H")
     f1 = detect(image1, cfg.max_keypoints, keypoints1, cfg.detector, peers)
     f2 = detect(image2, cfg.max_keypoints, keypoints2, cfg.detector, peers)
-    d1 = describe_rows(f1, rows, describer, est, None, cfg, peers=peers)
-    d2 = describe_rows(f2, rows, describer, est, H, cfg, peers=peers)
+    single = [r for r in rows if r not in PAIR_ROWS]
+    d1 = describe_rows(f1, single, describer, est, None, cfg, peers=peers)
+    d2 = describe_rows(f2, single, describer, est, H, cfg, peers=peers)
+    zooms = {}
+    for row in rows:
+        if row in PAIR_ROWS:
+            d1[row], d2[row], zooms[row] = pair_descriptors(row, f1, f2, describer, est, cfg, peers=peers)
     out = {"xy1": f1.xy, "xy2": f2.xy, "rows": {}}
     for row in rows:
         m, dist = mutual_nn(d1[row], d2[row])
         err = reprojection_errors(H, f1.xy[m[:, 0]], f2.xy[m[:, 1]]) if H is not None else None
         out["rows"][row] = {"matches": m, "distances": dist, "error_px": err}
+        if row in zooms:
+            out["rows"][row]["zoom"] = zooms[row]
     return out
 
 

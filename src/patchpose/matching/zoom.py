@@ -1,0 +1,78 @@
+"""The zoom between two photos, voted by our scales at tentative matches.
+
+Keypoints without a scale of their own (corners, a grid) match best at one fixed window where two photos do
+not zoom, and hardly at all where they do (docs/peers.md): a fixed window covers other content in the photo
+that zoomed. Our per-keypoint scale follows the zoom, but its noise costs matches where a fixed size would
+do. The *difference* of our scales across the tentative matches of a scale-invariant description (our scale
+and angles, ``ours_blend``) is one vote per match for the pair's zoom: wrong matches spread their votes,
+right ones pile them up, and a few dozen right ones pin the zoom down. Widen the fixed window by that much in
+the photo where things look larger, and a fixed size works under any zoom (:func:`pair_zoom`,
+:attr:`PairZoom.frames`; the ``shape_zoom_blend`` row of :mod:`patchpose.matching.pipeline`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import InputError
+
+#: octaves: the width of the vote's histogram bins (half the model's scale bins, 1/3 octave)
+ZOOM_BIN = 1.0 / 6.0
+#: octaves: the votes within this of the winning bin's centre are the estimate's (their median)
+ZOOM_BAND = 0.25
+#: fewer votes than this within :data:`ZOOM_BAND` of the winner: no evidence of a zoom, 0 is returned
+MIN_VOTES = 5
+#: octaves: the largest zoom voted for (two scales within the models' ±4 octaves differ by at most 8)
+MAX_ZOOM = 8.0
+
+
+@dataclass(frozen=True)
+class PairZoom:
+    """The zoom from image 1 to image 2 that :func:`pair_zoom` found."""
+
+    log2: float  #: structures in image 2 look ``2**log2`` times as large as in image 1 (0: no evidence)
+    votes: int  #: tentative matches within :data:`ZOOM_BAND` octaves of the estimate
+    matches: int  #: tentative matches that voted
+
+    @property
+    def frames(self) -> tuple[float, float]:
+        """``(frame1, frame2)``: log2 factors for a fixed window in image 1 and in image 2 that cover the same
+        content: the window is widened in the photo where structures look larger, never narrowed (a narrowed
+        window would be read below the photo's resolution)."""
+        return max(0.0, -self.log2), max(0.0, self.log2)
+
+
+def pair_zoom(scale1, scale2, matches) -> PairZoom:
+    """The zoom between two photos from the log2 scales of their keypoints (``scale1`` ``(N,)``, ``scale2``
+    ``(M,)``, e.g. :attr:`patchpose.Poses.scale` of the strongest candidate) and tentative matches ``(L, 2)``
+    (indices into them, e.g. mutual nearest neighbours of scale-invariant descriptors).
+
+    Each match votes ``scale2[j] − scale1[i]`` into bins of :data:`ZOOM_BIN` octaves; the histogram is smoothed
+    by ``[1, 2, 1]``, and the median of the votes within :data:`ZOOM_BAND` octaves of the highest bin's centre
+    is the zoom. With fewer than :data:`MIN_VOTES` such votes the photos give no evidence of a zoom: 0.
+    Non-finite scales do not vote."""
+    s1 = np.asarray(scale1, np.float64)
+    s2 = np.asarray(scale2, np.float64)
+    m = np.asarray(matches)
+    if s1.ndim != 1 or s2.ndim != 1:
+        raise InputError(f"scales must be (N,) arrays, got shapes {s1.shape} and {s2.shape}")
+    if m.size == 0:
+        return PairZoom(0.0, 0, 0)
+    if m.ndim != 2 or m.shape[1] != 2 or not np.issubdtype(m.dtype, np.integer):
+        raise InputError(f"matches must be an (L, 2) integer array, got {m.dtype} of shape {m.shape}")
+    if m.min() < 0 or m[:, 0].max() >= len(s1) or m[:, 1].max() >= len(s2):
+        raise InputError(f"matches index keypoints outside the {len(s1)} and {len(s2)} scales given")
+    d = s2[m[:, 1]] - s1[m[:, 0]]
+    d = d[np.isfinite(d) & (np.abs(d) <= MAX_ZOOM)]
+    edges = np.linspace(-MAX_ZOOM, MAX_ZOOM, int(round(2 * MAX_ZOOM / ZOOM_BIN)) + 1)
+    hist = np.convolve(np.histogram(d, edges)[0], [1, 2, 1], "same")
+    best = int(np.argmax(hist))
+    near = d[np.abs(d - 0.5 * (edges[best] + edges[best + 1])) <= ZOOM_BAND]
+    if len(near) < MIN_VOTES:
+        return PairZoom(0.0, int(len(near)), int(len(d)))
+    return PairZoom(float(np.median(near)), int(len(near)), int(len(d)))
+
+
+__all__ = ["MAX_ZOOM", "MIN_VOTES", "PairZoom", "ZOOM_BAND", "ZOOM_BIN", "pair_zoom"]
