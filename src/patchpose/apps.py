@@ -40,7 +40,7 @@ MATCH_POSES: dict[str, str] = {
     # photos seen at a slant (docs/peers.md)
     "shape-blend": "shape_pooled_blend",
     # the same at a fixed size widened by the pair's zoom, which our scales vote for (patchpose.matching.zoom):
-    # for corners and other keypoints without a scale (docs/peers.md)
+    # for corners, and at SIFT keypoints with their size set aside (docs/peers.md)
     "shape-zoom-blend": "shape_zoom_blend",
     "none": "lower",
 }

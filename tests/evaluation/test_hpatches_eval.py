@@ -54,6 +54,7 @@ def test_evaluation_end_to_end_and_resume(tmp_path):
         "log+dominant_gradient",
         "dominant_gradient_blend",
         "shape_pooled_blend",
+        "shape_zoom_blend",
         "upper",
         "upper_affine",
     ]
@@ -303,12 +304,14 @@ def test_harris_and_file_keypoints_evaluate_without_sift_rows(tmp_path):
         "dominant_gradient_blend",
         "dominant_gradient_pooled_blend",  # keypoints without a scale only
         "shape_pooled_blend",
-        "shape_zoom_blend",  # keypoints without a scale only
+        "shape_zoom_blend",
         "upper",
         "upper_affine",
     )
-    for row in ("dominant_gradient_pooled_blend", "shape_zoom_blend"):
-        assert row not in pose_rows(4, sift=True) + pose_rows(4, sift=False, keynet=True)
+    assert "dominant_gradient_pooled_blend" not in pose_rows(4, sift=True) + pose_rows(
+        4, sift=False, keynet=True
+    )
+    assert "shape_zoom_blend" in pose_rows(4, sift=True) and "shape_zoom_blend" in pose_rows(4, keynet=True)
     rel = make_hpatches_replica(tmp_path, names=("v_b",), targets=2)
     doc = evaluate_hpatches(
         tmp_path, tmp_path / "h", detector="harris", max_keypoints=150, pose=False, progress=False

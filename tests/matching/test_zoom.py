@@ -95,20 +95,30 @@ def test_a_photo_zoomed_by_a_known_factor(photo, z):
     assert "zoom" not in res["shape_pooled_blend"]
 
 
-def test_the_pair_row_is_for_keypoints_without_a_scale_and_for_both_photos(photo):
+def test_the_pair_row_sets_a_detectors_scale_aside_and_needs_both_photos(photo):
+    """At SIFT keypoints the row's descriptors are those of the same keypoints without SIFT's scale (the fixed
+    window, widened by the zoom); it refuses other rows, a missing estimator, and one photo at a time."""
+    from dataclasses import replace
+
+    from patchpose import PatchPoseEstimator
     from patchpose.matching.describe import Describer
     from patchpose.matching.pipeline import describe_rows, detect, pair_descriptors
 
-    f = detect(photo, 20)  # SIFT: a scale of their own
-    with pytest.raises(InputError, match="without a scale of their own"):
-        pair_descriptors("shape_zoom_blend", f, f, Describer(), None)
+    f = detect(photo, 40)  # SIFT: a scale of their own
+    assert f.detector_scale is not None and np.ptp(f.detector_scale) > 1
+    bare = replace(f, detector_scale=None, memo={})
+    est, rec = PatchPoseEstimator.from_pretrained("patchpose-v10"), Describer()
+    with_scale = pair_descriptors("shape_zoom_blend", f, f, rec, est)
+    without = pair_descriptors("shape_zoom_blend", bare, bare, rec, est)
+    assert with_scale[2] == without[2] and with_scale[2].log2 == 0.0  # a photo with itself: no zoom
+    np.testing.assert_array_equal(with_scale[0], without[0])
+    np.testing.assert_array_equal(with_scale[1], without[1])
     with pytest.raises(InputError, match="not a pair row"):
-        pair_descriptors("shape_pooled_blend", f, f, Describer(), None)
-    g = detect(photo, 20, detector="gftt")
+        pair_descriptors("shape_pooled_blend", f, f, rec, est)
     with pytest.raises(InputError, match="needs an estimator"):
-        pair_descriptors("shape_zoom_blend", g, g, Describer(), None)
+        pair_descriptors("shape_zoom_blend", bare, bare, rec, None)
     with pytest.raises(InputError, match="pair_descriptors, not describe_rows"):
-        describe_rows(g, ("shape_zoom_blend",), Describer())
+        describe_rows(bare, ("shape_zoom_blend",), rec)
 
 
 def test_match_reads_the_corner_model_for_the_zoom_unless_told(photo, monkeypatch):

@@ -133,9 +133,9 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         "orientations the one nearest ours; ours-angle: our orientation on the upright 16 px patch; "
         "dominant-gradient, log-dominant-gradient: hand-crafted poses; gradient-blend, ours-blend, shape-blend: "
         "one descriptor blended over 4 orientation peaks (shape-blend: read on our affine shape, for photos seen "
-        "at a slant); shape-zoom-blend: shape-blend at a fixed size widened by the pair's zoom that our scales vote "
-        "for (corners, --detector harris/gftt, or keypoints from files; the votes read patchpose-v10 unless "
-        "--weights names another model); none: upright patches of one fixed size, "
+        "at a slant); shape-zoom-blend: shape-blend at one fixed size for every keypoint (a detector's own set "
+        "aside), widened by the pair's zoom that our scales vote for (the votes read patchpose-v10 unless --weights "
+        "names another model); none: upright patches of one fixed size, "
         "the baseline without poses (docs/results.md)",
     )
     mt.add_argument("--top-k", type=int, default=4, help="candidates per keypoint for --pose ours-topk")

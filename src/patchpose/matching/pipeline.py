@@ -126,11 +126,10 @@ BLEND_ROWS = (
     "shape_pooled_blend",
 )
 #: rows whose descriptors depend on both photos (:func:`pair_descriptors`): the pooled shape blend at one
-#: fixed size, widened by the pair's zoom that our scales vote for (:mod:`.zoom`)
+#: fixed size for every keypoint, widened by the pair's zoom that our scales vote for (:mod:`.zoom`)
 PAIR_ROWS = ("shape_zoom_blend",)
-#: rows only for keypoints without a scale of their own (corners, a file): one fixed size (pooled over
-#: sizes; or widened by the pair's zoom)
-NO_SCALE_ROWS = ("dominant_gradient_pooled_blend", "shape_zoom_blend")
+#: rows only for keypoints without a scale of their own (corners, a file): a fixed size pooled over sizes
+NO_SCALE_ROWS = ("dominant_gradient_pooled_blend",)
 #: blend rows cut through affine frames: AffNet's (the peers' weights) and our shape network's
 AFFINE_BLEND_ROWS = ("affnet_pooled_blend", "shape_pooled_blend")
 #: rows cut at our scale (besides ``ours_topK``): they need our poses and widen our window (:func:`ours_window`)
@@ -145,9 +144,9 @@ def pose_rows(
     """Row names in report order: without ``sift`` (keypoints that come without a pose: corners, Key.Net, a
     file), the rows that read SIFT's pose are left out, and with ``keynet`` (Key.Net detections) the row of
     Key.Net's own scale is added; ``handcrafted`` adds the hand-crafted pose rows and ``peers`` those of the
-    peers (:data:`PEER_ROWS` and ``affnet_pooled_blend``). ``shape_pooled_blend`` (our bundled shape network)
-    is always there. The :data:`NO_SCALE_ROWS` are only for keypoints without a scale (neither ``sift`` nor
-    ``keynet``)."""
+    peers (:data:`PEER_ROWS` and ``affnet_pooled_blend``). ``shape_pooled_blend`` and ``shape_zoom_blend`` (our
+    bundled shape network) are always there. The :data:`NO_SCALE_ROWS` are only for keypoints without a scale
+    (neither ``sift`` nor ``keynet``)."""
     rows = (
         "lower",
         "sift",
@@ -160,11 +159,7 @@ def pose_rows(
         "ours_scale_gradient_blend",
         "ours_angle",
         "sift_resolved_by_ours",
-        *(
-            (*HANDCRAFTED_ROWS, "dominant_gradient_blend", "dominant_gradient_pooled_blend")
-            if handcrafted
-            else ()
-        ),
+        *((*HANDCRAFTED_ROWS, "dominant_gradient_blend", *NO_SCALE_ROWS) if handcrafted else ()),
         "shape_pooled_blend",
         "shape_zoom_blend",
         *((*PEER_ROWS, "affnet_pooled_blend") if peers else ()),
@@ -220,8 +215,9 @@ class Features:
 
     def at_frame(self, frame: float) -> Features:
         """These keypoints as if their detector gave each the log2 scale ``frame`` (the rows that keep the
-        detector's scale then read and cut there), with a memo of its own; one view per frame (kept in this
-        memo), and the features themselves for frame 0 where they have no scale."""
+        detector's scale then read and cut there; a scale of their own is set aside), with a memo of its own;
+        one view per frame (kept in this memo), and the features themselves for frame 0 where they have no
+        scale."""
         if self.detector_scale is None and frame == 0:
             return self
         key = ("at_frame", float(frame))
@@ -666,15 +662,11 @@ def pair_descriptors(
     """A :data:`PAIR_ROWS` row's ``(N, 1, D)`` and ``(M, 1, D)`` descriptors of two photos' keypoints and the
     pair's zoom: ``shape_zoom_blend`` is ``shape_pooled_blend`` (our shape network, the gradient peaks on its
     patch, each at 3 sizes) at the fixed 16 px window widened by the zoom (:func:`pair_zoom_of`) in the photo
-    where structures look larger (:attr:`~.zoom.PairZoom.frames`)."""
+    where structures look larger (:attr:`~.zoom.PairZoom.frames`), for every keypoint: a detector's own scale
+    (SIFT's, Key.Net's) is set aside."""
     cfg = cfg or MatchConfig()
     if row not in PAIR_ROWS:
         raise InputError(f"row {row!r} is not a pair row; they are {PAIR_ROWS}")
-    for feats in (feats1, feats2):
-        if feats.detector_scale is not None:
-            raise InputError(
-                f"the {row!r} row is for keypoints without a scale of their own (corners, a file)"
-            )
     zoom = pair_zoom_of(feats1, feats2, describer, est, cfg, ours1, ours2)
     out = []
     for feats, frame in zip((feats1, feats2), zoom.frames):
