@@ -637,7 +637,7 @@ def pair_zoom_of(
     region = est.plan.descriptor_region
     scales, descs = [], []
     for feats, ours in ((feats1, ours1), (feats2, ours2)):
-        key = ("zoom_votes", describer, cfg.top_k)
+        key = ("zoom_votes", describer, est, cfg.top_k)
         if key not in feats.memo:
             ours = ours if ours is not None else est.estimate(feats.image, feats.xy, top_k=cfg.top_k)
             d = blended_descriptors("ours_blend", feats, describer, ours, region)
