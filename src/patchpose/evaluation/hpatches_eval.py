@@ -57,6 +57,7 @@ from ..matching.pipeline import (
     HANDCRAFTED_ROWS,
     PAIR_ROWS,
     PEER_DETECTORS,
+    SHAPE_ROWS,
     MatchConfig,
     candidate_counts,
     describe_rows,
@@ -651,7 +652,7 @@ def evaluate_hpatches(
             or n == cfg.descriptor
         )
     ]
-    shape_rows = [r for r in rows if r in ("shape_pooled_blend", "shape_zoom_blend")]
+    shape_rows = [r for r in rows if r in SHAPE_ROWS]
     if shape_weights is not None and not shape_rows:
         raise InputError(
             "--shape-weights is for the shape_pooled_blend and shape_zoom_blend rows, which this run does not compute"

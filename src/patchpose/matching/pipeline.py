@@ -128,6 +128,8 @@ BLEND_ROWS = (
 #: rows whose descriptors depend on both photos (:func:`pair_descriptors`): the pooled shape blend at one
 #: fixed size for every keypoint, widened by the pair's zoom that our scales vote for (:mod:`.zoom`)
 PAIR_ROWS = ("shape_zoom_blend",)
+#: rows that read our shape network (``shape_weights``)
+SHAPE_ROWS = ("shape_pooled_blend", *PAIR_ROWS)
 #: rows only for keypoints without a scale of their own (corners, a file): a fixed size pooled over sizes
 NO_SCALE_ROWS = ("dominant_gradient_pooled_blend",)
 #: blend rows cut through affine frames: AffNet's (the peers' weights) and our shape network's
@@ -609,6 +611,9 @@ def describe_rows(
         elif row == "upper_affine":
             out[row] = affine_upper_descriptors(feats, describer, H_from_1).reshape(len(feats), 1, -1)
             continue
+        elif row == "ours_blend" and est is not None:  # kept: the pair rows' zoom votes read it too
+            out[row] = ours_blend_descriptors(feats, describer, est, cfg, ours)[1][:, None]
+            continue
         elif row in BLEND_ROWS:
             out[row] = blended_descriptors(row, feats, describer, ours, region, peers, cfg.shape_weights)[
                 :, None
@@ -634,18 +639,23 @@ def pair_zoom_of(
         raise InputError("the pair's zoom is voted by our scales: it needs an estimator")
     if len(feats1) == 0 or len(feats2) == 0:
         return PairZoom(0.0, 0, 0)
-    region = est.plan.descriptor_region
-    scales, descs = [], []
-    for feats, ours in ((feats1, ours1), (feats2, ours2)):
-        key = ("zoom_votes", describer, est, cfg.top_k)
-        if key not in feats.memo:
-            ours = ours if ours is not None else est.estimate(feats.image, feats.xy, top_k=cfg.top_k)
-            d = blended_descriptors("ours_blend", feats, describer, ours, region)
-            feats.memo[key] = (np.asarray(ours.scale)[:, 0], d)
-        scales.append(feats.memo[key][0])
-        descs.append(feats.memo[key][1])
-    m, _ = mutual_nn(descs[0], descs[1])
-    return pair_zoom(scales[0], scales[1], m)
+    s1, d1 = ours_blend_descriptors(feats1, describer, est, cfg, ours1)
+    s2, d2 = ours_blend_descriptors(feats2, describer, est, cfg, ours2)
+    return pair_zoom(s1, s2, mutual_nn(d1, d2)[0])
+
+
+def ours_blend_descriptors(
+    feats: Features, describer: Describer, est, cfg: MatchConfig, ours=None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Our strongest scales ``(N,)`` and the ``ours_blend`` row's ``(N, D)`` descriptors at the features'
+    keypoints (``ours``: the estimator's top-k poses there, if already read), computed once per describer,
+    estimator and top-k and kept in the features' memo: the row and the pair rows' zoom votes share them."""
+    key = ("ours_blend", describer, est, cfg.top_k)
+    if key not in feats.memo:
+        ours = ours if ours is not None else est.estimate(feats.image, feats.xy, top_k=cfg.top_k)
+        d = blended_descriptors("ours_blend", feats, describer, ours, est.plan.descriptor_region)
+        feats.memo[key] = (np.asarray(ours.scale)[:, 0], d)
+    return feats.memo[key]
 
 
 def pair_descriptors(
