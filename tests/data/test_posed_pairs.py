@@ -102,3 +102,45 @@ def test_posed_pairs_resume_only_what_the_same_settings_and_photos_made(tmp_path
         generate_posed_pairs(photos, tmp_path / "d", per_photo=1, stereo_pairs=0, seed=1, progress=False)
     with pytest.raises(InputError, match="was made from"):
         generate_posed_pairs(photos[1:], tmp_path / "d", per_photo=1, stereo_pairs=0, progress=False)
+
+
+def test_zoomed_pairs_carry_their_zoom_in_k1_and_the_warp(tmp_path):
+    """``generate posed-pairs --zoom``: camera 1's focal lengths are 2**z times camera 0's, |z| between half the
+    maximum and all of it, in and out; image 1 is image 0 warped by K1·R·K0⁻¹ (a point lands where that
+    projection puts it); without a zoom the pairs and the manifest are those made before the setting existed."""
+    from patchpose.data.posed_pairs import ZOOM_SETTINGS, zoomed
+
+    img = np.zeros((240, 320, 3), np.uint8)
+    cv2.circle(img, (150, 110), 4, (255, 255, 255), -1)
+    K0 = default_intrinsics(img.shape)
+    R = rotation_from_angles(math.radians(-25), math.radians(2), math.radians(1))
+    K1 = zoomed(K0, 1.0)
+    assert K1[0, 0] == 2 * K0[0, 0] and K1[1, 1] == 2 * K0[1, 1] and (K1[:2, 2] == K0[:2, 2]).all()
+    out = rotate_camera(img, K0, R, K1)
+    p = K1 @ R @ np.linalg.inv(K0) @ [150, 110, 1.0]
+    ys, xs = np.nonzero(out[..., 0] > 128)
+    assert np.hypot(xs.mean() - p[0] / p[2], ys.mean() - p[1] / p[2]) < 0.7
+    assert len(xs) > 3.5 * np.count_nonzero(img[..., 0] > 128)  # the disc drawn twice as wide
+
+    photo = tmp_path / "cat.png"
+    cv2.imwrite(str(photo), (make_textured_image(200, 3) * 255).astype(np.uint8))
+    pf = generate_posed_pairs(
+        [photo], tmp_path / "z", per_photo=8, stereo_pairs=0, progress=False, **ZOOM_SETTINGS
+    )
+    z = []
+    for p in read_pairs_file(pf):
+        z.append(math.log2(p.K1[0, 0] / p.K0[0, 0]))
+        im0 = cv2.imread(str(tmp_path / "z" / "images" / p.name0))[..., ::-1]
+        im1 = cv2.imread(str(tmp_path / "z" / "images" / p.name1))[..., ::-1]
+        np.testing.assert_allclose(p.K1, zoomed(p.K0, z[-1]))
+        assert np.abs(rotate_camera(im0, p.K0, p.R, p.K1).astype(float) - im1).mean() < 1.0
+    top = ZOOM_SETTINGS["max_zoom_octaves"]
+    assert all(top / 2 <= abs(v) <= top for v in z) and min(z) < 0 < max(z), z
+    plain = generate_posed_pairs([photo], tmp_path / "p", per_photo=2, stereo_pairs=0, progress=False)
+    before = generate_posed_pairs(
+        [photo], tmp_path / "q", per_photo=2, stereo_pairs=0, progress=False, max_zoom_octaves=0.0
+    )
+    assert plain.read_text() == before.read_text()
+    assert "max_zoom_octaves" not in (tmp_path / "p" / "manifest.json").read_text()
+    with pytest.raises(InputError, match="max_zoom_octaves"):
+        generate_posed_pairs([photo], tmp_path / "bad", progress=False, max_zoom_octaves=-1.0)

@@ -24,6 +24,9 @@ from patchpose.evaluation.pose_eval import (
     FAIL_DEG,
     MAIN_ROWS,
     maa,
+    maa_intervals,
+    pair_accuracy,
+    photo_of,
     pose_auc,
     pose_error_deg,
     rotation_error_deg,
@@ -42,6 +45,27 @@ def test_metrics_on_hand_built_errors():
     assert pose_auc([2.0], 5.0) == pytest.approx((1.0 + 3.0) / 5.0)
     assert pose_auc([10.0], 5.0) == 0.0
     assert pose_auc([0.0, 0.0], 5.0) == pytest.approx(1.0)
+
+
+def test_per_pair_accuracy_photos_and_intervals_on_hand_built_errors():
+    # each pair's share of the thresholds 1..5 it is within; their mean is the mAA
+    np.testing.assert_allclose(pair_accuracy([0.5, 2.5, 7.0, 180.0], 5), [1.0, 0.6, 0.0, 0.0])
+    assert np.mean(pair_accuracy([0.5, 2.5, 7.0, 180.0], 10)) == pytest.approx(
+        maa([0.5, 2.5, 7.0, 180.0], 10)
+    )
+    assert [photo_of(n) for n in ("coins_0.png", "coins_r1.png", "motorcycle_left.png", "motorcycle_right_r3.png")] == [
+        "coins", "coins", "motorcycle_stereo", "motorcycle_stereo"
+    ]  # fmt: skip
+    # photo x: pairs 0 and 1, photo y: pair 2; row b fails where a does not, and the other way round
+    errors = {"a": [0.5, 0.5, 180.0], "b": [180.0, 0.5, 0.5]}
+    iv = maa_intervals(errors, ["x", "x", "y"], "a", replicates=500)["mAA@5"]
+    assert iv["mean"]["a"]["value"] == pytest.approx(2 / 3) and iv["mean"]["b"]["value"] == pytest.approx(
+        2 / 3
+    )
+    assert iv["minus_reference"]["b"]["value"] == pytest.approx(0.0) and iv["n_clusters"] == 2
+    # photo y alone: b − a = +1; photo x alone: −1/2 (the pairs of a photo move together)
+    lo, hi = iv["minus_reference"]["b"]["interval"]
+    assert lo == pytest.approx(-0.5) and hi == pytest.approx(1.0)
 
 
 def test_pose_errors_and_their_conventions():
@@ -90,7 +114,51 @@ def test_evaluation_end_to_end_reports_failing_pairs(tmp_path):
     assert doc["per_pair"][0]["errors"]["dominant gradient@512"] < 5.0  # the peer's poses work there too
     assert doc["per_pair"][0]["errors"]["dominant gradient blend@512"] < 5.0  # and its blended descriptors
     assert doc["per_pair"][0]["errors"]["our scale, gradient blend@512"] < 5.0
+    assert doc["per_pair"][0]["errors"]["shape zoom blend@512"] < 5.0  # the pair row, at the pair's zoom
     assert "| sift+ours@512 |" in (tmp_path / "out" / "results.md").read_text()
+    # intervals over photos, each budget's rows against its SIFT row
+    assert saved["intervals"]["512"]["mAA@5"]["reference"] == "sift@512"
+    assert set(saved["intervals"]["512"]["mAA@10"]["mean"]) == {
+        r for r in saved["rows"] if r.endswith("@512")
+    }
+
+
+def test_corners_have_no_sift_rows_and_the_pair_row_finds_a_zoomed_turned_camera(tmp_path):
+    """``eval pose --detector gftt``: the rows that read SIFT's pose are left out (intervals against the
+    dominant gradient), and on a camera turned and zoomed out 2× the pair row recovers the rotation, where the
+    fixed 16 px size of the dominant gradient's row cannot follow the zoom."""
+    from patchpose.data.patches import load_photo
+    from patchpose.data.photos import demo_photo
+    from patchpose.data.posed_pairs import default_intrinsics, rotate_camera, zoomed
+    from patchpose.evaluation.pose_eval import evaluate_pose
+
+    (tmp_path / "images").mkdir()
+    img = load_photo(demo_photo(), 480)
+    K0 = default_intrinsics(img.shape)
+    K1 = zoomed(K0, -1.0)
+    R = rotation_from_angles(math.radians(70), math.radians(2), 0.0)
+    cv2.imwrite(str(tmp_path / "images" / "a_0.png"), img[..., ::-1])
+    cv2.imwrite(str(tmp_path / "images" / "a_r0.png"), rotate_camera(img, K0, R, K1)[..., ::-1])
+    T = np.eye(4)
+    T[:3, :3] = R
+    write_pairs_file(tmp_path / "pairs.txt", [PosedPair("a_0.png", "a_r0.png", K0, K1, T)])
+    doc = evaluate_pose(
+        tmp_path / "pairs.txt", tmp_path / "images", tmp_path / "out", weights="patchpose-v10", budgets=(300,),
+        ablation=False, progress=False, detector="gftt",
+    )  # fmt: skip
+    assert list(doc["rows"]) == [f"{r}@300" for r in MAIN_ROWS_WITHOUT_PEERS if not r.startswith("sift")]
+    assert doc["intervals"]["300"]["mAA@5"]["reference"] == "dominant gradient@300"
+    err = doc["per_pair"][0]["errors"]
+    assert err["shape zoom blend@300"] < 1.0 and err["dominant gradient@300"] > 5.0, err
+    assert "Shi-Tomasi" in doc["setup"]["detector"]
+    with pytest.raises(InputError, match="needs the peers"):
+        evaluate_pose(
+            tmp_path / "pairs.txt", tmp_path / "images", tmp_path / "o2", progress=False, detector="keynet"
+        )
+    with pytest.raises(InputError, match="detector must be one of"):
+        evaluate_pose(
+            tmp_path / "pairs.txt", tmp_path / "images", tmp_path / "o2", progress=False, detector="orb"
+        )
 
 
 PEERS_DIR = Path(__file__).resolve().parents[2].parent / "shared" / "peers"
@@ -211,3 +279,14 @@ def test_eval_synthetic_refuses_a_pair_count_that_is_not_positive(tmp_path, caps
         rc = main(["eval", "synthetic", "--images", str(photos), "--pairs", n, "--out", str(tmp_path / "o")])
         err = capsys.readouterr().err.strip()
         assert rc == 2 and "--pairs" in err and len(err.splitlines()) == 1
+
+
+def test_the_evaluations_detector_option_names_the_pipelines_detectors():
+    import argparse
+
+    from patchpose.cli.evaluate import _add_detector
+    from patchpose.matching.pipeline import DETECTORS
+
+    p = argparse.ArgumentParser()
+    _add_detector(p)
+    assert tuple(p._actions[-1].choices) == DETECTORS

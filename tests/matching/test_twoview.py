@@ -147,3 +147,15 @@ def test_adalam_on_blends_keeps_the_matches_whose_strongest_peaks_flipped():
     )
     kept = np.isin(np.flatnonzero(flip), m_argmax[:, 0]).mean()
     assert kept < 0.2 and np.isin(np.flatnonzero(~flip), m_argmax[:, 0]).mean() > 0.9
+
+
+def test_one_to_one_keeps_each_image1_keypoint_once_with_its_nearest_match():
+    from patchpose.matching.twoview import one_to_one
+
+    d0 = np.array([[1.0, 0], [0.9, 0.1], [0, 1.0], [0.5, 0.5]])
+    d1 = np.array([[1.0, 0], [0, 1.0]])
+    m = np.array([[0, 0], [1, 0], [2, 1], [3, 1], [3, 0]])
+    # image-1 keypoint 0: matched by 0 (distance 0), 1 and 3; keypoint 1: by 2 (distance 0) and 3
+    np.testing.assert_array_equal(one_to_one(m, d0, d1), [[0, 0], [2, 1]])
+    np.testing.assert_array_equal(one_to_one(m[[1, 4]], d0, d1), [[1, 0]])  # the nearer of two
+    assert one_to_one(np.zeros((0, 2), int), d0, d1).shape == (0, 2)

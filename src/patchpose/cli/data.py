@@ -110,7 +110,7 @@ def generate_pool_command(a: argparse.Namespace) -> int:
 
 def generate_posed_command(a: argparse.Namespace) -> int:
     from ..data.photos import photos_of
-    from ..data.posed_pairs import generate_posed_pairs
+    from ..data.posed_pairs import ZOOM_SETTINGS, generate_posed_pairs
 
     photos = photos_of(a.images, a.split or None)
     path = generate_posed_pairs(
@@ -121,6 +121,7 @@ def generate_posed_command(a: argparse.Namespace) -> int:
         max_side=a.max_side,
         seed=a.seed,
         progress=not a.no_progress,
+        **(ZOOM_SETTINGS if a.zoom else {}),
     )
     print(f"wrote {path} and {Path(a.out) / 'images'}")
     return 0
@@ -248,6 +249,11 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     gq.add_argument("--per-photo", type=int, default=1, help="camera-rotation pairs per photo")
     gq.add_argument("--stereo-pairs", type=int, default=24, help="rotated motorcycle stereo pairs")
     gq.add_argument("--max-side", type=int, default=640)
+    gq.add_argument(
+        "--zoom",
+        action="store_true",
+        help="camera 1 also zooms, in or out by 1.7x to 2.8x (pan and tilt within 5 degrees)",
+    )
     gq.add_argument("--seed", type=int, default=0)
     gq.add_argument("--no-progress", action="store_true")
     gq.set_defaults(func=generate_posed_command)

@@ -126,6 +126,7 @@ def eval_pose_command(a: argparse.Namespace) -> int:
         progress=not a.no_progress,
         read_plan=read_plan(a),
         peers=a.peers,
+        detector=a.detector,
     )
     print_results(a.out, f"wrote {a.out}/results.json and results.md in {doc['seconds']:.0f} s")
     return 0
@@ -164,6 +165,18 @@ def _add_bootstrap(p: argparse.ArgumentParser, over: str) -> None:
         default=2000,
         metavar="N",
         help=f"bootstrap replicates over {over} (0: none)",
+    )
+
+
+def _add_detector(p: argparse.ArgumentParser) -> None:
+    """``--detector`` of the evaluations that match detected keypoints (``eval hpatches``, ``eval pose``): the
+    names of :data:`patchpose.matching.pipeline.DETECTORS` (not imported here: the parser stays light)."""
+    p.add_argument(
+        "--detector",
+        choices=("sift", "harris", "gftt", "keynet"),
+        default="sift",
+        help="keypoints to match: SIFT (default), Harris or Shi-Tomasi (gftt) corners, or Key.Net (needs "
+        "--peers); all but SIFT come without a pose of their own (no rows that read SIFT's)",
     )
 
 
@@ -270,13 +283,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         help="the row that the intervals' differences are taken against (default: ours, or the first row when "
         "--rows leaves ours out)",
     )
-    hp.add_argument(
-        "--detector",
-        choices=("sift", "harris", "gftt", "keynet"),
-        default="sift",
-        help="keypoints to match: SIFT (default), Harris or Shi-Tomasi (gftt) corners, or Key.Net (needs "
-        "--peers); all but SIFT come without a pose of their own (no SIFT rows)",
-    )
+    _add_detector(hp)
     hp.add_argument(
         "--keypoints",
         default=None,
@@ -329,6 +336,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     pe.add_argument("--out", default="outputs/eval_pose")
     add_weights(pe)
     pe.add_argument("--keypoints", type=int, nargs="+", default=[1024, 2048], help="keypoint budgets")
+    _add_detector(pe)
     pe.add_argument(
         "--estimator",
         choices=("magsac", "accurate", "ransac"),

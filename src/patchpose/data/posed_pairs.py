@@ -18,6 +18,9 @@ coordinates (``X1 = R·X0 + t``). Pixel centres at integers, as everywhere in pa
   ``(311.193, 254.877)`` and ``(311.193 + 31.086, 254.877)``, baseline 193.001 mm along x, so
   ``X1 = X0 − (b, 0, 0)``), with the right camera additionally turned by a random ``R``: image 1 is the
   right image warped by ``K1·R·K1⁻¹`` and ``T_0to1 = [R | −R·(b, 0, 0)]``.
+* ``--zoom`` (:data:`ZOOM_SETTINGS`): camera 1 of either kind also zooms in or out by ``2**z``: ``K1``'s
+  focal lengths are ``2**z`` times camera 0's (the right camera's), and the warp is ``K1·R·K⁻¹`` with ``K``
+  the camera before the zoom.
 """
 
 from __future__ import annotations
@@ -125,9 +128,10 @@ def default_intrinsics(shape) -> np.ndarray:
     return np.array([[f, 0, (w - 1) / 2.0], [0, f, (h - 1) / 2.0], [0, 0, 1.0]])
 
 
-def rotate_camera(img: np.ndarray, K: np.ndarray, R: np.ndarray) -> np.ndarray:
-    """The image seen by the same camera turned by ``R`` (``x1 ~ K·R·K⁻¹·x0``), same size, black outside."""
-    H = K @ R @ np.linalg.inv(K)
+def rotate_camera(img: np.ndarray, K: np.ndarray, R: np.ndarray, K1: np.ndarray | None = None) -> np.ndarray:
+    """The image seen by the same camera turned by ``R`` (``x1 ~ K·R·K⁻¹·x0``), same size, black outside;
+    ``K1``: the turned camera's intrinsics where they differ (a zoom: ``x1 ~ K1·R·K⁻¹·x0``)."""
+    H = (K if K1 is None else K1) @ R @ np.linalg.inv(K)
     h, w = img.shape[:2]
     return cv2.warpPerspective(img, H, (w, h), flags=cv2.INTER_LINEAR, borderMode=cv2.BORDER_CONSTANT)
 
@@ -139,6 +143,26 @@ def _rng(seed: int, key: str) -> np.random.Generator:
 def random_rotation(rng: np.random.Generator, max_roll_deg: float, max_tilt_deg: float) -> np.ndarray:
     a = np.radians([rng.uniform(-max_roll_deg, max_roll_deg), *rng.uniform(-max_tilt_deg, max_tilt_deg, 2)])
     return rotation_from_angles(*a)
+
+
+def zoomed(K: np.ndarray, octaves: float) -> np.ndarray:
+    """``K`` with its focal lengths multiplied by ``2**octaves`` (the principal point kept): the camera
+    zoomed in (positive) or out."""
+    Kz = np.array(K, np.float64)
+    Kz[:2, :2] *= 2.0**octaves
+    return Kz
+
+
+def random_zoom(rng: np.random.Generator, max_octaves: float) -> float:
+    """A zoom in log2: in or out (drawn), by between half of ``max_octaves`` and all of it; 0 when it is 0."""
+    if max_octaves <= 0:
+        return 0.0
+    return float(rng.choice([-1.0, 1.0]) * rng.uniform(max_octaves / 2, max_octaves))
+
+
+#: ``patchpose generate posed-pairs --zoom``: camera 1 also zooms by 2**±(0.75…1.5) (1.7× to 2.8×, in or
+#: out); pan and tilt kept within ±5° so that a view zoomed in still looks at the photo
+ZOOM_SETTINGS = {"max_zoom_octaves": 1.5, "max_tilt_deg": 5.0}
 
 
 def _write(path: Path, img_rgb: np.ndarray) -> None:
@@ -158,10 +182,13 @@ def generate_posed_pairs(
     max_tilt_deg: float = 20.0,
     seed: int = 0,
     progress: bool = True,
+    max_zoom_octaves: float = 0.0,
 ) -> Path:
     """Write images to ``out/images/`` and the pairs to ``out/pairs.txt``; returns the pairs file.
 
-    ``per_photo`` rotation pairs per photo and ``stereo_pairs`` rotated motorcycle pairs (0 = none).
+    ``per_photo`` rotation pairs per photo and ``stereo_pairs`` rotated motorcycle pairs (0 = none);
+    ``max_zoom_octaves``: camera 1 also zooms (:func:`random_zoom`, its focal lengths scaled: ``K1`` says by
+    how much; :data:`ZOOM_SETTINGS`).
     Every image draws from its own seed; images already written are kept (resume), but only in a folder
     made with the same settings and with each image from the same photo (``out/manifest.json``, written
     before any image): otherwise the pairs file would pair new poses with old images."""
@@ -178,6 +205,10 @@ def generate_posed_pairs(
         "max_tilt_deg": max_tilt_deg,
         "seed": seed,
     }
+    if not (np.isfinite(max_zoom_octaves) and 0 <= max_zoom_octaves <= 3):
+        raise InputError(f"max_zoom_octaves must be a number in [0, 3], got {max_zoom_octaves!r}")
+    if max_zoom_octaves:  # only then in the manifest: folders made before the setting existed still resume
+        settings["max_zoom_octaves"] = max_zoom_octaves
     jobs, sources, used = [], {}, set()
     for p in sorted(photos, key=str):
         base = "".join(c for c in Path(p).stem if c.isalnum()).lower() or "photo"
@@ -209,22 +240,26 @@ def generate_posed_pairs(
     for kind, p, name0, name1 in tqdm(jobs, desc="posed pairs", disable=not progress):
         if kind == "rot":
             img = load_photo(p, max_side)
-            K0 = K1 = default_intrinsics(img.shape)
-            R = random_rotation(_rng(seed, name1), max_roll_deg, max_tilt_deg)
+            K0 = default_intrinsics(img.shape)
+            rng = _rng(seed, name1)
+            R = random_rotation(rng, max_roll_deg, max_tilt_deg)
+            K1 = zoomed(K0, random_zoom(rng, max_zoom_octaves))
             T = np.eye(4)
             T[:3, :3] = R
             if not (imgdir / name0).is_file():
                 _write(imgdir / name0, img)
             if not (imgdir / name1).is_file():
-                _write(imgdir / name1, rotate_camera(img, K1, R))
+                _write(imgdir / name1, rotate_camera(img, K0, R, K1))
         else:
             import skimage.data
 
             m = MOTORCYCLE
             K0 = np.array([[m["f"], 0, m["cx"]], [0, m["f"], m["cy"]], [0, 0, 1.0]])
-            K1 = K0.copy()
-            K1[0, 2] += m["doffs"]
-            R = random_rotation(_rng(seed, name1), max_roll_deg, max_tilt_deg)
+            K_right = K0.copy()
+            K_right[0, 2] += m["doffs"]
+            rng = _rng(seed, name1)
+            R = random_rotation(rng, max_roll_deg, max_tilt_deg)
+            K1 = zoomed(K_right, random_zoom(rng, max_zoom_octaves))
             T = np.eye(4)
             T[:3, :3] = R
             T[:3, 3] = -R @ np.array([m["baseline_mm"], 0.0, 0.0])
@@ -232,7 +267,7 @@ def generate_posed_pairs(
                 left, right, _ = skimage.data.stereo_motorcycle()
                 if not (imgdir / name0).is_file():
                     _write(imgdir / name0, left)
-                _write(imgdir / name1, rotate_camera(right, K1, R))
+                _write(imgdir / name1, rotate_camera(right, K_right, R, K1))
         pairs.append(PosedPair(name0, name1, K0, K1, T))
     path = out / "pairs.txt"
     write_pairs_file(path, pairs)
@@ -247,6 +282,9 @@ __all__ = [
     "generate_posed_pairs",
     "rotation_from_angles",
     "rotate_camera",
+    "zoomed",
+    "random_zoom",
+    "ZOOM_SETTINGS",
     "default_intrinsics",
     "MOTORCYCLE",
 ]

@@ -23,8 +23,12 @@ our poses in AdaLAM), ``sift resolved by ours@K`` (:func:`patchpose.resolve_orie
 both) and, a peer, ``dominant gradient@K`` (SIFT's scale, kornia's dominant gradient read in SIFT's window, for
 both) for K = 1,024 and 2,048 keypoints; with ``--peers DIR`` also ``orinet@K`` (OriNet's angle in SIFT's window)
 and ``affnet+orinet@K`` (AffNet's affine frame there, turned by OriNet: descriptor patches and AdaLAM's LAFs
-through it); plus the ablation rows (our poses for the descriptors too, AdaLAM's checks off, plain mutual
-nearest neighbours).
+through it); ``shape zoom blend@K``, the pair row (our affine shape blend at the fixed 16 px widened by the pair's
+zoom that our scales vote for, both photos together: :func:`patchpose.matching.twoview.match_two_views`); plus the
+ablation rows (our poses for the descriptors too, AdaLAM's checks off, plain mutual nearest neighbours).
+``--detector`` takes corners or Key.Net instead of SIFT (the rows that read SIFT's pose are left out). mAA@5° and
+@10° come with 95 % intervals over photos (:func:`maa_intervals`, :func:`photo_of`), each budget's rows against
+its SIFT row (the dominant gradient's without SIFT).
 """
 
 from __future__ import annotations
@@ -42,6 +46,13 @@ from ..errors import InputError, is_int_in, require
 from ..fileio import write_text_atomic
 
 FAIL_DEG = 180.0
+#: how results name each detector
+DETECTOR_NAMES = {
+    "sift": "OpenCV SIFT",
+    "harris": "Harris corners (OpenCV)",
+    "gftt": "Shi-Tomasi corners (OpenCV goodFeaturesToTrack)",
+    "keynet": "Key.Net (kornia, the peers' weights)",
+}
 
 
 def rotation_error_deg(R_gt: np.ndarray, R: np.ndarray) -> float:
@@ -74,7 +85,36 @@ def maa(errors, max_deg: int) -> float:
     e = np.asarray(errors, np.float64)
     if e.size == 0:
         return float("nan")
-    return float(np.mean([np.mean(e <= t) for t in range(1, max_deg + 1)]))
+    return float(np.mean(pair_accuracy(e, max_deg)))
+
+
+def pair_accuracy(errors, max_deg: int) -> np.ndarray:
+    """Each pair's share of the thresholds ``1°…max_deg`` its error is within: ``maa`` is their mean, so
+    intervals of it resample these (:func:`maa_intervals`)."""
+    e = np.asarray(errors, np.float64).reshape(-1)
+    return np.mean(e[:, None] <= np.arange(1, max_deg + 1)[None, :], axis=1)
+
+
+def photo_of(name: str) -> str:
+    """The photo a generated image was made from (``coins_0.png``, ``coins_r1.png`` → ``coins``; the
+    motorcycle stereo pairs are one scene): the cluster that intervals resample."""
+    stem = Path(name).stem
+    return "motorcycle_stereo" if stem.startswith("motorcycle_") else stem.rsplit("_", 1)[0]
+
+
+def maa_intervals(
+    errors: dict[str, list], clusters, reference: str, replicates: int = 2000
+) -> dict[str, dict]:
+    """mAA@5° and mAA@10° of each row with 95 % intervals and each row minus ``reference``, resampling the
+    pairs' clusters (:func:`photo_of`; :func:`~patchpose.evaluation.intervals.mean_intervals`)."""
+    from .intervals import mean_intervals
+
+    return {
+        f"mAA@{t}": mean_intervals(
+            {r: pair_accuracy(e, t) for r, e in errors.items()}, np.asarray(clusters), reference, replicates
+        )
+        for t in (5, 10)
+    }
 
 
 def pose_auc(errors, threshold: float) -> float:
@@ -102,9 +142,14 @@ def summarize(errors, inliers) -> dict:
     }
 
 
-def _rows(budgets, peers: bool = False) -> dict:
+#: the pose sources that read SIFT's own pose: their rows exist only at SIFT keypoints
+SIFT_SOURCES = ("sift", "resolved")
+
+
+def _rows(budgets, peers: bool = False, sift: bool = True) -> dict:
     """Row name → (keypoints, describe_pose, adalam_pose, adalam_checks, matcher); ``peers``: with the rows
-    of the peers whose weights come from a peers folder."""
+    of the peers whose weights come from a peers folder; without ``sift`` (keypoints with no pose of their
+    own: corners, Key.Net), the rows that read SIFT's pose (:data:`SIFT_SOURCES`) are left out."""
     rows = {}
     for k in budgets:
         rows[f"sift@{k}"] = (k, "sift", "sift", True, "adalam")
@@ -122,6 +167,9 @@ def _rows(budgets, peers: bool = False) -> dict:
             True,
             "adalam",
         )
+        # our affine shape blend at the fixed 16 px widened by the pair's zoom our scales vote (SIFT's scale set
+        # aside): both photos together
+        rows[f"shape zoom blend@{k}"] = (k, "shape_zoom_blend", "shape_zoom_blend", True, "adalam")
         if peers:  # SIFT's scale, OriNet's angle in SIFT's window; AffNet's frame there, turned by OriNet
             rows[f"orinet@{k}"] = (k, "orinet", "orinet", True, "adalam")
             rows[f"affnet+orinet@{k}"] = (k, "affnet+orinet", "affnet+orinet", True, "adalam")
@@ -132,6 +180,8 @@ def _rows(budgets, peers: bool = False) -> dict:
     # blends with plain mutual nearest neighbours, against the dominant gradient's one pose
     rows[f"dominant gradient, mnn only@{k}"] = (k, "dominant", "dominant", True, "mnn")
     rows[f"dominant gradient blend, mnn only@{k}"] = (k, "dominant_blend", "dominant_blend", True, "mnn")
+    if not sift:
+        rows = {r: v for r, v in rows.items() if not {v[1], v[2]} & set(SIFT_SOURCES)}
     return rows
 
 
@@ -143,6 +193,7 @@ MAIN_ROWS = (
     "dominant gradient",
     "dominant gradient blend",
     "our scale, gradient blend",
+    "shape zoom blend",
     "orinet",
     "affnet+orinet",
 )
@@ -210,10 +261,13 @@ def evaluate_pose(
     progress: bool = True,
     read_plan: dict | None = None,
     peers: str | Path | None = None,
+    detector: str = "sift",
 ) -> dict:
     """Run every row on every pair; write ``results.json`` and ``results.md``. ``peers``: the folder of the
     peers' weights (:class:`~patchpose.matching.peers.Peers`), which adds the rows ``orinet@K`` and
-    ``affnet+orinet@K``.
+    ``affnet+orinet@K``. ``detector``: the keypoints (:data:`~patchpose.matching.pipeline.DETECTORS`; Key.Net
+    needs ``peers``); at keypoints without a pose of their own the rows that read SIFT's are left out and the
+    other rows read and cut at the detector's size (16 px for corners).
 
     The inputs are checked first (:func:`check_budgets`, :func:`check_pose_inputs`, the estimator's name):
     a missing, unreadable or tiny image, a keypoint budget that is not a positive integer or a non-zero
@@ -227,13 +281,17 @@ def evaluate_pose(
     from ..estimator import PatchPoseEstimator
     from ..matching.describe import Describer
     from ..matching.peers import Peers
-    from ..matching.pipeline import detect, framed_poses
+    from ..matching.pipeline import DETECTORS, PEER_DETECTORS, detect, framed_poses
     from ..matching.twoview import TwoViewConfig, match_two_views, relative_pose
 
     t0 = time.time()
     budgets = check_budgets(budgets)
+    if detector not in DETECTORS:
+        raise InputError(f"detector must be one of {DETECTORS}, got {detector!r}")
     peer_set = Peers(peers) if peers is not None else None  # a missing folder fails here, before any work
-    rows = _rows(budgets, peers=peer_set is not None)
+    if detector in PEER_DETECTORS and peer_set is None:
+        raise InputError(f"the {detector} detector needs the peers' weights folder (--peers DIR)")
+    rows = _rows(budgets, peers=peer_set is not None, sift=detector == "sift")
     if not ablation:
         rows = {k: v for k, v in rows.items() if k.split("@")[0] in MAIN_ROWS}
     configs = {
@@ -270,9 +328,9 @@ def evaluate_pose(
         if key not in feats_cache:
             if len(feats_cache) > 8:
                 feats_cache.clear()
-            f = detect(load_image(images / name), k)
+            f = detect(load_image(images / name), k, detector=detector, peers=peer_set)
             ours = est.estimate(f.image, f.xy, top_k=1) if len(f) else None
-            framed = framed_poses(est, f) if len(f) else None  # for the resolved rows
+            framed = framed_poses(est, f) if len(f) and detector == "sift" else None  # the resolved rows
             feats_cache[key] = (f, ours, framed)
         return feats_cache[key]
 
@@ -288,7 +346,7 @@ def evaluate_pose(
                 empty = list(dict.fromkeys(n for n, f in ((p.name0, f0), (p.name1, f1)) if not len(f)))
                 if empty:  # a blank image: nothing to match, a failure of the method on this pair
                     raise RuntimeError(f"no keypoints detected in {', '.join(empty)}")
-                m = match_two_views(f0, f1, describer, cfg, o0, o1, peers=peer_set)
+                m = match_two_views(f0, f1, describer, cfg, o0, o1, peers=peer_set, est=est)
                 fit = relative_pose(f0.xy[m[:, 0]], f1.xy[m[:, 1]], p.K0, p.K1, cfg)
                 err = pose_error_deg(p.T_0to1, fit["R"], fit["t"])
                 n_in = fit["inliers"]
@@ -301,12 +359,19 @@ def evaluate_pose(
             inliers[row].append(n_in)
             rec["errors"][row] = round(err, 3)
         per_pair.append(rec)
+    clusters = [photo_of(p.name0) for p in pairs]
+    intervals = {}
+    for k in budgets:  # each budget's rows against its SIFT row, or the dominant gradient's without SIFT
+        at_k = {r: errors[r] for r in rows if r.endswith(f"@{k}")}
+        ref = f"sift@{k}" if f"sift@{k}" in at_k else f"dominant gradient@{k}"
+        intervals[str(k)] = maa_intervals(at_k, clusters, ref)
     doc = {
         "rows": {r: summarize(errors[r], inliers[r]) for r in rows},
+        "intervals": intervals,
         "n_pairs": len(pairs),
         "setup": {
             "pairs_file": str(pairs_file),
-            "detector": "OpenCV SIFT",
+            "detector": DETECTOR_NAMES[detector],
             "descriptor": "RootSIFT (kornia SIFTDescriptor) on pose-normalised 32 px patches",
             "matcher": "kornia match_adalam (default config)",
             "estimator": f"OpenCV findEssentialMat ({estimator}, 1 px), or a pure rotation when it explains as much",
@@ -332,9 +397,16 @@ def results_markdown(doc: dict) -> str:
         f"{doc['n_pairs']} pairs from `{s['pairs_file']}`. Detector: {s['detector']}; descriptor: {s['descriptor']}; "
         f"matcher: {s['matcher']}; robust fit: {s['estimator']}. Model: `{s['model']}`. {doc['seconds']:.0f} s.",
         "",
-        "`sift` = SIFT's own poses for the descriptors and in AdaLAM; `sift+ours` = SIFT's descriptors, our poses "
-        "in AdaLAM; `sift resolved by ours` = SIFT's own poses, with our angle choosing where SIFT found several "
-        "orientations (descriptors and AdaLAM). mAA and AUC as fractions.",
+        (
+            "`sift` = SIFT's own poses for the descriptors and in AdaLAM; `sift+ours` = SIFT's descriptors, our "
+            "poses in AdaLAM; `sift resolved by ours` = SIFT's own poses, with our angle choosing where SIFT found "
+            "several orientations (descriptors and AdaLAM). "
+            if any(r.startswith("sift") for r in doc["rows"])
+            else "Keypoints without a pose of their own: every row reads and cuts at the detector's size (16 px "
+            "for corners), but the rows at our scale (`our scale, gradient blend`, `ours+ours`) and `shape zoom blend`. "
+        )
+        + "`shape zoom blend` = our affine shape blend at 16 px widened by the pair's zoom that our scales vote "
+        "for, both photos together. mAA and AUC as fractions.",
         "",
         "| row | inliers | mAA@5° | mAA@10° | AUC@5° | AUC@10° | AUC@20° |",
         "|---|---|---|---|---|---|---|",
@@ -344,6 +416,19 @@ def results_markdown(doc: dict) -> str:
             f"| {r} | {v['inliers']:.1f} | {v['mAA@5']:.3f} | {v['mAA@10']:.3f} | {v['AUC@5']:.3f} | "
             f"{v['AUC@10']:.3f} | {v['AUC@20']:.3f} |"
         )
+    from .intervals import mean_interval_rows
+
+    for k, by_t in doc.get("intervals", {}).items():
+        first = by_t["mAA@5"]
+        lines += [
+            "",
+            f"{k} keypoints, with 95 % intervals over the {first['n_clusters']} photos (the pairs of one photo, "
+            "and the motorcycle stereo pairs, resampled together; differences paired):",
+            "",
+            "| row | mAA@5° | mAA@10° |",
+            "|---|---|---|",
+            *mean_interval_rows([by_t["mAA@5"], by_t["mAA@10"]]),
+        ]
     if doc["failures"]:
         lines += [
             "",
@@ -357,6 +442,9 @@ __all__ = [
     "translation_error_deg",
     "pose_error_deg",
     "maa",
+    "pair_accuracy",
+    "maa_intervals",
+    "photo_of",
     "pose_auc",
     "evaluate_pose",
 ]

@@ -80,7 +80,7 @@ from ..baselines import (
     dominant_gradient_orientation,
     log_scale_selection,
 )
-from ..conventions import OPENCV_SIFT_WINDOW_PER_SIZE, REFERENCE_RADIUS, angle_diff
+from ..conventions import OPENCV_SIFT_WINDOW_PER_SIZE, REFERENCE_RADIUS, angle_diff, rotation_matrix
 from ..data.keypoints import detect_gftt, detect_harris, detect_sift
 from ..data.patches import Pyramid, check_image, extract_patches, to_gray
 from ..errors import InputError, is_int_in
@@ -658,6 +658,65 @@ def ours_blend_descriptors(
     return feats.memo[key]
 
 
+def pair_candidate_descriptors(
+    row: str,
+    feats1: Features,
+    feats2: Features,
+    describer: Describer,
+    est,
+    cfg: MatchConfig | None = None,
+    ours1=None,
+    ours2=None,
+    peers: Peers | None = None,
+) -> tuple[tuple, tuple, PairZoom]:
+    """A :data:`PAIR_ROWS` row's candidates in each photo and the pair's zoom: ``((s, o, w, d) of photo 1,
+    (s, o, w, d) of photo 2, zoom)`` as :func:`candidate_descriptors` gives them (log2 scales, orientations,
+    weights ``(N, k)``, descriptors ``(N, k, D)``). ``shape_zoom_blend``: ``shape_pooled_blend``'s candidates
+    (our shape network, the gradient peaks on its patch, each at 3 sizes) at the fixed 16 px window widened
+    by the zoom (:func:`pair_zoom_of`) in the photo where structures look larger
+    (:attr:`~.zoom.PairZoom.frames`), for every keypoint: a detector's own scale (SIFT's, Key.Net's) is set
+    aside."""
+    cfg = cfg or MatchConfig()
+    if row not in PAIR_ROWS:
+        raise InputError(f"row {row!r} is not a pair row; they are {PAIR_ROWS}")
+    zoom = pair_zoom_of(feats1, feats2, describer, est, cfg, ours1, ours2)
+    out = []
+    for feats, frame in zip((feats1, feats2), zoom.frames):
+        if len(feats) == 0:
+            k = 3 * BLEND_K  # each peak at 3 sizes (pool_sizes)
+            out.append((*(np.zeros((0, k)) for _ in range(3)), np.zeros((0, k, describer.dim), np.float32)))
+            continue
+        view = feats.at_frame(frame)
+        out.append(
+            candidate_descriptors("shape_pooled_blend", view, describer, None, 1.0, peers, cfg.shape_weights)
+        )
+    return out[0], out[1], zoom
+
+
+def candidate_lafs(
+    row: str,
+    feats: Features,
+    log2_scale: np.ndarray,
+    orientation: np.ndarray,
+    peers: Peers | None = None,
+    shape_weights: str | None = None,
+) -> np.ndarray:
+    """``(N, k, 2, 3)`` kornia LAFs ``[A | xy]`` of the patches a blend row's candidates are cut in
+    (:func:`candidate_descriptors`): ``A = REFERENCE_RADIUS·2**s·R(θ)``, times the keypoint's affine shape
+    for the :data:`AFFINE_BLEND_ROWS` and :data:`PAIR_ROWS` (read in ``feats``, the view the candidates were
+    cut in). kornia's ``get_laf_orientation`` and ``get_laf_scale`` then read each candidate's orientation and
+    size in the image, as AdaLAM reads them."""
+    s, o = np.asarray(log2_scale, np.float64), np.asarray(orientation, np.float64)
+    if row in AFFINE_BLEND_ROWS or row in PAIR_ROWS:
+        shape_row = "shape_pooled_blend" if row in PAIR_ROWS else row
+        A = turned_shapes(affine_shapes(shape_row, feats, peers, shape_weights)[1], o)
+    else:
+        A = rotation_matrix(o)
+    A = (REFERENCE_RADIUS * np.exp2(s))[..., None, None] * A
+    xy = np.broadcast_to(np.asarray(feats.xy, np.float64)[:, None, :, None], (*s.shape, 2, 1))
+    return np.concatenate([A, xy], -1)
+
+
 def pair_descriptors(
     row: str,
     feats1: Features,
@@ -670,26 +729,10 @@ def pair_descriptors(
     peers: Peers | None = None,
 ) -> tuple[np.ndarray, np.ndarray, PairZoom]:
     """A :data:`PAIR_ROWS` row's ``(N, 1, D)`` and ``(M, 1, D)`` descriptors of two photos' keypoints and the
-    pair's zoom: ``shape_zoom_blend`` is ``shape_pooled_blend`` (our shape network, the gradient peaks on its
-    patch, each at 3 sizes) at the fixed 16 px window widened by the zoom (:func:`pair_zoom_of`) in the photo
-    where structures look larger (:attr:`~.zoom.PairZoom.frames`), for every keypoint: a detector's own scale
-    (SIFT's, Key.Net's) is set aside."""
-    cfg = cfg or MatchConfig()
-    if row not in PAIR_ROWS:
-        raise InputError(f"row {row!r} is not a pair row; they are {PAIR_ROWS}")
-    zoom = pair_zoom_of(feats1, feats2, describer, est, cfg, ours1, ours2)
-    out = []
-    for feats, frame in zip((feats1, feats2), zoom.frames):
-        if len(feats) == 0:
-            out.append(np.zeros((0, 1, describer.dim), np.float32))
-            continue
-        view = feats.at_frame(frame)
-        out.append(
-            blended_descriptors("shape_pooled_blend", view, describer, None, 1.0, peers, cfg.shape_weights)[
-                :, None
-            ]
-        )
-    return out[0], out[1], zoom
+    pair's zoom: each keypoint's candidates (:func:`pair_candidate_descriptors`) blended with their weights
+    (:func:`~.blend.blend_descriptors`)."""
+    c1, c2, zoom = pair_candidate_descriptors(row, feats1, feats2, describer, est, cfg, ours1, ours2, peers)
+    return blend_descriptors(c1[3], c1[2])[:, None], blend_descriptors(c2[3], c2[2])[:, None], zoom
 
 
 def match_images(
