@@ -136,11 +136,26 @@ def test_zoomed_pairs_carry_their_zoom_in_k1_and_the_warp(tmp_path):
         assert np.abs(rotate_camera(im0, p.K0, p.R, p.K1).astype(float) - im1).mean() < 1.0
     top = ZOOM_SETTINGS["max_zoom_octaves"]
     assert all(top / 2 <= abs(v) <= top for v in z) and min(z) < 0 < max(z), z
+    # without a zoom each pair is what it was before the setting existed: the same rotation drawn from the
+    # same seed, no zoom drawn, K1 = K0, and no zoom in the manifest (folders made before it still resume)
+    from patchpose.data.posed_pairs import _rng, random_rotation
+
     plain = generate_posed_pairs([photo], tmp_path / "p", per_photo=2, stereo_pairs=0, progress=False)
-    before = generate_posed_pairs(
-        [photo], tmp_path / "q", per_photo=2, stereo_pairs=0, progress=False, max_zoom_octaves=0.0
-    )
-    assert plain.read_text() == before.read_text()
+    for p in read_pairs_file(plain):
+        np.testing.assert_array_equal(p.K1, p.K0)
+        np.testing.assert_allclose(p.R, random_rotation(_rng(0, p.name1), 180.0, 20.0), atol=1e-9)  # %.10g
     assert "max_zoom_octaves" not in (tmp_path / "p" / "manifest.json").read_text()
-    with pytest.raises(InputError, match="max_zoom_octaves"):
-        generate_posed_pairs([photo], tmp_path / "bad", progress=False, max_zoom_octaves=-1.0)
+    generate_posed_pairs([photo], tmp_path / "p", per_photo=2, stereo_pairs=0, progress=False)  # resumes
+    # a zoomed folder is not resumed without its zoom, nor a plain one with a zoom
+    with pytest.raises(InputError, match="other settings"):
+        generate_posed_pairs(
+            [photo], tmp_path / "z", per_photo=8, stereo_pairs=0, progress=False, max_tilt_deg=5.0
+        )
+    with pytest.raises(InputError, match="other settings"):
+        generate_posed_pairs(
+            [photo], tmp_path / "p", per_photo=2, stereo_pairs=0, progress=False, max_zoom_octaves=1.0
+        )
+    for bad in (-1.0, float("nan"), "1", None, True):
+        with pytest.raises(InputError, match="max_zoom_octaves"):
+            generate_posed_pairs([photo], tmp_path / "bad", progress=False, max_zoom_octaves=bad)
+    assert not (tmp_path / "bad").exists()  # refused before anything was made

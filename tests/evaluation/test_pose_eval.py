@@ -26,7 +26,7 @@ from patchpose.evaluation.pose_eval import (
     maa,
     maa_intervals,
     pair_accuracy,
-    photo_of,
+    pair_clusters,
     pose_auc,
     pose_error_deg,
     rotation_error_deg,
@@ -53,9 +53,15 @@ def test_per_pair_accuracy_photos_and_intervals_on_hand_built_errors():
     assert np.mean(pair_accuracy([0.5, 2.5, 7.0, 180.0], 10)) == pytest.approx(
         maa([0.5, 2.5, 7.0, 180.0], 10)
     )
-    assert [photo_of(n) for n in ("coins_0.png", "coins_r1.png", "motorcycle_left.png", "motorcycle_right_r3.png")] == [
-        "coins", "coins", "motorcycle_stereo", "motorcycle_stereo"
-    ]  # fmt: skip
+    # pairs that share an image, directly or not, are one cluster, named by its first image
+    pairs = [
+        ("coins_0.png", "coins_r0.png"),
+        ("b/1.jpg", "b/2.jpg"),
+        ("coins_0.png", "coins_r1.png"),
+        ("b/3.jpg", "b/2.jpg"),
+        ("a.png", "z.png"),
+    ]
+    assert pair_clusters(pairs) == ["coins_0.png", "b/1.jpg", "coins_0.png", "b/1.jpg", "a.png"]  # fmt: skip
     # photo x: pairs 0 and 1, photo y: pair 2; row b fails where a does not, and the other way round
     errors = {"a": [0.5, 0.5, 180.0], "b": [180.0, 0.5, 0.5]}
     iv = maa_intervals(errors, ["x", "x", "y"], "a", replicates=500)["mAA@5"]

@@ -194,6 +194,13 @@ def generate_posed_pairs(
     before any image): otherwise the pairs file would pair new poses with old images."""
     tqdm = require("tqdm", "eval").tqdm
 
+    if not (
+        isinstance(max_zoom_octaves, (int, float))
+        and not isinstance(max_zoom_octaves, bool)
+        and np.isfinite(max_zoom_octaves)
+        and 0 <= max_zoom_octaves <= 3
+    ):
+        raise InputError(f"max_zoom_octaves must be a number in [0, 3], got {max_zoom_octaves!r}")
     out = Path(out)
     imgdir = out / "images"
     imgdir.mkdir(parents=True, exist_ok=True)
@@ -205,8 +212,6 @@ def generate_posed_pairs(
         "max_tilt_deg": max_tilt_deg,
         "seed": seed,
     }
-    if not (np.isfinite(max_zoom_octaves) and 0 <= max_zoom_octaves <= 3):
-        raise InputError(f"max_zoom_octaves must be a number in [0, 3], got {max_zoom_octaves!r}")
     if max_zoom_octaves:  # only then in the manifest: folders made before the setting existed still resume
         settings["max_zoom_octaves"] = max_zoom_octaves
     jobs, sources, used = [], {}, set()
@@ -226,11 +231,14 @@ def generate_posed_pairs(
         raise InputError("nothing to generate: no photos and no stereo pairs")
     manifest = out / "manifest.json"
     old = json.loads(manifest.read_text()) if manifest.is_file() else {}
+    zoom = {"max_zoom_octaves": float(max_zoom_octaves)}  # compared as 0 where a manifest has none
     check_resume_plan(
         imgdir,
         "posed pairs",
-        {k: old.get(k) for k in settings} if old else None,
-        settings,
+        {**{k: old.get(k) for k in settings}, "max_zoom_octaves": float(old.get("max_zoom_octaves", 0.0))}
+        if old
+        else None,
+        {**settings, **zoom},
         old.get("sources", {}),
         sources,
         lambda name: (imgdir / name).is_file(),

@@ -27,7 +27,7 @@ through it); ``shape zoom blend@K``, the pair row (our affine shape blend at the
 zoom that our scales vote for, both photos together: :func:`patchpose.matching.twoview.match_two_views`); plus the
 ablation rows (our poses for the descriptors too, AdaLAM's checks off, plain mutual nearest neighbours).
 ``--detector`` takes corners or Key.Net instead of SIFT (the rows that read SIFT's pose are left out). mAA@5° and
-@10° come with 95 % intervals over photos (:func:`maa_intervals`, :func:`photo_of`), each budget's rows against
+@10° come with 95 % intervals over photos (:func:`maa_intervals`, :func:`pair_clusters`), each budget's rows against
 its SIFT row (the dominant gradient's without SIFT).
 """
 
@@ -95,18 +95,31 @@ def pair_accuracy(errors, max_deg: int) -> np.ndarray:
     return np.mean(e[:, None] <= np.arange(1, max_deg + 1)[None, :], axis=1)
 
 
-def photo_of(name: str) -> str:
-    """The photo a generated image was made from (``coins_0.png``, ``coins_r1.png`` → ``coins``; the
-    motorcycle stereo pairs are one scene): the cluster that intervals resample."""
-    stem = Path(name).stem
-    return "motorcycle_stereo" if stem.startswith("motorcycle_") else stem.rsplit("_", 1)[0]
+def pair_clusters(pairs) -> list[str]:
+    """The cluster of each pair for intervals: pairs that share an image, directly or through other pairs, are
+    one cluster (a photo and its turned copies; the motorcycle stereo pairs, which share the left image; a
+    scene of a MegaDepth- or ScanNet-style list), named by its first image name in sorted order. ``pairs``:
+    :class:`~patchpose.data.posed_pairs.PosedPair` or ``(name0, name1)`` each."""
+    parent: dict[str, str] = {}
+
+    def root(x: str) -> str:
+        while parent.setdefault(x, x) != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    names = [(p.name0, p.name1) if hasattr(p, "name0") else tuple(p) for p in pairs]
+    for a, b in names:
+        ra, rb = root(a), root(b)
+        parent[max(ra, rb)] = min(ra, rb)  # each group's root is its first name
+    return [root(a) for a, _ in names]
 
 
 def maa_intervals(
     errors: dict[str, list], clusters, reference: str, replicates: int = 2000
 ) -> dict[str, dict]:
     """mAA@5° and mAA@10° of each row with 95 % intervals and each row minus ``reference``, resampling the
-    pairs' clusters (:func:`photo_of`; :func:`~patchpose.evaluation.intervals.mean_intervals`)."""
+    pairs' clusters (:func:`pair_clusters`; :func:`~patchpose.evaluation.intervals.mean_intervals`)."""
     from .intervals import mean_intervals
 
     return {
@@ -266,8 +279,9 @@ def evaluate_pose(
     """Run every row on every pair; write ``results.json`` and ``results.md``. ``peers``: the folder of the
     peers' weights (:class:`~patchpose.matching.peers.Peers`), which adds the rows ``orinet@K`` and
     ``affnet+orinet@K``. ``detector``: the keypoints (:data:`~patchpose.matching.pipeline.DETECTORS`; Key.Net
-    needs ``peers``); at keypoints without a pose of their own the rows that read SIFT's are left out and the
-    other rows read and cut at the detector's size (16 px for corners).
+    needs ``peers``); at keypoints without a pose of their own the rows that read SIFT's are left out, and the
+    peers' and hand-crafted rows read and cut at the detector's size (16 px for corners; the rows at our scale
+    and the pair row follow their own).
 
     The inputs are checked first (:func:`check_budgets`, :func:`check_pose_inputs`, the estimator's name):
     a missing, unreadable or tiny image, a keypoint budget that is not a positive integer or a non-zero
@@ -281,16 +295,13 @@ def evaluate_pose(
     from ..estimator import PatchPoseEstimator
     from ..matching.describe import Describer
     from ..matching.peers import Peers
-    from ..matching.pipeline import DETECTORS, PEER_DETECTORS, detect, framed_poses
+    from ..matching.pipeline import check_detector, detect, framed_poses
     from ..matching.twoview import TwoViewConfig, match_two_views, relative_pose
 
     t0 = time.time()
     budgets = check_budgets(budgets)
-    if detector not in DETECTORS:
-        raise InputError(f"detector must be one of {DETECTORS}, got {detector!r}")
     peer_set = Peers(peers) if peers is not None else None  # a missing folder fails here, before any work
-    if detector in PEER_DETECTORS and peer_set is None:
-        raise InputError(f"the {detector} detector needs the peers' weights folder (--peers DIR)")
+    check_detector(detector, peer_set)
     rows = _rows(budgets, peers=peer_set is not None, sift=detector == "sift")
     if not ablation:
         rows = {k: v for k, v in rows.items() if k.split("@")[0] in MAIN_ROWS}
@@ -359,7 +370,7 @@ def evaluate_pose(
             inliers[row].append(n_in)
             rec["errors"][row] = round(err, 3)
         per_pair.append(rec)
-    clusters = [photo_of(p.name0) for p in pairs]
+    clusters = pair_clusters(pairs)
     intervals = {}
     for k in budgets:  # each budget's rows against its SIFT row, or the dominant gradient's without SIFT
         at_k = {r: errors[r] for r in rows if r.endswith(f"@{k}")}
@@ -422,8 +433,8 @@ def results_markdown(doc: dict) -> str:
         first = by_t["mAA@5"]
         lines += [
             "",
-            f"{k} keypoints, with 95 % intervals over the {first['n_clusters']} photos (the pairs of one photo, "
-            "and the motorcycle stereo pairs, resampled together; differences paired):",
+            f"{k} keypoints, with 95 % intervals over {first['n_clusters']} groups of pairs that share images (a "
+            "photo and its copies, a scene: resampled together; differences paired):",
             "",
             "| row | mAA@5° | mAA@10° |",
             "|---|---|---|",
@@ -444,7 +455,7 @@ __all__ = [
     "maa",
     "pair_accuracy",
     "maa_intervals",
-    "photo_of",
+    "pair_clusters",
     "pose_auc",
     "evaluate_pose",
 ]

@@ -128,6 +128,8 @@ BLEND_ROWS = (
 #: rows whose descriptors depend on both photos (:func:`pair_descriptors`): the pooled shape blend at one
 #: fixed size for every keypoint, widened by the pair's zoom that our scales vote for (:mod:`.zoom`)
 PAIR_ROWS = ("shape_zoom_blend",)
+#: the per-photo row whose candidates each pair row cuts at the pair's zoom
+PAIR_BASE_ROWS = {"shape_zoom_blend": "shape_pooled_blend"}
 #: rows that read our shape network (``shape_weights``)
 SHAPE_ROWS = ("shape_pooled_blend", *PAIR_ROWS)
 #: rows only for keypoints without a scale of their own (corners, a file): a fixed size pooled over sizes
@@ -228,6 +230,15 @@ class Features:
         return self.memo[key]
 
 
+def check_detector(detector: str, peers: Peers | None = None) -> None:
+    """:class:`InputError` unless ``detector`` is one of :data:`DETECTORS` and, for the
+    :data:`PEER_DETECTORS`, ``peers`` is given."""
+    if detector not in DETECTORS:
+        raise InputError(f"detector must be one of {DETECTORS}, got {detector!r}")
+    if detector in PEER_DETECTORS and peers is None:
+        raise InputError(f"the {detector} detector needs the peers' weights folder (--peers DIR)")
+
+
 def detect(
     image, max_keypoints: int = 2000, keypoints=None, detector: str = "sift", peers: Peers | None = None
 ) -> Features:
@@ -237,12 +248,10 @@ def detect(
     (no pose; ``max_keypoints`` does not apply: the caller chose them)."""
     img = check_image(image)
     gray = to_gray(img)
-    if keypoints is None and detector not in DETECTORS:
-        raise InputError(f"detector must be one of {DETECTORS}, got {detector!r}")
+    if keypoints is None:
+        check_detector(detector, peers)
     if keypoints is None and not is_int_in(max_keypoints, 1, integral_floats=True):
         raise InputError(f"max_keypoints must be a positive integer, got {max_keypoints!r}")
-    if keypoints is None and detector in PEER_DETECTORS and peers is None:
-        raise InputError(f"the {detector} detector needs the peers' weights folder (--peers DIR)")
     if keypoints is None and detector == "harris":
         keypoints = detect_harris(img, int(max_keypoints))
     elif keypoints is None and detector == "gftt":
@@ -688,7 +697,7 @@ def pair_candidate_descriptors(
             continue
         view = feats.at_frame(frame)
         out.append(
-            candidate_descriptors("shape_pooled_blend", view, describer, None, 1.0, peers, cfg.shape_weights)
+            candidate_descriptors(PAIR_BASE_ROWS[row], view, describer, None, 1.0, peers, cfg.shape_weights)
         )
     return out[0], out[1], zoom
 
@@ -707,9 +716,9 @@ def candidate_lafs(
     cut in). kornia's ``get_laf_orientation`` and ``get_laf_scale`` then read each candidate's orientation and
     size in the image, as AdaLAM reads them."""
     s, o = np.asarray(log2_scale, np.float64), np.asarray(orientation, np.float64)
-    if row in AFFINE_BLEND_ROWS or row in PAIR_ROWS:
-        shape_row = "shape_pooled_blend" if row in PAIR_ROWS else row
-        A = turned_shapes(affine_shapes(shape_row, feats, peers, shape_weights)[1], o)
+    row = PAIR_BASE_ROWS.get(row, row)
+    if row in AFFINE_BLEND_ROWS:
+        A = turned_shapes(affine_shapes(row, feats, peers, shape_weights)[1], o)
     else:
         A = rotation_matrix(o)
     A = (REFERENCE_RADIUS * np.exp2(s))[..., None, None] * A
@@ -796,6 +805,7 @@ __all__ = [
     "MatchConfig",
     "Features",
     "detect",
+    "check_detector",
     "keypoint_poses",
     "candidate_counts",
     "describe_rows",

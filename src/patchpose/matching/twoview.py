@@ -471,13 +471,15 @@ def _match_pair_row(
         raise InputError(f"{cfg.describe_pose!r} needs our estimator: our scales vote the pair's zoom")
     mc = MatchConfig(max_keypoints=cfg.max_keypoints)
     c0, c1, zoom = pair_candidate_descriptors(row, f0, f1, describer, est, mc, peers=peers)
+    d0, d1 = blend_descriptors(c0[3], c0[2]), blend_descriptors(c1[3], c1[2])
     if cfg.matcher == "mnn":
-        return mutual_nn(blend_descriptors(c0[3], c0[2]), blend_descriptors(c1[3], c1[2]))[0]
+        return mutual_nn(d0, d1)[0]
     poses = []
     for f, c, frame in zip((f0, f1), (c0, c1), zoom.frames):
-        view = f.at_frame(frame) if len(f) else f
-        lafs = candidate_lafs(row, view, c[0], c[1], peers) if len(f) else np.zeros((0, c[0].shape[1], 2, 3))
-        poses.append(_laf_poses(lafs))
+        if len(f) == 0:
+            poses.append(_laf_poses(np.zeros((0, c[0].shape[1], 2, 3))))
+            continue
+        poses.append(_laf_poses(candidate_lafs(row, f.at_frame(frame), c[0], c[1], peers, mc.shape_weights)))
     (s0, o0), (s1, o1) = poses
     m = adalam_blend_matches(
         c0[3],
@@ -494,7 +496,7 @@ def _match_pair_row(
         f1.pyramid.shape,
         checks=cfg.adalam_checks,
     )
-    return one_to_one(m, blend_descriptors(c0[3], c0[2]), blend_descriptors(c1[3], c1[2]))
+    return one_to_one(m, d0, d1)
 
 
 def one_to_one(matches: np.ndarray, d0: np.ndarray, d1: np.ndarray) -> np.ndarray:
