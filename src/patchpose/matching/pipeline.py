@@ -91,6 +91,7 @@ from ..shape import shape_estimator
 from .blend import (
     BLEND_GAMMA,
     BLEND_K,
+    POOL_WEIGHTS,
     affine_parts,
     blend_descriptors,
     blend_weights,
@@ -692,7 +693,7 @@ def pair_candidate_descriptors(
     out = []
     for feats, frame in zip((feats1, feats2), zoom.frames):
         if len(feats) == 0:
-            k = 3 * BLEND_K  # each peak at 3 sizes (pool_sizes)
+            k = len(POOL_WEIGHTS) * BLEND_K  # each peak at each size (pool_sizes)
             out.append((*(np.zeros((0, k)) for _ in range(3)), np.zeros((0, k, describer.dim), np.float32)))
             continue
         view = feats.at_frame(frame)

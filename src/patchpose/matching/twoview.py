@@ -262,17 +262,13 @@ def _per_candidate(log2_scale, ori) -> np.ndarray:
 
 
 def _laf_poses(lafs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``(log2 size, orientation in radians)`` ``(N, k)`` that kornia reads from candidate LAFs ``(N, k, 2, 3)``
-    (``get_laf_scale``, ``get_laf_orientation``): what AdaLAM checks, in kornia's own convention."""
-    KF = require("kornia.feature", "kornia")
+    """``(log2 scale, orientation in radians)`` ``(N, k)`` that kornia reads from candidate LAFs ``(N, k, 2, 3)``
+    (:func:`patchpose.interop.from_laf`: ``get_laf_scale``, ``get_laf_orientation``), what AdaLAM checks."""
+    from ..interop import from_laf
 
     n, k = lafs.shape[:2]
-    if n * k == 0:
-        return np.zeros((n, k)), np.zeros((n, k))
-    laf = torch.as_tensor(lafs.reshape(1, n * k, 2, 3), dtype=torch.float32)
-    size = KF.get_laf_scale(laf).double().numpy().reshape(n, k)
-    deg = KF.get_laf_orientation(laf).double().numpy().reshape(n, k)
-    return np.log2(np.maximum(size, 1e-12)), np.radians(deg)
+    _, scale, ori = from_laf(torch.as_tensor(lafs.reshape(1, n * k, 2, 3), dtype=torch.float32))
+    return scale.reshape(n, k), ori.reshape(n, k)
 
 
 def _normalise(xy: np.ndarray, K: np.ndarray) -> np.ndarray:
@@ -476,10 +472,8 @@ def _match_pair_row(
         return mutual_nn(d0, d1)[0]
     poses = []
     for f, c, frame in zip((f0, f1), (c0, c1), zoom.frames):
-        if len(f) == 0:
-            poses.append(_laf_poses(np.zeros((0, c[0].shape[1], 2, 3))))
-            continue
-        poses.append(_laf_poses(candidate_lafs(row, f.at_frame(frame), c[0], c[1], peers, mc.shape_weights)))
+        lafs = candidate_lafs(row, f.at_frame(frame), c[0], c[1], peers, mc.shape_weights) if len(f) else None
+        poses.append(_laf_poses(lafs) if len(f) else (c[0], c[1]))  # no keypoints: the empty (0, k) arrays
     (s0, o0), (s1, o1) = poses
     m = adalam_blend_matches(
         c0[3],
