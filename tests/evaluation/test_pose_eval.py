@@ -132,7 +132,8 @@ def test_evaluation_end_to_end_reports_failing_pairs(tmp_path):
 def test_corners_have_no_sift_rows_and_the_pair_row_finds_a_zoomed_turned_camera(tmp_path):
     """``eval pose --detector gftt``: the rows that read SIFT's pose are left out (intervals against the
     dominant gradient), and on a camera turned and zoomed out 2× the pair row recovers the rotation, where the
-    fixed 16 px size of the dominant gradient's row cannot follow the zoom."""
+    fixed 16 px size of the dominant gradient's row cannot follow the zoom; a blank image (no corners) fails its
+    pair, and the run goes on."""
     from patchpose.data.patches import load_photo
     from patchpose.data.photos import demo_photo
     from patchpose.data.posed_pairs import default_intrinsics, rotate_camera, zoomed
@@ -147,7 +148,10 @@ def test_corners_have_no_sift_rows_and_the_pair_row_finds_a_zoomed_turned_camera
     cv2.imwrite(str(tmp_path / "images" / "a_r0.png"), rotate_camera(img, K0, R, K1)[..., ::-1])
     T = np.eye(4)
     T[:3, :3] = R
-    write_pairs_file(tmp_path / "pairs.txt", [PosedPair("a_0.png", "a_r0.png", K0, K1, T)])
+    # a blank image has no corners: a failure of the method on that pair (180°), not an input error
+    cv2.imwrite(str(tmp_path / "images" / "blank.png"), np.full((200, 200, 3), 128, np.uint8))
+    pairs = [PosedPair("a_0.png", "a_r0.png", K0, K1, T), PosedPair("a_0.png", "blank.png", K0, K0, T)]
+    write_pairs_file(tmp_path / "pairs.txt", pairs)
     doc = evaluate_pose(
         tmp_path / "pairs.txt", tmp_path / "images", tmp_path / "out", weights="patchpose-v10", budgets=(300,),
         ablation=False, progress=False, detector="gftt",
@@ -156,6 +160,8 @@ def test_corners_have_no_sift_rows_and_the_pair_row_finds_a_zoomed_turned_camera
     assert doc["intervals"]["300"]["mAA@5"]["reference"] == "dominant gradient@300"
     err = doc["per_pair"][0]["errors"]
     assert err["shape zoom blend@300"] < 1.0 and err["dominant gradient@300"] > 5.0, err
+    assert set(doc["per_pair"][1]["errors"].values()) == {FAIL_DEG}
+    assert any("no keypoints detected in blank.png" in f for f in doc["failures"])
     assert "Shi-Tomasi" in doc["setup"]["detector"]
     with pytest.raises(InputError, match="needs the peers"):
         evaluate_pose(

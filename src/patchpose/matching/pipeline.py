@@ -249,6 +249,7 @@ def detect(
     (no pose; ``max_keypoints`` does not apply: the caller chose them)."""
     img = check_image(image)
     gray = to_gray(img)
+    given = keypoints is not None  # the caller's keypoints are checked; a detector's may be none at all
     if keypoints is None:
         check_detector(detector, peers)
     if keypoints is None and not is_int_in(max_keypoints, 1, integral_floats=True):
@@ -271,7 +272,11 @@ def detect(
     else:
         from ..estimator import check_keypoints
 
-        xy = check_keypoints(keypoints, gray.shape)
+        xy = (
+            check_keypoints(keypoints, gray.shape)
+            if given
+            else np.asarray(keypoints, np.float64).reshape(-1, 2)
+        )
         s = o = np.full(len(xy), np.nan)
         cands = None
     return Features(
