@@ -120,6 +120,32 @@ def test_v10_is_v9s_network_fine_tuned_on_redetected_pairs_with_v9s_read_plan():
     assert "data.redetect=1.0" in r10["stages"][4]["overrides"]
 
 
+def test_fast_v1_is_v9_at_half_width_with_v9s_read_plan_and_a_third_of_its_cost():
+    """patchpose-fast-v1 reads v9's inputs with v9's plan through a network of half v9's width (model card), so
+    its convolutions cost about a third of v9's per keypoint; its recipe learns from v9 as a teacher."""
+    import numpy as np
+
+    from patchpose import PatchPoseEstimator
+    from patchpose.evaluation.bench import conv_flops_per_keypoint
+    from patchpose.training.recipe import load_recipe
+
+    v9, meta9 = load_bundled("patchpose-v9")
+    fast, meta = load_bundled("patchpose-fast-v1")
+    assert fast.cfg.input_shape == v9.cfg.input_shape and fast.cfg.polar_grid == v9.cfg.polar_grid
+    assert fast.cfg.width == v9.cfg.width / 2
+    for key in ("passes", "orientation_offset", "descriptor_region"):
+        assert meta[key] == meta9[key], key
+    img = np.random.default_rng(0).uniform(0, 255, (200, 200)).astype(np.uint8)
+    xy = np.array([[100.0, 100.0], [60.0, 140.0]])
+    cost = [
+        conv_flops_per_keypoint(PatchPoseEstimator.load(m), img, xy)
+        for m in ("patchpose-v9", "patchpose-fast-v1")
+    ]
+    assert 0.25 < cost[1] / cost[0] < 0.35
+    overrides = load_recipe("patchpose-fast-v1")["stages"][-1]["overrides"]
+    assert "run.teacher=patchpose-v9" in overrides and "loss.distill=1" in overrides
+
+
 def test_v8s_orientation_ignores_far_content_that_moves_v7s():
     """What v8 was trained for: blacking out the right half of a photo hardly moves its orientation at keypoints
     64-160 px left of the cut (a warped canvas's black corners, the edge of a second image), where v7's moves

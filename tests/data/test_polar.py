@@ -232,3 +232,46 @@ def test_polar_reads_equal_fresh_samples_and_sample_each_ring_once(border, color
     assert len(calls) == 4 and calls[0] == 40 * 31 and all(0 < c < 40 * 31 for c in calls[1:])
     # frames that are not whole rings apart are sampled afresh, and still equal
     np.testing.assert_array_equal(reads(0.1), want[-1])
+
+
+@pytest.mark.parametrize("border", ["reflect", "constant"])
+@pytest.mark.parametrize("color", [False, True])
+@pytest.mark.parametrize("frame", [0.0, 1.7])
+def test_keypoints_in_one_frame_are_sampled_as_every_ring_alone(border, color, frame, monkeypatch):
+    """Every keypoint in one frame (a plan's first read without detector scales) takes a faster path, per
+    pyramid level with one offset row for all keypoints; its samples equal the per-ring path's bit for bit,
+    and a plan's later reads gather them as before."""
+    import cv2
+
+    import patchpose.data.polar as polar
+
+    img = make_textured_image(300)
+    pyr = Pyramid(np.dstack([img, img[::-1], img[:, ::-1]]) if color else img)
+    grid = PolarGrid(rings=31, view_min_step=1.0)
+    xy = np.random.default_rng(1).uniform(-10, 310, (50, 2))  # some beyond the border
+    r, lev = polar._radii_levels(pyr, grid, np.full(50, frame))
+    assert len(np.unique(lev[0])) > 3  # several pyramid levels
+    mode = cv2.BORDER_REFLECT_101 if border == "reflect" else cv2.BORDER_CONSTANT
+    a = grid.angles_rad()[None, :]
+    cos_a, sin_a = np.cos(a).astype(np.float32), np.sin(a).astype(np.float32)
+    fast = polar._sample_one_frame(pyr, xy, r[0], lev[0], cos_a, sin_a, mode)
+    kp = np.repeat(np.arange(50), 31)
+    rows = polar._sample_rows(pyr, xy, kp, r.ravel(), lev.ravel(), cos_a, sin_a, mode)
+    np.testing.assert_array_equal(fast, rows.reshape(fast.shape))
+    # a grid too wide for one remap row per level falls back to the per-ring path, with the same numbers
+    monkeypatch.setattr(polar, "_REMAP_ROWS", 30 * 36)
+    np.testing.assert_array_equal(polar._sample_one_frame(pyr, xy, r[0], lev[0], cos_a, sin_a, mode), fast)
+    monkeypatch.undo()
+    # the estimator's reads: the first in one frame, then per keypoint, each equal to a fresh per-ring read
+    calls = []
+    sample = polar._sample_rows
+    monkeypatch.setattr(polar, "_sample_rows", lambda *a: calls.append(len(a[2])) or sample(*a))
+    reads = polar.PolarReads(pyr, xy, frame, grid, border)
+    shifts = np.random.default_rng(2).integers(-6, 7, 50) / 3
+    for f in (0.0, shifts, shifts - 4 / 3):
+        want = polar._sample_rows(
+            pyr, xy, kp, *(v.ravel() for v in polar._radii_levels(pyr, grid, frame + np.broadcast_to(f, 50))),
+            cos_a, sin_a, mode,
+        )  # fmt: skip
+        np.testing.assert_array_equal(reads(f), want.reshape(50, 31, 36, -1).transpose(0, 3, 1, 2))
+    assert len(calls) == 3 + 2  # the 3 reference reads, and the rings the later 2 reads had not sampled

@@ -64,6 +64,25 @@ def test_relative_pose_does_not_take_a_plane_for_a_rotation():
     assert pose_error_deg(T, fit["R"], fit["t"]) < 1.0
 
 
+@pytest.mark.parametrize("zoom", [1.0, 2.0])
+def test_relative_pose_takes_a_noisy_rotation_over_an_essential_matrix_with_nothing_in_front(zoom):
+    """A camera that only turns (and zooms), with 0.7 px of noise: the essential matrix *fits* more matches
+    (its Sampson distance is one-dimensional) than the rotation explains, but almost none of them lie in front
+    of both cameras. The rotation must win (before: "essential" with 8 inliers, or no pose at all)."""
+    rng = np.random.default_rng(0)
+    K0 = np.array([[600.0, 0, 320], [0, 600.0, 240], [0, 0, 1]])
+    K1 = K0.copy()
+    K1[0, 0] = K1[1, 1] = 600.0 * zoom  # the second camera zooms about the same centre
+    R = rotation_from_angles(math.radians(30), math.radians(3), 0.0)
+    x0 = np.c_[rng.uniform(0, 640, 400), rng.uniform(0, 480, 400)]
+    p = (K1 @ R @ np.linalg.inv(K0) @ np.c_[x0, np.ones(400)].T).T
+    x1 = p[:, :2] / p[:, 2:] + rng.normal(0, 0.7, (400, 2))
+    x1[:40] = rng.uniform(0, 640, (40, 2))
+    fit = relative_pose(x0, x1, K0, K1)
+    assert fit["model"] == "rotation" and fit["inliers"] >= 200
+    assert rotation_error_deg(R, fit["R"]) < 0.2
+
+
 def test_resolved_pose_source_keeps_sift_where_unambiguous_and_needs_our_poses():
     """The 'resolved' pose: SIFT's scale, and SIFT's orientation nearest ours among SIFT's candidates; without
     our poses it is a clear error."""

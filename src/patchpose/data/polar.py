@@ -106,7 +106,12 @@ def extract_polar(
         B = rotation_matrix(t) @ np.asarray(shape, np.float64)
         off = B @ u  # (n, 2, A)
         cos_a, sin_a = off[:, 0].astype(np.float32), (-off[:, 1]).astype(np.float32)
-    rows = _sample_rows(pyramid, xy, np.repeat(np.arange(n), K), r.ravel(), lev.ravel(), cos_a, sin_a, mode)
+    if same and bool(np.all(s == s[0])):  # one frame for every keypoint: rings shared by all
+        rows = _sample_one_frame(pyramid, xy, r[0], lev[0], cos_a, sin_a, mode)
+    else:
+        rows = _sample_rows(
+            pyramid, xy, np.repeat(np.arange(n), K), r.ravel(), lev.ravel(), cos_a, sin_a, mode
+        )
     return np.ascontiguousarray(rows.reshape(n, K, A, chans).transpose(0, 3, 1, 2))
 
 
@@ -118,6 +123,51 @@ def _radii_levels(pyramid: Pyramid, grid: PolarGrid, s: np.ndarray) -> tuple[np.
     if grid.view_min_step > 0:  # no ring sharper than view_min_step view pixels (2**σ image pixels each)
         step = np.maximum(step, grid.view_min_step * np.exp2(s)[:, None])
     return r, grid.ring_levels(step, len(pyramid.levels))
+
+
+def _sample_one_frame(
+    pyramid: Pyramid,
+    xy: np.ndarray,
+    r: np.ndarray,
+    lev: np.ndarray,
+    cos_a: np.ndarray,
+    sin_a: np.ndarray,
+    mode: int,
+) -> np.ndarray:
+    """Bilinear samples ``(n, K, A, C)`` float32 of every keypoint in one frame: rings of radii ``r`` ``(K,)``
+    px read from pyramid levels ``lev`` ``(K,)`` in the directions ``(cos_a, −sin_a)`` ``(1, A)``. The same
+    numbers as :func:`_sample_rows` on every (keypoint, ring) row, computed per level as one offset row shared
+    by all keypoints (no sort, no gather: the first read of a plan, the costliest, is this case)."""
+    n, K, A = len(xy), len(r), cos_a.shape[1]
+    base = pyramid.levels[0]
+    chans = 1 if base.ndim == 2 else base.shape[2]
+    if K * A > _REMAP_ROWS:  # a level's map row would be too wide for cv2.remap
+        kp = np.repeat(np.arange(n), K)
+        return _sample_rows(pyramid, xy, kp, np.tile(r, n), np.tile(lev, n), cos_a, sin_a, mode).reshape(
+            n, K, A, chans
+        )
+    out = np.empty((n, K, A, chans), np.float32)
+    factors = np.asarray(pyramid.factors, np.float64)  # (L, 2)
+    # a ring's level only grows with its radius: each level's rings are one contiguous block
+    bounds = np.searchsorted(lev, np.arange(len(pyramid.levels) + 1))
+    rows = _REMAP_ROWS  # keypoints per remap call
+    for level in range(len(pyramid.levels)):
+        lo, hi = int(bounds[level]), int(bounds[level + 1])
+        if lo == hi:
+            continue
+        fx, fy = factors[level]
+        # products and sums in float32 in the order _sample_rows computes them, so the samples are equal
+        ox = (cos_a * (r[lo:hi] * fx).astype(np.float32)[:, None]).ravel()  # (rings · A,)
+        oy = (sin_a * (r[lo:hi] * fy).astype(np.float32)[:, None]).ravel()
+        cx = ((xy[:, 0] + 0.5) * fx - 0.5).astype(np.float32)[:, None]
+        cy = ((xy[:, 1] + 0.5) * fy - 0.5).astype(np.float32)[:, None]
+        for i in range(0, n, rows):
+            j = min(i + rows, n)
+            v = cv2.remap(
+                pyramid.levels[level], cx[i:j] + ox, cy[i:j] - oy, cv2.INTER_LINEAR, borderMode=mode
+            )
+            out[i:j, lo:hi] = v.reshape(j - i, hi - lo, A, chans)
+    return out
 
 
 def _sample_rows(
@@ -203,8 +253,14 @@ class PolarReads:
         miss = np.take(self._lev, rows) != lev
         mode = cv2.BORDER_REFLECT_101 if self.border == "reflect" else cv2.BORDER_CONSTANT
         if miss.all():  # nothing to reuse (a first read): sampled in the output's order, then kept
-            kp = np.repeat(np.arange(n), K)
-            vals = _sample_rows(self.pyramid, self.xy, kp, r.ravel(), lev.ravel(), self._cos, self._sin, mode)
+            f = self.frame0 + frames
+            if np.all(f == f[0]):  # every keypoint in one frame
+                vals = _sample_one_frame(self.pyramid, self.xy, r[0], lev[0], self._cos, self._sin, mode)
+            else:
+                kp = np.repeat(np.arange(n), K)
+                vals = _sample_rows(
+                    self.pyramid, self.xy, kp, r.ravel(), lev.ravel(), self._cos, self._sin, mode
+                )
             if np.all(shift == shift[0]):  # every keypoint in the same frame: one block of the table
                 c0 = int(ring[0, 0]) - self._lo
                 self._val[:, c0 : c0 + K] = vals.reshape(n, K, A, C)

@@ -22,7 +22,8 @@ we feed it decide what "consistent" means. Every stage has a switch (:class:`Two
   them).
 
 A pure rotation (zero baseline) makes the essential matrix degenerate; the pose is then a rotation when one
-explains nearly as many matches as the essential matrix does (:func:`relative_pose`).
+explains nearly as many matches as the essential matrix fits, or more than lie in front of both its cameras
+(:func:`relative_pose`).
 """
 
 from __future__ import annotations
@@ -369,6 +370,13 @@ def relative_pose(
        of them in front of both cameras) is a wrong solution of a near-degenerate fit (a plane, or little
        parallax); the fit is repeated on ``RETRY_SUBSETS`` random halves of the matches (seeded), each scored
        on all of them, and the solution with most inliers in front of both cameras is kept.
+    4. The rotation is compared again, now with the inliers *in front of both cameras* of the essential
+       matrix kept: under a pure rotation every ``t`` fits the epipolar constraint, and its one-dimensional
+       Sampson distance admits noisier matches than the rotation's two-dimensional transfer error, so the
+       essential matrix can *fit* more matches than the rotation explains while almost none of them lie in
+       front of both cameras (a camera turned and zoomed with 0.7 px of noise: fit 350, in front 2, rotation
+       230). The rotation is taken when it explains more matches than lie in front (a small baseline whose
+       essential matrix keeps only some of its inliers in front stays essential when those are more).
     ``inliers`` counts the rotation's inliers, or the essential matrix's inliers in front of both cameras."""
     cfg = cfg or TwoViewConfig()
     fail = {"R": None, "t": None, "inliers": 0, "model": "none"}
@@ -392,6 +400,9 @@ def relative_pose(
             fit = _fit_essential(n0, n1, f, cfg, method, half)
             if fit is not None and (best is None or fit["front"] > best["front"]):
                 best = fit
+    e_front = best["front"] if best is not None else 0
+    if R_rot is not None and rot_in >= 8 and rot_in > e_front:
+        return {"R": R_rot, "t": np.zeros(3), "inliers": rot_in, "model": "rotation"}
     if best is None or best["front"] < 5:
         return fail
     return {"R": best["R"], "t": best["t"], "inliers": best["front"], "model": "essential"}

@@ -55,11 +55,13 @@ def angular_harmonics(f: torch.Tensor, k: int) -> torch.Tensor:
         torch.arange(a, dtype=torch.float64, device=f.device)[:, None]
         * torch.arange(1, k + 1, dtype=torch.float64, device=f.device)[None]
         * (2 * torch.pi / a)
-    )
-    table = torch.cat([torch.cos(ang), torch.sin(ang)], 1).to(f.dtype)  # (A, 2k): cosines, then sines
-    z = f @ table
-    re, im = z[..., :k], z[..., k:]
-    return torch.sqrt(re * re + im * im + 1e-12) / a
+    ).T
+    table = torch.cat([torch.cos(ang), torch.sin(ang)], 0).to(f.dtype)  # (2k, A): cosines, then sines
+    # (2k, A) @ (A, M) with the M = N·C·K rows of f as columns: one wide product, several times faster on CPU
+    # than f @ table's narrow one (2k outputs per row)
+    z = table @ f.reshape(-1, a).T
+    re, im = z[:k], z[k:]
+    return (torch.sqrt(re * re + im * im + 1e-12) / a).T.reshape(*f.shape[:-1], k)
 
 
 def whole_circle_conv(h: torch.Tensor, conv: nn.Conv1d) -> torch.Tensor:
