@@ -150,7 +150,6 @@ def _sample_one_frame(
     factors = np.asarray(pyramid.factors, np.float64)  # (L, 2)
     # a ring's level only grows with its radius: each level's rings are one contiguous block
     bounds = np.searchsorted(lev, np.arange(len(pyramid.levels) + 1))
-    rows = _REMAP_ROWS  # keypoints per remap call
     for level in range(len(pyramid.levels)):
         lo, hi = int(bounds[level]), int(bounds[level + 1])
         if lo == hi:
@@ -161,8 +160,8 @@ def _sample_one_frame(
         oy = (sin_a * (r[lo:hi] * fy).astype(np.float32)[:, None]).ravel()
         cx = ((xy[:, 0] + 0.5) * fx - 0.5).astype(np.float32)[:, None]
         cy = ((xy[:, 1] + 0.5) * fy - 0.5).astype(np.float32)[:, None]
-        for i in range(0, n, rows):
-            j = min(i + rows, n)
+        for i in range(0, n, _REMAP_ROWS):  # keypoints per remap call
+            j = min(i + _REMAP_ROWS, n)
             v = cv2.remap(
                 pyramid.levels[level], cx[i:j] + ox, cy[i:j] - oy, cv2.INTER_LINEAR, borderMode=mode
             )
