@@ -199,18 +199,57 @@ def test_reading_in_chunks_is_bit_identical_to_one_read():
     """Memory is bounded by the chunk; the answer does not depend on it (every field, every dtype)."""
     import torch
 
-    torch.set_num_threads(1)
-    one = PatchPoseEstimator.load(chunk_size=10**9)
-    chunked = PatchPoseEstimator.load(chunk_size=500)
-    assert chunked.chunk_size == 512 and chunked.with_plan(passes=1).chunk_size == 512  # whole batches
-    image = skimage.data.astronaut()
-    xy = np.random.default_rng(1).uniform(0, 511, (3000, 2))
-    for kwargs in ({}, {"top_k": 3, "detector_scale": np.linspace(-1, 1, 3000)}):
-        a, b = one.estimate(image, xy, **kwargs), chunked.estimate(image, xy, **kwargs)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # one chunk at a time
+    try:
+        one = PatchPoseEstimator.load(chunk_size=10**9)
+        chunked = PatchPoseEstimator.load(chunk_size=500)
+        assert chunked.chunk_size == 512 and chunked.with_plan(passes=1).chunk_size == 512  # whole batches
+        image = skimage.data.astronaut()
+        xy = np.random.default_rng(1).uniform(0, 511, (3000, 2))
+        for kwargs in ({}, {"top_k": 3, "detector_scale": np.linspace(-1, 1, 3000)}):
+            a, b = one.estimate(image, xy, **kwargs), chunked.estimate(image, xy, **kwargs)
+            for name in patchpose.Poses.__dataclass_fields__:
+                assert getattr(a, name).dtype == getattr(b, name).dtype, name
+                np.testing.assert_array_equal(getattr(a, name), getattr(b, name), err_msg=name)
+        assert a.orientation_hist.dtype == a.scale_hist.dtype == np.float32
+    finally:
+        torch.set_num_threads(threads)
+
+
+def test_chunks_read_side_by_side_give_the_serial_read(monkeypatch):
+    """On two CPU threads the keypoints are read as two chunks in two threads at once, and the answer is
+    the one read on the caller's thread alone, bit for bit and in the keypoints' order."""
+    import threading
+
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        est = PatchPoseEstimator.load(batch_size=128)
+        seen: list[tuple[str, int]] = []
+        inputs = est._inputs
+
+        def spy(pyramid, kp, fs):
+            seen.append((threading.current_thread().name, len(kp)))
+            return inputs(pyramid, kp, fs)
+
+        monkeypatch.setattr(est, "_inputs", spy)
+        image = skimage.data.astronaut()
+        xy = np.random.default_rng(2).uniform(0, 511, (1300, 2))
+        side_by_side = est.estimate(image, xy, top_k=2)
+        # 1,300 keypoints on two threads: chunks of 768 (650 rounded up to whole batches of 128) and 532
+        assert sorted(n for _, n in seen) == [532, 768]
+        assert len({name for name, _ in seen}) == 2 and all(n.startswith("patchpose-read") for n, _ in seen)
+        seen.clear()
+        monkeypatch.setattr(est, "_workers", lambda: 1)
+        alone = est.estimate(image, xy, top_k=2)
+        assert seen == [(threading.current_thread().name, 1300)]
         for name in patchpose.Poses.__dataclass_fields__:
-            assert getattr(a, name).dtype == getattr(b, name).dtype, name
-            np.testing.assert_array_equal(getattr(a, name), getattr(b, name), err_msg=name)
-    assert a.orientation_hist.dtype == a.scale_hist.dtype == np.float32
+            np.testing.assert_array_equal(getattr(side_by_side, name), getattr(alone, name), err_msg=name)
+    finally:
+        torch.set_num_threads(threads)
 
 
 @pytest.mark.parametrize("bad", [0, -1, 2.5, "a"])

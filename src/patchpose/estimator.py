@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import logging
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Union
 
@@ -107,6 +108,8 @@ class PatchPoseEstimator:
         chunk_size: keypoints read together (:data:`READ_CHUNK` by default), rounded up to a multiple of
             ``batch_size`` so that every forward pass sees the same inputs as an unchunked read (the result
             does not depend on it); only the result is kept per keypoint, so memory is bounded by the chunk.
+            On ``torch.get_num_threads()`` CPU threads that many chunks are read at once (smaller ones when
+            there are fewer keypoints than that many chunks), with the same answer as one thread.
         border: where a keypoint's window reaches outside the image: ``"reflect"`` (default; mirror the
             image, and report ``valid=False``), ``"constant"`` (zeros), or ``"error"``
             (:class:`~patchpose.errors.InputError`).
@@ -252,9 +255,14 @@ class PatchPoseEstimator:
         valid = self._valid(img.shape[:2], kp, fs0)
         pyramid = self._pyramid(img)
         n, out = len(kp), {}
-        # chunk by chunk, each written into the result at once: nothing else per keypoint outlives its chunk
-        for lo in range(0, n, self.chunk_size):
-            part = slice(lo, min(lo + self.chunk_size, n))
+        workers = self._workers()
+        # chunks whole batches long (so every forward pass sees what an unchunked read's does), as many as
+        # there are workers when that is fewer than chunk_size keypoints each
+        per_worker = -(-n // workers)
+        size = min(self.chunk_size, -(-per_worker // self.batch_size) * self.batch_size)
+        parts = [slice(lo, min(lo + size, n)) for lo in range(0, n, size)]
+
+        def read_part(part: slice) -> Poses:
             kp_c, fs_c = kp[part], fs0[part]
             reading = read(
                 self.model,
@@ -264,14 +272,30 @@ class PatchPoseEstimator:
                 frame0=fs_c,
                 batch_size=self.batch_size,
             )
-            poses = poses_of(reading, self.cfg, self.plan, fs_c, valid[part], top_k)
-            del reading
-            for name in Poses.__dataclass_fields__:
-                v = getattr(poses, name)
-                if name not in out:
-                    out[name] = np.empty((n, *v.shape[1:]), v.dtype)
-                out[name][part] = v
+            return poses_of(reading, self.cfg, self.plan, fs_c, valid[part], top_k)
+
+        # chunk by chunk, each written into the result at once: nothing else per keypoint outlives its chunk;
+        # on several CPU threads, chunks are read side by side (sampling and the network release the GIL)
+        if workers > 1 and len(parts) > 1:
+            pool = ThreadPoolExecutor(workers, thread_name_prefix="patchpose-read")
+            done = pool.map(read_part, parts)
+        else:
+            pool, done = None, map(read_part, parts)
+        try:
+            for part, poses in zip(parts, done):
+                for name in Poses.__dataclass_fields__:
+                    v = getattr(poses, name)
+                    if name not in out:
+                        out[name] = np.empty((n, *v.shape[1:]), v.dtype)
+                    out[name][part] = v
+        finally:
+            if pool is not None:
+                pool.shutdown(cancel_futures=True)
         return Poses(**out)
+
+    def _workers(self) -> int:
+        """Chunks read at once: torch's CPU threads (``torch.set_num_threads``; one on a GPU)."""
+        return 1 if self.device.type != "cpu" else max(1, torch.get_num_threads())
 
     def _no_poses(self, top_k: int | None) -> Poses:
         """The :class:`Poses` of no keypoints (an image without detections), shaped as for N keypoints."""

@@ -150,6 +150,7 @@ def test_a_descriptor_weights_file_replaced_under_its_name_is_not_read_from_the_
             pose=False,
             bootstrap=0,
             progress=False,
+            rows=["lower"],
         )
         mmas.append(doc["mma"]["lower"]["viewpoint"])
     assert mmas[0] != mmas[1]
