@@ -188,6 +188,8 @@ def test_outside_keypoint_message_prints_plain_numbers(est):
         ({"batch_size": 0}, "batch_size"),
         ({"border": "wrap"}, "border"),
         ({"plan": {"passes": 2}}, "ReadPlan"),
+        ({"threads": 0}, "threads"),
+        ({"threads": 1.5}, "threads"),
     ],
 )
 def test_bad_estimator_options_are_clear_errors(kwargs, match):
@@ -243,7 +245,8 @@ def test_chunks_read_side_by_side_give_the_serial_read(monkeypatch):
         assert sorted(n for _, n in seen) == [532, 768]
         assert len({name for name, _ in seen}) == 2 and all(n.startswith("patchpose-read") for n, _ in seen)
         seen.clear()
-        monkeypatch.setattr(est, "_workers", lambda: 1)
+        est.threads = 1  # as PatchPoseEstimator.load(threads=1) makes it, and with_plan keeps it
+        assert est.with_plan(passes=2).threads == 1
         alone = est.estimate(image, xy, top_k=2)
         assert seen == [(threading.current_thread().name, 1300)]
         for name in patchpose.Poses.__dataclass_fields__:

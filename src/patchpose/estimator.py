@@ -108,8 +108,9 @@ class PatchPoseEstimator:
         chunk_size: keypoints read together (:data:`READ_CHUNK` by default), rounded up to a multiple of
             ``batch_size`` so that every forward pass sees the same inputs as an unchunked read (the result
             does not depend on it); only the result is kept per keypoint, so memory is bounded by the chunk.
-            On ``torch.get_num_threads()`` CPU threads that many chunks are read at once (smaller ones when
-            there are fewer keypoints than that many chunks), with the same answer as one thread.
+        threads: chunks read at once, side by side in threads (smaller chunks when the keypoints do not
+            fill that many); default ``torch.get_num_threads()`` on the CPU, 1 on a GPU. The answer does not
+            depend on it (bit for bit); 1 where the caller runs estimators in threads of its own.
         border: where a keypoint's window reaches outside the image: ``"reflect"`` (default; mirror the
             image, and report ``valid=False``), ``"constant"`` (zeros), or ``"error"``
             (:class:`~patchpose.errors.InputError`).
@@ -125,6 +126,7 @@ class PatchPoseEstimator:
         batch_size: int | None = None,
         border: str = "reflect",
         chunk_size: int = READ_CHUNK,
+        threads: int | None = None,
     ) -> None:
         if border not in BORDER_POLICIES:
             raise InputError(f"border must be one of {BORDER_POLICIES}, got {border!r}")
@@ -145,6 +147,9 @@ class PatchPoseEstimator:
             raise InputError(f"batch_size must be a positive integer, got {batch_size!r}")
         if not is_int_in(chunk_size, 1):
             raise InputError(f"chunk_size must be a positive integer, got {chunk_size!r}")
+        if threads is not None and not is_int_in(threads, 1):
+            raise InputError(f"threads must be None or a positive integer, got {threads!r}")
+        self.threads = None if threads is None else int(threads)
         self.batch_size, self.border, self.meta = int(batch_size), border, dict(meta or {})
         self.chunk_size = -(-int(chunk_size) // self.batch_size) * self.batch_size
         self.plan = plan if plan is not None else ReadPlan.from_meta(self.meta)
@@ -167,6 +172,7 @@ class PatchPoseEstimator:
         batch_size: int | None = None,
         border: str = "reflect",
         chunk_size: int = READ_CHUNK,
+        threads: int | None = None,
     ) -> PatchPoseEstimator:
         """A bundled model's name or a weights file (``.safetensors``; with ``backend="onnx"`` also an
         ``.onnx`` file written by ``patchpose export onnx``), else the default bundled model.
@@ -175,7 +181,13 @@ class PatchPoseEstimator:
         :mod:`patchpose.onnx_backend`). The other arguments are the constructor's."""
         if backend not in ("torch", "onnx"):
             raise InputError(f"backend must be 'torch' or 'onnx', got {backend!r}")
-        kwargs = {"plan": plan, "batch_size": batch_size, "border": border, "chunk_size": chunk_size}
+        kwargs = {
+            "plan": plan,
+            "batch_size": batch_size,
+            "border": border,
+            "chunk_size": chunk_size,
+            "threads": threads,
+        }
         if backend == "onnx":
             from .onnx_backend import OnnxPoseNet, export_bytes
 
@@ -200,6 +212,7 @@ class PatchPoseEstimator:
             batch_size=self.batch_size,
             border=self.border,
             chunk_size=self.chunk_size,
+            threads=self.threads,
         )
 
     @property
@@ -275,12 +288,14 @@ class PatchPoseEstimator:
             return poses_of(reading, self.cfg, self.plan, fs_c, valid[part], top_k)
 
         # chunk by chunk, each written into the result at once: nothing else per keypoint outlives its chunk;
-        # on several CPU threads, chunks are read side by side (sampling and the network release the GIL)
+        # on several CPU threads, chunks are read side by side (sampling and the network release the GIL),
+        # each on one torch thread (two threads' ops each on every core run slower than one after another)
+        pool, done, threads = None, map(read_part, parts), torch.get_num_threads()
         if workers > 1 and len(parts) > 1:
-            pool = ThreadPoolExecutor(workers, thread_name_prefix="patchpose-read")
+            pool = ThreadPoolExecutor(
+                workers, thread_name_prefix="patchpose-read", initializer=torch.set_num_threads, initargs=(1,)
+            )
             done = pool.map(read_part, parts)
-        else:
-            pool, done = None, map(read_part, parts)
         try:
             for part, poses in zip(parts, done):
                 for name in Poses.__dataclass_fields__:
@@ -291,10 +306,14 @@ class PatchPoseEstimator:
         finally:
             if pool is not None:
                 pool.shutdown(cancel_futures=True)
+                if torch.get_num_threads() != threads:  # a torch whose thread count is not per thread
+                    torch.set_num_threads(threads)
         return Poses(**out)
 
     def _workers(self) -> int:
-        """Chunks read at once: torch's CPU threads (``torch.set_num_threads``; one on a GPU)."""
+        """Chunks read at once: :attr:`threads`, else torch's CPU threads (one on a GPU)."""
+        if self.threads is not None:
+            return self.threads
         return 1 if self.device.type != "cpu" else max(1, torch.get_num_threads())
 
     def _no_poses(self, top_k: int | None) -> Poses:

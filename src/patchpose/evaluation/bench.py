@@ -3,6 +3,7 @@ same photo, in one run (medians of repeats; the host is noisy, compare only with
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import time
@@ -43,6 +44,7 @@ def conv_flops_per_keypoint(est, image: np.ndarray, xy: np.ndarray) -> float:
     def count(m, inputs, out):
         total[0] += 2 * out.numel() * (m.in_channels // m.groups) * m.kernel_size[0]
 
+    est = one_chunk_at_a_time(est)  # the hooks count on one thread
     hooks = [m.register_forward_hook(count) for m in est.model.modules() if isinstance(m, torch.nn.Conv1d)]
     # the FFT path reads a convolution's weights without calling it: count that one run directly
     nets = {m: m.use_fft for m in est.model.modules() if hasattr(m, "use_fft")}
@@ -58,14 +60,22 @@ def conv_flops_per_keypoint(est, image: np.ndarray, xy: np.ndarray) -> float:
     return total[0] / max(len(xy), 1)
 
 
+def one_chunk_at_a_time(est):
+    """``est`` reading one chunk at a time on this thread (``threads=1``): what a profile can follow."""
+    serial = copy.copy(est)
+    serial.threads = 1
+    return serial
+
+
 def profile_default_read(est, image: np.ndarray, xy: np.ndarray, repeats: int) -> dict:
-    """Where the default read's time goes (cProfile over ``repeats`` calls): the shares of log-polar sampling
-    (``PolarReads``, ``extract_polar``), the network (``predict_histograms``), the image pyramid and the rest;
-    the network's FLOPs per keypoint; this machine's float32 matmul throughput; and the time the network would
-    take at it."""
+    """Where the default read's time goes (cProfile over ``repeats`` calls, one chunk at a time: cProfile
+    sees only its own thread): the shares of log-polar sampling (``PolarReads``, ``extract_polar``), the
+    network (``predict_histograms``), the image pyramid and the rest; the network's FLOPs per keypoint; this
+    machine's float32 matmul throughput; and the time the network would take at it."""
     import cProfile
     import pstats
 
+    est = one_chunk_at_a_time(est)
     est.estimate(image, xy)  # warm-up
     prof = cProfile.Profile()
     t = time.perf_counter()
