@@ -136,9 +136,9 @@ def test_unknown_override_is_an_error(tmp_path):
 
 
 def test_bench_reports_times_and_ratios(tmp_path):
-    from patchpose.evaluation.bench import bench
-
     import torch
+
+    from patchpose.evaluation.bench import bench
 
     threads = torch.get_num_threads()
     torch.set_num_threads(2)  # 1,100 keypoints: two chunks read side by side
