@@ -260,7 +260,7 @@ class PoseNet(nn.Module):
             # counts for the small log-polar networks)
             f = x.flatten(2)
             d = f - f.mean(2, keepdim=True)
-            std = ((d * d).sum(2, keepdim=True) / (f.shape[2] - 1)).sqrt()
+            std = torch.linalg.vector_norm(d, dim=2, keepdim=True) / math.sqrt(f.shape[2] - 1)
             x = (d / (std + 1e-3)).view_as(x)
         if self.cfg.is_polar:
             return self.polar(x, want)
