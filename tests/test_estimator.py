@@ -231,10 +231,12 @@ def test_chunks_read_side_by_side_give_the_serial_read(monkeypatch):
     try:
         est = PatchPoseEstimator.load(batch_size=128)
         seen: list[tuple[str, int]] = []
+        workers: list[set] = [set()]
         inputs = est._inputs
 
         def spy(pyramid, kp, fs):
             seen.append((threading.current_thread().name, len(kp)))
+            workers[-1].add(threading.current_thread())
             return inputs(pyramid, kp, fs)
 
         monkeypatch.setattr(est, "_inputs", spy)
@@ -244,6 +246,10 @@ def test_chunks_read_side_by_side_give_the_serial_read(monkeypatch):
         # 1,300 keypoints on two threads: chunks of 768 (650 rounded up to whole batches of 128) and 532
         assert sorted(n for _, n in seen) == [532, 768]
         assert len({name for name, _ in seen}) == 2 and all(n.startswith("patchpose-read") for n, _ in seen)
+        workers.append(set())
+        again = est.estimate(image, xy[:600])  # 600 keypoints: two chunks of 384 and 216, the same two threads
+        assert workers[-2] == workers[-1] and len(workers[-1]) == 2
+        np.testing.assert_array_equal(again.orientation, side_by_side.orientation[:600, 0])
         seen.clear()
         est.threads = 1  # as PatchPoseEstimator.load(threads=1) makes it, and with_plan keeps it
         assert est.with_plan(passes=2).threads == 1

@@ -290,12 +290,11 @@ class PatchPoseEstimator:
         # chunk by chunk, each written into the result at once: nothing else per keypoint outlives its chunk;
         # on several CPU threads, chunks are read side by side (sampling and the network release the GIL),
         # each on one torch thread (two threads' ops each on every core run slower than one after another)
-        pool, done, threads = None, map(read_part, parts), torch.get_num_threads()
-        if workers > 1 and len(parts) > 1:
-            pool = ThreadPoolExecutor(
-                workers, thread_name_prefix="patchpose-read", initializer=torch.set_num_threads, initargs=(1,)
-            )
-            done = pool.map(read_part, parts)
+        threads = torch.get_num_threads()
+        pool = self._read_pool(workers) if workers > 1 and len(parts) > 1 else None
+        # Executor.map lets go of each chunk's result once it is taken, and cancels what has not started when
+        # closed (an error, an interrupt)
+        done = pool.map(read_part, parts) if pool is not None else map(read_part, parts)
         try:
             for part, poses in zip(parts, done):
                 for name in Poses.__dataclass_fields__:
@@ -305,10 +304,31 @@ class PatchPoseEstimator:
                     out[name][part] = v
         finally:
             if pool is not None:
-                pool.shutdown(cancel_futures=True)
+                done.close()
                 if torch.get_num_threads() != threads:  # a torch whose thread count is not per thread
                     torch.set_num_threads(threads)
         return Poses(**out)
+
+    def _read_pool(self, workers: int) -> ThreadPoolExecutor:
+        """The threads that read chunks side by side, each on one torch thread; kept from call to call (fresh
+        threads cost ~10 % of a read of 2,048 keypoints), and not copied with the estimator."""
+        held = self.__dict__.get("_pool")
+        if held is None or held[0] != workers:
+            if held is not None:
+                held[1].shutdown(wait=False)
+            pool = ThreadPoolExecutor(
+                workers, thread_name_prefix="patchpose-read", initializer=torch.set_num_threads, initargs=(1,)
+            )
+            held = self.__dict__["_pool"] = (workers, pool)
+        return held[1]
+
+    def __copy__(self) -> PatchPoseEstimator:
+        new = object.__new__(type(self))
+        new.__dict__.update({k: v for k, v in self.__dict__.items() if k != "_pool"})
+        return new
+
+    def __getstate__(self) -> dict:
+        return {k: v for k, v in self.__dict__.items() if k != "_pool"}
 
     def _workers(self) -> int:
         """Chunks read at once: :attr:`threads`, else torch's CPU threads (one on a GPU)."""
