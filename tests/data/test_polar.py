@@ -258,9 +258,16 @@ def test_keypoints_in_one_frame_are_sampled_as_every_ring_alone(border, color, f
     kp = np.repeat(np.arange(50), 31)
     rows = polar._sample_rows(pyr, xy, kp, r.ravel(), lev.ravel(), cos_a, sin_a, mode)
     np.testing.assert_array_equal(fast, rows.reshape(fast.shape))
-    # a grid too wide for one remap row per level falls back to the per-ring path, with the same numbers
+    # the dispatcher takes the block path here, and the per-ring path for a grid too wide for one remap row
+    # per level (or keypoints in frames of their own): the same numbers
+    blocks = []
+    one_frame = polar._sample_one_frame
+    monkeypatch.setattr(polar, "_sample_one_frame", lambda *a: blocks.append(1) or one_frame(*a))
+    np.testing.assert_array_equal(polar._sample(pyr, xy, r, lev, cos_a, sin_a, mode), fast)
+    assert blocks == [1]
     monkeypatch.setattr(polar, "_REMAP_ROWS", 30 * 36)
-    np.testing.assert_array_equal(polar._sample_one_frame(pyr, xy, r[0], lev[0], cos_a, sin_a, mode), fast)
+    np.testing.assert_array_equal(polar._sample(pyr, xy, r, lev, cos_a, sin_a, mode), fast)
+    assert blocks == [1]
     monkeypatch.undo()
     # the estimator's reads: the first in one frame, then per keypoint, each equal to a fresh per-ring read
     calls = []

@@ -106,13 +106,8 @@ def extract_polar(
         B = rotation_matrix(t) @ np.asarray(shape, np.float64)
         off = B @ u  # (n, 2, A)
         cos_a, sin_a = off[:, 0].astype(np.float32), (-off[:, 1]).astype(np.float32)
-    if same and bool(np.all(s == s[0])):  # one frame for every keypoint: rings shared by all
-        rows = _sample_one_frame(pyramid, xy, r[0], lev[0], cos_a, sin_a, mode)
-    else:
-        rows = _sample_rows(
-            pyramid, xy, np.repeat(np.arange(n), K), r.ravel(), lev.ravel(), cos_a, sin_a, mode
-        )
-    return np.ascontiguousarray(rows.reshape(n, K, A, chans).transpose(0, 3, 1, 2))
+    rows = _sample(pyramid, xy, r, lev, cos_a, sin_a, mode)
+    return np.ascontiguousarray(rows.transpose(0, 3, 1, 2))
 
 
 def _radii_levels(pyramid: Pyramid, grid: PolarGrid, s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -123,6 +118,29 @@ def _radii_levels(pyramid: Pyramid, grid: PolarGrid, s: np.ndarray) -> tuple[np.
     if grid.view_min_step > 0:  # no ring sharper than view_min_step view pixels (2**σ image pixels each)
         step = np.maximum(step, grid.view_min_step * np.exp2(s)[:, None])
     return r, grid.ring_levels(step, len(pyramid.levels))
+
+
+def _sample(
+    pyramid: Pyramid,
+    xy: np.ndarray,
+    r: np.ndarray,
+    lev: np.ndarray,
+    cos_a: np.ndarray,
+    sin_a: np.ndarray,
+    mode: int,
+) -> np.ndarray:
+    """Bilinear samples ``(n, K, A, C)`` float32 of every keypoint's rings: radii ``r`` ``(n, K)`` px at
+    pyramid levels ``lev`` ``(n, K)``, in the directions ``(cos_a, −sin_a)`` (``(1, A)`` shared, or ``(n, A)``).
+    Where every keypoint has the same rings and directions (one frame, upright: a plan's first read), each
+    pyramid level is sampled as one block (:func:`_sample_one_frame`), else ring by ring (:func:`_sample_rows`);
+    the numbers are the same either way."""
+    n, K = r.shape
+    A = cos_a.shape[1]
+    one_frame = len(cos_a) == 1 and K * A <= _REMAP_ROWS and bool(np.all(r == r[0]) and np.all(lev == lev[0]))
+    if one_frame:
+        return _sample_one_frame(pyramid, xy, r[0], lev[0], cos_a, sin_a, mode)
+    rows = _sample_rows(pyramid, xy, np.repeat(np.arange(n), K), r.ravel(), lev.ravel(), cos_a, sin_a, mode)
+    return rows.reshape(n, K, A, -1)
 
 
 def _sample_one_frame(
@@ -137,15 +155,11 @@ def _sample_one_frame(
     """Bilinear samples ``(n, K, A, C)`` float32 of every keypoint in one frame: rings of radii ``r`` ``(K,)``
     px read from pyramid levels ``lev`` ``(K,)`` in the directions ``(cos_a, −sin_a)`` ``(1, A)``. The same
     numbers as :func:`_sample_rows` on every (keypoint, ring) row, computed per level as one offset row shared
-    by all keypoints (no sort, no gather: the first read of a plan, the costliest, is this case)."""
+    by all keypoints (no sort, no gather: the first read of a plan, the costliest, is this case). A level's
+    rings and directions must fit one remap row (``K · A ≤ _REMAP_ROWS``; :func:`_sample` sees to it)."""
     n, K, A = len(xy), len(r), cos_a.shape[1]
     base = pyramid.levels[0]
     chans = 1 if base.ndim == 2 else base.shape[2]
-    if K * A > _REMAP_ROWS:  # a level's map row would be too wide for cv2.remap
-        kp = np.repeat(np.arange(n), K)
-        return _sample_rows(pyramid, xy, kp, np.tile(r, n), np.tile(lev, n), cos_a, sin_a, mode).reshape(
-            n, K, A, chans
-        )
     out = np.empty((n, K, A, chans), np.float32)
     factors = np.asarray(pyramid.factors, np.float64)  # (L, 2)
     # a ring's level only grows with its radius: each level's rings are one contiguous block
@@ -252,14 +266,7 @@ class PolarReads:
         miss = np.take(self._lev, rows) != lev
         mode = cv2.BORDER_REFLECT_101 if self.border == "reflect" else cv2.BORDER_CONSTANT
         if miss.all():  # nothing to reuse (a first read): sampled in the output's order, then kept
-            f = self.frame0 + frames
-            if np.all(f == f[0]):  # every keypoint in one frame
-                vals = _sample_one_frame(self.pyramid, self.xy, r[0], lev[0], self._cos, self._sin, mode)
-            else:
-                kp = np.repeat(np.arange(n), K)
-                vals = _sample_rows(
-                    self.pyramid, self.xy, kp, r.ravel(), lev.ravel(), self._cos, self._sin, mode
-                )
+            vals = _sample(self.pyramid, self.xy, r, lev, self._cos, self._sin, mode)
             if np.all(shift == shift[0]):  # every keypoint in the same frame: one block of the table
                 c0 = int(ring[0, 0]) - self._lo
                 self._val[:, c0 : c0 + K] = vals.reshape(n, K, A, C)
