@@ -247,7 +247,8 @@ def test_chunks_read_side_by_side_give_the_serial_read(monkeypatch):
         assert sorted(n for _, n in seen) == [532, 768]
         assert len({name for name, _ in seen}) == 2 and all(n.startswith("patchpose-read") for n, _ in seen)
         workers.append(set())
-        again = est.estimate(image, xy[:600])  # 600 keypoints: two chunks of 384 and 216, the same two threads
+        # 600 keypoints: two chunks of 384 and 216, on the same two threads
+        again = est.estimate(image, xy[:600])
         assert workers[-2] == workers[-1] and len(workers[-1]) == 2
         np.testing.assert_array_equal(again.orientation, side_by_side.orientation[:600, 0])
         seen.clear()
