@@ -1,5 +1,8 @@
 """The public estimator on each bundled model: shapes, conventions on real photos, chunking, bad input."""
 
+import os
+import signal
+
 import cv2
 import numpy as np
 import pytest
@@ -188,8 +191,6 @@ def test_outside_keypoint_message_prints_plain_numbers(est):
         ({"batch_size": 0}, "batch_size"),
         ({"border": "wrap"}, "border"),
         ({"plan": {"passes": 2}}, "ReadPlan"),
-        ({"threads": 0}, "threads"),
-        ({"threads": 1.5}, "threads"),
     ],
 )
 def test_bad_estimator_options_are_clear_errors(kwargs, match):
@@ -220,8 +221,9 @@ def test_reading_in_chunks_is_bit_identical_to_one_read():
 
 
 def test_chunks_read_side_by_side_give_the_serial_read(monkeypatch):
-    """On two CPU threads the keypoints are read as two chunks in two threads at once, and the answer is
-    the one read on the caller's thread alone, bit for bit and in the keypoints' order."""
+    """On two torch threads the keypoints are read as two chunks in two threads at once (the same two from
+    call to call), and the answer is the one read on one torch thread, one chunk at a time, bit for bit and in
+    the keypoints' order; threads started afterwards still begin with the caller's torch threads."""
     import threading
 
     import torch
@@ -232,11 +234,14 @@ def test_chunks_read_side_by_side_give_the_serial_read(monkeypatch):
         est = PatchPoseEstimator.load(batch_size=128)
         seen: list[tuple[str, int]] = []
         workers: list[set] = [set()]
+        both = threading.Barrier(2, timeout=60)  # each chunk waits for the other: two threads at once
         inputs = est._inputs
 
         def spy(pyramid, kp, fs):
             seen.append((threading.current_thread().name, len(kp)))
             workers[-1].add(threading.current_thread())
+            if threading.current_thread() is not threading.main_thread():
+                both.wait()
             return inputs(pyramid, kp, fs)
 
         monkeypatch.setattr(est, "_inputs", spy)
@@ -246,18 +251,50 @@ def test_chunks_read_side_by_side_give_the_serial_read(monkeypatch):
         # 1,300 keypoints on two threads: chunks of 768 (650 rounded up to whole batches of 128) and 532
         assert sorted(n for _, n in seen) == [532, 768]
         assert len({name for name, _ in seen}) == 2 and all(n.startswith("patchpose-read") for n, _ in seen)
+        assert torch.get_num_threads() == 2
+        later: list[int] = []
+        t = threading.Thread(target=lambda: later.append(torch.get_num_threads()))
+        t.start()
+        t.join()
+        assert later == [2]  # not the readers' one
         workers.append(set())
         # 600 keypoints: two chunks of 384 and 216, on the same two threads
         again = est.estimate(image, xy[:600])
         assert workers[-2] == workers[-1] and len(workers[-1]) == 2
         np.testing.assert_array_equal(again.orientation, side_by_side.orientation[:600, 0])
         seen.clear()
-        est.threads = 1  # as PatchPoseEstimator.load(threads=1) makes it, and with_plan keeps it
-        assert est.with_plan(passes=2).threads == 1
+        torch.set_num_threads(1)  # one torch thread: one chunk at a time, on this thread
         alone = est.estimate(image, xy, top_k=2)
         assert seen == [(threading.current_thread().name, 1300)]
         for name in patchpose.Poses.__dataclass_fields__:
             np.testing.assert_array_equal(getattr(side_by_side, name), getattr(alone, name), err_msg=name)
+    finally:
+        torch.set_num_threads(threads)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork on this platform")
+def test_a_forked_process_reads_with_threads_of_its_own():
+    """A process forked after a read has none of its parent's reading threads: it makes its own instead of
+    waiting for them forever."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        est = PatchPoseEstimator.load(batch_size=128)
+        image = skimage.data.astronaut()
+        xy = np.random.default_rng(3).uniform(0, 511, (600, 2))
+        want = est.estimate(image, xy).orientation
+        pid = os.fork()
+        if pid == 0:  # the child: exit 0 if its read equals the parent's, 1 if not; killed if it hangs
+            code = 1
+            try:
+                signal.alarm(60)
+                code = 0 if np.array_equal(est.estimate(image, xy).orientation, want) else 1
+            finally:
+                os._exit(code)
+        _, status = os.waitpid(pid, 0)
+        assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, status
     finally:
         torch.set_num_threads(threads)
 

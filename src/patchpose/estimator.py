@@ -11,6 +11,8 @@
 from __future__ import annotations
 
 import logging
+import os
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Union
@@ -30,6 +32,7 @@ from .weights import DEFAULT_MODEL, load_bundled, load_model
 log = logging.getLogger(__name__)
 
 BORDER_POLICIES = ("reflect", "constant", "error")
+_POOL_LOCK = threading.Lock()  # estimators' reading threads are made one at a time
 
 
 def check_keypoints(keypoints, shape: tuple[int, int], allow_empty: bool = False) -> np.ndarray:
@@ -108,9 +111,9 @@ class PatchPoseEstimator:
         chunk_size: keypoints read together (:data:`READ_CHUNK` by default), rounded up to a multiple of
             ``batch_size`` so that every forward pass sees the same inputs as an unchunked read (the result
             does not depend on it); only the result is kept per keypoint, so memory is bounded by the chunk.
-        threads: chunks read at once, side by side in threads (smaller chunks when the keypoints do not
-            fill that many); default ``torch.get_num_threads()`` on the CPU, 1 on a GPU. The answer does not
-            depend on it (bit for bit); 1 where the caller runs estimators in threads of its own.
+            On the CPU, as many chunks as the calling thread has torch threads (``torch.set_num_threads``) are
+            read at once, side by side, each on one torch thread (smaller chunks when the keypoints do not fill
+            that many); the answer is one thread's, bit for bit.
         border: where a keypoint's window reaches outside the image: ``"reflect"`` (default; mirror the
             image, and report ``valid=False``), ``"constant"`` (zeros), or ``"error"``
             (:class:`~patchpose.errors.InputError`).
@@ -126,7 +129,6 @@ class PatchPoseEstimator:
         batch_size: int | None = None,
         border: str = "reflect",
         chunk_size: int = READ_CHUNK,
-        threads: int | None = None,
     ) -> None:
         if border not in BORDER_POLICIES:
             raise InputError(f"border must be one of {BORDER_POLICIES}, got {border!r}")
@@ -147,9 +149,6 @@ class PatchPoseEstimator:
             raise InputError(f"batch_size must be a positive integer, got {batch_size!r}")
         if not is_int_in(chunk_size, 1):
             raise InputError(f"chunk_size must be a positive integer, got {chunk_size!r}")
-        if threads is not None and not is_int_in(threads, 1):
-            raise InputError(f"threads must be None or a positive integer, got {threads!r}")
-        self.threads = None if threads is None else int(threads)
         self.batch_size, self.border, self.meta = int(batch_size), border, dict(meta or {})
         self.chunk_size = -(-int(chunk_size) // self.batch_size) * self.batch_size
         self.plan = plan if plan is not None else ReadPlan.from_meta(self.meta)
@@ -172,7 +171,6 @@ class PatchPoseEstimator:
         batch_size: int | None = None,
         border: str = "reflect",
         chunk_size: int = READ_CHUNK,
-        threads: int | None = None,
     ) -> PatchPoseEstimator:
         """A bundled model's name or a weights file (``.safetensors``; with ``backend="onnx"`` also an
         ``.onnx`` file written by ``patchpose export onnx``), else the default bundled model.
@@ -186,7 +184,6 @@ class PatchPoseEstimator:
             "batch_size": batch_size,
             "border": border,
             "chunk_size": chunk_size,
-            "threads": threads,
         }
         if backend == "onnx":
             from .onnx_backend import OnnxPoseNet, export_bytes
@@ -212,7 +209,6 @@ class PatchPoseEstimator:
             batch_size=self.batch_size,
             border=self.border,
             chunk_size=self.chunk_size,
-            threads=self.threads,
         )
 
     @property
@@ -305,22 +301,27 @@ class PatchPoseEstimator:
         finally:
             if pool is not None:
                 done.close()
-                if torch.get_num_threads() != threads:  # a torch whose thread count is not per thread
-                    torch.set_num_threads(threads)
+                # a worker's torch.set_num_threads(1) also set the count that threads started later begin
+                # with: back to the caller's (its own count is its own)
+                torch.set_num_threads(threads)
         return Poses(**out)
 
     def _read_pool(self, workers: int) -> ThreadPoolExecutor:
         """The threads that read chunks side by side, each on one torch thread; kept from call to call (fresh
-        threads cost ~10 % of a read of 2,048 keypoints), and not copied with the estimator."""
-        held = self.__dict__.get("_pool")
-        if held is None or held[0] != workers:
-            if held is not None:
-                held[1].shutdown(wait=False)
-            pool = ThreadPoolExecutor(
-                workers, thread_name_prefix="patchpose-read", initializer=torch.set_num_threads, initargs=(1,)
-            )
-            held = self.__dict__["_pool"] = (workers, pool)
-        return held[1]
+        threads cost 3–8 % of a read of 2,048 keypoints), made anew for another number of workers or in a
+        forked process (which has none of its parent's threads), never copied with the estimator. A pool
+        replaced is not shut down: a call still using it finishes, and its idle threads end with it."""
+        with _POOL_LOCK:
+            held = self.__dict__.get("_pool")
+            if held is None or held[:2] != (workers, os.getpid()):
+                pool = ThreadPoolExecutor(
+                    workers,
+                    thread_name_prefix="patchpose-read",
+                    initializer=torch.set_num_threads,
+                    initargs=(1,),
+                )
+                held = self.__dict__["_pool"] = (workers, os.getpid(), pool)
+            return held[2]
 
     def __copy__(self) -> PatchPoseEstimator:
         new = object.__new__(type(self))
@@ -331,10 +332,11 @@ class PatchPoseEstimator:
         return {k: v for k, v in self.__dict__.items() if k != "_pool"}
 
     def _workers(self) -> int:
-        """Chunks read at once: :attr:`threads`, else torch's CPU threads (one on a GPU)."""
-        if self.threads is not None:
-            return self.threads
-        return 1 if self.device.type != "cpu" else max(1, torch.get_num_threads())
+        """Chunks read at once: the calling thread's torch threads on the CPU; one on a GPU, and for
+        onnxruntime (its session has threads of its own)."""
+        if self.device.type != "cpu" or not isinstance(self.model, PoseNet):
+            return 1
+        return max(1, torch.get_num_threads())
 
     def _no_poses(self, top_k: int | None) -> Poses:
         """The :class:`Poses` of no keypoints (an image without detections), shaped as for N keypoints."""

@@ -3,7 +3,7 @@ same photo, in one run (medians of repeats; the host is noisy, compare only with
 
 from __future__ import annotations
 
-import copy
+import contextlib
 import json
 import os
 import time
@@ -44,14 +44,14 @@ def conv_flops_per_keypoint(est, image: np.ndarray, xy: np.ndarray) -> float:
     def count(m, inputs, out):
         total[0] += 2 * out.numel() * (m.in_channels // m.groups) * m.kernel_size[0]
 
-    est = one_chunk_at_a_time(est)  # the hooks count on one thread
     hooks = [m.register_forward_hook(count) for m in est.model.modules() if isinstance(m, torch.nn.Conv1d)]
     # the FFT path reads a convolution's weights without calling it: count that one run directly
     nets = {m: m.use_fft for m in est.model.modules() if hasattr(m, "use_fft")}
     try:
         for m in nets:
             m.use_fft = False
-        est.estimate(image, xy)
+        with one_chunk_at_a_time():  # the hooks count on this thread
+            est.estimate(image, xy)
     finally:
         for h in hooks:
             h.remove()
@@ -60,30 +60,38 @@ def conv_flops_per_keypoint(est, image: np.ndarray, xy: np.ndarray) -> float:
     return total[0] / max(len(xy), 1)
 
 
-def one_chunk_at_a_time(est):
-    """``est`` reading one chunk at a time on this thread (``threads=1``): what a profile can follow."""
-    serial = copy.copy(est)
-    serial.threads = 1
-    return serial
+@contextlib.contextmanager
+def one_chunk_at_a_time():
+    """This thread on one torch thread for the block: an estimator then reads one chunk at a time on this thread
+    (what a profile can follow), as each of its reading threads does on several."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
 
 
 def profile_default_read(est, image: np.ndarray, xy: np.ndarray, repeats: int) -> dict:
-    """Where the default read's time goes (cProfile over ``repeats`` calls, one chunk at a time: cProfile
-    sees only its own thread): the shares of log-polar sampling (``PolarReads``, ``extract_polar``), the
-    network (``predict_histograms``), the image pyramid and the rest; the network's FLOPs per keypoint; this
-    machine's float32 matmul throughput; and the time the network would take at it."""
+    """Where the default read's time goes (cProfile over ``repeats`` calls on one torch thread, one chunk at a
+    time, as each reading thread runs: cProfile sees only its own thread): the shares of log-polar sampling
+    (``PolarReads``, ``extract_polar``), the network (``predict_histograms``), the image pyramid and the rest;
+    the network's FLOPs per keypoint; one thread's float32 matmul throughput; and the time the network would
+    take at it."""
     import cProfile
     import pstats
 
-    est = one_chunk_at_a_time(est)
-    est.estimate(image, xy)  # warm-up
-    prof = cProfile.Profile()
-    t = time.perf_counter()
-    prof.enable()
-    for _ in range(repeats):
-        est.estimate(image, xy)
-    prof.disable()
-    total = time.perf_counter() - t
+    with one_chunk_at_a_time():
+        est.estimate(image, xy)  # warm-up
+        prof = cProfile.Profile()
+        t = time.perf_counter()
+        prof.enable()
+        for _ in range(repeats):
+            est.estimate(image, xy)
+        prof.disable()
+        total = time.perf_counter() - t
+        a = torch.randn(1024, 1024)
+        mm = _median_time(lambda: a @ a, 5)  # the throughput of the thread the network ran on
     stats = pstats.Stats(prof).stats
 
     def cum(name: str, file_part: str = "", not_from: str = "") -> float:
@@ -104,8 +112,6 @@ def profile_default_read(est, image: np.ndarray, xy: np.ndarray, repeats: int) -
     res = {f"profile_{k}_share": v / total for k, v in parts.items()}
     res["profile_other_share"] = 1.0 - sum(res.values())
     flops = conv_flops_per_keypoint(est, image, xy)
-    a = torch.randn(1024, 1024)
-    mm = _median_time(lambda: a @ a, 5)
     res["network_mflop_per_keypoint"] = flops / 1e6
     res["matmul_gflop_per_s"] = 2 * 1024**3 / mm / 1e9
     res["network_at_matmul_speed_s"] = flops * len(xy) / (res["matmul_gflop_per_s"] * 1e9)
