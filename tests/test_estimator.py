@@ -272,6 +272,28 @@ def test_chunks_read_side_by_side_give_the_serial_read(monkeypatch):
         torch.set_num_threads(threads)
 
 
+def test_copies_and_pickles_leave_the_reading_threads_behind():
+    """copy, deepcopy and pickle take everything but the reading threads, and the copies read the same."""
+    import copy
+    import pickle
+
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        est = PatchPoseEstimator.load(batch_size=128)
+        image = skimage.data.astronaut()
+        xy = np.random.default_rng(4).uniform(0, 511, (600, 2))
+        want = est.estimate(image, xy).orientation
+        assert "_pool" in est.__dict__
+        for other in (copy.copy(est), copy.deepcopy(est), pickle.loads(pickle.dumps(est))):
+            assert "_pool" not in other.__dict__
+            np.testing.assert_array_equal(other.estimate(image, xy).orientation, want)
+    finally:
+        torch.set_num_threads(threads)
+
+
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork on this platform")
 def test_a_forked_process_reads_with_threads_of_its_own():
     """A process forked after a read has none of its parent's reading threads: it makes its own instead of

@@ -179,12 +179,7 @@ class PatchPoseEstimator:
         :mod:`patchpose.onnx_backend`). The other arguments are the constructor's."""
         if backend not in ("torch", "onnx"):
             raise InputError(f"backend must be 'torch' or 'onnx', got {backend!r}")
-        kwargs = {
-            "plan": plan,
-            "batch_size": batch_size,
-            "border": border,
-            "chunk_size": chunk_size,
-        }
+        kwargs = {"plan": plan, "batch_size": batch_size, "border": border, "chunk_size": chunk_size}
         if backend == "onnx":
             from .onnx_backend import OnnxPoseNet, export_bytes
 
@@ -323,12 +318,8 @@ class PatchPoseEstimator:
                 held = self.__dict__["_pool"] = (workers, os.getpid(), pool)
             return held[2]
 
-    def __copy__(self) -> PatchPoseEstimator:
-        new = object.__new__(type(self))
-        new.__dict__.update({k: v for k, v in self.__dict__.items() if k != "_pool"})
-        return new
-
     def __getstate__(self) -> dict:
+        """Everything but the reading threads (copy, deepcopy and pickle all come through here)."""
         return {k: v for k, v in self.__dict__.items() if k != "_pool"}
 
     def _workers(self) -> int:
