@@ -198,29 +198,33 @@ def test_bad_estimator_options_are_clear_errors(kwargs, match):
         PatchPoseEstimator.load(**kwargs)
 
 
-def test_reading_in_chunks_is_bit_identical_to_one_read():
-    """Memory is bounded by the chunk; the answer does not depend on it (every field, every dtype)."""
+@pytest.fixture
+def torch_threads():
+    """``torch_threads(n)`` sets this thread's torch threads for the test; they are put back after it."""
     import torch
 
     threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # one chunk at a time
-    try:
-        one = PatchPoseEstimator.load(chunk_size=10**9)
-        chunked = PatchPoseEstimator.load(chunk_size=500)
-        assert chunked.chunk_size == 512 and chunked.with_plan(passes=1).chunk_size == 512  # whole batches
-        image = skimage.data.astronaut()
-        xy = np.random.default_rng(1).uniform(0, 511, (3000, 2))
-        for kwargs in ({}, {"top_k": 3, "detector_scale": np.linspace(-1, 1, 3000)}):
-            a, b = one.estimate(image, xy, **kwargs), chunked.estimate(image, xy, **kwargs)
-            for name in patchpose.Poses.__dataclass_fields__:
-                assert getattr(a, name).dtype == getattr(b, name).dtype, name
-                np.testing.assert_array_equal(getattr(a, name), getattr(b, name), err_msg=name)
-        assert a.orientation_hist.dtype == a.scale_hist.dtype == np.float32
-    finally:
-        torch.set_num_threads(threads)
+    yield torch.set_num_threads
+    torch.set_num_threads(threads)
 
 
-def test_chunks_read_side_by_side_give_the_serial_read(monkeypatch):
+def test_reading_in_chunks_is_bit_identical_to_one_read(torch_threads):
+    """Memory is bounded by the chunk; the answer does not depend on it (every field, every dtype)."""
+    torch_threads(1)  # one chunk at a time
+    one = PatchPoseEstimator.load(chunk_size=10**9)
+    chunked = PatchPoseEstimator.load(chunk_size=500)
+    assert chunked.chunk_size == 512 and chunked.with_plan(passes=1).chunk_size == 512  # whole batches
+    image = skimage.data.astronaut()
+    xy = np.random.default_rng(1).uniform(0, 511, (3000, 2))
+    for kwargs in ({}, {"top_k": 3, "detector_scale": np.linspace(-1, 1, 3000)}):
+        a, b = one.estimate(image, xy, **kwargs), chunked.estimate(image, xy, **kwargs)
+        for name in patchpose.Poses.__dataclass_fields__:
+            assert getattr(a, name).dtype == getattr(b, name).dtype, name
+            np.testing.assert_array_equal(getattr(a, name), getattr(b, name), err_msg=name)
+    assert a.orientation_hist.dtype == a.scale_hist.dtype == np.float32
+
+
+def test_chunks_read_side_by_side_give_the_serial_read(monkeypatch, torch_threads):
     """On two torch threads the keypoints are read as two chunks in two threads at once (the same two from
     call to call), and the answer is the one read on one torch thread, one chunk at a time, bit for bit and in
     the keypoints' order; threads started afterwards still begin with the caller's torch threads."""
@@ -228,97 +232,81 @@ def test_chunks_read_side_by_side_give_the_serial_read(monkeypatch):
 
     import torch
 
-    threads = torch.get_num_threads()
-    torch.set_num_threads(2)
-    try:
-        est = PatchPoseEstimator.load(batch_size=128)
-        seen: list[tuple[str, int]] = []
-        workers: list[set] = [set()]
-        both = threading.Barrier(2, timeout=60)  # each chunk waits for the other: two threads at once
-        inputs = est._inputs
+    torch_threads(2)
+    est = PatchPoseEstimator.load(batch_size=128)
+    seen: list[tuple[str, int]] = []
+    workers: list[set] = [set()]
+    both = threading.Barrier(2, timeout=60)  # each chunk waits for the other: two threads at once
+    inputs = est._inputs
 
-        def spy(pyramid, kp, fs):
-            seen.append((threading.current_thread().name, len(kp)))
-            workers[-1].add(threading.current_thread())
-            if threading.current_thread() is not threading.main_thread():
-                both.wait()
-            return inputs(pyramid, kp, fs)
+    def spy(pyramid, kp, fs):
+        seen.append((threading.current_thread().name, len(kp)))
+        workers[-1].add(threading.current_thread())
+        if threading.current_thread() is not threading.main_thread():
+            both.wait()
+        return inputs(pyramid, kp, fs)
 
-        monkeypatch.setattr(est, "_inputs", spy)
-        image = skimage.data.astronaut()
-        xy = np.random.default_rng(2).uniform(0, 511, (1300, 2))
-        side_by_side = est.estimate(image, xy, top_k=2)
-        # 1,300 keypoints on two threads: chunks of 768 (650 rounded up to whole batches of 128) and 532
-        assert sorted(n for _, n in seen) == [532, 768]
-        assert len({name for name, _ in seen}) == 2 and all(n.startswith("patchpose-read") for n, _ in seen)
-        assert torch.get_num_threads() == 2
-        later: list[int] = []
-        t = threading.Thread(target=lambda: later.append(torch.get_num_threads()))
-        t.start()
-        t.join()
-        assert later == [2]  # not the readers' one
-        workers.append(set())
-        # 600 keypoints: two chunks of 384 and 216, on the same two threads
-        again = est.estimate(image, xy[:600])
-        assert workers[-2] == workers[-1] and len(workers[-1]) == 2
-        np.testing.assert_array_equal(again.orientation, side_by_side.orientation[:600, 0])
-        seen.clear()
-        torch.set_num_threads(1)  # one torch thread: one chunk at a time, on this thread
-        alone = est.estimate(image, xy, top_k=2)
-        assert seen == [(threading.current_thread().name, 1300)]
-        for name in patchpose.Poses.__dataclass_fields__:
-            np.testing.assert_array_equal(getattr(side_by_side, name), getattr(alone, name), err_msg=name)
-    finally:
-        torch.set_num_threads(threads)
+    monkeypatch.setattr(est, "_inputs", spy)
+    image = skimage.data.astronaut()
+    xy = np.random.default_rng(2).uniform(0, 511, (1300, 2))
+    side_by_side = est.estimate(image, xy, top_k=2)
+    # 1,300 keypoints on two threads: chunks of 768 (650 rounded up to whole batches of 128) and 532
+    assert sorted(n for _, n in seen) == [532, 768]
+    assert len({name for name, _ in seen}) == 2 and all(n.startswith("patchpose-read") for n, _ in seen)
+    assert torch.get_num_threads() == 2
+    later: list[int] = []
+    t = threading.Thread(target=lambda: later.append(torch.get_num_threads()))
+    t.start()
+    t.join()
+    assert later == [2]  # not the readers' one
+    workers.append(set())
+    # 600 keypoints: two chunks of 384 and 216, on the same two threads
+    again = est.estimate(image, xy[:600])
+    assert workers[-2] == workers[-1] and len(workers[-1]) == 2
+    np.testing.assert_array_equal(again.orientation, side_by_side.orientation[:600, 0])
+    seen.clear()
+    torch_threads(1)  # one torch thread: one chunk at a time, on this thread
+    alone = est.estimate(image, xy, top_k=2)
+    assert seen == [(threading.current_thread().name, 1300)]
+    for name in patchpose.Poses.__dataclass_fields__:
+        np.testing.assert_array_equal(getattr(side_by_side, name), getattr(alone, name), err_msg=name)
 
 
-def test_copies_and_pickles_leave_the_reading_threads_behind():
+def test_copies_and_pickles_leave_the_reading_threads_behind(torch_threads):
     """copy, deepcopy and pickle take everything but the reading threads, and the copies read the same."""
     import copy
     import pickle
 
-    import torch
-
-    threads = torch.get_num_threads()
-    torch.set_num_threads(2)
-    try:
-        est = PatchPoseEstimator.load(batch_size=128)
-        image = skimage.data.astronaut()
-        xy = np.random.default_rng(4).uniform(0, 511, (600, 2))
-        want = est.estimate(image, xy).orientation
-        assert "_pool" in est.__dict__
-        for other in (copy.copy(est), copy.deepcopy(est), pickle.loads(pickle.dumps(est))):
-            assert "_pool" not in other.__dict__
-            np.testing.assert_array_equal(other.estimate(image, xy).orientation, want)
-    finally:
-        torch.set_num_threads(threads)
+    torch_threads(2)
+    est = PatchPoseEstimator.load(batch_size=128)
+    image = skimage.data.astronaut()
+    xy = np.random.default_rng(4).uniform(0, 511, (600, 2))
+    want = est.estimate(image, xy).orientation
+    assert "_pool" in est.__dict__
+    for other in (copy.copy(est), copy.deepcopy(est), pickle.loads(pickle.dumps(est))):
+        assert "_pool" not in other.__dict__
+        np.testing.assert_array_equal(other.estimate(image, xy).orientation, want)
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork on this platform")
-def test_a_forked_process_reads_with_threads_of_its_own():
+def test_a_forked_process_reads_with_threads_of_its_own(torch_threads):
     """A process forked after a read has none of its parent's reading threads: it makes its own instead of
     waiting for them forever."""
-    import torch
-
-    threads = torch.get_num_threads()
-    torch.set_num_threads(2)
-    try:
-        est = PatchPoseEstimator.load(batch_size=128)
-        image = skimage.data.astronaut()
-        xy = np.random.default_rng(3).uniform(0, 511, (600, 2))
-        want = est.estimate(image, xy).orientation
-        pid = os.fork()
-        if pid == 0:  # the child: exit 0 if its read equals the parent's, 1 if not; killed if it hangs
-            code = 1
-            try:
-                signal.alarm(60)
-                code = 0 if np.array_equal(est.estimate(image, xy).orientation, want) else 1
-            finally:
-                os._exit(code)
-        _, status = os.waitpid(pid, 0)
-        assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, status
-    finally:
-        torch.set_num_threads(threads)
+    torch_threads(2)
+    est = PatchPoseEstimator.load(batch_size=128)
+    image = skimage.data.astronaut()
+    xy = np.random.default_rng(3).uniform(0, 511, (600, 2))
+    want = est.estimate(image, xy).orientation
+    pid = os.fork()
+    if pid == 0:  # the child: exit 0 if its read equals the parent's, 1 if not; killed if it hangs
+        code = 1
+        try:
+            signal.alarm(60)
+            code = 0 if np.array_equal(est.estimate(image, xy).orientation, want) else 1
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, status
 
 
 @pytest.mark.parametrize("bad", [0, -1, 2.5, "a"])
