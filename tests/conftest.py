@@ -4,12 +4,22 @@ Test modules import the helpers as ``from conftest import ...`` (pytest puts thi
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from pathlib import Path
 
 import cv2
 import numpy as np
 import pytest
+
+if "PYTEST_XDIST_WORKER_COUNT" in os.environ:
+    # each test process (pyproject's ``-n``) gets its share of the cores, torch's threads and the CLI's subprocesses
+    # alike: two processes each spreading torch over every core ran the suite a quarter slower than one process
+    _share = str(max(1, (os.cpu_count() or 1) // int(os.environ["PYTEST_XDIST_WORKER_COUNT"])))
+    os.environ["OMP_NUM_THREADS"] = _share
+    import torch
+
+    torch.set_num_threads(int(_share))
 
 
 def make_smooth_image(h: int, w: int, seed: int = 0, blur: float = 2.0) -> np.ndarray:
