@@ -13,13 +13,15 @@ import numpy as np
 import pytest
 
 if "PYTEST_XDIST_WORKER_COUNT" in os.environ:
-    # each test process (pyproject's ``-n``) gets its share of the cores, torch's threads and the CLI's subprocesses
-    # alike: two processes each spreading torch over every core ran the suite a quarter slower than one process
-    _share = str(max(1, (os.cpu_count() or 1) // int(os.environ["PYTEST_XDIST_WORKER_COUNT"])))
-    os.environ["OMP_NUM_THREADS"] = _share
+    # each test process (pyproject's ``-n``) gets its share of the cores for torch and the CLI's subprocesses:
+    # two processes each spreading torch over every core ran the suite a quarter slower than one process
+    # (OpenCV keeps its own threads: limiting them too made the suite a quarter slower again)
+    _cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    _share = max(1, _cores // int(os.environ["PYTEST_XDIST_WORKER_COUNT"]))
+    os.environ["OMP_NUM_THREADS"] = str(_share)
     import torch
 
-    torch.set_num_threads(int(_share))
+    torch.set_num_threads(_share)
 
 
 def make_smooth_image(h: int, w: int, seed: int = 0, blur: float = 2.0) -> np.ndarray:

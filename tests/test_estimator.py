@@ -23,10 +23,15 @@ def est(request):
     return patchpose.PatchPoseEstimator.from_pretrained(request.param)
 
 
-def test_the_default_is_v9_read_twice_with_its_descriptor_window():
+def test_the_default_is_fast_v1_with_v9s_plan_but_the_first_reads_scale():
     est = patchpose.PatchPoseEstimator.from_pretrained()
-    assert est.name == "patchpose-v9"
-    assert est.plan == patchpose.ReadPlan(passes=2, orientation_offset=-4 / 3, descriptor_region=2.25)
+    assert est.name == "patchpose-fast-v1"
+    assert est.plan == patchpose.ReadPlan(
+        passes=2, orientation_offset=-4 / 3, descriptor_region=2.25, reread_scale=False
+    )
+    assert patchpose.PatchPoseEstimator.from_pretrained("patchpose-v9").plan == est.plan.replace(
+        reread_scale=True
+    )
     # the earlier defaults read once, with a window of one radius, unless their files say otherwise
     assert patchpose.PatchPoseEstimator.from_pretrained("patchpose-v8").plan == patchpose.ReadPlan(
         passes=1, descriptor_region=2.25
@@ -336,7 +341,7 @@ def test_passes_read_again_in_the_frame_of_the_scale_found(photo, kps):
     scale histogram moved back by those bins (both heads in the frame found: no orientation offset)."""
     from patchpose.reading import shift_bins
 
-    est = PatchPoseEstimator.from_pretrained().with_plan(orientation_offset=0)
+    est = PatchPoseEstimator.from_pretrained("patchpose-v9").with_plan(orientation_offset=0)
     one_read = est.with_plan(passes=1)
     one = one_read.estimate(photo, kps)
     k = np.round(one.scale * 3).astype(int)
@@ -359,7 +364,7 @@ def test_passes_read_again_in_the_frame_of_the_scale_found(photo, kps):
 def test_orientation_offset_moves_only_the_last_orientation_read(photo, kps):
     """With ``orientation_offset`` o and 2 reads, the scale is the plain 2-read scale and the orientation is a
     1-read orientation at the frame found moved by o."""
-    plain = PatchPoseEstimator.from_pretrained().with_plan(orientation_offset=0)
+    plain = PatchPoseEstimator.from_pretrained("patchpose-v9").with_plan(orientation_offset=0)
     est = plain.with_plan(orientation_offset=-1)
     assert est.plan.passes == 2 and "orientation_offset=-1" in repr(est)
     one_read = plain.with_plan(passes=1)
@@ -378,9 +383,51 @@ def test_orientation_offset_moves_only_the_last_orientation_read(photo, kps):
     )
 
 
+def test_without_rereading_the_scale_is_read_ones_and_the_orientation_is_read_in_the_frame_it_found(
+    photo, kps
+):
+    """``reread_scale=False``: the scale (and its histogram) is the first read's, the orientation is the two-read
+    plan's (read in the frame the first read found, moved by the offset), and the image is sampled twice
+    instead of three times; a single read ignores the setting."""
+    import patchpose.estimator as estimator_module
+
+    est = PatchPoseEstimator.from_pretrained("patchpose-v9")  # two reads, orientation 4/3 octave lower
+    once = est.with_plan(passes=1)
+    lean = est.with_plan(reread_scale=False)
+    ref, first, got = est.estimate(photo, kps), once.estimate(photo, kps), lean.estimate(photo, kps)
+    for field in ("scale", "scale_hist", "scale_confidence"):
+        np.testing.assert_array_equal(getattr(got, field), getattr(first, field), err_msg=field)
+    for field in ("orientation", "orientation_hist", "confidence"):
+        np.testing.assert_array_equal(getattr(got, field), getattr(ref, field), err_msg=field)
+    assert not np.allclose(ref.scale, first.scale)  # the second read's scale differs: it was not read
+    frames = []
+    inputs = estimator_module.PatchPoseEstimator._inputs
+
+    def counting(self, *args, **kwargs):
+        sample = inputs(self, *args, **kwargs)
+        return lambda f: frames.append(np.asarray(f).copy()) or sample(f)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(estimator_module.PatchPoseEstimator, "_inputs", counting)
+        lean.estimate(photo, kps)
+        assert len(frames) == 2
+        est.estimate(photo, kps)
+        assert len(frames) == 5
+    np.testing.assert_array_equal(frames[1], frames[4])  # the orientation's frame: the one found, moved
+    assert np.any(frames[1] != -4 / 3)
+    single = once.with_plan(reread_scale=False).estimate(photo, kps)
+    for field in ("scale", "orientation"):
+        np.testing.assert_array_equal(getattr(single, field), getattr(first, field), err_msg=field)
+
+
 def test_read_plan_round_trips_through_weights_metadata():
     plan = patchpose.ReadPlan(passes=3, orientation_offset=-4 / 3, descriptor_region=2.25)
     assert patchpose.ReadPlan.from_meta(plan.to_meta()) == plan
+    lean = plan.replace(reread_scale=False)
+    assert lean.to_meta()["reread_scale"] == "false" and patchpose.ReadPlan.from_meta(lean.to_meta()) == lean
+    for bad in ("no", "", "2"):
+        with pytest.raises(patchpose.WeightsError, match="reread_scale"):
+            patchpose.ReadPlan.from_meta({"reread_scale": bad})
     assert patchpose.ReadPlan.from_meta({}) == patchpose.ReadPlan()
     assert patchpose.ReadPlan.from_meta({"passes": "2"}) == patchpose.ReadPlan(passes=2)
     with pytest.raises(patchpose.WeightsError, match="passes"):
@@ -389,10 +436,11 @@ def test_read_plan_round_trips_through_weights_metadata():
 
 def test_read_plan_overrides_parse_key_value_strings():
     base = PatchPoseEstimator.from_pretrained().plan
-    got = base.override(["passes=1", "orientation-offset=0.5", "passes=3"])
+    got = base.override(["passes=1", "orientation-offset=0.5", "passes=3", "reread_scale=False"])
     assert got == patchpose.ReadPlan(
-        passes=3, orientation_offset=0.5, descriptor_region=base.descriptor_region
+        passes=3, orientation_offset=0.5, descriptor_region=base.descriptor_region, reread_scale=False
     )
+    assert base.override(["reread-scale=0", "reread_scale=true"]).reread_scale is True
     assert patchpose.ReadPlan.parse([]) == {}
 
 
@@ -410,6 +458,8 @@ def test_read_plan_overrides_parse_key_value_strings():
         (["orientation_offset=5"], "orientation_offset"),
         (["descriptor_region=0"], "descriptor_region"),
         (["descriptor_region=inf"], "descriptor_region"),
+        (["reread_scale=no"], "reread_scale. must be true or false"),
+        (["reread_scale="], "reread_scale. must be true or false"),
     ],
 )
 def test_bad_read_plans_are_clear_errors(items, match):
@@ -427,11 +477,17 @@ def test_passes_must_be_a_small_positive_integer(bad):
         PatchPoseEstimator.from_pretrained().with_plan(passes=bad)
 
 
+@pytest.mark.parametrize("bad", [0, 1, "false", None])
+def test_reread_scale_must_be_true_or_false(bad):
+    with pytest.raises(InputError, match="reread_scale"):
+        patchpose.ReadPlan(reread_scale=bad)
+
+
 def test_with_plan_shares_the_network_and_keeps_the_settings():
     est = PatchPoseEstimator.load(batch_size=9, border="constant")
     one = est.with_plan(passes=1)
     assert one.model is est.model and one.plan.passes == 1 and est.plan.passes == 2
-    assert (one.batch_size, one.border, one.name) == (9, "constant", "patchpose-v9")
+    assert (one.batch_size, one.border, one.name) == (9, "constant", "patchpose-fast-v1")
     with pytest.raises(InputError, match="unknown read plan setting"):
         est.with_plan(turns=3)
 

@@ -88,9 +88,10 @@ def test_onnx_file_carries_and_checks_the_weights_recommendations(tmp_path):
     est = PatchPoseEstimator.load(out, backend="onnx")
     assert (est.name, est.plan.passes, est.plan.descriptor_region) == ("patchpose-v9", 2, 2.25)
     args = ["export", "onnx", "--weights", "patchpose-v8", "--out", str(out), "--read", "passes=3"]
-    assert main([*args, "--read", "descriptor_region=1.5"]) == 0
+    assert main([*args, "--read", "descriptor_region=1.5", "--read", "reread_scale=false"]) == 0
     est = PatchPoseEstimator.load(out, backend="onnx")
     assert (est.name, est.plan.passes, est.plan.descriptor_region) == ("patchpose-v8", 3, 1.5)
+    assert est.plan.reread_scale is False
     assert main([*args[:-1], "passes=0"]) == 2  # passes 0: refused, nothing written over the good file
     assert PatchPoseEstimator.load(out, backend="onnx").plan.passes == 3
     # --name and --notes are stored too (they were ignored); --weights with a checkpoint is an error

@@ -9,8 +9,10 @@ from safetensors.torch import save_file
 
 from patchpose.errors import WeightsError
 from patchpose.models import create_model
+from patchpose.reading import ReadPlan
 from patchpose.weights import (
     BUNDLED,
+    PLAN_KEYS,
     WEIGHTS_DIR,
     load_bundled,
     load_weights,
@@ -32,7 +34,7 @@ def test_bundled_models_are_listed_small_and_verified(name):
     assert sha256_of(path) == sha
     model, meta = load_bundled(name)
     assert meta["name"] == name and not model.training
-    assert load_bundled()[1]["name"] == "patchpose-v9"  # the default
+    assert load_bundled()[1]["name"] == "patchpose-fast-v1"  # the default
 
 
 def test_v6_is_v2s_network_with_the_wide_scale_head_and_the_ring_clamp():
@@ -75,10 +77,19 @@ def test_a_bundled_models_recipe_builds_its_network(tmp_path):
         last = stage_configs(rec, tmp_path / name)[-1]
         model, meta = load_bundled(name)
         assert ModelConfig.from_dict(OmegaConf.to_container(last.model)) == model.cfg, name
-        # and the exported file says what the bundled one says (reads per keypoint, descriptor window)
+        # and the exported file says what the bundled one says: its whole read plan
         assert rec["passes"] == recommended_passes(meta), name
         assert rec["descriptor_region"] == recommended_descriptor_region(meta), name
         assert rec["orientation_offset"] == recommended_orientation_offset(meta), name
+        stated = {k: rec[k] for k in PLAN_KEYS if rec[k] is not None}
+        assert ReadPlan.from_meta(meta) == ReadPlan(**stated), name
+
+
+def test_the_plan_keys_are_the_read_plans_fields():
+    """Weights files, recipes and ONNX metadata carry the read plan by ``PLAN_KEYS``: every field, no other."""
+    from dataclasses import fields
+
+    assert set(PLAN_KEYS) == {f.name for f in fields(ReadPlan)}
 
 
 def test_v8_is_v7s_network_fine_tuned():
@@ -120,9 +131,10 @@ def test_v10_is_v9s_network_fine_tuned_on_redetected_pairs_with_v9s_read_plan():
     assert "data.redetect=1.0" in r10["stages"][4]["overrides"]
 
 
-def test_fast_v1_is_v9_at_half_width_with_v9s_read_plan_and_a_third_of_its_cost():
-    """patchpose-fast-v1 reads v9's inputs with v9's plan through a network of half v9's width (model card), so
-    its convolutions cost about a third of v9's per keypoint; its recipe learns from v9 as a teacher."""
+def test_fast_v1_is_v9_at_half_width_read_without_the_second_scale_read_at_a_quarter_of_its_cost():
+    """patchpose-fast-v1 reads v9's inputs through a network of half v9's width (model card), with v9's plan
+    except that the first read's scale stands, so its convolutions cost about a quarter of v9's per keypoint;
+    its recipe learns from v9 as a teacher and stores that plan."""
     import numpy as np
 
     from patchpose import PatchPoseEstimator
@@ -135,13 +147,15 @@ def test_fast_v1_is_v9_at_half_width_with_v9s_read_plan_and_a_third_of_its_cost(
     assert fast.cfg.width == v9.cfg.width / 2
     for key in ("passes", "orientation_offset", "descriptor_region"):
         assert meta[key] == meta9[key], key
+    assert meta["reread_scale"] == "false" and "reread_scale" not in meta9
+    assert load_recipe("patchpose-fast-v1")["reread_scale"] is False
     img = np.random.default_rng(0).uniform(0, 255, (200, 200)).astype(np.uint8)
     xy = np.array([[100.0, 100.0], [60.0, 140.0]])
     cost = [
         conv_flops_per_keypoint(PatchPoseEstimator.load(m), img, xy)
         for m in ("patchpose-v9", "patchpose-fast-v1")
     ]
-    assert 0.25 < cost[1] / cost[0] < 0.35
+    assert 0.2 < cost[1] / cost[0] < 0.27
     overrides = load_recipe("patchpose-fast-v1")["stages"][-1]["overrides"]
     assert "run.teacher=patchpose-v9" in overrides and "loss.distill=1" in overrides
 
@@ -592,6 +606,32 @@ def test_a_weights_file_may_carry_its_orientation_offset(tmp_path):
             PatchPoseEstimator.load(tmp_path / "t.safetensors")
         with pytest.raises(WeightsError, match="orientation_offset"):
             check_recommendations({"orientation_offset": bad}, "the ONNX export")
+
+
+def test_a_weights_file_may_say_not_to_reread_the_scale(tmp_path):
+    """save_weights(reread_scale=False) stores it as ``false``, the estimator's plan takes it, a file without it
+    rereads (true), and a bad value is an InputError (argument) or a WeightsError (file, ONNX metadata)."""
+    from safetensors.torch import load_file, safe_open, save_file
+
+    from patchpose import PatchPoseEstimator
+    from patchpose.errors import InputError, WeightsError
+    from patchpose.weights import check_recommendations, load_bundled, save_weights
+
+    model, _ = load_bundled("patchpose-v9")
+    lean = save_weights(model, tmp_path / "lean.safetensors", passes=2, reread_scale=False)
+    with safe_open(str(lean), "pt") as f:
+        meta = dict(f.metadata())
+    assert meta["reread_scale"] == "false" and PatchPoseEstimator.load(lean).plan.reread_scale is False
+    assert PatchPoseEstimator.load(save_weights(model, tmp_path / "p.safetensors")).plan.reread_scale is True
+    for bad in ("false", 0):
+        with pytest.raises(InputError, match="reread_scale"):
+            save_weights(model, tmp_path / "bad.safetensors", reread_scale=bad)
+    assert not (tmp_path / "bad.safetensors").exists()
+    save_file(load_file(str(lean)), str(tmp_path / "t.safetensors"), metadata={**meta, "reread_scale": "no"})
+    with pytest.raises(WeightsError, match="reread_scale"):
+        PatchPoseEstimator.load(tmp_path / "t.safetensors")
+    with pytest.raises(WeightsError, match="reread_scale"):
+        check_recommendations({"reread_scale": "maybe"}, "the ONNX export")
 
 
 @pytest.mark.parametrize(

@@ -193,7 +193,7 @@ class PatchPoseEstimator:
         model, meta = load_model(weights)
         return cls(model, meta, device=device, **kwargs)
 
-    def with_plan(self, **changes: float) -> PatchPoseEstimator:
+    def with_plan(self, **changes: float | bool) -> PatchPoseEstimator:
         """An estimator on the same network read with this plan changed (:meth:`ReadPlan.replace`), e.g.
         ``est.with_plan(passes=1)``."""
         return PatchPoseEstimator(

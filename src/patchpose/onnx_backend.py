@@ -3,7 +3,7 @@
 ``patchpose export onnx --weights NAME_OR_FILE --out model.onnx`` writes the network (inputs
 ``x (N, C, rings, angles)`` or ``(N, C, PS, PS)``, outputs ``scale_logits`` and ``ori_logits``; dynamic N) with
 the model config in the ONNX metadata, and the weights file's name and read plan (:class:`~patchpose.ReadPlan`:
-``passes``, ``orientation_offset``, ``descriptor_region``), so that an estimator loaded from the ``.onnx`` file
+``passes``, ``orientation_offset``, ``descriptor_region``, ``reread_scale``), so that an estimator loaded from the ``.onnx`` file
 reads and describes as one loaded from the weights does. The
 log-polar network is exported on its FFT-free path (the same numbers: circular padding and a plain
 convolution, a cosine/sine table for the angular harmonics), since ONNX has no real FFT.
@@ -25,10 +25,10 @@ from torch import nn
 
 from .errors import InputError, WeightsError
 from .models import PoseNet
-from .weights import check_recommendations, config_from_json, one_line
+from .weights import PLAN_KEYS, check_recommendations, config_from_json, one_line
 
 #: the weights-file metadata an ONNX file carries over (``patchpose_meta``, a JSON object of strings)
-CARRIED_META = ("name", "notes", "passes", "descriptor_region", "orientation_offset")
+CARRIED_META = ("name", "notes", *PLAN_KEYS)
 
 
 def _require():

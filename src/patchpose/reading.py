@@ -9,7 +9,9 @@ many reads a model is meant for and where each one looks:
    (so that the characteristic structure sits in the middle of the window and the histogram's bins keep
    their meaning); only the last read runs the orientation head;
 3. on the last of two or more reads, the orientation is read ``orientation_offset`` octaves from that frame
-   (negative: nearer the keypoint, where a change of viewpoint distorts the content less).
+   (negative: nearer the keypoint, where a change of viewpoint distorts the content less), and the scale is
+   read again in that frame unless ``reread_scale`` is False (then the scale is the one the read before found,
+   and the last read runs the orientation head alone).
 
 :func:`read` is that loop. The estimator calls it on images (:meth:`~patchpose.PatchPoseEstimator.estimate`),
 ``eval patchpose`` on rendered views: one definition, so an evaluation measures what users run.
@@ -32,10 +34,14 @@ from .models import PoseNet
 from .weights import (
     MAX_PASSES,
     check_descriptor_region,
+    check_flag,
     check_orientation_offset,
+    meta_string,
+    parse_flag,
     recommended_descriptor_region,
     recommended_orientation_offset,
     recommended_passes,
+    recommended_reread_scale,
 )
 
 #: frames (log2 scales) stay within this many octaves of 0
@@ -48,7 +54,7 @@ PEAK_RATIO = 0.8
 @dataclass(frozen=True)
 class ReadPlan:
     """How a model is read; stored in its weights file (metadata ``passes``, ``orientation_offset``,
-    ``descriptor_region``) and carried by ONNX export, so a model is read the way it was chosen.
+    ``descriptor_region``, ``reread_scale``) and carried by ONNX export, so a model is read the way it was chosen.
 
     Args:
         passes: reads per keypoint, 1 to :data:`~patchpose.weights.MAX_PASSES`. Reads before the last run the
@@ -60,6 +66,10 @@ class ReadPlan:
             characteristic radius. Self-supervised training fixes only *relative* scale, so where a model
             puts scale 0 on a structure, and hence the window a descriptor needs about it, is the model's own.
             It changes no pose: :attr:`Poses.descriptor_radius` carries it to the integrations.
+        reread_scale: on the last of two or more reads, whether the scale is read again in that read's frame
+            (True) or the scale the read before found stands (False: the last read runs the orientation head
+            alone, which saves a sampling of the grid and a scale head per keypoint). A single read reads
+            both and ignores it.
 
     Experiments change a plan with :meth:`replace` or :meth:`override` (the CLI's ``--read KEY=VALUE``) and
     read with :meth:`PatchPoseEstimator.with_plan <patchpose.PatchPoseEstimator.with_plan>`.
@@ -68,11 +78,13 @@ class ReadPlan:
     passes: int = 1
     orientation_offset: float = 0.0
     descriptor_region: float = 1.0
+    reread_scale: bool = True
 
     def __post_init__(self) -> None:
         if not is_int_in(self.passes, 1, MAX_PASSES):
             raise InputError(f"passes must be an integer from 1 to {MAX_PASSES}, got {self.passes!r}")
         object.__setattr__(self, "passes", int(self.passes))
+        object.__setattr__(self, "reread_scale", check_flag(self.reread_scale, "reread_scale"))
         object.__setattr__(self, "orientation_offset", check_orientation_offset(self.orientation_offset))
         object.__setattr__(self, "descriptor_region", check_descriptor_region(self.descriptor_region))
 
@@ -85,14 +97,15 @@ class ReadPlan:
             "passes": recommended_passes(meta, where),
             "orientation_offset": recommended_orientation_offset(meta, where),
             "descriptor_region": recommended_descriptor_region(meta, where),
+            "reread_scale": recommended_reread_scale(meta, where),
         }
         return cls(**{k: v for k, v in stated.items() if v is not None})
 
     def to_meta(self) -> dict[str, str]:
         """The plan as weights-file metadata (strings that :meth:`from_meta` reads back exactly)."""
-        return {k: repr(v) if isinstance(v, float) else str(v) for k, v in asdict(self).items()}
+        return {k: meta_string(v) for k, v in asdict(self).items()}
 
-    def replace(self, **changes: float) -> ReadPlan:
+    def replace(self, **changes: float | bool) -> ReadPlan:
         """This plan with ``changes`` (names of its fields); an unknown name is an
         :class:`~patchpose.InputError`."""
         names = {f.name for f in fields(self)}
@@ -106,7 +119,7 @@ class ReadPlan:
         return self.replace(**self.parse(items))
 
     @staticmethod
-    def parse(items: Iterable[str]) -> dict[str, float]:
+    def parse(items: Iterable[str]) -> dict[str, float | bool]:
         """``KEY=VALUE`` strings (the CLI's ``--read``) as the changes :meth:`replace` takes, later items
         winning; a malformed item, an unknown name or a value out of range is an
         :class:`~patchpose.InputError` (checked against the default plan)."""
@@ -116,6 +129,9 @@ class ReadPlan:
             key = key.strip().replace("-", "_")
             if not sep or not key:
                 raise InputError(f"a read plan override is KEY=VALUE (e.g. passes=1), got {item!r}")
+            if key == "reread_scale":
+                changes[key] = parse_flag(value, f"read plan setting {key!r}")
+                continue
             try:
                 changes[key] = int(value) if key == "passes" else float(value)
             except ValueError:
@@ -172,8 +188,9 @@ Inputs = Callable[[np.ndarray], np.ndarray]
 
 @dataclass(frozen=True)
 class Reading:
-    """What :func:`read` returns: the last read's histograms (in their own frames) and, per keypoint, that
-    frame in whole scale bins from the caller's (``shift``, so ``shift / bins_per_octave`` octaves)."""
+    """What :func:`read` returns: the last histograms read (each in its own frame) and, per keypoint, the
+    frame of the scale histogram in whole scale bins from the caller's (``shift``, so
+    ``shift / bins_per_octave`` octaves)."""
 
     hists: dict[str, np.ndarray]
     shift: np.ndarray
@@ -213,22 +230,29 @@ def read(
     shift = np.zeros(n, np.int64)
     hists: dict[str, np.ndarray] = {}
     for p in range(plan.passes):
-        last = p + 1 == plan.passes
         frame = shift / bpo
-        # reads before the last need only the scale, which is all that moves the frame
-        heads = None if last or "scale" not in cfg.heads else ("scale",)
-        offset = last and p > 0 and plan.orientation_offset != 0.0
-        if offset:
-            heads = ("scale",)
-        hists = predict_histograms(model, inputs(frame), batch_size, heads=heads)
-        if offset:
+        if (
+            p + 1 < plan.passes
+        ):  # reads before the last need only the scale, which is all that moves the frame
+            hists = predict_histograms(
+                model, inputs(frame), batch_size, heads=("scale",) if "scale" in cfg.heads else None
+            )
+            s = decode_poses(hists, k=1, scale_range=cfg.scale_range)["scale"][:, 0]
+            found_in, shift = shift, next_shift(shift, s, bpo, frame0)
+            continue
+        # the last read: the scale again, unless the read before found the one that stands
+        reread = p == 0 or plan.reread_scale or "orientation" not in cfg.heads
+        if not reread:
+            shift = found_in  # the frame of that scale histogram
+        # the orientation in a frame of its own: ``orientation_offset`` octaves from this read's
+        apart = not reread or (p > 0 and plan.orientation_offset != 0.0)
+        if reread:
+            hists = predict_histograms(model, inputs(frame), batch_size, heads=("scale",) if apart else None)
+        if apart:
             ori = predict_histograms(
                 model, inputs(frame + plan.orientation_offset), batch_size, heads=("orientation",)
             )
             hists = {**hists, **ori}
-        if not last:
-            s = decode_poses(hists, k=1, scale_range=cfg.scale_range)["scale"][:, 0]
-            shift = next_shift(shift, s, bpo, frame0)
     return Reading(hists, shift)
 
 
@@ -258,7 +282,7 @@ def poses_of(
     h = reading.hists
     dec = decode_poses(h, k=k, scale_range=cfg.scale_range)
     nb_s, nb_o = h["scale_hist"].shape[1], h["orientation_hist"].shape[1]
-    s_bins = scale_to_bin(dec["scale"], nb_s, tuple(cfg.scale_range))  # in the last read's own frame
+    s_bins = scale_to_bin(dec["scale"], nb_s, tuple(cfg.scale_range))  # in the scale histogram's own frame
     o_bins = ori_to_bin(dec["orientation"], nb_o)
     conf = peak_mass(h["orientation_hist"], o_bins, circular=True)
     s_conf = peak_mass(h["scale_hist"], s_bins, circular=False)

@@ -17,6 +17,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 from safetensors import SafetensorError
 from safetensors.torch import load_file, safe_open, save_file
@@ -27,7 +28,7 @@ from .models.posenet import drop_removed_settings
 from .models.shapenet import ShapeNet, ShapeNetConfig
 
 WEIGHTS_DIR = Path(__file__).resolve().parent / "weights"
-DEFAULT_MODEL = "patchpose-v9"
+DEFAULT_MODEL = "patchpose-fast-v1"
 #: the bundled affine shape network (:class:`~patchpose.models.shapenet.ShapeNet`)
 DEFAULT_SHAPE_MODEL = "patchpose-shape-v1"
 #: pose networks: name -> (file inside patchpose/weights, sha256)
@@ -159,6 +160,10 @@ def load_state_into(net: torch.nn.Module, path: str | Path, name: str, drop_pref
     return net.eval()
 
 
+#: the metadata keys of a weights file's read plan (:class:`patchpose.ReadPlan`'s fields; :func:`save_weights`'
+#: keywords)
+PLAN_KEYS = ("passes", "orientation_offset", "descriptor_region", "reread_scale")
+
 #: reads per keypoint a weights file may recommend (its ``passes`` metadata; see :func:`recommended_passes`)
 MAX_PASSES = 8
 
@@ -243,13 +248,50 @@ def recommended_orientation_offset(meta: dict, where: str = "the weights") -> fl
     return _recommended_number(meta, "orientation_offset", check_orientation_offset, where)
 
 
+def check_flag(v, where: str = "the flag") -> bool:
+    """``v`` as a bool (True, False or a numpy bool), else :class:`~patchpose.errors.InputError`."""
+    if not isinstance(v, (bool, np.bool_)):
+        raise InputError(f"{where} must be true or false, got {v!r}")
+    return bool(v)
+
+
+def parse_flag(v: str, where: str = "the value") -> bool:
+    """``"true"`` / ``"false"`` (any case; also ``1`` / ``0``) as a bool, else :class:`~patchpose.errors.InputError`."""
+    flag = {"true": True, "1": True, "false": False, "0": False}.get(str(v).strip().lower())
+    if flag is None:
+        raise InputError(f"{where} must be true or false, got {v!r}")
+    return flag
+
+
+def meta_string(v) -> str:
+    """A read plan value as weights-file metadata: floats exactly (``repr``), flags as ``true`` / ``false``."""
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    return repr(v) if isinstance(v, float) else str(v)
+
+
+def recommended_reread_scale(meta: dict, where: str = "the weights") -> bool | None:
+    """Whether the last of a model's reads reads the scale again (its ``reread_scale`` metadata, ``true`` or
+    ``false``, which :meth:`ReadPlan.from_meta <patchpose.ReadPlan.from_meta>` puts in the estimator's read
+    plan), or None when the file does not say (then true). Any other value is a :class:`WeightsError`."""
+    v = meta.get("reread_scale")
+    if v is None:
+        return None
+    try:
+        return parse_flag(v, f"{where}: metadata 'reread_scale'")
+    except InputError as e:
+        raise WeightsError(str(e)) from None
+
+
 def check_recommendations(meta: dict, where: str = "the weights") -> None:
     """What a weights file (or an ONNX file carrying its metadata) recommends, checked: its ``passes``
-    (:func:`recommended_passes`), ``descriptor_region`` (:func:`recommended_descriptor_region`) and
-    ``orientation_offset`` (:func:`recommended_orientation_offset`); a bad value is a :class:`WeightsError`."""
+    (:func:`recommended_passes`), ``descriptor_region`` (:func:`recommended_descriptor_region`),
+    ``orientation_offset`` (:func:`recommended_orientation_offset`) and ``reread_scale``
+    (:func:`recommended_reread_scale`); a bad value is a :class:`WeightsError`."""
     recommended_passes(meta, where)
     recommended_descriptor_region(meta, where)
     recommended_orientation_offset(meta, where)
+    recommended_reread_scale(meta, where)
 
 
 def save_weights(
@@ -260,18 +302,23 @@ def save_weights(
     passes: int | None = None,
     descriptor_region: float | None = None,
     orientation_offset: float | None = None,
+    reread_scale: bool | None = None,
 ) -> Path:
     """Write ``model`` as a patchpose safetensors file (atomically). ``passes``: the reads per keypoint the
     model is meant for (stored in the metadata, from which the estimator's read plan takes it), or None (not
     stored: one read). ``descriptor_region``: the descriptor window the model's pose was calibrated
     with (:func:`recommended_descriptor_region`), or None (1). ``orientation_offset``: where its
-    orientation is meant to be read (:func:`recommended_orientation_offset`), or None (0)."""
+    orientation is meant to be read (:func:`recommended_orientation_offset`), or None (0).
+    ``reread_scale``: whether its last read reads the scale again (:func:`recommended_reread_scale`), or None
+    (true)."""
     if passes is not None and not is_int_in(passes, 1, MAX_PASSES):
         raise InputError(f"passes must be None or an integer from 1 to {MAX_PASSES}, got {passes!r}")
     if descriptor_region is not None:
         descriptor_region = check_descriptor_region(descriptor_region)
     if orientation_offset is not None:
         orientation_offset = check_orientation_offset(orientation_offset)
+    if reread_scale is not None:
+        reread_scale = check_flag(reread_scale, "reread_scale")
     meta = {
         "format": "patchpose",
         "name": name,
@@ -284,6 +331,8 @@ def save_weights(
         meta["descriptor_region"] = repr(descriptor_region)
     if orientation_offset is not None:
         meta["orientation_offset"] = repr(orientation_offset)
+    if reread_scale is not None:
+        meta["reread_scale"] = meta_string(reread_scale)
     return _write_safetensors(model, path, meta, "model.safetensors")
 
 
@@ -439,12 +488,14 @@ def export_checkpoint(
     out: str | Path,
     name: str = "custom",
     notes: str = "",
-    passes: int | None = None,
-    descriptor_region: float | None = None,
-    orientation_offset: float | None = None,
+    **plan,
 ) -> Path:
-    """Training checkpoint (``torch.load(weights_only=True)``) → safetensors weights file (``passes``,
-    ``descriptor_region``, ``orientation_offset``: see :func:`save_weights`)."""
+    """Training checkpoint (``torch.load(weights_only=True)``) → safetensors weights file; ``plan``: the read
+    plan to store, by :func:`save_weights`' keywords (:data:`PLAN_KEYS`; another is an
+    :class:`~patchpose.errors.InputError`)."""
+    unknown = sorted(set(plan) - set(PLAN_KEYS))
+    if unknown:
+        raise InputError(f"unknown read plan setting(s) {unknown}; the settings are {list(PLAN_KEYS)}")
     ckpt = load_checkpoint(checkpoint)  # validated: the config builds and the weights fit it
     model = PoseNet(ModelConfig.from_dict(ckpt["config"]["model"]))
     model.load_state_dict(ckpt["model"])
@@ -453,9 +504,7 @@ def export_checkpoint(
         out,
         name=name,
         notes=notes or f"exported from step {ckpt['step']}",
-        passes=passes,
-        descriptor_region=descriptor_region,
-        orientation_offset=orientation_offset,
+        **plan,
     )
 
 
@@ -546,6 +595,9 @@ __all__ = [
     "recommended_passes",
     "recommended_descriptor_region",
     "recommended_orientation_offset",
+    "recommended_reread_scale",
+    "PLAN_KEYS",
+    "check_flag",
     "check_recommendations",
     "load_torch_file",
     "save_weights",

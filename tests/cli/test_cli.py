@@ -152,7 +152,7 @@ def test_bench_reports_times_and_ratios(tmp_path):
     assert res["ratio_default_to_sift"] == pytest.approx(res["patchpose_default_s"] / res["sift_detect_s"])
     assert res["ratio_one_read_to_sift"] == pytest.approx(res["patchpose_one_read_s"] / res["sift_detect_s"])
     doc = json.loads((tmp_path / "bench.json").read_text())
-    assert doc["model"] == "patchpose-v9" and doc["plan"]["passes"] == 2
+    assert doc["model"] == "patchpose-fast-v1" and doc["plan"]["passes"] == 2
 
 
 def test_eval_synthetic_writes_results(tmp_path):
@@ -203,12 +203,20 @@ def test_read_option_changes_the_plan_and_bad_values_exit_2(tmp_path, capsys):
     est = PatchPoseEstimator.from_pretrained()
     one = est.with_plan(passes=1).estimate(load_image(demo_photo()), xy)
     np.testing.assert_allclose([k["scale"] for k in doc["keypoints"]], one.scale, atol=1e-4)
+    np.testing.assert_allclose([k["orientation"] for k in doc["keypoints"]], one.orientation, atol=1e-4)
     two = est.estimate(load_image(demo_photo()), xy)
-    assert np.abs(one.scale - two.scale).max() > 1e-3  # the second read did change something
+    assert np.abs(one.orientation - two.orientation).max() > 1e-3  # the second read did change something
     img = str(demo_photo())
     # in this process (a subprocess each would take half a minute): any exception but exit 2 fails the test
     for cmd in (args, ["match", img, img, "--out", str(tmp_path)], ["eval", "rotation", "--step", "90"]):
-        for bad in ("passes=0", "turns=3", "orientation_offset=9", "descriptor_region=nan", "passes"):
+        for bad in (
+            "passes=0",
+            "turns=3",
+            "orientation_offset=9",
+            "descriptor_region=nan",
+            "passes",
+            "reread_scale=2",
+        ):
             capsys.readouterr()
             try:
                 code = main([*cmd, "--read", bad])
@@ -371,8 +379,8 @@ def test_train_without_config_or_recipe_trains_the_default_models_recipe(tmp_pat
 
     calls = _fake_runs(monkeypatch)
     assert main(["train", "--out", str(tmp_path / "a"), "run.threads=1", "--resume"]) == 0
-    assert calls == [("recipe", "patchpose-v9", str(tmp_path / "a"), ["run.threads=1"], True)]
-    assert DEFAULT_MODEL == "patchpose-v9" and load_recipe(DEFAULT_MODEL)["name"] == DEFAULT_MODEL
+    assert calls == [("recipe", "patchpose-fast-v1", str(tmp_path / "a"), ["run.threads=1"], True)]
+    assert DEFAULT_MODEL == "patchpose-fast-v1" and load_recipe(DEFAULT_MODEL)["name"] == DEFAULT_MODEL
     calls.clear()
     assert main(["train", "--recipe", "patchpose-v2", "--out", str(tmp_path / "b")]) == 0
     assert [c[:2] for c in calls] == [("recipe", "patchpose-v2")]

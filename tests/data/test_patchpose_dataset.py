@@ -247,27 +247,31 @@ def test_eval_patchpose_reads_twice_like_the_estimator(dataset, tmp_path):
     from patchpose.reading import shift_bins
 
     data = PatchPoseData(dataset, "test").load()
-    v9 = PatchPoseEstimator.from_pretrained()
+    v9 = PatchPoseEstimator.from_pretrained("patchpose-v9")
     h1, p1 = model_passes(data, v9.with_plan(passes=1))
     h2, p2 = model_passes(data, v9.with_plan(passes=2, orientation_offset=0))
     k = np.round(p1["scale"][:, 0] * 3).astype(int)
-    est = PatchPoseEstimator.from_pretrained()
-    x = render_polar(data, np.arange(len(k)), est.cfg.polar_grid, read_scale=k / 3)
-    h = predict_histograms(est.model, x, 256)
+    x = render_polar(data, np.arange(len(k)), v9.cfg.polar_grid, read_scale=k / 3)
+    h = predict_histograms(v9.model, x, 256)
     np.testing.assert_allclose(h2["orientation_hist"], h["orientation_hist"], atol=1e-6)
     np.testing.assert_allclose(h2["scale_hist"], shift_bins(h["scale_hist"], k), atol=1e-6)
-    s = decode_poses(h, scale_range=est.cfg.scale_range)["scale"][:, 0] + k / 3
+    s = decode_poses(h, scale_range=v9.cfg.scale_range)["scale"][:, 0] + k / 3
     np.testing.assert_allclose(p2["scale"][:, 0], s, atol=1e-5)
     assert np.any(k != 0)
     # an orientation offset: the orientation read at that frame moved by it, as the estimator does
     h3, p3 = model_passes(data, v9.with_plan(passes=2, orientation_offset=-1))
-    xo = render_polar(data, np.arange(len(k)), est.cfg.polar_grid, read_scale=k / 3 - 1)
+    xo = render_polar(data, np.arange(len(k)), v9.cfg.polar_grid, read_scale=k / 3 - 1)
     np.testing.assert_allclose(
-        h3["orientation_hist"], predict_histograms(est.model, xo, 256)["orientation_hist"], atol=1e-6
+        h3["orientation_hist"], predict_histograms(v9.model, xo, 256)["orientation_hist"], atol=1e-6
     )
     np.testing.assert_allclose(h3["scale_hist"], h2["scale_hist"], atol=1e-6)
     np.testing.assert_allclose(p3["scale"], p2["scale"], atol=1e-6)
     assert not np.allclose(h3["orientation_hist"], h2["orientation_hist"], atol=1e-3)
+    # without rereading the scale: the first read's scale, the same orientation read
+    h4, p4 = model_passes(data, v9.with_plan(passes=2, orientation_offset=-1, reread_scale=False))
+    np.testing.assert_array_equal(p4["scale"], p1["scale"])
+    np.testing.assert_array_equal(h4["scale_hist"], h1["scale_hist"])
+    np.testing.assert_array_equal(h4["orientation_hist"], h3["orientation_hist"])
     evaluate(dataset, tmp_path / "out", split="test", progress=False, read_plan={"passes": 3})
     assert json.loads((tmp_path / "out" / "results.json").read_text())["plan"]["passes"] == 3
 

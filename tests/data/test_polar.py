@@ -282,3 +282,23 @@ def test_keypoints_in_one_frame_are_sampled_as_every_ring_alone(border, color, f
         )  # fmt: skip
         np.testing.assert_array_equal(reads(f), want.reshape(50, 31, 36, -1).transpose(0, 3, 1, 2))
     assert len(calls) == 3 + 2  # the 3 reference reads, and the rings the later 2 reads had not sampled
+
+
+def test_a_two_read_plan_never_widens_the_reads_table():
+    """The table the reads share is laid out once, wide enough for a two-read plan's reads: frames up to 4
+    octaves from the first (the scale range) and the orientation up to 4 more away (the largest offset), so no
+    later read copies it into a wider one; a read beyond that still widens it, and equals a fresh sample."""
+    import patchpose.data.polar as polar
+
+    img = make_textured_image(300)
+    pyr = Pyramid(img)
+    grid = PolarGrid(rings=31, view_min_step=1.0)
+    xy = np.random.default_rng(3).uniform(40, 260, (20, 2))
+    reads = polar.PolarReads(pyr, xy, 0.0, grid)
+    reads(0.0)
+    table = reads._val
+    for frames in (4.0, -4.0, np.r_[[4.0] * 10, [-4.0] * 10], 8.0, -8.0, -4 - 4 / 3):
+        reads(frames)
+        assert reads._val is table, frames
+    np.testing.assert_array_equal(reads(-9.0), extract_polar(pyr, xy, -9.0, 0.0, grid, "reflect"))
+    assert reads._val is not table

@@ -39,29 +39,33 @@ def test_scaling_options_are_checked(tmp_path, capsys):
 
 def test_flop_count_is_per_keypoint_follows_the_read_plan_and_leaves_the_model_as_it_was():
     """``conv_flops_per_keypoint``: the same per keypoint for 8 or 64 keypoints; one read of both heads costs the
-    network's hand-counted convolutions; the default plan (a scale read, a second scale read, an orientation
-    read) costs more than one read; the FFT switch is restored."""
+    network's hand-counted convolutions, and so does the default plan (a scale read, then an orientation read);
+    v9's plan (a second scale read) costs one scale head more; the FFT switch is restored."""
     import numpy as np
 
     from patchpose import PatchPoseEstimator
     from patchpose.evaluation.bench import conv_flops_per_keypoint, profile_default_read
 
-    est = PatchPoseEstimator.from_pretrained()
     img = (np.random.default_rng(0).random((200, 240)) * 255).astype(np.uint8)
     xy = np.random.default_rng(1).uniform(40, 160, (64, 2))
-    f64 = conv_flops_per_keypoint(est, img, xy)
-    assert conv_flops_per_keypoint(est, img, xy[:8]) == f64
-    net, c = est.model.polar, est.model.cfg
-    r, a = c.polar_rings, c.polar_angles
-    by_hand = 0
-    for m in net.scale_head:  # along the rings
-        if isinstance(m, torch.nn.Conv1d):
-            by_hand += 2 * r * m.in_channels * m.out_channels * m.kernel_size[0]
-    for m in net.ori_convs:  # along the angles
-        by_hand += 2 * a * m.in_channels * m.out_channels * m.kernel_size[0]
-    one = est.with_plan(passes=1, orientation_offset=0.0)
-    assert conv_flops_per_keypoint(one, img, xy) == by_hand
-    assert f64 > by_hand
+    for name, scale_reads in (("patchpose-fast-v1", 1), ("patchpose-v9", 2)):
+        est = PatchPoseEstimator.from_pretrained(name)
+        f64 = conv_flops_per_keypoint(est, img, xy)
+        assert conv_flops_per_keypoint(est, img, xy[:8]) == f64
+        net, c = est.model.polar, est.model.cfg
+        scale_head = sum(  # along the rings
+            2 * c.polar_rings * m.in_channels * m.out_channels * m.kernel_size[0]
+            for m in net.scale_head
+            if isinstance(m, torch.nn.Conv1d)
+        )
+        ori_head = sum(  # along the angles
+            2 * c.polar_angles * m.in_channels * m.out_channels * m.kernel_size[0] for m in net.ori_convs
+        )
+        one = est.with_plan(passes=1, orientation_offset=0.0)
+        assert conv_flops_per_keypoint(one, img, xy) == scale_head + ori_head
+        assert f64 == scale_head * scale_reads + ori_head, name
+    est = PatchPoseEstimator.from_pretrained()
+    f64 = conv_flops_per_keypoint(est, img, xy)  # the default's (fast-v1)
     assert all(m.use_fft for m in est.model.modules() if hasattr(m, "use_fft"))
     prof = profile_default_read(est, img, xy, repeats=2)
     shares = [prof[f"profile_{k}_share"] for k in ("sampling", "network", "pyramid", "other")]

@@ -230,6 +230,7 @@ def test_recipe_runs_its_stages_in_order_resumes_and_exports(photos, tmp_path):
         "passes: 2\n"
         "descriptor_region: 2.5\n"
         "orientation_offset: -0.5\n"
+        "reread_scale: false\n"
         "stages:\n"
         "  - config: polar\n"
         "    overrides: [optim.steps=3, optim.warmup_steps=1, optim.batch_size=16, run.val_every=3]\n"
@@ -246,7 +247,7 @@ def test_recipe_runs_its_stages_in_order_resumes_and_exports(photos, tmp_path):
     est = PatchPoseEstimator.load(res["weights"])
     assert est.name == "tiny" and est.cfg.is_polar
     # the recipe's read plan travels in the weights file
-    assert est.plan == ReadPlan(passes=2, orientation_offset=-0.5, descriptor_region=2.5)
+    assert est.plan == ReadPlan(passes=2, orientation_offset=-0.5, descriptor_region=2.5, reread_scale=False)
     mtime = (out / "stage2" / "checkpoint.pt").stat().st_mtime_ns
     again = train_recipe(str(rec), out, common, resume=True, progress=False)  # nothing left to do
     assert again["finished"] and (out / "stage2" / "checkpoint.pt").stat().st_mtime_ns == mtime
@@ -286,6 +287,8 @@ def test_every_shipped_recipe_resolves(tmp_path):
         ("descriptor_region: wide\nstages:\n  - config: polar\n", "descriptor_region"),
         ("orientation_offset: 5\nstages:\n  - config: polar\n", "orientation_offset"),
         ("orientation_offset: near\nstages:\n  - config: polar\n", "orientation_offset"),
+        ("reread_scale: 0\nstages:\n  - config: polar\n", "reread_scale"),
+        ("reread_scale: sometimes\nstages:\n  - config: polar\n", "reread_scale"),
     ],
 )
 def test_bad_recipes_are_clear_errors(tmp_path, text, match):

@@ -8,7 +8,8 @@ from pathlib import Path
 
 READ_HELP = (
     "change how the model is read (its read plan, stored in the weights file; repeatable): passes=N "
-    "(reads per keypoint), orientation_offset=OCTAVES, descriptor_region=RADII; docs/usage.md, 'The read plan'"
+    "(reads per keypoint), orientation_offset=OCTAVES, descriptor_region=RADII, reread_scale=true|false; "
+    "docs/usage.md, 'The read plan'"
 )
 
 
@@ -42,7 +43,7 @@ def add_descriptor(p: argparse.ArgumentParser, peers: bool = False) -> None:
     p.add_argument("--descriptor-weights", default=None, help="local state dict for hardnet/sosnet")
 
 
-def read_plan(a: argparse.Namespace) -> dict[str, float]:
+def read_plan(a: argparse.Namespace) -> dict[str, float | bool]:
     """The ``--read KEY=VALUE`` changes as :meth:`~patchpose.reading.ReadPlan.replace` takes them; unknown
     names and bad values are an :class:`~patchpose.InputError` here, before any work."""
     from ..reading import ReadPlan

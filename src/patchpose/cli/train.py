@@ -79,9 +79,7 @@ def export_command(a: argparse.Namespace) -> int:
         a.out,
         name="custom" if a.name is None else a.name,
         notes="" if a.notes is None else a.notes,
-        passes=changes.get("passes"),
-        descriptor_region=changes.get("descriptor_region"),
-        orientation_offset=changes.get("orientation_offset"),
+        **changes,
     )
     print(f"wrote {path}")
     return 0
@@ -153,6 +151,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     add_read(
         e,
         help="the read plan stored in the file (KEY=VALUE, repeatable: passes, orientation_offset, "
-        f"descriptor_region; default: {carried}, i.e. one read, no offset, a window of one radius)",
+        f"descriptor_region, reread_scale; default: {carried}, i.e. one read, no offset, a window of one radius, the "
+        "scale read again)",
     )
     e.set_defaults(func=export_command)

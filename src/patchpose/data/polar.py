@@ -235,7 +235,8 @@ class PolarReads:
     ``reads(frames)`` equals ``extract_polar(pyramid, xy, frame0 + frames, 0, grid, border)``: a ring read
     again is the same ring at the same level (its radius can differ from a fresh read's by float rounding only;
     the tests find the samples bit for bit equal). Frames that are not whole rings from ``frame0`` are sampled
-    afresh, and nothing is kept of them. Memory: a table of about ``(K + 24) × angles`` floats per keypoint.
+    afresh, and nothing is kept of them. Memory: a table of ``(K + 48) × angles`` floats per keypoint, of which
+    only the rings read are ever written (and so take memory).
     """
 
     def __init__(self, pyramid: Pyramid, xy, frame0, grid: PolarGrid, border: str = "reflect") -> None:
@@ -256,8 +257,11 @@ class PolarReads:
         if n == 0 or not np.allclose(shift, frames * self.grid.rings_per_octave, rtol=0, atol=1e-9):
             return extract_polar(self.pyramid, self.xy, self.frame0 + frames, 0.0, self.grid, self.border)
         ring = shift.astype(np.int64)[:, None] + (np.arange(K) - round(self.grid.center))[None, :]  # (n, K)
-        if not self._lev.shape[1]:  # room for reads 4 octaves either side (np.empty: untouched till written)
-            reach = 4 * self.grid.rings_per_octave
+        if not self._lev.shape[1]:
+            # room for reads 8 octaves either side (a read moves the frame by up to the 4 octaves of the scale
+            # range, and the orientation is read up to 4 more away): a two-read plan never widens, i.e. copies,
+            # the table (7 ms of a 2,048-keypoint read). np.empty: what is never written takes no memory
+            reach = 8 * self.grid.rings_per_octave
             self._cover(int(ring.min()) - reach, int(ring.max()) + reach)
         self._cover(int(ring.min()), int(ring.max()))
         width = self._lev.shape[1]

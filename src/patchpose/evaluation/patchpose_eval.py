@@ -170,9 +170,9 @@ def model_passes(data: dict, est) -> tuple[dict, dict]:
     """The model's histograms and poses for every sample, read as
     :meth:`~patchpose.PatchPoseEstimator.estimate` reads an image (:func:`patchpose.reading.read`, with
     ``est``'s plan): each later read renders the same view again with the grid moved to the scale found, from
-    the view's own pixels (:func:`model_patches`). Returns the last read's histograms, ``scale_hist`` moved
-    back to the view's own frame (for the official metric's argmax bins), and the refined poses
-    ``{"scale", "orientation"}`` ``(N, 1)`` in the view's frame."""
+    the view's own pixels (:func:`model_patches`). Returns the histograms read last (the scale's, as the plan
+    says), ``scale_hist`` moved back to the view's own frame (for the official metric's argmax bins), and the
+    refined poses ``{"scale", "orientation"}`` ``(N, 1)`` in the view's frame."""
     n = len(data["series"])
     reading = read(
         est.model,

@@ -26,11 +26,11 @@ def list_recipes() -> list[str]:
 
 def load_recipe(name_or_path: str) -> dict:
     """``{"name": str, "stages": [{"config": str, "overrides": [str, ...]}, ...], "passes": int | None,
-    "descriptor_region": float | None, "orientation_offset": float | None}``, validated (``passes``: the reads
-    per keypoint the recipe's model is meant for; ``descriptor_region``: the descriptor window its own pose is
-    calibrated with; ``orientation_offset``: where its orientation is read; all written into its weights file:
-    :func:`~patchpose.weights.recommended_passes`, :func:`~patchpose.weights.recommended_descriptor_region`,
-    :func:`~patchpose.weights.recommended_orientation_offset`)."""
+    "descriptor_region": float | None, "orientation_offset": float | None, "reread_scale": bool | None}``,
+    validated (``passes``: the reads per keypoint the recipe's model is meant for; ``descriptor_region``: the
+    descriptor window its own pose is calibrated with; ``orientation_offset``: where its orientation is read;
+    ``reread_scale``: whether its last read reads the scale again; all written into its weights file, its read
+    plan: :class:`patchpose.ReadPlan`)."""
     p = Path(name_or_path)
     if not p.is_file():
         p = RECIPES_DIR / f"{name_or_path}.yaml"
@@ -54,7 +54,7 @@ def load_recipe(name_or_path: str) -> dict:
             raise ValueError(f"bad recipe {p}: stage {i} starts from stage {i - 1}; drop its run.init_from")
         out.append({"config": st["config"], "overrides": ov})
     from ..errors import InputError, is_int_in
-    from ..weights import MAX_PASSES, check_descriptor_region, check_orientation_offset
+    from ..weights import MAX_PASSES, check_descriptor_region, check_flag, check_orientation_offset
 
     passes = r.get("passes")
     if passes is not None and not is_int_in(passes, 1, MAX_PASSES):
@@ -65,6 +65,7 @@ def load_recipe(name_or_path: str) -> dict:
     for key, check in (
         ("descriptor_region", check_descriptor_region),
         ("orientation_offset", check_orientation_offset),
+        ("reread_scale", check_flag),
     ):
         v = r.get(key)
         try:
@@ -95,7 +96,7 @@ def train_recipe(
     """Run every unfinished stage of ``recipe`` into ``out_dir``; see the module docstring.
 
     Returns ``{"name", "stages": [per-stage result], "finished": bool, "weights": path or None}``."""
-    from ..weights import export_checkpoint
+    from ..weights import PLAN_KEYS, export_checkpoint
     from .trainer import train
 
     rec = load_recipe(recipe) if isinstance(recipe, str) else recipe
@@ -126,9 +127,7 @@ def train_recipe(
             out / f"stage{len(cfgs)}" / "checkpoint.pt",
             weights,
             name=rec["name"],
-            passes=rec.get("passes"),
-            descriptor_region=rec.get("descriptor_region"),
-            orientation_offset=rec.get("orientation_offset"),
+            **{k: rec.get(k) for k in PLAN_KEYS},
         )
     return {"name": rec["name"], "stages": results, "finished": True, "weights": str(weights)}
 
