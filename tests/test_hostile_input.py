@@ -483,3 +483,26 @@ def test_keypoint_files_that_are_folders_or_binary_are_one_line(tmp_path):
     (tmp_path / "kp.npy").write_bytes(b"garbage")
     with pytest.raises(InputError, match="not a readable .npy"):
         read_keypoints(tmp_path / "kp.npy")
+
+
+def test_a_large_photos_picture_shows_it_shrunk_over_the_same_pixel_coordinates(tmp_path, monkeypatch):
+    """draw_poses gives matplotlib a photo wider than twice the figure shrunk (matplotlib resamples as float RGBA:
+    1.5 GB for a 48-megapixel photo), laid over the photo's own pixel coordinates, so the keypoints land where
+    they are; a small photo is shown as it is."""
+    import matplotlib.axes
+
+    from patchpose.outputs import draw_poses
+
+    shown = []
+    imshow = matplotlib.axes.Axes.imshow
+    monkeypatch.setattr(
+        matplotlib.axes.Axes,
+        "imshow",
+        lambda ax, a, **kw: shown.append((a.shape, kw.get("extent"))) or imshow(ax, a, **kw),
+    )
+    xy, s, o = np.array([[10.0, 20.0]]), np.zeros(1), np.zeros(1)
+    for w, h in ((4000, 1000), (600, 400)):
+        path = draw_poses(np.zeros((h, w, 3), np.uint8), xy, s, o, tmp_path / f"p{w}.png")
+        assert cv2.imread(str(path)) is not None
+    assert shown[0] == ((480, 1920, 3), (-0.5, 3999.5, 999.5, -0.5))
+    assert shown[1] == ((400, 600, 3), (-0.5, 599.5, 399.5, -0.5))

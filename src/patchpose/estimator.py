@@ -22,7 +22,7 @@ import torch
 from numpy.typing import ArrayLike
 
 from .data.inputs import extract_inputs
-from .data.patches import Pyramid, check_image, to_gray, window_margin
+from .data.patches import Pyramid, check_gray, check_image, to_gray, window_margin
 from .data.polar import PolarReads, polar_margin
 from .errors import InputError, WeightsError, is_int_in
 from .models import PoseNet
@@ -353,10 +353,10 @@ class PatchPoseEstimator:
         img, kp, fs0 = self._checked(image, keypoints, detector_scale)
         return self._extract(self._pyramid(img), kp, fs0)
 
-    @staticmethod
-    def _checked(image, keypoints, detector_scale) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """The image, ``(N, 2)`` keypoints (N may be 0) and ``(N,)`` first-read frames, checked."""
-        img = check_image(image)
+    def _checked(self, image, keypoints, detector_scale) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The image (gray for a gray model: never a float copy of every channel), ``(N, 2)`` keypoints (N may
+        be 0) and ``(N,)`` first-read frames, checked."""
+        img = check_gray(image) if self.cfg.color == "gray" else check_image(image)
         kp = check_keypoints(keypoints, img.shape[:2], allow_empty=True)
         return img, kp, check_detector_scale(detector_scale, len(kp))
 

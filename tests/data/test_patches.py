@@ -241,11 +241,40 @@ def test_check_image_uint8_scaled_to_unit_range():
     ids=["10x10", "15x100", "nan", "inf", "HxWx2", "4d", "float>1", "float<0", "int32", "list", "none"],
 )
 def test_check_image_rejects_bad_input(bad):
-    """Bad images raise InputError (a ValueError) with a message."""
+    """Bad images raise InputError (a ValueError) with a message; check_gray raises the same one."""
+    from patchpose.data.patches import check_gray
+
     with pytest.raises(InputError) as info:
         check_image(bad)
     assert isinstance(info.value, ValueError)
     assert str(info.value)
+    with pytest.raises(InputError) as gray:
+        check_gray(bad)
+    assert str(gray.value) == str(info.value)
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.uint16, np.float32, np.float64])
+@pytest.mark.parametrize("channels", [None, 1, 3, 4])
+def test_check_gray_is_check_image_then_gray_in_strips(dtype, channels, monkeypatch):
+    """check_gray equals to_gray(check_image(...)) bit for bit, in strips of a few rows (a last strip thinner
+    than the smallest image side); a bad value in one strip gives the whole image's message."""
+    import patchpose.data.patches as patches
+
+    monkeypatch.setattr(patches, "_STRIP_PIXELS", 7 * 33)  # strips of 7 rows: 40 = 5 × 7 + 5
+    rng = np.random.default_rng(0)
+    top = {np.uint8: 255, np.uint16: 65535}.get(dtype, 1.0)
+    shape = (40, 33) if channels is None else (40, 33, channels)
+    img = (rng.random(shape) * top).astype(dtype)
+    got = patches.check_gray(img)
+    assert got.dtype == np.float32 and got.shape == (40, 33)
+    np.testing.assert_array_equal(got, patches.to_gray(check_image(img)))
+    if dtype in (np.float32, np.float64):
+        img[30, 4] = 1.5
+        with pytest.raises(InputError, match=r"values in \[.*, 1.5\]") as info:
+            patches.check_gray(img)
+        with pytest.raises(InputError) as whole:
+            check_image(img)
+        assert str(info.value) == str(whole.value)
 
 
 def test_load_image_rejects_non_image_file(tmp_path):

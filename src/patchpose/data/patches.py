@@ -38,6 +38,7 @@ def load_image(path: str | Path) -> np.ndarray:
     data = np.fromfile(str(path), dtype=np.uint8)
     try:
         img = cv2.imdecode(data, cv2.IMREAD_COLOR | cv2.IMREAD_ANYDEPTH) if data.size else None
+        del data  # the file's bytes: not needed once decoded
     except cv2.error as e:  # e.g. over OpenCV's own pixel limit (OPENCV_IO_MAX_IMAGE_PIXELS)
         raise InputError(f"cannot decode image {path}: {' '.join(str(e).split())[-160:]}") from None
     if img is None:
@@ -54,7 +55,7 @@ def load_image(path: str | Path) -> np.ndarray:
         img = np.clip(np.rint(f * 255.0), 0, 255).astype(np.uint8)
     elif img.dtype != np.uint8:
         raise InputError(f"unsupported pixel type {img.dtype} (8 or 16 bits, or float in [0, 1]): {path}")
-    return cv2.cvtColor(img, cv2.COLOR_BGR2RGB)
+    return cv2.cvtColor(img, cv2.COLOR_BGR2RGB, dst=img)  # in place: no second copy of a large photo
 
 
 def check_image_shape(image) -> tuple[int, int]:
@@ -90,6 +91,33 @@ def check_image(image) -> np.ndarray:
     ``H×W×4`` (alpha dropped).
     """
     check_image_shape(image)
+    return _as_float(image)
+
+
+#: pixels per strip of :func:`check_gray`
+_STRIP_PIXELS = 1 << 20
+
+
+def check_gray(image) -> np.ndarray:
+    """``to_gray(check_image(image))``, the same numbers and the same errors, converted in strips of rows: a
+    colour image is never held as float32 in every channel (an 8,000 × 6,000 RGB photo: 192 MB at most, where
+    the float RGB copy alone is 576 MB)."""
+    check_image_shape(image)
+    if image.ndim == 2 or image.shape[2] == 1:
+        return _as_float(image)
+    out = np.empty(image.shape[:2], np.float32)
+    step = max(1, _STRIP_PIXELS // image.shape[1])
+    try:
+        for i in range(0, len(out), step):
+            out[i : i + step] = to_gray(_as_float(image[i : i + step]))
+    except InputError:
+        _as_float(image)  # the whole image's message (a strip's would name the strip's values)
+        raise
+    return out
+
+
+def _as_float(image: np.ndarray) -> np.ndarray:
+    """An image of a checked shape as float32 ``H×W`` or ``H×W×3`` in [0, 1] (its dtype checked)."""
     if image.ndim == 3 and image.shape[2] == 1:
         image = image[:, :, 0]
     if image.ndim == 3 and image.shape[2] == 4:
