@@ -48,7 +48,12 @@ def draw_poses(
     # the photo at no more than twice the figure's width in pixels (matplotlib resamples what it is given as
     # float RGBA: 1.5 GB for a 48-megapixel photo), laid over the same pixel coordinates
     shown = image
-    if w > 2 * 8 * 120:
+    if w > 2 * 8 * 120 and image.dtype in (
+        np.uint8,
+        np.uint16,
+        np.float32,
+        np.float64,
+    ):  # what cv2.resize takes
         f = 2 * 8 * 120 / w
         shown = cv2.resize(image, (max(1, round(w * f)), max(1, round(h * f))), interpolation=cv2.INTER_AREA)
     ax.imshow(shown, cmap="gray" if image.ndim == 2 else None, extent=(-0.5, w - 0.5, h - 0.5, -0.5))

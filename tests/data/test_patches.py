@@ -268,6 +268,12 @@ def test_check_gray_is_check_image_then_gray_in_strips(dtype, channels, monkeypa
     got = patches.check_gray(img)
     assert got.dtype == np.float32 and got.shape == (40, 33)
     np.testing.assert_array_equal(got, patches.to_gray(check_image(img)))
+    if channels in (3, 4):  # a BGR view, and strips of one row (a width over the strip's pixels)
+        np.testing.assert_array_equal(
+            patches.check_gray(img[..., 2::-1]), patches.to_gray(check_image(img[..., 2::-1]))
+        )
+        monkeypatch.setattr(patches, "_STRIP_PIXELS", 20)
+        np.testing.assert_array_equal(patches.check_gray(img), got)
     if dtype in (np.float32, np.float64):
         img[30, 4] = 1.5
         with pytest.raises(InputError, match=r"values in \[.*, 1.5\]") as info:
@@ -275,6 +281,16 @@ def test_check_gray_is_check_image_then_gray_in_strips(dtype, channels, monkeypa
         with pytest.raises(InputError) as whole:
             check_image(img)
         assert str(info.value) == str(whole.value)
+
+
+def test_load_image_gives_rgb_swapped_in_strips(tmp_path, monkeypatch):
+    """load_image returns the file's pixels as RGB (OpenCV decodes BGR), swapped in place strip by strip."""
+    import patchpose.data.patches as patches
+
+    rgb = (np.random.default_rng(0).random((37, 23, 3)) * 255).astype(np.uint8)
+    cv2.imwrite(str(tmp_path / "a.png"), rgb[..., ::-1])
+    monkeypatch.setattr(patches, "_STRIP_PIXELS", 5 * 23)  # strips of 5 rows: 37 = 7 × 5 + 2
+    np.testing.assert_array_equal(load_image(tmp_path / "a.png"), rgb)
 
 
 def test_load_image_rejects_non_image_file(tmp_path):

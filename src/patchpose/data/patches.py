@@ -55,7 +55,13 @@ def load_image(path: str | Path) -> np.ndarray:
         img = np.clip(np.rint(f * 255.0), 0, 255).astype(np.uint8)
     elif img.dtype != np.uint8:
         raise InputError(f"unsupported pixel type {img.dtype} (8 or 16 bits, or float in [0, 1]): {path}")
-    return cv2.cvtColor(img, cv2.COLOR_BGR2RGB, dst=img)  # in place: no second copy of a large photo
+    step = max(1, _STRIP_PIXELS // img.shape[1])  # in place, in strips: OpenCV copies a whole image it
+    for i in range(
+        0, len(img), step
+    ):  # converts in place, so no second copy of a large photo is made at once
+        strip = img[i : i + step]
+        cv2.cvtColor(strip, cv2.COLOR_BGR2RGB, dst=strip)
+    return img
 
 
 def check_image_shape(image) -> tuple[int, int]:
@@ -100,7 +106,7 @@ _STRIP_PIXELS = 1 << 20
 
 def check_gray(image) -> np.ndarray:
     """``to_gray(check_image(image))``, the same numbers and the same errors, converted in strips of rows: a
-    colour image is never held as float32 in every channel (an 8,000 × 6,000 RGB photo: 192 MB at most, where
+    colour image is never held as float32 in every channel (an 8,000 × 6,000 RGB photo: about 220 MB, where
     the float RGB copy alone is 576 MB)."""
     check_image_shape(image)
     if image.ndim == 2 or image.shape[2] == 1:

@@ -27,7 +27,7 @@ from tqdm import tqdm
 
 from ..conventions import rotation_matrix
 from ..data.keypoints import detect_gftt, detect_sift
-from ..data.patches import Pyramid, check_image, extract_patches, load_photo, to_gray
+from ..data.patches import Pyramid, check_gray, extract_patches, load_photo
 from ..data.photos import photos_of
 from ..errors import InputError, TrainingError, WeightsError
 from ..losses import shape_alignment_loss
@@ -168,7 +168,7 @@ class ShapePairs:
         paths = photos_of(cfg.photos, "train")
         for path in tqdm(paths, desc="photos", disable=not progress, dynamic_ncols=True):
             # float gray in [0, 1], as the estimator reads images (interpolated patches are not rounded)
-            img = to_gray(check_image(load_photo(path, cfg.long_side)))
+            img = check_gray(load_photo(path, cfg.long_side))
             h, w = img.shape
             xy = np.concatenate(
                 [
