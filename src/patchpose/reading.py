@@ -129,11 +129,12 @@ class ReadPlan:
             key = key.strip().replace("-", "_")
             if not sep or not key:
                 raise InputError(f"a read plan override is KEY=VALUE (e.g. passes=1), got {item!r}")
-            if key == "reread_scale":
+            default = getattr(ReadPlan, key, None)  # a value of the field's type (an unknown name: a number)
+            if isinstance(default, bool):
                 changes[key] = parse_flag(value, f"read plan setting {key!r}")
                 continue
             try:
-                changes[key] = int(value) if key == "passes" else float(value)
+                changes[key] = int(value) if isinstance(default, int) else float(value)
             except ValueError:
                 raise InputError(f"read plan setting {key!r} must be a number, got {value!r}") from None
         ReadPlan().replace(**changes)
@@ -231,9 +232,8 @@ def read(
     hists: dict[str, np.ndarray] = {}
     for p in range(plan.passes):
         frame = shift / bpo
-        if (
-            p + 1 < plan.passes
-        ):  # reads before the last need only the scale, which is all that moves the frame
+        # reads before the last need only the scale, which is all that moves the frame
+        if p + 1 < plan.passes:
             hists = predict_histograms(
                 model, inputs(frame), batch_size, heads=("scale",) if "scale" in cfg.heads else None
             )

@@ -325,14 +325,8 @@ def save_weights(
         "model_config": json.dumps(model.cfg.to_dict()),
         "notes": notes,
     }
-    if passes is not None:
-        meta["passes"] = str(passes)
-    if descriptor_region is not None:
-        meta["descriptor_region"] = repr(descriptor_region)
-    if orientation_offset is not None:
-        meta["orientation_offset"] = repr(orientation_offset)
-    if reread_scale is not None:
-        meta["reread_scale"] = meta_string(reread_scale)
+    stated = zip(PLAN_KEYS, (passes, orientation_offset, descriptor_region, reread_scale))
+    meta.update({key: meta_string(v) for key, v in stated if v is not None})
     return _write_safetensors(model, path, meta, "model.safetensors")
 
 
