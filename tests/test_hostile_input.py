@@ -506,3 +506,25 @@ def test_a_large_photos_picture_shows_it_shrunk_over_the_same_pixel_coordinates(
         assert cv2.imread(str(path)) is not None
     assert shown[0] == ((480, 1920, 3), (-0.5, 3999.5, 999.5, -0.5))
     assert shown[1] == ((400, 600, 3), (-0.5, 599.5, 399.5, -0.5))
+
+
+def test_the_picture_draws_every_keypoints_circle_in_pixels_as_one_collection(tmp_path, monkeypatch):
+    """draw_poses draws the circles of all keypoints as one collection of arrays (a patch object per keypoint
+    took 190 MiB for 100,000), centred on the keypoints with the radius 16·2^scale in the photo's pixels."""
+    import matplotlib.axes
+
+    from patchpose.outputs import draw_poses
+
+    added = []
+    add = matplotlib.axes.Axes.add_collection
+    monkeypatch.setattr(
+        matplotlib.axes.Axes, "add_collection", lambda ax, c, **kw: added.append(c) or add(ax, c, **kw)
+    )
+    xy, s = np.array([[10.0, 20.0], [300.5, 100.0], [50.0, 350.0]]), np.array([0.0, 1.0, -0.5])
+    draw_poses(np.zeros((400, 600), np.uint8), xy, s, np.zeros(3), tmp_path / "p.png")
+    circles = [c for c in added if isinstance(c, matplotlib.collections.EllipseCollection)]
+    assert len(circles) == 1
+    np.testing.assert_allclose(circles[0].get_offsets(), xy)
+    np.testing.assert_allclose(circles[0].get_widths(), 2 * 16 * 2.0**s)
+    np.testing.assert_allclose(circles[0].get_heights(), 2 * 16 * 2.0**s)
+    assert circles[0]._units == "xy"  # sizes in data units: the photo's pixels

@@ -22,7 +22,7 @@ import torch
 from numpy.typing import ArrayLike
 
 from .data.inputs import extract_inputs
-from .data.patches import Pyramid, check_gray, check_image, to_gray, window_margin
+from .data.patches import GRAY_STEP, GRAY_ZERO, Pyramid, check_image, gray_codes, window_margin
 from .data.polar import PolarReads, polar_margin
 from .errors import InputError, WeightsError, is_int_in
 from .models import PoseNet
@@ -354,9 +354,10 @@ class PatchPoseEstimator:
         return self._extract(self._pyramid(img), kp, fs0)
 
     def _checked(self, image, keypoints, detector_scale) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """The image (gray for a gray model: never a float copy of every channel), ``(N, 2)`` keypoints (N may
-        be 0) and ``(N,)`` first-read frames, checked."""
-        img = check_gray(image) if self.cfg.color == "gray" else check_image(image)
+        """The image (for a gray model its gray codes, :func:`~patchpose.data.patches.gray_codes`: never a
+        float copy of every channel), ``(N, 2)`` keypoints (N may be 0) and ``(N,)`` first-read frames,
+        checked."""
+        img = gray_codes(image) if self.cfg.color == "gray" else check_image(image)
         kp = check_keypoints(keypoints, img.shape[:2], allow_empty=True)
         return img, kp, check_detector_scale(detector_scale, len(kp))
 
@@ -402,12 +403,11 @@ class PatchPoseEstimator:
         return lambda frames: self._extract(pyramid, kp, fs + frames)
 
     def _pyramid(self, img: np.ndarray) -> Pyramid:
-        src = (
-            to_gray(img)
-            if self.cfg.color == "gray"
-            else (img if img.ndim == 3 else np.repeat(img[..., None], 3, 2))
-        )
-        return Pyramid(src)
+        """The pyramid the model reads of :meth:`_checked`'s image: compact for a gray model (half the
+        memory, sampled faster), float RGB for a colour one."""
+        if self.cfg.color == "gray":
+            return Pyramid(img, zero=GRAY_ZERO, step=GRAY_STEP)
+        return Pyramid(img if img.ndim == 3 else np.repeat(img[..., None], 3, 2))
 
 
 #: what the integrations accept as an estimator: one, a bundled model's name, a weights file, or None (the default)

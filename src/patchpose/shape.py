@@ -25,7 +25,7 @@ import torch
 from numpy.typing import ArrayLike
 
 from .conventions import REFERENCE_RADIUS
-from .data.patches import Pyramid, check_gray, extract_patches
+from .data.patches import Pyramid, extract_patches
 from .errors import InputError
 from .estimator import check_keypoints
 from .models.shapenet import ShapeNet
@@ -64,7 +64,7 @@ class AffineShapeEstimator:
         at integers, inside the image), read in upright discs of half-width ``radius`` px (a number or one per keypoint: the
         detector's scale). ``image``: an RGB or gray image (uint8, or float in [0, 1]), or its
         :class:`~patchpose.data.patches.Pyramid` (gray)."""
-        pyramid = image if isinstance(image, Pyramid) else Pyramid(check_gray(image))
+        pyramid = image if isinstance(image, Pyramid) else Pyramid.compact(image)
         xy = check_keypoints(keypoints, pyramid.shape, allow_empty=True)
         n = len(xy)
         try:

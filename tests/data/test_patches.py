@@ -242,7 +242,7 @@ def test_check_image_uint8_scaled_to_unit_range():
 )
 def test_check_image_rejects_bad_input(bad):
     """Bad images raise InputError (a ValueError) with a message; check_gray raises the same one."""
-    from patchpose.data.patches import check_gray
+    from patchpose.data.patches import check_gray, gray_codes
 
     with pytest.raises(InputError) as info:
         check_image(bad)
@@ -251,6 +251,9 @@ def test_check_image_rejects_bad_input(bad):
     with pytest.raises(InputError) as gray:
         check_gray(bad)
     assert str(gray.value) == str(info.value)
+    with pytest.raises(InputError) as codes:
+        gray_codes(bad)
+    assert str(codes.value) == str(info.value)
 
 
 @pytest.mark.parametrize("dtype", [np.uint8, np.uint16, np.float32, np.float64])
@@ -274,6 +277,13 @@ def test_check_gray_is_check_image_then_gray_in_strips(dtype, channels, monkeypa
         )
         monkeypatch.setattr(patches, "_STRIP_PIXELS", 20)
         np.testing.assert_array_equal(patches.check_gray(img), got)
+    # the compact pyramid's codes of the same gray image, in the same strips: within half a step
+    codes = patches.gray_codes(img)
+    assert codes.dtype == np.uint16 and codes.shape == (40, 33)
+    decoded = (codes.astype(np.float64) - patches.GRAY_ZERO) * patches.GRAY_STEP
+    assert np.abs(decoded - got).max() <= 0.51 * patches.GRAY_STEP
+    if dtype == np.uint8 and channels in (None, 1):  # 8-bit gray: every value is a code exactly
+        np.testing.assert_array_equal(codes, 128 + 256 * img.reshape(40, 33).astype(np.uint16))
     if dtype in (np.float32, np.float64):
         img[30, 4] = 1.5
         with pytest.raises(InputError, match=r"values in \[.*, 1.5\]") as info:
@@ -281,6 +291,40 @@ def test_check_gray_is_check_image_then_gray_in_strips(dtype, channels, monkeypa
         with pytest.raises(InputError) as whole:
             check_image(img)
         assert str(info.value) == str(whole.value)
+        with pytest.raises(InputError) as coded:
+            patches.gray_codes(img)
+        assert str(coded.value) == str(whole.value)
+
+
+def test_compact_pyramid_samples_what_the_float_one_does():
+    """A compact pyramid (uint16 codes, half the memory) samples within a code step of the float pyramid of
+    the same gray image (each level rounds once more: a few steps), patches and log-polar rings alike;
+    outside the image a constant border is exactly 0 and a reflected one the float pyramid's."""
+    from patchpose.data.patches import GRAY_STEP, check_gray
+    from patchpose.data.polar import PolarGrid, extract_polar
+
+    rng = np.random.default_rng(3)
+    img = cv2.GaussianBlur((rng.random((150, 170, 3)) * 255).astype(np.uint8), (0, 0), 1.0)
+    ref, small = Pyramid(check_gray(img)), Pyramid.compact(img)
+    assert [lv.dtype for lv in small.levels] == [np.dtype(np.uint16)] * len(ref.levels)
+    assert sum(lv.nbytes for lv in small.levels) * 2 == sum(lv.nbytes for lv in ref.levels)
+    assert np.abs(small.image() - ref.image()).max() <= 0.51 * GRAY_STEP
+    xy = np.concatenate([rng.uniform(0, 170, (30, 1)), rng.uniform(0, 150, (30, 1))], 1)
+    xy[0] = (-5000.0, -5000.0)  # every sample outside the image
+    s, t = rng.uniform(-1.5, 2.5, 30), rng.uniform(0, 2 * math.pi, 30)
+    grid = PolarGrid()
+    for border in ("reflect", "constant"):
+        a, b = (
+            extract_patches(ref, xy, s, t, 24, border=border),
+            extract_patches(small, xy, s, t, 24, border=border),
+        )
+        assert np.abs(a - b).max() <= 3 * GRAY_STEP
+        a, b = extract_polar(ref, xy, s, t, grid, border), extract_polar(small, xy, s, t, grid, border)
+        assert np.abs(a - b).max() <= 3 * GRAY_STEP
+        if border == "constant":
+            assert (b[0] == 0).all()
+        else:
+            assert (np.abs(b[0]) > 0).any()
 
 
 def test_load_image_gives_rgb_swapped_in_strips(tmp_path, monkeypatch):

@@ -153,14 +153,17 @@ def test_ours_registers_every_generated_view_with_half_turned_and_upright_fewer(
 
 @needs_pycolmap
 def test_ours_registers_every_frame_with_frames_turned(tum_turned, tmp_path):
+    """The default reconstruction (our scale and angle, read by COLMAP_MODEL) registers real frames, every
+    other one turned."""
     torch.set_num_threads(1)
-    stats = cm.reconstruct(tum_turned, tmp_path / "ours", pose="ours_angle", max_keypoints=1500, threads=1)
+    stats = cm.reconstruct(tum_turned, tmp_path / "ours", max_keypoints=1500, threads=1)
+    assert (stats["settings"]["pose"], stats["settings"]["model"]) == ("ours", cm.COLMAP_MODEL)
     assert stats["registered"] == stats["images"] == 5
     assert stats["points3D"] > 300 and stats["reprojection_px"] < 1.5
     assert (tmp_path / "ours" / "database.db").is_file() and (tmp_path / "ours" / "sparse" / "0").is_dir()
     assert json.loads((tmp_path / "ours" / cm.STATS).read_text())["points3D"] == stats["points3D"]
     # a rerun into the finished folder returns its statistics; other settings are refused
-    assert cm.reconstruct(tum_turned, tmp_path / "ours", pose="ours_angle", max_keypoints=1500) == stats
+    assert cm.reconstruct(tum_turned, tmp_path / "ours", pose="ours", max_keypoints=1500) == stats
     with pytest.raises(InputError, match="exists and is not this reconstruction"):
         cm.reconstruct(tum_turned, tmp_path / "ours", pose="upright", max_keypoints=1500)
 

@@ -234,7 +234,9 @@ def test_detector_scale_reads_the_keypoint_in_the_detectors_frame(rotated_pair):
     fs = np.linspace(-1.5, 1.5, 20)
     one = est.with_plan(passes=1)
     out = one.estimate(img, xy, detector_scale=fs)
-    x = extract_inputs(Pyramid(img.astype(np.float32) / 255.0), xy, fs, 0.0, 32, [1.0], est.cfg.polar_grid)
+    x = extract_inputs(
+        Pyramid.compact(img), xy, fs, 0.0, 32, [1.0], est.cfg.polar_grid
+    )  # as the estimator reads
     h = predict_histograms(est.model, x, 256)
     np.testing.assert_allclose(out.orientation_hist, h["orientation_hist"], atol=1e-6)
     plain = one.estimate(img, xy)

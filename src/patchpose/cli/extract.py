@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..integrations.colmap import POSES
+from ..integrations.colmap import COLMAP_MODEL, POSES
 from ..integrations.extract import DESCRIPTORS, DETECTORS
 from .options import add_weights, read_plan
 
@@ -51,7 +51,7 @@ def colmap_command(a: argparse.Namespace) -> int:
     if a.pose in OUR_POSES:
         from ..estimator import PatchPoseEstimator
 
-        est = PatchPoseEstimator.load(a.weights).with_plan(**read_plan(a))
+        est = PatchPoseEstimator.load(a.weights or COLMAP_MODEL).with_plan(**read_plan(a))
     s = reconstruct(
         a.images,
         a.out,
@@ -86,7 +86,7 @@ def add_colmap_options(p: argparse.ArgumentParser, threads: int | None = None) -
         default=threads,
         help=f"COLMAP's and torch's threads (default: {threads or 'all cores'})",
     )
-    add_weights(p)
+    add_weights(p, model=f"{COLMAP_MODEL}, with our scale more 3-D points than SIFT's own pose")
 
 
 def set_threads(threads: int | None) -> None:
@@ -149,9 +149,9 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     c.add_argument(
         "--pose",
         choices=POSES,
-        default="ours_angle",
-        help="ours_angle: our angle at SIFT's scale; ours: our scale and angle; sift: SIFT's own (all its "
-        "orientations); upright: angle 0; colmap: COLMAP's own SIFT and matcher",
+        default="ours",
+        help="ours: our scale and angle (default); ours_angle: our angle at SIFT's scale; sift: SIFT's own "
+        "(all its orientations); upright: angle 0; colmap: COLMAP's own SIFT and matcher",
     )
     c.add_argument("--seed", type=int, default=0, help="COLMAP's random seed")
     add_colmap_options(c)

@@ -13,13 +13,15 @@ READ_HELP = (
 )
 
 
-def add_weights(p: argparse.ArgumentParser, read: bool = True) -> None:
+def add_weights(
+    p: argparse.ArgumentParser, read: bool = True, model: str = "the default bundled model"
+) -> None:
     """``--weights`` and, with ``read``, ``--read KEY=VALUE`` (commands that read a model the way its weights
-    file says, unless told otherwise)."""
+    file says, unless told otherwise); ``model`` names what the command reads without ``--weights``."""
     p.add_argument(
         "--weights",
         default=None,
-        help="safetensors file or bundled model name, e.g. patchpose-v1 (default: the default bundled model)",
+        help=f"safetensors file or bundled model name, e.g. patchpose-v1 (default: {model})",
     )
     if read:
         add_read(p)

@@ -177,10 +177,15 @@ def _sample_one_frame(
         for i in range(0, n, _REMAP_ROWS):  # keypoints per remap call
             j = min(i + _REMAP_ROWS, n)
             v = cv2.remap(
-                pyramid.levels[level], cx[i:j] + ox, cy[i:j] - oy, cv2.INTER_LINEAR, borderMode=mode
+                pyramid.levels[level],
+                cx[i:j] + ox,
+                cy[i:j] - oy,
+                cv2.INTER_LINEAR,
+                borderMode=mode,
+                borderValue=pyramid.zero,
             )
             out[i:j, lo:hi] = v.reshape(j - i, hi - lo, A, chans)
-    return out
+    return pyramid.decode(out)
 
 
 def _sample_rows(
@@ -219,8 +224,16 @@ def _sample_rows(
         lo, hi = int(bounds[level]), int(bounds[level + 1])
         for i in range(lo, hi, _REMAP_ROWS):
             j = min(i + _REMAP_ROWS, hi)
-            v = cv2.remap(pyramid.levels[level], mx[i:j], my[i:j], cv2.INTER_LINEAR, borderMode=mode)
+            v = cv2.remap(
+                pyramid.levels[level],
+                mx[i:j],
+                my[i:j],
+                cv2.INTER_LINEAR,
+                borderMode=mode,
+                borderValue=pyramid.zero,
+            )
             vals[i:j] = v.reshape(j - i, A, chans)
+    pyramid.decode(vals)
     # back to the callers' order: a gather by the inverse permutation (several times faster than a scatter)
     inv = np.empty_like(order)
     inv[order] = np.arange(order.size)

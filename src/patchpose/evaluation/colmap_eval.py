@@ -25,7 +25,7 @@ import numpy as np
 from ..errors import InputError, is_int_in, require
 from ..estimator import EstimatorLike, as_estimator
 from ..fileio import write_text_atomic
-from ..integrations.colmap import OUR_POSES, POSES, check_settings, reconstruct
+from ..integrations.colmap import COLMAP_MODEL, OUR_POSES, POSES, check_settings, reconstruct
 from ..integrations.extract import image_names
 
 SETS = ("upright", "turned")
@@ -76,7 +76,7 @@ def evaluate_colmap(
 ) -> dict:
     """Run every (set, pose, seed) reconstruction of the module docstring and write ``OUT/results.json``
     and ``OUT/results.md``; returns the results document. ``weights``: the model of the ``ours*`` poses
-    (an estimator, a bundled model's name or a weights file); the other arguments go to
+    (an estimator, a bundled model's name or a weights file; None: ``COLMAP_MODEL``); the other arguments go to
     :func:`~patchpose.integrations.colmap.reconstruct`."""
     poses, seeds, sets = list(poses), list(seeds), list(sets)
     bad = [p for p in poses if p not in POSES]
@@ -93,7 +93,11 @@ def evaluate_colmap(
     image_names(folder)  # a missing or empty folder is an error before any work
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    est = as_estimator(weights) if any(p in OUR_POSES for p in poses) else None
+    est = (
+        as_estimator(COLMAP_MODEL if weights is None else weights)
+        if any(p in OUR_POSES for p in poses)
+        else None
+    )
     folders = {"upright": folder}
     if "turned" in sets:
         folders["turned"] = turn_every_other(folder, out / "turned_images")

@@ -5,16 +5,17 @@ nearest-neighbour matches → a COLMAP database → COLMAP's geometric verificat
 model (registered images, 3-D points, mean track length, mean reprojection error, seconds):
 
 =============== ==========================================================================================
-``ours_angle``  OpenCV SIFT's keypoints and scale, our orientation read in SIFT's window (the default;
-                :func:`~patchpose.integrations.opencv.assign` with ``keep_size=True``)
-``ours``        our scale and orientation (:func:`~patchpose.integrations.opencv.assign`)
+``ours``        our scale and orientation (the default; :func:`~patchpose.integrations.opencv.assign`)
+``ours_angle``  OpenCV SIFT's keypoints and scale, our orientation read in SIFT's window
+                (:func:`~patchpose.integrations.opencv.assign` with ``keep_size=True``)
 ``sift``        SIFT's own pose: every orientation OpenCV SIFT found at the location, as it gives them
 ``upright``     SIFT's scale, orientation 0 (upright descriptors)
 ``colmap``      COLMAP's own pipeline: its SIFT (``pycolmap.extract_features``) and matcher
                 (``pycolmap.match_exhaustive``: ratio test, cross check), the same verification and mapping
 =============== ==========================================================================================
 
-For every pose but ``colmap`` the keypoints are the same (OpenCV SIFT's locations, strongest first, one per
+The ``ours*`` poses read :data:`COLMAP_MODEL` unless told otherwise. For every pose but ``colmap`` the
+keypoints are the same (OpenCV SIFT's locations, strongest first, one per
 location), each described by ``cv2.SIFT.compute`` at one orientation (``sift``: at each of SIFT's). A
 location is one COLMAP keypoint, and two keypoints' distance is the smallest over their descriptor pairs
 (:func:`match_keypoints`, :func:`~patchpose.matching.matcher.mutual_nn`), so that the rows differ only in
@@ -57,6 +58,10 @@ POSES = ("ours_angle", "ours", "sift", "upright", "colmap")
 OUR_POSES = ("ours_angle", "ours")
 #: the file with the settings and statistics of a finished reconstruction
 STATS = "stats.json"
+#: the bundled model the ``ours*`` poses read when none is given: patchpose-v10, trained on keypoints found
+#: again in a second image; with its scale (``ours``) it gives COLMAP more 3-D points than SIFT's own pose on
+#: the same keypoints, where the default model gives fewer (docs/results.md, "COLMAP reconstruction")
+COLMAP_MODEL = "patchpose-v10"
 
 
 # ----------------------------------------------------------------------------- keypoints and descriptors
@@ -91,7 +96,7 @@ def describe_image(
     but for ``sift``, which describes each keypoint at every orientation SIFT found there).
 
     ``estimator``: for the ``ours*`` poses, a :class:`~patchpose.PatchPoseEstimator`, a bundled model's name
-    or a weights file (default: the bundled default model). A keypoint that OpenCV's ``compute`` drops is
+    or a weights file (default: :data:`COLMAP_MODEL`). A keypoint that OpenCV's ``compute`` drops is
     dropped."""
     if pose not in POSES or pose == "colmap":
         raise InputError(f"pose must be one of {POSES[:-1]}, got {pose!r}")
@@ -104,7 +109,8 @@ def describe_image(
     elif pose == "upright":
         described = [cv2.KeyPoint(*k.pt, k.size, 0.0, k.response, k.octave, k.class_id) for k in kps]
     else:  # ours_angle: one read in SIFT's window at SIFT's size; ours: our scale and angle
-        described = assign(image, kps, estimator, keep_size=pose == "ours_angle")
+        est = COLMAP_MODEL if estimator is None else estimator
+        described = assign(image, kps, est, keep_size=pose == "ours_angle")
     if described:
         kept, desc = cv2.SIFT_create().compute(as_uint8_gray(image), described)
     else:
@@ -171,7 +177,7 @@ def reconstruct(
     images: str | Path,
     out: str | Path,
     *,
-    pose: str = "ours_angle",
+    pose: str = "ours",
     estimator: EstimatorLike = None,
     max_keypoints: int = 8192,
     split: bool = False,
@@ -186,8 +192,8 @@ def reconstruct(
         out: a new folder: ``database.db`` (COLMAP's), ``sparse/0, 1, …`` (the models COLMAP wrote) and
             ``stats.json`` (the settings and what is returned). Written as ``OUT.partial`` and renamed.
         pose: :data:`POSES`. estimator: for the ``ours*`` poses, a
-            :class:`~patchpose.PatchPoseEstimator`, a bundled model's name or a weights file (default: the
-            bundled default model).
+            :class:`~patchpose.PatchPoseEstimator`, a bundled model's name or a weights file (default:
+            :data:`COLMAP_MODEL`).
         max_keypoints: OpenCV SIFT keypoints per image at most (``colmap``: COLMAP SIFT's own
             ``max_num_features``).
         split: each descriptor a COLMAP keypoint of its own (as COLMAP stores SIFT's orientations) instead
@@ -204,7 +210,7 @@ def reconstruct(
     pycolmap = require("pycolmap", "colmap")
     folder = Path(images)
     names = _images(folder)
-    est = as_estimator(estimator) if pose in OUR_POSES else None
+    est = as_estimator(COLMAP_MODEL if estimator is None else estimator) if pose in OUR_POSES else None
     settings = {
         "pose": pose,
         "model": est.name if est is not None else None,
@@ -379,6 +385,7 @@ def distinct_points(rec) -> int:
 __all__ = [
     "POSES",
     "OUR_POSES",
+    "COLMAP_MODEL",
     "reconstruct",
     "check_settings",
     "describe_image",

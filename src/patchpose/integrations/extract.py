@@ -171,7 +171,7 @@ def features_of_image(
         xy, scale, ori = xy[keep], scale[keep], ori[keep]
         scores = None if scores is None else scores[keep]
     elif descriptor == "hardtfeat":
-        from ..data.patches import Pyramid, check_gray
+        from ..data.patches import Pyramid
         from ..matching.describe import Describer
 
         if describer is None:
@@ -180,7 +180,7 @@ def features_of_image(
             desc = np.zeros((0, describer.dim), np.float32)
         else:
             if pyramid is None:
-                pyramid = Pyramid(check_gray(image))
+                pyramid = Pyramid.compact(image)
             desc = np.asarray(describer.describe(pyramid, xy, scale, ori, region=region), np.float32)
     return {"xy": xy, "scale": scale, "ori": ori, "descriptors": desc, "scores": scores}
 

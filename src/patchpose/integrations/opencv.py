@@ -17,7 +17,7 @@ from ..conventions import (
     from_cv2_size_angle,
     to_cv2_size_angle,
 )
-from ..data.patches import Pyramid, check_gray, check_image_shape
+from ..data.patches import Pyramid, check_image_shape
 from ..errors import InputError
 from ..estimator import EstimatorLike, as_estimator, check_keypoints
 from ..interop import is_opencv_sift, keypoint_xy, opencv_orb_scale_factor
@@ -209,7 +209,7 @@ def compute_blended(
     if orientations == "ours":
         ori, w = np.asarray(poses.orientation), blend_weights(poses.confidence, BLEND_GAMMA)
     else:
-        ori, w = gradient_peaks(Pyramid(check_gray(image)), xy, window, k)
+        ori, w = gradient_peaks(Pyramid.compact(image), xy, window, k)
     frames = np.repeat(window[:, None], k, 1)
     if pool_octaves:
         frames, ori, w = pool_sizes(frames, ori, w, pool_octaves)

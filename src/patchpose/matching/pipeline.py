@@ -330,7 +330,7 @@ def peer_poses(feats: Features, peers: Peers | None, row: str) -> tuple[np.ndarr
     if peers is None:
         raise InputError(f"row {row!r} needs the peers' weights folder (--peers DIR)")
     if row not in feats.memo:
-        gray = feats.pyramid.levels[0]
+        gray = feats.pyramid.image()
         radius = REFERENCE_RADIUS * np.exp2(feats.frame)
         if row == "orinet":
             feats.memo[row] = (orinet_orientations(peers, gray, feats.xy, radius), None)
@@ -365,7 +365,7 @@ def affnet_frames_of(feats: Features, peers: Peers | None) -> np.ndarray:
         raise InputError("the affine rows need the peers' weights folder (--peers DIR)")
     if "affnet" not in feats.memo:
         radius = REFERENCE_RADIUS * np.exp2(feats.frame)
-        feats.memo["affnet"] = affnet_frames(peers, feats.pyramid.levels[0], feats.xy, radius)
+        feats.memo["affnet"] = affnet_frames(peers, feats.pyramid.image(), feats.xy, radius)
     return feats.memo["affnet"]
 
 
