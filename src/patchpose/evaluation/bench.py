@@ -266,10 +266,14 @@ def measure_one(
     est = PatchPoseEstimator.load(weights)
     est.estimate(img, xy[:64])  # warm-up: lazy initialisation belongs to the baseline
     base = _peak_rss_bytes()
-    # the median of several reads where they are short (a single read of a few thousand keypoints is dominated
-    # by the first touch of its buffers), one read from 65,536 keypoints on
+    # the median of several reads where they are short, after one untimed read of the same size (a first read of
+    # a few thousand keypoints is dominated by the first touch of its buffers and of the reading threads); one
+    # read from 65,536 keypoints on
+    repeats = max(1, min(7, 65536 // int(num_keypoints)))
+    if repeats > 1:
+        est.estimate(img, xy)
     times = []
-    for _ in range(max(1, min(7, 65536 // int(num_keypoints)))):
+    for _ in range(repeats):
         t = time.perf_counter()
         poses = est.estimate(img, xy)
         times.append(time.perf_counter() - t)
