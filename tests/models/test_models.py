@@ -177,3 +177,28 @@ def test_polar_model_runs_on_another_device(extra):
     with _OneDevicePerOp():
         out = model(torch.empty(3, *cfg.input_shape, device="meta"))
     assert out and all(v.device.type == "meta" and v.shape[0] == 3 for v in out.values())
+
+
+def test_predict_histograms_reads_in_eval_mode_and_leaves_the_mode_as_it_found_it():
+    """A model in training mode is read in eval mode and put back; one in eval mode is never switched (reading
+    threads share the estimator's model: switching it back and forth raced, and walked every module twice a
+    read)."""
+    import numpy as np
+
+    from patchpose.inference import predict_histograms
+    from patchpose.models import ModelConfig, PoseNet
+
+    m = PoseNet(ModelConfig.from_dict(SMALL_POLAR))
+    seen = []
+    m.register_forward_pre_hook(lambda mod, args: seen.append([s.training for s in mod.modules()]))
+    x = np.random.default_rng(0).random((5, 1, 31, 36), dtype=np.float32)
+    m.train()
+    predict_histograms(m, x, batch_size=2)
+    assert seen and not any(any(flags) for flags in seen)  # every module in eval mode while read
+    assert all(s.training for s in m.modules())  # and back in training mode after
+    m.eval()
+    switched = []
+    m.train = lambda mode=True: switched.append(mode)  # type: ignore[method-assign]
+    m.eval = lambda: switched.append("eval")  # type: ignore[method-assign]
+    predict_histograms(m, x, batch_size=2)
+    assert switched == []
