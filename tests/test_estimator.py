@@ -554,3 +554,25 @@ def test_strong_candidates_keep_the_peaks_sift_would_keep():
             strong_candidates(p, bad)
     with pytest.raises(InputError, match="top_k"):
         strong_candidates(Poses(ori[:, 0], *([z[:, 0]] * 4), h, np.zeros((3, 13)), np.ones(3, bool)))
+
+
+def test_a_gray_model_reads_a_compact_pyramid_with_a_float_pyramids_poses(photo, kps, monkeypatch):
+    """The estimator of a gray model reads the photo as uint16 gray codes (half the memory): its poses are those
+    the float32 pyramid of the same gray image gives, but for rounding: 99 % of the orientations within 0.01°
+    and of the scales within 0.001 octave (a keypoint whose two strongest bins all but tie may flip)."""
+    from patchpose.data.patches import Pyramid, check_gray
+
+    est = patchpose.PatchPoseEstimator.from_pretrained()
+    read = []
+    pyramid = PatchPoseEstimator._pyramid
+    monkeypatch.setattr(
+        PatchPoseEstimator, "_pyramid", lambda self, img: read.append(pyramid(self, img)) or read[-1]
+    )
+    compact = est.estimate(photo, kps)
+    assert read[-1].levels[0].dtype == np.uint16
+    monkeypatch.setattr(PatchPoseEstimator, "_pyramid", lambda self, img: Pyramid(check_gray(photo)))
+    ref = est.estimate(photo, kps)
+    d_ori = np.degrees(np.abs(angle_diff(compact.orientation, ref.orientation)))
+    d_scale = np.abs(compact.scale - ref.scale)
+    assert np.quantile(d_ori, 0.99) < 0.01 and np.quantile(d_scale, 0.99) < 1e-3
+    assert d_ori.max() > 0 or d_scale.max() > 0  # the two pyramids do differ

@@ -22,7 +22,7 @@ import torch
 from numpy.typing import ArrayLike
 
 from .data.inputs import extract_inputs
-from .data.patches import GRAY_STEP, GRAY_ZERO, Pyramid, check_image, gray_codes, window_margin
+from .data.patches import Pyramid, check_image, gray_codes, window_margin
 from .data.polar import PolarReads, polar_margin
 from .errors import InputError, WeightsError, is_int_in
 from .models import PoseNet
@@ -406,7 +406,7 @@ class PatchPoseEstimator:
         """The pyramid the model reads of :meth:`_checked`'s image: compact for a gray model (half the
         memory, sampled faster), float RGB for a colour one."""
         if self.cfg.color == "gray":
-            return Pyramid(img, zero=GRAY_ZERO, step=GRAY_STEP)
+            return Pyramid.of_codes(img)
         return Pyramid(img if img.ndim == 3 else np.repeat(img[..., None], 3, 2))
 
 

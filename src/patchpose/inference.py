@@ -39,6 +39,9 @@ def predict_histograms(
     """Probabilities ``{"scale_hist": (N, Bs), "orientation_hist": (N, Bo)}`` for the model's inputs
     ``(N, C, ...)``, in chunks of ``batch_size`` so that any N fits in memory.
 
+    A model in training mode is switched to eval mode for the read and back after; one in eval mode is read as
+    it is (a model read from several threads at once, as the estimator's is, must be in eval mode).
+
     ``heads``: None for every histogram of the model, or the heads to run (``("scale",)`` gives only
     ``scale_hist``, at a fraction of the cost of a log-polar model's orientation head).
     """

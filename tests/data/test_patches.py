@@ -297,8 +297,8 @@ def test_check_gray_is_check_image_then_gray_in_strips(dtype, channels, monkeypa
 
 
 def test_compact_pyramid_samples_what_the_float_one_does():
-    """A compact pyramid (uint16 codes, half the memory) samples within a code step of the float pyramid of
-    the same gray image (each level rounds once more: a few steps), patches and log-polar rings alike;
+    """A compact pyramid (uint16 codes, half the memory) samples within a few code steps of the float pyramid of
+    the same gray image (each level rounds once more), patches and log-polar rings alike;
     outside the image a constant border is exactly 0 and a reflected one the float pyramid's."""
     from patchpose.data.patches import GRAY_STEP, check_gray
     from patchpose.data.polar import PolarGrid, extract_polar

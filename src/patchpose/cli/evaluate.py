@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 from ..evaluation.colmap_eval import DEFAULT_POSES, SETS
-from ..integrations.colmap import COLMAP_MODEL, POSES
+from ..integrations.colmap import POSES, colmap_estimator
 from .options import add_descriptor, add_weights, print_results, read_plan
 
 
@@ -139,9 +139,7 @@ def eval_colmap_command(a: argparse.Namespace) -> int:
     set_threads(a.threads)
     weights = a.weights
     if a.read:
-        from ..estimator import PatchPoseEstimator
-
-        weights = PatchPoseEstimator.load(a.weights or COLMAP_MODEL).with_plan(**read_plan(a))
+        weights = colmap_estimator(a.weights).with_plan(**read_plan(a))
     doc = evaluate_colmap(
         a.images,
         a.out,

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..integrations.colmap import COLMAP_MODEL, POSES
+from ..integrations.colmap import COLMAP_MODEL, POSES, colmap_estimator
 from ..integrations.extract import DESCRIPTORS, DETECTORS
 from .options import add_weights, read_plan
 
@@ -49,9 +49,7 @@ def colmap_command(a: argparse.Namespace) -> int:
     set_threads(a.threads)
     est = None
     if a.pose in OUR_POSES:
-        from ..estimator import PatchPoseEstimator
-
-        est = PatchPoseEstimator.load(a.weights or COLMAP_MODEL).with_plan(**read_plan(a))
+        est = colmap_estimator(a.weights).with_plan(**read_plan(a))
     s = reconstruct(
         a.images,
         a.out,

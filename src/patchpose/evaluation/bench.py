@@ -248,7 +248,8 @@ def _peak_rss_bytes() -> int:
 def measure_one(
     num_keypoints: int, weights: str | None = None, size=(1024, 768), threads: int | None = None
 ) -> dict:
-    """Throughput (median of up to 7 reads, as many as fit in 65,536 keypoints) and peak resident memory of
+    """Throughput (median of up to 7 reads, as many as fit in 65,536 keypoints, after one untimed read where there
+    are several) and peak resident memory of
     :meth:`~patchpose.PatchPoseEstimator.estimate` on ``num_keypoints`` random keypoints (seeded) on the bundled
     photo resized to ``size``, in *this* process: run it in a fresh one (:func:`scaling` does) so that the peak is this read's and nobody else's.
 

@@ -23,9 +23,9 @@ import cv2
 import numpy as np
 
 from ..errors import InputError, is_int_in, require
-from ..estimator import EstimatorLike, as_estimator
+from ..estimator import EstimatorLike
 from ..fileio import write_text_atomic
-from ..integrations.colmap import COLMAP_MODEL, OUR_POSES, POSES, check_settings, reconstruct
+from ..integrations.colmap import OUR_POSES, POSES, check_settings, colmap_estimator, reconstruct
 from ..integrations.extract import image_names
 
 SETS = ("upright", "turned")
@@ -93,11 +93,7 @@ def evaluate_colmap(
     image_names(folder)  # a missing or empty folder is an error before any work
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    est = (
-        as_estimator(COLMAP_MODEL if weights is None else weights)
-        if any(p in OUR_POSES for p in poses)
-        else None
-    )
+    est = colmap_estimator(weights) if any(p in OUR_POSES for p in poses) else None
     folders = {"upright": folder}
     if "turned" in sets:
         folders["turned"] = turn_every_other(folder, out / "turned_images")

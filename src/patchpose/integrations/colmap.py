@@ -46,7 +46,7 @@ from ..conventions import from_cv2_size_angle
 from ..data.keypoints import as_uint8_gray, detect_sift
 from ..data.patches import check_image_shape, load_image
 from ..errors import InputError, is_int_in, require
-from ..estimator import EstimatorLike, as_estimator
+from ..estimator import EstimatorLike, PatchPoseEstimator, as_estimator
 from ..fileio import write_text_atomic
 from ..matching.matcher import mutual_nn
 from .extract import image_names
@@ -62,6 +62,12 @@ STATS = "stats.json"
 #: again in a second image; with its scale (``ours``) it gives COLMAP more 3-D points than SIFT's own pose on
 #: the same keypoints, where the default model gives fewer (docs/results.md, "COLMAP reconstruction")
 COLMAP_MODEL = "patchpose-v10"
+
+
+def colmap_estimator(estimator: EstimatorLike = None) -> PatchPoseEstimator:
+    """The estimator the ``ours*`` poses read: ``estimator`` (an estimator, a bundled model's name or a weights
+    file), or :data:`COLMAP_MODEL` when None."""
+    return as_estimator(COLMAP_MODEL if estimator is None else estimator)
 
 
 # ----------------------------------------------------------------------------- keypoints and descriptors
@@ -109,8 +115,7 @@ def describe_image(
     elif pose == "upright":
         described = [cv2.KeyPoint(*k.pt, k.size, 0.0, k.response, k.octave, k.class_id) for k in kps]
     else:  # ours_angle: one read in SIFT's window at SIFT's size; ours: our scale and angle
-        est = COLMAP_MODEL if estimator is None else estimator
-        described = assign(image, kps, est, keep_size=pose == "ours_angle")
+        described = assign(image, kps, colmap_estimator(estimator), keep_size=pose == "ours_angle")
     if described:
         kept, desc = cv2.SIFT_create().compute(as_uint8_gray(image), described)
     else:
@@ -210,7 +215,7 @@ def reconstruct(
     pycolmap = require("pycolmap", "colmap")
     folder = Path(images)
     names = _images(folder)
-    est = as_estimator(COLMAP_MODEL if estimator is None else estimator) if pose in OUR_POSES else None
+    est = colmap_estimator(estimator) if pose in OUR_POSES else None
     settings = {
         "pose": pose,
         "model": est.name if est is not None else None,
@@ -386,6 +391,7 @@ __all__ = [
     "POSES",
     "OUR_POSES",
     "COLMAP_MODEL",
+    "colmap_estimator",
     "reconstruct",
     "check_settings",
     "describe_image",
