@@ -75,14 +75,16 @@ def run_estimate(
 
     Returns ``{"poses": path, "picture": path, "n": keypoints, "seconds": estimation time}``."""
     from .data.keypoints import detect_sift
-    from .data.patches import check_gray, load_image
+    from .data.patches import check_image_shape, load_image
 
     if not is_int_in(max_keypoints, 1, integral_floats=True):
         raise InputError(f"max_keypoints (--max-keypoints) must be a positive integer, got {max_keypoints}")
     if not is_int_in(top_k, 1, integral_floats=True):
         raise InputError(f"top_k (--top-k) must be a positive integer, got {top_k}")
     image = load_image(image_path)
-    check_gray(image)  # size and content checks before detection (no float copy of every channel)
+    check_image_shape(
+        image
+    )  # before detection (load_image gives checked uint8 RGB: the size is what is left)
     est = PatchPoseEstimator.load(weights).with_plan(**(read_plan or {}))
     if keypoints_path:
         xy = read_keypoints(keypoints_path)

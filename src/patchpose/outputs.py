@@ -43,13 +43,14 @@ def draw_poses(
     from matplotlib.collections import EllipseCollection
 
     h, w = image.shape[:2]
-    fig, ax = plt.subplots(figsize=(8, 8 * h / w), dpi=120)
+    width_in, dpi = 8, 120
+    fig, ax = plt.subplots(figsize=(width_in, width_in * h / w), dpi=dpi)
     # the photo at no more than twice the figure's width in pixels (matplotlib resamples what it is given as
     # float RGBA: 1.5 GB for a 48-megapixel photo), laid over the same pixel coordinates
     shown = image
     resizable = image.dtype in (np.uint8, np.uint16, np.float32, np.float64)  # what cv2.resize takes
-    if w > 2 * 8 * 120 and resizable:
-        f = 2 * 8 * 120 / w
+    if w > 2 * width_in * dpi and resizable:
+        f = 2 * width_in * dpi / w
         shown = cv2.resize(image, (max(1, round(w * f)), max(1, round(h * f))), interpolation=cv2.INTER_AREA)
     ax.imshow(shown, cmap="gray" if image.ndim == 2 else None, extent=(-0.5, w - 0.5, h - 0.5, -0.5))
     r = REFERENCE_RADIUS * np.power(2.0, scale)

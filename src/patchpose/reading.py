@@ -25,7 +25,7 @@ from dataclasses import asdict, dataclass, fields
 import numpy as np
 import torch
 
-from .checks import SCALE_LIMIT
+from .checks import SCALE_LIMIT, flag
 from .conventions import REFERENCE_RADIUS, ori_to_bin, scale_to_bin
 from .errors import InputError, is_int_in
 from .histogram import local_maxima
@@ -34,7 +34,6 @@ from .models import PoseNet
 from .weights import (
     MAX_PASSES,
     check_descriptor_region,
-    check_flag,
     check_orientation_offset,
     meta_string,
     parse_flag,
@@ -84,7 +83,7 @@ class ReadPlan:
         if not is_int_in(self.passes, 1, MAX_PASSES):
             raise InputError(f"passes must be an integer from 1 to {MAX_PASSES}, got {self.passes!r}")
         object.__setattr__(self, "passes", int(self.passes))
-        object.__setattr__(self, "reread_scale", check_flag(self.reread_scale, "reread_scale"))
+        object.__setattr__(self, "reread_scale", flag(self.reread_scale, "reread_scale"))
         object.__setattr__(self, "orientation_offset", check_orientation_offset(self.orientation_offset))
         object.__setattr__(self, "descriptor_region", check_descriptor_region(self.descriptor_region))
 

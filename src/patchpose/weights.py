@@ -17,11 +17,11 @@ import re
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import torch
 from safetensors import SafetensorError
 from safetensors.torch import load_file, safe_open, save_file
 
+from . import checks
 from .errors import InputError, WeightsError, is_int_in
 from .models import ModelConfig, PoseNet
 from .models.posenet import drop_removed_settings
@@ -248,13 +248,6 @@ def recommended_orientation_offset(meta: dict, where: str = "the weights") -> fl
     return _recommended_number(meta, "orientation_offset", check_orientation_offset, where)
 
 
-def check_flag(v, where: str = "the flag") -> bool:
-    """``v`` as a bool (True, False or a numpy bool), else :class:`~patchpose.errors.InputError`."""
-    if not isinstance(v, (bool, np.bool_)):
-        raise InputError(f"{where} must be true or false, got {v!r}")
-    return bool(v)
-
-
 def parse_flag(v: str, where: str = "the value") -> bool:
     """``"true"`` / ``"false"`` (any case; also ``1`` / ``0``) as a bool, else :class:`~patchpose.errors.InputError`."""
     flag = {"true": True, "1": True, "false": False, "0": False}.get(str(v).strip().lower())
@@ -318,7 +311,7 @@ def save_weights(
     if orientation_offset is not None:
         orientation_offset = check_orientation_offset(orientation_offset)
     if reread_scale is not None:
-        reread_scale = check_flag(reread_scale, "reread_scale")
+        reread_scale = checks.flag(reread_scale, "reread_scale")
     meta = {
         "format": "patchpose",
         "name": name,
@@ -591,7 +584,6 @@ __all__ = [
     "recommended_orientation_offset",
     "recommended_reread_scale",
     "PLAN_KEYS",
-    "check_flag",
     "check_recommendations",
     "load_torch_file",
     "save_weights",

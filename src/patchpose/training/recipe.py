@@ -53,8 +53,9 @@ def load_recipe(name_or_path: str) -> dict:
         if any(o.startswith("run.init_from=") for o in ov) and i > 1:
             raise ValueError(f"bad recipe {p}: stage {i} starts from stage {i - 1}; drop its run.init_from")
         out.append({"config": st["config"], "overrides": ov})
+    from ..checks import flag
     from ..errors import InputError, is_int_in
-    from ..weights import MAX_PASSES, check_descriptor_region, check_flag, check_orientation_offset
+    from ..weights import MAX_PASSES, check_descriptor_region, check_orientation_offset
 
     passes = r.get("passes")
     if passes is not None and not is_int_in(passes, 1, MAX_PASSES):
@@ -65,7 +66,7 @@ def load_recipe(name_or_path: str) -> dict:
     for key, check in (
         ("descriptor_region", check_descriptor_region),
         ("orientation_offset", check_orientation_offset),
-        ("reread_scale", check_flag),
+        ("reread_scale", flag),
     ):
         v = r.get(key)
         try:

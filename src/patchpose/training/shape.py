@@ -167,7 +167,7 @@ class ShapePairs:
         self.keypoints: list[np.ndarray] = []
         paths = photos_of(cfg.photos, "train")
         for path in tqdm(paths, desc="photos", disable=not progress, dynamic_ncols=True):
-            # float gray in [0, 1], as the estimator reads images (interpolated patches are not rounded)
+            # float gray in [0, 1], as check_gray reads images (interpolated patches are not rounded)
             img = check_gray(load_photo(path, cfg.long_side))
             h, w = img.shape
             xy = np.concatenate(
