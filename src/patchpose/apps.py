@@ -82,9 +82,8 @@ def run_estimate(
     if not is_int_in(top_k, 1, integral_floats=True):
         raise InputError(f"top_k (--top-k) must be a positive integer, got {top_k}")
     image = load_image(image_path)
-    check_image_shape(
-        image
-    )  # before detection (load_image gives checked uint8 RGB: the size is what is left)
+    # before detection: load_image gives checked uint8 RGB, so its size is all that is left to check
+    check_image_shape(image)
     est = PatchPoseEstimator.load(weights).with_plan(**(read_plan or {}))
     if keypoints_path:
         xy = read_keypoints(keypoints_path)
