@@ -129,9 +129,9 @@ def test_kornia_module_as_aff_module_of_a_detector(photo):
 
 
 def test_match_with_shape_blend_beats_the_isotropic_blend_across_a_slant(photo):
-    """``patchpose match --pose shape-blend`` (``apps.match_pair``) on a photo and its copy squeezed 2.2× across
+    """``patchpose match --pose shape-blend`` (``patchpose.match_pair``) on a photo and its copy squeezed 2.2× across
     a diagonal: more correct matches than the same blend read on discs (``gradient-blend``)."""
-    from patchpose.apps import match_pair
+    from patchpose import match_pair
 
     c, s = np.cos(0.6), np.sin(0.6)
     R = np.array([[c, -s], [s, c]])

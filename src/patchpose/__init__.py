@@ -13,6 +13,7 @@ from .errors import InputError, PatchPoseError, WeightsError
 from .estimator import PatchPoseEstimator
 from .integrations.kornia import kornia_angle_detector
 from .integrations.opencv import assign, compute_blended, resolve_orientations
+from .matching.pair import PairMatches, match_pair
 from .reading import Poses, ReadPlan
 from .shape import AffineShapeEstimator
 
@@ -28,6 +29,8 @@ __all__ = [
     "compute_blended",
     "resolve_orientations",
     "kornia_angle_detector",
+    "match_pair",
+    "PairMatches",
     "PatchPoseError",
     "InputError",
     "WeightsError",

@@ -122,9 +122,9 @@ def test_the_pair_row_sets_a_detectors_scale_aside_and_needs_both_photos(photo):
 
 
 def test_match_reads_the_corner_model_for_the_zoom_unless_told(photo, monkeypatch):
-    """``patchpose match --pose shape-zoom-blend`` votes with :data:`~patchpose.apps.ZOOM_VOTE_MODEL` where no
-    ``--weights`` is given, and with the model named where one is."""
-    from patchpose import apps
+    """``patchpose match --pose shape-zoom-blend`` votes with :data:`~patchpose.matching.pair.ZOOM_VOTE_MODEL`
+    where no ``--weights`` is given, and with the model named where one is."""
+    from patchpose.matching import pair
 
     loaded = []
 
@@ -132,11 +132,11 @@ def test_match_reads_the_corner_model_for_the_zoom_unless_told(photo, monkeypatc
         loaded.append(name)
         raise InputError("stop")
 
-    monkeypatch.setattr(apps.PatchPoseEstimator, "load", load)
+    monkeypatch.setattr(pair.PatchPoseEstimator, "load", load)
     for weights in (None, "patchpose-v9"):
         with pytest.raises(InputError, match="stop"):
-            apps.match_pair(photo, photo, pose="shape-zoom-blend", detector="gftt", weights=weights)
-    assert loaded == [apps.ZOOM_VOTE_MODEL, "patchpose-v9"] and apps.ZOOM_VOTE_MODEL == "patchpose-v10"
+            pair.match_pair(photo, photo, pose="shape-zoom-blend", detector="gftt", weights=weights)
+    assert loaded == [pair.ZOOM_VOTE_MODEL, "patchpose-v9"] and pair.ZOOM_VOTE_MODEL == "patchpose-v10"
 
 
 def test_two_view_pose_through_the_pair_row_on_a_zoomed_turned_camera(photo):

@@ -6,8 +6,9 @@ from __future__ import annotations
 import argparse
 import json
 
-from ..apps import MATCH_POSES, match_pair, run_estimate, write_match_outputs
+from ..apps import run_estimate, write_match_outputs
 from ..errors import InputError, is_int_in
+from ..matching.pair import DEFAULT_POSE, MATCH_POSES, match_pair
 from .options import add_descriptor, add_weights, read_plan
 
 
@@ -128,15 +129,17 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     mt.add_argument(
         "--pose",
         choices=tuple(MATCH_POSES),
-        default="ours",
-        help="the pose each descriptor patch is cut at. sift-resolved: SIFT's pose, where SIFT found several "
-        "orientations the one nearest ours; ours-angle: our orientation on the upright 16 px patch; "
-        "dominant-gradient, log-dominant-gradient: hand-crafted poses; gradient-blend, ours-blend, shape-blend: "
-        "one descriptor blended over 4 orientation peaks (shape-blend: read on our affine shape, for photos seen "
-        "at a slant); shape-zoom-blend: shape-blend at one fixed size for every keypoint (a detector's own set "
-        "aside), widened by the pair's zoom that our scales vote for (the votes read patchpose-v10 unless --weights "
-        "names another model); none: upright patches of one fixed size, "
-        "the baseline without poses (docs/results.md)",
+        default=DEFAULT_POSE,
+        help=f"the pose each descriptor patch is cut at (default {DEFAULT_POSE}: the recommended one, docs/peers.md). "
+        "shape-zoom-blend: our affine shape with the gradient's 4 orientation peaks blended in it at 3 sizes, at one "
+        "fixed size for every keypoint (a detector's own set aside) widened by the pair's zoom that our scales vote "
+        "for (the votes read patchpose-v10 unless --weights names another model); shape-blend: the same at the "
+        "detector's size (16 px for corners); gradient-blend, ours-blend: one descriptor blended over 4 orientation "
+        "peaks, the gradient's at the detector's scale or ours at our scale; sift: SIFT's own pose; sift-all: SIFT "
+        "with all its orientations, as users run it; sift-resolved: SIFT's pose, where SIFT found several "
+        "orientations the one nearest ours; ours: our one pose; ours-angle: our orientation on the upright 16 px "
+        "patch; dominant-gradient, log-dominant-gradient: hand-crafted poses; none: upright patches of one fixed "
+        "size, the baseline without poses (docs/results.md)",
     )
     mt.add_argument("--top-k", type=int, default=4, help="candidates per keypoint for --pose ours-topk")
     mt.add_argument("--homography", default=None, help="3×3 text file H (image 1 → 2): colours the matches")

@@ -2,8 +2,9 @@
 
 ``detect`` → ``poses`` (none, the detector's own, ours, ours top-k, or the ground truth from a
 homography) → ``describe`` (a descriptor on the patch cut at each pose) → ``mutual_nn``.
-:func:`~patchpose.matching.pipeline.match_images` runs the whole chain on two images; :func:`pair_zoom` is the
-zoom between two photos that our scales vote for (:mod:`patchpose.matching.zoom`).
+:func:`~patchpose.matching.pipeline.match_images` runs the whole chain on two images under any of its rows, and
+:func:`patchpose.match_pair` (:mod:`patchpose.matching.pair`) under the one a user picks by name, the recommended one
+unless told; :func:`pair_zoom` is the zoom between two photos that our scales vote for (:mod:`patchpose.matching.zoom`).
 """
 
 from .describe import Describer

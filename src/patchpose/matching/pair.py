@@ -1,0 +1,170 @@
+"""Two photos matched in one call: detect, describe each keypoint at a pose, mutual nearest neighbours.
+
+:func:`match_pair` is what ``patchpose match`` runs; its default description, :data:`DEFAULT_POSE`, is the one
+docs/peers.md recommends for matching two photos at any detector (our affine shape, the gradient's peaks blended
+in it at three sizes, at one window widened by the zoom between the photos that our scales vote for).
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import InputError, is_int_in
+from ..estimator import PatchPoseEstimator
+
+#: the poses ``match_pair`` can describe keypoints at, by name, and the row of
+#: :func:`~patchpose.matching.pipeline.match_images` that computes each
+MATCH_POSES: dict[str, str] = {
+    "ours": "ours",
+    "ours-topk": "ours_top{k}",
+    "ours-angle": "ours_angle",
+    "sift": "sift",
+    # SIFT as users run it: a descriptor at every orientation SIFT found at the location (about 1.2 per keypoint;
+    # a pair's distance is that of its closest descriptors)
+    "sift-all": "sift_all",
+    "sift-resolved": "sift_resolved_by_ours",
+    "dominant-gradient": "dominant_gradient",
+    "log-dominant-gradient": "log+dominant_gradient",
+    # one descriptor per keypoint blended over 4 orientation peaks (patchpose.matching.blend): ours (for
+    # corners), or a gradient histogram's at the detector's scale (SIFT, Key.Net): docs/peers.md
+    "ours-blend": "ours_blend",
+    "gradient-blend": "dominant_gradient_blend",
+    # the same read on the affine shape of our shape network (patchpose.shape), each peak at 3 sizes: for
+    # photos seen at a slant (docs/peers.md)
+    "shape-blend": "shape_pooled_blend",
+    # the same at a fixed size widened by the pair's zoom, which our scales vote for (patchpose.matching.zoom):
+    # for corners, and at SIFT keypoints with their size set aside (docs/peers.md)
+    "shape-zoom-blend": "shape_zoom_blend",
+    "none": "lower",
+}
+#: the model whose scales vote for the pair's zoom (``shape-zoom-blend``) where none is named: the one
+#: fine-tuned at re-detected corners, whose ``ours_blend`` matches corners best (docs/peers.md)
+ZOOM_VOTE_MODEL = "patchpose-v10"
+
+
+#: what :func:`match_pair` and ``patchpose match`` describe keypoints at unless told otherwise
+DEFAULT_POSE = "shape-zoom-blend"
+
+
+@dataclass(frozen=True)
+class PairMatches:
+    """Mutual nearest-neighbour matches between two images' keypoints, described at one kind of pose."""
+
+    pose: str  #: the pose the descriptors were cut at (a key of :data:`MATCH_POSES`)
+    xy1: np.ndarray  #: (N, 2) keypoints of image 1, pixels
+    xy2: np.ndarray  #: (M, 2) keypoints of image 2
+    matches: np.ndarray  #: (L, 2) indices into xy1, xy2
+    distances: np.ndarray  #: (L,) descriptor distances
+    error_px: np.ndarray | None  #: (L,) reprojection error under the homography; None without one
+    correct: np.ndarray | None  #: (L,) error within the threshold; None without a homography
+    threshold: float  #: px: a match is correct within this
+    seconds: float  #: detection, poses, description and matching
+
+    def summary(self) -> dict:
+        """Counts for a report: keypoints per image, matches, and with ground truth the correct ones and
+        their share (``mma@Tpx``, 0 when there is no match)."""
+        doc = {
+            "pose": self.pose,
+            "keypoints": [len(self.xy1), len(self.xy2)],
+            "matches": int(len(self.matches)),
+            "seconds": round(self.seconds, 3),
+        }
+        if self.correct is not None:
+            doc[f"correct@{self.threshold:g}px"] = int(self.correct.sum())
+            doc[f"mma@{self.threshold:g}px"] = float(self.correct.mean()) if len(self.matches) else 0.0
+        return doc
+
+
+def match_pair(
+    image1: np.ndarray,
+    image2: np.ndarray,
+    *,
+    pose: str = DEFAULT_POSE,
+    weights: str | Path | None = None,
+    read_plan: Mapping[str, float] | None = None,
+    top_k: int = 4,
+    homography: np.ndarray | None = None,
+    threshold: float = 3.0,
+    max_keypoints: int = 2000,
+    detector: str = "sift",
+    keypoints1: np.ndarray | None = None,
+    keypoints2: np.ndarray | None = None,
+    descriptor: str = "sift",
+    descriptor_weights: str | Path | None = None,
+) -> PairMatches:
+    """Detect keypoints (or take ``keypoints1``/``keypoints2``), give them a ``pose`` (a key of
+    :data:`MATCH_POSES`), describe the patches cut at those poses and match them (mutual nearest neighbours).
+
+    Args:
+        image1, image2: ``H×W×3`` uint8 RGB or ``H×W`` gray arrays.
+        pose: :data:`DEFAULT_POSE` (the recommended description, docs/peers.md) or another key of
+            :data:`MATCH_POSES`.
+        weights, read_plan: the model read for the poses that use it (a bundled name or a file; None: the
+            default model, and :data:`ZOOM_VOTE_MODEL` for ``shape-zoom-blend``), and changes to its read plan.
+        top_k: candidates per keypoint for ``pose="ours-topk"`` (at least 2).
+        homography: the 3×3 map from image 1 to image 2, if known: each match then gets its reprojection
+            error and is correct within ``threshold`` px.
+        max_keypoints, detector: the keypoints detected per image (``"sift"``, ``"harris"`` or ``"gftt"``),
+            unless ``keypoints1`` and ``keypoints2`` (``(N, 2)`` x, y) are given.
+        descriptor, descriptor_weights: the descriptor cut at each pose (``"sift"``: RootSIFT; ``"hardnet"``,
+            ``"sosnet"`` with a local state dict).
+
+    Returns:
+        :class:`PairMatches`: ``xy1[matches[:, 0]]`` ↔ ``xy2[matches[:, 1]]``."""
+    from .pipeline import PAIR_ROWS, MatchConfig, match_images
+
+    if pose not in MATCH_POSES:
+        raise InputError(f"pose must be one of {sorted(MATCH_POSES)}, got {pose!r}")
+    if isinstance(threshold, bool) or not (
+        isinstance(threshold, numbers.Real) and math.isfinite(threshold) and threshold > 0
+    ):
+        raise InputError(
+            f"the match threshold (--threshold) must be a positive number of pixels, got {threshold}"
+        )
+    if pose == "ours-topk" and not is_int_in(top_k, 2):
+        raise InputError(f"pose ours-topk needs top_k (--top-k) of at least 2, got {top_k}")
+    if (keypoints1 is None) != (keypoints2 is None):
+        raise InputError("give keypoints for both images (--keypoints1 and --keypoints2) or for none")
+    row = MATCH_POSES[pose].format(k=top_k)
+    if weights is None and row in PAIR_ROWS:
+        weights = ZOOM_VOTE_MODEL
+    # only the rows that read our model load it
+    est = (
+        PatchPoseEstimator.load(weights).with_plan(**(read_plan or {}))
+        if row not in ("lower", "sift", "sift_all", "shape_pooled_blend")
+        else None
+    )
+    cfg = MatchConfig(
+        max_keypoints=max_keypoints,
+        descriptor=descriptor,
+        descriptor_weights=descriptor_weights,
+        top_k=max(2, top_k),
+        detector=detector,
+    )
+    t0 = time.time()
+    res = match_images(
+        image1, image2, est, cfg, rows=(row,), H=homography, keypoints1=keypoints1, keypoints2=keypoints2
+    )
+    r = res["rows"][row]
+    err = r["error_px"]
+    return PairMatches(
+        pose=pose,
+        xy1=res["xy1"],
+        xy2=res["xy2"],
+        matches=r["matches"],
+        distances=r["distances"],
+        error_px=err,
+        correct=None if err is None else err <= threshold,
+        threshold=float(threshold),
+        seconds=time.time() - t0,
+    )
+
+
+__all__ = ["DEFAULT_POSE", "MATCH_POSES", "PairMatches", "ZOOM_VOTE_MODEL", "match_pair"]
