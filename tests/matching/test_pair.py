@@ -67,8 +67,11 @@ def test_sift_all_describes_every_orientation_and_matches_each_location_once(pho
         p: patchpose.match_pair(photo, img2, pose=p, homography=H, max_keypoints=300)
         for p in ("sift-all", "sift")
     }
-    m = res["sift-all"].matches
-    assert len(np.unique(m[:, 0])) == len(m) and len(np.unique(m[:, 1])) == len(m)
+    for xy in ("xy1", "xy2"):  # the same keypoints as SIFT's first angle, one per location (no repeats)
+        pts = getattr(res["sift-all"], xy)
+        np.testing.assert_array_equal(pts, getattr(res["sift"], xy))
+        assert len(np.unique(pts, axis=0)) == len(pts)
     assert res["sift-all"].correct.sum() > res["sift"].correct.sum() + 10
-    with pytest.raises(patchpose.InputError, match="SIFT detections"):
-        patchpose.match_pair(photo, img2, pose="sift-all", detector="harris", max_keypoints=50)
+    for kw in ({"detector": "harris"}, {"keypoints1": [[50.0, 60.0]], "keypoints2": [[50.0, 60.0]]}):
+        with pytest.raises(patchpose.InputError, match="--pose sift-all needs SIFT's own detections"):
+            patchpose.match_pair(photo, img2, pose="sift-all", max_keypoints=50, **kw)
