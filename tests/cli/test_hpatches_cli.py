@@ -94,7 +94,9 @@ def test_cli_generate_eval_and_match(tmp_path, capsys):
     rc = main(
         ["match", str(seq / "1.ppm"), str(seq / "2.ppm"), "--pose", "sift-resolved", *kp, "--out", str(out)]
     )
-    assert rc == 2 and "SIFT's own detections" in capsys.readouterr().err  # keypoints from a file have no SIFT pose
+    assert (
+        rc == 2 and "SIFT's own detections" in capsys.readouterr().err
+    )  # keypoints from a file have no SIFT pose
     (tmp_path / "badH").write_text("not a matrix")
     rc = main(
         [

@@ -55,6 +55,7 @@ def test_evaluation_end_to_end_and_resume(tmp_path):
         "dominant_gradient_blend",
         "shape_pooled_blend",
         "shape_zoom_blend",
+        "pair_pose",
         "upper",
         "upper_affine",
     ]
@@ -306,6 +307,7 @@ def test_harris_and_file_keypoints_evaluate_without_sift_rows(tmp_path):
         "dominant_gradient_pooled_blend",  # keypoints without a scale only
         "shape_pooled_blend",
         "shape_zoom_blend",
+        "pair_pose",
         "upper",
         "upper_affine",
     )
@@ -321,7 +323,8 @@ def test_harris_and_file_keypoints_evaluate_without_sift_rows(tmp_path):
     assert doc["setup"]["detector"].startswith("Harris")
     # the pair row's voted zoom is measured against H's on every pair (the replica's views barely zoom)
     assert (
-        list(doc["pair_zoom"]) == ["shape_zoom_blend"] and doc["pair_zoom"]["shape_zoom_blend"]["pairs"] == 2
+        list(doc["pair_zoom"]) == ["shape_zoom_blend", "pair_pose"]
+        and doc["pair_zoom"]["shape_zoom_blend"]["pairs"] == 2
     )
     assert "## The pair's zoom" in (tmp_path / "h" / "results.md").read_text()
     assert set(doc["repeated_keypoints_pose"]["overall"]) == {

@@ -131,9 +131,11 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         choices=tuple(MATCH_POSES),
         default=DEFAULT_POSE,
         help=f"the pose each descriptor patch is cut at (default {DEFAULT_POSE}: the recommended one, docs/peers.md). "
-        "shape-zoom-blend: our affine shape with the gradient's 4 orientation peaks blended in it at 3 sizes, at one "
-        "fixed size for every keypoint (a detector's own set aside) widened by the pair's zoom that our scales vote "
-        "for (the votes read patchpose-v10 unless --weights names another model); shape-blend: the same at the "
+        "pair-pose: every keypoint at one pose per photo, upright in the first and turned in the second by the "
+        "turn between the photos that our angles vote for, at one fixed size (a detector's own set aside) widened "
+        "by the zoom our scales vote for, each at 3 sizes (the votes read patchpose-v10 unless --weights names "
+        "another model); shape-zoom-blend: our affine shape with the gradient's 4 orientation peaks blended in it at "
+        "3 sizes, at the same fixed size, for photos seen at a slant; shape-blend: the same at the "
         "detector's size (16 px for corners); gradient-blend, ours-blend: one descriptor blended over 4 orientation "
         "peaks, the gradient's at the detector's scale or ours at our scale; sift: SIFT's own pose; sift-all: SIFT "
         "with all its orientations, as users run it; sift-resolved: SIFT's pose, where SIFT found several "

@@ -1,9 +1,10 @@
 """Two photos matched in one call: detect, describe each keypoint at a pose, mutual nearest neighbours.
 
 :func:`match_pair` is what ``patchpose match`` runs; its default description, :data:`DEFAULT_POSE`, is the one
-docs/peers.md recommends for matching two photos at SIFT keypoints and corners (our affine shape, the gradient's
-peaks blended in it at three sizes, at one window widened by the zoom between the photos that our scales vote
-for): never far behind the best description of any kind of pair measured, far ahead on slanted photos.
+docs/peers.md recommends for matching two photos at SIFT keypoints and corners: every keypoint at one pose per
+photo, the turn and the zoom between the two photos that our angles and scales vote for at tentative matches
+(:func:`~patchpose.matching.zoom.pair_turn`, :func:`~patchpose.matching.zoom.pair_zoom`), each keypoint
+described at three sizes.
 """
 
 from __future__ import annotations
@@ -43,6 +44,9 @@ MATCH_POSES: dict[str, str] = {
     # the same at a fixed size widened by the pair's zoom, which our scales vote for (patchpose.matching.zoom):
     # for corners, and at SIFT keypoints with their size set aside (docs/peers.md)
     "shape-zoom-blend": "shape_zoom_blend",
+    # every keypoint at one pose per photo: the turn and the zoom between the two photos that our angles and scales
+    # vote for (patchpose.matching.zoom), each keypoint described at 3 sizes (docs/peers.md)
+    "pair-pose": "pair_pose",
     "none": "lower",
 }
 #: the model whose scales vote for the pair's zoom (``shape-zoom-blend``) where none is named: the one
@@ -53,7 +57,7 @@ ZOOM_VOTE_MODEL = "patchpose-v10"
 #: the poses that read SIFT's own (its angle, or every orientation it found): SIFT's detections only
 SIFT_POSES = ("sift", "sift-all", "sift-resolved")
 #: what :func:`match_pair` and ``patchpose match`` describe keypoints at unless told otherwise
-DEFAULT_POSE = "shape-zoom-blend"
+DEFAULT_POSE = "pair-pose"
 
 
 @dataclass(frozen=True)

@@ -47,6 +47,10 @@ gradient``      (:func:`patchpose.baselines.log_scale_selection`, σ), a descrip
 ``affnet+       a peer: kornia's affine frame at the detector's scale (16 px without one): AffNet's shape
 orinet``        (its scale kept), then OriNet's angle in that frame; the descriptor patch is cut through the
                 frame (Key.Net → AffNet → OriNet is kornia's ``KeyNetAffNetHardNet``)
+``pair_pose``   two photos at a time: every keypoint at one pose per photo, the turn and the zoom between the
+                photos that our angles and scales vote for at tentative matches (:mod:`.zoom`): upright in
+                photo 1, turned by the pair's turn in photo 2, at 16 px widened by the zoom where structures
+                look larger, each at 3 sizes pooled (:func:`~.blend.pool_sizes`); a detector's size set aside
 ``upper``       the ground truth from a homography ``H``: upright at 16 px in image 1, and in image 2 the
                 pose change that ``H`` makes at the keypoint's source point (:func:`patchpose.geometry.pose_change`)
 ``upper_        the same with ``H``'s whole local affine map (its Jacobian at the source point): in image 2 the
@@ -102,7 +106,7 @@ from .blend import (
 from .describe import Describer
 from .matcher import mutual_nn
 from .peers import Peers, affnet_frames, keynet_frames, orinet_in_frames, orinet_orientations
-from .zoom import PairZoom, pair_zoom
+from .zoom import PairTurn, PairZoom, pair_turn, pair_zoom
 
 #: SIFT's descriptor window per unit of keypoint size (:data:`~patchpose.conventions.OPENCV_SIFT_WINDOW_PER_SIZE`)
 SIFT_REGION = OPENCV_SIFT_WINDOW_PER_SIZE
@@ -127,8 +131,9 @@ BLEND_ROWS = (
     "shape_pooled_blend",
 )
 #: rows whose descriptors depend on both photos (:func:`pair_descriptors`): the pooled shape blend at one
-#: fixed size for every keypoint, widened by the pair's zoom that our scales vote for (:mod:`.zoom`)
-PAIR_ROWS = ("shape_zoom_blend",)
+#: fixed size for every keypoint, widened by the pair's zoom that our scales vote for (:mod:`.zoom`); and every
+#: keypoint at one pose per photo, the pair's turn and zoom that our angles and scales vote for
+PAIR_ROWS = ("shape_zoom_blend", "pair_pose")
 #: the per-photo row whose candidates each pair row cuts at the pair's zoom
 PAIR_BASE_ROWS = {"shape_zoom_blend": "shape_pooled_blend"}
 #: rows that read our shape network (``shape_weights``)
@@ -149,8 +154,8 @@ def pose_rows(
     """Row names in report order: without ``sift`` (keypoints that come without a pose: corners, Key.Net, a
     file), the rows that read SIFT's pose are left out, and with ``keynet`` (Key.Net detections) the row of
     Key.Net's own scale is added; ``handcrafted`` adds the hand-crafted pose rows and ``peers`` those of the
-    peers (:data:`PEER_ROWS` and ``affnet_pooled_blend``). ``shape_pooled_blend`` and ``shape_zoom_blend`` (our
-    bundled shape network) are always there. The :data:`NO_SCALE_ROWS` are only for keypoints without a scale
+    peers (:data:`PEER_ROWS` and ``affnet_pooled_blend``). ``shape_pooled_blend``, ``shape_zoom_blend`` (our
+    bundled shape network) and ``pair_pose`` are always there. The :data:`NO_SCALE_ROWS` are only for keypoints without a scale
     (neither ``sift`` nor ``keynet``)."""
     rows = (
         "lower",
@@ -167,6 +172,7 @@ def pose_rows(
         *((*HANDCRAFTED_ROWS, "dominant_gradient_blend", *NO_SCALE_ROWS) if handcrafted else ()),
         "shape_pooled_blend",
         "shape_zoom_blend",
+        "pair_pose",
         *((*PEER_ROWS, "affnet_pooled_blend") if peers else ()),
         "upper",
         "upper_affine",
@@ -627,7 +633,7 @@ def describe_rows(
             out[row] = affine_upper_descriptors(feats, describer, H_from_1).reshape(len(feats), 1, -1)
             continue
         elif row == "ours_blend" and est is not None:  # kept: the pair rows' zoom votes read it too
-            out[row] = ours_blend_descriptors(feats, describer, est, cfg, ours)[1][:, None]
+            out[row] = ours_blend_descriptors(feats, describer, est, cfg, ours)[2][:, None]
             continue
         elif row in BLEND_ROWS:
             out[row] = blended_descriptors(row, feats, describer, ours, region, peers, cfg.shape_weights)[
@@ -650,26 +656,35 @@ def pair_zoom_of(
     mutual nearest neighbours of the ``ours_blend`` descriptors (our scale and top angles: a description that
     follows the zoom). ``ours1``/``ours2``: the estimator's top-k poses at the features' keypoints, if already
     read; each image's ``ours_blend`` descriptors are kept in its memo (image 1 of a sequence is read once)."""
+    return pair_pose_of(feats1, feats2, describer, est, cfg, ours1, ours2)[0]
+
+
+def pair_pose_of(
+    feats1: Features, feats2: Features, describer: Describer, est, cfg: MatchConfig, ours1=None, ours2=None
+) -> tuple[PairZoom, PairTurn]:
+    """The zoom and the turn from image 1 to image 2 (:func:`~.zoom.pair_zoom`, :func:`~.zoom.pair_turn`) that
+    our strongest scales and angles vote for at the same tentative matches (:func:`pair_zoom_of`)."""
     if est is None:
         raise InputError("the pair's zoom is voted by our scales: it needs an estimator")
     if len(feats1) == 0 or len(feats2) == 0:
-        return PairZoom(0.0, 0, 0)
-    s1, d1 = ours_blend_descriptors(feats1, describer, est, cfg, ours1)
-    s2, d2 = ours_blend_descriptors(feats2, describer, est, cfg, ours2)
-    return pair_zoom(s1, s2, mutual_nn(d1, d2)[0])
+        return PairZoom(0.0, 0, 0), PairTurn(0.0, 0, 0)
+    s1, o1, d1 = ours_blend_descriptors(feats1, describer, est, cfg, ours1)
+    s2, o2, d2 = ours_blend_descriptors(feats2, describer, est, cfg, ours2)
+    m = mutual_nn(d1, d2)[0]
+    return pair_zoom(s1, s2, m), pair_turn(o1, o2, m)
 
 
 def ours_blend_descriptors(
     feats: Features, describer: Describer, est, cfg: MatchConfig, ours=None
-) -> tuple[np.ndarray, np.ndarray]:
-    """Our strongest scales ``(N,)`` and the ``ours_blend`` row's ``(N, D)`` descriptors at the features'
-    keypoints (``ours``: the estimator's top-k poses there, if already read), computed once per describer,
-    estimator and top-k and kept in the features' memo: the row and the pair rows' zoom votes share them."""
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Our strongest scales and orientations ``(N,)`` and the ``ours_blend`` row's ``(N, D)`` descriptors at the
+    features' keypoints (``ours``: the estimator's top-k poses there, if already read), computed once per
+    describer, estimator and top-k and kept in the features' memo: the row and the pair rows' votes share them."""
     key = ("ours_blend", describer, est, cfg.top_k)
     if key not in feats.memo:
         ours = ours if ours is not None else est.estimate(feats.image, feats.xy, top_k=cfg.top_k)
         d = blended_descriptors("ours_blend", feats, describer, ours, est.plan.descriptor_region)
-        feats.memo[key] = (np.asarray(ours.scale)[:, 0], d)
+        feats.memo[key] = (np.asarray(ours.scale)[:, 0], np.asarray(ours.orientation)[:, 0], d)
     return feats.memo[key]
 
 
@@ -690,13 +705,22 @@ def pair_candidate_descriptors(
     (our shape network, the gradient peaks on its patch, each at 3 sizes) at the fixed 16 px window widened
     by the zoom (:func:`pair_zoom_of`) in the photo where structures look larger
     (:attr:`~.zoom.PairZoom.frames`), for every keypoint: a detector's own scale (SIFT's, Key.Net's) is set
-    aside."""
+    aside. ``pair_pose``: every keypoint at one pose per photo, upright in photo 1 and turned by the pair's turn
+    (:func:`pair_pose_of`) in photo 2, at the same fixed window, each at 3 sizes (:func:`~.blend.pool_sizes`)."""
     cfg = cfg or MatchConfig()
     if row not in PAIR_ROWS:
         raise InputError(f"row {row!r} is not a pair row; they are {PAIR_ROWS}")
-    zoom = pair_zoom_of(feats1, feats2, describer, est, cfg, ours1, ours2)
+    zoom, turn = pair_pose_of(feats1, feats2, describer, est, cfg, ours1, ours2)
     out = []
-    for feats, frame in zip((feats1, feats2), zoom.frames):
+    for feats, frame, angle in zip((feats1, feats2), zoom.frames, (0.0, turn.radians)):
+        if row == "pair_pose":  # one pose per photo, each keypoint at 3 sizes
+            n = len(feats)
+            s, o, w = pool_sizes(np.full((n, 1), frame), np.full((n, 1), angle), np.ones((n, 1)))
+            d = describer.describe(
+                feats.pyramid, np.repeat(feats.xy, s.shape[1], 0), s.reshape(-1), o.reshape(-1)
+            )
+            out.append((s, o, w, d.reshape(n, s.shape[1], describer.dim)))
+            continue
         if len(feats) == 0:
             k = len(POOL_WEIGHTS) * BLEND_K  # each peak at each size (pool_sizes)
             out.append((*(np.zeros((0, k)) for _ in range(3)), np.zeros((0, k, describer.dim), np.float32)))

@@ -76,6 +76,9 @@ _ROW = {
     # a pair row: our affine shape blend at the fixed 16 px widened by the pair's zoom that our scales vote
     # for (SIFT's scale set aside); AdaLAM reads each match's closest candidate pair through its affine frame
     "shape_zoom_blend": "shape_zoom_blend",
+    # a pair row: every keypoint at one pose per photo, the pair's turn and zoom that our angles and scales vote
+    # for, each at 3 sizes; AdaLAM reads each match's closest candidate pair
+    "pair_pose": "pair_pose",
     "none": "lower",
 }
 

@@ -1,4 +1,4 @@
-"""The zoom between two photos, voted by our scales at tentative matches.
+"""The zoom and the turn between two photos, voted by our scales and angles at tentative matches.
 
 Keypoints without a scale of their own (corners, a grid) match best at one fixed window where two photos do
 not zoom, and hardly at all where they do (docs/peers.md): a fixed window covers other content in the photo
@@ -12,6 +12,7 @@ the photo where things look larger, and a fixed size works under any zoom (:func
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -26,6 +27,10 @@ ZOOM_BAND = 0.25
 MIN_VOTES = 5
 #: octaves: the largest zoom voted for (two scales within the models' ±4 octaves differ by at most 8)
 MAX_ZOOM = 8.0
+#: radians: the width of the turn's vote bins (10°, the models' orientation bins)
+TURN_BIN = 2.0 * math.pi / 36
+#: radians: the votes within this of the winning bin's centre are the estimate's (their median offset)
+TURN_BAND = math.radians(15.0)
 
 
 @dataclass(frozen=True)
@@ -75,4 +80,56 @@ def pair_zoom(scale1, scale2, matches) -> PairZoom:
     return PairZoom(float(np.median(near)), int(len(near)), int(len(d)))
 
 
-__all__ = ["MAX_ZOOM", "MIN_VOTES", "PairZoom", "ZOOM_BAND", "ZOOM_BIN", "pair_zoom"]
+@dataclass(frozen=True)
+class PairTurn:
+    """The in-plane turn from image 1 to image 2 that :func:`pair_turn` found."""
+
+    radians: float  #: image 2 shows image 1's structures turned by this, CCW as displayed, in [0, 2π) (0: no evidence)
+    votes: int  #: tentative matches within :data:`TURN_BAND` of the estimate
+    matches: int  #: tentative matches that voted
+
+
+def pair_turn(orientation1, orientation2, matches) -> PairTurn:
+    """The turn between two photos from the orientations (radians, CCW as displayed) of their keypoints
+    (``orientation1`` ``(N,)``, ``orientation2`` ``(M,)``, e.g. :attr:`patchpose.Poses.orientation` of the
+    strongest candidate) and tentative matches ``(L, 2)``, as :func:`pair_zoom` finds the zoom: each match votes
+    ``orientation2[j] − orientation1[i]`` (mod 2π) into bins of :data:`TURN_BIN`, the circular histogram is
+    smoothed by ``[1, 2, 1]``, and the winning bin's centre moved by the median offset of the votes within
+    :data:`TURN_BAND` of it is the turn; with fewer than :data:`MIN_VOTES` such votes, 0. Non-finite
+    orientations do not vote."""
+    o1 = np.asarray(orientation1, np.float64)
+    o2 = np.asarray(orientation2, np.float64)
+    m = np.asarray(matches)
+    if o1.ndim != 1 or o2.ndim != 1:
+        raise InputError(f"orientations must be (N,) arrays, got shapes {o1.shape} and {o2.shape}")
+    if m.size == 0:
+        return PairTurn(0.0, 0, 0)
+    if m.ndim != 2 or m.shape[1] != 2 or not np.issubdtype(m.dtype, np.integer):
+        raise InputError(f"matches must be an (L, 2) integer array, got {m.dtype} of shape {m.shape}")
+    if m.min() < 0 or m[:, 0].max() >= len(o1) or m[:, 1].max() >= len(o2):
+        raise InputError(f"matches index keypoints outside the {len(o1)} and {len(o2)} orientations given")
+    d = o2[m[:, 1]] - o1[m[:, 0]]
+    d = np.mod(d[np.isfinite(d)], 2.0 * math.pi)
+    bins = int(round(2.0 * math.pi / TURN_BIN))
+    hist = np.histogram(d, bins, (0.0, 2.0 * math.pi))[0]
+    hist = 2 * hist + np.roll(hist, 1) + np.roll(hist, -1)
+    centre = (int(np.argmax(hist)) + 0.5) * TURN_BIN
+    offset = np.angle(np.exp(1j * (d - centre)))
+    near = offset[np.abs(offset) <= TURN_BAND]
+    if len(near) < MIN_VOTES:
+        return PairTurn(0.0, int(len(near)), int(len(d)))
+    return PairTurn(float(np.mod(centre + np.median(near), 2.0 * math.pi)), int(len(near)), int(len(d)))
+
+
+__all__ = [
+    "MAX_ZOOM",
+    "MIN_VOTES",
+    "PairTurn",
+    "PairZoom",
+    "TURN_BAND",
+    "TURN_BIN",
+    "ZOOM_BAND",
+    "ZOOM_BIN",
+    "pair_turn",
+    "pair_zoom",
+]

@@ -1,0 +1,94 @@
+"""The pair's turn voted by our angles (:func:`patchpose.matching.zoom.pair_turn`) and the ``pair_pose`` row that
+describes every keypoint at one pose per photo: exact votes on hand-built angles, the wrap at 2π, clear errors,
+and a photo turned and zoomed by a known amount."""
+
+from __future__ import annotations
+
+import math
+
+import cv2
+import numpy as np
+import pytest
+
+from patchpose.errors import InputError
+from patchpose.matching.zoom import MIN_VOTES, TURN_BAND, PairTurn, pair_turn
+
+
+def test_the_turn_is_the_winning_bin_moved_by_the_median_offset_of_its_votes():
+    o1 = np.linspace(0.0, 6.0, 12)  # any angles: the votes are differences
+    agree = np.radians([40.0, 41.0, 42.0, 44.0, 45.0, 52.0])  # the 40°-50° bin, and 52° in the band about it
+    scattered = np.radians([100.0, 170.0, 260.0, 330.0])
+    o2 = o1[:10] + np.concatenate([agree, scattered])
+    m = np.stack([np.arange(10), np.arange(10)], 1)
+    t = pair_turn(o1[:10], o2, m)
+    # the bin's centre 45° plus the median offset of the 6 votes within 15° of it (−2.5°)
+    assert t == PairTurn(pytest.approx(math.radians(43.0)), 6, 10)
+    # the other way round: the opposite turn, modulo 2π
+    back = pair_turn(o2, o1[:10], m[:, ::-1])
+    assert back.radians == pytest.approx(2 * math.pi - math.radians(43.0)) and back.votes == 6
+
+
+def test_a_turn_across_zero_is_voted_on_the_circle_and_bad_votes_do_not_count():
+    o1 = np.zeros(12)
+    turn = np.radians([-3.0, -2.0, -1.0, 0.0, 1.0, 2.0, 3.0, 4.0])  # about 0, on both sides of 2π
+    o2 = np.concatenate([np.mod(turn, 2 * math.pi), [np.nan, np.inf, np.radians(90.0), np.radians(200.0)]])
+    t = pair_turn(o1, o2, np.stack([np.arange(12)] * 2, 1))
+    assert t.votes == 8 and t.matches == 10  # NaN and inf dropped; 90° and 200° far from the winner
+    # the 0°-10° bin wins (5 votes, 3 beside it): its centre 5° plus the median offset −4.5°
+    assert math.degrees(math.remainder(t.radians, 2 * math.pi)) == pytest.approx(0.5)
+
+
+def test_too_few_agreeing_votes_give_no_turn():
+    n = MIN_VOTES - 1
+    assert pair_turn(np.zeros(n), np.ones(n), np.stack([np.arange(n)] * 2, 1)) == PairTurn(0.0, n, n)
+    assert pair_turn(np.zeros(3), np.zeros(3), np.zeros((0, 2), np.int64)) == PairTurn(0.0, 0, 0)
+    spread = np.radians(np.arange(0.0, 360.0, 360.0 / 12))  # no two votes within one band of each other
+    assert pair_turn(np.zeros(12), spread, np.stack([np.arange(12)] * 2, 1)).radians == 0.0
+    assert TURN_BAND < math.radians(30.0)
+
+
+@pytest.mark.parametrize(
+    "o1, matches, message",
+    [
+        (np.zeros(3), np.array([[0, 5]]), "outside"),
+        (np.zeros(3), np.array([0.0, 1.0]), r"\(L, 2\) integer"),
+        (np.zeros((3, 1)), np.array([[0, 1]]), r"\(N,\) arrays"),
+    ],
+)
+def test_bad_input_is_one_clear_error(o1, matches, message):
+    with pytest.raises(InputError, match=message):
+        pair_turn(o1, np.zeros(3), matches)
+
+
+def test_a_photo_turned_and_zoomed_is_found_and_matched_at_one_pose_per_photo():
+    """The photo turned by 120° (clockwise as displayed) and enlarged 1.5×, Harris corners: our angles and scales vote the turn within 2°
+    and the zoom within 0.1 octave, and the ``pair_pose`` row describes the second photo at them: more correct
+    matches than our one pose per keypoint."""
+    pytest.importorskip("kornia")
+    import patchpose
+    from patchpose.data.patches import load_photo, to_gray
+    from patchpose.data.photos import demo_photo
+    from patchpose.geometry import pose_change
+    from patchpose.matching.describe import Describer
+    from patchpose.matching.pipeline import MatchConfig, detect, pair_pose_of
+
+    photo = to_gray(load_photo(demo_photo(), 480))
+    h, w = photo.shape
+    c, a = np.array([(w - 1) / 2, (h - 1) / 2]), math.radians(120.0)
+    A = 1.5 * np.array([[math.cos(a), -math.sin(a)], [math.sin(a), math.cos(a)]])
+    M = np.concatenate([A, (c - A @ c)[:, None]], 1)
+    img2, H = cv2.warpAffine(photo, M, (w, h), flags=cv2.INTER_LINEAR), np.vstack([M, [0, 0, 1]])
+    est = patchpose.PatchPoseEstimator.from_pretrained("patchpose-v10")
+    f1, f2 = detect(photo, 300, detector="harris"), detect(img2, 300, detector="harris")
+    zoom, turn = pair_pose_of(f1, f2, Describer(), est, MatchConfig(detector="harris"))
+    ds, dt, _ = pose_change(
+        H, c[None]
+    )  # what H does to a pose at the centre: (log2 1.5, −120°, CCW as displayed)
+    assert ds[0] == pytest.approx(math.log2(1.5)) and math.degrees(dt[0]) == pytest.approx(240.0)
+    assert abs(math.degrees(math.remainder(turn.radians - dt[0], 2 * math.pi))) < 2.0, turn
+    assert zoom.log2 == pytest.approx(ds[0], abs=0.1), zoom
+    correct = {}
+    for pose in ("pair-pose", "ours"):
+        res = patchpose.match_pair(photo, img2, pose=pose, homography=H, detector="harris", max_keypoints=300)
+        correct[pose] = int(res.correct.sum())
+    assert correct["pair-pose"] > correct["ours"] + 10, correct
