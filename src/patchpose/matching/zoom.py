@@ -49,6 +49,23 @@ class PairZoom:
         return max(0.0, -self.log2), max(0.0, self.log2)
 
 
+def _votes(values1, values2, matches, what: str) -> np.ndarray | None:
+    """``values2[j] − values1[i]`` for each tentative match ``(i, j)`` (None for no match), the arguments checked:
+    ``(N,)`` and ``(M,)`` arrays (``what`` names them in the errors) and ``(L, 2)`` integer indices into them."""
+    v1 = np.asarray(values1, np.float64)
+    v2 = np.asarray(values2, np.float64)
+    m = np.asarray(matches)
+    if v1.ndim != 1 or v2.ndim != 1:
+        raise InputError(f"{what} must be (N,) arrays, got shapes {v1.shape} and {v2.shape}")
+    if m.size == 0:
+        return None
+    if m.ndim != 2 or m.shape[1] != 2 or not np.issubdtype(m.dtype, np.integer):
+        raise InputError(f"matches must be an (L, 2) integer array, got {m.dtype} of shape {m.shape}")
+    if m.min() < 0 or m[:, 0].max() >= len(v1) or m[:, 1].max() >= len(v2):
+        raise InputError(f"matches index keypoints outside the {len(v1)} and {len(v2)} {what} given")
+    return v2[m[:, 1]] - v1[m[:, 0]]
+
+
 def pair_zoom(scale1, scale2, matches) -> PairZoom:
     """The zoom between two photos from the log2 scales of their keypoints (``scale1`` ``(N,)``, ``scale2``
     ``(M,)``, e.g. :attr:`patchpose.Poses.scale` of the strongest candidate) and tentative matches ``(L, 2)``
@@ -58,18 +75,9 @@ def pair_zoom(scale1, scale2, matches) -> PairZoom:
     by ``[1, 2, 1]``, and the median of the votes within :data:`ZOOM_BAND` octaves of the highest bin's centre
     is the zoom. With fewer than :data:`MIN_VOTES` such votes the photos give no evidence of a zoom: 0.
     Non-finite scales do not vote."""
-    s1 = np.asarray(scale1, np.float64)
-    s2 = np.asarray(scale2, np.float64)
-    m = np.asarray(matches)
-    if s1.ndim != 1 or s2.ndim != 1:
-        raise InputError(f"scales must be (N,) arrays, got shapes {s1.shape} and {s2.shape}")
-    if m.size == 0:
+    d = _votes(scale1, scale2, matches, "scales")
+    if d is None:
         return PairZoom(0.0, 0, 0)
-    if m.ndim != 2 or m.shape[1] != 2 or not np.issubdtype(m.dtype, np.integer):
-        raise InputError(f"matches must be an (L, 2) integer array, got {m.dtype} of shape {m.shape}")
-    if m.min() < 0 or m[:, 0].max() >= len(s1) or m[:, 1].max() >= len(s2):
-        raise InputError(f"matches index keypoints outside the {len(s1)} and {len(s2)} scales given")
-    d = s2[m[:, 1]] - s1[m[:, 0]]
     d = d[np.isfinite(d) & (np.abs(d) <= MAX_ZOOM)]
     edges = np.linspace(-MAX_ZOOM, MAX_ZOOM, int(round(2 * MAX_ZOOM / ZOOM_BIN)) + 1)
     hist = np.convolve(np.histogram(d, edges)[0], [1, 2, 1], "same")
@@ -97,18 +105,9 @@ def pair_turn(orientation1, orientation2, matches) -> PairTurn:
     smoothed by ``[1, 2, 1]``, and the winning bin's centre moved by the median offset of the votes within
     :data:`TURN_BAND` of it is the turn; with fewer than :data:`MIN_VOTES` such votes, 0. Non-finite
     orientations do not vote."""
-    o1 = np.asarray(orientation1, np.float64)
-    o2 = np.asarray(orientation2, np.float64)
-    m = np.asarray(matches)
-    if o1.ndim != 1 or o2.ndim != 1:
-        raise InputError(f"orientations must be (N,) arrays, got shapes {o1.shape} and {o2.shape}")
-    if m.size == 0:
+    d = _votes(orientation1, orientation2, matches, "orientations")
+    if d is None:
         return PairTurn(0.0, 0, 0)
-    if m.ndim != 2 or m.shape[1] != 2 or not np.issubdtype(m.dtype, np.integer):
-        raise InputError(f"matches must be an (L, 2) integer array, got {m.dtype} of shape {m.shape}")
-    if m.min() < 0 or m[:, 0].max() >= len(o1) or m[:, 1].max() >= len(o2):
-        raise InputError(f"matches index keypoints outside the {len(o1)} and {len(o2)} orientations given")
-    d = o2[m[:, 1]] - o1[m[:, 0]]
     d = np.mod(d[np.isfinite(d)], 2.0 * math.pi)
     bins = int(round(2.0 * math.pi / TURN_BIN))
     hist = np.histogram(d, bins, (0.0, 2.0 * math.pi))[0]
