@@ -155,8 +155,8 @@ def pose_rows(
     file), the rows that read SIFT's pose are left out, and with ``keynet`` (Key.Net detections) the row of
     Key.Net's own scale is added; ``handcrafted`` adds the hand-crafted pose rows and ``peers`` those of the
     peers (:data:`PEER_ROWS` and ``affnet_pooled_blend``). ``shape_pooled_blend``, ``shape_zoom_blend`` (our
-    bundled shape network) and ``pair_pose`` are always there. The :data:`NO_SCALE_ROWS` are only for keypoints without a scale
-    (neither ``sift`` nor ``keynet``)."""
+    bundled shape network) and ``pair_pose`` are always there. The :data:`NO_SCALE_ROWS` are only for keypoints
+    without a scale (neither ``sift`` nor ``keynet``)."""
     rows = (
         "lower",
         "sift",
