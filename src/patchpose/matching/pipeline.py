@@ -649,21 +649,14 @@ def describe_rows(
     return out
 
 
-def pair_zoom_of(
-    feats1: Features, feats2: Features, describer: Describer, est, cfg: MatchConfig, ours1=None, ours2=None
-) -> PairZoom:
-    """The zoom from image 1 to image 2 (:func:`~.zoom.pair_zoom`) that our strongest scales vote for at the
-    mutual nearest neighbours of the ``ours_blend`` descriptors (our scale and top angles: a description that
-    follows the zoom). ``ours1``/``ours2``: the estimator's top-k poses at the features' keypoints, if already
-    read; each image's ``ours_blend`` descriptors are kept in its memo (image 1 of a sequence is read once)."""
-    return pair_pose_of(feats1, feats2, describer, est, cfg, ours1, ours2)[0]
-
-
 def pair_pose_of(
     feats1: Features, feats2: Features, describer: Describer, est, cfg: MatchConfig, ours1=None, ours2=None
 ) -> tuple[PairZoom, PairTurn]:
-    """The zoom and the turn from image 1 to image 2 (:func:`~.zoom.pair_zoom`, :func:`~.zoom.pair_turn`) that
-    our strongest scales and angles vote for at the same tentative matches (:func:`pair_zoom_of`)."""
+    """The zoom and the turn from image 1 to image 2 (:func:`~.zoom.pair_zoom`, :func:`~.zoom.pair_turn`) that our
+    strongest scales and angles vote for at the mutual nearest neighbours of the ``ours_blend`` descriptors (our
+    scale and top angles: a description that follows zoom and turn). ``ours1``/``ours2``: the estimator's top-k
+    poses at the features' keypoints, if already read; each image's ``ours_blend`` descriptors are kept in its
+    memo (image 1 of a sequence is read once)."""
     if est is None:
         raise InputError("the pair's zoom is voted by our scales: it needs an estimator")
     if len(feats1) == 0 or len(feats2) == 0:
@@ -703,7 +696,7 @@ def pair_candidate_descriptors(
     (s, o, w, d) of photo 2, zoom)`` as :func:`candidate_descriptors` gives them (log2 scales, orientations,
     weights ``(N, k)``, descriptors ``(N, k, D)``). ``shape_zoom_blend``: ``shape_pooled_blend``'s candidates
     (our shape network, the gradient peaks on its patch, each at 3 sizes) at the fixed 16 px window widened
-    by the zoom (:func:`pair_zoom_of`) in the photo where structures look larger
+    by the zoom (:func:`pair_pose_of`) in the photo where structures look larger
     (:attr:`~.zoom.PairZoom.frames`), for every keypoint: a detector's own scale (SIFT's, Key.Net's) is set
     aside. ``pair_pose``: every keypoint at one pose per photo, upright in photo 1 and turned by the pair's turn
     (:func:`pair_pose_of`) in photo 2, at the same fixed window, each at 3 sizes (:func:`~.blend.pool_sizes`)."""
