@@ -327,6 +327,8 @@ def test_harris_and_file_keypoints_evaluate_without_sift_rows(tmp_path):
         and doc["pair_zoom"]["shape_zoom_blend"]["pairs"] == 2
     )
     assert "## The pair's zoom" in (tmp_path / "h" / "results.md").read_text()
+    assert list(doc["pair_turn"]) == ["pair_pose"] and doc["pair_turn"]["pair_pose"]["pairs"] == 2
+    assert "## The pair's turn" in (tmp_path / "h" / "results.md").read_text()
     assert set(doc["repeated_keypoints_pose"]["overall"]) == {
         "n",
         "ours",
@@ -412,3 +414,32 @@ def test_the_voted_zoom_is_scored_against_the_zoom_h_makes():
     assert z["median_abs_error"] == pytest.approx(0.2) and z["max_abs_error"] == pytest.approx(0.5)
     assert z["within_quarter_octave"] == pytest.approx(2 / 3)
     assert summarize_zoom(per_seq, ["ours_blend"]) == {}
+
+
+def test_the_voted_turn_is_scored_against_the_turn_h_makes():
+    """:func:`true_turn` is H's local turn at image 1's keypoints that land in image k (their circular median,
+    CCW as displayed), and :func:`summarize_turn` the errors of the ``pair_pose`` row's votes against it, with
+    the pairs where no turn was found counted apart, on hand-built pairs."""
+    from patchpose.evaluation.hpatches_eval import summarize_turn, true_turn
+
+    a = math.radians(30.0)  # x right, y down: turns the picture 30° clockwise as displayed
+    H = np.array([[math.cos(a), -math.sin(a), 0.0], [math.sin(a), math.cos(a), 0.0], [0.0, 0.0, 1.0]])
+    xy = np.array([[10.0, 10.0], [40.0, 20.0], [-300.0, 300.0]])  # the last lands outside a 100 × 100 image k
+    assert true_turn(H, xy, (100, 100)) == pytest.approx(330.0, abs=0.05)
+    assert true_turn(H, xy[2:], (100, 100)) is None
+    per_seq = {
+        "v_a": [
+            {"k": 2, "turn": {"pair_pose": 358.0}, "turn_true": 1.0},  # 3° apart across 0
+            {"k": 3, "turn": {"pair_pose": 100.0}, "turn_true": 90.0},
+        ],
+        "v_b": [
+            {"k": 2, "turn": {"pair_pose": None}, "turn_true": 40.0},  # no turn found: counted, not scored
+            {"k": 3, "turn": {"pair_pose": 20.0}, "turn_true": None},  # H gives none: not scored
+            {"k": 4},  # no pair_pose row
+        ],
+    }
+    t = summarize_turn(per_seq)["pair_pose"]
+    assert t["pairs"] == 4 and t["not_found"] == 1
+    assert t["median_abs_error"] == pytest.approx(6.5) and t["max_abs_error"] == pytest.approx(10.0)
+    assert t["within_5deg"] == pytest.approx(0.5)
+    assert summarize_turn({"v_a": [{"k": 2}]}) == {}

@@ -121,6 +121,7 @@ def test_evaluation_end_to_end_reports_failing_pairs(tmp_path):
     assert doc["per_pair"][0]["errors"]["dominant gradient blend@512"] < 5.0  # and its blended descriptors
     assert doc["per_pair"][0]["errors"]["our scale, gradient blend@512"] < 5.0
     assert doc["per_pair"][0]["errors"]["shape zoom blend@512"] < 5.0  # the pair row, at the pair's zoom
+    assert doc["per_pair"][0]["errors"]["pair pose@512"] < 5.0  # match_pair's default, at the pair's turn
     assert "| sift+ours@512 |" in (tmp_path / "out" / "results.md").read_text()
     # intervals over photos, each budget's rows against its SIFT row
     assert saved["intervals"]["512"]["mAA@5"]["reference"] == "sift@512"
@@ -160,6 +161,7 @@ def test_corners_have_no_sift_rows_and_the_pair_row_finds_a_zoomed_turned_camera
     assert doc["intervals"]["300"]["mAA@5"]["reference"] == "dominant gradient@300"
     err = doc["per_pair"][0]["errors"]
     assert err["shape zoom blend@300"] < 1.0 and err["dominant gradient@300"] > 5.0, err
+    assert err["pair pose@300"] < 1.0, err  # the pair's turn (70°) and zoom, voted
     assert set(doc["per_pair"][1]["errors"].values()) == {FAIL_DEG}
     assert any("no keypoints detected in blank.png" in f for f in doc["failures"])
     assert "Shi-Tomasi" in doc["setup"]["detector"]

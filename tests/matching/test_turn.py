@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from patchpose.errors import InputError
-from patchpose.matching.zoom import MIN_VOTES, TURN_BAND, PairTurn, pair_turn
+from patchpose.matching.zoom import MIN_VOTES, TURN_BAND, TURN_SIGNIFICANCE, PairTurn, pair_turn
 
 
 def test_the_turn_is_the_winning_bin_moved_by_the_median_offset_of_its_votes():
@@ -45,6 +45,20 @@ def test_too_few_agreeing_votes_give_no_turn():
     spread = np.radians(np.arange(0.0, 360.0, 360.0 / 12))  # no two votes within one band of each other
     assert pair_turn(np.zeros(12), spread, np.stack([np.arange(12)] * 2, 1)).radians == 0.0
     assert TURN_BAND < math.radians(30.0)
+
+
+def test_a_turn_is_found_only_where_its_votes_stand_out_of_evenly_spread_ones():
+    """Of 120 votes spread evenly round the circle, 10 would fall within ±15° of any angle (sd 3.03): the winner
+    needs 5 sd more, 25.1; a pile of 25 agreeing votes among 120 is no evidence of one turn, 26 are."""
+    assert TURN_SIGNIFICANCE == 5.0 and TURN_BAND == pytest.approx(math.radians(15.0))
+    assert not PairTurn(0.0, 25, 120).found and PairTurn(0.0, 26, 120).found
+    assert PairTurn(0.0, MIN_VOTES, MIN_VOTES).found and not PairTurn(0.0, MIN_VOTES - 1, MIN_VOTES - 1).found
+    # hand-built votes: 25 agree at 45°, 95 spread 360°/95 apart (a few of them within the band too)
+    spread = np.radians(np.arange(95) * 360.0 / 95 + 100.0)
+    o2 = np.concatenate([np.full(25, math.radians(45.0)), spread])
+    t = pair_turn(np.zeros(120), o2, np.stack([np.arange(120)] * 2, 1))
+    assert t.votes >= 25 and t.matches == 120 and t.found == (t.votes >= 26)
+    assert t.radians == (pytest.approx(math.radians(45.0), abs=0.1) if t.found else 0.0)
 
 
 @pytest.mark.parametrize(
@@ -91,4 +105,40 @@ def test_a_photo_turned_and_zoomed_is_found_and_matched_at_one_pose_per_photo():
     for pose in ("pair-pose", "ours"):
         res = patchpose.match_pair(photo, img2, pose=pose, homography=H, detector="harris", max_keypoints=300)
         correct[pose] = int(res.correct.sum())
+        if pose == "pair-pose":  # the pair's turn and zoom reported with the matches
+            assert res.turn == pytest.approx(math.degrees(turn.radians)) and res.zoom == zoom.log2
+            assert res.summary()["turn_deg"] == pytest.approx(res.turn, abs=0.01)
+        else:
+            assert res.turn is None and res.zoom is None and "turn_deg" not in res.summary()
     assert correct["pair-pose"] > correct["ours"] + 10, correct
+
+
+def test_photos_that_show_no_one_turn_are_described_at_each_keypoints_own_poses():
+    """A photo against noise: its tentative matches vote anywhere, no turn is found, and ``pair_pose`` describes
+    each keypoint at its own poses (the ``ours_blend`` candidates that voted) rather than upright at a turn
+    nobody voted for; ``match_pair`` reports no turn."""
+    pytest.importorskip("kornia")
+    import patchpose
+    from patchpose.data.patches import load_photo, to_gray
+    from patchpose.data.photos import demo_photo
+    from patchpose.matching.describe import Describer
+    from patchpose.matching.pipeline import (
+        MatchConfig,
+        detect,
+        ours_blend_candidates,
+        pair_candidate_descriptors,
+    )
+
+    photo = to_gray(load_photo(demo_photo(), 320))
+    noise = cv2.GaussianBlur(np.random.default_rng(0).integers(0, 256, photo.shape, np.uint8), (0, 0), 1.5)
+    est, rec, cfg = patchpose.PatchPoseEstimator.from_pretrained("patchpose-v10"), Describer(), MatchConfig()
+    f1, f2 = detect(photo, 200, detector="harris"), detect(noise, 200, detector="harris")
+    c1, c2, _, turn = pair_candidate_descriptors("pair_pose", f1, f2, rec, est, cfg)
+    assert turn.matches > 0 and not turn.found and turn.radians == 0.0, turn
+    for c, f in ((c1, f1), (c2, f2)):
+        own = ours_blend_candidates(f, rec, est, cfg)
+        assert c[0].shape == (len(f), 4)  # our top-4 angles, not one pose at 3 sizes
+        for a, b in zip(c, own):
+            np.testing.assert_array_equal(a, b)
+    res = patchpose.match_pair(photo, noise, detector="harris", max_keypoints=200)
+    assert res.turn is None and res.summary()["turn_deg"] is None

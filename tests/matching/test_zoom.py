@@ -165,7 +165,7 @@ def test_two_view_pose_through_the_pair_row_on_a_zoomed_turned_camera(photo):
     assert fit["model"] == "rotation" and rotation_error_deg(R, fit["R"]) < 0.5, fit
     # measured: 69 inliers of 90 matches (155 before they were made one-to-one: an essential matrix, 16 inliers)
     assert fit["inliers"] >= 60 and len(np.unique(m[:, 1])) == len(m), (fit["inliers"], len(m))
-    c0, c1, zoom = pair_candidate_descriptors("shape_zoom_blend", f0, f1, rec, est)
+    c0, c1, zoom, _ = pair_candidate_descriptors("shape_zoom_blend", f0, f1, rec, est)
     assert abs(zoom.log2 + np.log2(2.5)) < 0.15 and zoom.frames[1] == 0.0
     view = f0.at_frame(zoom.frames[0])  # the photo where things look larger: its window widened
     size, _ = _laf_poses(candidate_lafs("shape_zoom_blend", view, c0[0], c0[1]))

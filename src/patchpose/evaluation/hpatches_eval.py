@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import re
 import time
@@ -222,9 +223,14 @@ def match_sequence(
         res = {"k": k, "mma": {}, "matches": {}, "descriptors": {}}
         for row in rows:  # described with both photos: image 1's descriptors differ from pair to pair
             if row in PAIR_ROWS:
-                d1[row], dk[row], zoom = pair_descriptors(row, f1, fk, describer, est, cfg, o1, ok_, peers)
+                d1[row], dk[row], zoom, turn = pair_descriptors(
+                    row, f1, fk, describer, est, cfg, o1, ok_, peers
+                )
                 res.setdefault("zoom", {})[row] = zoom.log2
                 res["zoom_true"] = true_zoom(H, f1.xy, images[k].shape)
+                if row == "pair_pose":  # the one row described at the turn (None: no turn found)
+                    res.setdefault("turn", {})[row] = math.degrees(turn.radians) if turn.found else None
+                    res["turn_true"] = true_turn(H, f1.xy, images[k].shape)
         if o1 is not None and ok_ is not None:
             res["repeat"] = repeated_pose_counts(H, f1, fk, p1, pk)
         for row in rows:
@@ -367,6 +373,46 @@ def true_zoom(H, xy, shape) -> float | None:
     d_scale, _, ok = pose_change(H, xy)
     seen = ok & inside(apply_homography(H, xy), shape)
     return float(np.median(d_scale[seen])) if seen.any() else None
+
+
+def true_turn(H, xy, shape) -> float | None:
+    """The turn that ``H`` makes between the photos, degrees CCW as displayed in [0, 360): the circular median
+    of its local turn (:func:`~patchpose.geometry.pose_change`) at image 1's keypoints ``xy`` that land inside
+    image k of ``shape`` (the angle nearest all of them in summed absolute difference, to 0.1°); None where none
+    does."""
+    _, d_theta, ok = pose_change(H, xy)
+    seen = ok & inside(apply_homography(H, xy), shape)
+    if not seen.any():
+        return None
+    grid = np.radians(np.arange(0.0, 360.0, 0.1))
+    cost = np.abs(np.angle(np.exp(1j * (d_theta[seen][None, :] - grid[:, None])))).sum(1)
+    return float(np.degrees(grid[int(np.argmin(cost))]))
+
+
+def summarize_turn(per_seq: dict[str, list[dict]]) -> dict:
+    """``{"pair_pose": {"pairs", "not_found", "median_abs_error", "p90_abs_error", "max_abs_error",
+    "within_5deg"}}``: how far the turn the ``pair_pose`` row voted (degrees) is from the one ``H`` makes
+    (:func:`true_turn`) over the pairs where both are known, and on how many pairs no turn was found (the row
+    then describes each keypoint at its own poses)."""
+    pairs = [p for ps in per_seq.values() for p in ps if "pair_pose" in p.get("turn", {})]
+    e = np.array(
+        [
+            abs(math.remainder(p["turn"]["pair_pose"] - p["turn_true"], 360.0))
+            for p in pairs
+            if p["turn"]["pair_pose"] is not None and p.get("turn_true") is not None
+        ]
+    )
+    if not pairs:
+        return {}
+    summary = {"pairs": len(pairs), "not_found": sum(p["turn"]["pair_pose"] is None for p in pairs)}
+    if len(e):
+        summary |= {
+            "median_abs_error": float(np.median(e)),
+            "p90_abs_error": float(np.percentile(e, 90)),
+            "max_abs_error": float(e.max()),
+            "within_5deg": float(np.mean(e <= 5.0)),
+        }
+    return {"pair_pose": summary}
 
 
 def summarize_zoom(per_seq: dict[str, list[dict]], rows) -> dict:
@@ -759,6 +805,7 @@ def evaluate_hpatches(
         "matches": matches,
         # the pair rows' zoom against the one H makes (log2 octaves)
         "pair_zoom": summarize_zoom(matching, rows),
+        "pair_turn": summarize_turn(matching),
         "pose_accuracy": {},
         "repeated_keypoints_pose": repeat,
         "thresholds_px": list(proto.thresholds),
@@ -896,6 +943,21 @@ def results_markdown(doc: dict) -> str:
                 f"| {_label(row)} | {z['pairs']} | {z['median_abs_error']:.3f} | {z['p90_abs_error']:.3f} | "
                 f"{z['max_abs_error']:.2f} | {100 * z['within_quarter_octave']:.0f} % |"
             )
+    for row, t in (doc.get("pair_turn") or {}).items():
+        lines += [
+            "",
+            "## The pair's turn: voted (our angles) against the one H makes, in degrees",
+            "",
+            "| pose | pairs | no turn found | median error | 90th percentile | largest | within ±5° |",
+            "|---|---|---|---|---|---|---|",
+            f"| {_label(row)} | {t['pairs']} | {t['not_found']} | "
+            + (
+                f"{t['median_abs_error']:.2f} | {t['p90_abs_error']:.2f} | {t['max_abs_error']:.1f} | "
+                f"{100 * t['within_5deg']:.0f} % |"
+                if "median_abs_error" in t
+                else "– | – | – | – |"
+            ),
+        ]
     rep = doc.get("repeated_keypoints_pose", {})
     if rep:
         lines += [

@@ -24,8 +24,9 @@ both) and, a peer, ``dominant gradient@K`` (SIFT's scale, kornia's dominant grad
 both) for K = 1,024 and 2,048 keypoints; with ``--peers DIR`` also ``orinet@K`` (OriNet's angle in SIFT's window)
 and ``affnet+orinet@K`` (AffNet's affine frame there, turned by OriNet: descriptor patches and AdaLAM's LAFs
 through it); ``shape zoom blend@K``, the pair row (our affine shape blend at the fixed 16 px widened by the pair's
-zoom that our scales vote for, both photos together: :func:`patchpose.matching.twoview.match_two_views`); plus the
-ablation rows (our poses for the descriptors too, AdaLAM's checks off, plain mutual nearest neighbours).
+zoom that our scales vote for, both photos together: :func:`patchpose.matching.twoview.match_two_views`) and
+``pair pose@K``, the default of :func:`patchpose.match_pair` (every keypoint at one pose per photo, the pair's turn
+and zoom that our angles and scales vote for); plus the ablation rows (our poses for the descriptors too, AdaLAM's checks off, plain mutual nearest neighbours).
 ``--detector`` takes corners or Key.Net instead of SIFT (the rows that read SIFT's pose are left out). mAA@5° and
 @10° come with 95 % intervals over photos (:func:`maa_intervals`, :func:`pair_clusters`), each budget's rows against
 its SIFT row (the dominant gradient's without SIFT).
@@ -183,6 +184,9 @@ def _rows(budgets, peers: bool = False, sift: bool = True) -> dict:
         # our affine shape blend at the fixed 16 px widened by the pair's zoom our scales vote (SIFT's scale set
         # aside): both photos together
         rows[f"shape zoom blend@{k}"] = (k, "shape_zoom_blend", "shape_zoom_blend", True, "adalam")
+        # every keypoint at one pose per photo, the pair's turn and zoom our angles and scales vote (the default of
+        # patchpose.match_pair): both photos together
+        rows[f"pair pose@{k}"] = (k, "pair_pose", "pair_pose", True, "adalam")
         if peers:  # SIFT's scale, OriNet's angle in SIFT's window; AffNet's frame there, turned by OriNet
             rows[f"orinet@{k}"] = (k, "orinet", "orinet", True, "adalam")
             rows[f"affnet+orinet@{k}"] = (k, "affnet+orinet", "affnet+orinet", True, "adalam")
@@ -207,6 +211,7 @@ MAIN_ROWS = (
     "dominant gradient blend",
     "our scale, gradient blend",
     "shape zoom blend",
+    "pair pose",
     "orinet",
     "affnet+orinet",
 )
@@ -414,10 +419,11 @@ def results_markdown(doc: dict) -> str:
             "several orientations (descriptors and AdaLAM). "
             if any(r.startswith("sift") for r in doc["rows"])
             else "Keypoints without a pose of their own: every row reads and cuts at the detector's size (16 px "
-            "for corners), but the rows at our scale (`our scale, gradient blend`, `ours+ours`) and `shape zoom blend`. "
+            "for corners), but the rows at our scale (`our scale, gradient blend`, `ours+ours`) and the pair rows. "
         )
         + "`shape zoom blend` = our affine shape blend at 16 px widened by the pair's zoom that our scales vote "
-        "for, both photos together. mAA and AUC as fractions.",
+        "for, both photos together; `pair pose` = every keypoint at one pose per photo, the pair's turn and zoom "
+        "that our angles and scales vote for, at 16 px widened by the zoom. mAA and AUC as fractions.",
         "",
         "| row | inliers | mAA@5° | mAA@10° | AUC@5° | AUC@10° | AUC@20° |",
         "|---|---|---|---|---|---|---|",

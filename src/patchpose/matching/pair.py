@@ -73,6 +73,12 @@ class PairMatches:
     correct: np.ndarray | None  #: (L,) error within the threshold; None without a homography
     threshold: float  #: px: a match is correct within this
     seconds: float  #: detection, poses, description and matching
+    #: the pair's zoom (log2: structures in image 2 look ``2**zoom`` times as large) that our scales voted, for
+    #: the poses that vote it (``pair-pose``, ``shape-zoom-blend``); else None
+    zoom: float | None = None
+    #: the pair's turn (degrees, CCW as displayed, in [0, 360)) that our angles voted, for ``pair-pose``; None
+    #: for the other poses, and where the votes showed no one turn (each keypoint then at its own poses)
+    turn: float | None = None
 
     def summary(self) -> dict:
         """Counts for a report: keypoints per image, matches, and with ground truth the correct ones and
@@ -83,6 +89,10 @@ class PairMatches:
             "matches": int(len(self.matches)),
             "seconds": round(self.seconds, 3),
         }
+        if self.zoom is not None:
+            doc["zoom_octaves"] = round(self.zoom, 3)
+        if self.pose == "pair-pose":
+            doc["turn_deg"] = None if self.turn is None else round(self.turn, 2)
         if self.correct is not None:
             doc[f"correct@{self.threshold:g}px"] = int(self.correct.sum())
             doc[f"mma@{self.threshold:g}px"] = float(self.correct.mean()) if len(self.matches) else 0.0
@@ -165,6 +175,7 @@ def match_pair(
     )
     r = res["rows"][row]
     err = r["error_px"]
+    turn = r.get("turn")
     return PairMatches(
         pose=pose,
         xy1=res["xy1"],
@@ -175,6 +186,8 @@ def match_pair(
         correct=None if err is None else err <= threshold,
         threshold=float(threshold),
         seconds=time.time() - t0,
+        zoom=r["zoom"].log2 if "zoom" in r else None,
+        turn=math.degrees(turn.radians) if row == "pair_pose" and turn.found else None,
     )
 
 

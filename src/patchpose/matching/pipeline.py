@@ -50,7 +50,8 @@ orinet``        (its scale kept), then OriNet's angle in that frame; the descrip
 ``pair_pose``   two photos at a time: every keypoint at one pose per photo, the turn and the zoom between the
                 photos that our angles and scales vote for at tentative matches (:mod:`.zoom`): upright in
                 photo 1, turned by the pair's turn in photo 2, at 16 px widened by the zoom where structures
-                look larger, each at 3 sizes pooled (:func:`~.blend.pool_sizes`); a detector's size set aside
+                look larger, each at 3 sizes pooled (:func:`~.blend.pool_sizes`); a detector's size set aside;
+                where the votes show no one turn, each keypoint at its own poses (the ``ours_blend`` row's)
 ``upper``       the ground truth from a homography ``H``: upright at 16 px in image 1, and in image 2 the
                 pose change that ``H`` makes at the keypoint's source point (:func:`patchpose.geometry.pose_change`)
 ``upper_        the same with ``H``'s whole local affine map (its Jacobian at the source point): in image 2 the
@@ -673,11 +674,22 @@ def ours_blend_descriptors(
     """Our strongest scales and orientations ``(N,)`` and the ``ours_blend`` row's ``(N, D)`` descriptors at the
     features' keypoints (``ours``: the estimator's top-k poses there, if already read), computed once per
     describer, estimator and top-k and kept in the features' memo: the row and the pair rows' votes share them."""
+    s, o, w, d = ours_blend_candidates(feats, describer, est, cfg, ours)
+    return s[:, 0] - ours_window("ours_blend", est.plan.descriptor_region), o[:, 0], blend_descriptors(d, w)
+
+
+def ours_blend_candidates(
+    feats: Features, describer: Describer, est, cfg: MatchConfig, ours=None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The ``ours_blend`` row's candidates at the features' keypoints as :func:`candidate_descriptors` gives
+    them (scales in the descriptor's window, orientations, weights ``(N, k)``, descriptors ``(N, k, D)``),
+    computed once per describer, estimator and top-k and kept in the features' memo."""
     key = ("ours_blend", describer, est, cfg.top_k)
     if key not in feats.memo:
         ours = ours if ours is not None else est.estimate(feats.image, feats.xy, top_k=cfg.top_k)
-        d = blended_descriptors("ours_blend", feats, describer, ours, est.plan.descriptor_region)
-        feats.memo[key] = (np.asarray(ours.scale)[:, 0], np.asarray(ours.orientation)[:, 0], d)
+        feats.memo[key] = candidate_descriptors(
+            "ours_blend", feats, describer, ours, est.plan.descriptor_region
+        )
     return feats.memo[key]
 
 
@@ -691,19 +703,25 @@ def pair_candidate_descriptors(
     ours1=None,
     ours2=None,
     peers: Peers | None = None,
-) -> tuple[tuple, tuple, PairZoom]:
-    """A :data:`PAIR_ROWS` row's candidates in each photo and the pair's zoom: ``((s, o, w, d) of photo 1,
-    (s, o, w, d) of photo 2, zoom)`` as :func:`candidate_descriptors` gives them (log2 scales, orientations,
+) -> tuple[tuple, tuple, PairZoom, PairTurn]:
+    """A :data:`PAIR_ROWS` row's candidates in each photo and the pair's zoom and turn: ``((s, o, w, d) of photo
+    1, (s, o, w, d) of photo 2, zoom, turn)`` as :func:`candidate_descriptors` gives them (log2 scales, orientations,
     weights ``(N, k)``, descriptors ``(N, k, D)``). ``shape_zoom_blend``: ``shape_pooled_blend``'s candidates
     (our shape network, the gradient peaks on its patch, each at 3 sizes) at the fixed 16 px window widened
     by the zoom (:func:`pair_pose_of`) in the photo where structures look larger
     (:attr:`~.zoom.PairZoom.frames`), for every keypoint: a detector's own scale (SIFT's, Key.Net's) is set
     aside. ``pair_pose``: every keypoint at one pose per photo, upright in photo 1 and turned by the pair's turn
-    (:func:`pair_pose_of`) in photo 2, at the same fixed window, each at 3 sizes (:func:`~.blend.pool_sizes`)."""
+    (:func:`pair_pose_of`) in photo 2, at the same fixed window, each at 3 sizes (:func:`~.blend.pool_sizes`);
+    where the votes show no one turn (:attr:`~.zoom.PairTurn.found`: too few tentative matches agree, as between
+    photos that hardly overlap), each keypoint at its own poses instead, the ``ours_blend`` candidates that voted
+    (:func:`ours_blend_candidates`): a turn nobody voted for would describe photo 2 upright, whatever its turn."""
     cfg = cfg or MatchConfig()
     if row not in PAIR_ROWS:
         raise InputError(f"row {row!r} is not a pair row; they are {PAIR_ROWS}")
     zoom, turn = pair_pose_of(feats1, feats2, describer, est, cfg, ours1, ours2)
+    if row == "pair_pose" and not turn.found and len(feats1) and len(feats2):
+        c1 = ours_blend_candidates(feats1, describer, est, cfg, ours1)
+        return c1, ours_blend_candidates(feats2, describer, est, cfg, ours2), zoom, turn
     out = []
     for feats, frame, angle in zip((feats1, feats2), zoom.frames, (0.0, turn.radians)):
         if row == "pair_pose":  # one pose per photo, each keypoint at 3 sizes
@@ -722,7 +740,7 @@ def pair_candidate_descriptors(
         out.append(
             candidate_descriptors(PAIR_BASE_ROWS[row], view, describer, None, 1.0, peers, cfg.shape_weights)
         )
-    return out[0], out[1], zoom
+    return out[0], out[1], zoom, turn
 
 
 def candidate_lafs(
@@ -759,12 +777,14 @@ def pair_descriptors(
     ours1=None,
     ours2=None,
     peers: Peers | None = None,
-) -> tuple[np.ndarray, np.ndarray, PairZoom]:
+) -> tuple[np.ndarray, np.ndarray, PairZoom, PairTurn]:
     """A :data:`PAIR_ROWS` row's ``(N, 1, D)`` and ``(M, 1, D)`` descriptors of two photos' keypoints and the
-    pair's zoom: each keypoint's candidates (:func:`pair_candidate_descriptors`) blended with their weights
-    (:func:`~.blend.blend_descriptors`)."""
-    c1, c2, zoom = pair_candidate_descriptors(row, feats1, feats2, describer, est, cfg, ours1, ours2, peers)
-    return blend_descriptors(c1[3], c1[2])[:, None], blend_descriptors(c2[3], c2[2])[:, None], zoom
+    pair's zoom and turn: each keypoint's candidates (:func:`pair_candidate_descriptors`) blended with their
+    weights (:func:`~.blend.blend_descriptors`)."""
+    c1, c2, zoom, turn = pair_candidate_descriptors(
+        row, feats1, feats2, describer, est, cfg, ours1, ours2, peers
+    )
+    return blend_descriptors(c1[3], c1[2])[:, None], blend_descriptors(c2[3], c2[2])[:, None], zoom, turn
 
 
 def match_images(
@@ -784,7 +804,7 @@ def match_images(
 
     Returns ``{"xy1": (N, 2), "xy2": (M, 2), "rows": {row: {"matches": (L, 2), "distances": (L,),
     "error_px": (L,) reprojection error under H (None without H)}}}``; a :data:`PAIR_ROWS` row's entry also
-    holds the pair's ``"zoom"`` (:class:`~.zoom.PairZoom`)."""
+    holds the pair's ``"zoom"`` and ``"turn"`` (:class:`~.zoom.PairZoom`, :class:`~.zoom.PairTurn`)."""
     cfg = cfg or MatchConfig()
     describer = describer or Describer(cfg.descriptor, cfg.descriptor_weights, peers=peers)
     if H is None and {"upper", "upper_affine"} & set(rows):
@@ -794,17 +814,17 @@ def match_images(
     single = [r for r in rows if r not in PAIR_ROWS]
     d1 = describe_rows(f1, single, describer, est, None, cfg, peers=peers)
     d2 = describe_rows(f2, single, describer, est, H, cfg, peers=peers)
-    zooms = {}
+    votes = {}
     for row in rows:
         if row in PAIR_ROWS:
-            d1[row], d2[row], zooms[row] = pair_descriptors(row, f1, f2, describer, est, cfg, peers=peers)
+            d1[row], d2[row], *votes[row] = pair_descriptors(row, f1, f2, describer, est, cfg, peers=peers)
     out = {"xy1": f1.xy, "xy2": f2.xy, "rows": {}}
     for row in rows:
         m, dist = mutual_nn(d1[row], d2[row])
         err = reprojection_errors(H, f1.xy[m[:, 0]], f2.xy[m[:, 1]]) if H is not None else None
         out["rows"][row] = {"matches": m, "distances": dist, "error_px": err}
-        if row in zooms:
-            out["rows"][row]["zoom"] = zooms[row]
+        if row in votes:
+            out["rows"][row]["zoom"], out["rows"][row]["turn"] = votes[row]
     return out
 
 

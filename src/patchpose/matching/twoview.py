@@ -480,7 +480,7 @@ def _match_pair_row(
     if est is None:
         raise InputError(f"{cfg.describe_pose!r} needs our estimator: our scales vote the pair's zoom")
     mc = MatchConfig(max_keypoints=cfg.max_keypoints)
-    c0, c1, zoom = pair_candidate_descriptors(row, f0, f1, describer, est, mc, peers=peers)
+    c0, c1, zoom, _ = pair_candidate_descriptors(row, f0, f1, describer, est, mc, peers=peers)
     d0, d1 = blend_descriptors(c0[3], c0[2]), blend_descriptors(c1[3], c1[2])
     if cfg.matcher == "mnn":
         return mutual_nn(d0, d1)[0]
