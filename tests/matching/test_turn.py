@@ -142,3 +142,38 @@ def test_photos_that_show_no_one_turn_are_described_at_each_keypoints_own_poses(
             np.testing.assert_array_equal(a, b)
     res = patchpose.match_pair(photo, noise, detector="harris", max_keypoints=200)
     assert res.turn is None and res.summary()["turn_deg"] is None
+
+
+def test_keypoints_with_a_size_of_their_own_are_also_described_about_it():
+    """``pair_pose`` at SIFT keypoints: each at 3 sizes about the fixed window (widened by the pair's zoom, here
+    none) and at 3 about the detector's own size, the two halves weighed alike; keypoints without a size (the
+    same keypoints, their size dropped): the fixed window's 3 alone."""
+    from dataclasses import replace
+
+    import patchpose
+    from patchpose.data.patches import load_photo, to_gray
+    from patchpose.data.photos import demo_photo
+    from patchpose.matching.blend import POOL_OCTAVES, POOL_WEIGHTS
+    from patchpose.matching.describe import Describer
+    from patchpose.matching.pipeline import MatchConfig, detect, pair_candidate_descriptors
+
+    photo = to_gray(load_photo(demo_photo(), 320))
+    turned = cv2.rotate(photo, cv2.ROTATE_90_COUNTERCLOCKWISE)
+    est, rec, cfg = patchpose.PatchPoseEstimator.from_pretrained("patchpose-v10"), Describer(), MatchConfig()
+    f1, f2 = detect(photo, 150), detect(turned, 150)
+    c1, c2, zoom, turn = pair_candidate_descriptors("pair_pose", f1, f2, rec, est, cfg)
+    assert turn.found and abs(math.degrees(math.remainder(turn.radians - math.pi / 2, 2 * math.pi))) < 2.0, (
+        turn
+    )
+    assert zoom.frames == pytest.approx((0.0, 0.0), abs=1e-3)
+    d, frames = POOL_OCTAVES, zoom.frames
+    for (s, o, w, desc), f, frame in zip((c1, c2), (f1, f2), frames):
+        assert s.shape == o.shape == w.shape == (len(f), 6) and desc.shape == (len(f), 6, rec.dim)
+        np.testing.assert_allclose(s[:, :3], np.tile([frame - d, frame, frame + d], (len(f), 1)))  # 16 px
+        np.testing.assert_allclose(s[:, 3:], f.frame[:, None] + [-d, 0.0, d])  # SIFT's own size
+        np.testing.assert_allclose(w, np.tile(np.asarray(POOL_WEIGHTS) / 2, (len(f), 2)))
+    assert (c1[1] == 0.0).all() and np.allclose(c2[1], turn.radians)
+    bare = [replace(f, detector_scale=None, memo={}) for f in (f1, f2)]
+    b1, _, _, _ = pair_candidate_descriptors("pair_pose", *bare, rec, est, cfg)
+    assert b1[0].shape == (len(f1), 3)
+    np.testing.assert_allclose(b1[3], c1[3][:, :3], atol=1e-6)  # the same fixed-window descriptors

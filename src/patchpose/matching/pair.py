@@ -90,9 +90,9 @@ class PairMatches:
             "seconds": round(self.seconds, 3),
         }
         if self.zoom is not None:
-            doc["zoom_octaves"] = round(self.zoom, 3)
+            doc["zoom_octaves"] = round(self.zoom, 3) + 0.0  # never -0.0
         if self.pose == "pair-pose":
-            doc["turn_deg"] = None if self.turn is None else round(self.turn, 2)
+            doc["turn_deg"] = None if self.turn is None else round(self.turn, 2) % 360.0
         if self.correct is not None:
             doc[f"correct@{self.threshold:g}px"] = int(self.correct.sum())
             doc[f"mma@{self.threshold:g}px"] = float(self.correct.mean()) if len(self.matches) else 0.0

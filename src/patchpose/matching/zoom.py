@@ -34,7 +34,7 @@ TURN_BAND = math.radians(15.0)
 #: standard deviations: the winner's votes must exceed what as many votes spread evenly round the circle would
 #: put within :data:`TURN_BAND` of it by this much, else the photos give no evidence of one turn. On the hardest
 #: pair of each of 15 HPatches viewpoint sequences (SIFT keypoints) the winner held 42 to 745 votes, 75 to 93 % of
-#: them (z ≥ 15); an unrelated photo's held 2 to 8 of 4 to 35 (z ≤ 4.7)
+#: them (z ≥ 15); against a photo of another scene 2 to 8 of 4 to 35 (z ≤ 4.7)
 TURN_SIGNIFICANCE = 5.0
 
 
