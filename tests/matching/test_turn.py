@@ -177,3 +177,38 @@ def test_keypoints_with_a_size_of_their_own_are_also_described_about_it():
     b1, _, _, _ = pair_candidate_descriptors("pair_pose", *bare, rec, est, cfg)
     assert b1[0].shape == (len(f1), 3)
     np.testing.assert_allclose(b1[3], c1[3][:, :3], atol=1e-6)  # the same fixed-window descriptors
+
+
+def test_the_opposite_turn_is_counted_and_tried_where_it_stands_out_too():
+    """Votes at 40° and at 220° (a texture alike half a turn round): both counted, the turn ambiguous where both
+    stand out of evenly spread votes; ``pair_pose`` then describes photo 2 at both and keeps the turn that matches
+    more. A photo turned by 90°, its votes faked to favour 270°: with the opposite turn standing out the 90° is
+    kept (the votes swapped with it); without, 270° stays."""
+    o2 = np.radians(np.concatenate([np.full(12, 40.0), np.full(9, 220.0), [100.0, 300.0]]))
+    t = pair_turn(np.zeros(23), o2, np.stack([np.arange(23)] * 2, 1))
+    assert (t.votes, t.opposite, t.matches) == (12, 9, 23) and t.found and t.ambiguous
+    # of 23 votes 1.9 fall within ±15° of any angle evenly spread (sd 1.3): 8 do not stand out, 9 do
+    assert not PairTurn(1.0, 12, 23, 8).ambiguous and not PairTurn(0.0, 2, 23, 12).ambiguous  # not found: no
+
+    import patchpose
+    import patchpose.matching.pipeline as pipeline
+    from patchpose.data.patches import load_photo, to_gray
+    from patchpose.data.photos import demo_photo
+    from patchpose.matching.describe import Describer
+    from patchpose.matching.zoom import PairZoom
+
+    photo = to_gray(load_photo(demo_photo(), 320))
+    turned = cv2.rotate(photo, cv2.ROTATE_90_COUNTERCLOCKWISE)  # CCW as displayed: a turn of +90°
+    est, rec, cfg = (
+        patchpose.PatchPoseEstimator.from_pretrained("patchpose-v10"),
+        Describer(),
+        pipeline.MatchConfig(),
+    )
+    f1, f2 = pipeline.detect(photo, 150, detector="harris"), pipeline.detect(turned, 150, detector="harris")
+    for opposite, kept in ((40, 90.0), (3, 270.0)):
+        faked = PairTurn(math.radians(270.0), 50, 100, opposite)
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(pipeline, "pair_pose_of", lambda *a, faked=faked, **k: (PairZoom(0.0, 50, 100), faked))
+            _, c2, _, turn = pipeline.pair_candidate_descriptors("pair_pose", f1, f2, rec, est, cfg)
+        assert math.degrees(turn.radians) == pytest.approx(kept) and np.allclose(c2[1], turn.radians)
+        assert (turn.votes, turn.opposite) == ((opposite, 50) if kept == 90.0 else (50, opposite))

@@ -718,31 +718,31 @@ def pair_candidate_descriptors(
     SIFT keypoints −4, a tie);
     where the votes show no one turn (:attr:`~.zoom.PairTurn.found`: too few tentative matches agree, as between
     photos that hardly overlap), each keypoint at its own poses instead, the ``ours_blend`` candidates that voted
-    (:func:`ours_blend_candidates`): a turn nobody voted for would describe photo 2 upright, whatever its turn."""
+    (:func:`ours_blend_candidates`): a turn nobody voted for would describe photo 2 upright, whatever its turn;
+    where the turn + π stands out of the votes too (:attr:`~.zoom.PairTurn.ambiguous`: a texture alike half a turn
+    round, bricks, tiles), photo 2 is described at both and the one with more mutual nearest neighbours is kept
+    (the turn returned is the one kept)."""
     cfg = cfg or MatchConfig()
     if row not in PAIR_ROWS:
         raise InputError(f"row {row!r} is not a pair row; they are {PAIR_ROWS}")
     zoom, turn = pair_pose_of(feats1, feats2, describer, est, cfg, ours1, ours2)
-    if row == "pair_pose" and not turn.found and len(feats1) and len(feats2):
-        c1 = ours_blend_candidates(feats1, describer, est, cfg, ours1)
-        return c1, ours_blend_candidates(feats2, describer, est, cfg, ours2), zoom, turn
+    if row == "pair_pose":
+        if not turn.found and len(feats1) and len(feats2):  # no one turn: each keypoint at its own poses
+            c1 = ours_blend_candidates(feats1, describer, est, cfg, ours1)
+            return c1, ours_blend_candidates(feats2, describer, est, cfg, ours2), zoom, turn
+        c1 = one_pose_candidates(feats1, describer, zoom.frames[0], 0.0)
+        c2 = one_pose_candidates(feats2, describer, zoom.frames[1], turn.radians)
+        if turn.ambiguous:  # the turn + π stands out too: keep whichever matches more
+            radians = float(np.mod(turn.radians + math.pi, 2.0 * math.pi))
+            flip = one_pose_candidates(feats2, describer, zoom.frames[1], radians)
+            d1 = blend_descriptors(c1[3], c1[2])
+            if len(mutual_nn(d1, blend_descriptors(flip[3], flip[2]))[0]) > len(
+                mutual_nn(d1, blend_descriptors(c2[3], c2[2]))[0]
+            ):
+                c2, turn = flip, replace(turn, radians=radians, votes=turn.opposite, opposite=turn.votes)
+        return c1, c2, zoom, turn
     out = []
-    for feats, frame, angle in zip((feats1, feats2), zoom.frames, (0.0, turn.radians)):
-        if row == "pair_pose":  # one pose per photo, each keypoint at 3 sizes
-            n = len(feats)
-            s, o, w = pool_sizes(np.full((n, 1), frame), np.full((n, 1), angle), np.ones((n, 1)))
-            if feats.detector_scale is not None:  # and at 3 sizes about the detector's own, half and half
-                s2, o2, w2 = pool_sizes(feats.frame[:, None], np.full((n, 1), angle), np.ones((n, 1)))
-                s, o, w = (
-                    np.concatenate([s, s2], 1),
-                    np.concatenate([o, o2], 1),
-                    np.concatenate([w, w2], 1) / 2,
-                )
-            d = describer.describe(
-                feats.pyramid, np.repeat(feats.xy, s.shape[1], 0), s.reshape(-1), o.reshape(-1)
-            )
-            out.append((s, o, w, d.reshape(n, s.shape[1], describer.dim)))
-            continue
+    for feats, frame in zip((feats1, feats2), zoom.frames):
         if len(feats) == 0:
             k = len(POOL_WEIGHTS) * BLEND_K  # each peak at each size (pool_sizes)
             out.append((*(np.zeros((0, k)) for _ in range(3)), np.zeros((0, k, describer.dim), np.float32)))
@@ -752,6 +752,21 @@ def pair_candidate_descriptors(
             candidate_descriptors(PAIR_BASE_ROWS[row], view, describer, None, 1.0, peers, cfg.shape_weights)
         )
     return out[0], out[1], zoom, turn
+
+
+def one_pose_candidates(
+    feats: Features, describer: Describer, frame: float, angle: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``pair_pose``'s candidates in one photo (as :func:`candidate_descriptors` gives them): every keypoint
+    turned by ``angle`` (radians), at 3 sizes about the fixed window widened by ``frame`` (log2), and where the
+    detector gives a size (SIFT, Key.Net) at 3 sizes about it too, the two halves weighed alike."""
+    n = len(feats)
+    s, o, w = pool_sizes(np.full((n, 1), frame), np.full((n, 1), angle), np.ones((n, 1)))
+    if feats.detector_scale is not None:
+        s2, o2, w2 = pool_sizes(feats.frame[:, None], np.full((n, 1), angle), np.ones((n, 1)))
+        s, o, w = np.concatenate([s, s2], 1), np.concatenate([o, o2], 1), np.concatenate([w, w2], 1) / 2
+    d = describer.describe(feats.pyramid, np.repeat(feats.xy, s.shape[1], 0), s.reshape(-1), o.reshape(-1))
+    return s, o, w, d.reshape(n, s.shape[1], describer.dim)
 
 
 def candidate_lafs(

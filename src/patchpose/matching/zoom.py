@@ -100,17 +100,30 @@ class PairTurn:
     radians: float  #: image 2 shows image 1's structures turned by this, CCW as displayed, in [0, 2π) (0: no evidence)
     votes: int  #: tentative matches within :data:`TURN_BAND` of the estimate
     matches: int  #: tentative matches that voted
+    #: tentative matches within :data:`TURN_BAND` of the opposite turn (the estimate + π): where a texture looks
+    #: alike turned by half a turn (bricks, tiles), our angles may vote for either
+    opposite: int = 0
 
     @property
     def found(self) -> bool:
         """Whether the votes show one turn: at least :data:`MIN_VOTES` of them within :data:`TURN_BAND` of the
         winner, and :data:`TURN_SIGNIFICANCE` standard deviations more than votes spread evenly round the circle
         would put there (wrong matches of a description that turns with the photo vote anywhere)."""
-        p = 2.0 * TURN_BAND / (2.0 * math.pi)
-        even = self.matches * p
-        return self.votes >= MIN_VOTES and self.votes >= even + TURN_SIGNIFICANCE * math.sqrt(
-            even * (1.0 - p)
-        )
+        return _stands_out(self.votes, self.matches)
+
+    @property
+    def ambiguous(self) -> bool:
+        """Whether the opposite turn stands out of evenly spread votes as well (the test of :attr:`found`): the
+        photos may be turned by the estimate or by the estimate + π, and only matching can tell."""
+        return self.found and _stands_out(self.opposite, self.matches)
+
+
+def _stands_out(votes: int, matches: int) -> bool:
+    """At least :data:`MIN_VOTES` ``votes`` within :data:`TURN_BAND` of an angle, and :data:`TURN_SIGNIFICANCE`
+    standard deviations more than ``matches`` votes spread evenly round the circle would put there."""
+    p = 2.0 * TURN_BAND / (2.0 * math.pi)
+    even = matches * p
+    return votes >= MIN_VOTES and votes >= even + TURN_SIGNIFICANCE * math.sqrt(even * (1.0 - p))
 
 
 def pair_turn(orientation1, orientation2, matches) -> PairTurn:
@@ -121,7 +134,8 @@ def pair_turn(orientation1, orientation2, matches) -> PairTurn:
     smoothed by ``[1, 2, 1]``, and the winning bin's centre moved by the median offset of the votes within
     :data:`TURN_BAND` of it is the turn; unless the votes show one (:attr:`PairTurn.found`: at least
     :data:`MIN_VOTES` there, and :data:`TURN_SIGNIFICANCE` standard deviations more than evenly spread votes
-    would put there), 0. Non-finite orientations do not vote."""
+    would put there), 0. The votes within :data:`TURN_BAND` of the turn + π are counted too
+    (:attr:`PairTurn.opposite`, :attr:`PairTurn.ambiguous`). Non-finite orientations do not vote."""
     d = _votes(orientation1, orientation2, matches, "orientations")
     if d is None:
         return PairTurn(0.0, 0, 0)
@@ -132,9 +146,11 @@ def pair_turn(orientation1, orientation2, matches) -> PairTurn:
     centre = (int(np.argmax(hist)) + 0.5) * TURN_BIN
     offset = np.angle(np.exp(1j * (d - centre)))
     near = offset[np.abs(offset) <= TURN_BAND]
-    if not PairTurn(0.0, int(len(near)), int(len(d))).found:
+    if not _stands_out(len(near), len(d)):
         return PairTurn(0.0, int(len(near)), int(len(d)))
-    return PairTurn(float(np.mod(centre + np.median(near), 2.0 * math.pi)), int(len(near)), int(len(d)))
+    turn = float(np.mod(centre + np.median(near), 2.0 * math.pi))
+    opposite = int((np.abs(np.angle(np.exp(1j * (d - turn - math.pi)))) <= TURN_BAND).sum())
+    return PairTurn(turn, int(len(near)), int(len(d)), opposite)
 
 
 __all__ = [
