@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+from pathlib import Path
 
 import cv2
 import numpy as np
@@ -75,3 +76,34 @@ def test_sift_all_describes_every_orientation_and_matches_each_location_once(pho
     for kw in ({"detector": "harris"}, {"keypoints1": [[50.0, 60.0]], "keypoints2": [[50.0, 60.0]]}):
         with pytest.raises(patchpose.InputError, match="--pose sift-all needs SIFT's own detections"):
             patchpose.match_pair(photo, img2, pose="sift-all", max_keypoints=50, **kw)
+
+
+#: peer weights beside the repository (``../shared/peers``); a user's clone has none
+PEERS = (Path(__file__).resolve().parents[2] / ".." / "shared" / "peers").resolve()
+
+
+def test_key_net_needs_the_peers_folder_in_one_line(photo):
+    with pytest.raises(patchpose.InputError, match="needs the peers' weights folder"):
+        patchpose.match_pair(photo, photo, detector="keynet")
+
+
+@pytest.mark.skipif(
+    not PEERS.is_dir(), reason=f"the peers' weights are not here ({PEERS}); a user's clone has none"
+)
+def test_key_net_keypoints_are_described_about_their_own_size_too(photo):
+    """Key.Net detections (the peers' weights) carry a size: the default describes each at the pair's turn both at
+    the fixed window and about that size, and matches a photo turned by 50° and enlarged 1.3×: the turn and zoom
+    reported within 2° and 0.1 octave, more correct matches than the dominant gradient at Key.Net's size."""
+    img2, H = turned(photo, 50.0, 1.3)
+    res = {
+        pose: patchpose.match_pair(
+            photo, img2, pose=pose, detector="keynet", peers=PEERS, homography=H, max_keypoints=300
+        )
+        for pose in ("pair-pose", "dominant-gradient")
+    }
+    pp = res["pair-pose"]
+    assert abs((pp.turn - (360.0 - 50.0) + 180.0) % 360.0 - 180.0) < 2.0, pp.turn  # −50° as displayed
+    assert pp.zoom == pytest.approx(np.log2(1.3), abs=0.1)
+    assert pp.correct.sum() > res["dominant-gradient"].correct.sum(), {
+        k: int(r.correct.sum()) for k, r in res.items()
+    }

@@ -56,6 +56,7 @@ def match_command(a: argparse.Namespace) -> int:
         keypoints2=read_keypoints(a.keypoints2) if a.keypoints2 else None,
         descriptor=a.descriptor,
         descriptor_weights=a.descriptor_weights,
+        peers=a.peers,
     )
     out = a.out or "patchpose_match"
     summary = write_match_outputs(out, img1, img2, res)
@@ -132,9 +133,9 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         default=DEFAULT_POSE,
         help=f"the pose each descriptor patch is cut at (default {DEFAULT_POSE}: the recommended one, docs/peers.md). "
         "pair-pose: every keypoint at one pose per photo, upright in the first and turned in the second by the "
-        "turn between the photos that our angles vote for, at one fixed size (a detector's own set aside) widened "
-        "by the zoom our scales vote for, each at 3 sizes (the votes read patchpose-v10 unless --weights names "
-        "another model); shape-zoom-blend: our affine shape with the gradient's 4 orientation peaks blended in it at "
+        "turn between the photos that our angles vote for, at one fixed size widened by the zoom our scales vote "
+        "for, each at 3 sizes, and where the detector gives a size (SIFT, Key.Net) at 3 sizes about it too (the "
+        "votes read patchpose-v10 unless --weights names another model); shape-zoom-blend: our affine shape with the gradient's 4 orientation peaks blended in it at "
         "3 sizes, at the same fixed size, for photos seen at a slant; shape-blend: the same at the "
         "detector's size (16 px for corners); gradient-blend, ours-blend: one descriptor blended over 4 orientation "
         "peaks, the gradient's at the detector's scale or ours at our scale; sift: SIFT's own pose; sift-all: SIFT "
@@ -149,15 +150,23 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     mt.add_argument("--max-keypoints", type=int, default=2000, help="keypoints detected per image")
     mt.add_argument(
         "--detector",
-        choices=("sift", "harris", "gftt"),
+        choices=("sift", "harris", "gftt", "keynet"),
         default="sift",
-        help="without --keypoints1/2 (harris, gftt: corners, Harris's or Shi-Tomasi's)",
+        help="without --keypoints1/2 (harris, gftt: corners, Harris's or Shi-Tomasi's; keynet: kornia's Key.Net "
+        "with the weights in --peers)",
     )
     mt.add_argument(
         "--keypoints1", default=None, help="keypoints of image 1 (.npy or x,y text); default SIFT"
     )
     mt.add_argument("--keypoints2", default=None, help="keypoints of image 2 (with --keypoints1)")
-    add_descriptor(mt)
+    mt.add_argument(
+        "--peers",
+        default=None,
+        metavar="DIR",
+        help="folder of the peers' weights (docs/peers.md), for --detector keynet and --descriptor "
+        "tfeat/hardtfeat; for comparison only, never bundled",
+    )
+    add_descriptor(mt, peers=True)
     add_weights(mt)
     mt.set_defaults(func=match_command)
 

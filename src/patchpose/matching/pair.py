@@ -115,6 +115,7 @@ def match_pair(
     keypoints2: np.ndarray | None = None,
     descriptor: str = "sift",
     descriptor_weights: str | Path | None = None,
+    peers: str | Path | None = None,
 ) -> PairMatches:
     """Detect keypoints (or take ``keypoints1``/``keypoints2``), give them a ``pose`` (a key of
     :data:`MATCH_POSES`), describe the patches cut at those poses and match them (mutual nearest neighbours).
@@ -128,14 +129,18 @@ def match_pair(
         top_k: candidates per keypoint for ``pose="ours-topk"`` (at least 2).
         homography: the 3×3 map from image 1 to image 2, if known: each match then gets its reprojection
             error and is correct within ``threshold`` px.
-        max_keypoints, detector: the keypoints detected per image (``"sift"``, ``"harris"`` or ``"gftt"``),
-            unless ``keypoints1`` and ``keypoints2`` (``(N, 2)`` x, y) are given.
+        max_keypoints, detector: the keypoints detected per image (``"sift"``, ``"harris"`` or ``"gftt"``;
+            ``"keynet"``, kornia's Key.Net, with ``peers``), unless ``keypoints1`` and ``keypoints2``
+            (``(N, 2)`` x, y) are given.
         descriptor, descriptor_weights: the descriptor cut at each pose (``"sift"``: RootSIFT; ``"hardnet"``,
-            ``"sosnet"`` with a local state dict).
+            ``"sosnet"`` with a local state dict; ``"tfeat"``, ``"hardtfeat"`` with ``peers``).
+        peers: the folder of the peers' weights (docs/peers.md), for Key.Net and TFeat/HardTFeat: for
+            comparison only, never bundled.
 
     Returns:
         :class:`PairMatches`: ``xy1[matches[:, 0]]`` ↔ ``xy2[matches[:, 1]]``."""
-    from .pipeline import PAIR_ROWS, MatchConfig, match_images
+    from .peers import Peers
+    from .pipeline import PAIR_ROWS, MatchConfig, check_detector, match_images
 
     if pose not in MATCH_POSES:
         raise InputError(f"pose must be one of {sorted(MATCH_POSES)}, got {pose!r}")
@@ -153,6 +158,10 @@ def match_pair(
         raise InputError(
             f"--pose {pose} needs SIFT's own detections (--detector sift, no --keypoints1/2): it reads SIFT's pose"
         )
+    if peers is not None and not isinstance(peers, Peers):
+        peers = Peers(peers)
+    if keypoints1 is None:
+        check_detector(detector, peers)
     row = MATCH_POSES[pose].format(k=top_k)
     if weights is None and row in PAIR_ROWS:
         weights = ZOOM_VOTE_MODEL
@@ -171,7 +180,15 @@ def match_pair(
     )
     t0 = time.time()
     res = match_images(
-        image1, image2, est, cfg, rows=(row,), H=homography, keypoints1=keypoints1, keypoints2=keypoints2
+        image1,
+        image2,
+        est,
+        cfg,
+        rows=(row,),
+        H=homography,
+        keypoints1=keypoints1,
+        keypoints2=keypoints2,
+        peers=peers,
     )
     r = res["rows"][row]
     err = r["error_px"]
