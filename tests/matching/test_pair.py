@@ -107,3 +107,43 @@ def test_key_net_keypoints_are_described_about_their_own_size_too(photo):
     assert pp.correct.sum() > res["dominant-gradient"].correct.sum(), {
         k: int(r.correct.sum()) for k, r in res.items()
     }
+
+
+def test_keypoints_given_with_their_sizes_are_described_as_a_detectors(photo):
+    """Keypoints of one's own with their regions' half-widths (as kornia reads a LAF's scale) are described as a
+    detector's that gives a size: SIFT's detections handed back with their sizes give the same matches as SIFT's
+    own route; sizes come with keypoints, one finite positive size each, for both photos."""
+    from patchpose.conventions import REFERENCE_RADIUS
+    from patchpose.matching.pipeline import detect
+
+    img2, H = turned(photo, 30.0, 1.2)
+    f1, f2 = detect(photo, 200), detect(img2, 200)
+    own = patchpose.match_pair(photo, img2, max_keypoints=200)
+    given = patchpose.match_pair(
+        photo,
+        img2,
+        keypoints1=f1.xy,
+        keypoints2=f2.xy,
+        sizes1=REFERENCE_RADIUS * np.exp2(f1.frame),
+        sizes2=REFERENCE_RADIUS * np.exp2(f2.frame),
+    )
+    bare = patchpose.match_pair(
+        photo, img2, keypoints1=f1.xy, keypoints2=f2.xy
+    )  # without sizes: the fixed window
+    np.testing.assert_array_equal(given.matches, own.matches)
+    assert given.turn == pytest.approx(own.turn) and not np.array_equal(bare.matches, own.matches)
+    n = len(f1)
+    for kw, message in [
+        ({"sizes1": np.ones(n), "sizes2": np.ones(len(f2))}, "sizes are those of keypoints"),
+        ({"keypoints1": f1.xy, "keypoints2": f2.xy, "sizes1": np.ones(n)}, "sizes for both"),
+        (
+            {"keypoints1": f1.xy, "keypoints2": f2.xy, "sizes1": np.ones(n - 1), "sizes2": np.ones(len(f2))},
+            "one size per",
+        ),
+        (
+            {"keypoints1": f1.xy, "keypoints2": f2.xy, "sizes1": -np.ones(n), "sizes2": np.ones(len(f2))},
+            "positive",
+        ),
+    ]:
+        with pytest.raises(patchpose.InputError, match=message):
+            patchpose.match_pair(photo, img2, **kw)

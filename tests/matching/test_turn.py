@@ -181,8 +181,8 @@ def test_keypoints_with_a_size_of_their_own_are_also_described_about_it():
 
 def test_the_opposite_turn_is_counted_and_tried_where_it_stands_out_too():
     """Votes at 40° and at 220° (a texture alike half a turn round): both counted, the turn ambiguous where both
-    stand out of evenly spread votes; ``pair_pose`` then describes photo 2 at both and keeps the turn that matches
-    more. A photo turned by 90°, its votes faked to favour 270°: with the opposite turn standing out the 90° is
+    stand out of evenly spread votes; ``pair_pose`` then describes photo 2 at both and keeps the turn whose matches
+    one homography explains more of. A photo turned by 90°, its votes faked to favour 270°: with the opposite turn standing out the 90° is
     kept (the votes swapped with it); without, 270° stays."""
     o2 = np.radians(np.concatenate([np.full(12, 40.0), np.full(9, 220.0), [100.0, 300.0]]))
     t = pair_turn(np.zeros(23), o2, np.stack([np.arange(23)] * 2, 1))
@@ -212,3 +212,19 @@ def test_the_opposite_turn_is_counted_and_tried_where_it_stands_out_too():
             _, c2, _, turn = pipeline.pair_candidate_descriptors("pair_pose", f1, f2, rec, est, cfg)
         assert math.degrees(turn.radians) == pytest.approx(kept) and np.allclose(c2[1], turn.radians)
         assert (turn.votes, turn.opposite) == ((opposite, 50) if kept == 90.0 else (50, opposite))
+
+
+def test_homography_support_counts_the_matches_one_homography_explains():
+    """Keypoints moved by a homography and matched one to one: all 30 supported; half of them shuffled: 15."""
+    from patchpose.matching.pipeline import homography_support
+
+    rng = np.random.default_rng(3)
+    xy1 = rng.uniform(0, 400, (30, 2))
+    H = np.array([[0.9, -0.3, 20.0], [0.3, 0.9, -10.0], [1e-4, 0.0, 1.0]])
+    p = np.c_[xy1, np.ones(30)] @ H.T
+    xy2 = p[:, :2] / p[:, 2:]
+    d = np.eye(30, dtype=np.float32)  # keypoint i of each photo matches keypoint i of the other
+    assert homography_support(xy1, xy2, d, d) == 30
+    xy2[15:] = rng.uniform(0, 400, (15, 2))
+    assert homography_support(xy1, xy2, d, d) == 15
+    assert homography_support(xy1[:3], xy2[:3], d[:3, :3], d[:3, :3]) == 0  # fewer than 4 matches

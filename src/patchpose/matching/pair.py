@@ -113,6 +113,8 @@ def match_pair(
     detector: str = "sift",
     keypoints1: np.ndarray | None = None,
     keypoints2: np.ndarray | None = None,
+    sizes1: np.ndarray | None = None,
+    sizes2: np.ndarray | None = None,
     descriptor: str = "sift",
     descriptor_weights: str | Path | None = None,
     peers: str | Path | None = None,
@@ -131,7 +133,9 @@ def match_pair(
             error and is correct within ``threshold`` px.
         max_keypoints, detector: the keypoints detected per image (``"sift"``, ``"harris"`` or ``"gftt"``;
             ``"keynet"``, kornia's Key.Net, with ``peers``), unless ``keypoints1`` and ``keypoints2``
-            (``(N, 2)`` x, y) are given.
+            (``(N, 2)`` x, y) are given; ``sizes1``, ``sizes2`` ``(N,)``: their detector's sizes, if it gives
+            any (the half-width of each region in pixels, as ``kornia.feature.get_laf_scale`` reads Key.Net's
+            LAFs): the default describes each keypoint about its size too.
         descriptor, descriptor_weights: the descriptor cut at each pose (``"sift"``: RootSIFT; ``"hardnet"``,
             ``"sosnet"`` with a local state dict; ``"tfeat"``, ``"hardtfeat"`` with ``peers``).
         peers: the folder of the peers' weights (docs/peers.md), for Key.Net and TFeat/HardTFeat: for
@@ -154,6 +158,8 @@ def match_pair(
         raise InputError(f"pose ours-topk needs top_k (--top-k) of at least 2, got {top_k}")
     if (keypoints1 is None) != (keypoints2 is None):
         raise InputError("give keypoints for both images (--keypoints1 and --keypoints2) or for none")
+    if (sizes1 is None) != (sizes2 is None):
+        raise InputError("give sizes for both images' keypoints (sizes1 and sizes2) or for none")
     if pose in SIFT_POSES and (detector != "sift" or keypoints1 is not None):
         raise InputError(
             f"--pose {pose} needs SIFT's own detections (--detector sift, no --keypoints1/2): it reads SIFT's pose"
@@ -189,6 +195,8 @@ def match_pair(
         keypoints1=keypoints1,
         keypoints2=keypoints2,
         peers=peers,
+        sizes1=sizes1,
+        sizes2=sizes2,
     )
     r = res["rows"][row]
     err = r["error_px"]

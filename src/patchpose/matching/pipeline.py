@@ -248,16 +248,40 @@ def check_detector(detector: str, peers: Peers | None = None) -> None:
         raise InputError(f"the {detector} detector needs the peers' weights folder (--peers DIR)")
 
 
+def check_sizes(sizes, n: int) -> np.ndarray:
+    """``sizes`` as an ``(n,)`` float64 array of region half-widths in pixels; a one-line :class:`InputError`
+    unless there is one finite, positive size per keypoint."""
+    try:
+        a = np.asarray(sizes.detach().cpu().numpy() if hasattr(sizes, "detach") else sizes, np.float64)
+    except (TypeError, ValueError):
+        raise InputError(f"sizes must be numbers, one per keypoint, got {type(sizes).__name__}") from None
+    a = a.reshape(-1) if a.ndim > 1 and a.size == n else a
+    if a.shape != (n,):
+        raise InputError(f"sizes must hold one size per keypoint ({n}), got shape {a.shape}")
+    if not (np.isfinite(a).all() and (a > 0).all()):
+        raise InputError("sizes must be finite and positive (region half-widths in pixels)")
+    return a
+
+
 def detect(
-    image, max_keypoints: int = 2000, keypoints=None, detector: str = "sift", peers: Peers | None = None
+    image,
+    max_keypoints: int = 2000,
+    keypoints=None,
+    detector: str = "sift",
+    peers: Peers | None = None,
+    sizes=None,
 ) -> Features:
     """OpenCV SIFT keypoints (strongest first, one per location), Harris or Shi-Tomasi corners
     (``detector="harris"`` / ``"gftt"``, strongest first, no pose), Key.Net keypoints (``"keynet"``, with
     the ``peers``' weights; strongest first, one per location, no pose), or the given ``(N, 2)`` keypoints
-    (no pose; ``max_keypoints`` does not apply: the caller chose them)."""
+    (no pose; ``max_keypoints`` does not apply: the caller chose them), with ``sizes`` ``(N,)`` their
+    detector's sizes if it gives them: the half-width of each keypoint's region in pixels, as kornia's
+    ``get_laf_scale`` reads a LAF (what Key.Net's detections carry)."""
     img = check_image(image)
     gray = to_gray(img)
     given = keypoints is not None  # the caller's keypoints are checked; a detector's may be none at all
+    if sizes is not None and not given:
+        raise InputError("sizes are those of keypoints given with them: give the keypoints too")
     if keypoints is None:
         check_detector(detector, peers)
     if keypoints is None and not is_int_in(max_keypoints, 1, integral_floats=True):
@@ -287,6 +311,8 @@ def detect(
         )
         s = o = np.full(len(xy), np.nan)
         cands = None
+        if sizes is not None:
+            det_scale = np.log2(check_sizes(sizes, len(xy)) / REFERENCE_RADIUS)
     return Features(
         xy.reshape(-1, 2),
         np.asarray(s, np.float64),
@@ -720,8 +746,9 @@ def pair_candidate_descriptors(
     photos that hardly overlap), each keypoint at its own poses instead, the ``ours_blend`` candidates that voted
     (:func:`ours_blend_candidates`): a turn nobody voted for would describe photo 2 upright, whatever its turn;
     where the turn + π stands out of the votes too (:attr:`~.zoom.PairTurn.ambiguous`: a texture alike half a turn
-    round, bricks, tiles), photo 2 is described at both and the one with more mutual nearest neighbours is kept
-    (the turn returned is the one kept)."""
+    round, bricks, tiles), photo 2 is described at both and the one whose matches one homography explains more of
+    is kept (:func:`homography_support`; the turn returned is the one kept): a texture alike half a turn round
+    matches about as often either way, but only the right turn's matches agree on where they lie."""
     cfg = cfg or MatchConfig()
     if row not in PAIR_ROWS:
         raise InputError(f"row {row!r} is not a pair row; they are {PAIR_ROWS}")
@@ -736,8 +763,8 @@ def pair_candidate_descriptors(
             radians = float(np.mod(turn.radians + math.pi, 2.0 * math.pi))
             flip = one_pose_candidates(feats2, describer, zoom.frames[1], radians)
             d1 = blend_descriptors(c1[3], c1[2])
-            if len(mutual_nn(d1, blend_descriptors(flip[3], flip[2]))[0]) > len(
-                mutual_nn(d1, blend_descriptors(c2[3], c2[2]))[0]
+            if homography_support(feats1.xy, feats2.xy, d1, blend_descriptors(flip[3], flip[2])) > (
+                homography_support(feats1.xy, feats2.xy, d1, blend_descriptors(c2[3], c2[2]))
             ):
                 c2, turn = flip, replace(turn, radians=radians, votes=turn.opposite, opposite=turn.votes)
         return c1, c2, zoom, turn
@@ -752,6 +779,23 @@ def pair_candidate_descriptors(
             candidate_descriptors(PAIR_BASE_ROWS[row], view, describer, None, 1.0, peers, cfg.shape_weights)
         )
     return out[0], out[1], zoom, turn
+
+
+#: px: the reprojection error within which a match supports a homography (:func:`homography_support`)
+SUPPORT_PX = 5.0
+
+
+def homography_support(xy1, xy2, d1, d2) -> int:
+    """How many mutual nearest neighbours of descriptors ``d1`` ``(N, D)`` and ``d2`` ``(M, D)`` of keypoints
+    ``xy1``, ``xy2`` one homography explains within :data:`SUPPORT_PX` (OpenCV's RANSAC; 0 below 4 matches)."""
+    import cv2
+
+    m = mutual_nn(d1, d2)[0]
+    if len(m) < 4:
+        return 0
+    p1, p2 = (np.ascontiguousarray(xy[i], np.float32) for xy, i in ((xy1, m[:, 0]), (xy2, m[:, 1])))
+    H, mask = cv2.findHomography(p1, p2, cv2.RANSAC, SUPPORT_PX)
+    return 0 if H is None or mask is None else int(mask.sum())
 
 
 def one_pose_candidates(
@@ -824,9 +868,12 @@ def match_images(
     keypoints2=None,
     describer: Describer | None = None,
     peers: Peers | None = None,
+    sizes1=None,
+    sizes2=None,
 ) -> dict:
     """Match two images under each pose row (``peers``: for the Key.Net detector, the peer rows and
-    descriptors; :class:`~patchpose.matching.peers.Peers`).
+    descriptors; :class:`~patchpose.matching.peers.Peers`; ``sizes1``/``sizes2``: the sizes of the given
+    keypoints, :func:`detect`).
 
     Returns ``{"xy1": (N, 2), "xy2": (M, 2), "rows": {row: {"matches": (L, 2), "distances": (L,),
     "error_px": (L,) reprojection error under H (None without H)}}}``; a :data:`PAIR_ROWS` row's entry also
@@ -835,8 +882,8 @@ def match_images(
     describer = describer or Describer(cfg.descriptor, cfg.descriptor_weights, peers=peers)
     if H is None and {"upper", "upper_affine"} & set(rows):
         raise InputError("the 'upper' rows need the ground-truth homography H")
-    f1 = detect(image1, cfg.max_keypoints, keypoints1, cfg.detector, peers)
-    f2 = detect(image2, cfg.max_keypoints, keypoints2, cfg.detector, peers)
+    f1 = detect(image1, cfg.max_keypoints, keypoints1, cfg.detector, peers, sizes1)
+    f2 = detect(image2, cfg.max_keypoints, keypoints2, cfg.detector, peers, sizes2)
     single = [r for r in rows if r not in PAIR_ROWS]
     d1 = describe_rows(f1, single, describer, est, None, cfg, peers=peers)
     d2 = describe_rows(f2, single, describer, est, H, cfg, peers=peers)
