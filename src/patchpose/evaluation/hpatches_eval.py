@@ -385,7 +385,8 @@ def true_turn(H, xy, shape) -> float | None:
     if not seen.any():
         return None
     grid = np.radians(np.arange(0.0, 360.0, 0.1))
-    cost = np.abs(np.angle(np.exp(1j * (d_theta[seen][None, :] - grid[:, None])))).sum(1)
+    offsets = d_theta[seen][None, :] - grid[:, None]  # (grid, keypoints)
+    cost = np.abs(np.mod(offsets + np.pi, 2 * np.pi) - np.pi).sum(1)  # summed arc lengths
     return float(np.degrees(grid[int(np.argmin(cost))]))
 
 
