@@ -38,6 +38,9 @@ def _args(photos, out, steps):
     ]  # fmt: skip
 
 
+_GLOO_EXIT_ABORT = "terminate called without an active exception"
+
+
 def _results(stdout: str) -> list[dict]:
     return [
         json.loads(line)
@@ -53,6 +56,10 @@ def test_two_cpu_ranks_stay_in_sync_and_resume_on_one(photos, tmp_path):
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
            "-m", "patchpose.train", *_args(photos, out, 4)]  # fmt: skip
     r = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600)
+    if r.returncode != 0 and _GLOO_EXIT_ABORT in r.stderr:
+        # gloo can abort a worker at exit on a busy machine (CI, stop 56): once more, afresh
+        shutil.rmtree(out, ignore_errors=True)
+        r = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600)
     assert r.returncode == 0, r.stderr[-3000:]
     res = sorted(_results(r.stdout), key=lambda d: d["rank"])
     assert [d["rank"] for d in res] == [0, 1] and all(d["world"] == 2 and d["step"] == 4 for d in res)
