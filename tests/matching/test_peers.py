@@ -329,6 +329,7 @@ def test_eval_hpatches_reports_the_peer_rows_with_descriptors_and_correct_matche
         pose=False,
         progress=False,
         bootstrap=50,
+        rows=["all"],
     )
     saved = json.loads((tmp_path / "o" / "results.json").read_text())
     from patchpose.matching.pipeline import pose_rows

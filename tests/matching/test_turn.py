@@ -166,6 +166,8 @@ def test_keypoints_with_a_size_of_their_own_are_also_described_about_it():
         turn
     )
     assert zoom.frames == pytest.approx((0.0, 0.0), abs=1e-3)
+    # the matches agree on an affine map that is the turn itself, no slant: photo 2 turned, not cut through it
+    assert turn.affine is None
     d, frames = POOL_OCTAVES, zoom.frames
     for (s, o, w, desc), f, frame in zip((c1, c2), (f1, f2), frames):
         assert s.shape == o.shape == w.shape == (len(f), 6) and desc.shape == (len(f), 6, rec.dim)
@@ -228,3 +230,83 @@ def test_homography_support_counts_the_matches_one_homography_explains():
     xy2[15:] = rng.uniform(0, 400, (15, 2))
     assert homography_support(xy1, xy2, d, d) == 15
     assert homography_support(xy1[:3], xy2[:3], d[:3, :3], d[:3, :3]) == 0  # fewer than 4 matches
+
+
+def _affine_case(M, n_in=40, n_out=20, seed=0):
+    """Keypoints of photo 1, their images under ``x → M·x + t`` in photo 2 (the first ``n_in``) and scattered
+    points (the rest), matched one to one; every match votes the turn 0.3 rad, as our angles would."""
+    rng = np.random.default_rng(seed)
+    xy1 = rng.uniform(0, 400, (n_in + n_out, 2))
+    xy2 = np.concatenate([xy1[:n_in] @ np.asarray(M).T + [30.0, -20.0], rng.uniform(0, 400, (n_out, 2))])
+    o1 = rng.uniform(0, 2 * math.pi, n_in + n_out)
+    m = np.stack([np.arange(n_in + n_out)] * 2, 1)
+    return xy1, xy2, m, o1, o1 + 0.3
+
+
+def test_the_pairs_affine_map_is_fitted_to_the_matches_that_agree_on_the_turn():
+    from patchpose.matching.zoom import AFFINE_MIN_INLIERS, PairAffine, pair_affine
+
+    M = np.array([[1.2, 0.3], [-0.1, 0.6]])  # a slant: singular values 1.26 and 0.59
+    xy1, xy2, m, o1, o2 = _affine_case(M)
+    o2[40:50] += 2.0  # ten wrong matches vote elsewhere: left out before the fit
+    turn = pair_turn(o1, o2, m)
+    a = pair_affine(xy1, xy2, m, turn.radians, o1, o2, 566.0)
+    assert isinstance(a, PairAffine) and a.matches == 50 and a.inliers == 40
+    np.testing.assert_allclose(a.matrix, M, atol=1e-6)
+    assert a.anisotropy == pytest.approx(np.divide(*np.linalg.svd(M, compute_uv=False)))
+    # a turn and a zoom alone: anisotropy 1
+    R = 1.5 * np.array([[math.cos(0.3), math.sin(0.3)], [-math.sin(0.3), math.cos(0.3)]])
+    xy1, xy2, m, o1, o2 = _affine_case(R)
+    assert pair_affine(xy1, xy2, m, pair_turn(o1, o2, m).radians, o1, o2, 566.0).anisotropy == pytest.approx(
+        1.0
+    )
+    # none: too few matches, a mirror image, a slant past MAX_ANISOTROPY
+    k = AFFINE_MIN_INLIERS - 1
+    assert pair_affine(xy1[:k], xy2[:k], m[:k], turn.radians, o1[:k], o2[:k], 566.0) is None
+    for bad in ([[1.0, 0.0], [0.0, -1.0]], [[3.0, 0.0], [0.0, 0.5]]):
+        xy1, xy2, m, o1, o2 = _affine_case(bad)
+        assert pair_affine(xy1, xy2, m, pair_turn(o1, o2, m).radians, o1, o2, 566.0) is None
+
+
+def test_a_pose_through_a_turn_matrix_is_the_pose_at_that_angle():
+    """``one_pose_candidates`` through the shape ``R(θ)`` at angle 0 cuts the patches it cuts at angle θ."""
+    import skimage.data
+
+    from patchpose.conventions import rotation_matrix
+    from patchpose.matching.describe import Describer
+    from patchpose.matching.pipeline import detect, one_pose_candidates
+
+    f = detect(skimage.data.camera(), 200)
+    d = Describer()
+    turned = one_pose_candidates(f, d, 0.5, 0.7)
+    through = one_pose_candidates(f, d, 0.5, 0.0, rotation_matrix(0.7))
+    np.testing.assert_allclose(through[3], turned[3], atol=1e-5)
+    np.testing.assert_array_equal(through[2], turned[2])
+
+
+def test_a_slanted_photo_is_cut_through_the_pairs_affine_map():
+    """The photo seen at a slant (an affine map with singular values 1.36 and 0.63): the matches that voted for
+    the turn agree on the map, ``pair_pose`` cuts photo 2 through it and reports it, and matches far better
+    than with the turn and zoom alone (the map set aside)."""
+    import patchpose
+    import patchpose.matching.pipeline as pipeline
+    from patchpose.data.patches import load_photo, to_gray
+    from patchpose.data.photos import demo_photo
+
+    photo = to_gray(load_photo(demo_photo(), 480))
+    h, w = photo.shape
+    M = np.array([[1.3, 0.25], [0.1, 0.7]])
+    c = np.array([(w - 1) / 2, (h - 1) / 2])
+    A = np.concatenate([M, (c - M @ c)[:, None]], 1)
+    slanted, H = (
+        cv2.warpAffine(photo, A, (w, h), borderMode=cv2.BORDER_REFLECT_101),
+        np.vstack([A, [0, 0, 1]]),
+    )
+    res = patchpose.match_pair(photo, slanted, homography=H)
+    np.testing.assert_allclose(res.affine, M, atol=0.05)
+    assert res.summary()["affine"] == np.round(res.affine, 4).tolist()
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(pipeline, "MIN_SLANT", math.inf)  # no map slants enough: the turn and zoom alone
+        alone = patchpose.match_pair(photo, slanted, homography=H)
+    assert alone.affine is None and alone.summary()["affine"] is None
+    assert res.correct.sum() > 1.3 * alone.correct.sum(), (res.summary(), alone.summary())

@@ -271,8 +271,9 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     hp.add_argument(
         "--rows",
         default=None,
-        help="comma-separated matching rows to compute (default: every row the detector and --peers allow), "
-        "e.g. ours,ours_blend,dominant_gradient,dominant_gradient_blend,upper",
+        help="comma-separated matching rows to compute, or 'all' (every row the detector and --peers allow; "
+        "default: all but the ablations: the bounds, the detector's pose, ours, ours top-k, the peers, "
+        "pair_pose), e.g. ours,ours_blend,dominant_gradient,dominant_gradient_blend,upper",
     )
     hp.add_argument(
         "--reference",

@@ -61,6 +61,7 @@ from ..matching.pipeline import (
     SHAPE_ROWS,
     MatchConfig,
     candidate_counts,
+    default_rows,
     describe_rows,
     detect,
     handcrafted_poses,
@@ -636,7 +637,8 @@ def evaluate_hpatches(
     ``cluster_pattern`` draws sequences in clusters instead (:func:`sequence_clusters`: the sequences made
     from one photo with several seeds are not independent). ``read_plan``: changes to the model's read
     plan (:meth:`patchpose.ReadPlan.replace`), or None. ``rows``: the matching rows to compute, in report
-    order (None: every row that the detector and ``peers`` allow; a row they do not allow is an error).
+    order (None: those of them that are not :data:`~patchpose.matching.pipeline.ABLATION_ROWS`; ``["all"]``:
+    every one; a row they do not allow is an error).
     ``reference``: the row the intervals' differences are taken against (None: ``ours``, or the first row when
     ``rows`` leaves it out). ``shape_weights``: the affine shape network of the ``shape_pooled_blend`` row
     (:meth:`patchpose.shape.AffineShapeEstimator.load`; None: the bundled one)."""
@@ -678,14 +680,16 @@ def evaluate_hpatches(
         peers=peer_set is not None,
         keynet=keypoints_dir is None and detector == "keynet",
     )
-    if rows is not None:
+    if rows is not None and list(rows) == ["all"]:
+        rows = allowed
+    elif rows is not None:
         bad = [r for r in rows if r not in allowed]
         if bad or not rows:
             raise InputError(
                 f"rows {bad or rows} are not rows of this run; with these keypoints and peers they are "
                 + ",".join(allowed)
             )
-    rows = allowed if rows is None else tuple(r for r in allowed if r in rows)
+    rows = default_rows(allowed) if rows is None else tuple(r for r in allowed if r in rows)
     if reference is not None and reference not in rows:
         raise InputError(f"the reference row {reference!r} is not among this run's rows: {','.join(rows)}")
     # the peers' files this run reads (their sha256 sums key the cache), none without a peers folder

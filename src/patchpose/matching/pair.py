@@ -79,6 +79,9 @@ class PairMatches:
     #: the pair's turn (degrees, CCW as displayed, in [0, 360)) that our angles voted, for ``pair-pose``; None
     #: for the other poses, and where the votes showed no one turn (each keypoint then at its own poses)
     turn: float | None = None
+    #: ``(2, 2)``: the affine map from image 1 to image 2 (pixels, y down) that the matches which voted for the
+    #: turn agree on, where ``pair-pose`` cut photo 2 through it (a slant besides the turn and zoom); else None
+    affine: np.ndarray | None = None
 
     def summary(self) -> dict:
         """Counts for a report: keypoints per image, matches, and with ground truth the correct ones and
@@ -93,6 +96,7 @@ class PairMatches:
             doc["zoom_octaves"] = round(self.zoom, 3) + 0.0  # never -0.0
         if self.pose == "pair-pose":
             doc["turn_deg"] = None if self.turn is None else round(self.turn, 2) % 360.0
+            doc["affine"] = None if self.affine is None else np.round(self.affine, 4).tolist()
         if self.correct is not None:
             doc[f"correct@{self.threshold:g}px"] = int(self.correct.sum())
             doc[f"mma@{self.threshold:g}px"] = float(self.correct.mean()) if len(self.matches) else 0.0
@@ -213,6 +217,7 @@ def match_pair(
         seconds=time.time() - t0,
         zoom=r["zoom"].log2 if "zoom" in r else None,
         turn=math.degrees(turn.radians) if row == "pair_pose" and turn.found else None,
+        affine=None if turn is None or turn.affine is None else turn.affine.matrix.copy(),
     )
 
 

@@ -28,6 +28,7 @@ explains nearly as many matches as the essential matrix fits, or more than lie i
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import cv2
@@ -480,13 +481,19 @@ def _match_pair_row(
     if est is None:
         raise InputError(f"{cfg.describe_pose!r} needs our estimator: our scales vote the pair's zoom")
     mc = MatchConfig(max_keypoints=cfg.max_keypoints)
-    c0, c1, zoom, _ = pair_candidate_descriptors(row, f0, f1, describer, est, mc, peers=peers)
+    c0, c1, zoom, turn = pair_candidate_descriptors(row, f0, f1, describer, est, mc, peers=peers)
     d0, d1 = blend_descriptors(c0[3], c0[2]), blend_descriptors(c1[3], c1[2])
     if cfg.matcher == "mnn":
         return mutual_nn(d0, d1)[0]
+    # the second photo cut through the pair's affine map where pair_pose found one: its patches' frames are
+    # A·P, P the map scaled to determinant 1 (the turn is in P, not in the candidates' orientations)
+    affine = getattr(turn, "affine", None)
+    shapes = (None, None if affine is None else affine.matrix / math.sqrt(np.linalg.det(affine.matrix)))
     poses = []
-    for f, c, frame in zip((f0, f1), (c0, c1), zoom.frames):
+    for f, c, frame, P in zip((f0, f1), (c0, c1), zoom.frames, shapes):
         lafs = candidate_lafs(row, f.at_frame(frame), c[0], c[1], peers, mc.shape_weights) if len(f) else None
+        if lafs is not None and P is not None:
+            lafs = np.concatenate([lafs[..., :2] @ P, lafs[..., 2:]], -1)
         poses.append(_laf_poses(lafs) if len(f) else (c[0], c[1]))  # no keypoints: the empty (0, k) arrays
     (s0, o0), (s1, o1) = poses
     m = adalam_blend_matches(
