@@ -124,9 +124,11 @@ def test_photos_that_show_no_one_turn_are_described_at_each_keypoints_own_poses(
     from patchpose.matching.describe import Describer
     from patchpose.matching.pipeline import (
         MatchConfig,
+        candidate_descriptors,
         detect,
         ours_blend_candidates,
         pair_candidate_descriptors,
+        pair_fallback_row,
     )
 
     photo = to_gray(load_photo(demo_photo(), 320))
@@ -142,6 +144,16 @@ def test_photos_that_show_no_one_turn_are_described_at_each_keypoints_own_poses(
             np.testing.assert_array_equal(a, b)
     res = patchpose.match_pair(photo, noise, detector="harris", max_keypoints=200)
     assert res.turn is None and res.summary()["turn_deg"] is None
+    # keypoints with a size of their own (SIFT's): our affine shape at that size instead (a slant may be what
+    # hid the turn)
+    g1, g2 = detect(photo, 200), detect(noise, 200)
+    d1, d2, _, t = pair_candidate_descriptors("pair_pose", g1, g2, rec, est, cfg)
+    assert not t.found and pair_fallback_row(g1, g2) == "shape_pooled_blend"
+    assert pair_fallback_row(f1, f2) == "ours_blend" and pair_fallback_row(g1, f2) == "ours_blend"
+    for c, f in ((d1, g1), (d2, g2)):
+        own = candidate_descriptors("shape_pooled_blend", f, rec)
+        for a, b in zip(c, own):
+            np.testing.assert_allclose(a, b, atol=1e-6)
 
 
 def test_keypoints_with_a_size_of_their_own_are_also_described_about_it():

@@ -45,7 +45,8 @@ MATCH_POSES: dict[str, str] = {
     # for corners, and at SIFT keypoints with their size set aside (docs/peers.md)
     "shape-zoom-blend": "shape_zoom_blend",
     # every keypoint at one pose per photo: the turn and the zoom between the two photos that our angles and scales
-    # vote for (patchpose.matching.zoom), each keypoint described at 3 sizes (docs/peers.md)
+    # vote for (patchpose.matching.zoom), or the affine map their matches agree on where it slants the view, each
+    # keypoint described at 3 sizes (docs/peers.md)
     "pair-pose": "pair_pose",
     "none": "lower",
 }

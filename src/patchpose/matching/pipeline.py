@@ -51,8 +51,9 @@ orinet``        (its scale kept), then OriNet's angle in that frame; the descrip
                 photos that our angles and scales vote for at tentative matches (:mod:`.zoom`): upright in
                 photo 1, turned by the pair's turn in photo 2, at 16 px widened by the zoom where structures
                 look larger, each at 3 sizes pooled (:func:`~.blend.pool_sizes`), and where the detector gives a
-                size (SIFT, Key.Net) at 3 sizes about it too, blended half and half;
-                where the votes show no one turn, each keypoint at its own poses (the ``ours_blend`` row's)
+                size (SIFT, Key.Net) at 3 sizes about it too, blended half and half; photo 2 cut through the
+                pair's affine map instead where the matches agree on one that slants the view; where the votes
+                show no one turn, each keypoint at its own poses (:func:`pair_fallback_row`)
 ``upper``       the ground truth from a homography ``H``: upright at 16 px in image 1, and in image 2 the
                 pose change that ``H`` makes at the keypoint's source point (:func:`patchpose.geometry.pose_change`)
 ``upper_        the same with ``H``'s whole local affine map (its Jacobian at the source point): in image 2 the
@@ -787,8 +788,8 @@ def pair_candidate_descriptors(
     (on 15 viewpoint sequences at Key.Net keypoints +34 correct matches per pair over the fixed window alone, at
     SIFT keypoints −4, a tie);
     where the votes show no one turn (:attr:`~.zoom.PairTurn.found`: too few tentative matches agree, as between
-    photos that hardly overlap), each keypoint at its own poses instead, the ``ours_blend`` candidates that voted
-    (:func:`ours_blend_candidates`): a turn nobody voted for would describe photo 2 upright, whatever its turn;
+    photos that hardly overlap, or a slant hides it), each keypoint at its own poses instead, the candidates of
+    :func:`pair_fallback_row`: a turn nobody voted for would describe photo 2 upright, whatever its turn;
     where the turn + π stands out of the votes too (:attr:`~.zoom.PairTurn.ambiguous`: a texture alike half a turn
     round, bricks, tiles), photo 2 is described at both and the one whose matches one homography explains more of
     is kept (:func:`homography_support`; the turn returned is the one kept): a texture alike half a turn round
@@ -799,6 +800,14 @@ def pair_candidate_descriptors(
     zoom, turn = pair_pose_of(feats1, feats2, describer, est, cfg, ours1, ours2)
     if row == "pair_pose":
         if not turn.found and len(feats1) and len(feats2):  # no one turn: each keypoint at its own poses
+            if pair_fallback_row(feats1, feats2) == "shape_pooled_blend":
+                c1, c2 = (
+                    candidate_descriptors(
+                        "shape_pooled_blend", f, describer, None, 1.0, peers, cfg.shape_weights
+                    )
+                    for f in (feats1, feats2)
+                )
+                return c1, c2, zoom, turn
             c1 = ours_blend_candidates(feats1, describer, est, cfg, ours1)
             return c1, ours_blend_candidates(feats2, describer, est, cfg, ours2), zoom, turn
         c1, c2, affine = one_pose_pair(feats1, feats2, describer, est, cfg, zoom, turn.radians, ours1, ours2)
@@ -827,6 +836,16 @@ def pair_candidate_descriptors(
             candidate_descriptors(PAIR_BASE_ROWS[row], view, describer, None, 1.0, peers, cfg.shape_weights)
         )
     return out[0], out[1], zoom, turn
+
+
+def pair_fallback_row(feats1: Features, feats2: Features) -> str:
+    """The row whose candidates ``pair_pose`` describes each photo with where the votes show no one turn: where
+    the detector gives both photos' keypoints a size (SIFT, Key.Net), ``shape_pooled_blend`` (our affine shape
+    at that size, the gradient's peaks in its frame: where a slant is what hid the turn, as on the hardest
+    slanted pairs of grass and gravel, 0.84 to 0.91 MMA@3 at Key.Net keypoints against ``ours_blend``'s 0 to
+    0.08); else ``ours_blend`` (our scale and top angles: a fixed size would not follow a zoom)."""
+    sized = feats1.detector_scale is not None and feats2.detector_scale is not None
+    return "shape_pooled_blend" if sized else "ours_blend"
 
 
 def one_pose_pair(

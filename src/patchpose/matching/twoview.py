@@ -54,6 +54,7 @@ from .pipeline import (
     keypoint_poses,
     ours_window,
     pair_candidate_descriptors,
+    pair_fallback_row,
     peer_poses,
 )
 
@@ -487,11 +488,14 @@ def _match_pair_row(
         return mutual_nn(d0, d1)[0]
     # the second photo cut through the pair's affine map where pair_pose found one: its patches' frames are
     # A·P, P the map scaled to determinant 1 (the turn is in P, not in the candidates' orientations)
-    affine = getattr(turn, "affine", None)
-    shapes = (None, None if affine is None else affine.matrix / math.sqrt(np.linalg.det(affine.matrix)))
+    M = None if turn.affine is None else turn.affine.matrix
+    shapes = (None, None if M is None else M / math.sqrt(np.linalg.det(M)))
     poses = []
+    # where pair_pose found no turn and fell back on our affine shape, each photo at its detector's own sizes
+    own = row == "pair_pose" and not turn.found and pair_fallback_row(f0, f1) == "shape_pooled_blend"
     for f, c, frame, P in zip((f0, f1), (c0, c1), zoom.frames, shapes):
-        lafs = candidate_lafs(row, f.at_frame(frame), c[0], c[1], peers, mc.shape_weights) if len(f) else None
+        view, laf_row = (f, "shape_pooled_blend") if own else (f.at_frame(frame), row)
+        lafs = candidate_lafs(laf_row, view, c[0], c[1], peers, mc.shape_weights) if len(f) else None
         if lafs is not None and P is not None:
             lafs = np.concatenate([lafs[..., :2] @ P, lafs[..., 2:]], -1)
         poses.append(_laf_poses(lafs) if len(f) else (c[0], c[1]))  # no keypoints: the empty (0, k) arrays

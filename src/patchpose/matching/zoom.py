@@ -7,7 +7,9 @@ do. The *difference* of our scales across the tentative matches of a scale-invar
 and angles, ``ours_blend``) is one vote per match for the pair's zoom: wrong matches spread their votes,
 right ones pile them up, and a few dozen right ones pin the zoom down. Widen the fixed window by that much in
 the photo where things look larger, and a fixed size works under any zoom (:func:`pair_zoom`,
-:attr:`PairZoom.frames`; the ``shape_zoom_blend`` row of :mod:`patchpose.matching.pipeline`).
+:attr:`PairZoom.frames`; the ``shape_zoom_blend`` row of :mod:`patchpose.matching.pipeline`). The angles vote
+the turn the same way (:func:`pair_turn`), and the matches that voted for it, fitted one affine map
+(:func:`pair_affine`), give the slant a turn and a zoom cannot (the ``pair_pose`` row).
 """
 
 from __future__ import annotations
