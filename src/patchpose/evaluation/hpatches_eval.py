@@ -874,7 +874,7 @@ ROW_LABELS = {
     "affnet_pooled_blend": "AffNet shape (kornia), one descriptor blended over the gradient's top-4 peaks in its frame, each at 3 sizes",
     "shape_pooled_blend": "our affine shape, one descriptor blended over the gradient's top-4 peaks in its frame, each at 3 sizes",
     "shape_zoom_blend": "our affine shape blend (as above) at the fixed size widened by the pair's zoom, voted by our scales",
-    "pair_pose": "one pose per photo: the pair's turn and zoom voted by our angles and scales, 3 sizes pooled",
+    "pair_pose": "one pose per photo: the pair's turn and zoom voted by our angles and scales (or the affine map their matches agree on, where it slants the view), 3 sizes pooled",
     "upper": "upper (pose from H)",
     "upper_affine": "upper (H's local affine map)",
 }
