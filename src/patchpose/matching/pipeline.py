@@ -712,10 +712,24 @@ def pair_pose_of(
         raise InputError("the pair's zoom is voted by our scales: it needs an estimator")
     if len(feats1) == 0 or len(feats2) == 0:
         return PairZoom(0.0, 0, 0), PairTurn(0.0, 0, 0)
-    s1, o1, d1 = ours_blend_descriptors(feats1, describer, est, cfg, ours1)
-    s2, o2, d2 = ours_blend_descriptors(feats2, describer, est, cfg, ours2)
-    m = mutual_nn(d1, d2)[0]
+    s1, o1, s2, o2, m = tentative_matches(feats1, feats2, describer, est, cfg, ours1, ours2)
     return pair_zoom(s1, s2, m), pair_turn(o1, o2, m)
+
+
+def tentative_matches(
+    feats1: Features, feats2: Features, describer: Describer, est, cfg: MatchConfig, ours1=None, ours2=None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """What the pair's votes read: our strongest scales and orientations in each photo (``s1``, ``o1``, ``s2``,
+    ``o2``) and the mutual nearest neighbours ``(L, 2)`` of their ``ours_blend`` descriptors
+    (:func:`ours_blend_descriptors`), kept in photo 2's memo for photo 1 (the turn, the zoom and the affine map
+    read the same matches)."""
+    key = ("tentative", describer, est, cfg.top_k)
+    kept = feats2.memo.get(key)
+    if kept is None or kept[0] is not feats1:
+        s1, o1, d1 = ours_blend_descriptors(feats1, describer, est, cfg, ours1)
+        s2, o2, d2 = ours_blend_descriptors(feats2, describer, est, cfg, ours2)
+        kept = feats2.memo[key] = (feats1, (s1, o1, s2, o2, mutual_nn(d1, d2)[0]))
+    return kept[1]
 
 
 def pair_affine_of(
@@ -732,10 +746,9 @@ def pair_affine_of(
     :func:`pair_pose_of` agree on whose angles voted for a turn of ``radians``; None where there is none."""
     if len(feats1) == 0 or len(feats2) == 0:
         return None
-    _, o1, d1 = ours_blend_descriptors(feats1, describer, est, cfg, ours1)
-    _, o2, d2 = ours_blend_descriptors(feats2, describer, est, cfg, ours2)
+    _, o1, _, o2, m = tentative_matches(feats1, feats2, describer, est, cfg, ours1, ours2)
     size = max(float(np.hypot(*f.image.shape[:2])) for f in (feats1, feats2))
-    return pair_affine(feats1.xy, feats2.xy, mutual_nn(d1, d2)[0], radians, o1, o2, size)
+    return pair_affine(feats1.xy, feats2.xy, m, radians, o1, o2, size)
 
 
 def ours_blend_descriptors(
@@ -870,13 +883,9 @@ def one_pose_pair(
     if affine is None or affine.anisotropy < MIN_SLANT:
         c1 = one_pose_candidates(feats1, describer, zoom.frames[0], 0.0)
         return c1, one_pose_candidates(feats2, describer, zoom.frames[1], radians), None
-    M = affine.matrix
-    frame1 = max(0.0, -math.log2(float(np.linalg.svd(M, compute_uv=False)[1])))
-    half = 0.5 * math.log2(
-        float(np.linalg.det(M))
-    )  # M = 2**half · (M / 2**half), the latter of determinant 1
+    frame1, frame2 = affine.frames
     c1 = one_pose_candidates(feats1, describer, frame1, 0.0)
-    return c1, one_pose_candidates(feats2, describer, frame1 + half, 0.0, M / 2.0**half), affine
+    return c1, one_pose_candidates(feats2, describer, frame2, 0.0, affine.shape), affine
 
 
 #: px: the reprojection error within which a match supports a homography (:func:`homography_support`)
@@ -950,6 +959,33 @@ def candidate_lafs(
     A = (REFERENCE_RADIUS * np.exp2(s))[..., None, None] * A
     xy = np.broadcast_to(np.asarray(feats.xy, np.float64)[:, None, :, None], (*s.shape, 2, 1))
     return np.concatenate([A, xy], -1)
+
+
+def pair_candidate_lafs(
+    row: str,
+    feats1: Features,
+    feats2: Features,
+    c1: tuple,
+    c2: tuple,
+    zoom: PairZoom,
+    turn: PairTurn,
+    peers: Peers | None = None,
+    shape_weights: str | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`candidate_lafs` of a :data:`PAIR_ROWS` row's candidates ``c1``, ``c2`` in each photo, as
+    :func:`pair_candidate_descriptors` cut them (its ``zoom`` and ``turn``): each photo's view at the pair's zoom;
+    where ``pair_pose`` fell back on our affine shape (no turn, :func:`pair_fallback_row`), each photo at its
+    detector's own sizes; where it cut photo 2 through the pair's affine map, photo 2's frames ``A·P``, ``P`` the
+    map's :attr:`~.zoom.PairAffine.shape` (the turn is in ``P``, not in the candidates' orientations)."""
+    own = row == "pair_pose" and not turn.found and pair_fallback_row(feats1, feats2) == "shape_pooled_blend"
+    out = []
+    for f, c, frame in zip((feats1, feats2), (c1, c2), zoom.frames):
+        view, laf_row = (f, "shape_pooled_blend") if own else (f.at_frame(frame), row)
+        empty = np.zeros((*np.shape(c[0]), 2, 3))  # no keypoints
+        out.append(candidate_lafs(laf_row, view, c[0], c[1], peers, shape_weights) if len(f) else empty)
+    if turn.affine is not None:
+        out[1] = np.concatenate([out[1][..., :2] @ turn.affine.shape, out[1][..., 2:]], -1)
+    return out[0], out[1]
 
 
 def pair_descriptors(

@@ -28,7 +28,6 @@ explains nearly as many matches as the essential matrix fits, or more than lie i
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import cv2
@@ -50,11 +49,10 @@ from .pipeline import (
     blend_candidates,
     blended_descriptors,
     candidate_descriptors,
-    candidate_lafs,
     keypoint_poses,
     ours_window,
     pair_candidate_descriptors,
-    pair_fallback_row,
+    pair_candidate_lafs,
     peer_poses,
 )
 
@@ -486,19 +484,9 @@ def _match_pair_row(
     d0, d1 = blend_descriptors(c0[3], c0[2]), blend_descriptors(c1[3], c1[2])
     if cfg.matcher == "mnn":
         return mutual_nn(d0, d1)[0]
-    # the second photo cut through the pair's affine map where pair_pose found one: its patches' frames are
-    # A·P, P the map scaled to determinant 1 (the turn is in P, not in the candidates' orientations)
-    M = None if turn.affine is None else turn.affine.matrix
-    shapes = (None, None if M is None else M / math.sqrt(np.linalg.det(M)))
-    poses = []
-    # where pair_pose found no turn and fell back on our affine shape, each photo at its detector's own sizes
-    own = row == "pair_pose" and not turn.found and pair_fallback_row(f0, f1) == "shape_pooled_blend"
-    for f, c, frame, P in zip((f0, f1), (c0, c1), zoom.frames, shapes):
-        view, laf_row = (f, "shape_pooled_blend") if own else (f.at_frame(frame), row)
-        lafs = candidate_lafs(laf_row, view, c[0], c[1], peers, mc.shape_weights) if len(f) else None
-        if lafs is not None and P is not None:
-            lafs = np.concatenate([lafs[..., :2] @ P, lafs[..., 2:]], -1)
-        poses.append(_laf_poses(lafs) if len(f) else (c[0], c[1]))  # no keypoints: the empty (0, k) arrays
+    lafs = pair_candidate_lafs(row, f0, f1, c0, c1, zoom, turn, peers, mc.shape_weights)
+    # no keypoints: the empty (0, k) arrays
+    poses = [_laf_poses(la) if len(f) else (c[0], c[1]) for f, c, la in zip((f0, f1), (c0, c1), lafs)]
     (s0, o0), (s1, o1) = poses
     m = adalam_blend_matches(
         c0[3],

@@ -124,6 +124,19 @@ class PairAffine:
         sv = np.linalg.svd(self.matrix, compute_uv=False)
         return float(sv[0] / sv[1])
 
+    @property
+    def shape(self) -> np.ndarray:
+        """``(2, 2)``: the map scaled to determinant 1 (its turn and slant, without its zoom)."""
+        return self.matrix / math.sqrt(float(np.linalg.det(self.matrix)))
+
+    @property
+    def frames(self) -> tuple[float, float]:
+        """``(frame1, frame2)``: log2 factors for a fixed window in image 1 (upright) and in image 2 (cut through
+        :attr:`shape`) that cover the same content, as :attr:`PairZoom.frames`: image 1's widened so that the map
+        narrows image 2's in no direction (never below the photo's resolution), image 2's by the map's zoom more."""
+        frame1 = max(0.0, -math.log2(float(np.linalg.svd(self.matrix, compute_uv=False)[1])))
+        return frame1, frame1 + 0.5 * math.log2(float(np.linalg.det(self.matrix)))
+
 
 @dataclass(frozen=True)
 class PairTurn:
