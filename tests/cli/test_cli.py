@@ -427,3 +427,28 @@ def test_only_the_cli_imports_argparse_or_the_cli():
             ):
                 bad.append(f"{rel}: imports patchpose.cli")
     assert scanned > 20 and not bad, bad
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["match", "a.png", "b.png"],
+        ["extract", "IMAGES", "--out", "f.h5"],
+        ["eval", "hpatches", "--root", "R"],
+        ["eval", "rotation"],
+        ["eval", "pose", "--pairs", "P", "--images", "I"],
+    ],
+)
+def test_peers_folder_is_one_option_wherever_it_is_taken(argv, capsys):
+    """``--peers DIR`` (cli.options.add_peers) parses to the folder in every command that takes it, is None
+    without it, and its help says what it adds to that command."""
+    from patchpose.cli.main import build_parser
+
+    parser = build_parser()
+    assert parser.parse_args([*argv, "--peers", "PEERS"]).peers == "PEERS"
+    assert parser.parse_args(argv).peers is None
+    with pytest.raises(SystemExit):
+        parser.parse_args([*argv[: 2 if argv[0] == "eval" else 1], "--help"])
+    out = " ".join(capsys.readouterr().out.split())
+    assert "--peers DIR folder of the peers' weights (docs/peers.md; its README names the files)" in out
+    assert "never bundled: " in out

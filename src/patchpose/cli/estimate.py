@@ -9,7 +9,7 @@ import json
 from ..apps import run_estimate, write_match_outputs
 from ..errors import InputError, is_int_in
 from ..matching.pair import DEFAULT_POSE, MATCH_POSES, match_pair
-from .options import add_descriptor, add_weights, read_plan
+from .options import add_descriptor, add_peers, add_weights, read_plan
 
 
 def estimate_command(a: argparse.Namespace) -> int:
@@ -160,13 +160,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         "--keypoints1", default=None, help="keypoints of image 1 (.npy or x,y text); default SIFT"
     )
     mt.add_argument("--keypoints2", default=None, help="keypoints of image 2 (with --keypoints1)")
-    mt.add_argument(
-        "--peers",
-        default=None,
-        metavar="DIR",
-        help="folder of the peers' weights (docs/peers.md), for --detector keynet and --descriptor "
-        "tfeat/hardtfeat; for comparison only, never bundled",
-    )
+    add_peers(mt, "--detector keynet, --descriptor tfeat/hardtfeat")
     add_descriptor(mt, peers=True)
     add_weights(mt)
     mt.set_defaults(func=match_command)

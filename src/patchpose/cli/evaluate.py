@@ -9,7 +9,7 @@ from pathlib import Path
 
 from ..evaluation.colmap_eval import DEFAULT_POSES, SETS
 from ..integrations.colmap import POSES, colmap_estimator
-from .options import add_descriptor, add_weights, print_results, read_plan
+from .options import add_descriptor, add_peers, add_weights, print_results, read_plan
 
 
 def eval_synthetic_command(a: argparse.Namespace) -> int:
@@ -245,14 +245,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     hp.add_argument("--protocol", choices=("d2net", "keynet"), default="d2net")
     add_weights(hp)
     add_descriptor(hp, peers=True)
-    hp.add_argument(
-        "--peers",
-        default=None,
-        metavar="DIR",
-        help="folder of the peers' weights (Key.Net, OriNet, AffNet, TFeat, HardTFeat; its README says which "
-        "files), for comparison only: adds the orinet and affnet+orinet rows and allows --detector keynet "
-        "and --descriptor tfeat/hardtfeat",
-    )
+    add_peers(hp, "the orinet and affnet+orinet rows, --detector keynet, --descriptor tfeat/hardtfeat")
     hp.add_argument(
         "--shape-weights",
         default=None,
@@ -317,13 +310,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         help="the first rotation in degrees (default 0; --start 5 turns by 5, 15, ..., 355 with the default step)",
     )
     ro.add_argument("--out", default="outputs/eval_rotation")
-    ro.add_argument(
-        "--peers",
-        metavar="DIR",
-        default=None,
-        help="folder of the peers' weights (its README says which files), for comparison only: adds the "
-        "orinet row (OriNet's angle in SIFT's window)",
-    )
+    add_peers(ro, "the orinet row (OriNet's angle in SIFT's window)")
     add_weights(ro)
     _add_bootstrap(ro, "photos for 95%% intervals of the MMA columns")
     ro.add_argument("--no-progress", action="store_true")
@@ -342,13 +329,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         default="accurate",
         help="robust fit of the essential matrix (OpenCV USAC_ACCURATE, USAC_MAGSAC, RANSAC)",
     )
-    pe.add_argument(
-        "--peers",
-        metavar="DIR",
-        default=None,
-        help="folder of the peers' weights (its README says which files), for comparison only: adds the "
-        "orinet and affnet+orinet rows (in SIFT's window, for the descriptors and in AdaLAM)",
-    )
+    add_peers(pe, "the orinet and affnet+orinet rows (in SIFT's window, for the descriptors and in AdaLAM)")
     pe.add_argument(
         "--no-ablation", action="store_true", help="only the main rows (sift, sift+ours, the peers)"
     )

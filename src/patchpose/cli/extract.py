@@ -8,7 +8,7 @@ import argparse
 
 from ..integrations.colmap import COLMAP_MODEL, POSES, colmap_estimator
 from ..integrations.extract import DESCRIPTORS, DETECTORS
-from .options import add_weights, read_plan
+from .options import add_peers, add_weights, read_plan
 
 
 def extract_command(a: argparse.Namespace) -> int:
@@ -116,13 +116,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         help="sift: OpenCV SIFT computed at our poses; hardtfeat: HardTFeat (weights in --peers) on patches "
         "at our poses; none: keypoints and poses only",
     )
-    e.add_argument(
-        "--peers",
-        default=None,
-        metavar="DIR",
-        help="folder of the peers' weights (keynet.pth, hardtfeat.pth), for --detector keynet and "
-        "--descriptor hardtfeat; evaluation only, never bundled",
-    )
+    add_peers(e, "--detector keynet, --descriptor hardtfeat")
     e.add_argument("--max-keypoints", type=int, default=2048, help="keypoints per image, at most")
     e.add_argument(
         "--shard",

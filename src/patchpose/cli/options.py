@@ -32,6 +32,18 @@ def add_read(p: argparse.ArgumentParser, help: str | None = None) -> None:
     p.add_argument("--read", action="append", default=[], metavar="KEY=VALUE", help=help or READ_HELP)
 
 
+def add_peers(p: argparse.ArgumentParser, enables: str) -> None:
+    """``--peers DIR``: the folder of the peers' weights (docs/peers.md), for comparison only; ``enables`` says
+    what it adds to this command."""
+    p.add_argument(
+        "--peers",
+        default=None,
+        metavar="DIR",
+        help="folder of the peers' weights (docs/peers.md; its README names the files), for comparison only, "
+        f"never bundled: {enables}",
+    )
+
+
 def add_descriptor(p: argparse.ArgumentParser, peers: bool = False) -> None:
     """``--descriptor`` and ``--descriptor-weights``: the descriptor cut at each pose, for matching; with
     ``peers`` (commands that take ``--peers DIR``) also the peers' ``tfeat`` and ``hardtfeat``."""
