@@ -17,6 +17,21 @@ from __future__ import annotations
 import numpy as np
 
 from .conventions import TWO_PI
+from .errors import InputError
+
+
+def check_homography(H, where: str = "the homography") -> np.ndarray:
+    """``H`` as a float64 3×3 array; a one-line :class:`~patchpose.errors.InputError` unless it is a finite,
+    invertible 3×3 matrix of real numbers."""
+    try:
+        if np.iscomplexobj(H):
+            raise TypeError
+        a = np.asarray(H, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise InputError(f"{where} must be a 3×3 matrix of numbers, got {type(H).__name__}") from None
+    if a.shape != (3, 3) or not np.isfinite(a).all() or abs(np.linalg.det(a)) < 1e-12:
+        raise InputError(f"{where} is not a finite, invertible 3×3 matrix (shape {a.shape})")
+    return a
 
 
 def _check_h(H) -> np.ndarray:

@@ -396,6 +396,10 @@ def load_bundled(name: str = DEFAULT_MODEL) -> tuple[PoseNet, dict]:
 
 def load_model(name_or_path: str | Path | None = None) -> tuple[PoseNet, dict]:
     """A bundled model by name, a patchpose safetensors file, or (None) the default bundled model."""
+    if name_or_path is not None and not isinstance(name_or_path, (str, os.PathLike)):
+        raise InputError(
+            f"weights must be a bundled model's name or a file path, got {type(name_or_path).__name__}"
+        )
     if not name_or_path:
         return load_bundled()
     if str(name_or_path) in BUNDLED:

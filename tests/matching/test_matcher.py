@@ -24,3 +24,21 @@ def test_several_descriptors_per_keypoint_take_the_closest_pair():
     d1 = np.array([[[1.0, 0.0], [0.0, 1.0]]])  # one keypoint, two candidates
     d2 = np.array([[[0.0, 1.0]], [[0.6, 0.0]]])  # two keypoints, one candidate each
     np.testing.assert_allclose(keypoint_distances(d1, d2), [[0.0, 0.4]], atol=1e-6)
+
+
+def test_mutual_nn_in_blocks_equals_the_whole_distance_matrix_ties_included():
+    """``mutual_nn`` streams over row blocks of the distances (memory ``chunk × M``, not ``N × M``): the pairs
+    and distances equal those of the whole matrix's argmins, ties going to the lowest index across blocks."""
+    rng = np.random.default_rng(0)
+    d1 = np.round(rng.standard_normal((700, 2, 6))).astype(np.float32)  # coarse values: many exact ties
+    d2 = np.round(rng.standard_normal((500, 6))).astype(np.float32)
+    d2[7] = d2[5]  # the same descriptor twice in photo 2
+    dist = keypoint_distances(d1, d2)
+    nn12, nn21 = dist.argmin(1), dist.argmin(0)
+    i = np.nonzero(nn21[nn12] == np.arange(len(d1)))[0]
+    want = np.stack([i, nn12[i]], 1)
+    for chunk in (2, 64, 333, 4096):  # blocks of 1, 32, 166 and every keypoint (two descriptors each)
+        pairs, d = mutual_nn(d1, d2, chunk=chunk)
+        np.testing.assert_array_equal(pairs, want)
+        np.testing.assert_array_equal(d, dist[want[:, 0], want[:, 1]])
+    assert len(want) > 50 and 7 not in want[:, 1]  # a tie in photo 2 goes to index 5

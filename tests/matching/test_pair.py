@@ -142,8 +142,73 @@ def test_keypoints_given_with_their_sizes_are_described_as_a_detectors(photo):
         ),
         (
             {"keypoints1": f1.xy, "keypoints2": f2.xy, "sizes1": -np.ones(n), "sizes2": np.ones(len(f2))},
-            "positive",
+            "finite region half-widths from",
         ),
     ]:
         with pytest.raises(patchpose.InputError, match=message):
             patchpose.match_pair(photo, img2, **kw)
+
+
+@pytest.mark.parametrize(
+    "kw, message",
+    [
+        ({"sizes1": 1e9}, r"sizes must be finite region half-widths from .* to 65536 pixels"),
+        ({"sizes1": 8 + 1j}, "sizes must be real numbers"),
+        ({"top_k": None}, "top_k .* must be an integer of at least 2, got None"),
+        ({"top_k": 1}, "top_k .* must be an integer of at least 2, got 1"),
+        ({"homography": np.full((3, 3), np.nan)}, "not a finite, invertible 3×3 matrix"),
+        ({"homography": np.zeros((3, 3))}, "not a finite, invertible 3×3 matrix"),
+        ({"homography": "abc"}, "must be a 3×3 matrix of numbers"),
+        ({"pose": ["none"]}, "pose must be one of"),
+        ({"weights": 3}, "weights must be a bundled model's name or a file path, got int"),
+        ({"detector": "keynet", "peers": 5}, "the peers folder must be a path, got int"),
+        ({"read_plan": "passes=1"}, "read_plan must be a mapping"),
+    ],
+)
+def test_bad_arguments_are_one_line_input_errors_before_any_work(photo, kw, message, monkeypatch):
+    """Wrong types and values of ``match_pair``'s arguments are refused as :class:`patchpose.InputError`, before
+    detection (a size of 1e9 px once ran for minutes inside OpenCV; a singular homography gave every match an
+    infinite error)."""
+    from patchpose.matching import pipeline
+
+    def no_work(*args, **kwargs):
+        raise AssertionError("matching began before the arguments were checked")
+
+    if "sizes1" in kw:  # sizes are checked with the keypoints they belong to, inside the pipeline
+        xy = np.array([[100.0, 100.0], [50.0, 60.0]])
+        kw = {
+            "keypoints1": xy,
+            "keypoints2": xy,
+            "sizes1": np.full(2, kw["sizes1"]),
+            "sizes2": np.full(2, 8.0),
+        }
+    else:
+        monkeypatch.setattr(pipeline, "match_images", no_work)
+    with pytest.raises(patchpose.InputError, match=message):
+        patchpose.match_pair(photo, photo, **kw)
+
+
+def test_top_k_only_changes_the_topk_pose(photo):
+    """``top_k`` is the candidates of ``pose="ours-topk"``; the default pose reads what it needs whatever it is."""
+    img2, _ = turned(photo, 40.0)
+    kw = {"max_keypoints": 150}
+    default = patchpose.match_pair(photo, img2, **kw)
+    np.testing.assert_array_equal(patchpose.match_pair(photo, img2, top_k=2, **kw).matches, default.matches)
+    two = patchpose.match_pair(photo, img2, pose="ours-topk", top_k=2, **kw)
+    four = patchpose.match_pair(photo, img2, pose="ours-topk", top_k=4, **kw)
+    assert not np.array_equal(two.matches, four.matches)
+
+
+@pytest.mark.skipif(
+    not PEERS.is_dir(), reason=f"the peers' weights are not here ({PEERS}); a user's clone has none"
+)
+def test_key_net_finds_nothing_in_an_image_too_small_for_it(photo):
+    """kornia's Key.Net cannot read an image with a side under 19 px (its smallest level is smaller than its
+    padding): such an image has no Key.Net keypoints, and one just large enough is read."""
+    from patchpose.matching.peers import KEYNET_MIN_SIDE
+
+    for shape in [(16, 16), (18, 300), (300, 18)]:
+        m = patchpose.match_pair(photo[: shape[0], : shape[1]].copy(), photo, detector="keynet", peers=PEERS)
+        assert len(m.xy1) == 0 and len(m.matches) == 0
+    assert KEYNET_MIN_SIDE == 19
+    patchpose.match_pair(photo[:19, :300].copy(), photo, detector="keynet", peers=PEERS)

@@ -27,6 +27,7 @@ import logging
 import os
 import re
 import shutil
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -35,6 +36,7 @@ import numpy as np
 
 from ..errors import InputError, require
 from ..fileio import check_resume_plan, write_text_atomic
+from ..geometry import check_homography
 from .patches import load_image, load_photo
 
 log = logging.getLogger(__name__)
@@ -57,12 +59,12 @@ def read_homography(path: str | Path) -> np.ndarray:
     """A 3×3 whitespace-separated ASCII matrix (HPatches ``H_1_k``), as float64."""
     path = Path(path)
     try:
-        H = np.loadtxt(path, dtype=np.float64, ndmin=2)
+        with warnings.catch_warnings():  # an empty file: numpy warns, then the shape check says why
+            warnings.simplefilter("ignore", UserWarning)
+            H = np.loadtxt(path, dtype=np.float64, ndmin=2)
     except (OSError, ValueError) as e:
         raise InputError(f"cannot read homography {path}: {e}") from None
-    if H.shape != (3, 3) or not np.isfinite(H).all() or abs(np.linalg.det(H)) < 1e-12:
-        raise InputError(f"{path} is not an invertible 3×3 matrix (shape {H.shape})")
-    return H
+    return check_homography(H, str(path))
 
 
 def write_homography(path: str | Path, H: np.ndarray) -> None:

@@ -20,6 +20,7 @@ import numpy as np
 
 from ..errors import InputError, is_int_in
 from ..estimator import PatchPoseEstimator
+from ..geometry import check_homography
 
 #: the poses ``match_pair`` can describe keypoints at, by name, and the row of
 #: :func:`~patchpose.matching.pipeline.match_images` that computes each
@@ -151,7 +152,7 @@ def match_pair(
     from .peers import Peers
     from .pipeline import PAIR_ROWS, MatchConfig, check_detector, match_images
 
-    if pose not in MATCH_POSES:
+    if not isinstance(pose, str) or pose not in MATCH_POSES:
         raise InputError(f"pose must be one of {sorted(MATCH_POSES)}, got {pose!r}")
     if isinstance(threshold, bool) or not (
         isinstance(threshold, numbers.Real) and math.isfinite(threshold) and threshold > 0
@@ -159,8 +160,16 @@ def match_pair(
         raise InputError(
             f"the match threshold (--threshold) must be a positive number of pixels, got {threshold}"
         )
-    if pose == "ours-topk" and not is_int_in(top_k, 2):
-        raise InputError(f"pose ours-topk needs top_k (--top-k) of at least 2, got {top_k}")
+    if not is_int_in(top_k, 2):
+        raise InputError(
+            f"top_k (--top-k, the candidates of pose ours-topk) must be an integer of at least 2, got {top_k!r}"
+        )
+    if read_plan is not None and not isinstance(read_plan, Mapping):
+        raise InputError(
+            f"read_plan must be a mapping of read-plan settings to values, got {type(read_plan).__name__}"
+        )
+    if homography is not None:
+        homography = check_homography(homography)
     if (keypoints1 is None) != (keypoints2 is None):
         raise InputError("give keypoints for both images (--keypoints1 and --keypoints2) or for none")
     if (sizes1 is None) != (sizes2 is None):
@@ -186,7 +195,8 @@ def match_pair(
         max_keypoints=max_keypoints,
         descriptor=descriptor,
         descriptor_weights=descriptor_weights,
-        top_k=max(2, top_k),
+        # the candidates of ours-topk; the other rows read what they need (the blends: MatchConfig's default)
+        top_k=top_k if pose == "ours-topk" else MatchConfig.top_k,
         detector=detector,
     )
     t0 = time.time()

@@ -26,6 +26,7 @@ displayed, which is also the sign of kornia's LAF orientation; a kornia LAF's ``
 from __future__ import annotations
 
 import math
+import os
 import re
 from pathlib import Path
 
@@ -109,6 +110,8 @@ class Peers:
     kept (``orinet()``, ``affnet()``, ``tfeat()``, ``hardtfeat()``, ``keynet(n)``)."""
 
     def __init__(self, folder: str | Path) -> None:
+        if not isinstance(folder, (str, os.PathLike)):
+            raise InputError(f"the peers folder must be a path, got {type(folder).__name__}")
         self.folder = Path(folder)
         if not self.folder.is_dir():
             raise InputError(
@@ -195,12 +198,17 @@ def _image_tensor(gray: np.ndarray) -> torch.Tensor:
     return torch.from_numpy(np.ascontiguousarray(gray, np.float32))[None, None]
 
 
+#: the smallest side of an image that kornia's Key.Net reads (its smallest pyramid level must outsize its padding)
+KEYNET_MIN_SIDE = 19
+
+
 def keynet_frames(peers: Peers, gray: np.ndarray, max_keypoints: int) -> tuple[np.ndarray, np.ndarray]:
     """Key.Net keypoints in a float gray image in ``[0, 1]``: ``(N, 2)`` xy (pixel centres at integers,
     strongest first, one per location, at most ``max_keypoints``) and ``(N,)`` the half-width in px of
     the region kornia describes about each (its LAF scale: the detection scale times kornia's
-    ``mr_size``). Key.Net gives no orientation."""
-    if max_keypoints <= 0:
+    ``mr_size``). Key.Net gives no orientation, and none of them in an image with a side under
+    :data:`KEYNET_MIN_SIDE` px."""
+    if max_keypoints <= 0 or min(gray.shape[:2]) < KEYNET_MIN_SIDE:
         return np.zeros((0, 2)), np.zeros(0)
     KF = require("kornia.feature", "kornia")
     det = peers.keynet(2 * int(max_keypoints))  # levels can find one location twice: room to drop those

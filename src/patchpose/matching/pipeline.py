@@ -88,12 +88,12 @@ from ..baselines import (
     log_scale_selection,
 )
 from ..conventions import OPENCV_SIFT_WINDOW_PER_SIZE, REFERENCE_RADIUS, angle_diff, rotation_matrix
-from ..data.keypoints import detect_gftt, detect_harris, detect_sift
+from ..data.keypoints import MAX_KEYPOINTS, detect_gftt, detect_harris, detect_sift
 from ..data.patches import Pyramid, check_image, extract_patches, to_gray
 from ..errors import InputError, is_int_in
 from ..geometry import apply_homography, homography_jacobian, pose_change
 from ..interop import from_cv2_keypoints
-from ..reading import strong_candidates
+from ..reading import MAX_FRAME, strong_candidates
 from ..shape import shape_estimator
 from .blend import (
     BLEND_GAMMA,
@@ -269,16 +269,25 @@ def check_detector(detector: str, peers: Peers | None = None) -> None:
 
 def check_sizes(sizes, n: int) -> np.ndarray:
     """``sizes`` as an ``(n,)`` float64 array of region half-widths in pixels; a one-line :class:`InputError`
-    unless there is one finite, positive size per keypoint."""
+    unless there is one real, finite size per keypoint within 16·2**±:data:`~patchpose.reading.MAX_FRAME` px
+    (the scales a read reaches)."""
     try:
-        a = np.asarray(sizes.detach().cpu().numpy() if hasattr(sizes, "detach") else sizes, np.float64)
+        a = sizes.detach().cpu().numpy() if hasattr(sizes, "detach") else sizes
+        if np.iscomplexobj(a):
+            raise TypeError
+        a = np.asarray(a, np.float64)
     except (TypeError, ValueError):
-        raise InputError(f"sizes must be numbers, one per keypoint, got {type(sizes).__name__}") from None
+        raise InputError(
+            f"sizes must be real numbers, one per keypoint, got {type(sizes).__name__}"
+        ) from None
     a = a.reshape(-1) if a.ndim > 1 and a.size == n else a
     if a.shape != (n,):
         raise InputError(f"sizes must hold one size per keypoint ({n}), got shape {a.shape}")
-    if not (np.isfinite(a).all() and (a > 0).all()):
-        raise InputError("sizes must be finite and positive (region half-widths in pixels)")
+    lo, hi = REFERENCE_RADIUS * 2.0**-MAX_FRAME, REFERENCE_RADIUS * 2.0**MAX_FRAME
+    if not (np.isfinite(a).all() and (a >= lo).all() and (a <= hi).all()):
+        raise InputError(
+            f"sizes must be finite region half-widths from {lo:.3g} to {hi:g} pixels (16·2**±{MAX_FRAME:g})"
+        )
     return a
 
 
@@ -303,8 +312,10 @@ def detect(
         raise InputError("sizes are those of keypoints given with them: give the keypoints too")
     if keypoints is None:
         check_detector(detector, peers)
-    if keypoints is None and not is_int_in(max_keypoints, 1, integral_floats=True):
-        raise InputError(f"max_keypoints must be a positive integer, got {max_keypoints!r}")
+    if keypoints is None and not is_int_in(max_keypoints, 1, MAX_KEYPOINTS, integral_floats=True):
+        raise InputError(
+            f"max_keypoints must be an integer from 1 to {MAX_KEYPOINTS:,}, got {max_keypoints!r}"
+        )
     if keypoints is None and detector == "harris":
         keypoints = detect_harris(img, int(max_keypoints))
     elif keypoints is None and detector == "gftt":
