@@ -35,9 +35,10 @@ def check_homography(H, where: str = "the homography") -> np.ndarray:
 
 
 def _check_h(H) -> np.ndarray:
+    """``H`` as a finite float64 3×3 array (invertible or not: a map of points may be singular)."""
     H = np.asarray(H, dtype=np.float64)
     if H.shape != (3, 3) or not np.isfinite(H).all():
-        raise ValueError(f"a homography must be a finite 3×3 matrix, got shape {H.shape}")
+        raise InputError(f"a homography must be a finite 3×3 matrix, got shape {H.shape}")
     return H
 
 
