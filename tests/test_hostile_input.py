@@ -532,3 +532,79 @@ def test_the_picture_draws_every_keypoints_circle_in_pixels_as_one_collection(tm
     np.testing.assert_allclose(widths, 2 * 16 * 2.0**s)
     np.testing.assert_allclose(heights, 2 * 16 * 2.0**s)
     assert c._units == "xy"
+
+
+# --- OpenCV keypoints: blends, resolve_orientations (a second probe, 293 cases) --------------------------------
+
+
+def test_a_huge_keypoint_size_is_refused_not_a_hang(est):
+    """A window of 1e12 px had OpenCV reflect each sample back into the image one width at a time (for ever);
+    patches are cut only within 16·2**±16 px, in every path that cuts them."""
+    img, sift = texture(), cv2.SIFT_create()
+    for size in (1e6, 1e12):
+        with pytest.raises(InputError, match="patch scales must be finite log2 scales within"):
+            patchpose.compute_blended(sift, img, [cv2.KeyPoint(40, 40, size)])
+    with pytest.raises(InputError, match="patch scales must be finite"):
+        patchpose.AffineShapeEstimator.from_pretrained().frames(img, np.array([[40.0, 40.0]]), 1e12)
+    patchpose.compute_blended(sift, img, [cv2.KeyPoint(40, 40, 5000.0)])  # large, not absurd: cut
+
+
+def test_compute_blended_takes_float_and_16_bit_images_as_8_bit(est):
+    """OpenCV's extractors take 8-bit images: a float [0, 1] or 16-bit image is handed over as its 8-bit gray
+    (the same descriptors as the 8-bit image's)."""
+    img, sift = texture(), cv2.SIFT_create()
+    kps = sift.detect(img, None)[:10]
+    want = patchpose.compute_blended(sift, img, kps)[1]
+    for other in (img.astype(np.float32) / 255.0, img.astype(np.uint16) * 257):
+        np.testing.assert_array_equal(patchpose.compute_blended(sift, other, kps)[1], want)
+
+
+def test_opencv_keypoint_functions_refuse_what_is_not_keypoints_and_bad_flags(est):
+    img = texture()
+    for call in (
+        lambda: patchpose.assign(img, 3, est),
+        lambda: patchpose.compute_blended(cv2.SIFT_create(), img, 5),
+        lambda: patchpose.resolve_orientations(img, 5, est),
+    ):
+        with pytest.raises(InputError, match="keypoints must be a sequence of cv2.KeyPoint, got int"):
+            call()
+    kp = [cv2.KeyPoint(40, 40, 8, 10)]
+    with pytest.raises(InputError, match="keep_size must be True or False, got 'False'"):
+        patchpose.assign(img, kp, est, keep_size="False")
+    with pytest.raises(InputError, match="keep_size must be True or False"):
+        patchpose.compute_blended(cv2.SIFT_create(), img, kp, keep_size="no")
+
+
+def test_compute_blended_refuses_an_extractor_that_gives_bad_descriptors(est):
+    img = texture()
+    kps = [cv2.KeyPoint(40, 40, 8, 10), cv2.KeyPoint(50, 30, 8, 10)]
+
+    class Short:
+        def compute(self, image, k):
+            return k, np.ones((len(k) - 1, 4), np.float32)
+
+    class AList:
+        def compute(self, image, k):
+            return k, [[1.0] * 4] * len(k)
+
+    with pytest.raises(InputError, match="the extractor described 7 of 8 candidates"):
+        patchpose.compute_blended(Short(), img, kps)
+    with pytest.raises(InputError, match="descriptors as list, not a numpy array"):
+        patchpose.compute_blended(AList(), img, kps)
+
+
+def test_resolve_orientations_checks_every_keypoint(est):
+    """Every keypoint is checked, read by the model or not (a lone keypoint 1,000 px outside the image, or with a
+    NaN angle, came back unchanged; a NaN angle won its location)."""
+    img = texture()
+    for kps, match in [
+        ([cv2.KeyPoint(-1000, 50, 10, 3)], "lie outside"),
+        ([cv2.KeyPoint(float("nan"), 50, 10, 3)], "lie outside|finite"),
+        (
+            [cv2.KeyPoint(50, 50, 10, float("nan")), cv2.KeyPoint(50, 50, 10, 200)],
+            "keypoint #0 has angle nan",
+        ),
+        ([cv2.KeyPoint(50, 50, float("nan"), 3)], "resolve_orientations needs each keypoint's size > 0"),
+    ]:
+        with pytest.raises(InputError, match=match):
+            patchpose.resolve_orientations(img, kps, est)

@@ -21,7 +21,7 @@ from .conventions import (
 from .errors import InputError, is_int_in, require
 
 
-def _cv2_keypoints(keypoints) -> list[cv2.KeyPoint]:
+def check_cv2_keypoints(keypoints) -> list[cv2.KeyPoint]:
     """A list of ``cv2.KeyPoint`` (possibly empty), or an :class:`InputError`."""
     if (
         keypoints is None
@@ -58,7 +58,7 @@ def is_opencv_sift(keypoints) -> bool:
     """Whether ``cv2.KeyPoint``s come from OpenCV's SIFT: every ``octave`` field carries SIFT's packing
     (``octave + (layer << 8) + …``, with a layer from 1 up), which no other OpenCV detector (ORB, FAST, GFTT,
     MSER, …) nor ``cv2.KeyPoint(x, y, size)`` writes."""
-    kps = _cv2_keypoints(keypoints)
+    kps = check_cv2_keypoints(keypoints)
     return bool(kps) and all((k.octave >> 8) & 255 >= 1 for k in kps)
 
 
@@ -68,7 +68,7 @@ def opencv_orb_scale_factor(keypoints) -> float | None:
     ``patch_size · scale_factor**octave`` for one ``patch_size`` and one ``scale_factor`` (which ORB writes, and
     no keypoint of SIFT, AKAZE, FAST, GFTT or ``cv2.KeyPoint(x, y, size)`` does). Keypoints of one level above
     0 alone are taken for ORB's only with its defaults (``patch_size`` 31, ``scale_factor`` 1.2)."""
-    kps = _cv2_keypoints(keypoints)
+    kps = check_cv2_keypoints(keypoints)
     if not kps:
         return None
     lev = np.array([k.octave for k in kps], np.int64)
@@ -95,7 +95,7 @@ def keypoint_xy(keypoints, xy_bias=None, image_shape=None) -> np.ndarray:
     (:func:`opencv_orb_scale_factor`) the position of their level's pixel, which depends on the size of the
     image they were found in (``image_shape = (H, W)``, required then:
     :func:`~patchpose.conventions.from_opencv_orb_xy`); ``pt`` for any other."""
-    kps = _cv2_keypoints(keypoints)
+    kps = check_cv2_keypoints(keypoints)
     image_shape = _image_shape(image_shape)
     pt = np.array([k.pt for k in kps], np.float64).reshape(-1, 2)
     if not np.isfinite(pt).all():
@@ -134,7 +134,7 @@ def from_cv2_keypoints(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``cv2.KeyPoint`` list → ``(xy (N, 2), log2 scale (N,), orientation radians (N,))``, xy in pixel
     centres (:func:`keypoint_xy`; ORB's keypoints above level 0 need ``image_shape``)."""
-    keypoints = _cv2_keypoints(keypoints)
+    keypoints = check_cv2_keypoints(keypoints)
     size_factor = checks.positive_number(size_factor, "size_factor")
     xy = keypoint_xy(keypoints, xy_bias, image_shape)
     size = np.array([k.size for k in keypoints], np.float64)

@@ -176,6 +176,7 @@ def test_colmap_cli_refuses_bad_input_in_one_line(tmp_path, capsys):
         ([str(tmp_path / "one")], "at least 2"),
         ([str(tmp_path / "one"), "--max-keypoints", "0"], "max_keypoints must be a positive integer"),
         ([str(tmp_path / "one"), "--seed", "-1"], "seed must be an integer >= 0"),
+        ([str(tmp_path / "one"), "--max-keypoints", "99999999999"], "up to 10,000,000"),
     ]
     for args, message in cases:
         assert main(["colmap", *args, "--out", str(tmp_path / "out")]) == 2
@@ -192,6 +193,12 @@ def test_colmap_cli_refuses_bad_input_in_one_line(tmp_path, capsys):
     err = capsys.readouterr().err.strip()
     assert "max_keypoints" in err and len(err.splitlines()) == 1, err
     assert not (tmp_path / "out").exists()
+    # a photo that cannot be read stops the run before any folder is written
+    (tmp_path / "two" / "bad.png").write_bytes(b"not a png")
+    assert main(["colmap", str(tmp_path / "two"), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1, err
+    assert not list(tmp_path.glob("out*")), list(tmp_path.glob("out*"))
 
 
 def test_a_missing_pycolmap_is_one_line_naming_the_install(monkeypatch, tmp_path):

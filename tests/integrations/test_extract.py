@@ -143,3 +143,13 @@ def test_an_empty_or_missing_folder_is_a_one_line_error(tmp_path, capsys):
         err = capsys.readouterr().err.strip()
         assert msg in err and len(err.splitlines()) == 1
     assert not (tmp_path / "f.h5").exists()
+
+
+@pytest.mark.parametrize("n", ["0", "-1", "99999999999"])
+def test_a_keypoint_budget_out_of_range_is_refused_before_anything_is_written(images, tmp_path, capsys, n):
+    assert main(["extract", str(images), "--out", str(tmp_path / "f.h5"), "--max-keypoints", n]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "--max-keypoints must be an integer from 1 to 10,000,000" in err and len(err.splitlines()) == 1, (
+        err
+    )
+    assert not list(tmp_path.glob("f.h5*"))

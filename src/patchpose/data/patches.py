@@ -15,6 +15,7 @@ from pathlib import Path
 import cv2
 import numpy as np
 
+from ..checks import SCALE_LIMIT
 from ..conventions import REFERENCE_RADIUS, patch_grid, rotation_matrix
 from ..errors import InputError
 from .image_header import check_image_file, check_pixels
@@ -272,6 +273,11 @@ def sampling_matrix(xy, log2_scale: float, theta: float, radius: float, patch_si
     return M
 
 
+#: octaves past :data:`~patchpose.checks.SCALE_LIMIT` that :func:`extract_patches` still cuts (descriptor regions
+#: and pooled sizes reach beyond the frames a read returns)
+PATCH_SCALE_MARGIN = 4.0
+
+
 def extract_patches(
     pyramid: Pyramid,
     xy: np.ndarray,
@@ -293,6 +299,14 @@ def extract_patches(
     """
     xy, log2_scale, theta = as_frames(xy, log2_scale, theta)
     n = len(xy)
+    # OpenCV reflects a sample back into the image one image width at a time: a window millions of pixels
+    # wide ran for minutes (1e12 px: for ever), so scales are bounded a little past those a read reaches
+    reach = np.abs(log2_scale).max(initial=0.0) + max(abs(math.log2(w)) for w in windows)
+    if not (np.isfinite(log2_scale).all() and reach <= SCALE_LIMIT + PATCH_SCALE_MARGIN):
+        raise InputError(
+            f"patch scales must be finite log2 scales within ±{SCALE_LIMIT + PATCH_SCALE_MARGIN:g} "
+            f"(a window of 16·2**s px), got {np.abs(log2_scale).max(initial=0.0):g}"
+        )
     base = pyramid.levels[0]
     chans = 1 if base.ndim == 2 else base.shape[2]
     out = np.empty((n, len(windows) * chans, patch_size, patch_size), dtype=np.float32)

@@ -43,7 +43,7 @@ import numpy as np
 
 from .. import checks
 from ..conventions import from_cv2_size_angle
-from ..data.keypoints import as_uint8_gray, detect_sift
+from ..data.keypoints import MAX_KEYPOINTS, as_uint8_gray, detect_sift
 from ..data.patches import check_image_shape, load_image
 from ..errors import InputError, is_int_in, require
 from ..estimator import EstimatorLike, PatchPoseEstimator, as_estimator
@@ -160,8 +160,10 @@ def check_settings(pose: str, max_keypoints, seed, threads, split) -> None:
     """The settings of :func:`reconstruct`, checked before any work: an :class:`InputError` for a bad one."""
     if pose not in POSES:
         raise InputError(f"pose must be one of {POSES}, got {pose!r}")
-    if not is_int_in(max_keypoints, 1, integral_floats=True):
-        raise InputError(f"max_keypoints must be a positive integer, got {max_keypoints!r}")
+    if not is_int_in(max_keypoints, 1, MAX_KEYPOINTS, integral_floats=True):
+        raise InputError(
+            f"max_keypoints must be a positive integer up to {MAX_KEYPOINTS:,}, got {max_keypoints!r}"
+        )
     if not is_int_in(seed, 0):
         raise InputError(f"seed must be an integer >= 0, got {seed!r}")
     if threads is not None and not is_int_in(threads, 1):
@@ -235,6 +237,14 @@ def reconstruct(
                 f"{out} exists and is not this reconstruction's output; remove it or choose another --out"
             )
         return had
+    t0 = time.perf_counter()
+    stage = {}
+    # our features first: a photo that cannot be read stops the run before anything is written
+    feats = {}
+    if pose != "colmap":
+        for name in names:
+            feats[name] = describe_image(load_image(folder / name), pose, est, int(max_keypoints))
+        stage["features"] = time.perf_counter() - t0
     work = out.with_name(out.name + ".partial")
     if work.exists():  # a run a kill interrupted: start again
         shutil.rmtree(work)
@@ -242,8 +252,6 @@ def reconstruct(
     db_path = work / "database.db"
     nthreads = -1 if threads is None else int(threads)
     pycolmap.set_random_seed(int(seed))
-    t0 = time.perf_counter()
-    stage = {}
     if pose == "colmap":
         ext = pycolmap.FeatureExtractionOptions()
         ext.num_threads = nthreads
@@ -263,10 +271,6 @@ def reconstruct(
         stage["matching+verification"] = time.perf_counter() - t0 - stage["features"]
         n_matches = None
     else:
-        feats = {}
-        for name in names:
-            feats[name] = describe_image(load_image(folder / name), pose, est, int(max_keypoints))
-        stage["features"] = time.perf_counter() - t0
         pycolmap.Database.open(db_path).close()  # import_images needs the file
         pycolmap.import_images(db_path, folder, camera_mode=pycolmap.CameraMode.AUTO, image_names=names)
         db = pycolmap.Database.open(db_path)

@@ -37,7 +37,7 @@ import cv2
 import numpy as np
 
 from ..conventions import REFERENCE_RADIUS
-from ..data.keypoints import as_uint8_gray, detect_harris, detect_sift
+from ..data.keypoints import MAX_KEYPOINTS, as_uint8_gray, detect_harris, detect_sift
 from ..data.patches import load_image
 from ..data.photos import IMAGE_EXTS, photos_of
 from ..errors import InputError, is_int_in, require
@@ -258,8 +258,10 @@ def extract_features(
     images, is an :class:`InputError`; onto a finished file of the same ones it does nothing."""
     h5py = require("h5py", "hloc")
     i, n = parse_shard(shard)
-    if not is_int_in(max_keypoints, 1, integral_floats=True):
-        raise InputError(f"--max-keypoints must be a positive integer, got {max_keypoints!r}")
+    if not is_int_in(max_keypoints, 1, MAX_KEYPOINTS, integral_floats=True):
+        raise InputError(
+            f"--max-keypoints must be an integer from 1 to {MAX_KEYPOINTS:,}, got {max_keypoints!r}"
+        )
     check_choices(detector, descriptor)
     out = _check_out(out)
     peers = peers_for(peers, detector, descriptor)

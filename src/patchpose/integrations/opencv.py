@@ -10,6 +10,7 @@ import cv2
 import numpy as np
 from numpy.typing import ArrayLike
 
+from ..checks import flag
 from ..conventions import (
     OPENCV_SIFT_WINDOW_PER_SIZE,
     REFERENCE_RADIUS,
@@ -17,10 +18,11 @@ from ..conventions import (
     from_cv2_size_angle,
     to_cv2_size_angle,
 )
-from ..data.patches import Pyramid, check_image_shape
+from ..data.keypoints import as_uint8_gray
+from ..data.patches import Pyramid, check_image, check_image_shape
 from ..errors import InputError
 from ..estimator import EstimatorLike, as_estimator, check_keypoints
-from ..interop import is_opencv_sift, keypoint_xy, opencv_orb_scale_factor
+from ..interop import check_cv2_keypoints, is_opencv_sift, keypoint_xy, opencv_orb_scale_factor
 from ..matching.blend import (
     BLEND_GAMMA,
     BLEND_K,
@@ -77,13 +79,10 @@ def assign(
     our angle choosing only where SIFT found several orientations) matches better than our angle alone.
     """
     check_image_shape(image)  # a bad image is an error even without keypoints
-    if keypoints is None:
-        raise InputError("keypoints must be a sequence of cv2.KeyPoint, got None")
-    kps = list(keypoints)
+    kps = check_cv2_keypoints(keypoints)
+    keep_size = flag(keep_size, "keep_size")
     if not kps:
         return []
-    if not all(isinstance(k, cv2.KeyPoint) for k in kps):
-        raise InputError("keypoints must be cv2.KeyPoint objects (use estimate() for (N, 2) arrays)")
     est = as_estimator(estimator)
     xy = keypoint_xy(kps, xy_bias, check_image_shape(image))
     frame = None
@@ -95,16 +94,20 @@ def assign(
     return keypoints_at_poses(kps, out, keep_size=keep_size)
 
 
-def _size_frames(keypoints: Sequence[cv2.KeyPoint]) -> np.ndarray:
+def _size_frames(
+    keypoints: Sequence[cv2.KeyPoint],
+    needs: str = "keep_size=True",
+    hint: str = ": use keep_size=False to estimate the size too",
+) -> np.ndarray:
     """``(N,)`` log2 frames of the windows OpenCV's SIFT descriptor covers at the keypoints' own sizes (what
-    ``keep_size=True`` reads in); an :class:`InputError` naming the first keypoint without a size > 0."""
+    ``keep_size=True`` reads in); an :class:`InputError` naming the first keypoint without a size > 0 (what
+    ``needs`` them, and a ``hint``)."""
     sizes = np.array([k.size for k in keypoints], np.float64)
     bad = ~(np.isfinite(sizes) & (sizes > 0))
     if bad.any():
         i = int(np.nonzero(bad)[0][0])
         raise InputError(
-            f"keep_size=True needs each keypoint's size > 0 (the detector's scale); keypoint #{i} has "
-            f"size {sizes[i]:g}: use keep_size=False to estimate the size too"
+            f"{needs} needs each keypoint's size > 0 (the detector's scale); keypoint #{i} has size {sizes[i]:g}{hint}"
         )
     return from_cv2_size_angle(sizes, np.zeros(len(sizes)), SIFT_DESCRIPTOR_SIZE_FACTOR)[0]
 
@@ -177,7 +180,8 @@ def compute_blended(
 
     Returns:
         ``(keypoints, descriptors)``: one ``cv2.KeyPoint`` per input (our or its size, the strongest
-        candidate's angle) and ``(N, D)`` float32 unit-length descriptors.
+        candidate's angle) and ``(N, D)`` float32 unit-length descriptors (all zeros where every candidate's
+        descriptor is zero, as SIFT's is on a flat patch).
     """
     shape = check_image_shape(image)
     k = BLEND_K
@@ -187,13 +191,10 @@ def compute_blended(
         check_pool_octaves(pool_octaves)
     if not callable(getattr(extractor, "compute", None)):
         raise InputError("extractor must have a compute(image, keypoints) method, e.g. cv2.SIFT_create()")
-    if keypoints is None:
-        raise InputError("keypoints must be a sequence of cv2.KeyPoint, got None")
-    kps = list(keypoints)
+    kps = check_cv2_keypoints(keypoints)
+    keep_size = flag(keep_size, "keep_size")
     if not kps:
         return [], np.zeros((0, max(int(getattr(extractor, "descriptorSize", lambda: 0)()), 0)), np.float32)
-    if not all(isinstance(p, cv2.KeyPoint) for p in kps):
-        raise InputError("keypoints must be cv2.KeyPoint objects")
     xy = check_keypoints(keypoint_xy(kps, xy_bias, shape), shape)  # inside the image, even without the model
     n = len(kps)
     # the model is loaded only where it is read: not for the gradient's peaks at the keypoints' own size
@@ -222,10 +223,17 @@ def compute_blended(
         for i, p in enumerate(kps)
         for j in range(k)
     ]
-    out_kps, desc = extractor.compute(image, cands)
-    if desc is None or len(out_kps) != len(cands):
+    # OpenCV's extractors take 8-bit images: a float [0, 1] or 16-bit one is handed over as 8-bit gray
+    out_kps, desc = extractor.compute(
+        image if image.dtype == np.uint8 else as_uint8_gray(check_image(image)), cands
+    )
+    if desc is not None and not isinstance(desc, np.ndarray):
         raise InputError(
-            f"the extractor described {0 if desc is None else len(out_kps)} of {len(cands)} candidates (it drops "
+            f"the extractor's compute gave descriptors as {type(desc).__name__}, not a numpy array"
+        )
+    if desc is None or len(out_kps) != len(cands) or len(desc) != len(cands):
+        raise InputError(
+            f"the extractor described {0 if desc is None else min(len(out_kps), len(desc))} of {len(cands)} candidates (it drops "
             "keypoints, e.g. near the border): a blend needs every candidate described"
         )
     if not np.issubdtype(desc.dtype, np.floating):
@@ -267,14 +275,17 @@ def resolve_orientations(
         One keypoint per location, in the order of each location's first keypoint; every field is the
         detector's (an input keypoint itself).
     """
-    check_image_shape(image)  # a bad image is an error even without keypoints
-    if keypoints is None:
-        raise InputError("keypoints must be a sequence of cv2.KeyPoint, got None")
-    kps = list(keypoints)
+    shape = check_image_shape(image)  # a bad image is an error even without keypoints
+    kps = check_cv2_keypoints(keypoints)
     if not kps:
         return []
-    if not all(isinstance(k, cv2.KeyPoint) for k in kps):
-        raise InputError("keypoints must be cv2.KeyPoint objects")
+    # every keypoint checked, read or not: inside the image, a size > 0, a finite angle
+    xy_all = check_keypoints(keypoint_xy(kps, xy_bias, shape), shape)
+    _size_frames(kps, "resolve_orientations", "")
+    angles = np.array([k.angle for k in kps], np.float64)
+    if not np.isfinite(angles).all():
+        i = int(np.nonzero(~np.isfinite(angles))[0][0])
+        raise InputError(f"keypoint #{i} has angle {angles[i]:g}: every keypoint needs a finite angle")
     groups: dict[tuple[float, float, float], list[cv2.KeyPoint]] = {}
     for k in kps:
         groups.setdefault((k.pt[0], k.pt[1], k.size), []).append(k)
@@ -283,7 +294,7 @@ def resolve_orientations(
     if ambiguous:
         # the detector's convention is told by all the keypoints, so the offsets are taken here for all of them
         pt = np.array([k.pt for k in kps], np.float64)
-        bias = dict(zip(map(id, kps), pt - keypoint_xy(kps, xy_bias, check_image_shape(image))))
+        bias = dict(zip(map(id, kps), pt - xy_all))
         first = [g[0] for g in ambiguous]
         ours = assign(
             image,
