@@ -82,7 +82,13 @@ def test_laf_pose_assigner_refuses_bad_lafs_and_images(est):
         (torch.zeros(1, 1, 3, 3), img, r"\(B, N, 2, 3\)"),
         (torch.full((1, 1, 2, 3), float("nan")), img, "NaN"),
         (torch.zeros(1, 1, 2, 3, dtype=torch.int64), img, "floats"),
-        (good, torch.rand(2, 1, 64, 64), "B = 1"),
+        (good, torch.rand(2, 1, 64, 64), r"img must be a \(1, 1 or 3, H, W\)"),
+        (good, img * 255, r"floats in \[0, 1\].*got values in"),
+        (
+            KF.laf_from_center_scale_ori(torch.tensor([[[-1000.0, 32.0]]]), torch.full((1, 1, 1, 1), 6.0)),
+            img,
+            "outside",
+        ),
         (good, (img * 255).to(torch.uint8), "floats"),
         (good, torch.full((1, 1, 64, 64), float("nan")), "NaN"),
     ):
@@ -608,3 +614,40 @@ def test_resolve_orientations_checks_every_keypoint(est):
     ]:
         with pytest.raises(InputError, match=match):
             patchpose.resolve_orientations(img, kps, est)
+
+
+def test_kornia_shape_and_blend_modules_check_images_lafs_and_descriptors():
+    """``LAFAffineShape`` and ``describe_blended`` take kornia's images (float, in [0, 1]) and LAFs centred in the
+    image, as ``LAFPoseAssigner`` does (a [0, 255] image was clamped, a uint8 one raised from kornia, a centre
+    1,000 px outside was read at the border); a descriptor module must give one row per LAF."""
+    from patchpose.integrations.kornia import LAFAffineShape, describe_blended
+
+    img = torch.rand(1, 1, 64, 64)
+    good = KF.laf_from_center_scale_ori(torch.tensor([[[32.0, 32.0]]]), torch.full((1, 1, 1, 1), 6.0))
+    outside = KF.laf_from_center_scale_ori(torch.tensor([[[-1000.0, 32.0]]]), torch.full((1, 1, 1, 1), 6.0))
+    shape = LAFAffineShape()
+    desc = KF.LAFDescriptor(KF.HardNet(pretrained=False))
+    for image, laf, match in [
+        (img * 255, good, r"floats in \[0, 1\]"),
+        ((img * 255).to(torch.uint8), good, "floats"),
+        (img, outside, "outside"),
+    ]:
+        with pytest.raises(InputError, match=match):
+            shape(laf, image)
+        if match != "outside":
+            with pytest.raises(InputError, match=match):
+                describe_blended(image, laf, desc)
+
+    class Extra(torch.nn.Module):
+        def forward(self, image, lafs):
+            return torch.ones(1, lafs.shape[1] + 1, 8)
+
+    class Numpy(torch.nn.Module):
+        def forward(self, image, lafs):
+            return np.ones((1, lafs.shape[1], 8), np.float32)
+
+    for module, got in [(Extra(), r"got \(1, 5, 8\)"), (Numpy(), "got ndarray")]:
+        with pytest.raises(
+            InputError, match="descriptor must give a \\(1, 4, D\\) tensor for 4 LAFs, " + got
+        ):
+            describe_blended(img, good, module)

@@ -35,7 +35,7 @@ from torch import nn
 from .. import checks
 from ..conventions import REFERENCE_RADIUS, TWO_PI
 from ..errors import InputError, require
-from ..estimator import EstimatorLike, as_estimator
+from ..estimator import EstimatorLike, as_estimator, check_keypoints
 from ..interop import check_laf
 from ..matching.blend import (
     BLEND_K,
@@ -45,6 +45,36 @@ from ..matching.blend import (
     gradient_peaks,
     pool_sizes,
 )
+
+
+def _image_batch(img, batch: int) -> torch.Tensor:
+    """``img`` checked as kornia's images are: a ``(batch, 1 or 3, H, W)`` float tensor, finite, in [0, 1] (to
+    1e-3, as :func:`~patchpose.data.patches.check_image` takes floats); a one-line :class:`InputError` else."""
+    if (
+        not isinstance(img, torch.Tensor)
+        or img.dim() != 4
+        or img.shape[0] != batch
+        or img.shape[1] not in (1, 3)
+    ):
+        raise InputError(
+            f"img must be a ({batch}, 1 or 3, H, W) torch tensor, got {tuple(getattr(img, 'shape', ())) or type(img).__name__}"
+        )
+    if not img.is_floating_point():
+        raise InputError(f"img must hold floats in [0, 1] (as kornia's images), got {img.dtype}")
+    if img.numel():
+        if not bool(torch.isfinite(img).all()):
+            raise InputError("img holds NaN or infinite values")
+        lo, hi = float(img.min()), float(img.max())
+        if lo < -1e-3 or hi > 1.0 + 1e-3:
+            raise InputError(
+                f"img must hold floats in [0, 1] (as kornia's images), got values in [{lo:.3g}, {hi:.3g}]"
+            )
+    return img
+
+
+def _centres(xy: np.ndarray, h: int, w: int) -> np.ndarray:
+    """LAF centres ``(N, 2)`` inside an ``h × w`` image (an :class:`InputError` for one outside it)."""
+    return check_keypoints(xy, (h, w), allow_empty=True)
 
 
 class LAFPoseAssigner(nn.Module):
@@ -74,10 +104,7 @@ class LAFPoseAssigner(nn.Module):
             raise InputError("laf and img must be torch tensors (B, N, 2, 3) and (B, 1 or 3, H, W)")
         # a LAF's scale is read only in its own frame (laf_frame) or kept (scale=False)
         check_laf(laf, nondegenerate=self.laf_frame or not self.set_scale)
-        if img.dim() != 4 or img.shape[0] != laf.shape[0] or img.shape[1] not in (1, 3):
-            raise InputError(f"img must be (B, 1 or 3, H, W) with B = {laf.shape[0]}, got {tuple(img.shape)}")
-        if not img.is_floating_point():
-            raise InputError(f"img must hold floats in [0, 1] (as kornia's images), got {img.dtype}")
+        _image_batch(img, laf.shape[0])
         est = self.est
         out = []
         h, w = img.shape[2:]
@@ -89,7 +116,7 @@ class LAFPoseAssigner(nn.Module):
             if len(xy):
                 im = img[b].detach().float().cpu().clamp(0, 1).numpy()
                 im = im[0] if im.shape[0] == 1 else im.transpose(1, 2, 0)
-                kp = np.stack([np.clip(xy[:, 0], -0.5, w - 0.5), np.clip(xy[:, 1], -0.5, h - 0.5)], 1)
+                kp = _centres(xy, h, w)
                 frame = None
                 if self.laf_frame:
                     # the LAF's scale is a descriptor window: our radius is that over the plan's region
@@ -129,19 +156,7 @@ class LAFAffineShape(nn.Module):
         from ..data.patches import Pyramid, to_gray
 
         check_laf(laf)
-        if (
-            not isinstance(img, torch.Tensor)
-            or img.dim() != 4
-            or img.shape[0] != laf.shape[0]
-            or img.shape[1] not in (1, 3)
-        ):
-            raise InputError(
-                f"img must be a (B, 1 or 3, H, W) torch tensor with B = {laf.shape[0]}, got {tuple(getattr(img, 'shape', ()))}"
-            )
-        if not img.is_floating_point():
-            raise InputError(f"img must hold floats in [0, 1] (as kornia's images), got {img.dtype}")
-        if not bool(torch.isfinite(img).all()):
-            raise InputError("img holds NaN or infinite values")
+        _image_batch(img, laf.shape[0])
         out = []
         for b in range(laf.shape[0]):
             lb = laf[b : b + 1].detach().double().cpu()
@@ -152,7 +167,7 @@ class LAFAffineShape(nn.Module):
             gray = np.ascontiguousarray(to_gray(im) if im.shape[2] == 3 else im[:, :, 0])
             xy = KF.get_laf_center(lb)[0].numpy()
             h, w = gray.shape
-            kp = np.stack([np.clip(xy[:, 0], -0.5, w - 0.5), np.clip(xy[:, 1], -0.5, h - 0.5)], 1)
+            kp = _centres(xy, h, w)
             radius = KF.get_laf_scale(lb)[0, :, 0, 0].numpy()
             frames = torch.from_numpy(self.shape.frames(Pyramid(gray), kp, radius))
             upright = torch.cat([frames, torch.from_numpy(xy)[:, :, None]], 2)[None]
@@ -288,10 +303,7 @@ def describe_blended(
 
     k = BLEND_K
     laf = check_laf(laf, batch=1)
-    if not isinstance(img, torch.Tensor) or img.ndim != 4 or img.shape[0] != 1 or img.shape[1] not in (1, 3):
-        raise InputError(
-            f"img must be a (1, 1 or 3, H, W) torch tensor, got {getattr(img, 'shape', type(img))}"
-        )
+    _image_batch(img, 1)
     if not callable(descriptor):
         raise InputError("descriptor must be a module (img, laf) -> (1, N, D), e.g. kornia's LAFDescriptor")
     if pool_octaves != 0.0:
@@ -315,6 +327,11 @@ def describe_blended(
     lafs = KF.rotate_laf(lafs, angles).to(laf.device)
     with torch.inference_mode():
         d = descriptor(img, lafs)
+    if not isinstance(d, torch.Tensor) or d.dim() != 3 or tuple(d.shape[:2]) != (1, n * m):
+        raise InputError(
+            f"descriptor must give a (1, {n * m}, D) tensor for {n * m} LAFs, got "
+            f"{tuple(d.shape) if isinstance(d, torch.Tensor) else type(d).__name__}"
+        )
     d = d.detach().float().cpu().numpy().reshape(n, m, -1)
     return torch.from_numpy(blend_descriptors(d, w))[None]
 
