@@ -550,8 +550,12 @@ def test_a_huge_keypoint_size_is_refused_not_a_hang(est):
     for size in (1e6, 1e12):
         with pytest.raises(InputError, match="patch scales must be finite log2 scales within"):
             patchpose.compute_blended(sift, img, [cv2.KeyPoint(40, 40, size)])
+    shape = patchpose.AffineShapeEstimator.from_pretrained()
     with pytest.raises(InputError, match="patch scales must be finite"):
-        patchpose.AffineShapeEstimator.from_pretrained().frames(img, np.array([[40.0, 40.0]]), 1e12)
+        shape.frames(img, np.array([[40.0, 40.0]]), 1e12)
+    for radius in ("10", 8 + 1j):  # not read as 10, not as 8
+        with pytest.raises(InputError, match="radius must be a number or one per keypoint"):
+            shape.frames(img, np.array([[40.0, 40.0]]), radius)
     patchpose.compute_blended(sift, img, [cv2.KeyPoint(40, 40, 5000.0)])  # large, not absurd: cut
 
 

@@ -68,8 +68,12 @@ class AffineShapeEstimator:
         xy = check_keypoints(keypoints, pyramid.shape, allow_empty=True)
         n = len(xy)
         try:
+            if isinstance(radius, (str, bytes)) or np.iscomplexobj(
+                radius
+            ):  # np.asarray would take "10", drop 1j
+                raise TypeError
             r = np.broadcast_to(np.asarray(radius, np.float64), (n,))
-        except ValueError:
+        except (TypeError, ValueError):
             raise InputError(
                 f"radius must be a number or one per keypoint ({n}), got shape {np.shape(radius)}"
             ) from None
