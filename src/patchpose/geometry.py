@@ -16,30 +16,25 @@ from __future__ import annotations
 
 import numpy as np
 
+from .checks import real_array
 from .conventions import TWO_PI
 from .errors import InputError
 
 
-def check_homography(H, where: str = "the homography") -> np.ndarray:
-    """``H`` as a float64 3×3 array; a one-line :class:`~patchpose.errors.InputError` unless it is a finite,
-    invertible 3×3 matrix of real numbers."""
-    try:
-        if np.iscomplexobj(H):
-            raise TypeError
-        a = np.asarray(H, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise InputError(f"{where} must be a 3×3 matrix of numbers, got {type(H).__name__}") from None
-    if a.shape != (3, 3) or not np.isfinite(a).all() or abs(np.linalg.det(a)) < 1e-12:
-        raise InputError(f"{where} is not a finite, invertible 3×3 matrix (shape {a.shape})")
+def check_homography(H, where: str = "the homography", invertible: bool = True) -> np.ndarray:
+    """``H`` as a float64 3×3 array; a one-line :class:`~patchpose.errors.InputError` unless it is a finite
+    3×3 matrix of real numbers, and with ``invertible`` (a map between two images) an invertible one."""
+    a = real_array(H, where, "a 3×3 matrix of real numbers")
+    if a.shape != (3, 3) or not np.isfinite(a).all():
+        raise InputError(f"{where} must be a finite 3×3 matrix, got shape {a.shape}")
+    if invertible and abs(np.linalg.det(a)) < 1e-12:
+        raise InputError(f"{where} is not invertible (its determinant is {np.linalg.det(a):.3g})")
     return a
 
 
 def _check_h(H) -> np.ndarray:
     """``H`` as a finite float64 3×3 array (invertible or not: a map of points may be singular)."""
-    H = np.asarray(H, dtype=np.float64)
-    if H.shape != (3, 3) or not np.isfinite(H).all():
-        raise InputError(f"a homography must be a finite 3×3 matrix, got shape {H.shape}")
-    return H
+    return check_homography(H, "a homography", invertible=False)
 
 
 def apply_homography(H, xy) -> np.ndarray:

@@ -24,6 +24,7 @@ import numpy as np
 import torch
 from numpy.typing import ArrayLike
 
+from . import checks
 from .conventions import REFERENCE_RADIUS
 from .data.patches import Pyramid, extract_patches
 from .errors import InputError
@@ -67,16 +68,12 @@ class AffineShapeEstimator:
         pyramid = image if isinstance(image, Pyramid) else Pyramid.compact(image)
         xy = check_keypoints(keypoints, pyramid.shape, allow_empty=True)
         n = len(xy)
+        what = f"a number or one per keypoint ({n})"
+        radii = checks.real_array(radius, "radius", what)  # not a string, a boolean or a complex number
         try:
-            if isinstance(radius, (str, bytes)) or np.iscomplexobj(
-                radius
-            ):  # np.asarray would take "10", drop 1j
-                raise TypeError
-            r = np.broadcast_to(np.asarray(radius, np.float64), (n,))
-        except (TypeError, ValueError):
-            raise InputError(
-                f"radius must be a number or one per keypoint ({n}), got shape {np.shape(radius)}"
-            ) from None
+            r = np.broadcast_to(radii, (n,))
+        except ValueError:
+            raise InputError(f"radius must be {what}, got shape {radii.shape}") from None
         if not (np.isfinite(r).all() and (r > 0).all()):
             raise InputError("radius must be finite and > 0 (the detector's half-width in px)")
         if n == 0:

@@ -72,11 +72,6 @@ def _image_batch(img, batch: int) -> torch.Tensor:
     return img
 
 
-def _centres(xy: np.ndarray, h: int, w: int) -> np.ndarray:
-    """LAF centres ``(N, 2)`` inside an ``h × w`` image (an :class:`InputError` for one outside it)."""
-    return check_keypoints(xy, (h, w), allow_empty=True)
-
-
 class LAFPoseAssigner(nn.Module):
     """Set the scale and/or orientation of kornia LAFs from our model (``(laf, img) -> laf``)."""
 
@@ -116,7 +111,7 @@ class LAFPoseAssigner(nn.Module):
             if len(xy):
                 im = img[b].detach().float().cpu().clamp(0, 1).numpy()
                 im = im[0] if im.shape[0] == 1 else im.transpose(1, 2, 0)
-                kp = _centres(xy, h, w)
+                kp = check_keypoints(xy, (h, w), allow_empty=True)  # LAF centres inside the image
                 frame = None
                 if self.laf_frame:
                     # the LAF's scale is a descriptor window: our radius is that over the plan's region
@@ -167,7 +162,7 @@ class LAFAffineShape(nn.Module):
             gray = np.ascontiguousarray(to_gray(im) if im.shape[2] == 3 else im[:, :, 0])
             xy = KF.get_laf_center(lb)[0].numpy()
             h, w = gray.shape
-            kp = _centres(xy, h, w)
+            kp = check_keypoints(xy, (h, w), allow_empty=True)  # LAF centres inside the image
             radius = KF.get_laf_scale(lb)[0, :, 0, 0].numpy()
             frames = torch.from_numpy(self.shape.frames(Pyramid(gray), kp, radius))
             upright = torch.cat([frames, torch.from_numpy(xy)[:, :, None]], 2)[None]

@@ -79,6 +79,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from .. import checks
 from ..baselines import (
     LOG_PATCH,
     LOG_SIGMA,
@@ -271,15 +272,7 @@ def check_sizes(sizes, n: int) -> np.ndarray:
     """``sizes`` as an ``(n,)`` float64 array of region half-widths in pixels; a one-line :class:`InputError`
     unless there is one real, finite size per keypoint within 16·2**±:data:`~patchpose.reading.MAX_FRAME` px
     (the scales a read reaches)."""
-    try:
-        a = sizes.detach().cpu().numpy() if hasattr(sizes, "detach") else sizes
-        if np.iscomplexobj(a):
-            raise TypeError
-        a = np.asarray(a, np.float64)
-    except (TypeError, ValueError):
-        raise InputError(
-            f"sizes must be real numbers, one per keypoint, got {type(sizes).__name__}"
-        ) from None
+    a = checks.real_array(sizes, "sizes", "real numbers, one per keypoint")
     a = a.reshape(-1) if a.ndim > 1 and a.size == n else a
     if a.shape != (n,):
         raise InputError(f"sizes must hold one size per keypoint ({n}), got shape {a.shape}")
