@@ -62,7 +62,7 @@ def make_hpatches_replica(
     ``k`` of a viewpoint sequence (``v_``) is image 1 warped by a similarity, of an illumination one (``i_``)
     image 1 itself. Returns the ``hpatches-sequences-release`` folder."""
     from patchpose.conventions import similarity_about
-    from patchpose.data.hpatches import write_homography
+    from patchpose.evaluation.datasets.hpatches import write_homography
 
     rel = root / "hpatches-sequences-release"
     for n, name in enumerate(names):

@@ -100,4 +100,19 @@ def inside(xy, shape, margin: float = 0.0) -> np.ndarray:
         )
 
 
-__all__ = ["apply_homography", "homography_jacobian", "pose_change", "inside"]
+def reprojection_errors(H, xy1, xy2) -> np.ndarray:
+    """``‖H·x1 − x2‖`` in pixels for matched points ``xy1``, ``xy2`` ``(L, 2)`` (inf where ``H`` sends the
+    point to infinity)."""
+    p = apply_homography(H, xy1)
+    e = np.linalg.norm(p - np.asarray(xy2, np.float64).reshape(-1, 2), axis=1)
+    return np.where(np.isfinite(e), e, np.inf)
+
+
+__all__ = [
+    "apply_homography",
+    "check_homography",
+    "homography_jacobian",
+    "inside",
+    "pose_change",
+    "reprojection_errors",
+]

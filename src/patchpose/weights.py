@@ -26,11 +26,13 @@ from .errors import InputError, WeightsError, is_int_in
 from .models import ModelConfig, PoseNet
 from .models.posenet import drop_removed_settings
 from .models.shapenet import ShapeNet, ShapeNetConfig
+from .recipes import MODELS
 
 WEIGHTS_DIR = Path(__file__).resolve().parent / "weights"
-DEFAULT_MODEL = "patchpose-fast-v1"
+#: the bundled pose network read unless told otherwise (:data:`patchpose.recipes.MODELS`)
+DEFAULT_MODEL = MODELS["estimate"]
 #: the bundled affine shape network (:class:`~patchpose.models.shapenet.ShapeNet`)
-DEFAULT_SHAPE_MODEL = "patchpose-shape-v1"
+DEFAULT_SHAPE_MODEL = MODELS["shape"]
 #: pose networks: name -> (file inside patchpose/weights, sha256)
 BUNDLED: dict[str, tuple[str, str]] = {}
 #: affine shape networks: name -> (file inside patchpose/weights, sha256)

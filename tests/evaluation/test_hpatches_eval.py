@@ -13,8 +13,8 @@ import pytest
 
 from conftest import make_hpatches_replica, make_rgb_image
 from patchpose.conventions import similarity_about
-from patchpose.data.hpatches import write_homography
 from patchpose.errors import InputError
+from patchpose.evaluation.datasets.hpatches import write_homography
 from patchpose.evaluation.hpatches_eval import pair_mma, summarize_matching
 from patchpose.geometry import apply_homography
 
@@ -280,9 +280,10 @@ def test_repeated_pose_counts_on_a_hand_built_case():
 def test_harris_and_file_keypoints_evaluate_without_sift_rows(tmp_path):
     """Harris corners and the same corners given as files give the same matching numbers; neither has
     the rows that read SIFT's pose; a missing keypoint file is a clear error."""
+    from patchpose.matching.pipeline import pose_rows
+
     from patchpose.data.keypoints import detect_harris
     from patchpose.evaluation.hpatches_eval import evaluate_hpatches
-    from patchpose.matching.pipeline import pose_rows
 
     assert pose_rows(4, sift=False) == (
         "lower",

@@ -12,14 +12,14 @@ import numpy as np
 import pytest
 
 from conftest import make_textured_image, pairs_file_line
-from patchpose.data.posed_pairs import (
+from patchpose.errors import InputError
+from patchpose.evaluation.datasets.posed_pairs import (
     PosedPair,
     generate_posed_pairs,
     read_pairs_file,
     rotation_from_angles,
     write_pairs_file,
 )
-from patchpose.errors import InputError
 from patchpose.evaluation.pose_eval import (
     FAIL_DEG,
     MAIN_ROWS,
@@ -137,7 +137,7 @@ def test_corners_have_no_sift_rows_and_the_pair_row_finds_a_zoomed_turned_camera
     pair, and the run goes on."""
     from patchpose.data.patches import load_photo
     from patchpose.data.photos import demo_photo
-    from patchpose.data.posed_pairs import default_intrinsics, rotate_camera, zoomed
+    from patchpose.evaluation.datasets.posed_pairs import default_intrinsics, rotate_camera, zoomed
     from patchpose.evaluation.pose_eval import evaluate_pose
 
     (tmp_path / "images").mkdir()
@@ -281,7 +281,7 @@ def test_pose_eval_refuses_non_zero_rotations(tmp_path):
 
 def test_eval_synthetic_refuses_a_pair_count_that_is_not_positive(tmp_path, capsys):
     from patchpose.cli.main import main
-    from patchpose.evaluation.synthetic import make_protocol_pairs
+    from patchpose.training.validation import make_protocol_pairs
 
     for n in (0, -1):
         with pytest.raises(InputError, match="positive integer"):
@@ -298,8 +298,9 @@ def test_eval_synthetic_refuses_a_pair_count_that_is_not_positive(tmp_path, caps
 def test_the_evaluations_detector_option_names_the_pipelines_detectors():
     import argparse
 
-    from patchpose.cli.evaluate import _add_detector
     from patchpose.matching.pipeline import DETECTORS
+
+    from patchpose.cli.evaluate import _add_detector
 
     p = argparse.ArgumentParser()
     _add_detector(p)

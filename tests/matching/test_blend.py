@@ -5,9 +5,9 @@ import math
 import numpy as np
 import pytest
 
-from patchpose.baselines import dominant_gradient_candidates, dominant_gradient_orientation
 from patchpose.conventions import angle_diff
 from patchpose.errors import InputError
+from patchpose.evaluation.baselines import dominant_gradient_orientation
 from patchpose.matching.blend import (
     affine_parts,
     blend_descriptors,
@@ -16,6 +16,7 @@ from patchpose.matching.blend import (
     pool_sizes,
     turned_shapes,
 )
+from patchpose.matching.gradient import dominant_gradient_candidates
 
 
 def test_blend_weights_are_peak_masses_to_the_power_gamma():

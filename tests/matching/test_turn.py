@@ -84,7 +84,8 @@ def test_a_photo_turned_and_zoomed_is_found_and_matched_at_one_pose_per_photo():
     from patchpose.data.photos import demo_photo
     from patchpose.geometry import pose_change
     from patchpose.matching.describe import Describer
-    from patchpose.matching.pipeline import MatchConfig, detect, pair_pose_of
+    from patchpose.matching.features import detect
+    from patchpose.matching.pairpose import pair_votes
 
     photo = to_gray(load_photo(demo_photo(), 480))
     h, w = photo.shape
@@ -94,7 +95,7 @@ def test_a_photo_turned_and_zoomed_is_found_and_matched_at_one_pose_per_photo():
     img2, H = cv2.warpAffine(photo, M, (w, h), flags=cv2.INTER_LINEAR), np.vstack([M, [0, 0, 1]])
     est = patchpose.PatchPoseEstimator.from_pretrained("patchpose-v10")
     f1, f2 = detect(photo, 300, detector="harris"), detect(img2, 300, detector="harris")
-    zoom, turn = pair_pose_of(f1, f2, Describer(), est, MatchConfig(detector="harris"))
+    zoom, turn = pair_votes(f1, f2, Describer(), est)
     ds, dt, _ = pose_change(
         H, c[None]
     )  # what H does to a pose at the centre: (log2 1.5, −120°, CCW as displayed)
@@ -102,43 +103,40 @@ def test_a_photo_turned_and_zoomed_is_found_and_matched_at_one_pose_per_photo():
     assert abs(math.degrees(math.remainder(turn.radians - dt[0], 2 * math.pi))) < 2.0, turn
     assert zoom.log2 == pytest.approx(ds[0], abs=0.1), zoom
     correct = {}
-    for pose in ("pair-pose", "ours"):
-        res = patchpose.match_pair(photo, img2, pose=pose, homography=H, detector="harris", max_keypoints=300)
-        correct[pose] = int(res.correct.sum())
-        if pose == "pair-pose":  # the pair's turn and zoom reported with the matches
+    for recipe in ("pair-pose", "pose"):
+        res = patchpose.match_pair(
+            photo, img2, recipe=recipe, homography=H, detector="harris", max_keypoints=300
+        )
+        correct[recipe] = int(res.correct.sum())
+        if recipe == "pair-pose":  # the pair's turn and zoom reported with the matches
             assert res.turn == pytest.approx(math.degrees(turn.radians)) and res.zoom == zoom.log2
             assert res.summary()["turn_deg"] == pytest.approx(res.turn, abs=0.01)
         else:
             assert res.turn is None and res.zoom is None and "turn_deg" not in res.summary()
-    assert correct["pair-pose"] > correct["ours"] + 10, correct
+    assert correct["pair-pose"] > correct["pose"] + 10, correct
 
 
 def test_photos_that_show_no_one_turn_are_described_at_each_keypoints_own_poses():
     """A photo against noise: its tentative matches vote anywhere, no turn is found, and ``pair_pose`` describes
-    each keypoint at its own poses (the ``ours_blend`` candidates that voted) rather than upright at a turn
-    nobody voted for; ``match_pair`` reports no turn."""
+    each keypoint at its own poses (the candidates that voted) rather than upright at a turn nobody voted for;
+    ``match_pair`` reports no turn."""
     pytest.importorskip("kornia")
     import patchpose
     from patchpose.data.patches import load_photo, to_gray
     from patchpose.data.photos import demo_photo
+    from patchpose.matching.candidates import ours_blend_candidates, shape_blend_candidates
     from patchpose.matching.describe import Describer
-    from patchpose.matching.pipeline import (
-        MatchConfig,
-        candidate_descriptors,
-        detect,
-        ours_blend_candidates,
-        pair_candidate_descriptors,
-        pair_fallback_row,
-    )
+    from patchpose.matching.features import detect
+    from patchpose.matching.pairpose import pair_fallback, pair_pose_candidates
 
     photo = to_gray(load_photo(demo_photo(), 320))
     noise = cv2.GaussianBlur(np.random.default_rng(0).integers(0, 256, photo.shape, np.uint8), (0, 0), 1.5)
-    est, rec, cfg = patchpose.PatchPoseEstimator.from_pretrained("patchpose-v10"), Describer(), MatchConfig()
+    est, rec = patchpose.PatchPoseEstimator.from_pretrained("patchpose-v10"), Describer()
     f1, f2 = detect(photo, 200, detector="harris"), detect(noise, 200, detector="harris")
-    c1, c2, _, turn = pair_candidate_descriptors("pair_pose", f1, f2, rec, est, cfg)
+    c1, c2, _, turn = pair_pose_candidates(f1, f2, rec, est)
     assert turn.matches > 0 and not turn.found and turn.radians == 0.0, turn
     for c, f in ((c1, f1), (c2, f2)):
-        own = ours_blend_candidates(f, rec, est, cfg)
+        own = ours_blend_candidates(f, rec, est)
         assert c[0].shape == (len(f), 4)  # our top-4 angles, not one pose at 3 sizes
         for a, b in zip(c, own):
             np.testing.assert_array_equal(a, b)
@@ -147,11 +145,11 @@ def test_photos_that_show_no_one_turn_are_described_at_each_keypoints_own_poses(
     # keypoints with a size of their own (SIFT's): our affine shape at that size instead (a slant may be what
     # hid the turn)
     g1, g2 = detect(photo, 200), detect(noise, 200)
-    d1, d2, _, t = pair_candidate_descriptors("pair_pose", g1, g2, rec, est, cfg)
-    assert not t.found and pair_fallback_row(g1, g2) == "shape_pooled_blend"
-    assert pair_fallback_row(f1, f2) == "ours_blend" and pair_fallback_row(g1, f2) == "ours_blend"
+    d1, d2, _, t = pair_pose_candidates(g1, g2, rec, est)
+    assert not t.found and pair_fallback(g1, g2) == "shape"
+    assert pair_fallback(f1, f2) == "ours" and pair_fallback(g1, f2) == "ours"
     for c, f in ((d1, g1), (d2, g2)):
-        own = candidate_descriptors("shape_pooled_blend", f, rec)
+        own = shape_blend_candidates(f, rec)
         for a, b in zip(c, own):
             np.testing.assert_allclose(a, b, atol=1e-6)
 
@@ -167,13 +165,14 @@ def test_keypoints_with_a_size_of_their_own_are_also_described_about_it():
     from patchpose.data.photos import demo_photo
     from patchpose.matching.blend import POOL_OCTAVES, POOL_WEIGHTS
     from patchpose.matching.describe import Describer
-    from patchpose.matching.pipeline import MatchConfig, detect, pair_candidate_descriptors
+    from patchpose.matching.features import detect
+    from patchpose.matching.pairpose import pair_pose_candidates
 
     photo = to_gray(load_photo(demo_photo(), 320))
     turned = cv2.rotate(photo, cv2.ROTATE_90_COUNTERCLOCKWISE)
-    est, rec, cfg = patchpose.PatchPoseEstimator.from_pretrained("patchpose-v10"), Describer(), MatchConfig()
+    est, rec = patchpose.PatchPoseEstimator.from_pretrained("patchpose-v10"), Describer()
     f1, f2 = detect(photo, 150), detect(turned, 150)
-    c1, c2, zoom, turn = pair_candidate_descriptors("pair_pose", f1, f2, rec, est, cfg)
+    c1, c2, zoom, turn = pair_pose_candidates(f1, f2, rec, est)
     assert turn.found and abs(math.degrees(math.remainder(turn.radians - math.pi / 2, 2 * math.pi))) < 2.0, (
         turn
     )
@@ -188,7 +187,7 @@ def test_keypoints_with_a_size_of_their_own_are_also_described_about_it():
         np.testing.assert_allclose(w, np.tile(np.asarray(POOL_WEIGHTS) / 2, (len(f), 2)))
     assert (c1[1] == 0.0).all() and np.allclose(c2[1], turn.radians)
     bare = [replace(f, detector_scale=None, memo={}) for f in (f1, f2)]
-    b1, _, _, _ = pair_candidate_descriptors("pair_pose", *bare, rec, est, cfg)
+    b1, _, _, _ = pair_pose_candidates(*bare, rec, est)
     assert b1[0].shape == (len(f1), 3)
     np.testing.assert_allclose(b1[3], c1[3][:, :3], atol=1e-6)  # the same fixed-window descriptors
 
@@ -205,32 +204,29 @@ def test_the_opposite_turn_is_counted_and_tried_where_it_stands_out_too():
     assert not PairTurn(1.0, 12, 23, 8).ambiguous and not PairTurn(0.0, 2, 23, 12).ambiguous  # not found: no
 
     import patchpose
-    import patchpose.matching.pipeline as pipeline
+    import patchpose.matching.pairpose as pairpose
     from patchpose.data.patches import load_photo, to_gray
     from patchpose.data.photos import demo_photo
     from patchpose.matching.describe import Describer
+    from patchpose.matching.features import detect
     from patchpose.matching.zoom import PairZoom
 
     photo = to_gray(load_photo(demo_photo(), 320))
     turned = cv2.rotate(photo, cv2.ROTATE_90_COUNTERCLOCKWISE)  # CCW as displayed: a turn of +90°
-    est, rec, cfg = (
-        patchpose.PatchPoseEstimator.from_pretrained("patchpose-v10"),
-        Describer(),
-        pipeline.MatchConfig(),
-    )
-    f1, f2 = pipeline.detect(photo, 150, detector="harris"), pipeline.detect(turned, 150, detector="harris")
+    est, rec = patchpose.PatchPoseEstimator.from_pretrained("patchpose-v10"), Describer()
+    f1, f2 = detect(photo, 150, detector="harris"), detect(turned, 150, detector="harris")
     for opposite, kept in ((40, 90.0), (3, 270.0)):
         faked = PairTurn(math.radians(270.0), 50, 100, opposite)
         with pytest.MonkeyPatch.context() as mp:
-            mp.setattr(pipeline, "pair_pose_of", lambda *a, faked=faked, **k: (PairZoom(0.0, 50, 100), faked))
-            _, c2, _, turn = pipeline.pair_candidate_descriptors("pair_pose", f1, f2, rec, est, cfg)
+            mp.setattr(pairpose, "pair_votes", lambda *a, faked=faked, **k: (PairZoom(0.0, 50, 100), faked))
+            _, c2, _, turn = pairpose.pair_pose_candidates(f1, f2, rec, est)
         assert math.degrees(turn.radians) == pytest.approx(kept) and np.allclose(c2[1], turn.radians)
         assert (turn.votes, turn.opposite) == ((opposite, 50) if kept == 90.0 else (50, opposite))
 
 
 def test_homography_support_counts_the_matches_one_homography_explains():
     """Keypoints moved by a homography and matched one to one: all 30 supported; half of them shuffled: 15."""
-    from patchpose.matching.pipeline import homography_support
+    from patchpose.matching.pairpose import homography_support
 
     rng = np.random.default_rng(3)
     xy1 = rng.uniform(0, 400, (30, 2))
@@ -286,7 +282,8 @@ def test_a_pose_through_a_turn_matrix_is_the_pose_at_that_angle():
 
     from patchpose.conventions import rotation_matrix
     from patchpose.matching.describe import Describer
-    from patchpose.matching.pipeline import detect, one_pose_candidates
+    from patchpose.matching.features import detect
+    from patchpose.matching.pairpose import one_pose_candidates
 
     f = detect(skimage.data.camera(), 200)
     d = Describer()
@@ -301,7 +298,7 @@ def test_a_slanted_photo_is_cut_through_the_pairs_affine_map():
     the turn agree on the map, ``pair_pose`` cuts photo 2 through it and reports it, and matches far better
     than with the turn and zoom alone (the map set aside)."""
     import patchpose
-    import patchpose.matching.pipeline as pipeline
+    import patchpose.matching.pairpose as pairpose
     from patchpose.data.patches import load_photo, to_gray
     from patchpose.data.photos import demo_photo
 
@@ -318,7 +315,7 @@ def test_a_slanted_photo_is_cut_through_the_pairs_affine_map():
     np.testing.assert_allclose(res.affine, M, atol=0.05)
     assert res.summary()["affine"] == np.round(res.affine, 4).tolist()
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(pipeline, "MIN_SLANT", math.inf)  # no map slants enough: the turn and zoom alone
+        mp.setattr(pairpose, "MIN_SLANT", math.inf)  # no map slants enough: the turn and zoom alone
         alone = patchpose.match_pair(photo, slanted, homography=H)
     assert alone.affine is None and alone.summary()["affine"] is None
     assert res.correct.sum() > 1.3 * alone.correct.sum(), (res.summary(), alone.summary())

@@ -36,7 +36,7 @@ def _shard(text: str | None) -> tuple[int, int] | None:
 
 def generate_patchpose_command(a: argparse.Namespace) -> int:
     from ..checks import workers
-    from ..data.patchpose_dataset import GenerateConfig, generate
+    from ..evaluation.datasets.patchpose_dataset import GenerateConfig, generate
 
     workers(a.workers, "--workers")
     cfg = GenerateConfig(
@@ -68,7 +68,7 @@ def generate_patchpose_command(a: argparse.Namespace) -> int:
 
 
 def generate_merge_command(a: argparse.Namespace) -> int:
-    from ..data.patchpose_dataset import merge
+    from ..evaluation.datasets.patchpose_dataset import merge
 
     m = merge(a.out, a.parts, tuple(a.split) if a.split else SPLITS)
     for split, info in m["splits"].items():
@@ -78,15 +78,15 @@ def generate_merge_command(a: argparse.Namespace) -> int:
 
 
 def generate_hpatches_command(a: argparse.Namespace) -> int:
-    from ..data.hpatches import (
+    from ..data.photos import photos_of
+    from ..errors import InputError
+    from ..evaluation.datasets.hpatches import (
         TILT_SETTINGS,
         TURN_SETTINGS,
         ZOOM_SETTINGS,
         HPatchesGenConfig,
         generate_hpatches,
     )
-    from ..data.photos import photos_of
-    from ..errors import InputError
 
     photos = photos_of(a.images, a.split if a.split != "all" else None)
     preset = "--zoom" if a.zoom else "--turn" if a.turn else "--tilt" if a.tilt else None
@@ -101,7 +101,7 @@ def generate_hpatches_command(a: argparse.Namespace) -> int:
 
 
 def generate_pool_command(a: argparse.Namespace) -> int:
-    from ..data.hpatches import pool_sequences
+    from ..evaluation.datasets.hpatches import pool_sequences
 
     names = pool_sequences(a.folders, a.out, kinds=a.kinds)
     print(f"linked {len(names)} sequences into {a.out} as <sequence>_s<seed>")
@@ -110,7 +110,7 @@ def generate_pool_command(a: argparse.Namespace) -> int:
 
 def generate_posed_command(a: argparse.Namespace) -> int:
     from ..data.photos import photos_of
-    from ..data.posed_pairs import ZOOM_SETTINGS, generate_posed_pairs
+    from ..evaluation.datasets.posed_pairs import ZOOM_SETTINGS, generate_posed_pairs
 
     photos = photos_of(a.images, a.split or None)
     path = generate_posed_pairs(

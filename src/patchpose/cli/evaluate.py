@@ -1,5 +1,5 @@
-"""``patchpose eval ...``: each evaluation writes ``OUT/results.json`` and ``OUT/results.md`` (the command
-prints the latter)."""
+"""The benchmarks: ``patchpose eval ...`` (each writes ``OUT/results.json`` and ``OUT/results.md``, and prints the
+latter) and ``patchpose bench`` (speed against OpenCV's SIFT)."""
 
 from __future__ import annotations
 
@@ -7,13 +7,44 @@ import argparse
 import json
 from pathlib import Path
 
-from ..evaluation.colmap_eval import DEFAULT_POSES, SETS
-from ..integrations.colmap import POSES, colmap_estimator
+from ..errors import InputError, is_int_in
+from ..evaluation.colmap_eval import DEFAULT_POSES, POSES, SETS
+from ..integrations.colmap import pose_estimator
 from .options import add_descriptor, add_peers, add_weights, print_results, read_plan
 
 
+def bench_command(a: argparse.Namespace) -> int:
+    """``bench``: seconds for our poses of N keypoints and for OpenCV SIFT's detection, and their ratios."""
+    from ..evaluation.bench import bench, scaling
+
+    if a.scaling or a.scaling_max is not None:
+        rows = scaling(a.weights, a.scaling_max, threads=a.threads, out=a.out)["rows"]
+        print(f"{'keypoints':>10}  {'keypoints/s':>11}  {'peak RSS MB':>11}  {'bytes/keypoint':>14}  threads")
+        for r in rows:
+            print(
+                f"{r['num_keypoints']:>10,}  {r['keypoints_per_s']:>11,.0f}  {r['peak_rss_bytes'] / 2**20:>11,.0f}  "
+                f"{r['rss_per_keypoint_bytes']:>14,.0f}  {r['torch_threads']}"
+            )
+        print(f"wrote {a.out}/scaling.json")
+        return 0
+    if a.threads is not None:  # this process's threads, for every timing of the run
+        if not is_int_in(a.threads, 1, 1024):
+            raise InputError(f"--threads must be a positive integer, got {a.threads!r}")
+        import cv2
+        import torch
+
+        torch.set_num_threads(a.threads)
+        cv2.setNumThreads(a.threads)
+    res = bench(a.weights, a.keypoints, repeats=a.repeats, out=a.out)
+    w = max(len(k) for k in res)
+    for k, v in res.items():
+        print(f"{k:<{w}}  {v:.4f}" if isinstance(v, float) else f"{k:<{w}}  {v}")
+    print(f"wrote {a.out}/bench.json")
+    return 0
+
+
 def eval_synthetic_command(a: argparse.Namespace) -> int:
-    from ..apps import eval_synthetic
+    from ..evaluation.synthetic import eval_synthetic
 
     doc = eval_synthetic(a.images, a.weights, a.pairs, a.seed, a.out)
     print_results(a.out, f"wrote {a.out}/results.json and results.md in {doc['seconds']:.0f} s")
@@ -139,7 +170,7 @@ def eval_colmap_command(a: argparse.Namespace) -> int:
     set_threads(a.threads)
     weights = a.weights
     if a.read:
-        weights = colmap_estimator(a.weights).with_plan(**read_plan(a))
+        weights = pose_estimator(a.weights).with_plan(**read_plan(a))
     doc = evaluate_colmap(
         a.images,
         a.out,
@@ -168,7 +199,7 @@ def _add_bootstrap(p: argparse.ArgumentParser, over: str) -> None:
 
 def _add_detector(p: argparse.ArgumentParser) -> None:
     """``--detector`` of the evaluations that match detected keypoints (``eval hpatches``, ``eval pose``): the
-    names of :data:`patchpose.matching.pipeline.DETECTORS` (not imported here: the parser stays light)."""
+    names of :data:`patchpose.evaluation.rows.DETECTORS` (not imported here: the parser stays light)."""
     p.add_argument(
         "--detector",
         choices=("sift", "harris", "gftt", "keynet"),
@@ -179,8 +210,29 @@ def _add_detector(p: argparse.ArgumentParser) -> None:
 
 
 def add_commands(sub: argparse._SubParsersAction) -> None:
-    """Register ``eval {synthetic, patchpose, patchpose-official, bins, hpatches, rotation, pose}`` on the
-    top-level subparsers."""
+    """Register ``bench`` and ``eval {synthetic, patchpose, patchpose-official, bins, hpatches, rotation, pose,
+    colmap}`` on the top-level subparsers."""
+    b = sub.add_parser("bench", help="speed: our poses for N keypoints vs OpenCV SIFT detection, one run")
+    add_weights(b, read=False)  # it times the model's own read plan and a single read
+    b.add_argument("--keypoints", type=int, default=2048, help="keypoints timed (N)")
+    b.add_argument("--repeats", type=int, default=7, help="timed runs; the median is reported")
+    b.add_argument("--out", default="outputs/bench", help="folder that receives bench.json (scaling.json)")
+    b.add_argument(
+        "--scaling",
+        action="store_true",
+        help="instead: keypoints/s and peak resident memory at 2k, 8k, 32k and 128k keypoints, each in a "
+        "fresh process",
+    )
+    b.add_argument(
+        "--scaling-max",
+        type=int,
+        default=None,
+        metavar="N",
+        help="with --scaling: sizes ×4 up to N (1000000)",
+    )
+    b.add_argument("--threads", type=int, default=None, help="torch and OpenCV threads (default: theirs)")
+    b.set_defaults(func=bench_command)
+
     ev = sub.add_parser("eval", help="evaluations")
     evs = ev.add_subparsers(dest="eval_cmd", required=True)
     sy = evs.add_parser(
@@ -336,8 +388,6 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     pe.add_argument("--no-progress", action="store_true")
     pe.set_defaults(func=eval_pose_command)
 
-    from .extract import add_colmap_options
-
     co = evs.add_parser(
         "colmap",
         help="COLMAP reconstructions (pycolmap), frames upright and every other one turned 90 degrees: "
@@ -353,6 +403,14 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     )
     co.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2], help="COLMAP's random seeds")
     co.add_argument("--sets", nargs="+", choices=SETS, default=list(SETS))
-    add_colmap_options(co, threads=1)
+    co.add_argument("--max-keypoints", type=int, default=8192, help="SIFT keypoints per image, at most")
+    co.add_argument(
+        "--split",
+        action="store_true",
+        help="each descriptor its own COLMAP keypoint (as COLMAP stores SIFT's orientations) instead of "
+        "one keypoint per location",
+    )
+    co.add_argument("--threads", type=int, default=1, help="COLMAP's and torch's threads (default: 1)")
+    add_weights(co, model="the recipe pose's, patchpose-v10")
     co.add_argument("--no-progress", action="store_true")
     co.set_defaults(func=eval_colmap_command)

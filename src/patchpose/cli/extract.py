@@ -1,34 +1,31 @@
 """``patchpose extract`` and ``extract-merge``: a folder of images as an hloc features file with our poses
 (:mod:`patchpose.integrations.extract`), resumable after a kill, in shards that a merge joins; ``patchpose
-colmap``: a folder of images reconstructed by COLMAP (:mod:`patchpose.integrations.colmap`)."""
+colmap``: a folder of images reconstructed by COLMAP (:mod:`patchpose.integrations.colmap`). Both describe
+keypoints with the recipe ``pose`` (:data:`patchpose.recipes.RECIPES`)."""
 
 from __future__ import annotations
 
 import argparse
 
-from ..integrations.colmap import COLMAP_MODEL, POSES, colmap_estimator
 from ..integrations.extract import DESCRIPTORS, DETECTORS
-from .options import add_peers, add_weights, read_plan
+from ..recipes import MODELS
+from .options import add_weights
 
 
 def extract_command(a: argparse.Namespace) -> int:
     """``extract IMAGES --out FILE``: write (or finish) the features file."""
-    from ..estimator import PatchPoseEstimator
-    from ..integrations.extract import extract_features, parse_shard, peers_for
+    from ..integrations.extract import extract_features, parse_shard
 
     parse_shard(a.shard)  # a bad spec is an error before the model loads
-    peers_for(a.peers, a.detector, a.descriptor)  # so is a missing --peers
-    est = PatchPoseEstimator.load(a.weights).with_plan(**read_plan(a))
     out = extract_features(
         a.images,
         a.out,
-        estimator=est,
+        estimator=a.weights,
         detector=a.detector,
         descriptor=a.descriptor,
         max_keypoints=a.max_keypoints,
         shard=a.shard,
         progress=not a.no_progress,
-        peers=a.peers,
     )
     print(f"wrote {out}")
     return 0
@@ -43,48 +40,21 @@ def merge_command(a: argparse.Namespace) -> int:
 
 
 def colmap_command(a: argparse.Namespace) -> int:
-    """``colmap IMAGES --out DIR``: one COLMAP reconstruction; prints its statistics."""
-    from ..integrations.colmap import OUR_POSES, reconstruct
+    """``colmap IMAGES --out DIR``: one COLMAP reconstruction (the recipe ``pose``); prints its statistics."""
+    from ..integrations.colmap import check_settings, reconstruct
 
+    check_settings(a.max_keypoints, a.seed, a.threads)  # before torch takes the threads
     set_threads(a.threads)
-    est = None
-    if a.pose in OUR_POSES:
-        est = colmap_estimator(a.weights).with_plan(**read_plan(a))
     s = reconstruct(
-        a.images,
-        a.out,
-        pose=a.pose,
-        estimator=est,
-        max_keypoints=a.max_keypoints,
-        split=a.split,
-        seed=a.seed,
-        threads=a.threads,
+        a.images, a.out, estimator=a.weights, max_keypoints=a.max_keypoints, seed=a.seed, threads=a.threads
     )
     track = "–" if s["track_length"] is None else f"{s['track_length']:.2f}"
     err = "–" if s["reprojection_px"] is None else f"{s['reprojection_px']:.2f} px"
     print(
-        f"{a.pose}: {s['registered']}/{s['images']} images registered, {s['points3D']} 3-D points, "
+        f"{s['registered']}/{s['images']} images registered, {s['points3D']} 3-D points, "
         f"mean track length {track}, mean reprojection error {err}, {s['seconds']:.0f} s; wrote {a.out}"
     )
     return 0
-
-
-def add_colmap_options(p: argparse.ArgumentParser, threads: int | None = None) -> None:
-    """Options of ``colmap`` that ``eval colmap`` shares (``threads``: the default of ``--threads``)."""
-    p.add_argument("--max-keypoints", type=int, default=8192, help="SIFT keypoints per image, at most")
-    p.add_argument(
-        "--split",
-        action="store_true",
-        help="each descriptor its own COLMAP keypoint (as COLMAP stores SIFT's orientations) instead of "
-        "one keypoint per location",
-    )
-    p.add_argument(
-        "--threads",
-        type=int,
-        default=threads,
-        help=f"COLMAP's and torch's threads (default: {threads or 'all cores'})",
-    )
-    add_weights(p, model=f"{COLMAP_MODEL}, with our scale more 3-D points than SIFT's own pose")
 
 
 def set_threads(threads: int | None) -> None:
@@ -106,17 +76,14 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         "--detector",
         choices=DETECTORS,
         default="sift",
-        help="keypoint detector; keynet: kornia's Key.Net with the weights in --peers, our angle read in its "
-        "region (use --weights patchpose-v10 there)",
+        help="keypoint detector: OpenCV SIFT or Harris corners",
     )
     e.add_argument(
         "--descriptor",
         choices=DESCRIPTORS,
         default="sift",
-        help="sift: OpenCV SIFT computed at our poses; hardtfeat: HardTFeat (weights in --peers) on patches "
-        "at our poses; none: keypoints and poses only",
+        help="sift: OpenCV SIFT computed at our poses (the recipe pose); none: keypoints and poses only",
     )
-    add_peers(e, "--detector keynet, --descriptor hardtfeat")
     e.add_argument("--max-keypoints", type=int, default=2048, help="keypoints per image, at most")
     e.add_argument(
         "--shard",
@@ -126,7 +93,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         "extract-merge joins the n files",
     )
     e.add_argument("--no-progress", action="store_true", help="no progress bar")
-    add_weights(e)
+    add_weights(e, read=False, model=f"the recipe pose's, {MODELS['pose']}")
     e.set_defaults(func=extract_command)
     m = sub.add_parser("extract-merge", help="join the shard files of 'extract --shard i/n' into one file")
     m.add_argument("shards", nargs="+", help="the n shard files")
@@ -134,17 +101,15 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     m.set_defaults(func=merge_command)
     c = sub.add_parser(
         "colmap",
-        help="reconstruct a folder of images with COLMAP (pycolmap): SIFT keypoints described at our poses",
+        help="reconstruct a folder of images with COLMAP (pycolmap): SIFT keypoints described at our poses "
+        "(the recipe pose)",
     )
     c.add_argument("images", help="folder of images (every image below it, at least 2)")
     c.add_argument("--out", required=True, help="a new folder: database.db, sparse/, stats.json")
-    c.add_argument(
-        "--pose",
-        choices=POSES,
-        default="ours",
-        help="ours: our scale and angle (default); ours_angle: our angle at SIFT's scale; sift: SIFT's own "
-        "(all its orientations); upright: angle 0; colmap: COLMAP's own SIFT and matcher",
-    )
     c.add_argument("--seed", type=int, default=0, help="COLMAP's random seed")
-    add_colmap_options(c)
+    c.add_argument("--max-keypoints", type=int, default=8192, help="SIFT keypoints per image, at most")
+    c.add_argument(
+        "--threads", type=int, default=None, help="COLMAP's and torch's threads (default: all cores)"
+    )
+    add_weights(c, read=False, model=f"the recipe pose's, {MODELS['pose']}")
     c.set_defaults(func=colmap_command)

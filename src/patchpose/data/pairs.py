@@ -25,11 +25,11 @@ import torch
 from ..conventions import REFERENCE_RADIUS, TWO_PI
 from ..errors import InputError
 from ..geometry import apply_homography, pose_change
-from .hpatches import HPatchesGenConfig, random_viewpoint_homography, warp_image
 from .inputs import extract_inputs
 from .keypoints import detect_gftt, detect_harris, detect_sift
 from .patches import Pyramid, load_image, resize_long_side, to_gray
 from .polar import PolarGrid, render_view_polar
+from .warps import ViewpointConfig, random_viewpoint_homography, warp_image
 
 log = logging.getLogger(__name__)
 
@@ -58,7 +58,7 @@ def find_again(
     5, drawn from ``name``), each with the SIFT keypoints and Shi-Tomasi corners of ``image`` that the same
     detector finds again in it within ``max_px`` pixels of the true position."""
     rng = np.random.default_rng(_seed_of(name))
-    gen = HPatchesGenConfig()
+    gen = ViewpointConfig()
     detectors = (
         lambda im: detect_sift(im, max_keypoints, margin)[0],
         lambda im: detect_gftt(im, max_keypoints, margin),

@@ -235,8 +235,8 @@ def write_graffiti(folder: str | Path, out: str | Path) -> Path:
     import cv2
     import numpy as np
 
-    from .hpatches import write_homography
     from .patches import load_image
+    from .warps import write_homography
 
     base, im1, im3, hxml, node = GRAFFITI
     folder = Path(folder)

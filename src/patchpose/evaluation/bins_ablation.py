@@ -32,13 +32,13 @@ def run(
     split: str = "test",
     progress: bool = True,
 ) -> dict:
-    from ..data.patchpose_dataset import PatchPoseData
+    from ..accuracy import accuracies, relative_errors
     from ..inference import decode_poses, predict_histograms
     from ..models import ModelConfig, PoseNet
     from ..training.checkpoint import load_checkpoint
     from ..training.config import load_config, to_container
     from ..training.trainer import train
-    from .metrics import accuracies, relative_errors
+    from .datasets.patchpose_dataset import PatchPoseData
     from .patchpose_eval import render
 
     out = Path(out)

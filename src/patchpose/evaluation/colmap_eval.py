@@ -1,6 +1,22 @@
 """``patchpose eval colmap``: COLMAP reconstructions of one folder of frames, as they are and with every other
-frame turned by 90° (a phone held sideways), for each pose source of :func:`patchpose.integrations.colmap.reconstruct`
-and COLMAP's own SIFT pipeline, over several random seeds of COLMAP (its RANSAC and mapping).
+frame turned by 90° (a phone held sideways), over several random seeds of COLMAP (its RANSAC and mapping), for
+each pose source (:data:`POSES`) in the stages of :func:`patchpose.integrations.colmap.run_reconstruction`:
+
+=============== ==========================================================================================
+``ours``        the recipe ``pose``: our scale and orientation (:func:`patchpose.integrations.colmap.reconstruct`)
+``ours_angle``  OpenCV SIFT's keypoints and scale, our orientation read in SIFT's window
+                (:func:`~patchpose.integrations.opencv.assign` with ``keep_size=True``)
+``sift``        SIFT's own pose: every orientation OpenCV SIFT found at the location, as it gives them
+``upright``     SIFT's scale, orientation 0 (upright descriptors)
+``colmap``      COLMAP's own pipeline: its SIFT (``pycolmap.extract_features``) and matcher
+                (``pycolmap.match_exhaustive``: ratio test, cross check), the same verification and mapping
+=============== ==========================================================================================
+
+For every pose but ``colmap`` the keypoints are the same (OpenCV SIFT's locations, strongest first, one per
+location), each described by ``cv2.SIFT.compute`` at one orientation (``sift``: at each of SIFT's); with
+``split=True`` each descriptor is a keypoint of its own instead, as COLMAP's and OpenCV's SIFT store a second
+orientation: a location then yields up to one 3-D point per orientation at the same place, which the
+``distinct_points3D`` statistic counts once.
 
 Each run is a folder ``OUT/runs/{set}/{pose}-seed{s}/`` (``{pose}@{model}`` for the poses that read a model,
 so that another ``--weights`` adds runs beside the others), reused when it is finished: an interrupted
@@ -12,7 +28,6 @@ reprojection error, seconds; the mean over seeds with the range).
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import time
@@ -24,12 +39,102 @@ import numpy as np
 
 from ..errors import InputError, is_int_in, require
 from ..estimator import EstimatorLike
-from ..fileio import write_text_atomic
-from ..integrations.colmap import OUR_POSES, POSES, check_settings, colmap_estimator, reconstruct
+from ..integrations.colmap import (
+    check_settings,
+    describe_image,
+    pose_estimator,
+    run_reconstruction,
+    sift_described,
+    sift_keypoints,
+)
 from ..integrations.extract import image_names
+from ..integrations.opencv import assign
+from .report import write_results
 
+POSES = ("ours_angle", "ours", "sift", "upright", "colmap")
+#: the poses that read the model
+OUR_POSES = ("ours_angle", "ours")
 SETS = ("upright", "turned")
 DEFAULT_POSES = ("colmap", "sift", "ours_angle", "ours", "upright")
+
+
+def describe_at(image: np.ndarray, pose: str, est=None, max_keypoints: int = 8192) -> dict:
+    """OpenCV SIFT keypoints of ``image`` described by OpenCV SIFT at ``pose`` (one of :data:`POSES` but
+    ``colmap``), as :func:`~patchpose.integrations.colmap.sift_described` gives them (``M = N`` descriptors but
+    for ``sift``, which describes each keypoint at every orientation SIFT found there); ``est`` for the poses
+    that read our model."""
+    if pose not in POSES or pose == "colmap":
+        raise InputError(f"pose must be one of {POSES[:-1]}, got {pose!r}")
+    if pose == "ours":
+        return describe_image(image, est, max_keypoints)
+    xy, kps, cands = sift_keypoints(image, max_keypoints)
+    if pose == "sift":
+        described = [cv2.KeyPoint(*k.pt, k.size, float(a), k.response, k.octave, k.class_id) for k, c in zip(kps, cands) for a in c]  # fmt: skip
+    elif pose == "upright":
+        described = [cv2.KeyPoint(*k.pt, k.size, 0.0, k.response, k.octave, k.class_id) for k in kps]
+    else:  # ours_angle: one read in SIFT's window at SIFT's size
+        described = assign(image, kps, est, keep_size=True)
+    return sift_described(image, xy, described)
+
+
+def colmap_database(max_keypoints: int):
+    """COLMAP's own pipeline as a ``database`` of :func:`~patchpose.integrations.colmap.run_reconstruction`: its
+    SIFT (``max_num_features``) and exhaustive matcher, into the database; returns the seconds of each stage."""
+
+    def fill(db_path: Path, folder: Path, names: list, nthreads: int, seed: int) -> dict:
+        pycolmap = require("pycolmap", "colmap")
+        t0 = time.perf_counter()
+        ext = pycolmap.FeatureExtractionOptions()
+        ext.num_threads = nthreads
+        ext.sift.max_num_features = int(max_keypoints)
+        pycolmap.extract_features(
+            db_path, folder, image_names=names, camera_mode=pycolmap.CameraMode.AUTO,
+            extraction_options=ext, device=pycolmap.Device.cpu,
+        )  # fmt: skip
+        features = time.perf_counter() - t0
+        mo = pycolmap.FeatureMatchingOptions()
+        mo.num_threads = nthreads
+        tv = pycolmap.TwoViewGeometryOptions()
+        tv.ransac.random_seed = int(seed)
+        pycolmap.match_exhaustive(
+            db_path, matching_options=mo, verification_options=tv, device=pycolmap.Device.cpu
+        )
+        return {"features": features, "matching+verification": time.perf_counter() - t0 - features}
+
+    return fill
+
+
+def reconstruct_at(
+    images,
+    out,
+    pose: str,
+    est=None,
+    max_keypoints: int = 8192,
+    split: bool = False,
+    seed: int = 0,
+    threads=None,
+) -> dict:
+    """One reconstruction of the images below ``images`` at ``pose`` (:data:`POSES`) into ``out``."""
+    settings = {
+        "pose": pose,
+        "model": est.name if est is not None else None,
+        "plan": est.plan.__dict__ if est is not None else None,
+        "max_keypoints": int(max_keypoints),
+    }
+    if pose == "colmap":
+        fill = colmap_database(max_keypoints)
+        return run_reconstruction(
+            images, out, settings, database=fill, split=split, seed=seed, threads=threads
+        )
+    return run_reconstruction(
+        images,
+        out,
+        settings,
+        describe=lambda image: describe_at(image, pose, est, int(max_keypoints)),
+        split=split,
+        seed=seed,
+        threads=threads,
+    )
 
 
 def turn_every_other(images: str | Path, dest: str | Path) -> Path:
@@ -76,8 +181,8 @@ def evaluate_colmap(
 ) -> dict:
     """Run every (set, pose, seed) reconstruction of the module docstring and write ``OUT/results.json``
     and ``OUT/results.md``; returns the results document. ``weights``: the model of the ``ours*`` poses
-    (an estimator, a bundled model's name or a weights file; None: ``COLMAP_MODEL``); the other arguments go to
-    :func:`~patchpose.integrations.colmap.reconstruct`."""
+    (an estimator, a bundled model's name or a weights file; None: the recipe ``pose``'s,
+    :data:`patchpose.recipes.MODELS`); the other arguments go to :func:`reconstruct_at`."""
     poses, seeds, sets = list(poses), list(seeds), list(sets)
     bad = [p for p in poses if p not in POSES]
     if not poses or bad:
@@ -86,14 +191,13 @@ def evaluate_colmap(
         raise InputError(f"seeds must be integers >= 0, got {seeds}")
     if not sets or any(s not in SETS for s in sets):
         raise InputError(f"sets must be some of {SETS}, got {sets}")
-    for pose in poses:
-        check_settings(pose, max_keypoints, seeds[0], threads, split)
+    check_settings(max_keypoints, seeds[0], threads, split)
     require("pycolmap", "colmap")  # before the turned copies are written
     folder = Path(images)
     image_names(folder)  # a missing or empty folder is an error before any work
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    est = colmap_estimator(weights) if any(p in OUR_POSES for p in poses) else None
+    est = pose_estimator(weights) if any(p in OUR_POSES for p in poses) else None
     folders = {"upright": folder}
     if "turned" in sets:
         folders["turned"] = turn_every_other(folder, out / "turned_images")
@@ -106,15 +210,15 @@ def evaluate_colmap(
                 run_dir = out / "runs" / s / _run_name(pose, model, seed)
                 if progress:
                     print(f"{s} {pose} seed {seed} -> {run_dir}", flush=True)
-                stats = reconstruct(
+                stats = reconstruct_at(
                     folders[s],
                     run_dir,
-                    pose=pose,
-                    estimator=est,
-                    max_keypoints=max_keypoints,
-                    split=split,
-                    seed=seed,
-                    threads=threads,
+                    pose,
+                    est if pose in OUR_POSES else None,
+                    max_keypoints,
+                    split,
+                    seed,
+                    threads,
                 )
                 runs.append({"set": s, "pose": pose, "model": model, "seed": seed, **stats})
     doc = {
@@ -126,8 +230,7 @@ def evaluate_colmap(
         "summary": summarize(runs),
         "seconds": round(time.perf_counter() - t0, 1),
     }
-    write_text_atomic(out / "results.json", json.dumps(doc, indent=1))
-    write_text_atomic(out / "results.md", results_markdown(doc))
+    write_results(out, doc, results_markdown(doc))
     return doc
 
 
@@ -186,4 +289,15 @@ def results_markdown(doc: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-__all__ = ["evaluate_colmap", "turn_every_other", "summarize", "results_markdown", "SETS", "DEFAULT_POSES"]
+__all__ = [
+    "POSES",
+    "OUR_POSES",
+    "describe_at",
+    "reconstruct_at",
+    "evaluate_colmap",
+    "turn_every_other",
+    "summarize",
+    "results_markdown",
+    "SETS",
+    "DEFAULT_POSES",
+]

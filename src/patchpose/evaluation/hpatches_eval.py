@@ -1,7 +1,7 @@
 """HPatches evaluation: patch-pose transfer (paper, Table 1 right) and image matching (Section 4.4, supp. B).
 
 ``patchpose eval hpatches --root DIR --out DIR`` runs both on a real HPatches copy or on sequences made by
-``patchpose generate hpatches`` (same layout, :mod:`patchpose.data.hpatches`):
+``patchpose generate hpatches`` (same layout, :mod:`patchpose.evaluation.datasets.hpatches`):
 
 * **Pose transfer.** At up to 25 SIFT and 25 Harris keypoints of image 1 (at least ``POSE_MARGIN`` px
   inside) and their images under ``H_1_k`` (inside image ``k`` too), every method of the PatchPose
@@ -12,13 +12,13 @@
   ``upper`` the ground truth itself.
 * **Matching.** SIFT keypoints (``--detector harris`` / ``gftt`` for corners, ``keynet`` for Key.Net,
   ``--keypoints DIR`` for keypoints from files: ``DIR/<sequence>/<k>.npy`` or ``<k>.txt``, x y per row,
-  strongest first), a descriptor on the patch cut at each row's pose (:mod:`patchpose.matching.pipeline`:
+  strongest first), a descriptor on the patch cut at each row's pose (:mod:`patchpose.evaluation.rows`:
   ``lower``, ``sift``, ``ours``, ``ours_topK``, the hand-crafted rows, with ``--peers DIR`` the peers'
   rows ``orinet`` and ``affnet+orinet``, ``upper``; keypoints without a pose of their own have no SIFT
   rows), mutual nearest neighbours, and per pair ``MMA(t) = mean(‖H·x1 − x2‖ ≤ t)`` (0 for a pair without
   matches) and the correct matches (within 3 px), averaged over pairs for illumination, viewpoint and
   overall; each row also says how many descriptors it makes per keypoint (k for ``ours_topK``, else 1).
-  The peers (Key.Net, OriNet, AffNet, TFeat, HardTFeat: :mod:`patchpose.matching.peers`) take their
+  The peers (Key.Net, OriNet, AffNet, TFeat, HardTFeat: :mod:`patchpose.evaluation.peers`) take their
   weights from the ``--peers`` folder, for comparison only. Protocols (``--protocol``):
 
   ============ ========================================= ============ ===========
@@ -45,32 +45,15 @@ from pathlib import Path
 
 import numpy as np
 
-from ..data.hpatches import Sequence, load_hpatches
 from ..data.keypoints import detect_harris, detect_sift
 from ..errors import InputError, is_int_in, require
 from ..fileio import read_keypoints, write_text_atomic
-from ..geometry import apply_homography, inside, pose_change
-from ..matching.describe import PEER_DESCRIPTORS, Describer
+from ..geometry import apply_homography, inside, pose_change, reprojection_errors
+from ..matching.describe import Describer
 from ..matching.matcher import mutual_nn
-from ..matching.peers import PEER_FILES, Peers
-from ..matching.pipeline import (
-    DETECTORS,
-    HANDCRAFTED_ROWS,
-    PAIR_ROWS,
-    PEER_DETECTORS,
-    SHAPE_ROWS,
-    MatchConfig,
-    candidate_counts,
-    default_rows,
-    describe_rows,
-    detect,
-    handcrafted_poses,
-    pair_descriptors,
-    peer_poses,
-    pose_rows,
-    reprojection_errors,
-)
 from ..shape import shape_estimator
+from .datasets.hpatches import Sequence, load_hpatches
+from .descriptors import PEER_DESCRIPTORS, describer
 from .intervals import (
     DEFAULT_REPLICATES,
     check_bootstrap,
@@ -80,6 +63,25 @@ from .intervals import (
 )
 from .metrics import redetections
 from .patchpose_eval import POSE_ARRAYS, MethodPoses, continuous_accuracies, official_scores
+from .peers import PEER_FILES, Peers
+from .rows import (
+    DETECTORS,
+    PEER_DETECTORS,
+    Image,
+    MatchConfig,
+    Run,
+    candidate_counts,
+    default_rows,
+    describe_rows,
+    detect,
+    get_row,
+    handcrafted_poses,
+    label,
+    pair_descriptors,
+    pair_rows,
+    peer_poses,
+    pose_rows,
+)
 
 POSE_MARGIN = 32.0  # px: pose-transfer keypoints lie this far inside both images
 POSE_KEYPOINTS = 25  # per detector (SIFT, Harris) in image 1, as the paper's 25 patches per pair
@@ -108,7 +110,7 @@ def pair_mma(err: np.ndarray, thresholds) -> list[float]:
 
 
 #: the poses whose consistency at re-detected keypoints is reported, in table order, and their labels
-REPEAT_SOURCES = ("sift", "ours", *HANDCRAFTED_ROWS, "orinet")
+REPEAT_SOURCES = ("sift", "ours", "dominant_gradient", "log+dominant_gradient", "orinet")
 REPEAT_LABELS = {
     "sift": "SIFT's own pose",
     "ours": "ours",
@@ -205,42 +207,44 @@ def match_sequence(
         poses = {"ours": (o.scale[:, 0], o.orientation[:, 0])} if o is not None else {}
         if np.isfinite(f.sift_scale).all() and o is not None:
             poses = {"sift": (f.sift_scale, f.sift_ori), **poses}
-        for row in HANDCRAFTED_ROWS:  # computed once per image (memoised), shared with the matching rows
-            if row in rows and o is not None:
-                poses[row] = handcrafted_poses(f, scale=row == "log+dominant_gradient")
+        for name in ("dominant_gradient", "log+dominant_gradient"):  # memoised: the matching rows share them
+            if name in rows and o is not None:
+                poses[name] = handcrafted_poses(f, scale=name == "log+dominant_gradient")
         if "orinet" in rows and o is not None:  # the detector's scale, as the hand-crafted upright row
             poses["orinet"] = (f.frame, peer_poses(f, peers, "orinet")[0])
         return f, o, poses
 
-    single = [r for r in rows if r not in PAIR_ROWS]
+    run = Run(describer, est, cfg, peers)
+    single = [r for r in rows if not get_row(r).is_pair]
     f1, o1, p1 = feats(1)
-    d1 = describe_rows(f1, single, describer, est, None, cfg, ours=o1, peers=peers)
-    counts1 = {row: candidate_counts(row, f1, o1) for row in rows}
+    im1 = Image(f1, o1)
+    d1 = describe_rows(single, run, im1)
+    counts1 = {name: candidate_counts(name, run, im1) for name in rows}
     out = []
     for k in seq.targets:
         H = seq.homographies[k]
         fk, ok_, pk = feats(k)
-        dk = describe_rows(fk, single, describer, est, H, cfg, ours=ok_, peers=peers)
+        imk = Image(fk, ok_, H)
+        dk = describe_rows(single, run, imk)
         res = {"k": k, "mma": {}, "matches": {}, "descriptors": {}}
-        for row in rows:  # described with both photos: image 1's descriptors differ from pair to pair
-            if row in PAIR_ROWS:
-                d1[row], dk[row], zoom, turn = pair_descriptors(
-                    row, f1, fk, describer, est, cfg, o1, ok_, peers
-                )
-                res.setdefault("zoom", {})[row] = zoom.log2
-                res["zoom_true"] = true_zoom(H, f1.xy, images[k].shape)
-                if row == "pair_pose":  # the one row described at the turn (None: no turn found)
-                    res.setdefault("turn", {})[row] = math.degrees(turn.radians) if turn.found else None
-                    res["turn_true"] = true_turn(H, f1.xy, images[k].shape)
+        for name in pair_rows(
+            rows
+        ):  # described with both photos: image 1's descriptors differ from pair to pair
+            d1[name], dk[name], zoom, turn = pair_descriptors(name, run, im1, imk)
+            res.setdefault("zoom", {})[name] = zoom.log2
+            res["zoom_true"] = true_zoom(H, f1.xy, images[k].shape)
+            if name == "pair_pose":  # the one row described at the turn (None: no turn found)
+                res.setdefault("turn", {})[name] = math.degrees(turn.radians) if turn.found else None
+                res["turn_true"] = true_turn(H, f1.xy, images[k].shape)
         if o1 is not None and ok_ is not None:
             res["repeat"] = repeated_pose_counts(H, f1, fk, p1, pk)
-        for row in rows:
-            m, _ = mutual_nn(d1[row], dk[row])
+        for name in rows:
+            m, _ = mutual_nn(d1[name], dk[name])
             err = reprojection_errors(H, f1.xy[m[:, 0]], fk.xy[m[:, 1]])
-            res["mma"][row] = pair_mma(err, thresholds)
-            res["matches"][row] = int(len(m))
-            counts = np.concatenate([counts1[row], candidate_counts(row, fk, ok_)])
-            res["descriptors"][row] = float(counts.mean()) if len(counts) else 0.0
+            res["mma"][name] = pair_mma(err, thresholds)
+            res["matches"][name] = int(len(m))
+            counts = np.concatenate([counts1[name], candidate_counts(name, run, imk)])
+            res["descriptors"][name] = float(counts.mean()) if len(counts) else 0.0
         out.append(res)
     return out
 
@@ -419,10 +423,10 @@ def summarize_turn(per_seq: dict[str, list[dict]]) -> dict:
 
 def summarize_zoom(per_seq: dict[str, list[dict]], rows) -> dict:
     """``{row: {"pairs", "median_abs_error", "p90_abs_error", "max_abs_error", "within_quarter_octave"}}``:
-    how far each :data:`PAIR_ROWS` row's voted zoom (log2) is from the one ``H`` makes (:func:`true_zoom`), over
+    how far each pair row's voted zoom (log2) is from the one ``H`` makes (:func:`true_zoom`), over
     the pairs where both are known."""
     out = {}
-    for row in (r for r in rows if r in PAIR_ROWS):
+    for row in pair_rows(rows):
         e = np.array(
             [
                 abs(p["zoom"][row] - p["zoom_true"])
@@ -631,13 +635,13 @@ def evaluate_hpatches(
     ``detector``: ``"sift"`` (default), ``"harris"``, ``"gftt"`` or ``"keynet"`` (needs ``peers``);
     ``keypoints_dir``: keypoints from files instead (:func:`sequence_keypoints`). Without SIFT detections
     the rows that read SIFT's pose are left out. ``peers``: the folder of the peers' weights
-    (:class:`~patchpose.matching.peers.Peers`): adds the rows ``orinet`` and ``affnet+orinet`` and allows
+    (:class:`~patchpose.evaluation.peers.Peers`): adds the rows ``orinet`` and ``affnet+orinet`` and allows
     the ``keynet`` detector and the ``tfeat`` / ``hardtfeat`` descriptors; nothing else needs it.
     ``bootstrap`` replicates over sequences (0: none) give 95 % intervals of MMA@3 px (:func:`mma_intervals`);
     ``cluster_pattern`` draws sequences in clusters instead (:func:`sequence_clusters`: the sequences made
     from one photo with several seeds are not independent). ``read_plan``: changes to the model's read
     plan (:meth:`patchpose.ReadPlan.replace`), or None. ``rows``: the matching rows to compute, in report
-    order (None: those of them that are not :data:`~patchpose.matching.pipeline.ABLATION_ROWS`; ``["all"]``:
+    order (None: those of them that are not ablations, :func:`~patchpose.evaluation.rows.default_rows`; ``["all"]``:
     every one; a row they do not allow is an error).
     ``reference``: the row the intervals' differences are taken against (None: ``ours``, or the first row when
     ``rows`` leaves it out). ``shape_weights``: the affine shape network of the ``shape_pooled_blend`` row
@@ -673,7 +677,7 @@ def evaluate_hpatches(
         detector=detector,
         shape_weights=None if shape_weights is None else str(shape_weights),
     )
-    describer = Describer(cfg.descriptor, cfg.descriptor_weights, peers=peer_set)
+    describe = describer(cfg.descriptor, cfg.descriptor_weights, peers=peer_set)
     allowed = pose_rows(
         cfg.top_k,
         sift=keypoints_dir is None and detector == "sift",
@@ -703,7 +707,7 @@ def evaluate_hpatches(
             or n == cfg.descriptor
         )
     ]
-    shape_rows = [r for r in rows if r in SHAPE_ROWS]
+    shape_rows = [r for r in rows if get_row(r).shape]
     if shape_weights is not None and not shape_rows:
         raise InputError(
             "--shape-weights is for the shape_pooled_blend and shape_zoom_blend rows, which this run does not compute"
@@ -745,7 +749,7 @@ def evaluate_hpatches(
             images = {k: seq.image(k) for k in (1, *seq.targets)} if todo else None  # read once per sequence
             if not mf.is_file():
                 res = match_sequence(
-                    seq, est, describer, rows, cfg, proto.thresholds, images, keypoints_dir, peer_set
+                    seq, est, describe, rows, cfg, proto.thresholds, images, keypoints_dir, peer_set
                 )
                 write_text_atomic(mf, json.dumps(res))
             if pose and not pf.is_file():
@@ -854,36 +858,8 @@ def evaluate_hpatches(
 
 
 # ----------------------------------------------------------------------------- reports
-ROW_LABELS = {
-    "lower": "lower (no pose)",
-    "sift": "SIFT's own pose",
-    "sift_all": "SIFT's own pose, all its orientations",
-    "ours": "ours (argmax)",
-    "ours_adaptive": "ours, strong candidates (SIFT's 80 % rule)",
-    "ours_blend": "ours, one descriptor blended over our top-4 orientations",
-    "ours_scale_gradient_blend": "our scale, one descriptor blended over the gradient histogram's top-4 peaks",
-    "keynet": "Key.Net's own pose (its scale, upright)",
-    "ours_angle": "our angle in the detector's frame (its scale; 16 px without one)",
-    "sift_resolved_by_ours": "SIFT's own pose, its orientations resolved by ours",
-    "dominant_gradient": "dominant gradient orientation (kornia), detector's scale",
-    "dominant_gradient_blend": "dominant gradient, one descriptor blended over its top-4 peaks, detector's scale",
-    "dominant_gradient_pooled_blend": "dominant gradient, one descriptor blended over its top-4 peaks, each at 3 sizes (±0.5 octave), fixed size",
-    "log+dominant_gradient": "LoG scale + dominant gradient orientation (hand-crafted)",
-    "orinet": "OriNet orientation (kornia), detector's scale",
-    "affnet+orinet": "AffNet shape + OriNet orientation (kornia), detector's scale",
-    "affnet_pooled_blend": "AffNet shape (kornia), one descriptor blended over the gradient's top-4 peaks in its frame, each at 3 sizes",
-    "shape_pooled_blend": "our affine shape, one descriptor blended over the gradient's top-4 peaks in its frame, each at 3 sizes",
-    "shape_zoom_blend": "our affine shape blend (as above) at the fixed size widened by the pair's zoom, voted by our scales",
-    "pair_pose": "one pose per photo: the pair's turn and zoom voted by our angles and scales (or the affine map their matches agree on, where it slants the view), 3 sizes pooled",
-    "upper": "upper (pose from H)",
-    "upper_affine": "upper (H's local affine map)",
-}
-
-
-def _label(row: str) -> str:
-    if row.startswith("ours_top"):
-        return f"ours (top-{row[len('ours_top') :]})"
-    return ROW_LABELS.get(row, row)
+def _label(name: str) -> str:
+    return label(name)
 
 
 def _per_kp(v) -> str:

@@ -1,5 +1,5 @@
 """The official PatchPose metric of a model on a *released* PatchPose copy (the official code's layout,
-read by :class:`~patchpose.data.official_patchpose.OfficialPatchPose`)."""
+read by :class:`~patchpose.evaluation.datasets.official_patchpose.OfficialPatchPose`)."""
 
 from __future__ import annotations
 
@@ -8,11 +8,11 @@ from pathlib import Path
 import cv2
 import numpy as np
 
-from ..baselines import dominant_gradient_orientation, intensity_centroid_orientation
-from ..data.official_patchpose import OfficialPatchPose
 from ..errors import InputError
 from ..estimator import PatchPoseEstimator
 from ..inference import predict_histograms
+from .baselines import dominant_gradient_orientation, intensity_centroid_orientation
+from .datasets.official_patchpose import OfficialPatchPose
 from .official import official_accuracies, official_errors_from_poses
 from .patchpose_eval import MethodPoses, official_pair_errors
 

@@ -26,10 +26,18 @@ from pathlib import Path
 
 import numpy as np
 
-from ..baselines import (
+from ..accuracy import accuracies, relative_errors, within_thresholds
+from ..conventions import REFERENCE_RADIUS
+from ..data.patches import Pyramid, extract_patches, to_gray
+from ..data.polar import render_view_polar
+from ..errors import InputError
+from ..fileio import write_text_atomic
+from ..inference import decode_poses
+from ..matching.gradient import ORI_PATCH
+from ..reading import poses_of, read
+from .baselines import (
     LOG_PATCH,
     LOG_WINDOWS,
-    ORI_PATCH,
     ORI_WINDOW,
     SIFT_PATCH,
     SIFT_WINDOW,
@@ -38,16 +46,8 @@ from ..baselines import (
     log_scale_selection,
     sift_patch_poses,
 )
-from ..conventions import REFERENCE_RADIUS
-from ..data.patches import Pyramid, extract_patches, to_gray
-from ..data.patchpose_dataset import PatchPoseData
-from ..data.polar import render_view_polar
-from ..errors import InputError
-from ..fileio import write_text_atomic
-from ..inference import decode_poses
-from ..reading import poses_of, read
+from .datasets.patchpose_dataset import PatchPoseData
 from .intervals import DEFAULT_REPLICATES, check_bootstrap, cluster_bootstrap, format_interval
-from .metrics import accuracies, relative_errors, within_thresholds
 from .official import (
     OFFICIAL_ORI_BINS,
     OFFICIAL_SCALE_BINS_PER_OCTAVE,

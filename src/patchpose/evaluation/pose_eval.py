@@ -24,7 +24,7 @@ both) and, a peer, ``dominant gradient@K`` (SIFT's scale, kornia's dominant grad
 both) for K = 1,024 and 2,048 keypoints; with ``--peers DIR`` also ``orinet@K`` (OriNet's angle in SIFT's window)
 and ``affnet+orinet@K`` (AffNet's affine frame there, turned by OriNet: descriptor patches and AdaLAM's LAFs
 through it); ``shape zoom blend@K``, the pair row (our affine shape blend at the fixed 16 px widened by the pair's
-zoom that our scales vote for, both photos together: :func:`patchpose.matching.twoview.match_two_views`) and
+zoom that our scales vote for, both photos together: :func:`patchpose.evaluation.twoview.match_two_views`) and
 ``pair pose@K``, the default of :func:`patchpose.match_pair` (every keypoint at one pose per photo, the pair's turn
 and zoom that our angles and scales vote for); plus the ablation rows (our poses for the descriptors too, AdaLAM's checks off, plain mutual nearest neighbours).
 ``--detector`` takes corners or Key.Net instead of SIFT (the rows that read SIFT's pose are left out). mAA@5° and
@@ -42,9 +42,10 @@ from pathlib import Path
 import cv2
 import numpy as np
 
-from ..data.posed_pairs import read_pairs_file
 from ..errors import InputError, is_int_in, require
 from ..fileio import write_text_atomic
+from .datasets.posed_pairs import read_pairs_file
+from .rows import get_row
 
 FAIL_DEG = 180.0
 #: how results name each detector
@@ -100,7 +101,7 @@ def pair_clusters(pairs) -> list[str]:
     """The cluster of each pair for intervals: pairs that share an image, directly or through other pairs, are
     one cluster (a photo and its turned copies; the motorcycle stereo pairs, which share the left image; a
     scene of a MegaDepth- or ScanNet-style list), named by its first image name in sorted order. ``pairs``:
-    :class:`~patchpose.data.posed_pairs.PosedPair` or ``(name0, name1)`` each."""
+    :class:`~patchpose.evaluation.datasets.posed_pairs.PosedPair` or ``(name0, name1)`` each."""
     parent: dict[str, str] = {}
 
     def root(x: str) -> str:
@@ -156,24 +157,33 @@ def summarize(errors, inliers) -> dict:
     }
 
 
-#: the pose sources that read SIFT's own pose: their rows exist only at SIFT keypoints
-SIFT_SOURCES = ("sift", "resolved")
-
-
 def _rows(budgets, peers: bool = False, sift: bool = True) -> dict:
-    """Row name → (keypoints, describe_pose, adalam_pose, adalam_checks, matcher); ``peers``: with the rows
-    of the peers whose weights come from a peers folder; without ``sift`` (keypoints with no pose of their
-    own: corners, Key.Net), the rows that read SIFT's pose (:data:`SIFT_SOURCES`) are left out."""
+    """Row name → (keypoints, describe_pose, adalam_pose, adalam_checks, matcher), the poses rows of
+    :data:`~patchpose.evaluation.rows.ROWS`; ``peers``: with the rows of the peers whose weights come from a
+    peers folder; without ``sift`` (keypoints with no pose of their own: corners, Key.Net), the rows that read
+    SIFT's pose are left out."""
     rows = {}
     for k in budgets:
         rows[f"sift@{k}"] = (k, "sift", "sift", True, "adalam")
         rows[f"sift+ours@{k}"] = (k, "sift", "ours", True, "adalam")
         # SIFT's poses, with our angle choosing where SIFT found several orientations (descriptors and AdaLAM)
-        rows[f"sift resolved by ours@{k}"] = (k, "resolved", "resolved", True, "adalam")
+        rows[f"sift resolved by ours@{k}"] = (
+            k,
+            "sift_resolved_by_ours",
+            "sift_resolved_by_ours",
+            True,
+            "adalam",
+        )
         # a peer: SIFT's scale, kornia's dominant gradient read in SIFT's window (descriptors and AdaLAM)
-        rows[f"dominant gradient@{k}"] = (k, "dominant", "dominant", True, "adalam")
+        rows[f"dominant gradient@{k}"] = (k, "dominant_gradient", "dominant_gradient", True, "adalam")
         # one descriptor blended over the gradient histogram's peaks, at SIFT's scale and at ours
-        rows[f"dominant gradient blend@{k}"] = (k, "dominant_blend", "dominant_blend", True, "adalam")
+        rows[f"dominant gradient blend@{k}"] = (
+            k,
+            "dominant_gradient_blend",
+            "dominant_gradient_blend",
+            True,
+            "adalam",
+        )
         rows[f"our scale, gradient blend@{k}"] = (
             k,
             "ours_scale_gradient_blend",
@@ -195,10 +205,16 @@ def _rows(budgets, peers: bool = False, sift: bool = True) -> dict:
     rows[f"sift, adalam checks off@{k}"] = (k, "sift", "sift", False, "adalam")
     rows[f"sift, mnn only@{k}"] = (k, "sift", "sift", True, "mnn")
     # blends with plain mutual nearest neighbours, against the dominant gradient's one pose
-    rows[f"dominant gradient, mnn only@{k}"] = (k, "dominant", "dominant", True, "mnn")
-    rows[f"dominant gradient blend, mnn only@{k}"] = (k, "dominant_blend", "dominant_blend", True, "mnn")
+    rows[f"dominant gradient, mnn only@{k}"] = (k, "dominant_gradient", "dominant_gradient", True, "mnn")
+    rows[f"dominant gradient blend, mnn only@{k}"] = (
+        k,
+        "dominant_gradient_blend",
+        "dominant_gradient_blend",
+        True,
+        "mnn",
+    )
     if not sift:
-        rows = {r: v for r, v in rows.items() if not {v[1], v[2]} & set(SIFT_SOURCES)}
+        rows = {r: v for r, v in rows.items() if not (get_row(v[1]).sift or get_row(v[2]).sift)}
     return rows
 
 
@@ -282,8 +298,8 @@ def evaluate_pose(
     detector: str = "sift",
 ) -> dict:
     """Run every row on every pair; write ``results.json`` and ``results.md``. ``peers``: the folder of the
-    peers' weights (:class:`~patchpose.matching.peers.Peers`), which adds the rows ``orinet@K`` and
-    ``affnet+orinet@K``. ``detector``: the keypoints (:data:`~patchpose.matching.pipeline.DETECTORS`; Key.Net
+    peers' weights (:class:`~patchpose.evaluation.peers.Peers`), which adds the rows ``orinet@K`` and
+    ``affnet+orinet@K``. ``detector``: the keypoints (:data:`~patchpose.evaluation.rows.DETECTORS`; Key.Net
     needs ``peers``); at keypoints without a pose of their own the rows that read SIFT's are left out, and the
     peers' and hand-crafted rows read and cut at the detector's size (16 px for corners; the rows at our scale
     and the pair row follow their own).
@@ -299,9 +315,9 @@ def evaluate_pose(
     from ..data.patches import load_image
     from ..estimator import PatchPoseEstimator
     from ..matching.describe import Describer
-    from ..matching.peers import Peers
-    from ..matching.pipeline import check_detector, detect, framed_poses
-    from ..matching.twoview import TwoViewConfig, match_two_views, relative_pose
+    from .peers import Peers
+    from .rows import check_detector, detect, framed_poses
+    from .twoview import TwoViewConfig, match_two_views, relative_pose
 
     t0 = time.time()
     budgets = check_budgets(budgets)
@@ -357,7 +373,7 @@ def evaluate_pose(
             try:
                 f0, o0, r0 = features(p.name0, cfg.max_keypoints)
                 f1, o1, r1 = features(p.name1, cfg.max_keypoints)
-                if "resolved" in (cfg.describe_pose, cfg.adalam_pose):
+                if "sift_resolved_by_ours" in (cfg.describe_pose, cfg.adalam_pose):
                     o0, o1 = r0, r1
                 empty = list(dict.fromkeys(n for n, f in ((p.name0, f0), (p.name1, f1)) if not len(f)))
                 if empty:  # a blank image: nothing to match, a failure of the method on this pair

@@ -72,7 +72,7 @@ from .intervals import (
 from .metrics import redetections
 
 BASE_ROWS = ("sift", "ours", "ours_at_sift_size", "sift_resolved_by_ours", "dominant_gradient", "upright")
-#: rows that need the peers' weights (:class:`~patchpose.matching.peers.Peers`)
+#: rows that need the peers' weights (:class:`~patchpose.evaluation.peers.Peers`)
 PEER_ROWS = ("orinet",)
 #: the rows whose angle :func:`peer_angles` reads
 PEER_ANGLE_ROWS = ("dominant_gradient", *PEER_ROWS)
@@ -206,10 +206,10 @@ def _dedupe(kps):
 def peer_angles(img, kps, row: str, peers=None) -> list[cv2.KeyPoint]:
     """SIFT's keypoints ``kps`` with SIFT's size kept and the angle of a peer read in SIFT's descriptor
     window (half-width ``OPENCV_SIFT_WINDOW_PER_SIZE · size``), as the matching pipeline's rows of that name
-    read it in a detector's frame (:func:`~patchpose.matching.pipeline.keypoint_poses`): ``dominant_gradient``
+    read it in a detector's frame (:data:`~patchpose.evaluation.rows.ROWS`): ``dominant_gradient``
     (kornia's ``PatchDominantGradientOrientation``) or ``orinet`` (OriNet through kornia's ``LAFOrienter``;
-    ``peers``: :class:`~patchpose.matching.peers.Peers`)."""
-    from ..matching.pipeline import detect, keypoint_poses
+    ``peers``: :class:`~patchpose.evaluation.peers.Peers`)."""
+    from .rows import Image, Run, detect, get_row
 
     if row not in PEER_ANGLE_ROWS:
         raise InputError(f"unknown peer row {row!r}; the peer rows are {PEER_ANGLE_ROWS}")
@@ -220,7 +220,7 @@ def peer_angles(img, kps, row: str, peers=None) -> list[cv2.KeyPoint]:
         detect(img, keypoints=keypoint_xy(kps)),
         detector_scale=np.log2(OPENCV_SIFT_WINDOW_PER_SIZE * size / REFERENCE_RADIUS),
     )
-    _, theta = keypoint_poses(row, feats, peers=peers)
+    _, theta = get_row(row).poses(Run(None, peers=peers), Image(feats))
     _, angle = to_cv2_size_angle(0.0, theta[:, 0])
     return [
         cv2.KeyPoint(*k.pt, k.size, float(a), k.response, k.octave, k.class_id) for k, a in zip(kps, angle)
@@ -284,11 +284,11 @@ def evaluate_rotation(
     that skips them all raises :class:`InputError`. ``bootstrap`` replicates over photos (0: none) give the
     MMA intervals (:func:`mma_intervals`). ``read_plan``: changes to the model's read plan
     (:meth:`patchpose.ReadPlan.replace`), or None. ``peers``: the peers' weights folder (or its
-    :class:`~patchpose.matching.peers.Peers`) for the ``orinet`` row, or None."""
+    :class:`~patchpose.evaluation.peers.Peers`) for the ``orinet`` row, or None."""
     tqdm = require("tqdm", "eval").tqdm
     from ..data.patches import load_image, resize_long_side
     from ..estimator import PatchPoseEstimator
-    from ..matching.peers import Peers
+    from .peers import Peers
 
     t0 = time.time()
     photos = list(photos)

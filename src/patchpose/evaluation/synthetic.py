@@ -1,75 +1,18 @@
-"""Synthetic pose-pair evaluation on held-out photos: the paper's protocol (a native, upright reference
-patch at a keypoint and its rescaled-only or rotated-only counterpart) plus the joint protocol.
-
-Used for validation during training and by ``patchpose eval synthetic``.
+"""``patchpose eval synthetic``: the synthetic pose pairs of training's validation
+(:mod:`patchpose.training.validation`) on held-out photos, ours against the hand-crafted pair (kornia's dominant
+gradient and a LoG scale selection).
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
+import time
+from pathlib import Path
 
 import numpy as np
 
-from ..data.pairs import PairConfig, PhotoPool, sample_pairs
-from ..errors import InputError, is_int_in
-from ..inference import decode_poses, predict_histograms
-from .metrics import accuracies, relative_errors
-
-PROTOCOLS = ("scale", "rotation", "joint")
-
-
-def protocol_config(base: PairConfig | None = None) -> PairConfig:
-    """Reference patch upright at scale 0, Δs ~ U[−2, 2], Δo ~ U[0, 2π), no photometric change."""
-    base = base or PairConfig()
-    return replace(base, sigma_min=-2.0, sigma_max=2.0, source_upright=1.0, noise=0.0, gamma=0.0)
-
-
-def check_pair_count(n) -> int:
-    """``n`` as an int; :class:`InputError` unless it is a positive integer (pairs per protocol)."""
-    if not is_int_in(n, 1, integral_floats=True):
-        raise InputError(f"the number of pairs per protocol (--pairs) must be a positive integer, got {n!r}")
-    return int(n)
-
-
-def make_protocol_pairs(
-    pool: PhotoPool,
-    n: int,
-    seed: int,
-    patch_size: int,
-    windows,
-    cfg: PairConfig | None = None,
-    polar=None,
-) -> dict:
-    """Fixed pairs per protocol (same keypoints and Δ for every method evaluated on them); ``n`` pairs per
-    protocol, a positive integer (:class:`InputError` otherwise)."""
-    n = check_pair_count(n)
-    cfg = protocol_config(cfg)
-    out = {}
-    for i, proto in enumerate(PROTOCOLS):
-        rng = np.random.default_rng([seed, i])
-        out[proto] = sample_pairs(
-            rng, pool, n, cfg, patch_size, windows, mode=proto, augment=False, polar=polar
-        )
-    return out
-
-
-def evaluate_model(
-    model, pairs: dict, refine: bool = True, k: int = 1, batch_size: int = 128, amp=None
-) -> dict:
-    """``{protocol: {metric: percent}}`` for a :class:`~patchpose.models.PoseNet` on fixed pairs."""
-    res = {}
-    for proto, b in pairs.items():
-        ha = predict_histograms(model, b["patch_a"], batch_size, amp)
-        hb = predict_histograms(model, b["patch_b"], batch_size, amp)
-        sr = model.cfg.scale_range
-        pa, pb = decode_poses(ha, k, refine, sr), decode_poses(hb, k, refine, sr)
-        acc = accuracies(relative_errors(pa, pb, b["d_scale"], b["d_ori"]))
-        if proto == "scale":
-            acc = {m: v for m, v in acc.items() if m.startswith("scale")}
-        elif proto == "rotation":
-            acc = {m: v for m, v in acc.items() if m.startswith("ori")}
-        res[proto] = {**acc, "n_pairs": len(b["d_scale"])}
-    return res
+from ..accuracy import accuracies, relative_errors
+from ..data.pairs import PhotoPool
+from .report import write_results
 
 
 def _gray_patches(pool: PhotoPool, b: dict, which: str, patch_size: int, windows) -> np.ndarray:
@@ -90,10 +33,10 @@ def _gray_patches(pool: PhotoPool, b: dict, which: str, patch_size: int, windows
 
 def evaluate_handcrafted(pool: PhotoPool, pairs: dict) -> dict:
     """kornia's dominant-gradient orientation + LoG scale selection on the same pairs."""
-    from ..baselines import (
+    from ..matching.gradient import ORI_PATCH
+    from .baselines import (
         LOG_PATCH,
         LOG_WINDOWS,
-        ORI_PATCH,
         ORI_WINDOW,
         dominant_gradient_orientation,
         log_scale_selection,
@@ -117,3 +60,65 @@ def evaluate_handcrafted(pool: PhotoPool, pairs: dict) -> dict:
             "n_pairs": len(b["d_scale"]),
         }
     return res
+
+
+def _synthetic_table(results: dict) -> str:
+    cols = ["scale_acc@1/6", "scale_acc@1/3", "ori_acc@5", "ori_acc@10"]
+    lines = []
+    for proto, methods in results.items():
+        lines += [
+            f"\n### {proto} pairs\n",
+            "| method | " + " | ".join(cols) + " | pairs |",
+            "|---" * (len(cols) + 2) + "|",
+        ]
+        for m, r in methods.items():
+            cells = [f"{r[c]:.1f}" if c in r else "–" for c in cols]
+            lines.append(f"| {m} | " + " | ".join(cells) + f" | {r['n_pairs']} |")
+    return "\n".join(lines) + "\n"
+
+
+def eval_synthetic(
+    images: str | Path | None,
+    weights: str | Path | None,
+    n_pairs: int,
+    seed: int,
+    out_dir: str | Path,
+) -> dict:
+    """Scale-only, rotation-only and joint pairs at SIFT keypoints of held-out photos (the keypoint at the
+    centre of the window), ours (refined and argmax) against the hand-crafted pair.
+
+    ``images``: a photo folder; None: the test photos shipped with the dependencies. Writes
+    ``OUT/results.json`` and ``OUT/results.md``; returns the results document."""
+    from ..data.pairs import PairConfig
+    from ..data.photos import photos_of, wheel_photo_paths
+    from ..estimator import PatchPoseEstimator
+    from ..training.validation import evaluate_model, make_protocol_pairs
+
+    t0 = time.time()
+    est = PatchPoseEstimator.load(weights)
+    paths = photos_of(images) if images else wheel_photo_paths()
+    pcfg = PairConfig(long_side=0, margin=24)
+    pool = PhotoPool(paths, pcfg, est.cfg.color)
+    pairs = make_protocol_pairs(
+        pool, n_pairs, seed, est.cfg.patch_size, est.cfg.windows, pcfg, polar=est.cfg.polar_grid
+    )
+    by_method = {
+        "patchpose (refined)": evaluate_model(est.model, pairs, refine=True),
+        "patchpose (argmax)": evaluate_model(est.model, pairs, refine=False),
+        "dominant-gradient + LoG": evaluate_handcrafted(pool, pairs),
+    }
+    results = {proto: {m: r[proto] for m, r in by_method.items()} for proto in pairs}
+    doc = {
+        "model": est.meta.get("name", str(weights)),
+        "photos": [str(p) for p in paths],
+        "n_photos": len(pool),
+        "seed": seed,
+        "results": results,
+        "seconds": time.time() - t0,
+    }
+    title = f"# Synthetic pose pairs ({doc['model']}, {len(pool)} photos, seed {seed})\n"
+    write_results(out_dir, doc, title + _synthetic_table(results))
+    return doc
+
+
+__all__ = ["eval_synthetic", "evaluate_handcrafted"]

@@ -1,27 +1,14 @@
-"""COLMAP end to end through pycolmap: a folder of images → SIFT keypoints described at a pose → mutual
-nearest-neighbour matches → a COLMAP database → COLMAP's geometric verification and incremental mapping.
+"""COLMAP end to end through pycolmap: a folder of images → OpenCV SIFT keypoints described with the recipe
+``pose`` (each described once by OpenCV's SIFT at our scale and angle, :func:`~patchpose.integrations.opencv.assign`,
+with ``MODELS["pose"]`` (:data:`patchpose.recipes.MODELS`)) → mutual nearest-neighbour matches → a COLMAP database →
+COLMAP's geometric verification and incremental mapping.
 
-:func:`reconstruct` runs one pose source (``pose``) on a folder and returns the statistics of the largest
-model (registered images, 3-D points, mean track length, mean reprojection error, seconds):
-
-=============== ==========================================================================================
-``ours``        our scale and orientation (the default; :func:`~patchpose.integrations.opencv.assign`)
-``ours_angle``  OpenCV SIFT's keypoints and scale, our orientation read in SIFT's window
-                (:func:`~patchpose.integrations.opencv.assign` with ``keep_size=True``)
-``sift``        SIFT's own pose: every orientation OpenCV SIFT found at the location, as it gives them
-``upright``     SIFT's scale, orientation 0 (upright descriptors)
-``colmap``      COLMAP's own pipeline: its SIFT (``pycolmap.extract_features``) and matcher
-                (``pycolmap.match_exhaustive``: ratio test, cross check), the same verification and mapping
-=============== ==========================================================================================
-
-The ``ours*`` poses read :data:`COLMAP_MODEL` unless told otherwise. For every pose but ``colmap`` the
-keypoints are the same (OpenCV SIFT's locations, strongest first, one per
-location), each described by ``cv2.SIFT.compute`` at one orientation (``sift``: at each of SIFT's). A
-location is one COLMAP keypoint, and two keypoints' distance is the smallest over their descriptor pairs
-(:func:`match_keypoints`, :func:`~patchpose.matching.matcher.mutual_nn`), so that the rows differ only in
-their descriptors. With ``split=True`` each descriptor is a keypoint of its own instead, as COLMAP's and
-OpenCV's SIFT store a second orientation: a location then yields up to one 3-D point per orientation at the
-same place, which the ``distinct_points3D`` statistic counts once.
+:func:`reconstruct` runs it on a folder and returns the statistics of the largest model (registered images, 3-D
+points, mean track length, mean reprojection error, seconds). Its stages are the library's for any
+description of the same keypoints (:func:`run_reconstruction`, which the benchmarks also run with SIFT's own
+poses and COLMAP's own pipeline: ``patchpose eval colmap``). A location is one COLMAP keypoint, and two
+keypoints' distance is the smallest over their descriptor pairs (:func:`match_keypoints`,
+:func:`~patchpose.matching.matcher.mutual_nn`).
 
 Keypoints go into the database in COLMAP's conventions (:func:`colmap_keypoints`: top-left pixel centre at
 (0.5, 0.5), scale a radius in px, orientation radians clockwise as displayed); the matching is exhaustive
@@ -36,6 +23,7 @@ import json
 import os
 import shutil
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import cv2
@@ -49,25 +37,19 @@ from ..errors import InputError, is_int_in, require
 from ..estimator import EstimatorLike, PatchPoseEstimator, as_estimator
 from ..fileio import write_text_atomic
 from ..matching.matcher import mutual_nn
+from ..recipes import MODELS
 from .extract import image_names
 from .formats import from_colmap_rows, to_colmap_rows
 from .opencv import assign
 
-POSES = ("ours_angle", "ours", "sift", "upright", "colmap")
-#: the poses that read the model
-OUR_POSES = ("ours_angle", "ours")
 #: the file with the settings and statistics of a finished reconstruction
 STATS = "stats.json"
-#: the bundled model the ``ours*`` poses read when none is given: patchpose-v10, trained on keypoints found
-#: again in a second image; with its scale (``ours``) it gives COLMAP more 3-D points than SIFT's own pose on
-#: the same keypoints, where the default model gives fewer (docs/results.md, "COLMAP reconstruction")
-COLMAP_MODEL = "patchpose-v10"
 
 
-def colmap_estimator(estimator: EstimatorLike = None) -> PatchPoseEstimator:
-    """The estimator the ``ours*`` poses read: ``estimator`` (an estimator, a bundled model's name or a weights
-    file), or :data:`COLMAP_MODEL` when None."""
-    return as_estimator(COLMAP_MODEL if estimator is None else estimator)
+def pose_estimator(estimator: EstimatorLike = None) -> PatchPoseEstimator:
+    """The estimator the recipe ``pose`` reads: ``estimator`` (an estimator, a bundled model's name or a weights
+    file), or ``MODELS["pose"]`` (:data:`patchpose.recipes.MODELS`) when None."""
+    return as_estimator(MODELS["pose"] if estimator is None else estimator)
 
 
 # ----------------------------------------------------------------------------- keypoints and descriptors
@@ -93,29 +75,31 @@ def from_colmap_keypoints(rows) -> dict:
     return from_colmap_rows(r, "COLMAP keypoints")
 
 
-def describe_image(
-    image: np.ndarray, pose: str, estimator: EstimatorLike = None, max_keypoints: int = 8192
-) -> dict:
-    """OpenCV SIFT keypoints of ``image`` described by OpenCV SIFT at ``pose`` (one of :data:`POSES` but
-    ``colmap``): ``{"xy" (N, 2), "scale" (N,) log2, "ori" (N,) radians CCW (the first descriptor's pose),
-    "descriptors" (M, 128) float32, "owner" (M,) the keypoint of each descriptor, ascending}`` (``M = N``
-    but for ``sift``, which describes each keypoint at every orientation SIFT found there).
-
-    ``estimator``: for the ``ours*`` poses, a :class:`~patchpose.PatchPoseEstimator`, a bundled model's name
-    or a weights file (default: :data:`COLMAP_MODEL`). A keypoint that OpenCV's ``compute`` drops is
-    dropped."""
-    if pose not in POSES or pose == "colmap":
-        raise InputError(f"pose must be one of {POSES[:-1]}, got {pose!r}")
+def sift_keypoints(image: np.ndarray, max_keypoints: int = 8192) -> tuple[np.ndarray, list, list]:
+    """OpenCV SIFT's keypoints of ``image`` (strongest first, one per location:
+    :func:`~patchpose.data.keypoints.detect_sift`): their ``(N, 2)`` pixel centres, ``cv2.KeyPoint``s whose
+    ``class_id`` is their index, and the angles of every orientation SIFT found at each."""
     check_image_shape(image)
     xy, kps, cands = detect_sift(image, max_keypoints, candidates=True)
     # class_id carries each keypoint's index through compute
     kps = [cv2.KeyPoint(*k.pt, k.size, k.angle, k.response, k.octave, i) for i, k in enumerate(kps)]
-    if pose == "sift":
-        described = [cv2.KeyPoint(*k.pt, k.size, float(a), k.response, k.octave, k.class_id) for k, c in zip(kps, cands) for a in c]  # fmt: skip
-    elif pose == "upright":
-        described = [cv2.KeyPoint(*k.pt, k.size, 0.0, k.response, k.octave, k.class_id) for k in kps]
-    else:  # ours_angle: one read in SIFT's window at SIFT's size; ours: our scale and angle
-        described = assign(image, kps, colmap_estimator(estimator), keep_size=pose == "ours_angle")
+    return xy, kps, cands
+
+
+def describe_image(image: np.ndarray, estimator: EstimatorLike = None, max_keypoints: int = 8192) -> dict:
+    """The recipe ``pose`` on one image: OpenCV SIFT keypoints (:func:`sift_keypoints`) described by OpenCV SIFT
+    at our scale and angle (:func:`~patchpose.integrations.opencv.assign`; ``estimator``: an estimator, a
+    bundled model's name or a weights file, default ``MODELS["pose"]`` (:data:`patchpose.recipes.MODELS`)), as
+    :func:`sift_described` gives them."""
+    xy, kps, _ = sift_keypoints(image, max_keypoints)
+    return sift_described(image, xy, assign(image, kps, pose_estimator(estimator)))
+
+
+def sift_described(image: np.ndarray, xy: np.ndarray, described: list) -> dict:
+    """OpenCV SIFT's descriptors at ``described`` (``cv2.KeyPoint``s whose ``class_id`` names the keypoint of
+    ``xy`` each describes, ascending; several may describe one): ``{"xy" (N, 2), "scale" (N,) log2, "ori"
+    (N,) radians CCW (the first descriptor's pose), "descriptors" (M, 128) float32, "owner" (M,) the keypoint of
+    each descriptor, ascending}``. A keypoint that OpenCV's ``compute`` drops is dropped."""
     if described:
         kept, desc = cv2.SIFT_create().compute(as_uint8_gray(image), described)
     else:
@@ -156,19 +140,23 @@ def match_keypoints(f1: dict, f2: dict) -> np.ndarray:
 
 
 # ----------------------------------------------------------------------------- the reconstruction
-def check_settings(pose: str, max_keypoints, seed, threads, split) -> None:
-    """The settings of :func:`reconstruct`, checked before any work: an :class:`InputError` for a bad one."""
-    if pose not in POSES:
-        raise InputError(f"pose must be one of {POSES}, got {pose!r}")
+def check_settings(max_keypoints, seed, threads, split=False) -> None:
+    """The settings of a reconstruction, checked before any work: an :class:`InputError` for a bad one."""
     if not is_int_in(max_keypoints, 1, MAX_KEYPOINTS, integral_floats=True):
         raise InputError(
             f"max_keypoints must be a positive integer up to {MAX_KEYPOINTS:,}, got {max_keypoints!r}"
         )
     if not is_int_in(seed, 0):
         raise InputError(f"seed must be an integer >= 0, got {seed!r}")
-    if threads is not None and not is_int_in(threads, 1):
-        raise InputError(f"threads must be None (all cores) or an integer >= 1, got {threads!r}")
+    if threads is not None and not is_int_in(threads, 1, MAX_THREADS):
+        raise InputError(
+            f"threads must be None (all cores) or an integer from 1 to {MAX_THREADS}, got {threads!r}"
+        )
     checks.flag(split, "split")
+
+
+#: the most threads a reconstruction takes (COLMAP's and torch's)
+MAX_THREADS = 1024
 
 
 def _images(folder: Path) -> list[str]:
@@ -184,27 +172,21 @@ def reconstruct(
     images: str | Path,
     out: str | Path,
     *,
-    pose: str = "ours",
     estimator: EstimatorLike = None,
     max_keypoints: int = 8192,
-    split: bool = False,
     seed: int = 0,
     threads: int | None = None,
 ) -> dict:
-    """Reconstruct the images below the folder ``images`` with COLMAP, keypoints described at ``pose``
-    (:data:`POSES`, the module docstring), and return the statistics of the largest model.
+    """Reconstruct the images below the folder ``images`` with COLMAP, their OpenCV SIFT keypoints described
+    with the recipe ``pose`` (:func:`describe_image`), and return the statistics of the largest model.
 
     Args:
         images: a folder; every image below it (at least 2), named by its relative path.
         out: a new folder: ``database.db`` (COLMAP's), ``sparse/0, 1, …`` (the models COLMAP wrote) and
             ``stats.json`` (the settings and what is returned). Written as ``OUT.partial`` and renamed.
-        pose: :data:`POSES`. estimator: for the ``ours*`` poses, a
-            :class:`~patchpose.PatchPoseEstimator`, a bundled model's name or a weights file (default:
-            :data:`COLMAP_MODEL`).
-        max_keypoints: OpenCV SIFT keypoints per image at most (``colmap``: COLMAP SIFT's own
-            ``max_num_features``).
-        split: each descriptor a COLMAP keypoint of its own (as COLMAP stores SIFT's orientations) instead
-            of one keypoint per location.
+        estimator: an estimator, a bundled model's name or a weights file (default:
+            ``MODELS["pose"]`` (:data:`patchpose.recipes.MODELS`)).
+        max_keypoints: OpenCV SIFT keypoints per image at most.
         seed: COLMAP's random seed (RANSAC, mapping); threads: COLMAP's threads (None: all cores).
 
     Returns:
@@ -213,22 +195,59 @@ def reconstruct(
         "settings"}`` (``registered`` etc. of the model with the most registered images; 0 and None
         without a model).
     """
-    check_settings(pose, max_keypoints, seed, threads, split)
+    check_settings(max_keypoints, seed, threads)
+    est = pose_estimator(estimator)
+    settings = {
+        "recipe": "pose",
+        "model": est.name,
+        "plan": est.plan.__dict__,
+        "max_keypoints": int(max_keypoints),
+    }
+    return run_reconstruction(
+        images,
+        out,
+        settings,
+        describe=lambda image: describe_image(image, est, int(max_keypoints)),
+        seed=seed,
+        threads=threads,
+    )
+
+
+def run_reconstruction(
+    images: str | Path,
+    out: str | Path,
+    settings: dict,
+    *,
+    describe: Callable[[np.ndarray], dict] | None = None,
+    database: Callable[..., dict] | None = None,
+    split: bool = False,
+    seed: int = 0,
+    threads: int | None = None,
+) -> dict:
+    """The stages of :func:`reconstruct` for any description of the images: ``describe`` (an image → what
+    :func:`sift_described` gives) describes each image, then mutual nearest neighbours, COLMAP's geometric
+    verification and incremental mapping; or ``database`` (``(db_path, folder, names, threads, seed) ->`` the
+    seconds of its stages) fills the database with features and matches of its own (COLMAP's own pipeline), and
+    COLMAP maps them. ``settings``: what a rerun into ``out`` must match (with the images, the seed, ``split``
+    and pycolmap's version); ``split``: each descriptor a COLMAP keypoint of its own (as COLMAP stores SIFT's
+    orientations) instead of one keypoint per location."""
+    if (describe is None) == (database is None):
+        raise InputError("a reconstruction takes either a description of each image or a database to map")
+    check_settings(1, seed, threads, split)
     pycolmap = require("pycolmap", "colmap")
     folder = Path(images)
     names = _images(folder)
-    est = colmap_estimator(estimator) if pose in OUR_POSES else None
-    settings = {
-        "pose": pose,
-        "model": est.name if est is not None else None,
-        "plan": est.plan.__dict__ if est is not None else None,
-        "max_keypoints": int(max_keypoints),
-        "split": bool(split),
-        "seed": int(seed),
-        "images": names,
-        "pycolmap": pycolmap.__version__,
-    }
-    settings = json.loads(json.dumps(settings))
+    settings = json.loads(
+        json.dumps(
+            {
+                **settings,
+                "split": bool(split),
+                "seed": int(seed),
+                "images": names,
+                "pycolmap": pycolmap.__version__,
+            }
+        )  # fmt: skip
+    )
     out = Path(out)
     if out.exists():
         had = _finished(out)
@@ -241,9 +260,9 @@ def reconstruct(
     stage = {}
     # our features first: a photo that cannot be read stops the run before anything is written
     feats = {}
-    if pose != "colmap":
+    if describe is not None:
         for name in names:
-            feats[name] = describe_image(load_image(folder / name), pose, est, int(max_keypoints))
+            feats[name] = describe(load_image(folder / name))
         stage["features"] = time.perf_counter() - t0
     work = out.with_name(out.name + ".partial")
     if work.exists():  # a run a kill interrupted: start again
@@ -252,47 +271,12 @@ def reconstruct(
     db_path = work / "database.db"
     nthreads = -1 if threads is None else int(threads)
     pycolmap.set_random_seed(int(seed))
-    if pose == "colmap":
-        ext = pycolmap.FeatureExtractionOptions()
-        ext.num_threads = nthreads
-        ext.sift.max_num_features = int(max_keypoints)
-        pycolmap.extract_features(
-            db_path, folder, image_names=names, camera_mode=pycolmap.CameraMode.AUTO,
-            extraction_options=ext, device=pycolmap.Device.cpu,
-        )  # fmt: skip
-        stage["features"] = time.perf_counter() - t0
-        mo = pycolmap.FeatureMatchingOptions()
-        mo.num_threads = nthreads
-        tv = pycolmap.TwoViewGeometryOptions()
-        tv.ransac.random_seed = int(seed)
-        pycolmap.match_exhaustive(
-            db_path, matching_options=mo, verification_options=tv, device=pycolmap.Device.cpu
-        )
-        stage["matching+verification"] = time.perf_counter() - t0 - stage["features"]
+    if database is not None:
+        stage.update(database(db_path, folder, names, nthreads, int(seed)))
         n_matches = None
     else:
-        pycolmap.Database.open(db_path).close()  # import_images needs the file
-        pycolmap.import_images(db_path, folder, camera_mode=pycolmap.CameraMode.AUTO, image_names=names)
-        db = pycolmap.Database.open(db_path)
-        try:
-            ids = {im.name: im.image_id for im in db.read_all_images()}
-            for name in names:
-                f = feats[name]
-                # split: one keypoint per descriptor, at its location's pose (the first descriptor's)
-                o = f["owner"] if split else slice(None)
-                db.write_keypoints(ids[name], colmap_keypoints(f["xy"][o], f["scale"][o], f["ori"][o]))
-            t1 = time.perf_counter()
-            # each image's descriptors per keypoint, made once for all its pairs
-            padded = {name: _per_keypoint(_split(f) if split else f) for name, f in feats.items()}
-            n_matches = 0
-            for a, b in itertools.combinations(names, 2):
-                m = mutual_nn(padded[a], padded[b])[0]
-                n_matches += len(m)
-                db.write_matches(ids[a], ids[b], m.astype(np.uint32))
-        finally:
-            db.close()
+        n_matches = _write_database(pycolmap, db_path, folder, names, feats, split, stage)
         t2 = time.perf_counter()
-        stage["matching"] = t2 - t1
         vo = pycolmap.GeometricVerifierOptions()
         vo.num_threads = nthreads
         tv = pycolmap.TwoViewGeometryOptions()
@@ -328,6 +312,35 @@ def reconstruct(
     write_text_atomic(work / STATS, json.dumps(stats, indent=1))
     os.replace(work, out)
     return stats
+
+
+def _write_database(
+    pycolmap, db_path: Path, folder: Path, names: list, feats: dict, split: bool, stage: dict
+) -> int:
+    """Import the images (COLMAP's cameras), write each one's keypoints and the mutual nearest neighbours of
+    every pair of images; the matching's seconds go to ``stage``; returns the matches written."""
+    pycolmap.Database.open(db_path).close()  # import_images needs the file
+    pycolmap.import_images(db_path, folder, camera_mode=pycolmap.CameraMode.AUTO, image_names=names)
+    db = pycolmap.Database.open(db_path)
+    try:
+        ids = {im.name: im.image_id for im in db.read_all_images()}
+        for name in names:
+            f = feats[name]
+            # split: one keypoint per descriptor, at its location's pose (the first descriptor's)
+            o = f["owner"] if split else slice(None)
+            db.write_keypoints(ids[name], colmap_keypoints(f["xy"][o], f["scale"][o], f["ori"][o]))
+        t1 = time.perf_counter()
+        # each image's descriptors per keypoint, made once for all its pairs
+        padded = {name: _per_keypoint(_split(f) if split else f) for name, f in feats.items()}
+        n_matches = 0
+        for a, b in itertools.combinations(names, 2):
+            m = mutual_nn(padded[a], padded[b])[0]
+            n_matches += len(m)
+            db.write_matches(ids[a], ids[b], m.astype(np.uint32))
+    finally:
+        db.close()
+    stage["matching"] = time.perf_counter() - t1
+    return n_matches
 
 
 def _finished(out: Path) -> dict | None:
@@ -392,13 +405,14 @@ def distinct_points(rec) -> int:
 
 
 __all__ = [
-    "POSES",
-    "OUR_POSES",
-    "COLMAP_MODEL",
-    "colmap_estimator",
+    "MAX_THREADS",
+    "pose_estimator",
     "reconstruct",
+    "run_reconstruction",
     "check_settings",
     "describe_image",
+    "sift_described",
+    "sift_keypoints",
     "match_keypoints",
     "colmap_keypoints",
     "from_colmap_keypoints",

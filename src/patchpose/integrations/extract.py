@@ -1,14 +1,10 @@
-"""``patchpose extract``: a folder of images → one hloc features file with our poses, resumable and sharded.
+"""``patchpose extract``: a folder of images → one hloc features file with our poses (the recipe ``pose``:
+each keypoint described once at our scale and angle, :data:`patchpose.recipes.RECIPES`), resumable and sharded.
 
 Each image is a group named by its path relative to the folder (``/`` makes nested groups, as in hloc) with
 what :func:`~patchpose.integrations.formats.write_hloc_features` writes: ``keypoints (N, 2)``, ``scales``,
-``oris``, ``descriptors (D, N)`` (OpenCV SIFT computed at our poses, HardTFeat's 128-D descriptors of
-patches cut at them, or none), ``scores`` (SIFT's responses) and ``image_size``.
-
-Key.Net keypoints (``detector="keynet"``) and HardTFeat descriptors (``descriptor="hardtfeat"``) take the
-weights of a peers folder (``peers``, ``--peers DIR``: :class:`~patchpose.matching.peers.Peers`), for
-evaluation and comparison only: they are never bundled, and the other detectors and descriptors never need
-them.
+``oris``, ``descriptors (D, N)`` (OpenCV SIFT computed at our poses, or none), ``scores`` (SIFT's responses)
+and ``image_size``.
 
 How a run survives a kill: every finished image is committed as its own small HDF5 file in
 ``OUT.parts/`` (written under a temporary name, then renamed: a part exists whole or not at all, and its
@@ -30,28 +26,26 @@ import os
 import re
 import shutil
 from collections.abc import Sequence
-from dataclasses import asdict, replace
+from dataclasses import asdict
 from pathlib import Path
 
 import cv2
 import numpy as np
 
-from ..conventions import REFERENCE_RADIUS
 from ..data.keypoints import MAX_KEYPOINTS, as_uint8_gray, detect_harris, detect_sift
 from ..data.patches import load_image
 from ..data.photos import IMAGE_EXTS, photos_of
 from ..errors import InputError, is_int_in, require
 from ..estimator import EstimatorLike, as_estimator
 from ..fileio import write_text_atomic
+from ..recipes import MODELS
 from .formats import write_hloc_features
 from .opencv import keypoints_at_poses
 
 log = logging.getLogger(__name__)
 
-DETECTORS = ("sift", "harris", "keynet")
-DESCRIPTORS = ("sift", "hardtfeat", "none")
-#: the detectors and descriptors whose weights come from a peers folder (``--peers DIR``)
-PEER_DETECTORS, PEER_DESCRIPTORS = ("keynet",), ("hardtfeat",)
+DETECTORS = ("sift", "harris")
+DESCRIPTORS = ("sift", "none")
 #: attribute written last on each image group: a group without it is not taken as done
 COMPLETE = "patchpose_complete"
 #: root attributes of an extracted file: the settings (JSON), the shard ``i/n``, the images of all shards
@@ -82,27 +76,6 @@ def image_names(images: str | Path) -> list[tuple[str, Path]]:
     return sorted((p.relative_to(folder).as_posix(), p) for p in paths)
 
 
-def needs_peers(detector: str, descriptor: str) -> bool:
-    """Whether ``detector`` or ``descriptor`` takes its weights from a peers folder."""
-    return detector in PEER_DETECTORS or descriptor in PEER_DESCRIPTORS
-
-
-def peers_for(peers, detector: str, descriptor: str):
-    """The :class:`~patchpose.matching.peers.Peers` that ``detector``/``descriptor`` need (None if neither
-    does); a missing ``peers`` is a one-line :class:`InputError` naming ``--peers``."""
-    if not needs_peers(detector, descriptor):
-        return None
-    if peers is None or not str(peers).strip():
-        which = detector if detector in PEER_DETECTORS else descriptor
-        raise InputError(
-            f"--detector/--descriptor {which} needs the peers' weights folder: give --peers DIR (e.g. "
-            "--peers ../shared/peers); peer weights are for evaluation only and never bundled"
-        )
-    from ..matching.peers import Peers
-
-    return peers if isinstance(peers, Peers) else Peers(peers)
-
-
 def check_choices(detector: str, descriptor: str) -> None:
     """A one-line :class:`InputError` unless ``detector`` is one of :data:`DETECTORS` and ``descriptor`` one of
     :data:`DESCRIPTORS`."""
@@ -114,55 +87,27 @@ def check_choices(detector: str, descriptor: str) -> None:
 
 def features_of_image(
     image: np.ndarray, estimator: EstimatorLike = None, detector: str = "sift", descriptor: str = "sift",
-    max_keypoints: int = 2048, peers=None, describer=None,
+    max_keypoints: int = 2048,
 ) -> dict:  # fmt: skip
     """Keypoints, our poses and descriptors of one image: ``{"xy" (N, 2), "scale" (N,) log2, "ori" (N,)
     radians, "descriptors" (N, 128) float32 or None, "scores" (N,) or None}``.
 
-    ``detector``: ``"sift"`` (OpenCV SIFT, one keypoint per location, strongest first), ``"harris"``, or
-    ``"keynet"`` (kornia's Key.Net with the ``peers`` folder's weights, as
-    :func:`patchpose.matching.pipeline.detect` runs it; no scores). At Key.Net keypoints the pose is the
-    matching pipeline's recommended ``ours_angle`` row: Key.Net's own scale (the region kornia describes) and
-    our angle read in that region (:func:`~patchpose.matching.pipeline.framed_poses`, ``detector_scale``);
-    the model recommended there is ``patchpose-v10`` (``--weights patchpose-v10``; docs/usage.md, "Which
-    model"), the default model stays the default.
-
-    ``descriptor``: ``"sift"`` (``cv2.SIFT.compute`` on :func:`~patchpose.integrations.opencv.assign`'s
-    keypoints; a keypoint OpenCV drops is dropped), ``"hardtfeat"`` (HardTFeat, with the ``peers``
-    folder's weights, on 32×32 patches cut at the poses returned, widened by the read plan's
-    ``descriptor_region`` where the scale is ours, as the ``ours`` row does; ``describer``: a
-    :class:`~patchpose.matching.describe.Describer` built once by the caller) or ``"none"``.
-    ``peers``: the peers folder or its :class:`~patchpose.matching.peers.Peers` (needed by ``keynet`` and
-    ``hardtfeat`` only)."""
+    ``detector``: ``"sift"`` (OpenCV SIFT, one keypoint per location, strongest first) or ``"harris"``;
+    ``estimator``: an estimator, a bundled model's name or a weights file (default: the recipe ``pose``'s,
+    :data:`patchpose.recipes.MODELS`). ``descriptor``: ``"sift"`` (``cv2.SIFT.compute`` at our poses, as
+    :func:`~patchpose.integrations.opencv.assign` sizes them; a keypoint OpenCV drops is dropped) or ``"none"``."""
     check_choices(detector, descriptor)
-    peers = peers_for(peers, detector, descriptor)
-    est = as_estimator(estimator)
-    region = est.plan.descriptor_region
-    pyramid = None
-    if detector == "keynet":
-        from ..matching.pipeline import detect, framed_poses
-
-        feats = detect(image, int(max_keypoints), detector="keynet", peers=peers)
-        xy, scale, scores = feats.xy, np.asarray(feats.frame, np.float64).reshape(-1), None
-        # Key.Net's scale and region, our angle read there (the ours_angle row)
-        poses = replace(
-            framed_poses(est, feats), scale=scale, descriptor_radius=REFERENCE_RADIUS * np.exp2(scale)
-        )
-        ori = poses.orientation
-        kps = [cv2.KeyPoint(float(x), float(y), 1.0) for x, y in xy]
-        pyramid, region = feats.pyramid, 1.0  # cut at Key.Net's own region, as the ours_angle row
+    est = as_estimator(MODELS["pose"] if estimator is None else estimator)
+    if detector == "sift":
+        xy, kps = detect_sift(image, max_keypoints)
+        scores = np.array([k.response for k in kps], np.float64)
     else:
-        if detector == "sift":
-            xy, kps = detect_sift(image, max_keypoints)
-            scores = np.array([k.response for k in kps], np.float64)
-        else:
-            xy, scores = detect_harris(image, max_keypoints), None
-            kps = [cv2.KeyPoint(float(x), float(y), 1.0) for x, y in xy]
-        poses = est.estimate(image, xy)
-        scale, ori = poses.scale, poses.orientation
+        xy, scores = detect_harris(image, max_keypoints), None
+        kps = [cv2.KeyPoint(float(x), float(y), 1.0) for x, y in xy]
+    poses = est.estimate(image, xy)
+    scale, ori = poses.scale, poses.orientation
     desc = None
     if descriptor == "sift":
-        # at Key.Net keypoints SIFT's window covers Key.Net's region, turned by our angle;
         # class_id carries each keypoint's index through compute, which may drop keypoints
         kps = [cv2.KeyPoint(*k.pt, k.size, k.angle, k.response, k.octave, i) for i, k in enumerate(kps)]
         kept, desc = cv2.SIFT_create().compute(as_uint8_gray(image), keypoints_at_poses(kps, poses))
@@ -170,36 +115,19 @@ def features_of_image(
         desc = np.zeros((0, 128), np.float32) if desc is None else np.asarray(desc, np.float32)
         xy, scale, ori = xy[keep], scale[keep], ori[keep]
         scores = None if scores is None else scores[keep]
-    elif descriptor == "hardtfeat":
-        from ..data.patches import Pyramid
-        from ..matching.describe import Describer
-
-        if describer is None:
-            describer = Describer("hardtfeat", peers=peers)
-        if len(xy) == 0:
-            desc = np.zeros((0, describer.dim), np.float32)
-        else:
-            if pyramid is None:
-                pyramid = Pyramid.compact(image)
-            desc = np.asarray(describer.describe(pyramid, xy, scale, ori, region=region), np.float32)
     return {"xy": xy, "scale": scale, "ori": ori, "descriptors": desc, "scores": scores}
 
 
-def _settings(est, detector: str, descriptor: str, max_keypoints: int, peers=None) -> dict:
-    """What a resume must match: detector, descriptor, keypoints, model and read plan, and where the peers'
-    weights are used, their folder and the sha256 of each file used (other weights are other features)."""
-    settings = {
+def _settings(est, detector: str, descriptor: str, max_keypoints: int) -> dict:
+    """What a resume must match: the recipe, detector, descriptor, keypoints, model and read plan."""
+    return {
+        "recipe": "pose",
         "detector": detector,
         "descriptor": descriptor,
         "max_keypoints": int(max_keypoints),
         "model": est.name,
         "plan": asdict(est.plan),
     }
-    if peers is not None:
-        used = [n for n in (detector, descriptor) if n in PEER_DETECTORS + PEER_DESCRIPTORS]
-        settings["peers"] = str(peers.folder.resolve())
-        settings["peer_files"] = peers.fingerprint(used)
-    return settings
 
 
 def _part_path(parts: Path, name: str) -> Path:
@@ -236,7 +164,6 @@ def extract_features(
     max_keypoints: int = 2048,
     shard: str | Sequence[int] | None = None,
     progress: bool = True,
-    peers: str | Path | None = None,
 ) -> Path:
     """Write the hloc features file ``out`` for the images below the folder ``images`` (the module
     docstring: groups, resuming after a kill, shards) and return its path.
@@ -245,14 +172,11 @@ def extract_features(
         images: a folder; every image below it, named by its relative path.
         out: the features file (``.h5``); while the run lasts, ``OUT.parts/`` holds the finished images.
         estimator: a :class:`~patchpose.PatchPoseEstimator`, a bundled model's name or a weights file
-            (default: the bundled default model).
-        detector: ``"sift"``, ``"harris"`` or ``"keynet"``; descriptor: ``"sift"``, ``"hardtfeat"`` or
-            ``"none"`` (:func:`features_of_image`; at Key.Net keypoints use ``patchpose-v10``).
+            (default: the recipe ``pose``'s, :data:`patchpose.recipes.MODELS`).
+        detector: ``"sift"`` or ``"harris"``; descriptor: ``"sift"`` or ``"none"`` (:func:`features_of_image`).
         max_keypoints: keypoints detected per image, at most.
         shard: ``"i/n"``: only images ``i, i + n, …`` of the sorted names (:func:`parse_shard`).
         progress: a progress bar (tqdm) on stderr.
-        peers: the peers' weights folder, needed by ``keynet`` and ``hardtfeat`` (evaluation only; its
-            path and the sha256 of the files used are part of the settings a resume must match).
 
     A rerun with other settings than the parts on disk, or onto a finished file of other settings or
     images, is an :class:`InputError`; onto a finished file of the same ones it does nothing."""
@@ -264,16 +188,10 @@ def extract_features(
         )
     check_choices(detector, descriptor)
     out = _check_out(out)
-    peers = peers_for(peers, detector, descriptor)
     everything = image_names(images)
     todo = everything[i::n]
-    est = as_estimator(estimator)
-    settings = _settings(est, detector, descriptor, max_keypoints, peers)
-    describer = None
-    if descriptor in PEER_DESCRIPTORS:
-        from ..matching.describe import Describer
-
-        describer = Describer(descriptor, peers=peers)
+    est = as_estimator(MODELS["pose"] if estimator is None else estimator)
+    settings = _settings(est, detector, descriptor, max_keypoints)
     if out.exists():
         _check_finished(h5py, out, settings, [name for name, _ in todo])
         log.info("%s is complete already (%d images)", out, len(todo))
@@ -300,7 +218,7 @@ def extract_features(
         if _part_done(h5py, part, name):
             continue
         image = load_image(path)
-        feats = features_of_image(image, est, detector, descriptor, max_keypoints, peers, describer)
+        feats = features_of_image(image, est, detector, descriptor, max_keypoints)
         tmp = part.with_name(part.name + ".tmp")
         write_hloc_features(
             tmp,

@@ -167,7 +167,7 @@ def compute_blended(
             orientation: keep one, e.g. the first, as every orientation is read here anyway).
         estimator: as for :func:`assign` (default: the bundled default model).
         orientations: ``"gradient"`` (default): the 4 strongest peaks of a gradient-orientation
-            histogram (kornia's dominant gradient's, :func:`patchpose.baselines.dominant_gradient_candidates`)
+            histogram (kornia's dominant gradient's, :func:`patchpose.matching.gradient.dominant_gradient_candidates`)
             read on the descriptor's window; ``"ours"``: our 4 strongest orientations.
         keep_size: True (default): keep each keypoint's size (its detector's scale, e.g. SIFT's) and estimate
             nothing about the scale (the model is not read unless ``orientations="ours"``); False: our scale

@@ -1,27 +1,12 @@
-"""Image matching with pose-normalised patches (paper, Section 4.4 and supplementary Section B).
-
-``detect`` → ``poses`` (none, the detector's own, ours, ours top-k, or the ground truth from a
-homography) → ``describe`` (a descriptor on the patch cut at each pose) → ``mutual_nn``.
-:func:`~patchpose.matching.pipeline.match_images` runs the whole chain on two images under any of its rows, and
-:func:`patchpose.match_pair` (:mod:`patchpose.matching.pair`) under the one a user picks by name, the recommended one
-unless told; :func:`pair_zoom` is the zoom between two photos that our scales vote for (:mod:`patchpose.matching.zoom`).
+"""Keypoints of photos matched: :func:`detect` them (:mod:`.features`), describe them with a recipe (one photo at
+a time: :mod:`.candidates`; two photos together: :mod:`.pairpose`), match them (:func:`mutual_nn`).
+:func:`match_pair` does all of it for two photos (:mod:`.pair`); the recipes and their costs are
+:data:`patchpose.recipes.RECIPES`.
 """
 
 from .describe import Describer
+from .features import Features, detect
 from .matcher import mutual_nn
-from .pipeline import Features, MatchConfig, detect, keypoint_poses, match_images, pair_descriptors, pose_rows
-from .zoom import PairZoom, pair_zoom
+from .pair import PairMatches, match_pair
 
-__all__ = [
-    "Describer",
-    "mutual_nn",
-    "pose_rows",
-    "Features",
-    "MatchConfig",
-    "detect",
-    "keypoint_poses",
-    "match_images",
-    "pair_descriptors",
-    "PairZoom",
-    "pair_zoom",
-]
+__all__ = ["Describer", "Features", "PairMatches", "detect", "match_pair", "mutual_nn"]

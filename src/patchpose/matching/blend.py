@@ -17,10 +17,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..baselines import ORI_PATCH, dominant_gradient_candidates
 from ..conventions import REFERENCE_RADIUS, rotation_matrix
 from ..data.patches import Pyramid, extract_patches
 from ..errors import InputError
+from .gradient import ORI_PATCH, dominant_gradient_candidates
 
 #: candidates blended per keypoint
 BLEND_K = 4
@@ -75,7 +75,7 @@ def gradient_peaks(
     """The orientations ``(N, k)`` of the ``k`` strongest peaks of kornia's dominant-gradient histogram, read
     on the patch of radius ``16 · 2**frame`` px about each keypoint (``frame``: log2, ``(N,)``), and their
     blend weights ``(N, k)`` (:data:`GRADIENT_BLEND_GAMMA`;
-    :func:`~patchpose.baselines.dominant_gradient_candidates`).
+    :func:`~patchpose.matching.gradient.dominant_gradient_candidates`).
 
     ``shape``: optional ``(N, 2, 2)`` upright affine shapes ``P`` (determinant 1, as :func:`affine_parts`
     gives them): the histogram is then read on the affine-normalised patch (frame ``16 · 2**frame · P``), and

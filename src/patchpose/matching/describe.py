@@ -4,71 +4,40 @@ The patch of a keypoint with pose ``(σ, θ)`` covers ``±region · REFERENCE_RA
 by ``θ`` (:mod:`patchpose.conventions`), and is sampled through the same anti-aliased pyramid as the model's
 inputs (:func:`~patchpose.data.patches.extract_patches`, which samples kornia's LAF points). Descriptors:
 
-* ``sift`` (default): kornia's ``SIFTDescriptor`` (RootSIFT) on 32×32 patches; nothing to download.
-* ``hardnet`` / ``sosnet``: kornia's architectures with a weights file the user has on disk (pretrained
-  weights are downloaded by kornia, which cannot happen here).
-* ``tfeat`` / ``hardtfeat``: TFeat (kornia's) and HardTFeat (:class:`~patchpose.matching.peers.HardTFeat`)
-  with the weights of a peers folder (:class:`~patchpose.matching.peers.Peers`), for comparisons.
+* ``sift`` (default): kornia's ``SIFTDescriptor`` (RootSIFT) on 32×32 patches; nothing to download;
+* any patch descriptor network (``net``: 32×32 gray patches to 128-D descriptors, e.g. kornia's HardNet with
+  weights of one's own); the benchmarks build HardNet, SOSNet, TFeat and HardTFeat this way
+  (:mod:`patchpose.evaluation.descriptors`).
 
 A patch may also be cut through an affine frame (``shape``: kornia's LAF matrices, as AffNet gives them).
 """
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import torch
 
 from ..data.patches import Pyramid, extract_patches
 from ..errors import InputError, require
-from ..weights import load_state_into
-from .peers import Peers
 
-DESCRIPTORS = ("sift", "hardnet", "sosnet", "tfeat", "hardtfeat")
-#: the descriptors whose weights come from a peers folder
-PEER_DESCRIPTORS = ("tfeat", "hardtfeat")
 PATCH_SIZE = 32
 
 
 class Describer:
     """``describe(pyramid, xy, log2_scale, theta) -> (N, D)`` L2-normalised float32 descriptors.
 
-    ``peers``: the peers folder (or its :class:`~patchpose.matching.peers.Peers`) that ``tfeat`` and
-    ``hardtfeat`` take their weights from. ``batch``: patches per call of the network (on CPU these small
-    networks run about twice as fast on 128 at a time as on 1,024: their activations stay in cache)."""
+    ``name``: ``"sift"`` (RootSIFT, kornia's ``SIFTDescriptor``), or the name of ``net``, a module that takes
+    ``(B, 1, 32, 32)`` patches to ``(B, 128)`` descriptors. ``batch``: patches per call of the network (on CPU
+    these small networks run about twice as fast on 128 at a time as on 1,024: their activations stay in
+    cache)."""
 
-    def __init__(
-        self,
-        name: str = "sift",
-        weights: str | Path | None = None,
-        batch: int = 128,
-        peers: Peers | str | Path | None = None,
-    ) -> None:
-        KF = require("kornia.feature", "kornia")
-
-        if name not in DESCRIPTORS:
-            raise InputError(f"descriptor must be one of {DESCRIPTORS}, got {name!r}")
-        self.name, self.batch = name, batch
-        if name == "sift":
-            self.net = KF.SIFTDescriptor(PATCH_SIZE, rootsift=True)
-        elif name in PEER_DESCRIPTORS:
-            if peers is None:
-                raise InputError(f"the {name} descriptor needs the peers' weights folder (--peers DIR)")
-            self.net = (peers if isinstance(peers, Peers) else Peers(peers)).descriptor(name)
-        else:
-            if not weights:
-                raise InputError(
-                    f"the {name} descriptor needs a local weights file (--descriptor-weights); "
-                    "pretrained weights cannot be downloaded here"
-                )
-            self.net = KF.HardNet(pretrained=False) if name == "hardnet" else KF.SOSNet(pretrained=False)
-            self._load_weights(weights)
+    def __init__(self, name: str = "sift", net: torch.nn.Module | None = None, batch: int = 128) -> None:
+        if net is None:
+            if name != "sift":
+                raise InputError(f"the {name!r} descriptor needs its network (net=...); without one: 'sift'")
+            net = require("kornia.feature", "kornia").SIFTDescriptor(PATCH_SIZE, rootsift=True)
+        self.name, self.batch, self.net = name, batch, net
         self.net.eval()
-
-    def _load_weights(self, weights: str | Path) -> None:
-        """Load a local state dict (or ``{"state_dict": ...}``) into the network; one-line WeightsErrors."""
-        load_state_into(self.net, weights, self.name)
 
     @property
     def dim(self) -> int:
@@ -91,4 +60,4 @@ class Describer:
         return torch.cat(out).numpy()
 
 
-__all__ = ["DESCRIPTORS", "PEER_DESCRIPTORS", "Describer"]
+__all__ = ["PATCH_SIZE", "Describer"]

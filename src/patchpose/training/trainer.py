@@ -23,12 +23,12 @@ from tqdm import tqdm
 from ..data.pairs import PairConfig, PairStream, PhotoPool
 from ..data.photos import load_splits
 from ..errors import InputError, TrainingError, WeightsError
-from ..evaluation.synthetic import evaluate_model, make_protocol_pairs
 from ..inference import autocast_ctx
 from ..losses import LossConfig, distillation_loss, pose_loss
 from ..models import ModelConfig, PoseNet
 from .checkpoint import load_checkpoint, save_checkpoint, set_random_states
 from .config import to_container
+from .validation import evaluate_model, make_protocol_pairs
 
 log = logging.getLogger(__name__)
 

@@ -35,9 +35,9 @@ from pathlib import Path
 import cv2
 import numpy as np
 
-from ..errors import InputError, require
-from ..fileio import check_resume_plan, write_text_atomic
-from .patches import load_photo
+from ...data.patches import load_photo
+from ...errors import InputError, require
+from ...fileio import check_resume_plan, write_text_atomic
 
 #: Middlebury 2014 motorcycle at 1/4 resolution, as documented by skimage.data.stereo_motorcycle.
 MOTORCYCLE = {"f": 994.978, "cx": 311.193, "cy": 254.877, "doffs": 31.086, "baseline_mm": 193.001}

@@ -56,9 +56,10 @@ def test_keynet_hardtfeat_writes_128d_descriptors_at_keynet_keypoints(images, tm
     back = read_hloc_features(out, "0.png")
     assert back["descriptors"].shape[1] == 128 and np.isfinite(back["scale"]).all()
     # the scale written is Key.Net's own region, the angle ours read in it (the pipeline's ours_angle row)
-    from patchpose.data.patches import load_image
-    from patchpose.matching.peers import Peers
     from patchpose.matching.pipeline import detect
+
+    from patchpose.data.patches import load_image
+    from patchpose.evaluation.peers import Peers
 
     feats = detect(load_image(images / "0.png"), KEYPOINTS, detector="keynet", peers=Peers(PEERS))
     np.testing.assert_allclose(back["scale"], feats.frame, atol=1e-5)

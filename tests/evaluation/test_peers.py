@@ -17,7 +17,7 @@ import pytest
 import torch
 
 from patchpose.errors import InputError, WeightsError
-from patchpose.matching.peers import PEER_FILES, HardTFeat, Peers, read_sums
+from patchpose.evaluation.peers import PEER_FILES, HardTFeat, Peers, read_sums
 
 PEERS_DIR = Path(__file__).resolve().parents[2].parent / "shared" / "peers"
 needs_peers = pytest.mark.skipif(
@@ -177,8 +177,9 @@ def test_the_orinet_row_turns_with_the_image(textured_image, peers):
 
 
 def test_gftt_corners_differ_from_harris_and_have_no_pose(textured_image):
-    from patchpose.data.keypoints import detect_harris
     from patchpose.matching.pipeline import detect
+
+    from patchpose.data.keypoints import detect_harris
 
     f = detect(textured_image, 200, detector="gftt")
     assert 0 < len(f) <= 200 and np.isnan(f.sift_scale).all() and f.sift_ori_candidates is None
@@ -211,8 +212,9 @@ def test_keynet_keypoints_are_strongest_first_one_per_location(textured_image, p
 def test_keynet_keeps_its_scale_and_the_peers_read_in_its_frame(textured_image, peers):
     """Key.Net's scale (kornia's LAF scale, the region it describes) is kept as the detector's frame: the
     ``keynet`` row is that scale upright, OriNet and our angle read in it, and it follows a zoom."""
-    from patchpose.matching.peers import keynet_frames
     from patchpose.matching.pipeline import REFERENCE_RADIUS, detect, keypoint_poses, pose_rows
+
+    from patchpose.evaluation.peers import keynet_frames
 
     img = textured_image[:300, :300].copy()
     f = detect(img, 200, detector="keynet", peers=peers)
@@ -247,8 +249,9 @@ def test_peer_rows_match_a_quarter_turn_that_upright_patches_miss(textured_image
     """Corners (Key.Net itself is not covariant under large turns: kornia's network with these weights finds
     few of its keypoints again beyond about 30°), OriNet's angle or AffNet + OriNet's frame, and each peer
     descriptor."""
-    from patchpose.matching.describe import Describer
     from patchpose.matching.pipeline import MatchConfig, match_images
+
+    from patchpose.matching.describe import Describer
 
     img = textured_image[60:340, 60:340].copy()
     w = img.shape[1]

@@ -24,8 +24,8 @@ from pathlib import Path
 import cv2
 import numpy as np
 
-from ..errors import InputError
-from .patches import load_image
+from ...data.patches import load_image
+from ...errors import InputError
 
 NAME_RE = re.compile(
     r"^(?P<group>.+)_angle(?P<angle>\d{3})_scale(?P<scale>\d+\.\d{4})\.(jpg|jpeg|png)$", re.I

@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from conftest import make_textured_image, pairs_file_line
-from patchpose.data.posed_pairs import (
+from patchpose.errors import InputError
+from patchpose.evaluation.datasets.posed_pairs import (
     default_intrinsics,
     generate_posed_pairs,
     read_pairs_file,
@@ -17,7 +18,6 @@ from patchpose.data.posed_pairs import (
     rotation_from_angles,
     write_pairs_file,
 )
-from patchpose.errors import InputError
 
 
 def test_pairs_file_reads_the_megadepth_scannet_format(tmp_path):
@@ -81,7 +81,7 @@ def test_camera_rotation_warp_matches_the_projection():
 def test_posed_pairs_resume_only_what_the_same_settings_and_photos_made(tmp_path):
     """Images already on disk were kept whatever the settings, and two photos of one name shared images, so
     the pairs file could pair new poses with old images: each image must be K R K^-1 of its first image."""
-    from patchpose.data.posed_pairs import rotate_camera
+    from patchpose.evaluation.datasets.posed_pairs import rotate_camera
 
     (tmp_path / "x").mkdir()
     (tmp_path / "y").mkdir()
@@ -108,7 +108,7 @@ def test_zoomed_pairs_carry_their_zoom_in_k1_and_the_warp(tmp_path):
     """``generate posed-pairs --zoom``: camera 1's focal lengths are 2**z times camera 0's, |z| between half the
     maximum and all of it, in and out; image 1 is image 0 warped by K1·R·K0⁻¹ (a point lands where that
     projection puts it); without a zoom the pairs and the manifest are those made before the setting existed."""
-    from patchpose.data.posed_pairs import ZOOM_SETTINGS, zoomed
+    from patchpose.evaluation.datasets.posed_pairs import ZOOM_SETTINGS, zoomed
 
     img = np.zeros((240, 320, 3), np.uint8)
     cv2.circle(img, (150, 110), 4, (255, 255, 255), -1)
@@ -138,7 +138,7 @@ def test_zoomed_pairs_carry_their_zoom_in_k1_and_the_warp(tmp_path):
     assert all(top / 2 <= abs(v) <= top for v in z) and min(z) < 0 < max(z), z
     # without a zoom each pair is what it was before the setting existed: the same rotation drawn from the
     # same seed, no zoom drawn, K1 = K0, and no zoom in the manifest (folders made before it still resume)
-    from patchpose.data.posed_pairs import _rng, random_rotation
+    from patchpose.evaluation.datasets.posed_pairs import _rng, random_rotation
 
     plain = generate_posed_pairs([photo], tmp_path / "p", per_photo=2, stereo_pairs=0, progress=False)
     for p in read_pairs_file(plain):

@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 from conftest import make_hpatches_replica, make_rgb_image
-from patchpose.data.hpatches import (
+from patchpose.errors import InputError
+from patchpose.evaluation.datasets.hpatches import (
     TURN_SETTINGS,
     ZOOM_SETTINGS,
     HPatchesGenConfig,
@@ -19,7 +20,6 @@ from patchpose.data.hpatches import (
     random_viewpoint_homography,
     read_homography,
 )
-from patchpose.errors import InputError
 from patchpose.geometry import pose_change
 
 # v_boat/H_1_4 of the real release, as printed in its file
@@ -175,7 +175,7 @@ def test_tilted_sequences_squeeze_by_exactly_their_step():
     """``--tilt``: image k's local map at the centre has singular values 1 and 2^−0.25·(k−1) exactly (a squeeze
     across one direction, no zoom along the other), the squeezed direction varies between draws, and the turn
     stays within ±3°·(k−1). Without a tilt the draws are those of before (the default's homographies unchanged)."""
-    from patchpose.data.hpatches import TILT_SETTINGS
+    from patchpose.evaluation.datasets.hpatches import TILT_SETTINGS
     from patchpose.geometry import homography_jacobian
 
     rng = np.random.default_rng(0)
@@ -212,7 +212,7 @@ def test_pooled_seeds_are_linked_by_seed_and_evaluated_by_photo(tmp_path, capsys
     folder as <sequence>_s<seed>; a rerun keeps the links; the same seed twice, a folder that no generator
     wrote and a name taken by another sequence are errors; the pool's intervals are drawn by photo."""
     from patchpose.cli.main import main
-    from patchpose.data.hpatches import pool_sequences
+    from patchpose.evaluation.datasets.hpatches import pool_sequences
     from patchpose.evaluation.hpatches_eval import evaluate_hpatches
 
     photos = tmp_path / "photos"

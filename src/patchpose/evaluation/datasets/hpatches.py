@@ -27,17 +27,22 @@ import logging
 import os
 import re
 import shutil
-import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import cv2
 import numpy as np
 
-from ..errors import InputError, require
-from ..fileio import check_resume_plan, write_text_atomic
-from ..geometry import check_homography
-from .patches import load_image, load_photo
+from ...data.patches import load_image, load_photo
+from ...data.warps import (
+    ViewpointConfig,
+    random_viewpoint_homography,
+    read_homography,
+    warp_image,
+    write_homography,
+)
+from ...errors import InputError, require
+from ...fileio import check_resume_plan, write_text_atomic
 
 log = logging.getLogger(__name__)
 
@@ -53,22 +58,6 @@ HIGH_RES_SEQUENCES = (
     "v_talent",
 )
 IMAGE_SUFFIXES = (".ppm", ".png", ".jpg", ".jpeg")
-
-
-def read_homography(path: str | Path) -> np.ndarray:
-    """A 3×3 whitespace-separated ASCII matrix (HPatches ``H_1_k``), as float64."""
-    path = Path(path)
-    try:
-        with warnings.catch_warnings():  # an empty file: numpy warns, then the shape check says why
-            warnings.simplefilter("ignore", UserWarning)
-            H = np.loadtxt(path, dtype=np.float64, ndmin=2)
-    except (OSError, ValueError) as e:
-        raise InputError(f"cannot read homography {path}: {e}") from None
-    return check_homography(H, str(path))
-
-
-def write_homography(path: str | Path, H: np.ndarray) -> None:
-    np.savetxt(path, np.asarray(H, np.float64), fmt="%.10g")
 
 
 @dataclass
@@ -153,21 +142,14 @@ def load_hpatches(
 
 # ----------------------------------------------------------------------------- generation
 @dataclass
-class HPatchesGenConfig:
+class HPatchesGenConfig(ViewpointConfig):
+    """How ``generate hpatches`` makes its sequences: the viewpoint change of image k
+    (:class:`~patchpose.data.warps.ViewpointConfig`, per step k − 1) and these."""
+
     max_side: int = 640  # image 1 is the photo resized so that its longer side is at most this
     targets: int = 5  # images 2 … targets + 1
-    max_rotation_deg: float = 36.0  # per step k − 1: image 6 turns by up to ±180°
-    max_zoom_octaves: float = 0.25  # per step: image 6 is zoomed by up to 2^±1.25
-    perspective: float = 0.03  # per step: corners move by up to this share of the image side
     illumination: float = 1.0  # strength of the photometric changes (0 = none)
     seed: int = 0
-    # True: image k is zoomed by exactly 2^±max_zoom_octaves·(k−1) (in or out, drawn), not by up to it
-    zoom_exact: bool = False
-    # True: image k is turned by exactly ±max_rotation_deg·(k−1) (either way, drawn), not by up to it
-    turn_exact: bool = False
-    # > 0: image k is also seen at a slant: squeezed by exactly 2**(tilt_octaves·(k−1)) across a drawn direction
-    # (an affine tilt, as a plane turned away from the camera by arccos(2**−tilt_octaves·(k−1)) looks from afar)
-    tilt_octaves: float = 0.0
 
 
 #: ``patchpose generate hpatches --zoom``: viewpoint sequences where scale matters: image k zoomed by exactly
@@ -185,45 +167,6 @@ TILT_SETTINGS = {"tilt_octaves": 0.25, "max_rotation_deg": 3.0, "max_zoom_octave
 def _sequence_rng(cfg: HPatchesGenConfig, name: str) -> np.random.Generator:
     h = int(hashlib.sha256(f"{cfg.seed}:{name}".encode()).hexdigest()[:16], 16)
     return np.random.default_rng(h)
-
-
-def random_viewpoint_homography(
-    rng: np.random.Generator, shape, step: int, cfg: HPatchesGenConfig
-) -> np.ndarray:
-    """A homography about the image centre: rotation, zoom and perspective that grow with ``step`` (the zoom
-    exactly ``2**±(max_zoom_octaves · step)`` with ``cfg.zoom_exact``, the turn exactly ``±max_rotation_deg · step``
-    with ``cfg.turn_exact``); with ``cfg.tilt_octaves``, first a squeeze by exactly ``2**(tilt_octaves · step)``
-    across a direction drawn uniformly."""
-    h, w = shape[:2]
-    c = np.array([(w - 1) / 2.0, (h - 1) / 2.0])
-    turn = rng.choice([-1.0, 1.0]) if cfg.turn_exact else rng.uniform(-1, 1)
-    ang = np.radians(turn * cfg.max_rotation_deg * step)
-    sign = rng.choice([-1.0, 1.0]) if cfg.zoom_exact else rng.uniform(-1, 1)
-    zoom = 2.0 ** (sign * cfg.max_zoom_octaves * step)
-    R = zoom * np.array([[np.cos(ang), np.sin(ang)], [-np.sin(ang), np.cos(ang)]])  # CCW as displayed
-    if cfg.tilt_octaves > 0:  # drawn only then, so that the other presets' sequences stay as they were
-        phi = rng.uniform(0.0, np.pi)
-        u = np.array([np.cos(phi), np.sin(phi)])  # the direction squeezed
-        R = R @ (np.eye(2) - (1.0 - 2.0 ** -(cfg.tilt_octaves * step)) * np.outer(u, u))
-    src = np.array([[0, 0], [w - 1, 0], [w - 1, h - 1], [0, h - 1]], np.float64)
-    dst = (src - c) @ R.T + c
-    dst += rng.uniform(-1, 1, size=(4, 2)) * cfg.perspective * step * min(h, w)
-    return cv2.getPerspectiveTransform(src.astype(np.float32), dst.astype(np.float32)).astype(np.float64)
-
-
-def warp_image(img: np.ndarray, H: np.ndarray) -> np.ndarray:
-    """``img`` warped by ``H`` into a canvas of the same size, pre-blurred where ``H`` shrinks it."""
-    from ..geometry import pose_change
-
-    h, w = img.shape[:2]
-    corners = np.array([[0, 0], [w - 1, 0], [w - 1, h - 1], [0, h - 1], [(w - 1) / 2, (h - 1) / 2]])
-    ds, _, ok = pose_change(H, corners)
-    shrink = 2.0 ** -np.nanmin(np.where(ok, ds, np.nan)) if ok.any() else 1.0
-    src = img
-    if shrink > 1.0:  # anti-alias: a Gaussian of σ ≈ 0.5·sqrt(shrink² − 1) before sampling
-        sigma = 0.5 * np.sqrt(shrink**2 - 1.0)
-        src = cv2.GaussianBlur(img, (0, 0), sigma)
-    return cv2.warpPerspective(src, H, (w, h), flags=cv2.INTER_LINEAR, borderMode=cv2.BORDER_CONSTANT)
 
 
 def photometric_change(rng: np.random.Generator, img: np.ndarray, step: int, strength: float) -> np.ndarray:
@@ -377,8 +320,6 @@ def pool_sequences(folders, out: str | Path, kinds: str = "vi") -> list[str]:
 __all__ = [
     "HIGH_RES_SEQUENCES",
     "Sequence",
-    "read_homography",
-    "write_homography",
     "load_hpatches",
     "HPatchesGenConfig",
     "generate_hpatches",

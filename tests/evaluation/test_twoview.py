@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 
 from conftest import make_textured_image
-from patchpose.data.posed_pairs import rotation_from_angles
 from patchpose.errors import InputError
+from patchpose.evaluation.datasets.posed_pairs import rotation_from_angles
 from patchpose.evaluation.pose_eval import pose_error_deg, rotation_error_deg
-from patchpose.matching.twoview import relative_pose
+from patchpose.evaluation.twoview import relative_pose
 
 
 def test_relative_pose_recovers_a_synthetic_two_view_geometry():
@@ -87,7 +87,8 @@ def test_resolved_pose_source_keeps_sift_where_unambiguous_and_needs_our_poses()
     """The 'resolved' pose: SIFT's scale, and SIFT's orientation nearest ours among SIFT's candidates; without
     our poses it is a clear error."""
     from patchpose.matching.pipeline import detect
-    from patchpose.matching.twoview import TwoViewConfig, frame_poses
+
+    from patchpose.evaluation.twoview import TwoViewConfig, frame_poses
 
     img = (make_textured_image(300, seed=3) * 255).astype(np.uint8)
     f = detect(img, 300)
@@ -115,7 +116,8 @@ def test_the_dominant_gradient_pose_source_keeps_sifts_scale():
     """The peer's pose source in two-view matching: SIFT's scale, kornia's dominant gradient read in SIFT's
     window (what ``eval pose``'s ``dominant gradient@K`` rows describe and give AdaLAM)."""
     from patchpose.matching.pipeline import detect, handcrafted_poses
-    from patchpose.matching.twoview import TwoViewConfig, frame_poses
+
+    from patchpose.evaluation.twoview import TwoViewConfig, frame_poses
 
     img = (make_textured_image(240, seed=4) * 255).astype(np.uint8)
     f = detect(img, 60)
@@ -133,7 +135,7 @@ def test_adalam_on_blends_keeps_the_matches_whose_strongest_peaks_flipped():
     strongest peak sees those matches turn by 30° + the gap between the peaks and rejects them; given each
     match's closest candidate pair (adalam_blend_matches) it sees 30° everywhere and keeps them."""
     pytest.importorskip("kornia.feature.adalam")
-    from patchpose.matching.twoview import adalam_blend_matches, adalam_matches, to_lafs
+    from patchpose.evaluation.twoview import adalam_blend_matches, adalam_matches, to_lafs
 
     rng = np.random.default_rng(0)
     n, k, hw = 400, 4, (480, 640)
@@ -169,7 +171,7 @@ def test_adalam_on_blends_keeps_the_matches_whose_strongest_peaks_flipped():
 
 
 def test_one_to_one_keeps_each_image1_keypoint_once_with_its_nearest_match():
-    from patchpose.matching.twoview import one_to_one
+    from patchpose.evaluation.twoview import one_to_one
 
     d0 = np.array([[1.0, 0], [0.9, 0.1], [0, 1.0], [0.5, 0.5]])
     d1 = np.array([[1.0, 0], [0, 1.0]])

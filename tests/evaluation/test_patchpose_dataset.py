@@ -8,9 +8,9 @@ import h5py
 import numpy as np
 import pytest
 
-from patchpose.data.patchpose_dataset import SERIES, GenerateConfig, PatchPoseData, generate
 from patchpose.data.photos import wheel_photo_paths
 from patchpose.errors import InputError
+from patchpose.evaluation.datasets.patchpose_dataset import SERIES, GenerateConfig, PatchPoseData, generate
 
 PHOTOS = {"astronaut": "train", "chelsea": "train", "coffee": "val", "rocket": "test", "china": "test"}
 
@@ -98,7 +98,7 @@ def test_killed_run_resumes_to_the_same_content(photos, dataset, tmp_path):
 
 def test_shards_of_n_parts_equal_a_single_process_run(photos, dataset, tmp_path):
     from patchpose.cli.main import main
-    from patchpose.data.patchpose_dataset import merge
+    from patchpose.evaluation.datasets.patchpose_dataset import merge
 
     parts = [tmp_path / f"part{i}" for i in range(3)]
     for i, part in enumerate(parts):
@@ -387,7 +387,7 @@ def test_unusable_photos_are_skipped_and_none_usable_is_an_error(tmp_path, caplo
     error rather than an empty dataset. The HPatches generator refuses a tiny photo too."""
     import cv2
 
-    from patchpose.data.hpatches import generate_hpatches
+    from patchpose.evaluation.datasets.hpatches import generate_hpatches
 
     root = tmp_path / "photos"
     root.mkdir()

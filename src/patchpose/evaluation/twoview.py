@@ -35,62 +35,50 @@ import numpy as np
 import torch
 
 from ..errors import InputError, is_int_in, require
+from ..matching.blend import blend_descriptors, closest_candidates
+from ..matching.describe import Describer
+from ..matching.features import Features
+from ..matching.matcher import mutual_nn
 from ..weights import check_descriptor_region
-from .blend import blend_descriptors, closest_candidates
-from .describe import Describer
-from .matcher import mutual_nn
 from .peers import Peers
-from .pipeline import (
-    BLEND_ROWS,
-    PAIR_ROWS,
-    Features,
+from .rows import (
+    Image,
     MatchConfig,
-    affine_descriptors,
-    blend_candidates,
-    blended_descriptors,
-    candidate_descriptors,
-    keypoint_poses,
-    ours_window,
-    pair_candidate_descriptors,
+    Run,
+    get_row,
     pair_candidate_lafs,
     peer_poses,
+    row_descriptors,
 )
 
 ESTIMATORS = {"magsac": cv2.USAC_MAGSAC, "accurate": cv2.USAC_ACCURATE, "ransac": cv2.RANSAC}
-
-
-#: pose sources → rows of :func:`patchpose.matching.pipeline.keypoint_poses`
-_ROW = {
-    "sift": "sift",
-    "ours": "ours",
-    "resolved": "sift_resolved_by_ours",
-    "dominant": "dominant_gradient",  # a peer: the detector's scale, kornia's dominant gradient in its frame
+#: the rows (:data:`~patchpose.evaluation.rows.ROWS`) a two-view pipeline can describe keypoints at and give
+#: AdaLAM the frames of
+TWO_VIEW_ROWS = (
+    "sift",
+    "ours",
+    "sift_resolved_by_ours",
+    "dominant_gradient",  # a peer: the detector's scale, kornia's dominant gradient in its frame
     # one descriptor blended over the gradient histogram's peaks, at the detector's scale or at ours (AdaLAM:
     # adalam_blend_matches)
-    "dominant_blend": "dominant_gradient_blend",
-    "ours_scale_gradient_blend": "ours_scale_gradient_blend",
+    "dominant_gradient_blend",
+    "ours_scale_gradient_blend",
     # peers with weights from a peers folder: the detector's scale, OriNet's angle in its frame; AffNet's
     # affine frame there, turned by OriNet (descriptor patches and AdaLAM's LAFs through that frame)
-    "orinet": "orinet",
-    "affnet+orinet": "affnet+orinet",
-    # a pair row: our affine shape blend at the fixed 16 px widened by the pair's zoom that our scales vote
-    # for (SIFT's scale set aside); AdaLAM reads each match's closest candidate pair through its affine frame
-    "shape_zoom_blend": "shape_zoom_blend",
-    # a pair row: every keypoint at one pose per photo, the pair's turn and zoom that our angles and scales vote
-    # for, each at 3 sizes; AdaLAM reads each match's closest candidate pair
-    "pair_pose": "pair_pose",
-    "none": "lower",
-}
+    "orinet",
+    "affnet+orinet",
+    # pair rows: both photos together; AdaLAM reads each match's closest candidate pair
+    "shape_zoom_blend",
+    "pair_pose",
+    "lower",
+)
 
 
 @dataclass
 class TwoViewConfig:
     max_keypoints: int = 2048
-    # sift | ours | resolved (SIFT's, resolved by ours: ours must be read in SIFT's frame) | dominant (the
-    # detector's scale, kornia's dominant gradient read in its frame) | dominant_blend |
-    # ours_scale_gradient_blend (one descriptor blended over the gradient histogram's peaks) | orinet |
-    # affnet+orinet (peers: need the peers folder) | shape_zoom_blend (both photos together: needs our
-    # estimator, whose scales vote the pair's zoom) | none
+    # one of TWO_VIEW_ROWS (sift_resolved_by_ours: ours must be read in SIFT's frame; the peers need the peers
+    # folder; the pair rows describe both photos together and need our estimator, whose poses vote)
     describe_pose: str = "sift"
     adalam_pose: str | None = None  # None: the same as describe_pose
     adalam_checks: bool = True
@@ -101,8 +89,8 @@ class TwoViewConfig:
     max_iters: int = 10_000
     descriptor: str = "sift"
     descriptor_weights: str | None = None
-    # the descriptor window of describe_pose "ours", in units of our characteristic radius: the
-    # estimator's descriptor_region (:func:`patchpose.matching.pipeline.ours_window`)
+    # the descriptor window of the rows cut at our scale, in units of our characteristic radius: the
+    # estimator's descriptor_region (:func:`patchpose.matching.candidates.ours_window`)
     descriptor_region: float = 1.0
 
     def validate(self) -> None:
@@ -118,9 +106,9 @@ class TwoViewConfig:
             raise InputError(f"max_iters must be a positive integer, got {self.max_iters!r}")
         for name in ("describe_pose", "adalam_pose"):  # adalam_pose alone may be None (describe_pose's)
             v = getattr(self, name)
-            if not (v is None and name == "adalam_pose") and v not in _ROW:
-                raise InputError(f"{name} must be one of {sorted(_ROW)}, got {v!r}")
-        pair = [v for v in (self.describe_pose, self.adalam_pose) if _ROW.get(v) in PAIR_ROWS]
+            if not (v is None and name == "adalam_pose") and v not in TWO_VIEW_ROWS:
+                raise InputError(f"{name} must be one of {sorted(TWO_VIEW_ROWS)}, got {v!r}")
+        pair = [v for v in (self.describe_pose, self.adalam_pose) if v is not None and get_row(v).is_pair]
         if pair and self.adalam_pose not in (None, self.describe_pose):
             raise InputError(
                 f"{pair[0]!r} describes both photos together: it is a describe_pose whose own frames AdaLAM "
@@ -133,18 +121,13 @@ class TwoViewConfig:
         check_descriptor_region(self.descriptor_region)  # the estimator's own rule
 
 
-def frame_poses(
-    feats: Features, pose: str, ours, peers: Peers | None = None, descriptor_region: float = 1.0
-) -> tuple[np.ndarray, np.ndarray]:
-    """``(log2 scale (N,), orientation (N,))`` of a pose source at the features' keypoints (``peers``: for the
-    peer sources; a blend source gives its strongest candidate, read in the descriptor's window, which
-    ``descriptor_region`` widens at our scale)."""
-    if _ROW[pose] in PAIR_ROWS:
+def frame_poses(run: Run, im: Image, pose: str) -> tuple[np.ndarray, np.ndarray]:
+    """``(log2 scale (N,), orientation (N,))`` of a row at an image's keypoints (a blend row gives its strongest
+    candidate, read in the descriptor's window)."""
+    r = get_row(pose)
+    if r.is_pair:
         raise InputError(f"{pose!r} describes two photos together: match_two_views, not frame_poses")
-    if _ROW[pose] in BLEND_ROWS:
-        s, o, _ = blend_candidates(_ROW[pose], feats, ours, descriptor_region)
-        return s[:, 0], o[:, 0]
-    s, o = keypoint_poses(_ROW[pose], feats, ours, peers=peers)
+    s, o = (r.candidates(run, im) if r.candidates is not None else r.poses(run, im))[:2]
     return s[:, 0], o[:, 0]
 
 
@@ -421,31 +404,25 @@ def match_two_views(
     peers: Peers | None = None,
     est=None,
 ) -> np.ndarray:
-    """``(M, 2)`` filtered matches between two feature sets under ``cfg``'s switches (``peers``: the peers
-    folder's networks, for the pose sources ``orinet`` and ``affnet+orinet``; ``est``: our estimator, for
-    ``shape_zoom_blend``, whose zoom our scales vote)."""
+    """``(M, 2)`` filtered matches between two feature sets under ``cfg``'s switches (``ours0``/``ours1``: our
+    poses at their keypoints, if read; ``peers``: the peers folder's networks, for the rows ``orinet`` and
+    ``affnet+orinet``; ``est``: our estimator, for the rows that read it, the pair rows among them)."""
     cfg.validate()
     dpose = cfg.describe_pose
     apose = cfg.adalam_pose or dpose
-    if _ROW[dpose] in PAIR_ROWS:
-        return _match_pair_row(f0, f1, describer, cfg, est, peers)
+    run = Run(describer, est, MatchConfig(max_keypoints=cfg.max_keypoints), peers, cfg.descriptor_region)
+    im0, im1 = Image(f0, ours0), Image(f1, ours1)
+    if get_row(dpose).is_pair:
+        return _match_pair_row(run, im0, im1, cfg)
 
-    def describe(f: Features, ours) -> np.ndarray:
-        if dpose == "affnet+orinet":  # cut through the affine frame itself
-            return affine_descriptors(f, describer, peers)
-        if _ROW[dpose] in BLEND_ROWS:  # one descriptor blended over the candidates
-            return blended_descriptors(_ROW[dpose], f, describer, ours, cfg.descriptor_region)
-        s, o = frame_poses(f, dpose, ours, peers)
-        return describer.describe(f.pyramid, f.xy, s + ours_window(_ROW[dpose], cfg.descriptor_region), o)
-
-    def lafs(f: Features, ours) -> torch.Tensor:
+    def lafs(im: Image) -> torch.Tensor:
         if apose == "affnet+orinet":
-            return _affine_lafs(f, peers)
-        return to_lafs(f.xy, *frame_poses(f, apose, ours, peers, cfg.descriptor_region))
+            return _affine_lafs(im.feats, peers)
+        return to_lafs(im.feats.xy, *frame_poses(run, im, apose))
 
-    if _ROW[dpose] in BLEND_ROWS and apose == dpose and cfg.matcher == "adalam":
-        s0, o0, w0, c0 = candidate_descriptors(_ROW[dpose], f0, describer, ours0, cfg.descriptor_region)
-        s1, o1, w1, c1 = candidate_descriptors(_ROW[dpose], f1, describer, ours1, cfg.descriptor_region)
+    if get_row(dpose).candidates is not None and apose == dpose and cfg.matcher == "adalam":
+        s0, o0, w0, c0 = get_row(dpose).candidates(run, im0)
+        s1, o1, w1, c1 = get_row(dpose).candidates(run, im1)
         return adalam_blend_matches(
             c0,
             c1,
@@ -461,30 +438,29 @@ def match_two_views(
             f1.pyramid.shape,
             checks=cfg.adalam_checks,
         )
-    d0, d1 = describe(f0, ours0), describe(f1, ours1)
+    d0, d1 = (row_descriptors(dpose, run, im)[:, 0] for im in (im0, im1))
     if cfg.matcher == "mnn":
         m, _ = mutual_nn(d0, d1)
         return m
-    lafs0, lafs1 = lafs(f0, ours0), lafs(f1, ours1)
-    return adalam_matches(d0, d1, lafs0, lafs1, f0.pyramid.shape, f1.pyramid.shape, checks=cfg.adalam_checks)
+    return adalam_matches(
+        d0, d1, lafs(im0), lafs(im1), f0.pyramid.shape, f1.pyramid.shape, checks=cfg.adalam_checks
+    )
 
 
-def _match_pair_row(
-    f0: Features, f1: Features, describer: Describer, cfg: TwoViewConfig, est, peers: Peers | None
-) -> np.ndarray:
-    """:func:`match_two_views` for a pair row (:data:`~.pipeline.PAIR_ROWS`): each photo's candidates at the
-    pair's zoom (:func:`~.pipeline.pair_candidate_descriptors`), blended; AdaLAM reads, for each putative match,
-    the size and orientation of its closest candidate pair's patch frames (affine: read from their LAFs by
-    kornia, :func:`~.pipeline.candidate_lafs`)."""
-    row = _ROW[cfg.describe_pose]
-    if est is None:
-        raise InputError(f"{cfg.describe_pose!r} needs our estimator: our scales vote the pair's zoom")
-    mc = MatchConfig(max_keypoints=cfg.max_keypoints)
-    c0, c1, zoom, turn = pair_candidate_descriptors(row, f0, f1, describer, est, mc, peers=peers)
+def _match_pair_row(run: Run, im0: Image, im1: Image, cfg: TwoViewConfig) -> np.ndarray:
+    """:func:`match_two_views` for a pair row: each photo's candidates at the pair's pose, blended; AdaLAM reads,
+    for each putative match, the size and orientation of its closest candidate pair's patch frames (affine: read
+    from their LAFs by kornia, :func:`~patchpose.evaluation.rows.pair_candidate_lafs`)."""
+    if run.est is None:
+        raise InputError(f"{cfg.describe_pose!r} needs our estimator: our poses vote the pair's pose")
+    f0, f1 = im0.feats, im1.feats
+    # the pair rows read our poses themselves (their top-k), as match_pair does
+    bare0, bare1 = Image(f0), Image(f1)
+    c0, c1, zoom, turn = get_row(cfg.describe_pose).pair(run, bare0, bare1)
     d0, d1 = blend_descriptors(c0[3], c0[2]), blend_descriptors(c1[3], c1[2])
     if cfg.matcher == "mnn":
         return mutual_nn(d0, d1)[0]
-    lafs = pair_candidate_lafs(row, f0, f1, c0, c1, zoom, turn, peers, mc.shape_weights)
+    lafs = pair_candidate_lafs(cfg.describe_pose, run, bare0, bare1, c0, c1, zoom, turn)
     # no keypoints: the empty (0, k) arrays
     poses = [_laf_poses(la) if len(f) else (c[0], c[1]) for f, c, la in zip((f0, f1), (c0, c1), lafs)]
     (s0, o0), (s1, o1) = poses
@@ -523,6 +499,7 @@ def one_to_one(matches: np.ndarray, d0: np.ndarray, d1: np.ndarray) -> np.ndarra
 
 
 __all__ = [
+    "TWO_VIEW_ROWS",
     "TwoViewConfig",
     "adalam_blend_matches",
     "ESTIMATORS",

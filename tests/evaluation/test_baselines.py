@@ -5,7 +5,9 @@ import math
 import numpy as np
 import pytest
 
-from patchpose.baselines import (
+from patchpose.conventions import REFERENCE_RADIUS, angle_diff
+from patchpose.data.patches import Pyramid, extract_patches
+from patchpose.evaluation.baselines import (
     LOG_PATCH,
     LOG_SIGMA,
     LOG_WINDOWS,
@@ -13,8 +15,6 @@ from patchpose.baselines import (
     intensity_centroid_orientation,
     log_scale_selection,
 )
-from patchpose.conventions import REFERENCE_RADIUS, angle_diff
-from patchpose.data.patches import Pyramid, extract_patches
 
 
 def ramp(theta, ps=32):

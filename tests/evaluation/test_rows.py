@@ -1,9 +1,10 @@
-"""The matching pipeline's detections and pose rows (``patchpose.matching.pipeline``): each row's pose moves
-with the image, and the rows at our scale cut the estimator's descriptor window."""
+"""The benchmarks' registry of matching rows (``patchpose.evaluation.rows``): each row's pose moves with the
+image, the rows at our scale cut the estimator's descriptor window, and the registry lists what a run allows."""
 
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import cv2
 import numpy as np
@@ -12,21 +13,56 @@ import pytest
 from conftest import make_textured_image
 from patchpose.conventions import similarity_about
 from patchpose.errors import InputError
+from patchpose.evaluation.rows import Image, MatchConfig, Run, describe_rows, detect, get_row
 from patchpose.geometry import apply_homography
-from patchpose.matching.pipeline import detect, keypoint_poses
+
+
+def keypoint_poses(name, feats, ours=None, H=None, est=None, peers=None):
+    """A poses row's ``(scale, orientation)`` ``(N, k)`` at ``feats`` (the registry's ``Row.poses``)."""
+    return get_row(name).poses(Run(None, est, peers=peers), Image(feats, ours, H))
 
 
 def test_upper_row_takes_the_pose_that_h_makes():
     img = make_textured_image(240)
     H = similarity_about((120, 120), 0.5, 1.0)
     feats = detect(img, 100)
-    s, t = keypoint_poses("upper", feats, H_from_1=H)
+    s, t = keypoint_poses("upper", feats, H=H)
     np.testing.assert_allclose(s, 0.5, atol=1e-9)
     np.testing.assert_allclose(np.exp(1j * t), np.exp(1j * 1.0), atol=1e-9)
     s1, t1 = keypoint_poses("upper", feats)  # image 1 itself: upright at the reference size
     assert (s1 == 0).all() and (t1 == 0).all()
-    with pytest.raises(InputError, match="unknown pose row"):
-        keypoint_poses("bogus", feats)
+    with pytest.raises(InputError, match="unknown row 'bogus'"):
+        get_row("bogus")
+    assert get_row("ours_top7").name == "ours_top7" and get_row("ours_top7").count is not None
+    for bad in ("ours_top1", "ours_topx", "ours_top"):
+        with pytest.raises(InputError, match="unknown row"):
+            get_row(bad)
+
+
+def test_the_registry_lists_the_rows_a_run_allows_in_report_order():
+    """``pose_rows``: SIFT's rows only at SIFT detections, Key.Net's only at Key.Net's, the pooled fixed-size
+    blend only without a detector's scale, the peers' only with peers, the hand-crafted ones on request; the
+    default rows leave out the ablations; every row has a label of its own."""
+    from patchpose.evaluation.rows import ROWS, default_rows, label, pair_rows, pose_rows
+
+    sift = pose_rows(4, sift=True, peers=False)
+    assert sift[:6] == ("lower", "sift", "sift_all", "ours", "ours_top4", "ours_adaptive")
+    assert "keynet" not in sift and "orinet" not in sift and "dominant_gradient_pooled_blend" not in sift
+    corners = pose_rows(6, sift=False, peers=True)
+    assert "sift" not in corners and "sift_resolved_by_ours" not in corners and "ours_top6" in corners
+    assert {"orinet", "affnet+orinet", "affnet_pooled_blend", "dominant_gradient_pooled_blend"} <= set(
+        corners
+    )
+    keynet = pose_rows(4, sift=False, keynet=True)
+    assert "keynet" in keynet and "dominant_gradient_pooled_blend" not in keynet
+    assert "dominant_gradient" not in pose_rows(4, handcrafted=False)
+    assert default_rows(pose_rows(4, peers=True)) == (
+        "lower", "sift", "sift_all", "ours", "ours_top4", "dominant_gradient", "pair_pose", "orinet",
+        "affnet+orinet", "upper",
+    )  # fmt: skip
+    assert pair_rows(ROWS) == ("shape_zoom_blend", "pair_pose")
+    labels = [label(r) for r in ROWS]
+    assert len(set(labels)) == len(labels) and label("ours_top3") == "ours (top-3)"
 
 
 def test_affine_upper_row_cuts_through_the_local_affine_map_of_h():
@@ -35,8 +71,8 @@ def test_affine_upper_row_cuts_through_the_local_affine_map_of_h():
     without H, one line."""
     import cv2
 
+    from patchpose.evaluation.rows import match_images
     from patchpose.matching.describe import Describer
-    from patchpose.matching.pipeline import affine_upper_descriptors, describe_rows, match_images
 
     img = make_textured_image(240)
     u = np.array([math.cos(0.5), math.sin(0.5)])
@@ -47,14 +83,14 @@ def test_affine_upper_row_cuts_through_the_local_affine_map_of_h():
     warped = cv2.warpAffine(img, H[:2], img.shape[::-1], flags=cv2.INTER_AREA)
     xy = np.random.default_rng(0).uniform(90, 150, (40, 2))
     f1, f2 = detect(img, keypoints=xy), detect(warped, keypoints=apply_homography(H, xy))
-    describer = Describer("sift")
-    d1 = affine_upper_descriptors(f1, describer)
-    np.testing.assert_allclose(d1, describe_rows(f1, ["upper"], describer)["upper"][:, 0], atol=1e-6)
-    d2 = describe_rows(f2, ["upper", "upper_affine"], describer, H_from_1=H)
+    run = Run(Describer("sift"))
+    d1 = get_row("upper_affine").describe(run, Image(f1))
+    np.testing.assert_allclose(d1, describe_rows(["upper"], run, Image(f1))["upper"][:, 0], atol=1e-6)
+    d2 = describe_rows(["upper", "upper_affine"], run, Image(f2, H=H))
     dist = {r: np.linalg.norm(d1 - d2[r][:, 0], axis=1).mean() for r in d2}
     assert dist["upper_affine"] < 0.4 * dist["upper"], dist
     with pytest.raises(InputError, match="homography"):
-        match_images(img, warped, rows=("upper_affine",), keypoints1=xy, keypoints2=xy)
+        match_images(img, warped, run, rows=("upper_affine",), keypoints1=xy, keypoints2=xy)
 
 
 def test_sift_row_follows_the_image_rotation():
@@ -75,7 +111,7 @@ def test_sift_row_follows_the_image_rotation():
 def test_sift_candidates_and_the_resolved_row():
     """detect() keeps every orientation SIFT found at a location (its own first, in our convention), and the
     resolved row takes the candidate nearest our angle, circularly."""
-    from patchpose.matching.pipeline import nearest_candidates
+    from patchpose.evaluation.rows import nearest_candidates
 
     img = (make_textured_image(300, seed=3) * 255).astype(np.uint8)
     f = detect(img, 400)
@@ -94,7 +130,8 @@ def test_sift_candidates_and_the_resolved_row():
 def test_handcrafted_rows_follow_a_zoom_and_a_turn():
     """The hand-crafted pose (LoG scale, dominant gradient orientation) moves with the image: +0.5 octave
     and +40° (CCW as displayed) at the keypoints' images under H; and the LoG σ is in pixels as stated."""
-    from patchpose.matching.pipeline import SIFT_REGION, handcrafted_poses
+    from patchpose.evaluation.rows import handcrafted_poses
+    from patchpose.matching.features import SIFT_REGION
 
     yy, xx = np.mgrid[0:200, 0:200]
     blob = (0.2 + 0.6 * np.exp(-((xx - 100.0) ** 2 + (yy - 100.0) ** 2) / (2 * 4.0**2))).astype(np.float32)
@@ -136,10 +173,9 @@ class _Recorder:
 def test_rows_at_our_scale_cut_the_estimators_descriptor_window():
     """The rows cut at our scale (``ours``, ``ours_topK``) widen their window by the estimator's
     ``descriptor_region`` (log2 added to our scale), every other row keeps its own window, and the poses
-    themselves do not change; the two-view chain does the same for ``describe_pose="ours"``."""
+    themselves do not change (what AdaLAM reads); the two-view chain does the same for ``describe_pose="ours"``."""
     from patchpose import PatchPoseEstimator
-    from patchpose.matching.pipeline import MatchConfig, describe_rows, ours_window
-    from patchpose.matching.twoview import TwoViewConfig, match_two_views
+    from patchpose.evaluation.twoview import TwoViewConfig, frame_poses, match_two_views
 
     img = (make_textured_image(240, seed=5) * 255).astype(np.uint8)
     f = detect(img, 60)
@@ -147,18 +183,19 @@ def test_rows_at_our_scale_cut_the_estimators_descriptor_window():
     cfg = MatchConfig(top_k=2)
     out = {}
     for region in (1.0, 2.0):
-        est = PatchPoseEstimator.load("patchpose-v7").with_plan(descriptor_region=region)
+        est = PatchPoseEstimator.load("patchpose-v10").with_plan(descriptor_region=region)
         ours = est.estimate(f.image, f.xy, top_k=2)
         rec = _Recorder()
-        describe_rows(f, rows, rec, est, None, cfg, ours=ours)
+        run = Run(rec, est, cfg)
+        describe_rows(rows, run, Image(f, ours))
         out[region] = dict(zip(rows, rec.calls))
         np.testing.assert_allclose(out[region]["ours"][0], ours.scale[:, 0] + math.log2(region))
         np.testing.assert_allclose(out[region]["ours"][1], ours.orientation[:, 0])
         np.testing.assert_allclose(
             out[region]["ours_top2"][0], np.repeat(ours.scale[:, 0], 2) + math.log2(region)
         )
-        assert ours_window("ours", region) == ours_window("ours_top2", region) == math.log2(region)
-        assert ours_window("sift", region) == ours_window("ours_angle", region) == 0.0
+        assert get_row("ours").widen and get_row("ours_top2").widen and not get_row("ours_angle").widen
+        np.testing.assert_allclose(frame_poses(run, Image(f, ours), "ours")[0], ours.scale[:, 0])
     # our angle in SIFT's frame: SIFT's scale kept, untouched by the setting as the other rows
     np.testing.assert_allclose(out[1.0]["ours_angle"][0], f.sift_scale)
     for row in ("lower", "sift", "ours_angle"):  # untouched by the setting
@@ -166,7 +203,7 @@ def test_rows_at_our_scale_cut_the_estimators_descriptor_window():
             np.testing.assert_array_equal(a, b)
 
     rec = _Recorder()
-    ours = PatchPoseEstimator.load("patchpose-v7").estimate(f.image, f.xy, top_k=1)
+    ours = PatchPoseEstimator.load("patchpose-v10").estimate(f.image, f.xy, top_k=1)
     match_two_views(
         f, f, rec, TwoViewConfig(describe_pose="ours", matcher="mnn", descriptor_region=4.0), ours, ours
     )
@@ -185,13 +222,14 @@ def test_rows_with_several_orientations_per_keypoint_count_their_descriptors():
     """``sift_all`` describes each keypoint at every orientation SIFT found there, ``ours_adaptive`` at our
     strong candidates; both repeat the first where a keypoint has fewer, and say how many they made."""
     from patchpose import PatchPoseEstimator
-    from patchpose.matching.pipeline import candidate_counts
+    from patchpose.evaluation.rows import candidate_counts
     from patchpose.reading import strong_candidates
 
     img = (make_textured_image(240, seed=5) * 255).astype(np.uint8)
     f = detect(img, 80)
     n = len(f)
-    counts = candidate_counts("sift_all", f)
+    run = Run(None)
+    counts = candidate_counts("sift_all", run, Image(f))
     np.testing.assert_array_equal(counts, [len(c) for c in f.sift_ori_candidates])
     assert counts.max() > 1  # some locations have several orientations
     s, o = keypoint_poses("sift_all", f)
@@ -201,14 +239,20 @@ def test_rows_with_several_orientations_per_keypoint_count_their_descriptors():
     np.testing.assert_array_equal(s[:, 0], f.sift_scale)
     ours = PatchPoseEstimator.from_pretrained().estimate(f.image, f.xy, top_k=4)
     keep = strong_candidates(ours)
-    np.testing.assert_array_equal(candidate_counts("ours_adaptive", f, ours), keep.sum(1))
+    np.testing.assert_array_equal(candidate_counts("ours_adaptive", run, Image(f, ours)), keep.sum(1))
     s, o = keypoint_poses("ours_adaptive", f, ours)
     np.testing.assert_allclose(o[keep], ours.orientation[keep])
     np.testing.assert_allclose(o[~keep], np.broadcast_to(ours.orientation[:, :1], o.shape)[~keep])
-    np.testing.assert_array_equal(candidate_counts("ours_top4", f), np.full(n, 4))
-    np.testing.assert_array_equal(candidate_counts("ours", f), np.ones(n))
+    np.testing.assert_array_equal(candidate_counts("ours_top4", run, Image(f)), np.full(n, 4))
+    np.testing.assert_array_equal(candidate_counts("ours", run, Image(f)), np.ones(n))
     with pytest.raises(InputError, match="SIFT detections"):
-        candidate_counts("sift_all", detect(img, keypoints=f.xy))
+        candidate_counts("sift_all", run, Image(detect(img, keypoints=f.xy)))
+
+
+def candidates(name, feats, ours=None, est=None, describer=None, cfg=None):
+    """A blend row's candidates ``(s, o, w)`` (the registry's ``Row.candidates``, without the descriptors)."""
+    run = Run(describer or _Recorder(), est, cfg or MatchConfig())
+    return get_row(name).candidates(run, Image(feats, ours))[:3]
 
 
 def test_blend_rows_describe_each_candidate_and_keep_one_descriptor_per_keypoint():
@@ -218,7 +262,7 @@ def test_blend_rows_describe_each_candidate_and_keep_one_descriptor_per_keypoint
     from patchpose import PatchPoseEstimator
     from patchpose.conventions import angle_diff
     from patchpose.matching.blend import BLEND_K, blend_descriptors, blend_weights
-    from patchpose.matching.pipeline import MatchConfig, blend_candidates, describe_rows, ours_window
+    from patchpose.matching.candidates import ours_window
 
     img = (make_textured_image(240, seed=5) * 255).astype(np.uint8)
     f = detect(img, 50)
@@ -227,39 +271,37 @@ def test_blend_rows_describe_each_candidate_and_keep_one_descriptor_per_keypoint
     ours = est.estimate(f.image, f.xy, top_k=BLEND_K)
     rows = ("ours_blend", "ours_scale_gradient_blend", "dominant_gradient_blend")
     rec = _Recorder()
-    out = describe_rows(f, rows, rec, est, None, MatchConfig(top_k=BLEND_K), ours=ours)
-    window = ours.scale[:, 0] + ours_window("ours", est.plan.descriptor_region)
+    out = describe_rows(rows, Run(rec, est, MatchConfig(top_k=BLEND_K)), Image(f, ours))
+    window = ours.scale[:, 0] + ours_window(est.plan.descriptor_region)
     for row, (s, o, _) in zip(rows, rec.calls):
         assert out[row].shape == (n, 1, rec.dim)
         np.testing.assert_allclose(np.linalg.norm(out[row][:, 0], axis=1), 1.0, rtol=1e-5)
-        cs, co, w = blend_candidates(row, f, ours, est.plan.descriptor_region)
+        cs, co, w = candidates(row, f, ours, est)
         np.testing.assert_allclose(s, cs.reshape(-1))
         np.testing.assert_allclose(o, co.reshape(-1))
         # the blend of what the describer returned for those candidates
         d = np.stack([s, o, np.zeros_like(s)], 1).reshape(n, BLEND_K, 3)
         np.testing.assert_allclose(out[row][:, 0], blend_descriptors(d, w), rtol=1e-5, atol=1e-6)
-    s, o, w = blend_candidates("ours_blend", f, ours, est.plan.descriptor_region)
+    s, o, w = candidates("ours_blend", f, ours, est)
     np.testing.assert_allclose(s, np.repeat(window[:, None], BLEND_K, 1))
     np.testing.assert_allclose(o, ours.orientation)
     np.testing.assert_allclose(w, blend_weights(ours.confidence))
-    s, o, _ = blend_candidates("ours_scale_gradient_blend", f, ours, est.plan.descriptor_region)
+    s, o, _ = candidates("ours_scale_gradient_blend", f, ours, est)
     np.testing.assert_allclose(s[:, 0], window)
-    s, o, _ = blend_candidates("dominant_gradient_blend", f, ours)
+    s, o, _ = candidates("dominant_gradient_blend", f)
     np.testing.assert_allclose(s[:, 0], f.frame)
     # its first candidate is the dominant_gradient row's angle
     _, dom = keypoint_poses("dominant_gradient", f)
     assert np.abs(angle_diff(o[:, 0], dom[:, 0])).max() < 1e-4
-    with pytest.raises(InputError, match="top-k poses"):
-        blend_candidates("ours_blend", f, est.estimate(f.image, f.xy))
+    with pytest.raises(InputError, match="top-4"):
+        candidates("ours_blend", detect(img, 20), est.estimate(f.image, f.xy), est)
     # pooled: the same candidates at the window and 2^±0.5 times it, weights 1/4, 1/2, 1/4 of theirs
-    ps, po, pw = blend_candidates("dominant_gradient_pooled_blend", f, ours)
-    s, o, w = blend_candidates("dominant_gradient_blend", f, ours)
+    ps, po, pw = candidates("dominant_gradient_pooled_blend", f)
+    s, o, w = candidates("dominant_gradient_blend", f)
     np.testing.assert_allclose(ps, np.concatenate([s - 0.5, s, s + 0.5], 1))
     np.testing.assert_allclose(po, np.tile(o, (1, 3)))
     np.testing.assert_allclose(pw, np.concatenate([0.25 * w, 0.5 * w, 0.25 * w], 1))
-    d = describe_rows(
-        f, ("dominant_gradient_pooled_blend",), _Recorder(), est, None, MatchConfig(top_k=BLEND_K), ours=ours
-    )
+    d = describe_rows(("dominant_gradient_pooled_blend",), Run(_Recorder(), est), Image(f, ours))
     assert d["dominant_gradient_pooled_blend"].shape == (n, 1, _Recorder().dim)
 
 
@@ -270,7 +312,6 @@ def test_shape_row_cuts_through_our_shape_network_frames(tmp_path):
     picks the network."""
     from patchpose.errors import WeightsError
     from patchpose.matching.blend import affine_parts, gradient_peaks, pool_sizes
-    from patchpose.matching.pipeline import MatchConfig, blend_candidates, describe_rows
     from patchpose.models.shapenet import ShapeNet
     from patchpose.shape import shape_estimator
     from patchpose.weights import save_shape_weights
@@ -278,8 +319,8 @@ def test_shape_row_cuts_through_our_shape_network_frames(tmp_path):
     img = (make_textured_image(240, seed=5) * 255).astype(np.uint8)
     f = detect(img, 40, detector="gftt")
     disc = save_shape_weights(ShapeNet(), tmp_path / "disc.safetensors")
-    s, o, w = blend_candidates("shape_pooled_blend", f, shape_weights=str(disc))
-    ps, po, pw = blend_candidates("dominant_gradient_pooled_blend", f)
+    s, o, w = candidates("shape_pooled_blend", f, cfg=MatchConfig(shape_weights=str(disc)))
+    ps, po, pw = candidates("dominant_gradient_pooled_blend", f)
     np.testing.assert_allclose(s, ps, atol=1e-9)
     assert np.abs(np.angle(np.exp(1j * (o - po)))).max() < 1e-6
     np.testing.assert_allclose(w, pw, atol=1e-6)
@@ -287,7 +328,7 @@ def test_shape_row_cuts_through_our_shape_network_frames(tmp_path):
     frames = shape_estimator(None).frames(f.pyramid, f.xy, 16.0)
     scale, shape = affine_parts(frames)
     assert np.abs(shape - np.eye(2)).max() > 0.1
-    s, o, w = blend_candidates("shape_pooled_blend", f)
+    s, o, w = candidates("shape_pooled_blend", f)
     es, eo, ew = pool_sizes(
         np.repeat(scale[:, None], 4, 1), *gradient_peaks(f.pyramid, f.xy, scale, shape=shape)
     )
@@ -295,9 +336,98 @@ def test_shape_row_cuts_through_our_shape_network_frames(tmp_path):
     np.testing.assert_allclose(o, eo, atol=1e-9)
     np.testing.assert_allclose(w, ew, atol=1e-9)
     rec = _Recorder()
-    d = describe_rows(f, ("shape_pooled_blend",), rec, cfg=MatchConfig(shape_weights=str(disc)))
+    d = describe_rows(("shape_pooled_blend",), Run(rec, cfg=MatchConfig(shape_weights=str(disc))), Image(f))
     assert d["shape_pooled_blend"].shape == (len(f), 1, rec.dim)
     with pytest.raises(WeightsError, match="weights file not found"):
-        blend_candidates(
-            "shape_pooled_blend", detect(img, 5, detector="gftt"), shape_weights=str(tmp_path / "no")
+        candidates(
+            "shape_pooled_blend",
+            detect(img, 5, detector="gftt"),
+            cfg=MatchConfig(shape_weights=str(tmp_path / "no")),
         )
+
+
+def _turned(photo: np.ndarray, degrees: float, zoom: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
+    h, w = photo.shape[:2]
+    c = np.array([(w - 1) / 2, (h - 1) / 2])
+    a = np.radians(degrees)
+    A = zoom * np.array([[np.cos(a), -np.sin(a)], [np.sin(a), np.cos(a)]])
+    M = np.concatenate([A, (c - A @ c)[:, None]], 1)
+    return cv2.warpAffine(photo, M, (w, h), flags=cv2.INTER_LINEAR), np.vstack([M, [0, 0, 1]])
+
+
+@pytest.fixture(scope="module")
+def photo():
+    from patchpose.data.patches import load_photo, to_gray
+    from patchpose.data.photos import demo_photo
+
+    return to_gray(load_photo(demo_photo(), 480))
+
+
+def _correct(res: dict, row: str, px: float = 3.0) -> int:
+    return int((res["rows"][row]["error_px"] <= px).sum())
+
+
+def test_sift_all_describes_every_orientation_and_matches_each_location_once(photo):
+    """``sift_all``: SIFT's keypoints (one per location) described at every orientation SIFT found there, a
+    pair's distance that of its closest descriptors: on the photo turned by 90° more correct matches than SIFT's
+    first orientation alone (measured: 218 against 188), each location in at most one match."""
+    from patchpose.evaluation.rows import match_images
+    from patchpose.matching.describe import Describer
+
+    img2, H = _turned(photo, 90)
+    res = match_images(
+        photo, img2, Run(Describer(), cfg=MatchConfig(max_keypoints=300)), ("sift_all", "sift"), H
+    )
+    assert len(np.unique(res["xy1"], axis=0)) == len(res["xy1"])  # one keypoint per location
+    for m in (res["rows"][r]["matches"] for r in ("sift_all", "sift")):
+        assert len(np.unique(m[:, 0])) == len(m) and len(np.unique(m[:, 1])) == len(m)
+    assert _correct(res, "sift_all") > _correct(res, "sift") + 10
+    with pytest.raises(InputError, match="SIFT detections"):
+        match_images(photo, img2, Run(Describer(), cfg=MatchConfig(detector="harris")), ("sift_all",), H)
+
+
+#: peer weights beside the repository (``../shared/peers``); a user's clone has none
+PEERS = (Path(__file__).resolve().parents[2] / ".." / "shared" / "peers").resolve()
+needs_peers = pytest.mark.skipif(
+    not PEERS.is_dir(), reason=f"the peers' weights are not here ({PEERS}); a user's clone has none"
+)
+
+
+def test_key_net_needs_the_peers_folder_in_one_line(photo):
+    with pytest.raises(InputError, match="needs the peers' weights folder"):
+        detect(photo, 100, detector="keynet")
+
+
+@needs_peers
+def test_key_net_keypoints_are_described_about_their_own_size_too(photo):
+    """Key.Net detections (the peers' weights) carry a size: ``pair_pose`` describes each at the pair's turn both
+    at the fixed window and about that size, and matches a photo turned by 50° and enlarged 1.3×: the turn and
+    zoom voted within 2° and 0.1 octave, more correct matches than the dominant gradient at Key.Net's size."""
+    from patchpose import PatchPoseEstimator
+    from patchpose.evaluation.peers import Peers
+    from patchpose.evaluation.rows import match_images
+    from patchpose.matching.describe import Describer
+
+    img2, H = _turned(photo, 50.0, 1.3)
+    run = Run(
+        Describer(), PatchPoseEstimator.load("patchpose-v10"), MatchConfig(max_keypoints=300, detector="keynet"),
+        Peers(PEERS),
+    )  # fmt: skip
+    res = match_images(photo, img2, run, ("pair_pose", "dominant_gradient"), H)
+    turn, zoom = res["rows"]["pair_pose"]["turn"], res["rows"]["pair_pose"]["zoom"]
+    assert abs((math.degrees(turn.radians) - (360.0 - 50.0) + 180.0) % 360.0 - 180.0) < 2.0
+    assert zoom.log2 == pytest.approx(np.log2(1.3), abs=0.1)
+    assert _correct(res, "pair_pose") > _correct(res, "dominant_gradient")
+
+
+@needs_peers
+def test_key_net_finds_nothing_in_an_image_too_small_for_it(photo):
+    """kornia's Key.Net cannot read an image with a side under 19 px (its smallest level is smaller than its
+    padding): such an image has no Key.Net keypoints, and one just large enough is read."""
+    from patchpose.evaluation.peers import KEYNET_MIN_SIDE, Peers
+
+    peers = Peers(PEERS)
+    for shape in [(16, 16), (18, 300), (300, 18)]:
+        assert len(detect(photo[: shape[0], : shape[1]].copy(), 100, detector="keynet", peers=peers)) == 0
+    assert KEYNET_MIN_SIDE == 19
+    detect(photo[:19, :300].copy(), 100, detector="keynet", peers=peers)

@@ -5,8 +5,6 @@ of a pair is comparable to the truth exactly as ours is:
 
 * :func:`dominant_gradient_orientation`: kornia's ``PatchDominantGradientOrientation`` (SIFT-like
   36-bin gradient histogram with sub-bin interpolation), radians CCW as displayed.
-* :func:`dominant_gradient_candidates`: the same histogram's ``k`` strongest peaks and their masses (the
-  orientation candidates of a blended descriptor, :mod:`patchpose.matching.blend`).
 * :func:`intensity_centroid_orientation`: ORB's intensity centroid on a disc, radians CCW as displayed.
 * :func:`log_scale_selection`: scale-normalised Laplacian-of-Gaussian at the centre, maximised over a
   grid of scales (1/4 octave, parabolic refinement), log2 of the window where its response peaks.
@@ -18,13 +16,12 @@ import math
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 
-from .conventions import OPENCV_SIFT_XY_BIAS
-from .errors import require
+from ..conventions import OPENCV_SIFT_XY_BIAS
+from ..errors import require
 
-#: patch side and window (in REFERENCE_RADIUS units) for the orientation baselines
-ORI_PATCH, ORI_WINDOW = 32, 1.0
+#: window (in REFERENCE_RADIUS units) of the orientation baselines; their patch side is the gradient's
+ORI_WINDOW = 1.0
 #: LoG scale selection: a scale space sampled by resampling windows of radius 2^(k/4)·16 px to
 #: LOG_PATCH pixels (anti-aliased by the pyramid) and applying one LoG of σ = LOG_SIGMA patch pixels at
 #: the centre; the selected image σ is LOG_SIGMA·(2·16·w/LOG_PATCH) px.
@@ -70,65 +67,6 @@ def dominant_gradient_orientation(patches: np.ndarray) -> np.ndarray:
             for i in range(0, len(patches), 512)
         ]
     return np.mod(torch.cat(out).numpy().astype(np.float64), 2 * math.pi) if out else np.zeros(0)
-
-
-def dominant_gradient_histograms(patches: np.ndarray) -> np.ndarray:
-    """``(N, 1, PS, PS)`` gray patches → ``(N, B)`` the smoothed gradient-orientation histograms that kornia's
-    ``PatchDominantGradientOrientation`` takes its angle from (its own gradient, Gaussian weighting, two-bin
-    voting and circular smoothing; bin ``i`` at kornia's angle ``π − 2πi/B``). kornia returns the angle
-    only, so the histogram is rebuilt here from the module's own layers and its per-pixel gradient helper; a
-    test pins its peak against kornia's angle, flat and half-flat patches included."""
-    kornia = require("kornia", "kornia")
-    from kornia.feature.orientation import _gradient_magnitude_orientation as magnitude_orientation
-
-    det = kornia.feature.PatchDominantGradientOrientation(patches.shape[-1])
-    b = det.num_ang_bins
-    smooth = det.angular_smooth
-    pad = smooth.padding[0]
-    out = []
-    with torch.inference_mode():
-        for i in range(0, len(patches), 512):
-            p = torch.from_numpy(np.ascontiguousarray(patches[i : i + 512], np.float32))
-            g = det.gradient(p)
-            # kornia's own per-pixel magnitude and orientation (a zero gradient votes nothing)
-            mag, ang = magnitude_orientation(g[:, :, 0], g[:, :, 1], det.eps)
-            mag = mag * det.weighting
-            pos = b * (ang + math.pi) / (2.0 * math.pi)
-            lo = torch.floor(pos)
-            frac = pos - lo
-            idx = lo.long() % b
-            h = torch.zeros(len(p), b)
-            h.scatter_add_(1, idx.flatten(1), ((1.0 - frac) * mag).flatten(1))
-            h.scatter_add_(1, ((idx + 1) % b).flatten(1), (frac * mag).flatten(1))
-            h = F.conv1d(F.pad(h[:, None], (pad, pad), mode="circular"), smooth.weight, smooth.bias)[:, 0]
-            out.append(h)
-    return torch.cat(out).numpy().astype(np.float64) if out else np.zeros((0, b))
-
-
-def dominant_gradient_candidates(patches: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """The ``k`` strongest peaks of :func:`dominant_gradient_histograms` (local maxima first, strongest first;
-    too few maxima are filled by the highest other bins, as our candidates are): orientations ``(N, k)``
-    (radians in [0, 2π), CCW as displayed; each peak refined by kornia's parabola, so the first is kornia's
-    angle) and masses ``(N, k)`` (the share of the histogram within one bin of each)."""
-    from .histogram import local_maxima, refine_peaks, top_peaks
-
-    h = dominant_gradient_histograms(patches)
-    n, b = h.shape
-    if n == 0:
-        return np.zeros((0, k)), np.zeros((0, k))
-    ht = torch.from_numpy(h)
-    idx = top_peaks(ht, k, circular=True).numpy()
-    # a flat patch votes nothing: its candidates are the first bins, so the first is kornia's argmax (bin 0)
-    idx = np.where(h.max(1, keepdims=True) > 0, idx, np.arange(k)[None])
-    rows = np.arange(n)[:, None]
-    # kornia's parabola through each peak and its neighbours; a filler bin is no peak and keeps its centre
-    pos = refine_peaks(ht, torch.from_numpy(idx), circular=True).numpy()
-    pos = np.where(local_maxima(ht, circular=True).numpy()[rows, idx], pos, idx)
-    ori = np.mod(math.pi - 2.0 * math.pi * pos / b, 2.0 * math.pi)
-    mass = (h[rows, idx] + h[rows, (idx - 1) % b] + h[rows, (idx + 1) % b]) / np.maximum(
-        h.sum(1, keepdims=True), 1e-12
-    )
-    return ori, mass
 
 
 def intensity_centroid_orientation(patches: np.ndarray) -> np.ndarray:

@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 import skimage.data
 
-from patchpose.data.official_patchpose import OfficialPatchPose, parse_name
 from patchpose.data.patches import Pyramid, extract_patches
 from patchpose.errors import InputError
+from patchpose.evaluation.datasets.official_patchpose import OfficialPatchPose, parse_name
 from patchpose.evaluation.official_layout import evaluate_official_layout
 
 ANGLES = [0, 10, 90, 180]

@@ -48,11 +48,11 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import checks
-from ..errors import InputError, is_int_in, require
-from .keypoints import detect_harris, detect_sift
-from .patches import Pyramid, extract_patches, load_photo, to_gray
-from .photos import load_splits, photos_of
+from ... import checks
+from ...data.keypoints import detect_harris, detect_sift
+from ...data.patches import Pyramid, extract_patches, load_photo, to_gray
+from ...data.photos import load_splits, photos_of
+from ...errors import InputError, is_int_in, require
 
 log = logging.getLogger(__name__)
 

@@ -1,0 +1,163 @@
+"""The descriptions of one photo's keypoints that the recipes build on, each computed once per photo (kept in
+:attr:`Features.memo <patchpose.matching.features.Features.memo>`):
+
+* :func:`pose_descriptors`: one descriptor per keypoint at our scale and angle (the ``pose`` recipe);
+* :func:`ours_blend_candidates`: descriptors at our scale and each of our :data:`~.blend.BLEND_K` strongest
+  orientations, and their blend weights (what the two-photo recipe's votes match);
+* :func:`gradient_blend_candidates`: the same at the detector's scale and the gradient histogram's strongest
+  peaks (the ``blend`` recipe, :func:`patchpose.compute_blended`'s default);
+* :func:`shape_blend_candidates`: the gradient's peaks read in our shape network's affine frame at the
+  detector's scale, each at three sizes (the two-photo recipe's description where no turn is found).
+
+Candidates come as ``(s, o, w, d)``: log2 window scales, orientations (radians), blend weights, each ``(N, k)``,
+and descriptors ``(N, k, D)``; :func:`~.blend.blend_descriptors` makes one descriptor per keypoint of them.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..conventions import REFERENCE_RADIUS
+from ..errors import InputError
+from ..shape import shape_estimator
+from .blend import (
+    BLEND_GAMMA,
+    BLEND_K,
+    affine_parts,
+    blend_weights,
+    gradient_peaks,
+    pool_sizes,
+    turned_shapes,
+)
+from .describe import Describer
+from .features import Features
+
+Candidates = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+
+
+def ours_window(descriptor_region: float) -> float:
+    """``log2`` of the factor by which a descriptor window cut at our scale is widened: the estimator's
+    ``descriptor_region`` (its read plan). Self-supervised training fixes only relative scale, so where a model
+    puts σ = 0 on a structure, and so the window a descriptor needs about it, is calibrated per model
+    (:func:`patchpose.weights.recommended_descriptor_region`)."""
+    return math.log2(descriptor_region)
+
+
+def our_poses(feats: Features, est, top_k: int = BLEND_K):
+    """The estimator's top-``top_k`` :class:`~patchpose.Poses` at the features' keypoints, read once per
+    estimator and ``top_k``."""
+    key = ("ours", est, top_k)
+    if key not in feats.memo:
+        feats.memo[key] = est.estimate(feats.image, feats.xy, top_k=top_k)
+    return feats.memo[key]
+
+
+def describe_candidates(
+    feats: Features, describer: Describer, s: np.ndarray, o: np.ndarray, shape: np.ndarray | None = None
+) -> np.ndarray:
+    """``(N, k, D)``: ``describer`` at each keypoint's ``k`` candidates (log2 scales ``s`` and orientations ``o``,
+    ``(N, k)``); with ``shape`` ``(N, k, 2, 2)`` each patch is cut through that affine shape instead, turned by
+    nothing more (:func:`~.blend.turned_shapes` puts the orientation in it)."""
+    xy = np.repeat(feats.xy, s.shape[1], 0)
+    if shape is None:
+        d = describer.describe(feats.pyramid, xy, s.reshape(-1), o.reshape(-1))
+    else:
+        d = describer.describe(
+            feats.pyramid, xy, s.reshape(-1), np.zeros(o.size), shape=shape.reshape(-1, 2, 2)
+        )
+    return d.reshape(len(feats), s.shape[1], -1)
+
+
+def ours_blend_candidates(
+    feats: Features, describer: Describer, est, top_k: int = BLEND_K, ours=None
+) -> Candidates:
+    """Our strongest scale (its window widened by :func:`ours_window`) and the first :data:`~.blend.BLEND_K` of our
+    top-``top_k`` orientations (``ours``: that read, if made already), weighted by their peak masses
+    (:func:`~.blend.blend_weights`, :data:`~.blend.BLEND_GAMMA`), and their descriptors; once per describer,
+    estimator and ``top_k``."""
+    key = ("ours_blend", describer, est, top_k)
+    if key not in feats.memo:
+        ours = ours if ours is not None else our_poses(feats, est, top_k)
+        k = BLEND_K
+        if np.ndim(ours.orientation) != 2 or ours.orientation.shape[1] < k:
+            raise InputError(
+                f"a blend of our orientations reads our top-{k}: read them with top_k of at least {k}"
+            )
+        s = np.repeat(np.asarray(ours.scale)[:, :1] + ours_window(est.plan.descriptor_region), k, 1)
+        o, w = ours.orientation[:, :k], blend_weights(ours.confidence[:, :k], BLEND_GAMMA)
+        feats.memo[key] = (s, o, w, describe_candidates(feats, describer, s, o))
+    return feats.memo[key]
+
+
+def pose_descriptors(feats: Features, describer: Describer, est, ours=None) -> np.ndarray:
+    """``(N, 1, D)``: one descriptor per keypoint at our strongest scale (its window widened by
+    :func:`ours_window`) and orientation (``ours``: the estimator's poses there, if read already)."""
+    n = len(feats)
+    ours = ours if ours is not None else est.estimate(feats.image, feats.xy)
+    s = np.asarray(ours.scale).reshape(n, -1)[:, :1] + ours_window(est.plan.descriptor_region)
+    o = np.asarray(ours.orientation).reshape(n, -1)[:, :1]
+    return describe_candidates(feats, describer, s, o)
+
+
+def gradient_peaks_of(feats: Features, frame, shape=None, key=None) -> tuple[np.ndarray, np.ndarray]:
+    """The gradient histogram's :data:`~.blend.BLEND_K` strongest peaks (orientations, weights ``(N, k)``) read on
+    the window of log2 scale ``frame`` ``(N,)`` about each keypoint (through ``shape``, ``(N, 2, 2)`` affine
+    shapes, if given: :func:`~.blend.gradient_peaks`), kept in the memo under ``key`` (None: the frame's own)."""
+    key = ("peaks", np.asarray(frame, np.float64).tobytes()) if key is None else key
+    if key not in feats.memo:
+        feats.memo[key] = gradient_peaks(feats.pyramid, feats.xy, frame, shape=shape)
+    return feats.memo[key]
+
+
+def gradient_blend_candidates(feats: Features, describer: Describer, frame=None) -> Candidates:
+    """The gradient histogram's strongest peaks at the detector's scale (``frame``, log2 ``(N,)``: another
+    window; None: :attr:`Features.frame`, 16 px where the detector gives none) and their descriptors."""
+    frame = feats.frame if frame is None else np.asarray(frame, np.float64)
+    o, w = gradient_peaks_of(feats, frame)
+    s = np.repeat(frame[:, None], o.shape[1], 1)
+    return s, o, w, describe_candidates(feats, describer, s, o)
+
+
+def shape_frames(feats: Features, shape_weights=None) -> tuple[np.ndarray, np.ndarray]:
+    """Our shape network's upright affine frames at the detector's scale (:attr:`Features.frame`; 16 px
+    without one) as log2 scales ``(N,)`` and shapes of determinant 1 ``(N, 2, 2)`` (:func:`~.blend.affine_parts`;
+    ``shape_weights``: a bundled name or a file, None for the bundled one, :mod:`patchpose.shape`)."""
+    key = ("shape", shape_weights)
+    if key not in feats.memo:
+        radius = REFERENCE_RADIUS * np.exp2(feats.frame)
+        feats.memo[key] = affine_parts(shape_estimator(shape_weights).frames(feats.pyramid, feats.xy, radius))
+    return feats.memo[key]
+
+
+def framed_blend_candidates(
+    feats: Features, describer: Describer, frame: np.ndarray, shape: np.ndarray, key
+) -> Candidates:
+    """The gradient histogram's strongest peaks read on the affine-normalised patches ``16·2**frame·shape``
+    (``frame`` ``(N,)``, ``shape`` ``(N, 2, 2)``; the peaks kept in the memo under ``key``), each at three
+    sizes (:func:`~.blend.pool_sizes`), and their descriptors cut through the frame turned to each peak."""
+    o, w = gradient_peaks_of(feats, frame, shape=shape, key=key)
+    s, o, w = pool_sizes(np.repeat(frame[:, None], o.shape[1], 1), o, w)
+    return s, o, w, describe_candidates(feats, describer, s, o, turned_shapes(shape, o))
+
+
+def shape_blend_candidates(feats: Features, describer: Describer, shape_weights=None) -> Candidates:
+    """:func:`framed_blend_candidates` in our shape network's frames (:func:`shape_frames`)."""
+    frame, shape = shape_frames(feats, shape_weights)
+    return framed_blend_candidates(feats, describer, frame, shape, ("shape peaks", shape_weights))
+
+
+__all__ = [
+    "Candidates",
+    "describe_candidates",
+    "framed_blend_candidates",
+    "gradient_blend_candidates",
+    "gradient_peaks_of",
+    "our_poses",
+    "ours_blend_candidates",
+    "ours_window",
+    "pose_descriptors",
+    "shape_blend_candidates",
+    "shape_frames",
+]

@@ -1,0 +1,78 @@
+"""What patchpose ships, by name, and the bundled model each reads: the one table of default models.
+
+Every entry point takes its default model from :data:`MODELS` (a ``weights``/``estimator`` argument or a
+``--weights`` option reads another, e.g. one you trained), and the recipes are named alike in the Python API,
+the command line, ``extract`` and ``colmap`` (:data:`RECIPES`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+#: the bundled model each use reads unless told otherwise
+MODELS: dict[str, str] = {
+    # the reader: PatchPoseEstimator.from_pretrained(), `patchpose estimate` and `demo`, patchpose.assign,
+    # compute_blended(orientations="ours"), the kornia modules
+    "estimate": "patchpose-fast-v1",
+    # the affine shape network: AffineShapeEstimator, LAFAffineShape, and pair-pose where no turn is found
+    "shape": "patchpose-shape-v1",
+    # the recipe "pose": `patchpose extract`, `patchpose colmap`, match_pair(recipe="pose")
+    "pose": "patchpose-v10",
+    # the recipe "pair-pose": the votes of the pair's turn, zoom and slant
+    "pair-pose": "patchpose-v10",
+}
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """A way to describe keypoints for matching, and what it costs per keypoint."""
+
+    name: str
+    what: str
+    #: the pose network it reads (a key of :data:`MODELS`'s values), None: none
+    model: str | None
+    #: descriptor computations per keypoint
+    computations: str
+    #: matching passes per pair of photos
+    passes: int
+    #: geometric fits per pair of photos before the final matching
+    fits: str
+    #: final descriptors per keypoint
+    descriptors: int = 1
+    #: one photo at a time (a collection can use it), or two photos together
+    per_image: bool = True
+
+
+#: the recipes, by the name every entry point uses
+RECIPES: dict[str, Recipe] = {
+    "pose": Recipe(
+        "pose",
+        "each keypoint described once at our scale and angle",
+        MODELS["pose"],
+        computations="1 (and one read of the model)",
+        passes=1,
+        fits="0",
+    ),
+    "blend": Recipe(
+        "blend",
+        "each keypoint described at the 4 strongest peaks of its gradient-orientation histogram at the "
+        "detector's size (16 px for corners), blended into one descriptor",
+        None,
+        computations="4",
+        passes=1,
+        fits="0",
+    ),
+    "pair-pose": Recipe(
+        "pair-pose",
+        "two photos: our poses vote the turn, zoom and slant between them at tentative matches, then every "
+        "keypoint is described at the pose of its photo",
+        MODELS["pair-pose"],
+        computations="4 (the votes) + 3, or 6 where the detector gives sizes (+ as many again for an "
+        "ambiguous turn)",
+        passes=2,
+        fits="1 affine (2 and 2 homographies for an ambiguous turn)",
+        per_image=False,
+    ),
+}
+
+__all__ = ["MODELS", "RECIPES", "Recipe"]
