@@ -147,7 +147,7 @@ def test_rows_at_our_scale_cut_the_estimators_descriptor_window():
     cfg = MatchConfig(top_k=2)
     out = {}
     for region in (1.0, 2.0):
-        est = PatchPoseEstimator.load("patchpose-v7").with_plan(descriptor_region=region)
+        est = PatchPoseEstimator.load("patchpose-v10").with_plan(descriptor_region=region)
         ours = est.estimate(f.image, f.xy, top_k=2)
         rec = _Recorder()
         describe_rows(f, rows, rec, est, None, cfg, ours=ours)
@@ -166,7 +166,7 @@ def test_rows_at_our_scale_cut_the_estimators_descriptor_window():
             np.testing.assert_array_equal(a, b)
 
     rec = _Recorder()
-    ours = PatchPoseEstimator.load("patchpose-v7").estimate(f.image, f.xy, top_k=1)
+    ours = PatchPoseEstimator.load("patchpose-v10").estimate(f.image, f.xy, top_k=1)
     match_two_views(
         f, f, rec, TwoViewConfig(describe_pose="ours", matcher="mnn", descriptor_region=4.0), ours, ours
     )
