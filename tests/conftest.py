@@ -101,6 +101,58 @@ def pairs_file_line(name0: str = "a.png", name1: str = "b.png", t: Sequence[floa
     return " ".join([name0, name1, "0", "0"] + [str(v) for v in K + K + T.ravel().tolist()])
 
 
+#: layouts of models bundled until git tag models-v1-v8-2026-11-28 that no bundled model has any more:
+#: the training config preset each was built from, and the keys of the model config its file stored (the
+#: others load at their defaults)
+LEGACY_LAYOUTS = {
+    # patchpose-v1: the Cartesian CNN on 3 stacked gray windows (configs/v1.yaml), 13 scale bins over [-2, 2]
+    "v1": ("v1", ("arch", "patch_size", "windows", "color", "heads", "head", "num_scale_bins", "num_ori_bins",
+                  "width", "embed_dim", "standardize")),
+    # patchpose-v2 (and v3): the log-polar network of configs/polar.yaml at full width, written before the wide
+    # scale head and the ring clamp (polar_scale_dilations, polar_view_min_step) existed, with the removed
+    # polar_blur at its "off" value
+    "v2": ("polar", ("arch", "patch_size", "windows", "color", "heads", "head", "num_scale_bins", "num_ori_bins",
+                     "scale_range", "width", "embed_dim", "standardize", "polar_rings", "polar_angles",
+                     "polar_channels", "polar_head_width", "polar_harmonics", "polar_ori_dilations",
+                     "polar_ori_kernel")),
+}  # fmt: skip
+
+
+def make_legacy_weights(path: Path, layout: str, seed: int = 0) -> Path:
+    """A randomly initialised network of a :data:`LEGACY_LAYOUTS` layout, written to ``path`` as a weights
+    file whose model config names what the old bundled file's named (``name``: ``"patchpose-{layout}-layout"``,
+    no read plan). The layout's code paths stay tested without shipping its trained weights."""
+    import json
+
+    import torch
+    from omegaconf import OmegaConf
+    from safetensors.torch import load_file, safe_open, save_file
+
+    from patchpose.models import create_model
+    from patchpose.training.config import load_config
+    from patchpose.weights import save_weights
+
+    preset, keys = LEGACY_LAYOUTS[layout]
+    with torch.random.fork_rng():
+        torch.manual_seed(seed)
+        model = create_model(OmegaConf.to_container(load_config(preset).model)).eval()
+    path = save_weights(model, path, name=f"patchpose-{layout}-layout")
+    with safe_open(str(path), framework="pt") as f:
+        meta = dict(f.metadata())
+    stored = {k: v for k, v in model.cfg.to_dict().items() if k in keys}
+    if layout == "v2":
+        stored["polar_blur"] = 0
+    save_file(load_file(str(path)), str(path), metadata={**meta, "model_config": json.dumps(stored)})
+    return path
+
+
+@pytest.fixture(scope="session")
+def legacy_weights(tmp_path_factory) -> dict[str, Path]:
+    """``{layout: weights file}`` of :func:`make_legacy_weights` for each of :data:`LEGACY_LAYOUTS`."""
+    root = tmp_path_factory.mktemp("legacy_weights")
+    return {k: make_legacy_weights(root / f"{k}.safetensors", k) for k in LEGACY_LAYOUTS}
+
+
 @pytest.fixture(scope="session")
 def smooth_image() -> np.ndarray:
     """A 160×200 smooth random float32 image in [0, 1]."""

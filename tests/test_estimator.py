@@ -1,4 +1,5 @@
-"""The public estimator on each bundled model: shapes, conventions on real photos, chunking, bad input."""
+"""The public estimator on each bundled model and on the layouts of models no longer bundled: shapes,
+conventions on real photos, chunking, bad input."""
 
 import os
 import signal
@@ -14,16 +15,29 @@ from patchpose.data.keypoints import detect_sift
 from patchpose.errors import InputError
 from patchpose.estimator import PatchPoseEstimator
 
+TRAINED = ["patchpose-fast-v1", "patchpose-v9", "patchpose-v10"]  # the bundled pose models
+#: randomly initialised networks of the layouts only models no longer bundled had (conftest.LEGACY_LAYOUTS):
+#: patchpose-v1's Cartesian CNN on 3 windows, patchpose-v2's log-polar network read at any sharpness
+LAYOUTS = ["v1-layout", "v2-layout"]
 
-@pytest.fixture(
-    scope="module",
-    params=["patchpose-v1", "patchpose-v2", "patchpose-v6", "patchpose-v7", "patchpose-v8", "patchpose-v9"],
-)
-def est(request):
+
+@pytest.fixture(scope="module", params=TRAINED + LAYOUTS)
+def est(request, legacy_weights):
+    if request.param in LAYOUTS:
+        return PatchPoseEstimator.load(legacy_weights[request.param.removesuffix("-layout")])
     return patchpose.PatchPoseEstimator.from_pretrained(request.param)
 
 
-def test_the_default_is_fast_v1_with_v9s_plan_but_the_first_reads_scale():
+@pytest.fixture(scope="module", params=TRAINED + ["v2-layout"])
+def equivariant(request, legacy_weights):
+    """A model whose poses turn and scale with the photo: the bundled ones, and a log-polar network even
+    untrained (by construction); v1's Cartesian CNN does so only once trained."""
+    if request.param == "v2-layout":
+        return PatchPoseEstimator.load(legacy_weights["v2"])
+    return patchpose.PatchPoseEstimator.from_pretrained(request.param)
+
+
+def test_the_default_is_fast_v1_with_v9s_plan_but_the_first_reads_scale(legacy_weights):
     est = patchpose.PatchPoseEstimator.from_pretrained()
     assert est.name == "patchpose-fast-v1"
     assert est.plan == patchpose.ReadPlan(
@@ -32,11 +46,11 @@ def test_the_default_is_fast_v1_with_v9s_plan_but_the_first_reads_scale():
     assert patchpose.PatchPoseEstimator.from_pretrained("patchpose-v9").plan == est.plan.replace(
         reread_scale=True
     )
-    # the earlier defaults read once, with a window of one radius, unless their files say otherwise
-    assert patchpose.PatchPoseEstimator.from_pretrained("patchpose-v8").plan == patchpose.ReadPlan(
-        passes=1, descriptor_region=2.25
+    assert patchpose.PatchPoseEstimator.from_pretrained("patchpose-v10").plan == est.plan.replace(
+        reread_scale=True
     )
-    assert patchpose.PatchPoseEstimator.from_pretrained("patchpose-v2").plan == patchpose.ReadPlan()
+    # a file that names no plan, as the earlier defaults' did, reads once, with a window of one radius
+    assert PatchPoseEstimator.load(legacy_weights["v2"]).plan == patchpose.ReadPlan()
 
 
 @pytest.fixture(scope="module")
@@ -51,18 +65,17 @@ def kps(photo):
 
 
 def test_output_shapes_and_ranges(est, photo, kps):
-    """(N,) poses in range, (N, 36) and (N, B_s) probability histograms (13 over [−2, 2] for v1, 25 over
-    [−4, 4] for v2 and v6), for one pass (more passes move the frame: next test)."""
+    """(N,) poses in range, (N, 36) and (N, B_s) probability histograms (13 over [−2, 2] for v1's layout, 25
+    over [−4, 4] for the log-polar models), for one pass (more passes move the frame: next test)."""
     out = est.with_plan(passes=1).estimate(photo, kps)
     n = len(kps)
     lo, hi = est.cfg.scale_range
     bins = {
-        "patchpose-v1": 13,
-        "patchpose-v2": 25,
-        "patchpose-v6": 25,
-        "patchpose-v7": 25,
-        "patchpose-v8": 25,
+        "patchpose-fast-v1": 25,
         "patchpose-v9": 25,
+        "patchpose-v10": 25,
+        "patchpose-v1-layout": 13,
+        "patchpose-v2-layout": 25,
     }[est.meta["name"]]
     assert out.orientation.shape == (n,) and out.scale.shape == (n,)
     assert out.orientation_hist.shape == (n, 36) and out.scale_hist.shape == (n, bins)
@@ -119,21 +132,21 @@ def test_chunked_inference_matches(est, photo, kps):
     np.testing.assert_allclose(a.orientation_hist, b.orientation_hist, atol=1e-5)
 
 
-def test_rotating_the_image_ccw_adds_to_orientation(est, photo, kps):
+def test_rotating_the_image_ccw_adds_to_orientation(equivariant, photo, kps):
     """np.rot90 turns the content 90° CCW as displayed: orientations grow by π/2 (exact pixels, no resampling)."""
     h, w = photo.shape[:2]
     rot = np.ascontiguousarray(np.rot90(photo))
     xy_rot = np.stack([kps[:, 1], w - 1 - kps[:, 0]], 1)
-    a, b = est.estimate(photo, kps), est.estimate(rot, xy_rot)
+    a, b = equivariant.estimate(photo, kps), equivariant.estimate(rot, xy_rot)
     err = np.degrees(np.abs(angle_diff(b.orientation - a.orientation, np.pi / 2)))
     assert np.median(err) < 6.0 and np.mean(err < 10) > 0.8
 
 
-def test_shrinking_the_image_lowers_scale(est, photo, kps):
+def test_shrinking_the_image_lowers_scale(equivariant, photo, kps):
     """Halving the image (anti-aliased) subtracts about 1 from log2 scale."""
     small = cv2.resize(photo, (photo.shape[1] // 2, photo.shape[0] // 2), interpolation=cv2.INTER_AREA)
-    a = est.estimate(photo, kps)
-    b = est.estimate(small, (kps + 0.5) / 2 - 0.5)
+    a = equivariant.estimate(photo, kps)
+    b = equivariant.estimate(small, (kps + 0.5) / 2 - 0.5)
     d = b.scale - a.scale
     assert abs(np.median(d) + 1.0) < 0.3
 

@@ -15,11 +15,15 @@ pytest.importorskip("onnx")
 
 
 @pytest.mark.parametrize(
-    "name", ["patchpose-v9", "patchpose-v8", "patchpose-v7", "patchpose-v6", "patchpose-v2", "patchpose-v1"]
+    "name", ["patchpose-fast-v1", "patchpose-v9", "patchpose-v10", "v2-layout", "v1-layout"]
 )
-def test_onnx_backend_matches_pytorch(name, tmp_path):
+def test_onnx_backend_matches_pytorch(name, tmp_path, legacy_weights):
+    """Each bundled model, and untrained networks of the layouts of patchpose-v2 (log-polar, narrow scale head,
+    rings at any sharpness) and patchpose-v1 (Cartesian CNN on 3 windows), no longer bundled."""
     from patchpose.cli.main import main
 
+    if name.endswith("-layout"):
+        name = str(legacy_weights[name.removesuffix("-layout")])
     img = make_textured_image(300)
     xy = np.random.default_rng(0).uniform(40, 260, (70, 2))
     ref = PatchPoseEstimator.load(name).estimate(img, xy, top_k=2)
@@ -29,10 +33,10 @@ def test_onnx_backend_matches_pytorch(name, tmp_path):
     base = PatchPoseEstimator.load(name)
     assert est.cfg.to_dict() == base.cfg.to_dict()
     # the file carries what the weights recommend: it reads and describes as they do
-    assert (est.name, est.plan) == (name, base.plan)
+    assert (est.name, est.plan) == (base.name, base.plan)
     got = est.estimate(img, xy, top_k=2)
-    # float rounding only (onnxruntime's direct whole-circle convolution against PyTorch's FFT): v7's sharper
-    # histograms differ by up to 2e-5 in probability; a wrong graph differs by far more
+    # float rounding only (onnxruntime's direct whole-circle convolution against PyTorch's FFT): sharp
+    # histograms (patchpose-v7's) differed by up to 2e-5 in probability; a wrong graph differs by far more
     for out in (mem, got):
         np.testing.assert_allclose(out.orientation_hist, ref.orientation_hist, atol=1e-4)
         np.testing.assert_allclose(out.scale_hist, ref.scale_hist, atol=1e-4)
@@ -45,7 +49,7 @@ def test_onnx_backend_matches_pytorch(name, tmp_path):
 
 
 def test_fft_free_path_equals_the_fft_path():
-    est = PatchPoseEstimator.load("patchpose-v2")
+    est = PatchPoseEstimator.load("patchpose-v9")
     x = torch.rand(5, *est.cfg.input_shape)
     with torch.no_grad():
         a = est.model(x)
@@ -87,10 +91,10 @@ def test_onnx_file_carries_and_checks_the_weights_recommendations(tmp_path):
     assert main(["export", "onnx", "--weights", "patchpose-v9", "--out", str(out)]) == 0
     est = PatchPoseEstimator.load(out, backend="onnx")
     assert (est.name, est.plan.passes, est.plan.descriptor_region) == ("patchpose-v9", 2, 2.25)
-    args = ["export", "onnx", "--weights", "patchpose-v8", "--out", str(out), "--read", "passes=3"]
+    args = ["export", "onnx", "--weights", "patchpose-v10", "--out", str(out), "--read", "passes=3"]
     assert main([*args, "--read", "descriptor_region=1.5", "--read", "reread_scale=false"]) == 0
     est = PatchPoseEstimator.load(out, backend="onnx")
-    assert (est.name, est.plan.passes, est.plan.descriptor_region) == ("patchpose-v8", 3, 1.5)
+    assert (est.name, est.plan.passes, est.plan.descriptor_region) == ("patchpose-v10", 3, 1.5)
     assert est.plan.reread_scale is False
     assert main([*args[:-1], "passes=0"]) == 2  # passes 0: refused, nothing written over the good file
     assert PatchPoseEstimator.load(out, backend="onnx").plan.passes == 3

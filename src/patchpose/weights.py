@@ -35,6 +35,18 @@ DEFAULT_MODEL = MODELS["estimate"]
 DEFAULT_SHAPE_MODEL = MODELS["shape"]
 #: pose networks: name -> (file inside patchpose/weights, sha256)
 BUNDLED: dict[str, tuple[str, str]] = {}
+#: the git tag whose tree still holds the files of :data:`REMOVED_MODELS`
+#: (``src/patchpose/weights/NAME.safetensors``) and their training recipes
+REMOVED_MODELS_TAG = "models-v1-v8-2026-11-28"
+#: models bundled once and no longer shipped (issue #59): no recipe or documented use loads them
+REMOVED_MODELS = (
+    "patchpose-v1",
+    "patchpose-v2",
+    "patchpose-v3",
+    "patchpose-v6",
+    "patchpose-v7",
+    "patchpose-v8",
+)
 #: affine shape networks: name -> (file inside patchpose/weights, sha256)
 BUNDLED_SHAPES: dict[str, tuple[str, str]] = {}
 _BUNDLED_JSON = WEIGHTS_DIR / "bundled.json"
@@ -389,7 +401,16 @@ def load_weights(path: str | Path, expected_sha256: str | None = None) -> tuple[
     return model, meta
 
 
+def _no_longer_bundled(name: str) -> WeightsError:
+    return WeightsError(
+        f"{name} is no longer bundled (bundled: {sorted(BUNDLED)}); its file is "
+        f"src/patchpose/weights/{name}.safetensors at git tag {REMOVED_MODELS_TAG}: pass that file's path"
+    )
+
+
 def load_bundled(name: str = DEFAULT_MODEL) -> tuple[PoseNet, dict]:
+    if name in REMOVED_MODELS:
+        raise _no_longer_bundled(name)
     if name not in BUNDLED:
         raise WeightsError(f"no bundled model {name!r}; bundled: {sorted(BUNDLED) or 'none'}")
     fname, sha = BUNDLED[name]
@@ -406,6 +427,8 @@ def load_model(name_or_path: str | Path | None = None) -> tuple[PoseNet, dict]:
         return load_bundled()
     if str(name_or_path) in BUNDLED:
         return load_bundled(str(name_or_path))
+    if str(name_or_path) in REMOVED_MODELS and not Path(name_or_path).exists():
+        raise _no_longer_bundled(str(name_or_path))
     return load_weights(name_or_path)
 
 
@@ -582,6 +605,8 @@ def register_bundled(path: str | Path, name: str, kind: str = "pose") -> None:
 __all__ = [
     "BUNDLED",
     "DEFAULT_MODEL",
+    "REMOVED_MODELS",
+    "REMOVED_MODELS_TAG",
     "load_bundled",
     "load_weights",
     "load_model",

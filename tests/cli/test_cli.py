@@ -23,7 +23,8 @@ def test_demo_writes_poses_and_picture(tmp_path):
     doc = json.loads((tmp_path / "astronaut_poses.json").read_text())
     assert 0 < len(doc["keypoints"]) <= 50
     k = doc["keypoints"][0]
-    assert 0 <= k["orientation"] < 2 * np.pi and -4 <= k["scale"] <= 4  # patchpose-v2: 25 bins over [−4, 4]
+    # patchpose-fast-v1: 25 bins over [−4, 4]
+    assert 0 <= k["orientation"] < 2 * np.pi and -4 <= k["scale"] <= 4
     img = cv2.imread(str(tmp_path / "astronaut_poses.png"))
     assert img is not None and img.shape[0] > 100
 
@@ -237,11 +238,11 @@ def test_export_stores_the_read_plan(tmp_path):
 
 
 def test_train_recipe_errors_exit_2(tmp_path):
-    r = run_cli("train", "--recipe", "patchpose-v2", "--config", "polar", "--out", str(tmp_path / "a"))
+    r = run_cli("train", "--recipe", "patchpose-v9", "--config", "polar", "--out", str(tmp_path / "a"))
     assert r.returncode == 2 and "not both" in r.stderr and "Traceback" not in r.stderr
     r = run_cli("train", "--recipe", "nope", "--out", str(tmp_path / "b"))
-    assert r.returncode == 2 and "patchpose-v2" in r.stderr  # the recipes there are
-    r = run_cli("train", "--recipe", "patchpose-v2", "--out", str(tmp_path / "c"), "optim.stepz=3")
+    assert r.returncode == 2 and "patchpose-v9" in r.stderr  # the recipes there are
+    r = run_cli("train", "--recipe", "patchpose-v9", "--out", str(tmp_path / "c"), "optim.stepz=3")
     assert r.returncode == 2 and "stepz" in r.stderr and not (tmp_path / "c" / "stage1").exists()
 
 
@@ -382,8 +383,8 @@ def test_train_without_config_or_recipe_trains_the_default_models_recipe(tmp_pat
     assert calls == [("recipe", "patchpose-fast-v1", str(tmp_path / "a"), ["run.threads=1"], True)]
     assert DEFAULT_MODEL == "patchpose-fast-v1" and load_recipe(DEFAULT_MODEL)["name"] == DEFAULT_MODEL
     calls.clear()
-    assert main(["train", "--recipe", "patchpose-v2", "--out", str(tmp_path / "b")]) == 0
-    assert [c[:2] for c in calls] == [("recipe", "patchpose-v2")]
+    assert main(["train", "--recipe", "patchpose-v9", "--out", str(tmp_path / "b")]) == 0
+    assert [c[:2] for c in calls] == [("recipe", "patchpose-v9")]
 
 
 def test_train_with_config_runs_that_config_alone(tmp_path, monkeypatch):

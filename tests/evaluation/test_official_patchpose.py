@@ -66,12 +66,12 @@ def test_pairs_follow_the_official_subsets(replica):
     assert set(listed.groups) == {"cow_2007_000001_0"}
 
 
-def test_official_layout_needs_a_single_window_model(replica, tmp_path):
+def test_official_layout_needs_a_single_window_model(replica, tmp_path, legacy_weights):
     root, _ = replica
     with pytest.raises(InputError, match="log-polar grid"):
         evaluate_official_layout(root)  # the default model reads a log-polar grid
     with pytest.raises(InputError, match="single 32-px windows"):
-        evaluate_official_layout(root, "patchpose-v1")  # v1 uses 3 windows
+        evaluate_official_layout(root, str(legacy_weights["v1"]))  # patchpose-v1's layout: 3 windows
     from patchpose.models import create_model
     from patchpose.weights import save_weights
 

@@ -298,7 +298,7 @@ def test_eval_renders_no_detail_finer_than_a_view_pixel(dataset):
     np.testing.assert_allclose(resize_patches(ramp, 8)[0, 0, 0, 1:-1], (np.arange(1, 7) + 0.5) / 8, atol=1e-6)
 
 
-def test_eval_rereads_of_a_cartesian_model_are_refused(dataset):
+def test_eval_rereads_of_a_cartesian_model_are_refused(dataset, legacy_weights):
     """Later reads of a rendered view are emulated for log-polar models only: a Cartesian model asked for
     them is a clear InputError, not numbers from the photo re-rendered at the pose found."""
     from patchpose.errors import InputError
@@ -306,7 +306,7 @@ def test_eval_rereads_of_a_cartesian_model_are_refused(dataset):
     from patchpose.evaluation.patchpose_eval import model_passes, model_patches
 
     data = PatchPoseData(dataset, "test").load()
-    est = PatchPoseEstimator.from_pretrained("patchpose-v1")
+    est = PatchPoseEstimator.load(legacy_weights["v1"])  # patchpose-v1's CNN on 3 windows
     assert model_patches(data, est).shape[0] == len(data["series"])
     with pytest.raises(InputError, match="log-polar models only"):
         model_passes(data, est.with_plan(passes=2))

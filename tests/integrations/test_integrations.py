@@ -350,9 +350,11 @@ def test_assign_turns_exactly_with_opencv_sift_keypoints_under_a_half_turn():
 def test_assign_takes_a_model_name_and_checks_its_arguments():
     img = (make_textured_image(200, seed=1) * 255).astype(np.uint8)
     kps = [cv2.KeyPoint(100.0, 100.0, 8.0, 0.0), cv2.KeyPoint(80.0, 120.0, 6.0, 0.0)]
-    by_name = patchpose.assign(img, kps, estimator="patchpose-v1")
-    by_est = patchpose.assign(img, kps, estimator=patchpose.PatchPoseEstimator.load("patchpose-v1"))
+    by_name = patchpose.assign(img, kps, estimator="patchpose-v10")
+    by_est = patchpose.assign(img, kps, estimator=patchpose.PatchPoseEstimator.load("patchpose-v10"))
     assert [(k.size, k.angle) for k in by_name] == [(k.size, k.angle) for k in by_est]
+    by_default = [(k.size, k.angle) for k in patchpose.assign(img, kps)]
+    assert [(k.size, k.angle) for k in by_name] != by_default  # the name was read, not the default
     with pytest.raises(InputError, match="cv2.KeyPoint"):
         patchpose.assign(img, None)
     with pytest.raises(InputError, match="estimator must be"):
@@ -368,7 +370,7 @@ def test_assign_sizes_make_sift_describe_the_models_descriptor_window():
 
     img = (make_textured_image(200, seed=1) * 255).astype(np.uint8)
     kps = [cv2.KeyPoint(100.0, 100.0, 8.0, 0.0), cv2.KeyPoint(80.0, 120.0, 6.0, 0.0)]
-    est = patchpose.PatchPoseEstimator.load("patchpose-v7")
+    est = patchpose.PatchPoseEstimator.load("patchpose-v10")
     wide = est.with_plan(descriptor_region=2.5)
     poses = wide.estimate(img, np.array([k.pt for k in kps]))
     b = patchpose.assign(img, kps, wide)

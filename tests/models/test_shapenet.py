@@ -119,9 +119,9 @@ def test_weights_round_trip_and_foreign_files(tmp_path):
         load_shape_weights(path, expected_sha256="0" * 64)
     with pytest.raises(WeightsError, match="not a patchpose model"):
         load_weights(path)  # a shape file is not a pose network's
-    from patchpose.weights import BUNDLED, WEIGHTS_DIR
+    from patchpose.weights import BUNDLED, DEFAULT_MODEL, WEIGHTS_DIR
 
-    pose_file = WEIGHTS_DIR / BUNDLED["patchpose-v1"][0]
+    pose_file = WEIGHTS_DIR / BUNDLED[DEFAULT_MODEL][0]
     with pytest.raises(WeightsError, match="not an affine shape network \\(a pose network\\)"):
         load_shape_weights(pose_file)
     with pytest.raises(WeightsError, match="is a folder|not found"):

@@ -255,7 +255,7 @@ def test_recipe_runs_its_stages_in_order_resumes_and_exports(photos, tmp_path):
     with pytest.raises(FileExistsError, match="--resume"):
         train_recipe(str(rec), out, common, progress=False)
     assert train_recipe(str(rec), out, common, resume=True, progress=False)["stages"][1]["step"] == 2
-    assert [s["config"] for s in load_recipe("patchpose-v2")["stages"]] == ["polar", "polar"]
+    assert [s["config"] for s in load_recipe("patchpose-v9")["stages"]] == ["polar"] * 4
 
 
 def test_every_shipped_recipe_resolves(tmp_path):
@@ -266,7 +266,7 @@ def test_every_shipped_recipe_resolves(tmp_path):
     from patchpose.training.recipe import list_recipes, load_recipe, stage_configs
 
     names = list_recipes()
-    assert {"patchpose-v2", "patchpose-v3", "patchpose-v9"} <= set(names)
+    assert {"patchpose-fast-v1", "patchpose-v9", "patchpose-v10"} <= set(names)
     for name in names:
         rec = load_recipe(name)
         assert rec["name"] == name

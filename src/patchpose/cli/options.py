@@ -21,7 +21,7 @@ def add_weights(
     p.add_argument(
         "--weights",
         default=None,
-        help=f"safetensors file or bundled model name, e.g. patchpose-v1 (default: {model})",
+        help=f"safetensors file or bundled model name, e.g. patchpose-v10 (default: {model})",
     )
     if read:
         add_read(p)

@@ -130,7 +130,7 @@ class PolarNet(nn.Module):
         if "scale" in self.heads:
             # hidden convs along the rings (zero padding: the grid's ends are real ends), then one to 1 logit
             # per ring; the default dilations (1, 1) build the module of a stored config that names none
-            # (patchpose-v2, patchpose-v3)
+            # (files written before the setting, as patchpose-v2's and -v3's: git tag models-v1-v8-2026-11-28)
             layers, cin = [], (2 + harmonics) * c
             for d in scale_dilations:
                 layers += [nn.Conv1d(cin, w, 3, padding=d, dilation=d), nn.ReLU(inplace=True)]
