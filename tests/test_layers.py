@@ -43,7 +43,10 @@ LAYERS: dict[str, tuple[int, str]] = {
     ),
     "patchpose.reading": (3, "reading poses at keypoints (the estimator's machinery)"),
     "patchpose.integrations": (4, "poses handed to OpenCV, kornia, COLMAP, hloc and LightGlue"),
-    "patchpose.matching": (4, "the recipes: detect -> describe at poses -> match, one photo or two at a time"),
+    "patchpose.matching": (
+        4,
+        "the recipes: detect -> describe at poses -> match, one photo or two at a time",
+    ),
     "patchpose.outputs": (4, "poses and matches written as files and pictures for people"),
     "patchpose": (4, "the facade: the estimator and the integrations' entry points under one name"),
     "patchpose.training": (5, "training runs and their validation"),
@@ -223,7 +226,9 @@ def test_no_library_module_imports_the_benchmarks(graph):
     """The library (the reader, the recipes, the integrations, training) never imports ``patchpose.evaluation``:
     the benchmarks sit above it, and a user's install runs without them."""
     library = [m for m in graph if not any(m == n or m.startswith(n + ".") for n in NOT_LIBRARY)]
-    assert "patchpose.matching.pair" in library and "patchpose.training.trainer" in library  # the check sees them
+    assert (
+        "patchpose.matching.pair" in library and "patchpose.training.trainer" in library
+    )  # the check sees them
     found = [
         f"{m} imports {t}"
         for m in library

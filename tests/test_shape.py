@@ -128,19 +128,20 @@ def test_kornia_module_as_aff_module_of_a_detector(photo):
     assert np.median(log_anisotropy(A)) > 0.05
 
 
-def test_match_with_shape_blend_beats_the_isotropic_blend_across_a_slant(photo):
-    """``patchpose match --pose shape-blend`` (``patchpose.match_pair``) on a photo and its copy squeezed 2.2× across
-    a diagonal: more correct matches than the same blend read on discs (``gradient-blend``)."""
-    from patchpose import match_pair
+def test_the_shape_blend_beats_the_isotropic_blend_across_a_slant(photo):
+    """Our shape network's blend (the benchmark row ``shape_pooled_blend``, what ``pair-pose`` falls back on) on a
+    photo and its copy squeezed 2.2× across a diagonal: more correct matches than the same blend read on discs
+    (``dominant_gradient_pooled_blend``)."""
+    from patchpose.evaluation.rows import MatchConfig, Run, match_images
+    from patchpose.matching.describe import Describer
 
     c, s = np.cos(0.6), np.sin(0.6)
     R = np.array([[c, -s], [s, c]])
     B = R @ np.diag([2.2**0.5, 2.2**-0.5]) @ R.T
     img2, M = squeezed(photo, B)
     H = np.vstack([M, [0, 0, 1]])
-    correct = {}
-    for pose in ("shape-blend", "gradient-blend"):
-        res = match_pair(photo, img2, pose=pose, homography=H, detector="harris", max_keypoints=300)
-        assert res.pose == pose
-        correct[pose] = int(res.correct.sum())
-    assert correct["shape-blend"] > 2 * correct["gradient-blend"], correct  # measured: 120 against 28
+    run = Run(Describer(), cfg=MatchConfig(max_keypoints=300, detector="harris"))
+    rows = ("shape_pooled_blend", "dominant_gradient_pooled_blend")
+    res = match_images(photo, img2, run, rows, H)["rows"]
+    correct = {r: int((res[r]["error_px"] <= 3).sum()) for r in rows}
+    assert correct["shape_pooled_blend"] > 2 * correct["dominant_gradient_pooled_blend"], correct

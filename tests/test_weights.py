@@ -468,13 +468,13 @@ def test_a_file_that_is_not_a_torch_file_is_a_one_line_error(tmp_path, capsys):
     import numpy as np
 
     from patchpose.cli.main import main
-    from patchpose.matching.describe import Describer
+    from patchpose.evaluation.descriptors import describer
 
     png = _png(tmp_path / "image.png")
     torch.save({"a": np.zeros(3)}, tmp_path / "numpy.pt")  # needs unpickling a numpy global
     for path in (png, tmp_path / "numpy.pt"):
         with pytest.raises(WeightsError, match="is not a PyTorch state dict / checkpoint") as e:
-            Describer("hardnet", weights=path)
+            describer("hardnet", weights=path)
         assert "\n" not in str(e.value) and "weights_only" not in str(e.value)
         assert main(["export", str(path), "--out", str(tmp_path / "w.safetensors")]) == 2
         err = capsys.readouterr().err
@@ -483,26 +483,26 @@ def test_a_file_that_is_not_a_torch_file_is_a_one_line_error(tmp_path, capsys):
 
 
 def test_describer_weights_that_are_not_its_state_dict(tmp_path):
-    from patchpose.matching.describe import Describer
+    from patchpose.evaluation.descriptors import describer
 
     torch.save([1, 2], tmp_path / "list.pt")
     with pytest.raises(WeightsError, match="not a PyTorch state dict"):
-        Describer("hardnet", weights=tmp_path / "list.pt")
+        describer("hardnet", weights=tmp_path / "list.pt")
     torch.save({"features.0.weight": torch.zeros(3)}, tmp_path / "other.pt")
     with pytest.raises(WeightsError, match="cannot load hardnet weights") as e:
-        Describer("hardnet", weights=tmp_path / "other.pt")
+        describer("hardnet", weights=tmp_path / "other.pt")
     assert "\n" not in str(e.value)
     # the right names and shapes, but NaN or integer values: load_state_dict would take them silently
     import kornia.feature as KF
 
     good = KF.HardNet(pretrained=False).state_dict()
     torch.save(good, tmp_path / "good.pt")
-    Describer("hardnet", weights=tmp_path / "good.pt")  # num_batches_tracked (int) is fine
+    describer("hardnet", weights=tmp_path / "good.pt")  # num_batches_tracked (int) is fine
     key = next(k for k, v in good.items() if v.is_floating_point())
     for name, bad in (("nan", torch.full_like(good[key], float("nan"))), ("int", good[key].to(torch.int32))):
         torch.save({**good, key: bad}, tmp_path / f"{name}.pt")
         with pytest.raises(WeightsError, match="non-finite" if name == "nan" else "int32"):
-            Describer("hardnet", weights=tmp_path / f"{name}.pt")
+            describer("hardnet", weights=tmp_path / f"{name}.pt")
 
 
 def test_export_to_a_folder_is_a_clear_error_and_leaves_nothing(tmp_path):

@@ -27,6 +27,7 @@ from .data.polar import PolarReads, polar_margin
 from .errors import InputError, WeightsError, is_int_in
 from .models import PoseNet
 from .reading import MAX_FRAME, Poses, ReadPlan, poses_of, read
+from .recipes import MODELS
 from .weights import DEFAULT_MODEL, load_bundled, load_model
 
 log = logging.getLogger(__name__)
@@ -414,10 +415,12 @@ class PatchPoseEstimator:
 EstimatorLike = Union["PatchPoseEstimator", str, Path, None]
 
 
-def as_estimator(estimator: EstimatorLike = None) -> PatchPoseEstimator:
-    """An estimator from ``None`` (the bundled default), a bundled model's name or a weights path, or a
-    :class:`~patchpose.PatchPoseEstimator` itself."""
-    if estimator is None or isinstance(estimator, (str, Path)):
+def as_estimator(estimator: EstimatorLike = None, use: str = "estimate") -> PatchPoseEstimator:
+    """An estimator from ``None`` (the bundled model :data:`patchpose.recipes.MODELS` names for ``use``), a bundled
+    model's name or a weights path, or a :class:`~patchpose.PatchPoseEstimator` itself."""
+    if estimator is None:
+        estimator = MODELS[use]
+    if isinstance(estimator, (str, Path)):
         return PatchPoseEstimator.load(estimator)
     if not isinstance(estimator, PatchPoseEstimator):
         raise InputError(

@@ -11,12 +11,12 @@ from dataclasses import dataclass
 
 #: the bundled model each use reads unless told otherwise
 MODELS: dict[str, str] = {
-    # the reader: PatchPoseEstimator.from_pretrained(), `patchpose estimate` and `demo`, patchpose.assign,
-    # compute_blended(orientations="ours"), the kornia modules
+    # the reader: PatchPoseEstimator.from_pretrained(), `patchpose estimate` and `demo`, the kornia modules
     "estimate": "patchpose-fast-v1",
     # the affine shape network: AffineShapeEstimator, LAFAffineShape, and pair-pose where no turn is found
     "shape": "patchpose-shape-v1",
-    # the recipe "pose": `patchpose extract`, `patchpose colmap`, match_pair(recipe="pose")
+    # the recipe "pose": patchpose.assign (and compute_blended where it reads our poses), `patchpose extract`,
+    # `patchpose colmap`, match_pair(recipe="pose")
     "pose": "patchpose-v10",
     # the recipe "pair-pose": the votes of the pair's turn, zoom and slant
     "pair-pose": "patchpose-v10",

@@ -126,7 +126,7 @@ def test_estimate_rejects_bad_counts(tmp_path, capsys, args, match):
 def test_match_threshold_and_bench_counts_are_checked(tmp_path, capsys):
     photo = str(demo_photo())
     assert main(["match", photo, photo, "--threshold", "-1", "--out", str(tmp_path)]) == 2
-    assert "--threshold" in capsys.readouterr().err
+    assert "threshold must be a positive number of pixels" in capsys.readouterr().err
     assert main(["bench", "--repeats", "0", "--out", str(tmp_path)]) == 2
     assert "repeats" in capsys.readouterr().err
 
@@ -157,7 +157,7 @@ def test_bench_reports_times_and_ratios(tmp_path):
 
 
 def test_eval_synthetic_writes_results(tmp_path):
-    from patchpose.apps import eval_synthetic
+    from patchpose.evaluation.synthetic import eval_synthetic
 
     doc = eval_synthetic(None, None, 40, 0, tmp_path)
     res = doc["results"]
@@ -190,26 +190,28 @@ def test_eval_rotation_split_without_images_is_an_error(tmp_path, capsys):
 
 
 def test_read_option_changes_the_plan_and_bad_values_exit_2(tmp_path, capsys):
-    """``--read passes=1`` gives the estimator's one-read poses; a bad or unknown setting is a clear error
-    (exit 2, no traceback) on every command that reads the model."""
-    from patchpose.data.patches import load_image
-    from patchpose.estimator import PatchPoseEstimator
+    """``--read`` is a benchmark's option (the user commands read each model as its weights file says): ``eval
+    patchpose --read passes=1`` parses to that change; a bad or unknown setting is a clear error (exit 2, no
+    traceback) on every command that takes it, and the user commands refuse the option."""
+    from patchpose.cli.main import build_parser
+    from patchpose.cli.options import read_plan
 
-    kp = tmp_path / "kp.csv"
-    kp.write_text("x,y\n100,120\n200.5,300\n300,260\n")
-    xy = np.array([[100, 120], [200.5, 300], [300, 260]])
-    args = ["estimate", str(demo_photo()), "--keypoints", str(kp), "--out", str(tmp_path)]
-    assert main([*args, "--read", "passes=1"]) == 0
-    doc = json.loads((tmp_path / "astronaut_poses.json").read_text())
-    est = PatchPoseEstimator.from_pretrained()
-    one = est.with_plan(passes=1).estimate(load_image(demo_photo()), xy)
-    np.testing.assert_allclose([k["scale"] for k in doc["keypoints"]], one.scale, atol=1e-4)
-    np.testing.assert_allclose([k["orientation"] for k in doc["keypoints"]], one.orientation, atol=1e-4)
-    two = est.estimate(load_image(demo_photo()), xy)
-    assert np.abs(one.orientation - two.orientation).max() > 1e-3  # the second read did change something
+    parser = build_parser()
+    assert read_plan(parser.parse_args(["eval", "patchpose", "--data", "D", "--read", "passes=1"])) == {
+        "passes": 1
+    }
     img = str(demo_photo())
+    for cmd in (
+        ["estimate", img],
+        ["match", img, img],
+        ["extract", "I", "--out", "f.h5"],
+        ["colmap", "I", "--out", "o"],
+    ):
+        with pytest.raises(SystemExit):
+            parser.parse_args([*cmd, "--read", "passes=1"])
+    capsys.readouterr()
     # in this process (a subprocess each would take half a minute): any exception but exit 2 fails the test
-    for cmd in (args, ["match", img, img, "--out", str(tmp_path)], ["eval", "rotation", "--step", "90"]):
+    for cmd in (["eval", "rotation", "--step", "90", "--out", str(tmp_path)],):
         for bad in (
             "passes=0",
             "turns=3",
@@ -433,16 +435,14 @@ def test_only_the_cli_imports_argparse_or_the_cli():
 @pytest.mark.parametrize(
     "argv",
     [
-        ["match", "a.png", "b.png"],
-        ["extract", "IMAGES", "--out", "f.h5"],
         ["eval", "hpatches", "--root", "R"],
         ["eval", "rotation"],
         ["eval", "pose", "--pairs", "P", "--images", "I"],
     ],
 )
 def test_peers_folder_is_one_option_wherever_it_is_taken(argv, capsys):
-    """``--peers DIR`` (cli.options.add_peers) parses to the folder in every command that takes it, is None
-    without it, and its help says what it adds to that command."""
+    """``--peers DIR`` (cli.options.add_peers) parses to the folder in every benchmark that takes it, is None
+    without it, and its help says what it adds to that command; no user command takes it."""
     from patchpose.cli.main import build_parser
 
     parser = build_parser()
@@ -451,5 +451,12 @@ def test_peers_folder_is_one_option_wherever_it_is_taken(argv, capsys):
     with pytest.raises(SystemExit):
         parser.parse_args([*argv[: 2 if argv[0] == "eval" else 1], "--help"])
     out = " ".join(capsys.readouterr().out.split())
-    assert "--peers DIR folder of the peers' weights (docs/peers.md; its README names the files)" in out
+    assert "--peers DIR folder of the peers' weights (its README names the files)" in out
     assert "never bundled: " in out
+    for user in (
+        ["match", "a.png", "b.png"],
+        ["extract", "IMAGES", "--out", "f.h5"],
+        ["colmap", "I", "--out", "o"],
+    ):
+        with pytest.raises(SystemExit):
+            parser.parse_args([*user, "--peers", "PEERS"])

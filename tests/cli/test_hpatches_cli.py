@@ -62,41 +62,30 @@ def test_cli_generate_eval_and_match(tmp_path, capsys):
     lines = (out / "matches.csv").read_text().splitlines()
     assert lines[0] == "x1,y1,x2,y2,distance,error_px" and len(lines) == summary["matches"] + 1
     assert cv2.imread(str(out / "matches.png")).shape[1] == 400
-    rc = main(["match", str(seq / "1.ppm"), str(seq / "2.ppm"), "--pose", "sift-resolved", "--out", str(out)])
-    assert rc == 0 and json.loads((out / "summary.json").read_text())["pose"] == "sift-resolved"
-    rc = main(
-        [
-            "match",
-            str(seq / "1.ppm"),
-            str(seq / "2.ppm"),
-            "--pose",
-            "log-dominant-gradient",
-            "--detector",
-            "harris",
-            "--homography",
-            str(seq / "H_1_2"),
-            "--out",
-            str(out),
-        ]
-    )
-    summary = json.loads((out / "summary.json").read_text())
-    assert rc == 0 and summary["pose"] == "log-dominant-gradient" and summary["matches"] > 0
-    for pose in ("ours-blend", "gradient-blend"):  # one blended descriptor per keypoint
-        h = ["--homography", str(seq / "H_1_2"), "--out", str(out)]
+    assert summary["recipe"] == "pair-pose" and summary["turn_deg"] is not None
+    for recipe in ("pose", "blend"):  # one descriptor per keypoint, one photo at a time
+        h = ["--homography", str(seq / "H_1_2"), "--out", str(out), "--detector", "harris"]
         rc = main(
-            ["match", str(seq / "1.ppm"), str(seq / "2.ppm"), "--pose", pose, "--max-keypoints", "300", *h]
+            [
+                "match",
+                str(seq / "1.ppm"),
+                str(seq / "2.ppm"),
+                "--recipe",
+                recipe,
+                "--max-keypoints",
+                "300",
+                *h,
+            ]
         )
         summary = json.loads((out / "summary.json").read_text())
-        assert rc == 0 and summary["pose"] == pose and summary["matches"] > 20
+        assert rc == 0 and summary["recipe"] == recipe and summary["matches"] > 20
     np.savetxt(tmp_path / "kp.csv", [[50.0, 60.0], [80.0, 90.0]], delimiter=",")
     capsys.readouterr()
     kp = ["--keypoints1", str(tmp_path / "kp.csv"), "--keypoints2", str(tmp_path / "kp.csv")]
-    rc = main(
-        ["match", str(seq / "1.ppm"), str(seq / "2.ppm"), "--pose", "sift-resolved", *kp, "--out", str(out)]
-    )
-    assert (
-        rc == 2 and "SIFT's own detections" in capsys.readouterr().err
-    )  # keypoints from a file have no SIFT pose
+    rc = main(["match", str(seq / "1.ppm"), str(seq / "2.ppm"), "--recipe", "blend", *kp, "--out", str(out)])
+    assert rc == 0 and json.loads((out / "summary.json").read_text())["keypoints"] == [2, 2]
+    rc = main(["match", str(seq / "1.ppm"), str(seq / "2.ppm"), kp[0], kp[1], "--out", str(out)])
+    assert rc == 2 and "--keypoints2" in capsys.readouterr().err  # keypoints for both images or for none
     (tmp_path / "badH").write_text("not a matrix")
     rc = main(
         [

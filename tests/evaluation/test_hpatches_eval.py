@@ -280,10 +280,9 @@ def test_repeated_pose_counts_on_a_hand_built_case():
 def test_harris_and_file_keypoints_evaluate_without_sift_rows(tmp_path):
     """Harris corners and the same corners given as files give the same matching numbers; neither has
     the rows that read SIFT's pose; a missing keypoint file is a clear error."""
-    from patchpose.matching.pipeline import pose_rows
-
     from patchpose.data.keypoints import detect_harris
     from patchpose.evaluation.hpatches_eval import evaluate_hpatches
+    from patchpose.evaluation.rows import pose_rows
 
     assert pose_rows(4, sift=False) == (
         "lower",

@@ -152,20 +152,27 @@ def test_the_real_hardtfeat_matches_a_patch_to_itself_under_noise(peers):
 
 
 # ------------------------------------------------------------------ rows, detectors, descriptors
+def row_poses(name, feats, peers=None):
+    """A poses row's ``(scale, orientation)`` ``(N, k)`` at ``feats`` (the registry's ``Row.poses``)."""
+    from patchpose.evaluation.rows import Image, Run, get_row
+
+    return get_row(name).poses(Run(None, peers=peers), Image(feats))
+
+
 @needs_peers
 def test_the_orinet_row_turns_with_the_image(textured_image, peers):
-    from patchpose.matching.pipeline import detect, keypoint_poses
+    from patchpose.evaluation.rows import detect
 
     img = textured_image
     g = np.mgrid[60:340:20, 60:340:20].reshape(2, -1).T[:, ::-1].astype(np.float64)
     f1 = detect(img, keypoints=g)
     f2 = detect(np.rot90(img).copy(), keypoints=_rot90_xy(g, img.shape[1]))
-    (s1, o1), (s2, o2) = (keypoint_poses("orinet", f, peers=peers) for f in (f1, f2))
+    (s1, o1), (s2, o2) = (row_poses("orinet", f, peers) for f in (f1, f2))
     assert np.all(s1 == 0) and np.all(s2 == 0)  # the upright size
     turn = _turn_deg(o1[:, 0], o2[:, 0])
     assert np.mean(np.abs(turn - 90) <= 10) >= 0.9 and abs(np.median(turn) - 90) < 3
     # the affine frames turn with the image too: the frame in the turned image is the turned frame
-    from patchpose.matching.pipeline import peer_poses
+    from patchpose.evaluation.rows import peer_poses
 
     A1, A2 = peer_poses(f1, peers, "affnet+orinet")[1], peer_poses(f2, peers, "affnet+orinet")[1]
     R = np.array([[0.0, 1.0], [-1.0, 0.0]])  # np.rot90 on (x, y) vectors: (x, y) -> (y, -x)
@@ -173,13 +180,12 @@ def test_the_orinet_row_turns_with_the_image(textured_image, peers):
     turned, unturned = (np.linalg.norm(A2 - M @ A1, axis=(1, 2)) / size for M in (R, np.eye(2)))
     assert np.median(turned) < 0.25 and np.median(unturned) > 1.0
     with pytest.raises(InputError, match="--peers"):
-        keypoint_poses("orinet", detect(img, keypoints=g))
+        row_poses("orinet", detect(img, keypoints=g))
 
 
 def test_gftt_corners_differ_from_harris_and_have_no_pose(textured_image):
-    from patchpose.matching.pipeline import detect
-
     from patchpose.data.keypoints import detect_harris
+    from patchpose.evaluation.rows import detect
 
     f = detect(textured_image, 200, detector="gftt")
     assert 0 < len(f) <= 200 and np.isnan(f.sift_scale).all() and f.sift_ori_candidates is None
@@ -191,7 +197,7 @@ def test_gftt_corners_differ_from_harris_and_have_no_pose(textured_image):
 
 @needs_peers
 def test_keynet_keypoints_are_strongest_first_one_per_location(textured_image, peers):
-    from patchpose.matching.pipeline import detect
+    from patchpose.evaluation.rows import detect
 
     img = textured_image[:300, :300].copy()
     f = detect(img, 300, detector="keynet", peers=peers)
@@ -212,9 +218,9 @@ def test_keynet_keypoints_are_strongest_first_one_per_location(textured_image, p
 def test_keynet_keeps_its_scale_and_the_peers_read_in_its_frame(textured_image, peers):
     """Key.Net's scale (kornia's LAF scale, the region it describes) is kept as the detector's frame: the
     ``keynet`` row is that scale upright, OriNet and our angle read in it, and it follows a zoom."""
-    from patchpose.matching.pipeline import REFERENCE_RADIUS, detect, keypoint_poses, pose_rows
-
+    from patchpose.conventions import REFERENCE_RADIUS
     from patchpose.evaluation.peers import keynet_frames
+    from patchpose.evaluation.rows import detect, pose_rows
 
     img = textured_image[:300, :300].copy()
     f = detect(img, 200, detector="keynet", peers=peers)
@@ -222,26 +228,26 @@ def test_keynet_keeps_its_scale_and_the_peers_read_in_its_frame(textured_image, 
     np.testing.assert_array_equal(xy, f.xy)
     np.testing.assert_allclose(REFERENCE_RADIUS * np.exp2(f.detector_scale), radius, rtol=1e-9)
     assert np.isfinite(f.detector_scale).all() and np.ptp(f.detector_scale) > 0  # several levels
-    s, o = keypoint_poses("keynet", f)
+    s, o = row_poses("keynet", f)
     np.testing.assert_array_equal(s[:, 0], f.detector_scale)
     assert np.all(o == 0)
-    s, _ = keypoint_poses("orinet", f, peers=peers)
+    s, _ = row_poses("orinet", f, peers)
     np.testing.assert_array_equal(s[:, 0], f.detector_scale)
     assert pose_rows(4, sift=False, keynet=True)[:2] == ("lower", "keynet")
     assert "keynet" not in pose_rows(4) and "keynet" not in pose_rows(4, sift=False)
     with pytest.raises(InputError, match="Key.Net detections"):
-        keypoint_poses("keynet", detect(img, 50))  # SIFT's detections have their own row
+        row_poses("keynet", detect(img, 50))  # SIFT's detections have their own row
     # twice as large an image: Key.Net's regions grow by about an octave
     big = detect(np.kron(img, np.ones((2, 2), img.dtype)), 200, detector="keynet", peers=peers)
     assert 0.6 < np.median(big.detector_scale) - np.median(f.detector_scale) < 1.4
 
 
 def test_peer_descriptors_need_the_folder():
-    from patchpose.matching.describe import Describer
+    from patchpose.evaluation.descriptors import describer
 
     for name in ("tfeat", "hardtfeat"):
         with pytest.raises(InputError, match="--peers"):
-            Describer(name)
+            describer(name)
 
 
 @needs_peers
@@ -249,20 +255,19 @@ def test_peer_rows_match_a_quarter_turn_that_upright_patches_miss(textured_image
     """Corners (Key.Net itself is not covariant under large turns: kornia's network with these weights finds
     few of its keypoints again beyond about 30°), OriNet's angle or AffNet + OriNet's frame, and each peer
     descriptor."""
-    from patchpose.matching.pipeline import MatchConfig, match_images
-
-    from patchpose.matching.describe import Describer
+    from patchpose.evaluation.descriptors import describer as make_describer
+    from patchpose.evaluation.rows import MatchConfig, Run, match_images
 
     img = textured_image[60:340, 60:340].copy()
     w = img.shape[1]
     H = np.array([[0.0, 1.0, 0.0], [-1.0, 0.0, w - 1.0], [0.0, 0.0, 1.0]])  # np.rot90 on pixel centres
     for descriptor in ("hardtfeat", "tfeat"):
         cfg = MatchConfig(max_keypoints=150, descriptor=descriptor, detector="gftt")
-        describer = Describer(descriptor, peers=peers)
+        describer = make_describer(descriptor, peers=peers)
         d = describer.describe(describer_pyr(img), np.array([[140.0, 140.0]]), [0.0], [0.0])
         assert d.shape == (1, 128) and abs(np.linalg.norm(d) - 1) < 1e-5
         rows = ("lower", "orinet", "affnet+orinet")
-        res = match_images(img, np.rot90(img).copy(), None, cfg, rows, H, describer=describer, peers=peers)
+        res = match_images(img, np.rot90(img).copy(), Run(describer, None, cfg, peers), rows, H)
         mma = {r: float(np.mean(v["error_px"] <= 3)) for r, v in res["rows"].items()}
         assert mma["orinet"] > 0.9 and mma["affnet+orinet"] > 0.9 and mma["lower"] < 0.1, (descriptor, mma)
 
@@ -335,7 +340,7 @@ def test_eval_hpatches_reports_the_peer_rows_with_descriptors_and_correct_matche
         rows=["all"],
     )
     saved = json.loads((tmp_path / "o" / "results.json").read_text())
-    from patchpose.matching.pipeline import pose_rows
+    from patchpose.evaluation.rows import pose_rows
 
     # the rows of corners (pinned in tests/evaluation/test_hpatches_eval.py), the peers' before the upper bound
     assert list(saved["mma"]) == [

@@ -298,9 +298,8 @@ def test_eval_synthetic_refuses_a_pair_count_that_is_not_positive(tmp_path, caps
 def test_the_evaluations_detector_option_names_the_pipelines_detectors():
     import argparse
 
-    from patchpose.matching.pipeline import DETECTORS
-
     from patchpose.cli.evaluate import _add_detector
+    from patchpose.evaluation.rows import DETECTORS
 
     p = argparse.ArgumentParser()
     _add_detector(p)

@@ -84,10 +84,9 @@ def test_relative_pose_takes_a_noisy_rotation_over_an_essential_matrix_with_noth
 
 
 def test_resolved_pose_source_keeps_sift_where_unambiguous_and_needs_our_poses():
-    """The 'resolved' pose: SIFT's scale, and SIFT's orientation nearest ours among SIFT's candidates; without
-    our poses it is a clear error."""
-    from patchpose.matching.pipeline import detect
-
+    """The 'resolved' pose: SIFT's scale, and SIFT's orientation nearest ours (read in SIFT's frame) among SIFT's
+    candidates; without our estimator it is a clear error."""
+    from patchpose.evaluation.rows import Image, Run, detect
     from patchpose.evaluation.twoview import TwoViewConfig, frame_poses
 
     img = (make_textured_image(300, seed=3) * 255).astype(np.uint8)
@@ -95,15 +94,23 @@ def test_resolved_pose_source_keeps_sift_where_unambiguous_and_needs_our_poses()
     n = len(f)
     last = np.array([c[-1] for c in f.sift_ori_candidates])[:, None]  # (N, 1), as top_k=1
     flipped = SimpleNamespace(orientation=last, scale=np.zeros_like(last))
-    s, o = frame_poses(f, "resolved", flipped)
+
+    class Reads:  # an estimator whose every read in SIFT's frame gives each keypoint SIFT's last candidate
+        def with_plan(self, **kw):
+            return self
+
+        def estimate(self, image, xy, detector_scale=None):
+            return flipped
+
+    s, o = frame_poses(Run(None, Reads()), Image(f), "sift_resolved_by_ours")
     np.testing.assert_array_equal(s, f.sift_scale)
     multi = np.array([len(c) > 1 for c in f.sift_ori_candidates])
     assert multi.any() and (~multi).any()
     np.testing.assert_allclose(o, flipped.orientation[:, 0])  # every candidate is its own nearest
     np.testing.assert_allclose(o[~multi], f.sift_ori[~multi])
     assert not np.allclose(o[multi], f.sift_ori[multi])  # where SIFT was ambiguous, ours chose the other
-    with pytest.raises(InputError, match="estimator's poses"):
-        frame_poses(f, "resolved", None)
+    with pytest.raises(InputError, match="needs our estimator"):
+        frame_poses(Run(None), Image(detect(img, 300)), "sift_resolved_by_ours")
     with pytest.raises(InputError, match="describe_pose must be one of"):
         TwoViewConfig(describe_pose="bogus").validate()
     with pytest.raises(InputError, match="describe_pose must be one of"):  # only adalam_pose may be None
@@ -115,17 +122,16 @@ def test_resolved_pose_source_keeps_sift_where_unambiguous_and_needs_our_poses()
 def test_the_dominant_gradient_pose_source_keeps_sifts_scale():
     """The peer's pose source in two-view matching: SIFT's scale, kornia's dominant gradient read in SIFT's
     window (what ``eval pose``'s ``dominant gradient@K`` rows describe and give AdaLAM)."""
-    from patchpose.matching.pipeline import detect, handcrafted_poses
-
+    from patchpose.evaluation.rows import Image, Run, detect, handcrafted_poses
     from patchpose.evaluation.twoview import TwoViewConfig, frame_poses
 
     img = (make_textured_image(240, seed=4) * 255).astype(np.uint8)
     f = detect(img, 60)
-    s, o = frame_poses(f, "dominant", None)
+    s, o = frame_poses(Run(None), Image(f), "dominant_gradient")
     np.testing.assert_array_equal(s, f.sift_scale)
     np.testing.assert_array_equal(o, handcrafted_poses(f, scale=False)[1])
     assert not np.allclose(o, f.sift_ori)  # its own angle, not SIFT's
-    TwoViewConfig(describe_pose="dominant").validate()
+    TwoViewConfig(describe_pose="dominant_gradient").validate()
 
 
 def test_adalam_on_blends_keeps_the_matches_whose_strongest_peaks_flipped():

@@ -18,7 +18,7 @@ from conftest import make_textured_image
 from patchpose.cli.main import main
 from patchpose.conventions import angle_diff
 from patchpose.errors import InputError
-from patchpose.evaluation.colmap_eval import evaluate_colmap, turn_every_other
+from patchpose.evaluation.colmap_eval import describe_at, evaluate_colmap, reconstruct_at, turn_every_other
 from patchpose.integrations import colmap as cm
 
 # 17 TUM RGB-D frames (docs/results.md), in the shared folder beside the repository's clone when it is there
@@ -125,47 +125,61 @@ def test_keypoint_distance_is_the_closest_descriptor_pair_and_matches_are_mutual
 
 
 def test_describe_image_sift_gives_every_orientation_and_ours_one():
+    """The recipe ``pose`` (:func:`describe_image`) and the benchmark's poses describe the same keypoints: SIFT's
+    own at every orientation it found there, ours once each."""
+    from patchpose import PatchPoseEstimator
+
     image = (np.random.default_rng(2).random((120, 120)) * 255).astype(np.uint8)
     image = cv2.GaussianBlur(image, (0, 0), 2.0)
     torch.set_num_threads(1)
-    sift = cm.describe_image(image, "sift", max_keypoints=200)
-    ours = cm.describe_image(image, "ours_angle", max_keypoints=200)
+    sift = describe_at(image, "sift", max_keypoints=200)
+    ours = describe_at(image, "ours_angle", PatchPoseEstimator.load("patchpose-v10"), max_keypoints=200)
+    pose = cm.describe_image(image, max_keypoints=200)
     assert len(sift["xy"]) == len(ours["xy"]) > 20  # the same keypoints
-    assert np.array_equal(sift["xy"], ours["xy"])
+    assert np.array_equal(sift["xy"], ours["xy"]) and np.array_equal(pose["xy"], sift["xy"])
     assert len(sift["descriptors"]) > len(sift["xy"])  # some locations have a second orientation
     assert len(ours["descriptors"]) == len(ours["xy"]) and (np.diff(sift["owner"]) >= 0).all()
+    assert len(pose["descriptors"]) == len(pose["xy"])
+    with pytest.raises(InputError, match="pose must be one of"):
+        describe_at(image, "colmap")
 
 
 @needs_pycolmap
 def test_ours_registers_every_generated_view_with_half_turned_and_upright_fewer(plane_turned, tmp_path):
     torch.set_num_threads(1)
     kw = {"max_keypoints": 400, "threads": 1}
-    ours = cm.reconstruct(plane_turned, tmp_path / "ours", pose="ours_angle", **kw)
+    from patchpose import PatchPoseEstimator
+
+    ours = reconstruct_at(
+        plane_turned, tmp_path / "ours", "ours_angle", PatchPoseEstimator.load("patchpose-v10"), **kw
+    )
     assert ours["registered"] == ours["images"] == 4
     assert ours["points3D"] > 150 and ours["reprojection_px"] < 1.0
     # upright descriptors do not match a turned view to an upright one: the views fall apart
-    upright = cm.reconstruct(plane_turned, tmp_path / "upright", pose="upright", **kw)
+    upright = reconstruct_at(plane_turned, tmp_path / "upright", "upright", **kw)
     assert upright["registered"] < 4
     # SIFT's orientations each a keypoint of their own: several 3-D points at one place, counted once
-    split = cm.reconstruct(plane_turned, tmp_path / "split", pose="sift", split=True, **kw)
+    split = reconstruct_at(plane_turned, tmp_path / "split", "sift", split=True, **kw)
     assert split["registered"] == 4 and split["distinct_points3D"] < split["points3D"]
 
 
 @needs_pycolmap
 def test_ours_registers_every_frame_with_frames_turned(tum_turned, tmp_path):
-    """The default reconstruction (our scale and angle, read by COLMAP_MODEL) registers real frames, every
-    other one turned."""
+    """The reconstruction (the recipe ``pose``: our scale and angle, read by the model the table names for it)
+    registers real frames, every other one turned."""
+    from patchpose.recipes import MODELS
+
     torch.set_num_threads(1)
     stats = cm.reconstruct(tum_turned, tmp_path / "ours", max_keypoints=1500, threads=1)
-    assert (stats["settings"]["pose"], stats["settings"]["model"]) == ("ours", cm.COLMAP_MODEL)
+    assert (stats["settings"]["recipe"], stats["settings"]["model"]) == ("pose", MODELS["pose"])
     assert stats["registered"] == stats["images"] == 5
     assert stats["points3D"] > 300 and stats["reprojection_px"] < 1.5
     assert (tmp_path / "ours" / "database.db").is_file() and (tmp_path / "ours" / "sparse" / "0").is_dir()
     assert json.loads((tmp_path / "ours" / cm.STATS).read_text())["points3D"] == stats["points3D"]
     # a rerun into the finished folder returns its statistics; other settings are refused
-    assert cm.reconstruct(tum_turned, tmp_path / "ours", pose="ours", max_keypoints=1500) == stats
+    assert cm.reconstruct(tum_turned, tmp_path / "ours", max_keypoints=1500, threads=1) == stats
     with pytest.raises(InputError, match="exists and is not this reconstruction"):
-        cm.reconstruct(tum_turned, tmp_path / "ours", pose="upright", max_keypoints=1500)
+        reconstruct_at(tum_turned, tmp_path / "ours", "upright", max_keypoints=1500, threads=1)
 
 
 @needs_pycolmap
@@ -205,7 +219,7 @@ def test_a_missing_pycolmap_is_one_line_naming_the_install(monkeypatch, tmp_path
     write_images(tmp_path / "im", 2)
     monkeypatch.setitem(sys.modules, "pycolmap", None)  # import pycolmap raises ModuleNotFoundError
     with pytest.raises(InputError, match="pycolmap is not installed.*colmap"):
-        cm.reconstruct(tmp_path / "im", tmp_path / "out", pose="sift")
+        reconstruct_at(tmp_path / "im", tmp_path / "out", "sift")
     with pytest.raises(InputError, match="pycolmap is not installed.*colmap"):
         evaluate_colmap(tmp_path / "im", tmp_path / "out", poses=["sift"], seeds=[0], progress=False)
     assert not (tmp_path / "out").exists()

@@ -33,13 +33,13 @@ def add_read(p: argparse.ArgumentParser, help: str | None = None) -> None:
 
 
 def add_peers(p: argparse.ArgumentParser, enables: str) -> None:
-    """``--peers DIR``: the folder of the peers' weights (docs/peers.md), for comparison only; ``enables`` says
+    """``--peers DIR``: the folder of the peers' weights, for the benchmarks only; ``enables`` says
     what it adds to this command."""
     p.add_argument(
         "--peers",
         default=None,
         metavar="DIR",
-        help="folder of the peers' weights (docs/peers.md; its README names the files), for comparison only, "
+        help="folder of the peers' weights (its README names the files), for the benchmarks only, "
         f"never bundled: {enables}",
     )
 

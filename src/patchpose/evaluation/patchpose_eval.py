@@ -10,7 +10,7 @@ Every method is scored on the same pairs (a keypoint's reference patch against i
 * ``joint``: PatchPose-B pairs whose scale and rotation changed together, continuous errors.
 
 Methods: ``patchpose`` (the bundled or given model), ``sift`` (OpenCV SIFT detected on the patch: the
-keypoint nearest the centre, see :func:`patchpose.baselines.sift_patch_poses`), ``dominant_gradient``
+keypoint nearest the centre, see :func:`patchpose.evaluation.baselines.sift_patch_poses`), ``dominant_gradient``
 (kornia), ``orb_centroid`` (ORB's intensity centroid), ``log`` (Laplacian-of-Gaussian scale selection),
 and ``orinet`` (kornia's OriNet architecture) when a local weights file is given. A method that has no
 scale or no orientation leaves those cells empty.

@@ -37,7 +37,6 @@ from ..errors import InputError, is_int_in, require
 from ..estimator import EstimatorLike, PatchPoseEstimator, as_estimator
 from ..fileio import write_text_atomic
 from ..matching.matcher import mutual_nn
-from ..recipes import MODELS
 from .extract import image_names
 from .formats import from_colmap_rows, to_colmap_rows
 from .opencv import assign
@@ -49,7 +48,7 @@ STATS = "stats.json"
 def pose_estimator(estimator: EstimatorLike = None) -> PatchPoseEstimator:
     """The estimator the recipe ``pose`` reads: ``estimator`` (an estimator, a bundled model's name or a weights
     file), or ``MODELS["pose"]`` (:data:`patchpose.recipes.MODELS`) when None."""
-    return as_estimator(MODELS["pose"] if estimator is None else estimator)
+    return as_estimator(estimator, "pose")
 
 
 # ----------------------------------------------------------------------------- keypoints and descriptors

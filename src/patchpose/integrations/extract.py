@@ -38,7 +38,6 @@ from ..data.photos import IMAGE_EXTS, photos_of
 from ..errors import InputError, is_int_in, require
 from ..estimator import EstimatorLike, as_estimator
 from ..fileio import write_text_atomic
-from ..recipes import MODELS
 from .formats import write_hloc_features
 from .opencv import keypoints_at_poses
 
@@ -97,7 +96,7 @@ def features_of_image(
     :data:`patchpose.recipes.MODELS`). ``descriptor``: ``"sift"`` (``cv2.SIFT.compute`` at our poses, as
     :func:`~patchpose.integrations.opencv.assign` sizes them; a keypoint OpenCV drops is dropped) or ``"none"``."""
     check_choices(detector, descriptor)
-    est = as_estimator(MODELS["pose"] if estimator is None else estimator)
+    est = as_estimator(estimator, "pose")
     if detector == "sift":
         xy, kps = detect_sift(image, max_keypoints)
         scores = np.array([k.response for k in kps], np.float64)
@@ -190,7 +189,7 @@ def extract_features(
     out = _check_out(out)
     everything = image_names(images)
     todo = everything[i::n]
-    est = as_estimator(MODELS["pose"] if estimator is None else estimator)
+    est = as_estimator(estimator, "pose")
     settings = _settings(est, detector, descriptor, max_keypoints)
     if out.exists():
         _check_finished(h5py, out, settings, [name for name, _ in todo])

@@ -17,7 +17,7 @@
   (numbers in ``docs/integrations.md``). :class:`LAFPoseAssigner` reads the image itself and also sets scale.
 * :func:`describe_blended` — ``(img, laf, descriptor) -> (1, N, D)``: one **blended descriptor** per LAF
   (:mod:`patchpose.matching.blend`), a kornia ``LAFDescriptor`` run at the 4 strongest peaks of the gradient
-  histogram read in each LAF's region, averaged by the peaks' masses (docs/peers.md, "Blended descriptors").
+  histogram read in each LAF's region, averaged by the peaks' masses (:mod:`patchpose.matching.blend`).
 
 Units: a kornia LAF's scale is the half-width in px of the patch kornia's descriptors cut; the scale written
 is :attr:`Poses.descriptor_radius <patchpose.Poses.descriptor_radius>`, the window the model was calibrated
@@ -284,7 +284,7 @@ def describe_blended(
     (:data:`~patchpose.matching.blend.POOL_OCTAVES`: each peak also described on the LAF scaled by
     ``2**±pool_octaves``, domain-size pooling), in place of OriNet. Match with mutual nearest neighbours
     (AdaLAM, given each LAF's strongest peak, rejects the matches whose strongest peaks differ, which are
-    those a blend wins: docs/peers.md).
+    those a blend wins).
 
     Args:
         img: ``(1, 1 or 3, H, W)`` float image in [0, 1], as ``descriptor`` takes it.

@@ -1,5 +1,6 @@
 """OpenCV: give ``cv2.KeyPoint``s our size and angle (``size`` a diameter in px, ``angle`` in degrees
-clockwise as displayed, in [0, 360)), keeping their position, response, octave and class id."""
+clockwise as displayed, in [0, 360)), keeping their position, response, octave and class id: the recipe ``pose``
+(:func:`assign`) and the recipe ``blend`` (:func:`compute_blended`) for OpenCV's descriptors."""
 
 from __future__ import annotations
 
@@ -60,7 +61,7 @@ def assign(
         image: ``H×W×3`` uint8 RGB, or ``H×W`` gray (the same as :meth:`PatchPoseEstimator.estimate`).
         keypoints: a sequence of ``cv2.KeyPoint`` (e.g. from ``cv2.SIFT.detect``).
         estimator: a :class:`~patchpose.PatchPoseEstimator`, a bundled model's name or a weights file
-            (default: the bundled default model).
+            (default: the recipe ``pose``'s model, ``MODELS["pose"]`` of :mod:`patchpose.recipes`).
         top_k: None for one keypoint per input; ``k`` for ``k`` keypoints per input (our top-k poses),
             in input order, strongest pose first.
         keep_size: keep each keypoint's size (the detector's scale) and estimate only the angle, read once
@@ -83,7 +84,7 @@ def assign(
     keep_size = flag(keep_size, "keep_size")
     if not kps:
         return []
-    est = as_estimator(estimator)
+    est = as_estimator(estimator, "pose")
     xy = keypoint_xy(kps, xy_bias, check_image_shape(image))
     frame = None
     if keep_size:
@@ -153,10 +154,10 @@ def compute_blended(
     longer depends on which of two near-equal orientations wins in each image. The defaults are the
     recommended use for keypoints with a scale of their own (SIFT, Key.Net: their size kept, a gradient
     histogram's peaks); for corners and grids, whose size means nothing, pass ``keep_size=False,
-    orientations="ours"`` with ``patchpose-v10`` (our scale and peaks; docs/peers.md). Use it with mutual
+    orientations="ours"`` with ``patchpose-v10`` (our scale and peaks). Use it with mutual
     nearest neighbours: AdaLAM, given each keypoint's strongest peak as its orientation, rejects the very
-    matches a blend wins (``patchpose eval pose`` ties one pose only by giving AdaLAM each match's closest
-    candidate pair, :func:`patchpose.matching.twoview.adalam_blend_matches`).
+    matches a blend wins (the benchmarks give AdaLAM each match's closest candidate pair instead,
+    :func:`patchpose.evaluation.twoview.adalam_blend_matches`).
 
     Args:
         extractor: an OpenCV float descriptor with ``compute(image, keypoints)``, e.g. ``cv2.SIFT_create()``
@@ -165,7 +166,7 @@ def compute_blended(
             ``H×W×3`` uint8 RGB; given to ``extractor.compute`` as it is.
         keypoints: ``cv2.KeyPoint``s, one per location (``cv2.SIFT.detect`` gives a location once per
             orientation: keep one, e.g. the first, as every orientation is read here anyway).
-        estimator: as for :func:`assign` (default: the bundled default model).
+        estimator: as for :func:`assign` (read only for ``orientations="ours"`` or ``keep_size=False``).
         orientations: ``"gradient"`` (default): the 4 strongest peaks of a gradient-orientation
             histogram (kornia's dominant gradient's, :func:`patchpose.matching.gradient.dominant_gradient_candidates`)
             read on the descriptor's window; ``"ours"``: our 4 strongest orientations.
@@ -175,7 +176,7 @@ def compute_blended(
         pool_octaves: 0 (default): each candidate described once; > 0: also on windows ``2**±pool_octaves``
             times as large (domain-size pooling, :func:`~patchpose.matching.blend.pool_sizes`: 3 × 4
             descriptor computations per keypoint). For corners given one fixed size, where the photos do
-            not zoom much: ``pool_octaves=POOL_OCTAVES`` (0.5; docs/peers.md).
+            not zoom much: ``pool_octaves=POOL_OCTAVES`` (0.5).
         xy_bias: see :func:`assign`.
 
     Returns:
@@ -198,7 +199,7 @@ def compute_blended(
     xy = check_keypoints(keypoint_xy(kps, xy_bias, shape), shape)  # inside the image, even without the model
     n = len(kps)
     # the model is loaded only where it is read: not for the gradient's peaks at the keypoints' own size
-    est = as_estimator(estimator) if orientations == "ours" or not keep_size else None
+    est = as_estimator(estimator, "pose") if orientations == "ours" or not keep_size else None
     if keep_size:
         window = _size_frames(kps)
         poses = None
@@ -267,7 +268,7 @@ def resolve_orientations(
         image: as for :func:`assign`.
         keypoints: ``cv2.KeyPoint``s, e.g. straight from ``cv2.SIFT.detect``; keypoints with the same
             position and size are one location.
-        estimator: a :class:`~patchpose.PatchPoseEstimator` (default: the bundled model).
+        estimator: as for :func:`assign`.
         xy_bias: see :func:`assign` (default: where the detector found them, e.g. 0.25 px up-left of ``pt``
             for OpenCV SIFT's keypoints).
 

@@ -9,8 +9,7 @@ average of the descriptors cut at the histogram's ``k`` strongest candidates
 descriptor per keypoint, and the same descriptor whichever of two near-equal peaks won. Only float
 descriptors can be blended (SIFT, RootSIFT, HardNet-like networks), not binary ones.
 
-It needs ``k`` descriptor computations per keypoint; matching and storage stay at one. The defaults
-(:data:`BLEND_K`, :data:`BLEND_GAMMA`, :data:`GRADIENT_BLEND_GAMMA`) were chosen on the val sequences (docs/peers.md).
+It needs ``k`` descriptor computations per keypoint; matching and storage stay at one.
 """
 
 from __future__ import annotations
@@ -26,12 +25,12 @@ from .gradient import ORI_PATCH, dominant_gradient_candidates
 BLEND_K = 4
 #: the exponent of the peak masses: 1 weighs each candidate by its mass, 0 weighs them alike. Our histograms'
 #: masses (a softmax, often one sharp peak) are flattened by 0.5; the gradient histogram's, flat already,
-#: are used as they are (chosen on the val sequences, docs/peers.md)
+#: are used as they are
 BLEND_GAMMA = 0.5
 GRADIENT_BLEND_GAMMA = 1.0
 #: domain-size pooling (as DSP-SIFT, Dong and Soatto, CVPR 2015): each candidate is also described on windows
 #: ``2**±POOL_OCTAVES`` times as large, weighted :data:`POOL_WEIGHTS` (smaller, same, larger); for keypoints
-#: whose size means nothing (corners) at one fixed size. 0.5 chosen on the 8 val sequences (0.25 gave less)
+#: whose size means nothing (corners) at one fixed size
 POOL_OCTAVES = 0.5
 POOL_WEIGHTS = (0.25, 0.5, 0.25)
 

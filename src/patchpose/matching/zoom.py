@@ -1,15 +1,13 @@
 """The zoom and the turn between two photos, voted by our scales and angles at tentative matches.
 
-Keypoints without a scale of their own (corners, a grid) match best at one fixed window where two photos do
-not zoom, and hardly at all where they do (docs/peers.md): a fixed window covers other content in the photo
-that zoomed. Our per-keypoint scale follows the zoom, but its noise costs matches where a fixed size would
-do. The *difference* of our scales across the tentative matches of a scale-invariant description (our scale
-and angles, ``ours_blend``) is one vote per match for the pair's zoom: wrong matches spread their votes,
-right ones pile them up, and a few dozen right ones pin the zoom down. Widen the fixed window by that much in
-the photo where things look larger, and a fixed size works under any zoom (:func:`pair_zoom`,
-:attr:`PairZoom.frames`; the ``shape_zoom_blend`` row of :mod:`patchpose.matching.pipeline`). The angles vote
+A fixed window covers other content in a photo that zoomed; our per-keypoint scale follows the zoom, but with
+noise. The *difference* of our scales across the tentative matches of a scale-invariant description (our scale
+and angles) is one vote per match for the pair's zoom: wrong matches spread their votes, right ones pile them
+up, and a few dozen right ones pin the zoom down. Widen the fixed window by that much in the photo where things
+look larger (:func:`pair_zoom`, :attr:`PairZoom.frames`), and a fixed size serves under any zoom. The angles vote
 the turn the same way (:func:`pair_turn`), and the matches that voted for it, fitted one affine map
-(:func:`pair_affine`), give the slant a turn and a zoom cannot (the ``pair_pose`` row).
+(:func:`pair_affine`), give the slant a turn and a zoom cannot. The recipe ``pair-pose``
+(:mod:`patchpose.matching.pairpose`) reads all three.
 """
 
 from __future__ import annotations
@@ -34,9 +32,7 @@ TURN_BIN = 2.0 * math.pi / 36
 #: radians: the votes within this of the winning bin's centre are the estimate's (their median offset)
 TURN_BAND = math.radians(15.0)
 #: standard deviations: the winner's votes must exceed what as many votes spread evenly round the circle would
-#: put within :data:`TURN_BAND` of it by this much, else the photos give no evidence of one turn. On the hardest
-#: pair of each of 15 HPatches viewpoint sequences (SIFT keypoints) the winner held 42 to 745 votes, 75 to 93 % of
-#: them (z ≥ 15); against a photo of another scene 2 to 8 of 4 to 35 (z ≤ 4.7)
+#: put within :data:`TURN_BAND` of it by this much, else the photos give no evidence of one turn
 TURN_SIGNIFICANCE = 5.0
 
 

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from patchpose.evaluation.metrics import accuracies, relative_errors
+from patchpose.accuracy import accuracies, relative_errors
 
 
 def test_scale_errors_and_accuracies_exact():
