@@ -71,12 +71,10 @@ def eval_patchpose_command(a: argparse.Namespace) -> int:
 
 def eval_official_command(a: argparse.Namespace) -> int:
     from ..evaluation.official_layout import evaluate_official_layout
-    from ..fileio import write_text_atomic
+    from ..evaluation.report import write_results
 
     res = evaluate_official_layout(a.root, a.weights, list_name=a.list, k=a.top_k)
-    out = Path(a.out)
-    out.mkdir(parents=True, exist_ok=True)
-    write_text_atomic(out / "results.json", json.dumps(res, indent=1))
+    write_results(a.out, res)
     print(json.dumps(res, indent=1))
     return 0
 

@@ -10,7 +10,6 @@ the result: short budgets favour configurations that converge fast.
 from __future__ import annotations
 
 import json
-import os
 import time
 from pathlib import Path
 
@@ -18,6 +17,7 @@ import numpy as np
 
 from ..errors import InputError
 from ..fileio import write_text_atomic
+from .report import write_results
 
 PAPER_GRID = ((7, 9), (9, 18), (13, 36), (17, 72))
 
@@ -107,9 +107,6 @@ def run(
         "n_ori_pairs": int(len(po["ref"])),
         "rows": rows,
     }
-    tmp = out / "results.json.tmp"
-    tmp.write_text(json.dumps(doc, indent=1))
-    os.replace(tmp, out / "results.json")
     md = [
         f"# Number of bins (Table 3): {minutes:g} min of training each, config {config}",
         "",
@@ -129,5 +126,5 @@ def run(
             b["ori_acc@10"],
         ]
         md.append(f"| {bs} | {bo} | {r['steps']} | " + " | ".join(f"{c:.1f}" for c in cells) + " |")
-    (out / "results.md").write_text("\n".join(md) + "\n")
+    write_results(out, doc, "\n".join(md) + "\n")
     return doc

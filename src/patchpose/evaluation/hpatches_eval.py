@@ -64,6 +64,7 @@ from .intervals import (
 from .metrics import redetections
 from .patchpose_eval import POSE_ARRAYS, MethodPoses, continuous_accuracies, official_scores
 from .peers import PEER_FILES, Peers
+from .report import write_results
 from .rows import (
     DETECTORS,
     PEER_DETECTORS,
@@ -850,9 +851,7 @@ def evaluate_hpatches(
             # (the baselines, hand-crafted ones included, are in doc["pose"])
             doc["pose_accuracy"] = {r: off[r] for r in pose_rows(cfg.top_k, handcrafted=False) if r in off}
     doc["seconds"] = time.time() - t0
-    out.mkdir(parents=True, exist_ok=True)
-    write_text_atomic(out / "results.json", json.dumps(doc, indent=1))
-    write_text_atomic(out / "results.md", results_markdown(doc))
+    write_results(out, doc, results_markdown(doc))
     plot_mma(doc, out / "mma.png")
     return doc
 

@@ -18,7 +18,6 @@ scale or no orientation leaves those cells empty.
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from dataclasses import asdict, dataclass
@@ -31,7 +30,6 @@ from ..conventions import REFERENCE_RADIUS
 from ..data.patches import Pyramid, extract_patches, to_gray
 from ..data.polar import render_view_polar
 from ..errors import InputError
-from ..fileio import write_text_atomic
 from ..inference import decode_poses
 from ..matching.gradient import ORI_PATCH
 from ..reading import poses_of, read
@@ -58,6 +56,7 @@ from .official import (
     official_topk_ori_errors,
     official_topk_scale_errors,
 )
+from .report import write_results
 
 log = logging.getLogger(__name__)
 
@@ -478,20 +477,14 @@ def evaluate(
         "include_pruned": include_pruned,
         "seconds": time.time() - t0,
     }
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    _write(out / "results.json", json.dumps(doc, indent=1))
-    _write(out / "results.md", results_markdown(doc))
+    out = write_results(out_dir, doc, results_markdown(doc))
     from .figures import prediction_ranges, rangewise_accuracy
 
     prediction_ranges(methods, pairs, out / "prediction_ranges.png")
     rangewise_accuracy(cont_err, ab_s, ab_o, out / "rangewise_accuracy.png")
     doc["seconds"] = time.time() - t0
-    _write(out / "results.json", json.dumps(doc, indent=1))
+    write_results(out, doc)
     return doc
-
-
-_write = write_text_atomic
 
 
 COLS = ("scale_acc@1/6", "scale_acc@1/3", "ori_acc@5", "ori_acc@10")

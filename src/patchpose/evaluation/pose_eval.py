@@ -34,7 +34,6 @@ its SIFT row (the dominant gradient's without SIFT).
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import asdict
 from pathlib import Path
@@ -43,8 +42,8 @@ import cv2
 import numpy as np
 
 from ..errors import InputError, is_int_in, require
-from ..fileio import write_text_atomic
 from .datasets.posed_pairs import read_pairs_file
+from .report import write_results
 from .rows import get_row
 
 FAIL_DEG = 180.0
@@ -414,10 +413,7 @@ def evaluate_pose(
         "per_pair": per_pair,
         "seconds": time.time() - t0,
     }
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    write_text_atomic(out / "results.json", json.dumps(doc, indent=1))
-    write_text_atomic(out / "results.md", results_markdown(doc))
+    write_results(out_dir, doc, results_markdown(doc))
     return doc
 
 

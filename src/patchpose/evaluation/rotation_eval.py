@@ -44,7 +44,6 @@ of every row's MMA and of every row minus SIFT's own pose (``doc["intervals"]``)
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import asdict, replace
 from pathlib import Path
@@ -59,7 +58,6 @@ from ..conventions import (
     to_cv2_size_angle,
 )
 from ..errors import InputError, is_int_in, require
-from ..fileio import write_text_atomic
 from ..geometry import apply_homography
 from ..interop import keypoint_xy
 from .intervals import (
@@ -70,6 +68,7 @@ from .intervals import (
     mean_intervals,
 )
 from .metrics import redetections
+from .report import write_results
 
 BASE_ROWS = ("sift", "ours", "ours_at_sift_size", "sift_resolved_by_ours", "dominant_gradient", "upright")
 #: rows that need the peers' weights (:class:`~patchpose.evaluation.peers.Peers`)
@@ -405,8 +404,7 @@ def evaluate_rotation(
                 f"| {r} | {b} | {v['n']} | {v['median_deg']:.2f} | {v['within_5']:.3f} | "
                 f"{v['within_10']:.3f} | {v['over_90']:.3f} |"
             )
-    write_text_atomic(out / "results.json", json.dumps(doc, indent=1))
-    write_text_atomic(out / "results.md", "\n".join(lines) + "\n")
+    write_results(out, doc, "\n".join(lines) + "\n")
     return doc
 
 
