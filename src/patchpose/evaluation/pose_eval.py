@@ -161,57 +161,38 @@ def _rows(budgets, peers: bool = False, sift: bool = True) -> dict:
     :data:`~patchpose.evaluation.rows.ROWS`; ``peers``: with the rows of the peers whose weights come from a
     peers folder; without ``sift`` (keypoints with no pose of their own: corners, Key.Net), the rows that read
     SIFT's pose are left out."""
+
+    def same(k: int, row: str, checks: bool = True, matcher: str = "adalam") -> tuple:
+        """The row for the descriptors and in AdaLAM alike."""
+        return (k, row, row, checks, matcher)
+
     rows = {}
     for k in budgets:
-        rows[f"sift@{k}"] = (k, "sift", "sift", True, "adalam")
+        rows[f"sift@{k}"] = same(k, "sift")
         rows[f"sift+ours@{k}"] = (k, "sift", "ours", True, "adalam")
         # SIFT's poses, with our angle choosing where SIFT found several orientations (descriptors and AdaLAM)
-        rows[f"sift resolved by ours@{k}"] = (
-            k,
-            "sift_resolved_by_ours",
-            "sift_resolved_by_ours",
-            True,
-            "adalam",
-        )
+        rows[f"sift resolved by ours@{k}"] = same(k, "sift_resolved_by_ours")
         # a peer: SIFT's scale, kornia's dominant gradient read in SIFT's window (descriptors and AdaLAM)
-        rows[f"dominant gradient@{k}"] = (k, "dominant_gradient", "dominant_gradient", True, "adalam")
+        rows[f"dominant gradient@{k}"] = same(k, "dominant_gradient")
         # one descriptor blended over the gradient histogram's peaks, at SIFT's scale and at ours
-        rows[f"dominant gradient blend@{k}"] = (
-            k,
-            "dominant_gradient_blend",
-            "dominant_gradient_blend",
-            True,
-            "adalam",
-        )
-        rows[f"our scale, gradient blend@{k}"] = (
-            k,
-            "ours_scale_gradient_blend",
-            "ours_scale_gradient_blend",
-            True,
-            "adalam",
-        )
+        rows[f"dominant gradient blend@{k}"] = same(k, "dominant_gradient_blend")
+        rows[f"our scale, gradient blend@{k}"] = same(k, "ours_scale_gradient_blend")
         # our affine shape blend at the fixed 16 px widened by the pair's zoom our scales vote (SIFT's scale set
         # aside): both photos together
-        rows[f"shape zoom blend@{k}"] = (k, "shape_zoom_blend", "shape_zoom_blend", True, "adalam")
-        # every keypoint at one pose per photo, the pair's turn and zoom our angles and scales vote (the default of
-        # patchpose.match_pair): both photos together
-        rows[f"pair pose@{k}"] = (k, "pair_pose", "pair_pose", True, "adalam")
+        rows[f"shape zoom blend@{k}"] = same(k, "shape_zoom_blend")
+        # every keypoint at one pose per photo, the pair's turn and zoom our angles and scales vote (the recipe
+        # pair-pose of patchpose.match_pair): both photos together
+        rows[f"pair pose@{k}"] = same(k, "pair_pose")
         if peers:  # SIFT's scale, OriNet's angle in SIFT's window; AffNet's frame there, turned by OriNet
-            rows[f"orinet@{k}"] = (k, "orinet", "orinet", True, "adalam")
-            rows[f"affnet+orinet@{k}"] = (k, "affnet+orinet", "affnet+orinet", True, "adalam")
+            rows[f"orinet@{k}"] = same(k, "orinet")
+            rows[f"affnet+orinet@{k}"] = same(k, "affnet+orinet")
     k = max(budgets)
-    rows[f"ours+ours@{k}"] = (k, "ours", "ours", True, "adalam")  # our poses for the descriptors too
-    rows[f"sift, adalam checks off@{k}"] = (k, "sift", "sift", False, "adalam")
-    rows[f"sift, mnn only@{k}"] = (k, "sift", "sift", True, "mnn")
+    rows[f"ours+ours@{k}"] = same(k, "ours")  # our poses for the descriptors too
+    rows[f"sift, adalam checks off@{k}"] = same(k, "sift", checks=False)
+    rows[f"sift, mnn only@{k}"] = same(k, "sift", matcher="mnn")
     # blends with plain mutual nearest neighbours, against the dominant gradient's one pose
-    rows[f"dominant gradient, mnn only@{k}"] = (k, "dominant_gradient", "dominant_gradient", True, "mnn")
-    rows[f"dominant gradient blend, mnn only@{k}"] = (
-        k,
-        "dominant_gradient_blend",
-        "dominant_gradient_blend",
-        True,
-        "mnn",
-    )
+    rows[f"dominant gradient, mnn only@{k}"] = same(k, "dominant_gradient", matcher="mnn")
+    rows[f"dominant gradient blend, mnn only@{k}"] = same(k, "dominant_gradient_blend", matcher="mnn")
     if not sift:
         rows = {r: v for r, v in rows.items() if not (get_row(v[1]).sift or get_row(v[2]).sift)}
     return rows

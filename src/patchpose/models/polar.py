@@ -12,8 +12,10 @@ network keeps both symmetries:
   convolutions along rings), read at the ``num_scale_bins`` central rings, so a rescaling by whole rings
   shifts them (up to what enters or leaves the grid at its ends).
 
-What is learnt is which structure to lock onto so that the peaks survive interpolation, noise, blur and
-the loss of content at the grid's ends; equivariance itself needs no training.
+This exactness holds on the grid's steps (turns by multiples of 10°, zooms by multiples of 1/3 octave, about
+the sampled point); between them the samples are interpolated and the histograms move only approximately, as they
+do where a detector finds a keypoint again a pixel off. What is learnt is which structure to lock onto so that the
+peaks survive interpolation, offsets, noise, blur and the loss of content at the grid's ends.
 """
 
 from __future__ import annotations
