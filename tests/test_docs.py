@@ -185,9 +185,11 @@ def test_the_lab_log_gives_no_reason_for_a_default():
         README,
         *(DOCS / n for n in ("usage.md", "integrations.md", "model_card.md", "training.md")),
     ]:
-        links = lab.findall(path.read_text())
+        text = path.read_text()
+        links = lab.findall(text)
         allowed = ["docs/lab/README.md"] if path == README else []
         assert links == allowed, f"{path.name} links the lab log: {links}"
+        assert "peers.md" not in text, f"{path.name} sends readers to the runs' log"
     src = ROOT / "src" / "patchpose"
     cited = [
         str(p.relative_to(src)) for p in src.rglob("*.py") if re.search(r"peers\.md|docs/lab", p.read_text())

@@ -33,11 +33,21 @@ def test_the_wheel_bundles_exactly_the_models_that_are_used_each_listed_and_veri
     sha256; no other weights file lies in the package (package-data would ship it); each loads by name."""
     import json
 
+    from patchpose.recipes import MODELS
+    from patchpose.training.recipe import load_recipe
     from patchpose.weights import BUNDLED_SHAPES, DEFAULT_MODEL, DEFAULT_SHAPE_MODEL, load_shape_model
 
     entries = json.loads((WEIGHTS_DIR / "bundled.json").read_text())
     assert set(entries) == SHIPPED == set(BUNDLED) | set(BUNDLED_SHAPES)
     assert {DEFAULT_MODEL, DEFAULT_SHAPE_MODEL} <= SHIPPED
+    # what the model table names, and what a shipped training recipe loads (fast-v1's teacher, v9): nothing else
+    teachers = {
+        o.partition("=")[2]
+        for stage in load_recipe("patchpose-fast-v1")["stages"]
+        for o in stage.get("overrides", [])
+        if o.startswith("run.teacher=")
+    }
+    assert teachers == {"patchpose-v9"} and SHIPPED == set(MODELS.values()) | teachers
     for name, entry in entries.items():
         path = WEIGHTS_DIR / entry["file"]
         assert path.is_file() and path.stat().st_size < 1e6, name

@@ -2,8 +2,8 @@
 their output files and return what they found (the CLI parses options and prints; ``match`` computes with
 :func:`patchpose.match_pair`, and :func:`write_match_outputs` writes its files).
 
-Sits above the estimator, matching and evaluation modules and below :mod:`patchpose.cli`; nothing in the
-library imports it.
+Sits above the estimator and the matching recipes and below the benchmarks and :mod:`patchpose.cli`; nothing in
+the library imports it.
 """
 
 from __future__ import annotations

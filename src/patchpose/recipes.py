@@ -1,8 +1,9 @@
 """What patchpose ships, by name, and the bundled model each reads: the one table of default models.
 
-Every entry point takes its default model from :data:`MODELS` (a ``weights``/``estimator`` argument or a
-``--weights`` option reads another, e.g. one you trained), and the recipes are named alike in the Python API,
-the command line, ``extract`` and ``colmap`` (:data:`RECIPES`).
+Every entry point takes its default model from :data:`MODELS`; where it takes a ``weights``/``estimator`` argument
+or a ``--weights`` option, that reads another (e.g. one you trained); :func:`patchpose.match_pair` and ``patchpose
+match`` read only the bundled ones. The recipes (:data:`RECIPES`) are named alike in the Python API, the command
+line, ``extract`` and ``colmap``.
 """
 
 from __future__ import annotations
@@ -11,12 +12,13 @@ from dataclasses import dataclass
 
 #: the bundled model each use reads unless told otherwise
 MODELS: dict[str, str] = {
-    # the reader: PatchPoseEstimator.from_pretrained(), `patchpose estimate` and `demo`, the kornia modules
+    # the reader, poses in your library's types: PatchPoseEstimator.from_pretrained(), `patchpose estimate` and
+    # `demo`, patchpose.assign and resolve_orientations (OpenCV keypoints), compute_blended where it reads our poses,
+    # the kornia modules (LAFs)
     "estimate": "patchpose-fast-v1",
     # the affine shape network: AffineShapeEstimator, LAFAffineShape, and pair-pose where no turn is found
     "shape": "patchpose-shape-v1",
-    # the recipe "pose": patchpose.assign (and compute_blended where it reads our poses), `patchpose extract`,
-    # `patchpose colmap`, match_pair(recipe="pose")
+    # the recipe "pose": `patchpose extract`, `patchpose colmap`, match_pair(recipe="pose")
     "pose": "patchpose-v10",
     # the recipe "pair-pose": the votes of the pair's turn, zoom and slant
     "pair-pose": "patchpose-v10",
@@ -29,12 +31,12 @@ class Recipe:
 
     name: str
     what: str
-    #: the pose network it reads (a key of :data:`MODELS`'s values), None: none
+    #: the bundled pose network it reads (as :data:`MODELS` names it), None: none
     model: str | None
     #: descriptor computations per keypoint
     computations: str
     #: matching passes per pair of photos
-    passes: int
+    passes: int | str
     #: geometric fits per pair of photos before the final matching
     fits: str
     #: final descriptors per keypoint
@@ -49,7 +51,7 @@ RECIPES: dict[str, Recipe] = {
         "pose",
         "each keypoint described once at our scale and angle",
         MODELS["pose"],
-        computations="1 (and one read of the model)",
+        computations="1, after one read of the model (its plan samples each keypoint 3 times)",
         passes=1,
         fits="0",
     ),
@@ -67,10 +69,11 @@ RECIPES: dict[str, Recipe] = {
         "two photos: our poses vote the turn, zoom and slant between them at tentative matches, then every "
         "keypoint is described at the pose of its photo",
         MODELS["pair-pose"],
-        computations="4 (the votes) + 3, or 6 where the detector gives sizes (+ as many again for an "
-        "ambiguous turn)",
-        passes=2,
-        fits="1 affine (2 and 2 homographies for an ambiguous turn)",
+        computations="4 for the votes (after one read of the model), then 3 at the photo's pose, 6 where the "
+        "detector gives sizes (twice that for photo 2 where the turn is ambiguous); where no turn is found, none "
+        "more without sizes, or the shape network and 12 with them",
+        passes="2 (4 where the turn is ambiguous)",
+        fits="1 affine (2, and 2 homographies, where the turn is ambiguous)",
         per_image=False,
     ),
 }

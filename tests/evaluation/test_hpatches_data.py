@@ -1,4 +1,4 @@
-"""HPatches data (``patchpose.data.hpatches``): the loader on a tiny replica of the real layout, the
+"""HPatches data (``patchpose.evaluation.datasets.hpatches``): the loader on a tiny replica of the real layout, the
 generator, pooled seeds and the Graffiti pair written as a sequence."""
 
 from __future__ import annotations

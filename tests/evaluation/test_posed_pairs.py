@@ -1,4 +1,4 @@
-"""Posed pairs (``patchpose.data.posed_pairs``): the pairs-file format and the generator's geometry."""
+"""Posed pairs (``patchpose.evaluation.datasets.posed_pairs``): the pairs-file format and the generator's geometry."""
 
 from __future__ import annotations
 

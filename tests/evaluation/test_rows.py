@@ -431,3 +431,30 @@ def test_key_net_finds_nothing_in_an_image_too_small_for_it(photo):
         assert len(detect(photo[: shape[0], : shape[1]].copy(), 100, detector="keynet", peers=peers)) == 0
     assert KEYNET_MIN_SIDE == 19
     detect(photo[:19, :300].copy(), 100, detector="keynet", peers=peers)
+
+
+@pytest.mark.parametrize("detector", ["sift", "gftt"])
+def test_the_library_recipes_are_the_benchmark_rows(photo, detector):
+    """Each recipe of :func:`patchpose.match_pair` gives exactly the matches of the benchmark row that says it is
+    that recipe (``Row.recipe``), read with the model the recipe reads: what the benchmarks measure is what users
+    call."""
+    import patchpose
+    from patchpose import PatchPoseEstimator
+    from patchpose.evaluation.rows import ROWS, match_images
+    from patchpose.matching.describe import Describer
+    from patchpose.recipes import RECIPES
+
+    img2, H = _turned(photo, 35.0, 1.2)
+    rows = {r.recipe: name for name, r in ROWS.items() if r.recipe}
+    assert set(rows) == set(RECIPES)
+    for recipe, name in rows.items():
+        model = RECIPES[recipe].model
+        run = Run(Describer(), model and PatchPoseEstimator.load(model), MatchConfig(200, detector=detector))
+        bench = match_images(photo, img2, run, (name,), H)
+        lib = patchpose.match_pair(
+            photo, img2, recipe=recipe, detector=detector, max_keypoints=200, homography=H
+        )
+        np.testing.assert_array_equal(lib.xy1, bench["xy1"])
+        np.testing.assert_array_equal(lib.matches, bench["rows"][name]["matches"])
+        np.testing.assert_allclose(lib.error_px, bench["rows"][name]["error_px"])
+        assert len(lib.matches) > 20

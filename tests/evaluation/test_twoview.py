@@ -1,5 +1,4 @@
-"""Two-view geometry (``patchpose.matching.twoview``): the relative pose of synthetic views, and the pose each
-keypoint is described at."""
+"""The benchmarks' two-view relative pose (:mod:`patchpose.evaluation.twoview`) and its pieces."""
 
 from __future__ import annotations
 

@@ -8,11 +8,11 @@ import pytest
 from patchpose.conventions import angle_diff
 from patchpose.errors import InputError
 from patchpose.evaluation.baselines import dominant_gradient_orientation
+from patchpose.evaluation.twoview import closest_candidates
 from patchpose.matching.blend import (
     affine_parts,
     blend_descriptors,
     blend_weights,
-    closest_candidates,
     pool_sizes,
     turned_shapes,
 )

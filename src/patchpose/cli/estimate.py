@@ -7,7 +7,7 @@ import argparse
 import json
 
 from ..apps import run_estimate, write_match_outputs
-from ..matching.pair import CORRECT_PX, DEFAULT_RECIPE, match_pair
+from ..matching.pair import CORRECT_PX, DEFAULT_RECIPE, check_threshold, match_pair
 from ..recipes import RECIPES
 from .options import add_weights
 
@@ -38,6 +38,7 @@ def match_command(a: argparse.Namespace) -> int:
     from ..data.warps import read_homography
     from ..fileio import read_keypoints
 
+    check_threshold(a.threshold)  # before any work
     img1, img2 = load_image(a.image1), load_image(a.image2)
     keypoints = None
     if a.keypoints1 or a.keypoints2:

@@ -10,6 +10,7 @@ from pathlib import Path
 from ..errors import InputError, is_int_in
 from ..evaluation.colmap_eval import DEFAULT_POSES, POSES, SETS
 from ..integrations.colmap import pose_estimator
+from ..recipes import MODELS
 from .options import add_descriptor, add_peers, add_weights, print_results, read_plan
 
 
@@ -409,6 +410,6 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         "one keypoint per location",
     )
     co.add_argument("--threads", type=int, default=1, help="COLMAP's and torch's threads (default: 1)")
-    add_weights(co, model="the recipe pose's, patchpose-v10")
+    add_weights(co, model=f"the recipe pose's, {MODELS['pose']}")
     co.add_argument("--no-progress", action="store_true")
     co.set_defaults(func=eval_colmap_command)

@@ -37,6 +37,7 @@ from pathlib import Path
 import cv2
 import numpy as np
 
+from .. import checks
 from ..errors import InputError, is_int_in, require
 from ..estimator import EstimatorLike
 from ..integrations.colmap import (
@@ -77,6 +78,19 @@ def describe_at(image: np.ndarray, pose: str, est=None, max_keypoints: int = 819
     return sift_described(image, xy, described)
 
 
+def split_keypoints(f: dict) -> dict:
+    """A described image (:func:`~patchpose.integrations.colmap.sift_described`) with each descriptor a keypoint
+    of its own, at its location's pose (the first descriptor's), as COLMAP and OpenCV store SIFT's orientations."""
+    o = f["owner"]
+    return {
+        "xy": f["xy"][o],
+        "scale": f["scale"][o],
+        "ori": f["ori"][o],
+        "descriptors": f["descriptors"],
+        "owner": np.arange(len(o)),
+    }
+
+
 def colmap_database(max_keypoints: int):
     """COLMAP's own pipeline as a ``database`` of :func:`~patchpose.integrations.colmap.run_reconstruction`: its
     SIFT (``max_num_features``) and exhaustive matcher, into the database; returns the seconds of each stage."""
@@ -115,26 +129,23 @@ def reconstruct_at(
     threads=None,
 ) -> dict:
     """One reconstruction of the images below ``images`` at ``pose`` (:data:`POSES`) into ``out``."""
+    checks.flag(split, "split")
     settings = {
         "pose": pose,
         "model": est.name if est is not None else None,
         "plan": est.plan.__dict__ if est is not None else None,
         "max_keypoints": int(max_keypoints),
+        "split": bool(split),
     }
     if pose == "colmap":
         fill = colmap_database(max_keypoints)
-        return run_reconstruction(
-            images, out, settings, database=fill, split=split, seed=seed, threads=threads
-        )
-    return run_reconstruction(
-        images,
-        out,
-        settings,
-        describe=lambda image: describe_at(image, pose, est, int(max_keypoints)),
-        split=split,
-        seed=seed,
-        threads=threads,
-    )
+        return run_reconstruction(images, out, settings, database=fill, seed=seed, threads=threads)
+
+    def describe(image: np.ndarray) -> dict:
+        f = describe_at(image, pose, est, int(max_keypoints))
+        return split_keypoints(f) if split else f
+
+    return run_reconstruction(images, out, settings, describe=describe, seed=seed, threads=threads)
 
 
 def turn_every_other(images: str | Path, dest: str | Path) -> Path:
@@ -191,7 +202,8 @@ def evaluate_colmap(
         raise InputError(f"seeds must be integers >= 0, got {seeds}")
     if not sets or any(s not in SETS for s in sets):
         raise InputError(f"sets must be some of {SETS}, got {sets}")
-    check_settings(max_keypoints, seeds[0], threads, split)
+    check_settings(max_keypoints, seeds[0], threads)
+    checks.flag(split, "split")
     require("pycolmap", "colmap")  # before the turned copies are written
     folder = Path(images)
     image_names(folder)  # a missing or empty folder is an error before any work

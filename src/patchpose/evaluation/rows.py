@@ -249,6 +249,17 @@ class Row:
     #: ``poses`` at our scale: the descriptor window is widened by :func:`~patchpose.matching.candidates.ours_window`
     #: (the poses themselves, as AdaLAM reads them, are not)
     widen: bool = False
+    #: ``(run, image) -> (N, 2, 2)``: the upright affine shapes (determinant 1) a blend row's candidates are cut
+    #: through, turned to each candidate (None: discs); its candidates' LAFs carry them (:func:`candidate_lafs`)
+    affine: Callable[[Run, Image], np.ndarray] | None = None
+    #: ``(run, image) -> (N, 2, 2)``: the whole affine frames (pixels) a row cuts its one patch through, which
+    #: AdaLAM reads as they are (None: the row's poses)
+    frames: Callable[[Run, Image], np.ndarray] | None = None
+    #: a pair row's per-image row: the one whose candidates it cuts at the pair's zoom (None: candidates of its own)
+    base: str | None = None
+    #: the library's recipe this row computes (:data:`patchpose.recipes.RECIPES`), read with the model the recipe
+    #: reads (``--weights`` of that model); None: a benchmark's own row
+    recipe: str | None = None
 
     @property
     def is_pair(self) -> bool:
@@ -376,9 +387,21 @@ def _shape_blend(run: Run, im: Image) -> tuple:
     return shape_blend_candidates(im.feats, run.describer, run.cfg.shape_weights)
 
 
+def _our_shapes(run: Run, im: Image) -> np.ndarray:
+    return shape_frames(im.feats, run.cfg.shape_weights)[1]
+
+
 def _affnet_blend(run: Run, im: Image) -> tuple:
     frame, shape = affine_parts(affnet_frames_of(im.feats, run.peers))
     return framed_blend_candidates(im.feats, run.describer, frame, shape, ("affnet peaks",))
+
+
+def _affnet_shapes(run: Run, im: Image) -> np.ndarray:
+    return affine_parts(affnet_frames_of(im.feats, run.peers))[1]
+
+
+def _affnet_orinet_frames(run: Run, im: Image) -> np.ndarray:
+    return peer_poses(im.feats, run.peers, "affnet+orinet")[1]
 
 
 def _orinet(run: Run, im: Image) -> Poses2:
@@ -472,7 +495,7 @@ ROWS: dict[str, Row] = {
             count=_sift_counts,
         ),
         Row("keynet", "Key.Net's own pose (its scale, upright)", poses=_keynet, keynet=True),
-        Row("ours", "ours (argmax)", poses=_ours_pose, widen=True),
+        Row("ours", "ours (argmax)", poses=_ours_pose, widen=True, recipe="pose"),
         _top_k_rows(4),
         Row(
             "ours_adaptive",
@@ -526,6 +549,7 @@ ROWS: dict[str, Row] = {
             candidates=_gradient_blend,
             group="handcrafted",
             ablation=True,
+            recipe="blend",
         ),
         Row(
             "dominant_gradient_pooled_blend",
@@ -542,6 +566,7 @@ ROWS: dict[str, Row] = {
             candidates=_shape_blend,
             ablation=True,
             shape=True,
+            affine=_our_shapes,
         ),
         Row(
             "shape_zoom_blend",
@@ -549,6 +574,7 @@ ROWS: dict[str, Row] = {
             pair=_shape_zoom_blend,
             ablation=True,
             shape=True,
+            base="shape_pooled_blend",
         ),
         Row(
             "pair_pose",
@@ -556,6 +582,7 @@ ROWS: dict[str, Row] = {
             "their matches agree on, where it slants the view), 3 sizes pooled",
             pair=_pair_pose,
             shape=True,
+            recipe="pair-pose",
         ),
         Row("orinet", "OriNet orientation (kornia), detector's scale", poses=_orinet, group="peers"),
         Row(
@@ -563,6 +590,7 @@ ROWS: dict[str, Row] = {
             "AffNet shape + OriNet orientation (kornia), detector's scale",
             describe=_affnet_orinet,
             group="peers",
+            frames=_affnet_orinet_frames,
         ),
         Row(
             "affnet_pooled_blend",
@@ -571,11 +599,17 @@ ROWS: dict[str, Row] = {
             candidates=_affnet_blend,
             group="peers",
             ablation=True,
+            affine=_affnet_shapes,
         ),
         Row("upper", "upper (pose from H)", poses=_upper),
         Row("upper_affine", "upper (H's local affine map)", describe=_upper_affine, ablation=True),
     )
 }
+
+
+#: the per-image row whose candidates ``pair-pose`` describes each photo with where no turn is found, by the kind
+#: :func:`~patchpose.matching.pairpose.pair_fallback` gives
+FALLBACK_ROWS = {"shape": "shape_pooled_blend", "ours": "ours_blend"}
 
 
 def get_row(name: str) -> Row:
@@ -678,12 +712,8 @@ def candidate_lafs(
     network's, AffNet's). kornia's ``get_laf_orientation`` and ``get_laf_scale`` then read each candidate's
     orientation and size in the image, as AdaLAM reads them."""
     s, o = np.asarray(log2_scale, np.float64), np.asarray(orientation, np.float64)
-    if name == "shape_pooled_blend":
-        A = turned_shapes(shape_frames(im.feats, run.cfg.shape_weights)[1], o)
-    elif name == "affnet_pooled_blend":
-        A = turned_shapes(affine_parts(affnet_frames_of(im.feats, run.peers))[1], o)
-    else:
-        A = rotation_matrix(o)
+    affine = get_row(name).affine
+    A = rotation_matrix(o) if affine is None else turned_shapes(affine(run, im), o)
     A = (REFERENCE_RADIUS * np.exp2(s))[..., None, None] * A
     xy = np.broadcast_to(np.asarray(im.feats.xy, np.float64)[:, None, :, None], (*s.shape, 2, 1))
     return np.concatenate([A, xy], -1)
@@ -696,17 +726,19 @@ def pair_candidate_lafs(
     ``zoom`` and ``turn``): each photo's view at the pair's zoom; where ``pair_pose`` fell back on our affine
     shape (no turn), each photo at its detector's own sizes; where it cut photo 2 through the pair's affine map,
     photo 2's frames ``A·P``, ``P`` the map's shape (the turn is in ``P``, not in the candidates' orientations)."""
-    own = name == "pair_pose" and not turn.found and pair_fallback(im1.feats, im2.feats) == "shape"
+    # where pair-pose found no turn, each photo is described at its own poses (a per-image row's candidates)
+    fallback = (
+        None if turn.found or get_row(name).base else FALLBACK_ROWS[pair_fallback(im1.feats, im2.feats)]
+    )
     out = []
     for im, c, frame in zip((im1, im2), (c1, c2), zoom.frames):
         f = im.feats
         if len(f) == 0:
             out.append(np.zeros((*np.shape(c[0]), 2, 3)))
             continue
-        view = Image(f) if own else Image(f.at_frame(frame))
-        # pair_pose's own candidates are upright or turned in the plain frame; the shape rows' through our shape
-        laf_row = "shape_pooled_blend" if own or name == "shape_zoom_blend" else name
-        out.append(candidate_lafs(laf_row, run, view, c[0], c[1]))
+        view = Image(f) if fallback else Image(f.at_frame(frame))
+        # pair-pose's own candidates are upright or turned in the plain frame; a base row's through its shapes
+        out.append(candidate_lafs(fallback or get_row(name).base or name, run, view, c[0], c[1]))
     if turn.affine is not None:
         out[1] = np.concatenate([out[1][..., :2] @ turn.affine.shape, out[1][..., 2:]], -1)
     return out[0], out[1]

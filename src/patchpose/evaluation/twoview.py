@@ -5,13 +5,12 @@ neighbourhood, matches must agree on the orientation change (``orientation_diffe
 degrees) and on the scale ratio (``scale_rate_threshold``). It reads both from kornia LAFs, so the poses
 we feed it decide what "consistent" means. Every stage has a switch (:class:`TwoViewConfig`):
 
-* ``describe_pose``: the pose at which descriptor patches are cut (``"sift"``, ``"ours"``, ``"resolved"``:
-  SIFT's, with our angle choosing where SIFT found several orientations, ``"none"``; the peers
-  ``"dominant"``, and ``"orinet"`` and ``"affnet+orinet"`` with a peers folder; one blended descriptor
-  (:mod:`patchpose.matching.blend`) over the gradient histogram's peaks at the detector's scale,
-  ``"dominant_blend"``, or at ours, ``"ours_scale_gradient_blend"``; the pair row ``"shape_zoom_blend"``: our
-  affine shape blend at the fixed 16 px widened by the pair's zoom, both photos together, its matches made
-  one-to-one, :func:`one_to_one`);
+* ``describe_pose``: the row (:data:`TWO_VIEW_ROWS`, names of :data:`~patchpose.evaluation.rows.ROWS`) whose poses
+  the descriptor patches are cut at: SIFT's own (``sift``), ours (``ours``), SIFT's resolved by ours
+  (``sift_resolved_by_ours``), none (``lower``); the peers ``dominant_gradient``, and ``orinet`` and
+  ``affnet+orinet`` with a peers folder; a blend over the gradient histogram's peaks (``dominant_gradient_blend``,
+  ``ours_scale_gradient_blend``); the pair rows ``shape_zoom_blend`` and ``pair_pose`` (both photos together, their
+  matches made one-to-one, :func:`one_to_one`);
 * ``adalam_pose``: the pose in AdaLAM's LAFs (default: the same as ``describe_pose``; for a blend, each
   putative match then carries the orientations of its two keypoints' closest candidates,
   :func:`adalam_blend_matches`, since the argmax orientations disagree wherever the blend helps);
@@ -35,7 +34,7 @@ import numpy as np
 import torch
 
 from ..errors import InputError, is_int_in, require
-from ..matching.blend import blend_descriptors, closest_candidates
+from ..matching.blend import blend_descriptors
 from ..matching.describe import Describer
 from ..matching.features import Features
 from ..matching.matcher import mutual_nn
@@ -47,7 +46,6 @@ from .rows import (
     Run,
     get_row,
     pair_candidate_lafs,
-    peer_poses,
     row_descriptors,
 )
 
@@ -131,10 +129,9 @@ def frame_poses(run: Run, im: Image, pose: str) -> tuple[np.ndarray, np.ndarray]
     return s[:, 0], o[:, 0]
 
 
-def _affine_lafs(feats: Features, peers: Peers | None) -> torch.Tensor:
-    """kornia LAFs ``(1, N, 2, 3)`` of AffNet + OriNet's frames at the features' keypoints."""
-    frames = peer_poses(feats, peers, "affnet+orinet")[1]
-    laf = np.concatenate([frames, feats.xy[:, :, None]], 2)[None]
+def _frame_lafs(frames: np.ndarray, xy: np.ndarray) -> torch.Tensor:
+    """kornia LAFs ``(1, N, 2, 3)`` of affine frames ``(N, 2, 2)`` (pixels) at the keypoints ``xy``."""
+    laf = np.concatenate([frames, xy[:, :, None]], 2)[None]
     return torch.from_numpy(laf.astype(np.float32))
 
 
@@ -176,6 +173,28 @@ def adalam_matches(d1, d2, lafs1, lafs2, hw1, hw2, checks: bool = True) -> np.nd
     return idx.numpy().astype(np.int64).reshape(-1, 2)
 
 
+def closest_candidates(descriptors0, descriptors1, match) -> tuple[np.ndarray, np.ndarray]:
+    """For each keypoint ``i`` of image 0 and its putative match ``match[i]`` in image 1, the candidates
+    ``(a[i], b[i])`` whose descriptors agree best (largest dot product): ``descriptors0`` ``(N0, k, D)`` and
+    ``descriptors1`` ``(N1, k, D)`` are the per-candidate descriptors a blend averages. Their orientations
+    are the pair's orientations as the descriptors see them: where two near-equal peaks won differently in
+    the two images, the argmax orientations disagree and these do not, which is what a matcher that checks
+    orientation changes (AdaLAM) needs."""
+    c0, c1 = np.asarray(descriptors0, np.float32), np.asarray(descriptors1, np.float32)
+    j = np.asarray(match, np.int64).reshape(-1)
+    if c0.ndim != 3 or c1.ndim != 3 or c0.shape[1:] != c1.shape[1:] or len(j) != len(c0):
+        raise InputError(
+            f"closest_candidates takes (N0, k, D) and (N1, k, D) descriptors and N0 matches, got shapes "
+            f"{c0.shape}, {c1.shape} and {len(j)} matches"
+        )
+    if len(j) and (j.min() < 0 or j.max() >= len(c1)):
+        raise InputError(f"matches must index image 1's {len(c1)} keypoints")
+    k = c0.shape[1]
+    sim = np.einsum("nad,nbd->nab", c0, c1[j]).reshape(len(j), k * k)
+    best = sim.argmax(1) if len(j) else np.zeros(0, np.int64)
+    return best // k, best % k
+
+
 def adalam_blend_matches(
     candidates0: np.ndarray,
     candidates1: np.ndarray,
@@ -198,7 +217,7 @@ def adalam_blend_matches(
     ``(N,)``, or ``(N, k)`` where the candidates differ in size). Matching is on the blended descriptors
     (:func:`~.blend.blend_descriptors`), as ``match_adalam`` matches: nearest neighbour, ratio score, mutual
     seeds. AdaLAM's orientation check then reads, for each putative match, the orientations of the candidate pair whose descriptors agree best
-    (:func:`~.blend.closest_candidates`), not each keypoint's strongest peak: a blend's gain is the matches
+    (:func:`closest_candidates`), not each keypoint's strongest peak: a blend's gain is the matches
     whose strongest peaks differ between the images, and with those AdaLAM rejected them (on the 39
     two-view pairs, 1–3 pairs lost to SIFT's own pose; with the pair's orientations, a tie)."""
     adalam = require("kornia.feature.adalam", "kornia")
@@ -416,8 +435,9 @@ def match_two_views(
         return _match_pair_row(run, im0, im1, cfg)
 
     def lafs(im: Image) -> torch.Tensor:
-        if apose == "affnet+orinet":
-            return _affine_lafs(im.feats, peers)
+        frames = get_row(apose).frames
+        if frames is not None:  # an affine frame of the row's own (AffNet + OriNet's): AdaLAM reads it
+            return _frame_lafs(frames(run, im), im.feats.xy)
         return to_lafs(im.feats.xy, *frame_poses(run, im, apose))
 
     if get_row(dpose).candidates is not None and apose == dpose and cfg.matcher == "adalam":
@@ -502,6 +522,7 @@ __all__ = [
     "TWO_VIEW_ROWS",
     "TwoViewConfig",
     "adalam_blend_matches",
+    "closest_candidates",
     "ESTIMATORS",
     "to_lafs",
     "adalam_matches",

@@ -29,7 +29,6 @@ from pathlib import Path
 import cv2
 import numpy as np
 
-from .. import checks
 from ..conventions import from_cv2_size_angle
 from ..data.keypoints import MAX_KEYPOINTS, as_uint8_gray, detect_sift
 from ..data.patches import check_image_shape, load_image
@@ -139,19 +138,23 @@ def match_keypoints(f1: dict, f2: dict) -> np.ndarray:
 
 
 # ----------------------------------------------------------------------------- the reconstruction
-def check_settings(max_keypoints, seed, threads, split=False) -> None:
+def check_settings(max_keypoints, seed, threads) -> None:
     """The settings of a reconstruction, checked before any work: an :class:`InputError` for a bad one."""
     if not is_int_in(max_keypoints, 1, MAX_KEYPOINTS, integral_floats=True):
         raise InputError(
             f"max_keypoints must be a positive integer up to {MAX_KEYPOINTS:,}, got {max_keypoints!r}"
         )
+    _check_run(seed, threads)
+
+
+def _check_run(seed, threads) -> None:
+    """COLMAP's seed and threads, as :func:`check_settings` checks them."""
     if not is_int_in(seed, 0):
         raise InputError(f"seed must be an integer >= 0, got {seed!r}")
     if threads is not None and not is_int_in(threads, 1, MAX_THREADS):
         raise InputError(
             f"threads must be None (all cores) or an integer from 1 to {MAX_THREADS}, got {threads!r}"
         )
-    checks.flag(split, "split")
 
 
 #: the most threads a reconstruction takes (COLMAP's and torch's)
@@ -195,6 +198,8 @@ def reconstruct(
         without a model).
     """
     check_settings(max_keypoints, seed, threads)
+    require("pycolmap", "colmap")
+    _images(Path(images))  # a missing folder or one of fewer than 2 images, before the model loads
     est = pose_estimator(estimator)
     settings = {
         "recipe": "pose",
@@ -219,20 +224,18 @@ def run_reconstruction(
     *,
     describe: Callable[[np.ndarray], dict] | None = None,
     database: Callable[..., dict] | None = None,
-    split: bool = False,
     seed: int = 0,
     threads: int | None = None,
 ) -> dict:
     """The stages of :func:`reconstruct` for any description of the images: ``describe`` (an image → what
-    :func:`sift_described` gives) describes each image, then mutual nearest neighbours, COLMAP's geometric
-    verification and incremental mapping; or ``database`` (``(db_path, folder, names, threads, seed) ->`` the
-    seconds of its stages) fills the database with features and matches of its own (COLMAP's own pipeline), and
-    COLMAP maps them. ``settings``: what a rerun into ``out`` must match (with the images, the seed, ``split``
-    and pycolmap's version); ``split``: each descriptor a COLMAP keypoint of its own (as COLMAP stores SIFT's
-    orientations) instead of one keypoint per location."""
+    :func:`sift_described` gives: each keypoint one COLMAP keypoint, matched by its closest descriptor pair)
+    describes each image, then mutual nearest neighbours, COLMAP's geometric verification and incremental mapping;
+    or ``database`` (``(db_path, folder, names, threads, seed) ->`` the seconds of its stages) fills the database
+    with features and matches of its own, and COLMAP maps them (the benchmarks run COLMAP's own pipeline so).
+    ``settings``: what a rerun into ``out`` must match (with the images, the seed and pycolmap's version)."""
     if (describe is None) == (database is None):
         raise InputError("a reconstruction takes either a description of each image or a database to map")
-    check_settings(1, seed, threads, split)
+    _check_run(seed, threads)
     pycolmap = require("pycolmap", "colmap")
     folder = Path(images)
     names = _images(folder)
@@ -240,7 +243,6 @@ def run_reconstruction(
         json.dumps(
             {
                 **settings,
-                "split": bool(split),
                 "seed": int(seed),
                 "images": names,
                 "pycolmap": pycolmap.__version__,
@@ -274,7 +276,7 @@ def run_reconstruction(
         stage.update(database(db_path, folder, names, nthreads, int(seed)))
         n_matches = None
     else:
-        n_matches = _write_database(pycolmap, db_path, folder, names, feats, split, stage)
+        n_matches = _write_database(pycolmap, db_path, folder, names, feats, stage)
         t2 = time.perf_counter()
         vo = pycolmap.GeometricVerifierOptions()
         vo.num_threads = nthreads
@@ -313,9 +315,7 @@ def run_reconstruction(
     return stats
 
 
-def _write_database(
-    pycolmap, db_path: Path, folder: Path, names: list, feats: dict, split: bool, stage: dict
-) -> int:
+def _write_database(pycolmap, db_path: Path, folder: Path, names: list, feats: dict, stage: dict) -> int:
     """Import the images (COLMAP's cameras), write each one's keypoints and the mutual nearest neighbours of
     every pair of images; the matching's seconds go to ``stage``; returns the matches written."""
     pycolmap.Database.open(db_path).close()  # import_images needs the file
@@ -325,12 +325,10 @@ def _write_database(
         ids = {im.name: im.image_id for im in db.read_all_images()}
         for name in names:
             f = feats[name]
-            # split: one keypoint per descriptor, at its location's pose (the first descriptor's)
-            o = f["owner"] if split else slice(None)
-            db.write_keypoints(ids[name], colmap_keypoints(f["xy"][o], f["scale"][o], f["ori"][o]))
+            db.write_keypoints(ids[name], colmap_keypoints(f["xy"], f["scale"], f["ori"]))
         t1 = time.perf_counter()
         # each image's descriptors per keypoint, made once for all its pairs
-        padded = {name: _per_keypoint(_split(f) if split else f) for name, f in feats.items()}
+        padded = {name: _per_keypoint(f) for name, f in feats.items()}
         n_matches = 0
         for a, b in itertools.combinations(names, 2):
             m = mutual_nn(padded[a], padded[b])[0]
@@ -350,12 +348,6 @@ def _finished(out: Path) -> dict | None:
     except (OSError, UnicodeDecodeError, json.JSONDecodeError):
         return None
     return had if isinstance(had, dict) else None
-
-
-def _split(f: dict) -> dict:
-    """A :func:`describe_image` result with each descriptor a keypoint of its own."""
-    o = f["owner"]
-    return {"xy": f["xy"][o], "descriptors": f["descriptors"], "owner": np.arange(len(o))}
 
 
 def model_stats(models) -> dict:

@@ -171,12 +171,10 @@ class LAFAffineShape(nn.Module):
 
 
 #: log2 of the patch half-width in characteristic radii at scale 0 when a log-polar model reads a patch:
-#: rings out to 16 · 2**-0.5 ≈ 11 px of the model's frame carry the patch, the rest are filled (chosen on
-#: turned photos, ``docs/integrations.md``)
+#: rings out to 16 · 2**-0.5 ≈ 11 px of the model's frame carry the patch, the rest are filled
 PATCH_LOG2_HALF_WIDTH = -0.5
 #: Gaussian blur (sigma) of the patch before it is read, in units of its half-width (1.5 px of a 32 px
-#: patch): the model reads images from smoothed pyramid levels, and on turned photos a patch blurred this
-#: much gave more accurate angles than a sharper one (chosen with PATCH_LOG2_HALF_WIDTH)
+#: patch), as the model reads images from smoothed pyramid levels
 PATCH_BLUR = 1.5 / 16
 
 

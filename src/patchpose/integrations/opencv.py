@@ -1,6 +1,6 @@
 """OpenCV: give ``cv2.KeyPoint``s our size and angle (``size`` a diameter in px, ``angle`` in degrees
-clockwise as displayed, in [0, 360)), keeping their position, response, octave and class id: the recipe ``pose``
-(:func:`assign`) and the recipe ``blend`` (:func:`compute_blended`) for OpenCV's descriptors."""
+clockwise as displayed, in [0, 360)), keeping their position, response, octave and class id (:func:`assign`: the
+reader's poses as OpenCV keypoints), and the recipe ``blend`` for OpenCV's descriptors (:func:`compute_blended`)."""
 
 from __future__ import annotations
 
@@ -61,7 +61,7 @@ def assign(
         image: ``H×W×3`` uint8 RGB, or ``H×W`` gray (the same as :meth:`PatchPoseEstimator.estimate`).
         keypoints: a sequence of ``cv2.KeyPoint`` (e.g. from ``cv2.SIFT.detect``).
         estimator: a :class:`~patchpose.PatchPoseEstimator`, a bundled model's name or a weights file
-            (default: the recipe ``pose``'s model, ``MODELS["pose"]`` of :mod:`patchpose.recipes`).
+            (default: the reader's, ``MODELS["estimate"]`` of :mod:`patchpose.recipes`).
         top_k: None for one keypoint per input; ``k`` for ``k`` keypoints per input (our top-k poses),
             in input order, strongest pose first.
         keep_size: keep each keypoint's size (the detector's scale) and estimate only the angle, read once
@@ -84,7 +84,7 @@ def assign(
     keep_size = flag(keep_size, "keep_size")
     if not kps:
         return []
-    est = as_estimator(estimator, "pose")
+    est = as_estimator(estimator)
     xy = keypoint_xy(kps, xy_bias, check_image_shape(image))
     frame = None
     if keep_size:
@@ -199,7 +199,7 @@ def compute_blended(
     xy = check_keypoints(keypoint_xy(kps, xy_bias, shape), shape)  # inside the image, even without the model
     n = len(kps)
     # the model is loaded only where it is read: not for the gradient's peaks at the keypoints' own size
-    est = as_estimator(estimator, "pose") if orientations == "ours" or not keep_size else None
+    est = as_estimator(estimator) if orientations == "ours" or not keep_size else None
     if keep_size:
         window = _size_frames(kps)
         poses = None

@@ -132,28 +132,6 @@ def pool_sizes(
     )
 
 
-def closest_candidates(descriptors0, descriptors1, match) -> tuple[np.ndarray, np.ndarray]:
-    """For each keypoint ``i`` of image 0 and its putative match ``match[i]`` in image 1, the candidates
-    ``(a[i], b[i])`` whose descriptors agree best (largest dot product): ``descriptors0`` ``(N0, k, D)`` and
-    ``descriptors1`` ``(N1, k, D)`` are the per-candidate descriptors a blend averages. Their orientations
-    are the pair's orientations as the descriptors see them: where two near-equal peaks won differently in
-    the two images, the argmax orientations disagree and these do not, which is what a matcher that checks
-    orientation changes (AdaLAM) needs."""
-    c0, c1 = np.asarray(descriptors0, np.float32), np.asarray(descriptors1, np.float32)
-    j = np.asarray(match, np.int64).reshape(-1)
-    if c0.ndim != 3 or c1.ndim != 3 or c0.shape[1:] != c1.shape[1:] or len(j) != len(c0):
-        raise InputError(
-            f"closest_candidates takes (N0, k, D) and (N1, k, D) descriptors and N0 matches, got shapes "
-            f"{c0.shape}, {c1.shape} and {len(j)} matches"
-        )
-    if len(j) and (j.min() < 0 or j.max() >= len(c1)):
-        raise InputError(f"matches must index image 1's {len(c1)} keypoints")
-    k = c0.shape[1]
-    sim = np.einsum("nad,nbd->nab", c0, c1[j]).reshape(len(j), k * k)
-    best = sim.argmax(1) if len(j) else np.zeros(0, np.int64)
-    return best // k, best % k
-
-
 __all__ = [
     "affine_parts",
     "BLEND_GAMMA",
@@ -164,7 +142,6 @@ __all__ = [
     "blend_descriptors",
     "blend_weights",
     "check_pool_octaves",
-    "closest_candidates",
     "gradient_peaks",
     "pool_sizes",
     "turned_shapes",

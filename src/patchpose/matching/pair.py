@@ -59,11 +59,8 @@ class PairMatches:
     affine: np.ndarray | None = None
 
     def with_threshold(self, threshold: float) -> PairMatches:
-        """These matches with a match correct within ``threshold`` px (a positive number) instead."""
-        if isinstance(threshold, bool) or not (
-            isinstance(threshold, (int, float)) and np.isfinite(threshold) and threshold > 0
-        ):
-            raise InputError(f"the match threshold must be a positive number of pixels, got {threshold!r}")
+        """These matches with a match correct within ``threshold`` px (:func:`check_threshold`) instead."""
+        threshold = check_threshold(threshold)
         correct = None if self.error_px is None else self.error_px <= threshold
         return replace(self, threshold=float(threshold), correct=correct)
 
@@ -84,6 +81,15 @@ class PairMatches:
             doc[f"correct@{self.threshold:g}px"] = int(self.correct.sum())
             doc[f"mma@{self.threshold:g}px"] = float(self.correct.mean()) if len(self.matches) else 0.0
         return doc
+
+
+def check_threshold(threshold) -> float:
+    """``threshold`` as a float, or a one-line :class:`InputError` unless it is a positive number of pixels."""
+    if isinstance(threshold, bool) or not (
+        isinstance(threshold, (int, float)) and np.isfinite(threshold) and threshold > 0
+    ):
+        raise InputError(f"the match threshold must be a positive number of pixels, got {threshold!r}")
+    return float(threshold)
 
 
 def _pair(value, what: str) -> tuple | None:
@@ -117,8 +123,8 @@ def match_pair(
             (Shi-Tomasi corners) or ``"harris"``.
         keypoints: ``(xy1, xy2)``, each ``(N, 2)`` x, y pixels: your own keypoints instead; ``sizes``:
             ``(r1, r2)``, each ``(N,)``, their detector's sizes if it gives any (the half-width of each
-            region in pixels, as ``kornia.feature.get_laf_scale`` reads Key.Net's LAFs): the recipes then
-            describe each keypoint about its size too.
+            region in pixels, as ``kornia.feature.get_laf_scale`` reads Key.Net's LAFs): ``pair-pose`` then
+            describes each keypoint about its size too, and ``blend`` at it (``pose`` reads our own scale).
         homography: the 3×3 map from image 1 to image 2, if known: each match then gets its reprojection
             error and is correct within :data:`CORRECT_PX` px (:meth:`PairMatches.with_threshold` for another).
 
@@ -166,4 +172,4 @@ def _gradient_blend(feats, describer: Describer) -> np.ndarray:
     return blend_descriptors(d, w)
 
 
-__all__ = ["CORRECT_PX", "DEFAULT_RECIPE", "PairMatches", "match_pair"]
+__all__ = ["CORRECT_PX", "DEFAULT_RECIPE", "PairMatches", "check_threshold", "match_pair"]

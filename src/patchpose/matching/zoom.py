@@ -98,11 +98,8 @@ AFFINE_TOLERANCE = 0.03
 AFFINE_MIN_INLIERS = 15
 #: the largest ratio of the affine map's two singular values taken as a slant (past it: a poor fit)
 MAX_ANISOTROPY = 4.0
-#: the ratio of the affine map's singular values from which ``pair_pose`` cuts photo 2 through the map; below it
-#: the voted turn and zoom serve (a map fitted to noisy matches costs accuracy where the view is hardly slanted:
-#: a camera turned 70° and zoomed out 2×, two-view pose within 2.1° instead of 1°). HPatches-style sets, H's
-#: local affine map at the centre: slanted pairs 1.19 to 2.38, viewpoint pairs 1.01 to 1.81 (a quarter past
-#: 1.14), turned pairs 1, zoomed 1.00 to 1.46
+#: the ratio of the affine map's singular values from which ``pair-pose`` cuts photo 2 through the map; below it
+#: the voted turn and zoom serve (a map fitted to noisy matches costs accuracy where the view is hardly slanted)
 MIN_SLANT = 1.15
 
 
