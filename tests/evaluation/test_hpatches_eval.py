@@ -48,6 +48,8 @@ def test_evaluation_end_to_end_and_resume(tmp_path):
     assert saved["protocol"] == "d2net" and list(saved["mma"]) == rows[:2] + ["sift_all"] + rows[2:4] + [
         "dominant_gradient",
         "pair_pose",
+        "pair_pose_sift",
+        "pair_pose_gradient",
         "upper",
     ]
     for row in saved["mma"]:
@@ -60,6 +62,16 @@ def test_evaluation_end_to_end_and_resume(tmp_path):
     per_kp = saved["descriptors_per_keypoint"]
     assert per_kp["ours_top4"] == 4 and per_kp["sift"] == per_kp["ours"] == 1
     assert 1 < per_kp["sift_all"] < 2  # measured, not nominal
+    # what each row spent per pair: the recipe pair-pose describes 4 + 6 per SIFT keypoint (its votes, then 3
+    # sizes about the fixed window and 3 about SIFT's), in 2 passes; the model-free first passes cost less
+    costs = saved["costs"]
+    assert costs["sift"] == pytest.approx({"computations": 1, "descriptors": 1, "passes": 1, "fits": 0,
+                                          "seconds": costs["sift"]["seconds"]})  # fmt: skip
+    assert costs["pair_pose"]["computations"] >= 10 and costs["pair_pose"]["passes"] >= 2
+    assert costs["pair_pose_sift"]["computations"] < costs["pair_pose"]["computations"]
+    assert (
+        all(c["seconds"] > 0 for c in costs.values()) and "| comp./kp |" in (out / "results.md").read_text()
+    )
     assert saved["pose_accuracy"]["upper"] == {
         "scale_acc@1/6": 100.0,
         "scale_acc@1/3": 100.0,
@@ -299,6 +311,7 @@ def test_harris_and_file_keypoints_evaluate_without_sift_rows(tmp_path):
         "shape_pooled_blend",
         "shape_zoom_blend",
         "pair_pose",
+        "pair_pose_gradient",
         "upper",
         "upper_affine",
     )
@@ -320,7 +333,7 @@ def test_harris_and_file_keypoints_evaluate_without_sift_rows(tmp_path):
     assert doc["setup"]["detector"].startswith("Harris")
     # the pair row's voted zoom is measured against H's on every pair (the replica's views barely zoom)
     assert (
-        list(doc["pair_zoom"]) == ["shape_zoom_blend", "pair_pose"]
+        list(doc["pair_zoom"]) == ["shape_zoom_blend", "pair_pose", "pair_pose_gradient"]
         and doc["pair_zoom"]["shape_zoom_blend"]["pairs"] == 2
     )
     assert "## The pair's zoom" in (tmp_path / "h" / "results.md").read_text()
@@ -343,8 +356,8 @@ def test_harris_and_file_keypoints_evaluate_without_sift_rows(tmp_path):
     again = evaluate_hpatches(
         tmp_path, tmp_path / "f", keypoints_dir=tmp_path / "kp", max_keypoints=150, pose=False, progress=False
     )
-    # by default the rows that are not ablations: the bounds, ours, ours top-k, the peers, pair_pose
-    default = ["lower", "ours", "ours_top4", "dominant_gradient", "pair_pose", "upper"]
+    # by default the rows that are not ablations: the bounds, ours, ours top-k, the peers, pair_pose and its gradient-voted twin
+    default = ["lower", "ours", "ours_top4", "dominant_gradient", "pair_pose", "pair_pose_gradient", "upper"]
     assert again["mma"] == {r: doc["mma"][r] for r in default}
     assert again["matches"] == {r: doc["matches"][r] for r in default}
     assert "keypoints from" in again["setup"]["detector"]
@@ -443,3 +456,26 @@ def test_the_voted_turn_is_scored_against_the_turn_h_makes():
     assert t["median_abs_error"] == pytest.approx(6.5) and t["max_abs_error"] == pytest.approx(10.0)
     assert t["within_5deg"] == pytest.approx(0.5)
     assert summarize_turn({"v_a": [{"k": 2}]}) == {}
+
+
+def test_the_ratio_matcher_keeps_a_subset_of_the_mutual_matches(tmp_path):
+    """``matcher="ratio"``: Lowe's ratio test with a cross check keeps, for every row, only mutual nearest
+    neighbours whose nearest is clearly nearer than the second: never more matches than ``mnn``, fewer for some
+    rows; the report says which matcher ran, and an unknown one is a one-line error before any work."""
+    from patchpose.evaluation.hpatches_eval import evaluate_hpatches
+
+    make_hpatches_replica(tmp_path, names=("v_b",), targets=1)
+    rows = ["sift", "ours", "pair_pose_gradient"]
+    mnn = evaluate_hpatches(
+        tmp_path, tmp_path / "m", max_keypoints=150, rows=rows, pose=False, progress=False
+    )
+    ratio = evaluate_hpatches(
+        tmp_path, tmp_path / "r", max_keypoints=150, rows=rows, pose=False, progress=False, matcher="ratio"
+    )
+    assert all(ratio["matches"][r] <= mnn["matches"][r] for r in rows)
+    assert any(ratio["matches"][r] < mnn["matches"][r] for r in rows)
+    assert (
+        ratio["setup"]["matcher"] == "ratio" and "ratio test" in (tmp_path / "r" / "results.md").read_text()
+    )
+    with pytest.raises(InputError, match="matcher must be one of"):
+        evaluate_hpatches(tmp_path, tmp_path / "x", matcher="lowe", progress=False)

@@ -235,7 +235,7 @@ def test_keynet_keeps_its_scale_and_the_peers_read_in_its_frame(textured_image, 
     np.testing.assert_array_equal(s[:, 0], f.detector_scale)
     assert pose_rows(4, sift=False, keynet=True)[:2] == ("lower", "keynet")
     assert "keynet" not in pose_rows(4) and "keynet" not in pose_rows(4, sift=False)
-    with pytest.raises(InputError, match="Key.Net detections"):
+    with pytest.raises(InputError, match="detections with a scale and no angle"):
         row_poses("keynet", detect(img, 50))  # SIFT's detections have their own row
     # twice as large an image: Key.Net's regions grow by about an octave
     big = detect(np.kron(img, np.ones((2, 2), img.dtype)), 200, detector="keynet", peers=peers)
@@ -381,3 +381,27 @@ def test_eval_rotation_adds_the_orinet_row_read_in_sifts_window(tmp_path):
     assert "orinet" in doc["mma_per_angle"] and "orinet" in doc["angle_consistency"]
     assert doc["mma_per_angle"]["orinet"]["90"][1] > doc["mma_per_angle"]["upright"]["90"][1]
     assert doc["angle_consistency"]["orinet"]["0-1 px"]["within_10"] > 0.8  # a quarter turn, found again
+
+
+def test_scale_space_corners_are_strongest_first_and_grow_with_a_zoom(textured_image):
+    """``gftt_scale``: Shi-Tomasi corners of kornia's scale space (no weights), one per location inside the image,
+    a prefix of themselves when fewer are asked, each with its region's size; the ``keynet`` row reads that size
+    upright, and twice as large an image gives regions about an octave larger."""
+    from patchpose.evaluation.rows import detect
+
+    img = textured_image[:300, :300].copy()
+    f = detect(img, 300, detector="gftt_scale")
+    h, w = img.shape
+    assert 40 < len(f) <= 300 and np.isnan(f.sift_scale).all()
+    assert (f.xy >= 0).all() and (f.xy[:, 0] <= w - 1).all() and (f.xy[:, 1] <= h - 1).all()
+    assert len(np.unique(np.round(f.xy, 2), axis=0)) == len(f)
+    assert np.array_equal(detect(img, 40, detector="gftt_scale").xy, f.xy[:40])
+    assert np.isfinite(f.detector_scale).all() and np.ptp(f.detector_scale) > 0  # several levels
+    s, o = row_poses("keynet", f)
+    np.testing.assert_array_equal(s[:, 0], f.detector_scale)
+    assert np.all(o == 0)
+    big = detect(np.kron(img, np.ones((2, 2), img.dtype)), 300, detector="gftt_scale")
+    assert 0.6 < np.median(big.detector_scale) - np.median(f.detector_scale) < 1.4
+    assert (
+        len(detect(img[:16, :18].copy(), 50, detector="gftt_scale")) == 0
+    )  # under Key.Net's smallest side too

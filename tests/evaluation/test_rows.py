@@ -57,10 +57,13 @@ def test_the_registry_lists_the_rows_a_run_allows_in_report_order():
     assert "keynet" in keynet and "dominant_gradient_pooled_blend" not in keynet
     assert "dominant_gradient" not in pose_rows(4, handcrafted=False)
     assert default_rows(pose_rows(4, peers=True)) == (
-        "lower", "sift", "sift_all", "ours", "ours_top4", "dominant_gradient", "pair_pose", "orinet",
-        "affnet+orinet", "upper",
+        "lower", "sift", "sift_all", "ours", "ours_top4", "dominant_gradient", "pair_pose", "pair_pose_sift",
+        "pair_pose_gradient", "orinet", "affnet+orinet", "upper",
     )  # fmt: skip
-    assert pair_rows(ROWS) == ("shape_zoom_blend", "pair_pose")
+    assert "pair_pose_sift" not in pose_rows(4, sift=False) and "pair_pose_gradient" in pose_rows(
+        4, sift=False
+    )
+    assert pair_rows(ROWS) == ("shape_zoom_blend", "pair_pose", "pair_pose_sift", "pair_pose_gradient")
     labels = [label(r) for r in ROWS]
     assert len(set(labels)) == len(labels) and label("ours_top3") == "ours (top-3)"
 
@@ -247,6 +250,22 @@ def test_rows_with_several_orientations_per_keypoint_count_their_descriptors():
     np.testing.assert_array_equal(candidate_counts("ours", run, Image(f)), np.ones(n))
     with pytest.raises(InputError, match="SIFT detections"):
         candidate_counts("sift_all", run, Image(detect(img, keypoints=f.xy)))
+    # described once per real orientation (as SIFT computes them), the same descriptors as every slot described
+    from patchpose.evaluation.rows import sift_all_descriptors
+    from patchpose.matching.describe import Describer
+
+    calls = []
+
+    class Counting(Describer):
+        def describe(self, pyramid, xy, scale, ori):
+            calls.append(len(xy))
+            return super().describe(pyramid, xy, scale, ori)
+
+    d = sift_all_descriptors(f, Counting())
+    assert calls == [counts.sum()] and d.shape == (n, counts.max(), 128)
+    s, o = keypoint_poses("sift_all", f)
+    every = Describer().describe(f.pyramid, np.repeat(f.xy, o.shape[1], 0), s.ravel(), o.ravel())
+    np.testing.assert_array_equal(d, every.reshape(d.shape))
 
 
 def candidates(name, feats, ours=None, est=None, describer=None, cfg=None):

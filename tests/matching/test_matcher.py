@@ -42,3 +42,29 @@ def test_mutual_nn_in_blocks_equals_the_whole_distance_matrix_ties_included():
         np.testing.assert_array_equal(pairs, want)
         np.testing.assert_array_equal(d, dist[want[:, 0], want[:, 1]])
     assert len(want) > 50 and 7 not in want[:, 1]  # a tie in photo 2 goes to index 5
+
+
+def test_the_ratio_test_keeps_distinct_nearest_neighbours_and_cross_checks():
+    """Lowe's ratio test on hand-built distances: a keypoint whose two nearest are alike is dropped, a clear one
+    kept; with the cross check a keypoint of image 2 that another keypoint is nearer to is dropped; the second
+    nearest is another *keypoint*, never another descriptor of the same one."""
+    from patchpose.matching.matcher import ratio_matches
+
+    d2 = np.array([[1.0, 0.0], [0.0, 1.0], [-1.0, 0.0]], np.float32)
+    d1 = np.array([[1.0, 0.05], [0.7, 0.7], [-1.0, 0.0], [-0.98, 0.02]], np.float32)
+    m, dist = ratio_matches(d1, d2, 0.8, cross_check=False)
+    # 0 -> 0 clear; 1 is as near to 0 as to 1: dropped; 2 and 3 -> 2 clear
+    assert m.tolist() == [[0, 0], [2, 2], [3, 2]]
+    np.testing.assert_allclose(dist, [0.05, 0.0, np.hypot(0.02, 0.02)], atol=1e-6)
+    m, _ = ratio_matches(d1, d2, 0.8)  # cross check: image 2's keypoint 2 is nearest to 2, not 3
+    assert m.tolist() == [[0, 0], [2, 2]]
+    # several descriptors per keypoint: keypoint 0 of image 2 has two, both near d1[0]; the second nearest is
+    # keypoint 1 of image 2, so the match stands
+    multi = np.stack([d2, d2], 1)
+    multi[0, 1] = [0.99, 0.1]
+    m, _ = ratio_matches(d1[:1], multi, 0.8)
+    assert m.tolist() == [[0, 0]]
+    assert ratio_matches(d1, d2[:1], 0.8)[0].tolist() == [
+        [0, 0]
+    ]  # one keypoint: no second, cross check decides
+    assert ratio_matches(d1[:0], d2)[0].shape == (0, 2)

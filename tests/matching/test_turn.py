@@ -85,7 +85,7 @@ def test_a_photo_turned_and_zoomed_is_found_and_matched_at_one_pose_per_photo():
     from patchpose.geometry import pose_change
     from patchpose.matching.describe import Describer
     from patchpose.matching.features import detect
-    from patchpose.matching.pairpose import pair_votes
+    from patchpose.matching.pairpose import OurVotes, pair_votes
 
     photo = to_gray(load_photo(demo_photo(), 480))
     h, w = photo.shape
@@ -95,7 +95,7 @@ def test_a_photo_turned_and_zoomed_is_found_and_matched_at_one_pose_per_photo():
     img2, H = cv2.warpAffine(photo, M, (w, h), flags=cv2.INTER_LINEAR), np.vstack([M, [0, 0, 1]])
     est = patchpose.PatchPoseEstimator.from_pretrained("patchpose-v10")
     f1, f2 = detect(photo, 300, detector="harris"), detect(img2, 300, detector="harris")
-    zoom, turn = pair_votes(f1, f2, Describer(), est)
+    zoom, turn = pair_votes(f1, f2, OurVotes(Describer(), est))
     ds, dt, _ = pose_change(
         H, c[None]
     )  # what H does to a pose at the centre: (log2 1.5, −120°, CCW as displayed)

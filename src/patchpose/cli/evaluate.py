@@ -112,6 +112,7 @@ def eval_hpatches_command(a: argparse.Namespace) -> int:
         cluster_pattern=a.cluster_pattern,
         peers=a.peers,
         shape_weights=a.shape_weights,
+        matcher=a.matcher,
     )
     print_results(a.out, f"wrote {a.out}/results.json, results.md, mma.png in {doc['seconds']:.0f} s")
     return 0
@@ -201,10 +202,11 @@ def _add_detector(p: argparse.ArgumentParser) -> None:
     names of :data:`patchpose.evaluation.rows.DETECTORS` (not imported here: the parser stays light)."""
     p.add_argument(
         "--detector",
-        choices=("sift", "harris", "gftt", "keynet"),
+        choices=("sift", "harris", "gftt", "keynet", "gftt_scale"),
         default="sift",
-        help="keypoints to match: SIFT (default), Harris or Shi-Tomasi (gftt) corners, or Key.Net (needs "
-        "--peers); all but SIFT come without a pose of their own (no rows that read SIFT's)",
+        help="keypoints to match: SIFT (default), Harris or Shi-Tomasi (gftt) corners, Shi-Tomasi corners in a scale "
+        "space with their scale (gftt_scale, as kornia's corner pipeline), or Key.Net (needs --peers); all but SIFT "
+        "come without an orientation of their own (no rows that read SIFT's)",
     )
 
 
@@ -327,6 +329,13 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         "--rows leaves ours out)",
     )
     _add_detector(hp)
+    hp.add_argument(
+        "--matcher",
+        choices=("mnn", "ratio"),
+        default="mnn",
+        help="how every row's descriptors are matched: mutual nearest neighbours (default), or Lowe's ratio test "
+        "(0.8) with a cross check, as COLMAP matches and most users run SIFT",
+    )
     hp.add_argument(
         "--keypoints",
         default=None,

@@ -40,7 +40,7 @@ import math
 import os
 import re
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -49,8 +49,9 @@ from ..data.keypoints import detect_harris, detect_sift
 from ..errors import InputError, is_int_in, require
 from ..fileio import read_keypoints, write_text_atomic
 from ..geometry import apply_homography, inside, pose_change, reprojection_errors
+from ..matching.blend import blend_descriptors
 from ..matching.describe import Describer
-from ..matching.matcher import mutual_nn
+from ..matching.matcher import mutual_nn, ratio_matches
 from ..shape import shape_estimator
 from .datasets.hpatches import Sequence, load_hpatches
 from .descriptors import PEER_DESCRIPTORS, describer
@@ -67,21 +68,21 @@ from .peers import PEER_FILES, Peers
 from .report import write_results
 from .rows import (
     DETECTORS,
+    MATCHERS,
     PEER_DETECTORS,
     Image,
     MatchConfig,
     Run,
-    candidate_counts,
     default_rows,
-    describe_rows,
     detect,
     get_row,
     handcrafted_poses,
     label,
-    pair_descriptors,
     pair_rows,
     peer_poses,
     pose_rows,
+    row_cost,
+    row_descriptors,
 )
 
 POSE_MARGIN = 32.0  # px: pose-transfer keypoints lie this far inside both images
@@ -204,7 +205,9 @@ def match_sequence(
     def feats(k: int):
         kp = sequence_keypoints(keypoints_dir, seq, k, cfg.max_keypoints) if keypoints_dir else None
         f = detect(images[k], cfg.max_keypoints, kp, cfg.detector, peers)
+        t = time.perf_counter()
         o = est.estimate(f.image, f.xy, top_k=cfg.top_k) if len(f) else None
+        read = time.perf_counter() - t
         poses = {"ours": (o.scale[:, 0], o.orientation[:, 0])} if o is not None else {}
         if np.isfinite(f.sift_scale).all() and o is not None:
             poses = {"sift": (f.sift_scale, f.sift_ori), **poses}
@@ -213,39 +216,52 @@ def match_sequence(
                 poses[name] = handcrafted_poses(f, scale=name == "log+dominant_gradient")
         if "orinet" in rows and o is not None:  # the detector's scale, as the hand-crafted upright row
             poses["orinet"] = (f.frame, peer_poses(f, peers, "orinet")[0])
-        return f, o, poses
+        return f, o, poses, read
 
     run = Run(describer, est, cfg, peers)
-    single = [r for r in rows if not get_row(r).is_pair]
-    f1, o1, p1 = feats(1)
-    im1 = Image(f1, o1)
-    d1 = describe_rows(single, run, im1)
-    counts1 = {name: candidate_counts(name, run, im1) for name in rows}
+    match = ratio_matches if cfg.matcher == "ratio" else mutual_nn
+    f1, o1, p1, read1 = feats(1)
+    # every row on its own copy of the keypoints (a fresh memo): what it computes and its time are its own; image
+    # 1's copy lasts the sequence (described once, its cost shared by the pairs)
+    own1 = {name: Image(replace(f1, memo={}), o1) for name in rows}
+    d1, t1 = {}, {}
+    for name in rows:
+        if not get_row(name).is_pair:
+            t = time.perf_counter()
+            d1[name] = row_descriptors(name, run, own1[name])
+            t1[name] = time.perf_counter() - t
     out = []
+    n_pairs = len(seq.targets)
     for k in seq.targets:
         H = seq.homographies[k]
-        fk, ok_, pk = feats(k)
-        imk = Image(fk, ok_, H)
-        dk = describe_rows(single, run, imk)
-        res = {"k": k, "mma": {}, "matches": {}, "descriptors": {}}
-        for name in pair_rows(
-            rows
-        ):  # described with both photos: image 1's descriptors differ from pair to pair
-            d1[name], dk[name], zoom, turn = pair_descriptors(name, run, im1, imk)
-            res.setdefault("zoom", {})[name] = zoom.log2
-            res["zoom_true"] = true_zoom(H, f1.xy, images[k].shape)
-            if name == "pair_pose":  # the one row described at the turn (None: no turn found)
-                res.setdefault("turn", {})[name] = math.degrees(turn.radians) if turn.found else None
-                res["turn_true"] = true_turn(H, f1.xy, images[k].shape)
-        if o1 is not None and ok_ is not None:
-            res["repeat"] = repeated_pose_counts(H, f1, fk, p1, pk)
+        fk, ok_, pk, readk = feats(k)
+        res = {"k": k, "mma": {}, "matches": {}, "descriptors": {}, "cost": {}}
         for name in rows:
-            m, _ = mutual_nn(d1[name], dk[name])
+            r, imk = get_row(name), Image(replace(fk, memo={}), ok_, H)
+            t = time.perf_counter()
+            if r.is_pair:  # described with both photos: image 1's descriptors differ from pair to pair
+                c1, ck, zoom, turn = r.pair(run, own1[name], imk)
+                e1, ek = (blend_descriptors(c[3], c[2])[:, None] for c in (c1, ck))
+                cost = row_cost(name, run, own1[name], imk, c1, ck, turn)
+                res.setdefault("zoom", {})[name] = zoom.log2
+                res["zoom_true"] = true_zoom(H, f1.xy, images[k].shape)
+                if name == "pair_pose":  # the one row described at the turn (None: no turn found)
+                    res.setdefault("turn", {})[name] = math.degrees(turn.radians) if turn.found else None
+                    res["turn_true"] = true_turn(H, f1.xy, images[k].shape)
+            else:
+                e1, ek = d1[name], row_descriptors(name, run, imk)
+                cost = row_cost(name, run, own1[name], imk)
+            m, _ = match(e1, ek)
+            seconds = time.perf_counter() - t + t1.get(name, 0.0) / n_pairs
+            if r.reads_model:  # the read of our model that the row takes from each image
+                seconds += readk + read1 / n_pairs
             err = reprojection_errors(H, f1.xy[m[:, 0]], fk.xy[m[:, 1]])
             res["mma"][name] = pair_mma(err, thresholds)
             res["matches"][name] = int(len(m))
-            counts = np.concatenate([counts1[name], candidate_counts(name, run, imk)])
-            res["descriptors"][name] = float(counts.mean()) if len(counts) else 0.0
+            res["descriptors"][name] = cost.descriptors
+            res["cost"][name] = {**asdict(cost), "seconds": seconds}
+        if o1 is not None and ok_ is not None:
+            res["repeat"] = repeated_pose_counts(H, f1, fk, p1, pk)
         out.append(res)
     return out
 
@@ -286,6 +302,18 @@ def summarize_correct(per_seq: dict[str, list[dict]], rows, thresholds) -> dict:
     return out
 
 
+def summarize_costs(per_seq: dict[str, list[dict]], rows) -> dict:
+    """``{row: {"computations", "descriptors", "passes", "fits", "seconds"}}``: each row's mean cost per pair
+    (:class:`~patchpose.evaluation.rows.Cost`; seconds: its own description of both photos, image 1's shared by the
+    pairs of its sequence, the read of our model where the row takes it, and its matching; not the detection)."""
+    out = {}
+    for row in rows:
+        costs = [p["cost"][row] for pairs in per_seq.values() for p in pairs if "cost" in p]
+        if costs:
+            out[row] = {key: float(np.mean([c[key] for c in costs])) for key in costs[0]}
+    return out
+
+
 def descriptors_per_keypoint(per_seq: dict[str, list[dict]], row: str) -> float:
     """How many descriptors a row made per keypoint, on average over the pairs (each pair: both images'
     keypoints together): k for ``ours_topK`` (the closest pair is kept), SIFT's orientations per location
@@ -295,6 +323,9 @@ def descriptors_per_keypoint(per_seq: dict[str, list[dict]], row: str) -> float:
         return round(float(np.mean(vals)), 3)
     return float(row[len("ours_top") :]) if row.startswith("ours_top") else 1.0
 
+
+#: how each matcher reads in a report
+MATCHER_NAMES = {"mnn": "mutual nearest neighbours", "ratio": "Lowe's ratio test (0.8) with a cross check"}
 
 #: the threshold of the MMA whose intervals are reported, and the row the others are compared with
 INTERVAL_PX, INTERVAL_REFERENCE = 3, "ours"
@@ -630,6 +661,7 @@ def evaluate_hpatches(
     rows: list[str] | None = None,
     reference: str | None = None,
     shape_weights: str | None = None,
+    matcher: str = "mnn",
 ) -> dict:
     """Run the pose-transfer and matching evaluations; write ``results.json``, ``results.md``, ``mma.png``.
 
@@ -653,6 +685,8 @@ def evaluate_hpatches(
 
     if protocol not in PROTOCOLS:
         raise InputError(f"protocol must be one of {sorted(PROTOCOLS)}, got {protocol!r}")
+    if matcher not in MATCHERS:
+        raise InputError(f"matcher must be one of {MATCHERS}, got {matcher!r}")
     if not is_int_in(top_k, 2, integral_floats=True):
         raise InputError(f"top_k must be an integer of at least 2 (the top-k row), got {top_k!r}")
     if detector not in DETECTORS:
@@ -677,13 +711,14 @@ def evaluate_hpatches(
         top_k=int(top_k),
         detector=detector,
         shape_weights=None if shape_weights is None else str(shape_weights),
+        matcher=matcher,
     )
     describe = describer(cfg.descriptor, cfg.descriptor_weights, peers=peer_set)
     allowed = pose_rows(
         cfg.top_k,
         sift=keypoints_dir is None and detector == "sift",
         peers=peer_set is not None,
-        keynet=keypoints_dir is None and detector == "keynet",
+        keynet=keypoints_dir is None and detector in ("keynet", "gftt_scale"),
     )
     if rows is not None and list(rows) == ["all"]:
         rows = allowed
@@ -732,7 +767,7 @@ def evaluate_hpatches(
             **({"peers": peer_set.fingerprint(used_peers)} if peer_set is not None else {}),
             # raised whenever the code changes what a cached sequence holds or how it is computed, so that
             # a result computed another way is never reused
-            "cache_version": 15,
+            "cache_version": 16,
             "rows": list(rows),
         },
         sort_keys=True,
@@ -776,6 +811,7 @@ def evaluate_hpatches(
         "protocol": protocol,
         "mma": mma,
         "descriptors_per_keypoint": {r: descriptors_per_keypoint(matching, r) for r in rows},
+        "costs": summarize_costs(matching, rows),
         "correct_matches": summarize_correct(matching, rows, proto.thresholds),
         "intervals": (
             mma_intervals(matching, rows, list(proto.thresholds), bootstrap, reference, clusters=clusters)
@@ -832,9 +868,11 @@ def evaluate_hpatches(
                     "harris": "Harris corners (OpenCV)",
                     "gftt": "Shi-Tomasi corners (OpenCV goodFeaturesToTrack)",
                     "keynet": "Key.Net (kornia KeyNetDetector, peers' weights)",
+                    "gftt_scale": "Shi-Tomasi corners in a scale space (kornia ScaleSpaceDetector, CornerGFTT)",
                 }[detector]
             ),
             "max_keypoints": cfg.max_keypoints,
+            "matcher": cfg.matcher,
             "descriptor": cfg.descriptor,
             "peers": None if peers is None else str(peers),
             "top_k": cfg.top_k,
@@ -878,30 +916,42 @@ def results_markdown(doc: dict) -> str:
         f"Sequences: {s['sequences']} under `{s['root']}`; pairs {s['pairs']['overall']} "
         f"({s['pairs']['illumination']} illumination, {s['pairs']['viewpoint']} viewpoint). Model: "
         f"`{s['model']}`. Detector: {s['detector']}, up to {s['max_keypoints']} keypoints; descriptor: "
-        f"{s['descriptor']}; mutual nearest neighbours; top-k = {s['top_k']}; {doc['seconds']:.0f} s.",
+        f"{s['descriptor']}; {MATCHER_NAMES[s.get('matcher', 'mnn')]}; top-k = {s['top_k']}; {doc['seconds']:.0f} s.",
         "",
         "## Matching: MMA (fraction of matches within t px, mean over pairs), matches and correct matches per pair",
         "",
-        f"desc./kp: descriptors per keypoint; correct: matches within {INTERVAL_PX} px per pair (overall, then "
-        "viewpoint pairs).",
+        "Cost, per pair: comp./kp, descriptor computations per keypoint; desc./kp, descriptors matched per keypoint; "
+        "passes, matching passes; fits, geometric fits (RANSAC); s, seconds of the row's own description of both "
+        "photos, our model's read where it takes it, and matching (the detection not counted). correct: matches "
+        f"within {INTERVAL_PX} px per pair (overall, then viewpoint pairs).",
         "",
-        "| pose | desc./kp | matches | correct | viewp. correct | "
+        "| pose | comp./kp | desc./kp | passes | fits | s | matches | correct | viewp. correct | "
         + " | ".join(f"{k} @{t}px" for k in KINDS for t in show if k == "overall")
         + " | "
         + " | ".join(f"{k[:5]}. @3px" for k in KINDS[1:])
         + " |",
-        "|---|---|---|---|---|" + "---|" * (len(show) + 2),
+        "|---|---|---|---|---|---|---|---|---|" + "---|" * (len(show) + 2),
     ]
     per_kp = doc.get("descriptors_per_keypoint") or {}
     correct = doc.get("correct_matches") or {}
+    costs = doc.get("costs") or {}
     for row, by_kind in doc["mma"].items():
         o = by_kind["overall"]
         cells = [f"{o[th.index(t)]:.3f}" if o else "–" for t in show]
         extra = [f"{by_kind[k][th.index(3)]:.3f}" if by_kind[k] else "–" for k in KINDS[1:]]
         c = correct.get(row, {})
         counts = [f"{c[k]:.1f}" if c.get(k) is not None else "–" for k in ("overall", "viewpoint")]
+        cost = costs.get(row)
+        spent = (
+            [_per_kp(round(cost["computations"], 2)), _per_kp(per_kp.get(row)), f"{cost['passes']:g}",
+             f"{cost['fits']:g}", f"{cost['seconds']:.2f}"]
+            if cost
+            else ["–", _per_kp(per_kp.get(row)), "–", "–", "–"]
+        )  # fmt: skip
         lines.append(
-            f"| {_label(row)} | {_per_kp(per_kp.get(row))} | {doc['matches'][row]:.1f} | "
+            f"| {_label(row)} | "
+            + " | ".join(spent)
+            + f" | {doc['matches'][row]:.1f} | "
             + " | ".join(counts + cells + extra)
             + " |"
         )

@@ -227,6 +227,43 @@ def keynet_frames(peers: Peers, gray: np.ndarray, max_keypoints: int) -> tuple[n
     return xy, radius[keep]
 
 
+def scale_space_corners(gray: np.ndarray, max_keypoints: int) -> tuple[np.ndarray, np.ndarray]:
+    """Shi-Tomasi corners found in a scale space, as kornia's ``GFTTAffNetHardNet`` finds them (its
+    ``ScaleSpaceDetector``: the ``CornerGFTT`` response on a doubled image's pyramid of 3 levels per octave, its
+    maxima only, ``mr_size=6``; no network, no weights): ``(N, 2)`` xy (pixel centres at integers, strongest first,
+    one per location, at most ``max_keypoints``) and ``(N,)`` the half-width in px of each corner's region (its LAF
+    scale). What a user of kornia's corner pipeline gets as a corner's scale, without AffNet's shape and OriNet's
+    angle."""
+    if max_keypoints <= 0 or min(gray.shape[:2]) < KEYNET_MIN_SIDE:
+        return np.zeros((0, 2)), np.zeros(0)
+    KF = require("kornia.feature", "kornia")
+    from kornia.geometry.transform import ScalePyramid
+
+    det = KF.ScaleSpaceDetector(
+        2 * int(max_keypoints),  # levels can find one location twice: room to drop those
+        resp_module=KF.CornerGFTT(),
+        scale_pyr_module=ScalePyramid(3, 1.6, 32, double_image=True, extra_levels=2),
+        ori_module=KF.PassLAF(),
+        aff_module=KF.PassLAF(),
+        scale_space_response=False,
+        minima_are_also_good=False,
+        mr_size=6.0,
+    ).eval()
+    with torch.inference_mode():
+        lafs, resp = det(_image_tensor(gray))
+    resp = resp[0].double().numpy()
+    xy = lafs[0, :, :, 2].double().numpy()
+    radius = KF.get_laf_scale(lafs)[0, :, 0, 0].double().numpy()
+    order = np.argsort(-resp, kind="stable")
+    order = order[resp[order] > 0]  # unfilled slots hold a zero response
+    xy, radius = xy[order], radius[order]
+    _, first = np.unique(np.round(xy, 2), axis=0, return_index=True)
+    keep = np.sort(first)[: int(max_keypoints)]
+    h, w = gray.shape
+    xy = np.stack([np.clip(xy[keep, 0], 0, w - 1), np.clip(xy[keep, 1], 0, h - 1)], 1).reshape(-1, 2)
+    return xy, radius[keep]
+
+
 def _lafs(xy: np.ndarray, radius) -> torch.Tensor:
     KF = require("kornia.feature", "kornia")
     n = len(xy)

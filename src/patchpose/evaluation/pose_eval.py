@@ -53,6 +53,7 @@ DETECTOR_NAMES = {
     "harris": "Harris corners (OpenCV)",
     "gftt": "Shi-Tomasi corners (OpenCV goodFeaturesToTrack)",
     "keynet": "Key.Net (kornia, the peers' weights)",
+    "gftt_scale": "Shi-Tomasi corners in a scale space (kornia ScaleSpaceDetector, CornerGFTT)",
 }
 
 

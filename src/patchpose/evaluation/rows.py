@@ -42,18 +42,29 @@ from ..matching.describe import Describer
 from ..matching.features import SIFT_REGION, Features, features_at
 from ..matching.gradient import ORI_PATCH
 from ..matching.matcher import mutual_nn
-from ..matching.pairpose import pair_fallback, pair_pose_candidates, pair_votes
+from ..matching.pairpose import OurVotes, Votes, pair_fallback, pair_pose_candidates, pair_votes
 from ..matching.zoom import PairTurn, PairZoom
 from ..reading import strong_candidates
 from .baselines import LOG_PATCH, LOG_SIGMA, LOG_WINDOWS, dominant_gradient_orientation, log_scale_selection
-from .peers import Peers, affnet_frames, keynet_frames, orinet_in_frames, orinet_orientations
+from .peers import (
+    Peers,
+    affnet_frames,
+    keynet_frames,
+    orinet_in_frames,
+    orinet_orientations,
+    scale_space_corners,
+)
 
 #: SIFT's orientation window (radius 3·1.5σ), in units of σ: where the hand-crafted row reads its gradients
 SIFT_ORI_RADIUS = 4.5
-#: the keypoint sources :func:`detect` knows: the library's, and Key.Net's (the peers' weights)
-DETECTORS = (*library_features.DETECTORS, "keynet")
+#: the keypoint sources :func:`detect` knows: the library's, Key.Net's (the peers' weights) and Shi-Tomasi corners
+#: in a scale space, each with its scale (kornia's ``ScaleSpaceDetector``, as its corner pipeline runs it)
+DETECTORS = (*library_features.DETECTORS, "keynet", "gftt_scale")
 #: detectors that need the peers' weights
 PEER_DETECTORS = ("keynet",)
+#: how a run matches each row's descriptors: mutual nearest neighbours, or Lowe's ratio test with a cross check
+#: (:func:`~patchpose.matching.matcher.ratio_matches`, as COLMAP matches and most users run SIFT)
+MATCHERS = ("mnn", "ratio")
 
 
 @dataclass
@@ -67,6 +78,7 @@ class MatchConfig:
     top_k: int = 4
     detector: str = "sift"  # one of DETECTORS (when no keypoints are given)
     shape_weights: str | None = None  # the shape network of the shape rows (None: the bundled one)
+    matcher: str = "mnn"  # the final matching of every row: one of MATCHERS
 
 
 @dataclass
@@ -101,15 +113,17 @@ def detect(
     peers: Peers | None = None,
     sizes=None,
 ) -> Features:
-    """:func:`patchpose.matching.features.detect`, and Key.Net keypoints (``detector="keynet"``, with the
-    ``peers``' weights; strongest first, one per location, their region's scale, no orientation)."""
+    """:func:`patchpose.matching.features.detect`, Key.Net keypoints (``detector="keynet"``, with the ``peers``'
+    weights) and scale-space corners (``"gftt_scale"``, :func:`~patchpose.evaluation.peers.scale_space_corners`):
+    strongest first, one per location, their region's scale, no orientation."""
     if keypoints is None:
         check_detector(detector, peers)
-    if keypoints is not None or detector != "keynet":
+    if keypoints is not None or detector not in ("keynet", "gftt_scale"):
         return library_features.detect(image, max_keypoints, keypoints, detector, sizes)
     n = library_features.check_max_keypoints(max_keypoints)
     img = check_image(image)
-    xy, radius = keynet_frames(peers, to_gray(img), n)
+    gray = to_gray(img)
+    xy, radius = keynet_frames(peers, gray, n) if detector == "keynet" else scale_space_corners(gray, n)
     return features_at(img, xy, np.log2(np.maximum(radius, 1e-6) / REFERENCE_RADIUS))
 
 
@@ -260,6 +274,11 @@ class Row:
     #: the library's recipe this row computes (:data:`patchpose.recipes.RECIPES`), read with the model the recipe
     #: reads (``--weights`` of that model); None: a benchmark's own row
     recipe: str | None = None
+    #: whether it reads our pose network's top-k read of each image (``Image.ours``, read once for every row that
+    #: does): its cost includes that read
+    reads_model: bool = False
+    #: a pair row's first pass (a :class:`~patchpose.matching.pairpose.Votes` class; None: not a pair row)
+    votes: type | None = None
 
     @property
     def is_pair(self) -> bool:
@@ -294,10 +313,32 @@ def _sift_all(run: Run, im: Image) -> Poses2:
     return np.repeat(f.sift_scale[:, None], k, 1), o
 
 
+def sift_all_descriptors(feats: Features, describer: Describer) -> np.ndarray:
+    """``(N, k, D)``: each keypoint described at every orientation SIFT found at its location (once each, as SIFT
+    itself computes them), a keypoint with fewer repeating its first descriptor (which leaves its smallest distance
+    as it is); kept in the memo per describer."""
+    key = ("sift_all", describer)
+    if key not in feats.memo:
+        s, o = _sift_all(None, Image(feats))
+        counts = _sift_counts(None, Image(feats))
+        real = np.arange(o.shape[1])[None, :] < counts[:, None]
+        xy = np.repeat(feats.xy[:, None], o.shape[1], 1)[real]
+        out = np.empty((len(feats), o.shape[1], describer.dim), np.float32)
+        out[real] = describer.describe(feats.pyramid, xy, s[real], o[real])
+        feats.memo[key] = np.where(real[..., None], out, np.broadcast_to(out[:, :1], out.shape))
+    return feats.memo[key]
+
+
+def _sift_all_describe(run: Run, im: Image) -> np.ndarray:
+    return sift_all_descriptors(im.feats, run.describer)
+
+
 def _keynet(run: Run, im: Image) -> Poses2:
     f = im.feats
     if f.detector_scale is None or np.isfinite(f.sift_ori).all():
-        raise InputError("the 'keynet' row needs Key.Net detections")
+        raise InputError(
+            "the 'keynet' row needs detections with a scale and no angle (Key.Net's, gftt_scale's)"
+        )
     return f.frame[:, None], np.zeros((len(f), 1))
 
 
@@ -451,12 +492,63 @@ def _pair_pose(run: Run, im1: Image, im2: Image) -> tuple:
     )
 
 
+@dataclass(frozen=True)
+class GradientVotes(Votes):
+    """``pair-pose``'s first pass without a network: each keypoint at the detector's scale (16 px for corners, so
+    no zoom is voted there) and the gradient histogram's strongest peaks, blended; where no turn shows, the same."""
+
+    def strongest(self, feats: Features, ours=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        s, o, w, d = gradient_blend_candidates(feats, self.describer)
+        return s[:, 0], o[:, 0], blend_descriptors(d, w)
+
+    def fallback(self, feats1: Features, feats2: Features, ours1=None, ours2=None) -> tuple:
+        return gradient_blend_candidates(feats1, self.describer), gradient_blend_candidates(
+            feats2, self.describer
+        )
+
+    def reuses(self, feats1: Features, feats2: Features) -> bool:
+        return True
+
+
+@dataclass(frozen=True)
+class SiftVotes(GradientVotes):
+    """``pair-pose``'s first pass on SIFT's own poses: SIFT's scale and first orientation vote, at the tentative
+    matches of SIFT with all its orientations (a keypoint's distance the smallest over its descriptor pairs); where
+    no turn shows, the gradient's blend (no network either)."""
+
+    def strongest(self, feats: Features, ours=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        return feats.sift_scale, feats.sift_ori, sift_all_descriptors(feats, self.describer)
+
+    def computations(self, feats: Features) -> np.ndarray:
+        return _sift_counts(None, Image(feats))
+
+    def reuses(self, feats1: Features, feats2: Features) -> bool:
+        return False
+
+
+def row_votes(row: Row, run: Run) -> Votes:
+    """A pair row's first pass for this run (ours: the run's estimator, its top-k, the shape network)."""
+    if row.votes is OurVotes:
+        return OurVotes(run.describer, _needs_est(run, row.name), run.cfg.top_k, run.cfg.shape_weights)
+    return row.votes(run.describer)
+
+
+def _pair_pose_votes(votes: type) -> Callable[[Run, Image, Image], tuple]:
+    """``pair-pose`` with another first pass (``votes``, a :class:`~patchpose.matching.pairpose.Votes` class)."""
+
+    def pair(run: Run, im1: Image, im2: Image) -> tuple:
+        return pair_pose_candidates(im1.feats, im2.feats, run.describer, None, votes=votes(run.describer))
+
+    return pair
+
+
 def _shape_zoom_blend(run: Run, im1: Image, im2: Image) -> tuple:
     """Our shape blend at the fixed 16 px window widened by the pair's zoom in the photo where structures look
     larger (:attr:`~patchpose.matching.zoom.PairZoom.frames`), for every keypoint: a detector's own scale is set
     aside."""
-    est = _needs_est(run, "shape_zoom_blend")
-    zoom, turn = pair_votes(im1.feats, im2.feats, run.describer, est, run.cfg.top_k, im1.ours, im2.ours)
+    zoom, turn = pair_votes(
+        im1.feats, im2.feats, row_votes(ROWS["shape_zoom_blend"], run), im1.ours, im2.ours
+    )
     out = []
     for feats, frame in zip((im1.feats, im2.feats), zoom.frames):
         if len(feats) == 0:
@@ -478,6 +570,7 @@ def _top_k_rows(k: int) -> Row:
         describe=describe,
         count=lambda run, im: np.full(len(im.feats), k, np.int64),
         widen=True,
+        reads_model=True,
     )
 
 
@@ -491,11 +584,17 @@ ROWS: dict[str, Row] = {
             "sift_all",
             "SIFT's own pose, all its orientations",
             poses=_sift_all,
+            describe=_sift_all_describe,
             sift=True,
             count=_sift_counts,
         ),
-        Row("keynet", "Key.Net's own pose (its scale, upright)", poses=_keynet, keynet=True),
-        Row("ours", "ours (argmax)", poses=_ours_pose, widen=True, recipe="pose"),
+        Row(
+            "keynet",
+            "the detector's own pose (Key.Net's or a scale space's scale, upright)",
+            poses=_keynet,
+            keynet=True,
+        ),
+        Row("ours", "ours (argmax)", poses=_ours_pose, widen=True, recipe="pose", reads_model=True),
         _top_k_rows(4),
         Row(
             "ours_adaptive",
@@ -504,18 +603,21 @@ ROWS: dict[str, Row] = {
             ablation=True,
             count=_ours_adaptive_counts,
             widen=True,
+            reads_model=True,
         ),
         Row(
             "ours_blend",
             "ours, one descriptor blended over our top-4 orientations",
             candidates=_ours_blend,
             ablation=True,
+            reads_model=True,
         ),
         Row(
             "ours_scale_gradient_blend",
             "our scale, one descriptor blended over the gradient histogram's top-4 peaks",
             candidates=_ours_scale_gradient_blend,
             ablation=True,
+            reads_model=True,
         ),
         Row(
             "ours_angle",
@@ -575,6 +677,8 @@ ROWS: dict[str, Row] = {
             ablation=True,
             shape=True,
             base="shape_pooled_blend",
+            reads_model=True,
+            votes=OurVotes,
         ),
         Row(
             "pair_pose",
@@ -583,6 +687,22 @@ ROWS: dict[str, Row] = {
             pair=_pair_pose,
             shape=True,
             recipe="pair-pose",
+            reads_model=True,
+            votes=OurVotes,
+        ),
+        Row(
+            "pair_pose_sift",
+            "pair-pose with SIFT's own poses voting (SIFT with all its orientations matched first), no network",
+            pair=_pair_pose_votes(SiftVotes),
+            sift=True,
+            votes=SiftVotes,
+        ),
+        Row(
+            "pair_pose_gradient",
+            "pair-pose with the gradient's poses voting (the detector's scale, the gradient's peaks), no network",
+            pair=_pair_pose_votes(GradientVotes),
+            group="handcrafted",
+            votes=GradientVotes,
         ),
         Row("orinet", "OriNet orientation (kornia), detector's scale", poses=_orinet, group="peers"),
         Row(
@@ -679,6 +799,7 @@ def row_descriptors(name: str, run: Run, im: Image) -> np.ndarray:
         return np.zeros((0, 1, run.describer.dim), np.float32)
     if r.candidates is not None:
         _, _, w, d = r.candidates(run, im)
+        f.memo[("candidates", name)] = w.shape[1]
         return blend_descriptors(d, w)[:, None]
     if r.describe is not None:
         d = r.describe(run, im)
@@ -688,6 +809,49 @@ def row_descriptors(name: str, run: Run, im: Image) -> np.ndarray:
     k = s.shape[1]
     d = run.describer.describe(f.pyramid, np.repeat(f.xy, k, 0), s.reshape(-1), o.reshape(-1))
     return d.reshape(len(f), k, -1)
+
+
+@dataclass(frozen=True)
+class Cost:
+    """What a row spends on a pair of photos: descriptor computations per keypoint (both photos' keypoints
+    together), the descriptors per keypoint it matches, matching passes and geometric fits (RANSAC)."""
+
+    computations: float
+    descriptors: float
+    passes: int = 1
+    fits: int = 0
+
+
+def row_cost(name: str, run: Run, im1: Image, im2: Image, c1=None, c2=None, turn=None) -> Cost:
+    """A row's :class:`Cost` on a pair: a poses row computes and matches its descriptors per keypoint
+    (:func:`candidate_counts`); a blend row computes its candidates and matches one; a pair row (``c1``, ``c2``:
+    its candidates, ``turn``: the pair's) computes the votes' candidates (our top-4 angles blended) and then its own
+    (twice for photo 2, with two more passes and fits, where the turn was ambiguous), and fits the pair's affine
+    map where it found a turn."""
+    r = get_row(name)
+
+    def mean(a: np.ndarray, b: np.ndarray) -> float:
+        both = np.concatenate([a, b]).astype(np.float64)
+        return float(both.mean()) if len(both) else 0.0
+
+    n1, n2 = len(im1.feats), len(im2.feats)
+    if not r.is_pair:
+        counts = mean(candidate_counts(name, run, im1), candidate_counts(name, run, im2))
+        if r.candidates is None:
+            return Cost(counts, counts)
+        # the candidates each keypoint was described at (row_descriptors notes them)
+        k = [im.feats.memo.get(("candidates", name), 0) for im in (im1, im2)]
+        return Cost(mean(np.full(n1, k[0]), np.full(n2, k[1])), 1.0)
+    k1, k2 = np.shape(c1[0])[1], np.shape(c2[0])[1]
+    votes = row_votes(r, run)
+    ambiguous = int(turn.ambiguous)
+    found = r.base is None and turn.found
+    # where no turn is found, a fallback on the votes' own candidates describes nothing more
+    own = 0 if r.base is None and not turn.found and votes.reuses(im1.feats, im2.feats) else 1
+    comp = mean(
+        votes.computations(im1.feats) + own * k1, votes.computations(im2.feats) + own * k2 * (1 + ambiguous)
+    )
+    return Cost(comp, 1.0, 2 + 2 * ambiguous, int(found) * (1 + 3 * ambiguous))
 
 
 def describe_rows(rows, run: Run, im: Image) -> dict[str, np.ndarray]:
@@ -782,10 +946,13 @@ def match_images(
 
 
 __all__ = [
+    "Cost",
+    "row_cost",
     "DETECTORS",
     "PEER_DETECTORS",
     "ROWS",
     "Image",
+    "MATCHERS",
     "MatchConfig",
     "Row",
     "Run",

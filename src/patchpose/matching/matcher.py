@@ -1,4 +1,6 @@
-"""Mutual nearest-neighbour matching, with several descriptors per keypoint (top-k poses)."""
+"""Matching keypoints by their descriptors, with several descriptors per keypoint (a keypoint's distance to another
+is the smallest over their descriptor pairs): mutual nearest neighbours (:func:`mutual_nn`) and Lowe's ratio test
+with a cross check (:func:`ratio_matches`, as COLMAP's matcher and most users run SIFT)."""
 
 from __future__ import annotations
 
@@ -60,4 +62,42 @@ def mutual_nn(d1: np.ndarray, d2: np.ndarray, chunk: int = 2048) -> tuple[np.nda
     return pairs, best12[i]
 
 
-__all__ = ["keypoint_distances", "mutual_nn"]
+#: Lowe's ratio: a keypoint's nearest neighbour is kept when it is nearer than this share of the second nearest
+#: (COLMAP's matcher's ``max_ratio``)
+RATIO = 0.8
+
+
+def ratio_matches(
+    d1: np.ndarray, d2: np.ndarray, ratio: float = RATIO, cross_check: bool = True, chunk: int = 2048
+) -> tuple[np.ndarray, np.ndarray]:
+    """Lowe's ratio test: ``(L, 2)`` index pairs ``(i in 1, j in 2)`` and their distances, where ``j`` is ``i``'s
+    nearest keypoint and nearer than ``ratio`` times its second nearest, and with ``cross_check`` ``i`` is ``j``'s
+    nearest too (COLMAP's exhaustive matcher: ratio 0.8, cross check). Descriptors and blocks as :func:`mutual_nn`;
+    a lone keypoint in image 2 has no second nearest and passes the ratio test."""
+    if not (isinstance(ratio, (int, float)) and 0 < ratio <= 1):
+        raise ValueError(f"ratio must be a number in (0, 1], got {ratio!r}")
+    if len(d1) == 0 or len(d2) == 0:
+        return np.zeros((0, 2), np.int64), np.zeros(0, np.float32)
+    nn12 = np.empty(len(d1), np.int64)
+    best12 = np.empty(len(d1), np.float32)
+    second12 = np.full(len(d1), np.inf, np.float32)
+    nn21 = np.zeros(len(d2), np.int64)
+    best21 = np.full(len(d2), np.inf, np.float32)
+    for i, block in _distance_blocks(d1, d2, chunk):
+        rows = np.arange(len(block))
+        nn12[i : i + len(block)] = j = block.argmin(1)
+        best12[i : i + len(block)] = block[rows, j]
+        if block.shape[1] > 1:
+            second12[i : i + len(block)] = np.partition(block, 1, axis=1)[:, 1]
+        col = block.argmin(0)
+        val = block[col, np.arange(block.shape[1])]
+        better = val < best21
+        nn21[better], best21[better] = col[better] + i, val[better]
+    keep = best12 < ratio * second12
+    if cross_check:
+        keep &= nn21[nn12] == np.arange(len(nn12))
+    i = np.nonzero(keep)[0]
+    return np.stack([i, nn12[i]], 1).astype(np.int64), best12[i]
+
+
+__all__ = ["RATIO", "keypoint_distances", "mutual_nn", "ratio_matches"]

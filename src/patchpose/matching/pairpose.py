@@ -26,7 +26,7 @@ homography fit for each).
 from __future__ import annotations
 
 import math
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -46,68 +46,101 @@ from .zoom import MIN_SLANT, PairAffine, PairTurn, PairZoom, pair_affine, pair_t
 SUPPORT_PX = 5.0
 
 
+@dataclass(frozen=True)
+class Votes:
+    """The first pass of ``pair-pose``: how each photo is described for the tentative matches whose poses vote the
+    pair's zoom, turn and affine map (:meth:`strongest`), and how each keypoint is described where the votes show
+    no one turn (:meth:`fallback`). :class:`OurVotes` is the recipe's; the benchmarks try others (SIFT's own poses,
+    the gradient's) to show what the network adds."""
+
+    describer: Describer
+
+    def strongest(self, feats: Features, ours=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Each keypoint's scale (log2, ``(N,)``) and orientation (radians, ``(N,)``) that vote, and the descriptors
+        ``(N, D)`` or ``(N, k, D)`` of the tentative matches (``ours``: our poses there, if read already)."""
+        raise NotImplementedError
+
+    def fallback(
+        self, feats1: Features, feats2: Features, ours1=None, ours2=None
+    ) -> tuple[Candidates, Candidates]:
+        """Each photo's candidates where the votes show no one turn: each keypoint at its own poses."""
+        raise NotImplementedError
+
+    def computations(self, feats: Features) -> np.ndarray:
+        """``(N,)`` descriptor computations per keypoint of the first pass."""
+        return np.full(len(feats), BLEND_K)
+
+    def reuses(self, feats1: Features, feats2: Features) -> bool:
+        """Whether :meth:`fallback`'s candidates are the first pass's own (no more computations)."""
+        return False
+
+
+@dataclass(frozen=True)
+class OurVotes(Votes):
+    """Our poses vote: each keypoint at our scale and :data:`~.blend.BLEND_K` strongest orientations, blended
+    (:func:`~.candidates.ours_blend_candidates`: a description that turns and zooms with the photo; ``est``'s
+    top-``top_k`` read); where no turn shows, :func:`pair_fallback`'s description (``shape_weights``: the shape
+    network's file, None: the bundled one)."""
+
+    est: object = None
+    top_k: int = BLEND_K
+    shape_weights: str | None = None
+
+    def strongest(self, feats: Features, ours=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        s, o, w, d = ours_blend_candidates(feats, self.describer, self.est, self.top_k, ours)
+        return s[:, 0] - ours_window(self.est.plan.descriptor_region), o[:, 0], blend_descriptors(d, w)
+
+    def fallback(
+        self, feats1: Features, feats2: Features, ours1=None, ours2=None
+    ) -> tuple[Candidates, Candidates]:
+        if pair_fallback(feats1, feats2) == "shape":
+            c1, c2 = (shape_blend_candidates(f, self.describer, self.shape_weights) for f in (feats1, feats2))
+            return c1, c2
+        c1, c2 = (
+            ours_blend_candidates(f, self.describer, self.est, self.top_k, o)
+            for f, o in ((feats1, ours1), (feats2, ours2))
+        )
+        return c1, c2
+
+    def reuses(self, feats1: Features, feats2: Features) -> bool:
+        return pair_fallback(feats1, feats2) == "ours"
+
+
 def tentative_matches(
-    feats1: Features,
-    feats2: Features,
-    describer: Describer,
-    est,
-    top_k: int = BLEND_K,
-    ours1=None,
-    ours2=None,
+    feats1: Features, feats2: Features, votes: Votes, ours1=None, ours2=None
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """What the pair's votes read: our strongest scales and orientations in each photo (``s1``, ``o1``, ``s2``,
-    ``o2``) and the mutual nearest neighbours ``(L, 2)`` of their blended descriptors
-    (:func:`~.candidates.ours_blend_candidates`; ``ours1``/``ours2``: our top-``top_k`` poses there, if read
-    already), kept in photo 2's memo for photo 1 (the turn, the zoom and the affine map read the same matches)."""
-    key = ("tentative", describer, est, top_k)
+    """What the pair's votes read: each photo's voting scales and orientations (``s1``, ``o1``, ``s2``, ``o2``,
+    :meth:`Votes.strongest`) and the mutual nearest neighbours ``(L, 2)`` of its descriptors, kept in photo 2's memo
+    for photo 1 (the turn, the zoom and the affine map read the same matches)."""
+    key = ("tentative", votes)
     kept = feats2.memo.get(key)
     if kept is None or kept[0] is not feats1:
         (s1, o1, d1), (s2, o2, d2) = (
-            _strongest(f, describer, est, top_k, ours) for f, ours in ((feats1, ours1), (feats2, ours2))
+            votes.strongest(f, ours) for f, ours in ((feats1, ours1), (feats2, ours2))
         )
         kept = feats2.memo[key] = (feats1, (s1, o1, s2, o2, mutual_nn(d1, d2)[0]))
     return kept[1]
 
 
-def _strongest(feats: Features, describer: Describer, est, top_k: int, ours) -> tuple:
-    """Our strongest scales and orientations ``(N,)`` and the ``(N, D)`` blended descriptors of
-    :func:`~.candidates.ours_blend_candidates`."""
-    s, o, w, d = ours_blend_candidates(feats, describer, est, top_k, ours)
-    return s[:, 0] - ours_window(est.plan.descriptor_region), o[:, 0], blend_descriptors(d, w)
-
-
 def pair_votes(
-    feats1: Features,
-    feats2: Features,
-    describer: Describer,
-    est,
-    top_k: int = BLEND_K,
-    ours1=None,
-    ours2=None,
+    feats1: Features, feats2: Features, votes: Votes, ours1=None, ours2=None
 ) -> tuple[PairZoom, PairTurn]:
-    """The zoom and the turn from image 1 to image 2 that our strongest scales and angles vote for at the
+    """The zoom and the turn from image 1 to image 2 that the scales and angles of ``votes`` vote for at the
     :func:`tentative_matches` (:func:`~.zoom.pair_zoom`, :func:`~.zoom.pair_turn`); no votes without keypoints."""
     if len(feats1) == 0 or len(feats2) == 0:
         return PairZoom(0.0, 0, 0), PairTurn(0.0, 0, 0)
-    s1, o1, s2, o2, m = tentative_matches(feats1, feats2, describer, est, top_k, ours1, ours2)
+    s1, o1, s2, o2, m = tentative_matches(feats1, feats2, votes, ours1, ours2)
     return pair_zoom(s1, s2, m), pair_turn(o1, o2, m)
 
 
 def pair_affine_of(
-    feats1: Features,
-    feats2: Features,
-    describer: Describer,
-    est,
-    radians: float,
-    top_k: int = BLEND_K,
-    ours1=None,
-    ours2=None,
+    feats1: Features, feats2: Features, votes: Votes, radians: float, ours1=None, ours2=None
 ) -> PairAffine | None:
     """The affine map from image 1 to image 2 (:func:`~.zoom.pair_affine`) that those :func:`tentative_matches`
     agree on whose angles voted for a turn of ``radians``; None where there is none."""
     if len(feats1) == 0 or len(feats2) == 0:
         return None
-    _, o1, _, o2, m = tentative_matches(feats1, feats2, describer, est, top_k, ours1, ours2)
+    _, o1, _, o2, m = tentative_matches(feats1, feats2, votes, ours1, ours2)
     size = max(float(np.hypot(*f.image.shape[:2])) for f in (feats1, feats2))
     return pair_affine(feats1.xy, feats2.xy, m, radians, o1, o2, size)
 
@@ -144,15 +177,7 @@ def one_pose_candidates(
 
 
 def one_pose_pair(
-    feats1: Features,
-    feats2: Features,
-    describer: Describer,
-    est,
-    zoom: PairZoom,
-    radians: float,
-    top_k: int = BLEND_K,
-    ours1=None,
-    ours2=None,
+    feats1: Features, feats2: Features, votes: Votes, zoom: PairZoom, radians: float, ours1=None, ours2=None
 ) -> tuple[Candidates, Candidates, PairAffine | None]:
     """Each photo's :func:`one_pose_candidates` for a turn of ``radians`` and the affine map they were cut
     through: where the tentative matches that voted for the turn agree on one (:func:`pair_affine_of`) that
@@ -160,7 +185,8 @@ def one_pose_pair(
     narrowed in no direction, and photo 2 through the map (a slant as well as the turn and zoom); else photo 1
     upright and photo 2 turned by ``radians``, the fixed window widened by ``zoom``
     (:attr:`~.zoom.PairZoom.frames`)."""
-    affine = pair_affine_of(feats1, feats2, describer, est, radians, top_k, ours1, ours2)
+    describer = votes.describer
+    affine = pair_affine_of(feats1, feats2, votes, radians, ours1, ours2)
     if affine is None or affine.anisotropy < MIN_SLANT:
         c1 = one_pose_candidates(feats1, describer, zoom.frames[0], 0.0)
         return c1, one_pose_candidates(feats2, describer, zoom.frames[1], radians), None
@@ -200,25 +226,22 @@ def pair_pose_candidates(
     ours1=None,
     ours2=None,
     shape_weights=None,
+    votes: Votes | None = None,
 ) -> tuple[Candidates, Candidates, PairZoom, PairTurn]:
     """Each photo's candidates (the module docstring's steps 1 to 4) and the pair's zoom and turn
     (:attr:`~.zoom.PairTurn.affine`: the map photo 2 was cut through, if any). ``est``: the estimator whose
     poses vote (its top-``top_k``; ``ours1``/``ours2``: that read, if made already); ``shape_weights``: the
-    shape network of the fallback (None: the bundled one)."""
-    zoom, turn = pair_votes(feats1, feats2, describer, est, top_k, ours1, ours2)
+    shape network of the fallback (None: the bundled one); ``votes``: another first pass instead of ours
+    (:class:`Votes`)."""
+    votes = votes or OurVotes(describer, est, top_k, shape_weights)
+    zoom, turn = pair_votes(feats1, feats2, votes, ours1, ours2)
     if not turn.found and len(feats1) and len(feats2):  # no one turn: each keypoint at its own poses
-        if pair_fallback(feats1, feats2) == "shape":
-            c1, c2 = (shape_blend_candidates(f, describer, shape_weights) for f in (feats1, feats2))
-        else:
-            c1, c2 = (
-                ours_blend_candidates(f, describer, est, top_k, o)
-                for f, o in ((feats1, ours1), (feats2, ours2))
-            )
+        c1, c2 = votes.fallback(feats1, feats2, ours1, ours2)
         return c1, c2, zoom, turn
-    c1, c2, affine = one_pose_pair(feats1, feats2, describer, est, zoom, turn.radians, top_k, ours1, ours2)
+    c1, c2, affine = one_pose_pair(feats1, feats2, votes, zoom, turn.radians, ours1, ours2)
     if turn.ambiguous:  # the turn + π stands out too: keep whichever matches more
         radians = float(np.mod(turn.radians + math.pi, 2.0 * math.pi))
-        f1, f2, flip = one_pose_pair(feats1, feats2, describer, est, zoom, radians, top_k, ours1, ours2)
+        f1, f2, flip = one_pose_pair(feats1, feats2, votes, zoom, radians, ours1, ours2)
 
         def support(a, b) -> int:
             return homography_support(
@@ -250,7 +273,9 @@ def pair_pose_descriptors(
 
 
 __all__ = [
+    "OurVotes",
     "SUPPORT_PX",
+    "Votes",
     "homography_support",
     "one_pose_candidates",
     "one_pose_pair",
