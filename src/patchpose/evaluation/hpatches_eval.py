@@ -665,7 +665,7 @@ def evaluate_hpatches(
 ) -> dict:
     """Run the pose-transfer and matching evaluations; write ``results.json``, ``results.md``, ``mma.png``.
 
-    ``detector``: ``"sift"`` (default), ``"harris"``, ``"gftt"`` or ``"keynet"`` (needs ``peers``);
+    ``detector``: ``"sift"`` (default), ``"harris"``, ``"gftt"``, ``"gftt_scale"`` or ``"keynet"`` (needs ``peers``);
     ``keypoints_dir``: keypoints from files instead (:func:`sequence_keypoints`). Without SIFT detections
     the rows that read SIFT's pose are left out. ``peers``: the folder of the peers' weights
     (:class:`~patchpose.evaluation.peers.Peers`): adds the rows ``orinet`` and ``affnet+orinet`` and allows
