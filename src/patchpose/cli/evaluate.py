@@ -14,10 +14,39 @@ from ..recipes import MODELS
 from .options import add_descriptor, add_peers, add_weights, print_results, read_plan
 
 
+def _set_threads(threads) -> None:
+    """This process's torch and OpenCV threads for every timing of a ``bench`` run (None: theirs)."""
+    if threads is None:
+        return
+    if not is_int_in(threads, 1, 1024):
+        raise InputError(f"--threads must be a positive integer, got {threads!r}")
+    import cv2
+    import torch
+
+    torch.set_num_threads(threads)
+    cv2.setNumThreads(threads)
+
+
 def bench_command(a: argparse.Namespace) -> int:
     """``bench``: seconds for our poses of N keypoints and for OpenCV SIFT's detection, and their ratios."""
     from ..evaluation.bench import bench, scaling
 
+    if a.recipes:
+        from ..evaluation.bench import bench_recipes
+
+        _set_threads(a.threads)
+        res = bench_recipes(a.keypoints, repeats=3 if a.repeats is None else a.repeats, out=a.out)
+        print(
+            f"{res['pair']}; at most {res['max_keypoints']} keypoints per photo, {res['torch_threads']} threads"
+        )
+        print(f"{'':<11}  {'seconds':>8}  {'× SIFT':>7}  {'matches':>7}  {'correct@3px':>11}")
+        for name, r in res["rows"].items():
+            print(
+                f"{name:<11}  {r['seconds']:>8.2f}  {r['ratio_to_sift']:>7.2f}  {r['matches']:>7}  "
+                f"{r['correct@3px']:>11}"
+            )
+        print(f"wrote {a.out}/recipes.json")
+        return 0
     if a.scaling or a.scaling_max is not None:
         rows = scaling(a.weights, a.scaling_max, threads=a.threads, out=a.out)["rows"]
         print(f"{'keypoints':>10}  {'keypoints/s':>11}  {'peak RSS MB':>11}  {'bytes/keypoint':>14}  threads")
@@ -28,15 +57,8 @@ def bench_command(a: argparse.Namespace) -> int:
             )
         print(f"wrote {a.out}/scaling.json")
         return 0
-    if a.threads is not None:  # this process's threads, for every timing of the run
-        if not is_int_in(a.threads, 1, 1024):
-            raise InputError(f"--threads must be a positive integer, got {a.threads!r}")
-        import cv2
-        import torch
-
-        torch.set_num_threads(a.threads)
-        cv2.setNumThreads(a.threads)
-    res = bench(a.weights, a.keypoints, repeats=a.repeats, out=a.out)
+    _set_threads(a.threads)
+    res = bench(a.weights, a.keypoints, repeats=7 if a.repeats is None else a.repeats, out=a.out)
     w = max(len(k) for k in res)
     for k, v in res.items():
         print(f"{k:<{w}}  {v:.4f}" if isinstance(v, float) else f"{k:<{w}}  {v}")
@@ -216,8 +238,19 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     b = sub.add_parser("bench", help="speed: our poses for N keypoints vs OpenCV SIFT detection, one run")
     add_weights(b, read=False)  # it times the model's own read plan and a single read
     b.add_argument("--keypoints", type=int, default=2048, help="keypoints timed (N)")
-    b.add_argument("--repeats", type=int, default=7, help="timed runs; the median is reported")
+    b.add_argument(
+        "--repeats",
+        type=int,
+        default=None,
+        help="timed runs, the median reported (default 7; 3 with --recipes)",
+    )
     b.add_argument("--out", default="outputs/bench", help="folder that receives bench.json (scaling.json)")
+    b.add_argument(
+        "--recipes",
+        action="store_true",
+        help="instead: seconds of each match_pair recipe on one pair (at most --keypoints SIFT keypoints per "
+        "photo) against OpenCV SIFT's detection, description and matching of it, with their correct matches",
+    )
     b.add_argument(
         "--scaling",
         action="store_true",

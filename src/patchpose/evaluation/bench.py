@@ -213,6 +213,96 @@ def bench(
     return res
 
 
+def bench_pair(size=(1024, 768)) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The pair ``patchpose bench --recipes`` times: the bundled photo resized to ``size`` and the same photo seen
+    turned by 30°, zoomed 1.25× and slightly slanted about its centre, with the 3×3 map from the first to the
+    second (gray ``uint8`` images)."""
+    from ..data.patches import load_image
+    from ..data.photos import demo_photo
+
+    w, h = size
+    gray = cv2.cvtColor(
+        cv2.resize(load_image(demo_photo()), size, interpolation=cv2.INTER_CUBIC), cv2.COLOR_RGB2GRAY
+    )
+    turn = np.vstack([cv2.getRotationMatrix2D((w / 2, h / 2), 30.0, 1.25), [0.0, 0.0, 1.0]])
+    slant = np.array([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [1e-4, 0.0, 1.0]])
+    centre = np.array([[1.0, 0.0, w / 2], [0.0, 1.0, h / 2], [0.0, 0.0, 1.0]])
+    H = turn @ centre @ slant @ np.linalg.inv(centre)
+    return gray, cv2.warpPerspective(gray, H, size, flags=cv2.INTER_LINEAR), H / H[2, 2]
+
+
+def bench_recipes(
+    num_keypoints: int = 2000, size=(1024, 768), repeats: int = 3, out: str | Path | None = None
+) -> dict:
+    """``patchpose bench --recipes``: seconds of each recipe of :func:`patchpose.match_pair` on one pair
+    (:func:`bench_pair`; detection of at most ``num_keypoints`` SIFT keypoints per photo, description and matching,
+    the model's load included, as a call pays it) next to OpenCV SIFT's detection, description and matching of the
+    same pair (a brute-force matcher with cross check, and Lowe's ratio test at 0.8), medians of ``repeats`` runs
+    timed in turn, on this process's torch and OpenCV threads; each with its matches and correct matches within 3 px.
+    Writes ``OUT/recipes.json`` atomically when ``out`` is given."""
+    from ..data.keypoints import MAX_KEYPOINTS
+    from ..errors import InputError, is_int_in
+    from ..fileio import write_text_atomic
+    from ..geometry import reprojection_errors
+    from ..matching.pair import match_pair
+    from ..recipes import RECIPES
+
+    for name, v, hi in (("keypoints", num_keypoints, MAX_KEYPOINTS), ("repeats", repeats, None)):
+        if not is_int_in(v, 1, hi):
+            raise InputError(f"{name} must be an integer from 1{f' to {hi:,}' if hi else ''}, got {v!r}")
+    if out is not None and not str(out).strip():
+        raise InputError("--out must name a folder (or be left out)")
+    img1, img2, H = bench_pair(size)
+    found: dict = {}
+
+    def sift(ratio: bool):
+        def run():
+            s = cv2.SIFT_create(int(num_keypoints))
+            (k1, d1), (k2, d2) = (s.detectAndCompute(im, None) for im in (img1, img2))
+            if ratio:
+                pairs = cv2.BFMatcher(cv2.NORM_L2).knnMatch(d1, d2, k=2)
+                m = [p[0] for p in pairs if len(p) == 2 and p[0].distance < 0.8 * p[1].distance]
+            else:
+                m = cv2.BFMatcher(cv2.NORM_L2, crossCheck=True).match(d1, d2)
+            xy1 = np.array([k1[x.queryIdx].pt for x in m]).reshape(-1, 2)
+            xy2 = np.array([k2[x.trainIdx].pt for x in m]).reshape(-1, 2)
+            found["sift_ratio" if ratio else "sift"] = reprojection_errors(H, xy1, xy2)
+
+        return run
+
+    def recipe(name: str):
+        def run():
+            found[name] = match_pair(
+                img1, img2, recipe=name, max_keypoints=int(num_keypoints), homography=H
+            ).error_px
+
+        return run
+
+    fns = {"sift": sift(False), "sift_ratio": sift(True), **{name: recipe(name) for name in RECIPES}}
+    t = _median_times_interleaved(fns, repeats)
+    rows = {}
+    for name, seconds in t.items():
+        err = found[name]
+        rows[name] = {
+            "seconds": seconds,
+            "ratio_to_sift": seconds / t["sift"],
+            "matches": int(len(err)),
+            "correct@3px": int((err <= 3.0).sum()),
+        }
+    res = {
+        "pair": f"the bundled photo resized to {size[0]}x{size[1]}, and turned 30°, zoomed 1.25x, slanted",
+        "max_keypoints": int(num_keypoints),
+        "repeats": int(repeats),
+        "torch_threads": torch.get_num_threads(),
+        "opencv_threads": cv2.getNumThreads(),
+        "rows": rows,
+    }
+    if out:
+        Path(out).mkdir(parents=True, exist_ok=True)
+        write_text_atomic(Path(out) / "recipes.json", json.dumps(res, indent=1))
+    return res
+
+
 #: keypoint counts ``patchpose bench --scaling`` measures by default (×4 apart; ``--scaling-max`` goes further)
 SCALING_SIZES = (2048, 8192, 32768, 131072)
 
