@@ -150,12 +150,19 @@ def load_torch_file(path: str | Path, what: str = "PyTorch state dict / checkpoi
         raise WeightsError(f"{path} is not a {what} ({_torch_load_reason(e)})") from None
 
 
-def load_state_into(net: torch.nn.Module, path: str | Path, name: str, drop_prefix: str | None = None):
+def load_state_into(
+    net: torch.nn.Module,
+    path: str | Path,
+    name: str,
+    drop_prefix: str | None = None,
+    keep: tuple[str, ...] = (),
+):
     """Load the state dict in ``path`` (or its ``{"state_dict": ...}``) into ``net``, strictly, and return
     ``net`` in eval mode: nothing unpickled (:func:`load_torch_file`), the dtypes and finiteness checked first
     (``load_state_dict`` would cast integers and take NaN without a word), keys starting with ``drop_prefix``
-    left out; any failure a one-line :class:`WeightsError` naming ``name``. For networks that are not ours
-    (descriptors, the peers)."""
+    left out, the entries named in ``keep`` that the file lacks taken from ``net`` as it is (buffers a library
+    adds to a published network); any failure a one-line :class:`WeightsError` naming ``name``. For networks
+    that are not ours (descriptors, the peers)."""
     state = load_torch_file(path)
     if isinstance(state, dict) and isinstance(state.get("state_dict"), dict):
         state = state["state_dict"]
@@ -165,7 +172,9 @@ def load_state_into(net: torch.nn.Module, path: str | Path, name: str, drop_pref
         raise WeightsError(f"{path} is not a PyTorch state dict (not a mapping of names to tensors)")
     if drop_prefix:
         state = {k: v for k, v in state.items() if not k.startswith(drop_prefix)}
-    check_float_dtypes(state, net.state_dict(), str(path))
+    own = net.state_dict()
+    state = {**{k: own[k] for k in keep if k in own and k not in state}, **state}
+    check_float_dtypes(state, own, str(path))
     check_finite(state, str(path))
     try:
         net.load_state_dict(state)

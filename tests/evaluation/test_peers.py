@@ -215,6 +215,29 @@ def test_keynet_keypoints_are_strongest_first_one_per_location(textured_image, p
 
 
 @needs_peers
+def test_aliked_keypoints_are_strongest_first_without_a_pose_and_follow_a_shift(textured_image, peers):
+    """``aliked``: ALIKED-n16's keypoints (kornia's network, the peers' weights), inside the image, a prefix of
+    themselves when fewer are asked, no scale and no angle (the corners' rows), pixel centres at integers (a
+    shifted image's keypoints are shifted by as much), none in an image under Key.Net's smallest side."""
+    from patchpose.evaluation.rows import detect, pose_rows
+
+    img = textured_image[:300, :300].copy()
+    f = detect(img, 300, detector="aliked", peers=peers)
+    h, w = img.shape
+    assert 40 < len(f) <= 300 and np.isnan(f.sift_scale).all() and f.detector_scale is None
+    assert (f.xy >= 0).all() and (f.xy[:, 0] <= w - 1).all() and (f.xy[:, 1] <= h - 1).all()
+    assert np.array_equal(detect(img, 40, detector="aliked", peers=peers).xy, f.xy[:40])
+    moved = detect(np.roll(img, (8, 4), axis=(0, 1)), 300, detector="aliked", peers=peers)
+    gap = np.linalg.norm((f.xy + [4.0, 8.0])[:, None] - moved.xy[None], axis=2).min(1)
+    inside = (f.xy[:, 0] > 30) & (f.xy[:, 0] < w - 30) & (f.xy[:, 1] > 30) & (f.xy[:, 1] < h - 30)
+    assert np.mean(gap[inside] <= 1.0) >= 0.8
+    assert len(detect(img[:16, :18].copy(), 50, detector="aliked", peers=peers)) == 0
+    assert "keynet" not in pose_rows(4, sift=False)  # rows for keypoints without a scale
+    with pytest.raises(InputError, match="peers"):
+        detect(img, 50, detector="aliked")
+
+
+@needs_peers
 def test_keynet_keeps_its_scale_and_the_peers_read_in_its_frame(textured_image, peers):
     """Key.Net's scale (kornia's LAF scale, the region it describes) is kept as the detector's frame: the
     ``keynet`` row is that scale upright, OriNet and our angle read in it, and it follows a zoom."""

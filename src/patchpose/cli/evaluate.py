@@ -224,11 +224,12 @@ def _add_detector(p: argparse.ArgumentParser) -> None:
     names of :data:`patchpose.evaluation.rows.DETECTORS` (not imported here: the parser stays light)."""
     p.add_argument(
         "--detector",
-        choices=("sift", "harris", "gftt", "keynet", "gftt_scale"),
+        choices=("sift", "harris", "gftt", "keynet", "gftt_scale", "aliked"),
         default="sift",
         help="keypoints to match: SIFT (default), Harris or Shi-Tomasi (gftt) corners, Shi-Tomasi corners in a scale "
-        "space with their scale (gftt_scale, as kornia's corner pipeline), or Key.Net (needs --peers); all but SIFT "
-        "come without an orientation of their own (no rows that read SIFT's)",
+        "space with their scale (gftt_scale, as kornia's corner pipeline), Key.Net or ALIKED-n16 (both need --peers; "
+        "ALIKED's come without a scale, as corners); all but SIFT come without an orientation of their own (no rows "
+        "that read SIFT's)",
     )
 
 
@@ -331,7 +332,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     hp.add_argument("--protocol", choices=("d2net", "keynet"), default="d2net")
     add_weights(hp)
     add_descriptor(hp, peers=True)
-    add_peers(hp, "the orinet and affnet+orinet rows, --detector keynet, --descriptor tfeat/hardtfeat")
+    add_peers(hp, "the orinet and affnet+orinet rows, --detector keynet/aliked, --descriptor tfeat/hardtfeat")
     hp.add_argument(
         "--shape-weights",
         default=None,

@@ -665,7 +665,7 @@ def evaluate_hpatches(
 ) -> dict:
     """Run the pose-transfer and matching evaluations; write ``results.json``, ``results.md``, ``mma.png``.
 
-    ``detector``: ``"sift"`` (default), ``"harris"``, ``"gftt"``, ``"gftt_scale"`` or ``"keynet"`` (needs ``peers``);
+    ``detector``: ``"sift"`` (default), ``"harris"``, ``"gftt"``, ``"gftt_scale"``, ``"keynet"`` or ``"aliked"`` (need ``peers``);
     ``keypoints_dir``: keypoints from files instead (:func:`sequence_keypoints`). Without SIFT detections
     the rows that read SIFT's pose are left out. ``peers``: the folder of the peers' weights
     (:class:`~patchpose.evaluation.peers.Peers`): adds the rows ``orinet`` and ``affnet+orinet`` and allows
@@ -739,7 +739,7 @@ def evaluate_hpatches(
         if peer_set is not None
         and (
             n in ("orinet", "affnet")
-            or (n == "keynet" and detector == "keynet" and keypoints_dir is None)
+            or (n in ("keynet", "aliked") and detector == n and keypoints_dir is None)
             or n == cfg.descriptor
         )
     ]
@@ -869,6 +869,7 @@ def evaluate_hpatches(
                     "gftt": "Shi-Tomasi corners (OpenCV goodFeaturesToTrack)",
                     "keynet": "Key.Net (kornia KeyNetDetector, peers' weights)",
                     "gftt_scale": "Shi-Tomasi corners in a scale space (kornia ScaleSpaceDetector, CornerGFTT)",
+                    "aliked": "ALIKED-n16 keypoints (kornia ALIKED, peers' weights; no scale)",
                 }[detector]
             ),
             "max_keypoints": cfg.max_keypoints,

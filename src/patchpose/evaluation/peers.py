@@ -1,7 +1,7 @@
 """Published peers of patchpose, loaded from a folder of their pretrained weights (evaluation only).
 
 The detectors, pose estimators and descriptors that users pick instead of, or beside, patchpose: Key.Net
-(keypoints), OriNet (an orientation), AffNet (an affine shape), TFeat and HardTFeat (descriptors). Their
+and ALIKED (keypoints), OriNet (an orientation), AffNet (an affine shape), TFeat and HardTFeat (descriptors). Their
 weights are never bundled and the library never needs them: a comparison names the folder that holds them
 (``--peers DIR``; the layout and the sources of the files are in that folder's ``README.md``):
 
@@ -11,6 +11,7 @@ weights are never bundled and the library never needs them: a comparison names t
 ``keynet.pth``               kornia's ``KeyNetDetector`` (its ``.model``, a ``KeyNet``)
 ``tfeat-liberty.params``     kornia's ``TFeat``
 ``hardtfeat.pth``            :class:`HardTFeat` (TFeat's layers trained with the HardNet loss; not in kornia)
+``aliked-n16.pth``           kornia's ``ALIKED("aliked-n16")`` (its keypoints only)
 ============================ ================================================================================
 
 Every file is read with ``torch.load(weights_only=True)`` (tensors and plain containers only) and, when the
@@ -44,7 +45,10 @@ PEER_FILES = {
     "keynet": "keynet.pth",
     "tfeat": "tfeat-liberty.params",
     "hardtfeat": "hardtfeat.pth",
+    "aliked": "aliked-n16.pth",
 }
+#: ALIKED's detection threshold (kornia's and the official code's default)
+ALIKED_THRESHOLD = 0.2
 #: side of the patches OriNet, AffNet, TFeat and HardTFeat take
 PEER_PATCH = 32
 #: frames per call of kornia's LAF modules (each call samples its own image pyramid): on CPU the networks run
@@ -107,7 +111,7 @@ def read_sums(path: Path) -> dict[str, str]:
 
 class Peers:
     """The peers in a folder; each network is loaded, checked and put in eval mode on its first call, then
-    kept (``orinet()``, ``affnet()``, ``tfeat()``, ``hardtfeat()``, ``keynet(n)``)."""
+    kept (``orinet()``, ``affnet()``, ``tfeat()``, ``hardtfeat()``, ``keynet(n)``, ``aliked()``)."""
 
     def __init__(self, folder: str | Path) -> None:
         if not isinstance(folder, (str, os.PathLike)):
@@ -151,6 +155,12 @@ class Peers:
         if name not in self._nets:
             if name == "hardtfeat":  # not a kornia class; the file's unused SIFT.* tensors are dropped
                 self._nets[name] = self.load_into(name, HardTFeat(), drop_prefix="SIFT.")
+            elif (
+                name == "aliked"
+            ):  # the official file lacks kornia's coordinate grid buffer: kornia's own is kept
+                KF = require("kornia.feature", "kornia")
+                net = KF.ALIKED("aliked-n16", max_num_keypoints=-1, detection_threshold=ALIKED_THRESHOLD)
+                self._nets[name] = load_state_into(net, self.path(name), name, keep=("dkd.hw_grid",))
             else:
                 KF = require("kornia.feature", "kornia")
                 build = {
@@ -185,6 +195,11 @@ class Peers:
         det = KF.KeyNetDetector(pretrained=False, num_features=int(num_features))
         det.model = self._net("keynet")
         return det.eval()
+
+    def aliked(self) -> nn.Module:
+        """kornia's ``ALIKED("aliked-n16")`` with the folder's weights (threshold mode: its maxima above
+        :data:`ALIKED_THRESHOLD`, kornia's default)."""
+        return self._net("aliked")
 
     def descriptor(self, name: str) -> nn.Module:
         """The descriptor network ``"tfeat"`` or ``"hardtfeat"``."""
@@ -264,6 +279,25 @@ def scale_space_corners(gray: np.ndarray, max_keypoints: int) -> tuple[np.ndarra
     return xy, radius[keep]
 
 
+def aliked_keypoints(peers: Peers, image: np.ndarray, max_keypoints: int) -> np.ndarray:
+    """ALIKED-n16's keypoints in an image (``(H, W)`` gray or ``(H, W, 3)`` RGB, float in ``[0, 1]``; a gray
+    image is read as three equal channels): ``(N, 2)`` xy (pixel centres at integers, strongest first, at most
+    ``max_keypoints``), as kornia's ``ALIKED`` finds them (its maxima above :data:`ALIKED_THRESHOLD`). ALIKED
+    gives no scale and no orientation; none in an image with a side under :data:`KEYNET_MIN_SIDE` px."""
+    if max_keypoints <= 0 or min(image.shape[:2]) < KEYNET_MIN_SIDE:
+        return np.zeros((0, 2))
+    rgb = np.repeat(image[:, :, None], 3, 2) if image.ndim == 2 else image
+    x = torch.from_numpy(np.ascontiguousarray(rgb, np.float32)).permute(2, 0, 1)[None]
+    with torch.inference_mode():
+        f = peers.aliked()(x)[0]
+    xy = f.keypoints.double().numpy().reshape(-1, 2)
+    score = f.keypoint_scores.double().numpy().reshape(-1)
+    order = np.argsort(-score, kind="stable")[: int(max_keypoints)]
+    h, w = image.shape[:2]
+    xy = xy[order]
+    return np.stack([np.clip(xy[:, 0], 0, w - 1), np.clip(xy[:, 1], 0, h - 1)], 1).reshape(-1, 2)
+
+
 def _lafs(xy: np.ndarray, radius) -> torch.Tensor:
     KF = require("kornia.feature", "kornia")
     n = len(xy)
@@ -318,6 +352,7 @@ __all__ = [
     "Peers",
     "read_sums",
     "keynet_frames",
+    "aliked_keypoints",
     "orinet_orientations",
     "affnet_frames",
     "orinet_in_frames",

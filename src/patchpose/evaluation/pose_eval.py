@@ -54,6 +54,7 @@ DETECTOR_NAMES = {
     "gftt": "Shi-Tomasi corners (OpenCV goodFeaturesToTrack)",
     "keynet": "Key.Net (kornia, the peers' weights)",
     "gftt_scale": "Shi-Tomasi corners in a scale space (kornia ScaleSpaceDetector, CornerGFTT)",
+    "aliked": "ALIKED-n16 keypoints (kornia ALIKED, peers' weights; no scale)",
 }
 
 

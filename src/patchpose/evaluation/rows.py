@@ -49,6 +49,7 @@ from .baselines import LOG_PATCH, LOG_SIGMA, LOG_WINDOWS, dominant_gradient_orie
 from .peers import (
     Peers,
     affnet_frames,
+    aliked_keypoints,
     keynet_frames,
     orinet_in_frames,
     orinet_orientations,
@@ -59,9 +60,9 @@ from .peers import (
 SIFT_ORI_RADIUS = 4.5
 #: the keypoint sources :func:`detect` knows: the library's, Key.Net's (the peers' weights) and Shi-Tomasi corners
 #: in a scale space, each with its scale (kornia's ``ScaleSpaceDetector``, as its corner pipeline runs it)
-DETECTORS = (*library_features.DETECTORS, "keynet", "gftt_scale")
+DETECTORS = (*library_features.DETECTORS, "keynet", "gftt_scale", "aliked")
 #: detectors that need the peers' weights
-PEER_DETECTORS = ("keynet",)
+PEER_DETECTORS = ("keynet", "aliked")
 #: how a run matches each row's descriptors: mutual nearest neighbours, or Lowe's ratio test with a cross check
 #: (:func:`~patchpose.matching.matcher.ratio_matches`, as COLMAP matches and most users run SIFT)
 MATCHERS = ("mnn", "ratio")
@@ -115,13 +116,17 @@ def detect(
 ) -> Features:
     """:func:`patchpose.matching.features.detect`, Key.Net keypoints (``detector="keynet"``, with the ``peers``'
     weights) and scale-space corners (``"gftt_scale"``, :func:`~patchpose.evaluation.peers.scale_space_corners`):
-    strongest first, one per location, their region's scale, no orientation."""
+    strongest first, one per location, their region's scale, no orientation; or ALIKED-n16's keypoints
+    (``"aliked"``, the ``peers``' weights, :func:`~patchpose.evaluation.peers.aliked_keypoints`): strongest
+    first, no scale and no orientation, as corners."""
     if keypoints is None:
         check_detector(detector, peers)
-    if keypoints is not None or detector not in ("keynet", "gftt_scale"):
+    if keypoints is not None or detector not in ("keynet", "gftt_scale", "aliked"):
         return library_features.detect(image, max_keypoints, keypoints, detector, sizes)
     n = library_features.check_max_keypoints(max_keypoints)
     img = check_image(image)
+    if detector == "aliked":
+        return features_at(img, aliked_keypoints(peers, img, n))
     gray = to_gray(img)
     xy, radius = keynet_frames(peers, gray, n) if detector == "keynet" else scale_space_corners(gray, n)
     return features_at(img, xy, np.log2(np.maximum(radius, 1e-6) / REFERENCE_RADIUS))
