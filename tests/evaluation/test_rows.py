@@ -157,6 +157,40 @@ def test_handcrafted_rows_follow_a_zoom_and_a_turn():
     assert o0.shape == (len(xy),) and np.isfinite(o0).all()
 
 
+def test_our_scale_with_the_gradients_angle_reads_the_gradient_on_the_descriptor_window():
+    """``ours_scale_gradient``: our scale as the ``ours`` row has it, and kornia's dominant gradient read on the
+    window the descriptor is cut on (our scale widened by the estimator's descriptor region), which turns with the
+    image (+40° under a turn)."""
+    from patchpose import PatchPoseEstimator
+    from patchpose.data.patches import extract_patches
+    from patchpose.evaluation.baselines import dominant_gradient_orientation
+    from patchpose.matching.gradient import ORI_PATCH
+
+    est = PatchPoseEstimator.load("patchpose-v10")
+    img = make_textured_image(320, seed=3)
+    xy = detect(img, 200).xy
+    xy = xy[np.all((xy > 105) & (xy < 215), axis=1)]  # inside the image under the turn below
+    f = detect(img, keypoints=xy)
+    ours = est.estimate(f.image, f.xy, top_k=4)
+    s, o = keypoint_poses("ours_scale_gradient", f, ours, est=est)
+    s_ours, _ = keypoint_poses("ours", f, ours, est=est)
+    np.testing.assert_array_equal(s, s_ours)
+    window = s[:, 0] + math.log2(est.plan.descriptor_region)
+    want = dominant_gradient_orientation(
+        extract_patches(f.pyramid, f.xy, window, np.zeros(len(f)), ORI_PATCH, [1.0])
+    )
+    np.testing.assert_allclose(o[:, 0], want)
+    assert get_row("ours_scale_gradient").widen and get_row("ours_scale_gradient").reads_model
+
+    H = similarity_about((159.5, 159.5), 1.0, math.radians(40))
+    warped = cv2.warpPerspective(img, H, (320, 320), flags=cv2.INTER_LINEAR)
+    f2 = detect(warped, keypoints=apply_homography(H, xy))
+    _, o2 = keypoint_poses("ours_scale_gradient", f2, est.estimate(f2.image, f2.xy, top_k=4), est=est)
+    turn = np.degrees(np.angle(np.exp(1j * (o2[:, 0] - o[:, 0]))))
+    near = np.abs(turn - 40.0) < 10  # (a peak of the histogram can win in one photo and not the other)
+    assert len(xy) >= 10 and near.mean() > 0.6 and abs(np.median(turn[near]) - 40.0) < 3.0
+
+
 class _Recorder:
     """A describer that records the frames it is asked to describe (one row per call)."""
 

@@ -395,6 +395,18 @@ def _ours_scale_gradient_blend(run: Run, im: Image) -> tuple:
     return gradient_blend_candidates(im.feats, run.describer, s[:, 0] + ours_window(_region(run)))
 
 
+def _ours_scale_gradient(run: Run, im: Image) -> Poses2:
+    """Our scale, and the dominant gradient's angle read on the descriptor window at it (the network only for
+    the scale)."""
+    s, _ = _our_arrays(run, im, "ours_scale_gradient")
+    f, key = im.feats, ("ours_scale_gradient", _region(run))
+    if key not in f.memo:
+        window = s[:, 0] + ours_window(_region(run))
+        patches = extract_patches(f.pyramid, f.xy, window, np.zeros(len(f)), ORI_PATCH, [1.0])
+        f.memo[key] = dominant_gradient_orientation(patches)
+    return s[:, :1], f.memo[key][:, None]
+
+
 def _ours_angle(run: Run, im: Image) -> Poses2:
     framed = framed_poses(_needs_est(run, "ours_angle"), im.feats)
     return im.feats.frame[:, None], np.asarray(framed.orientation).reshape(len(im.feats), -1)[:, :1]
@@ -622,6 +634,14 @@ ROWS: dict[str, Row] = {
             "our scale, one descriptor blended over the gradient histogram's top-4 peaks",
             candidates=_ours_scale_gradient_blend,
             ablation=True,
+            reads_model=True,
+        ),
+        Row(
+            "ours_scale_gradient",
+            "our scale, the dominant gradient's angle (kornia) on the window at it",
+            poses=_ours_scale_gradient,
+            ablation=True,
+            widen=True,
             reads_model=True,
         ),
         Row(
