@@ -15,17 +15,17 @@ from patchpose.matching.zoom import MIN_VOTES, TURN_BAND, TURN_SIGNIFICANCE, Pai
 
 
 def test_the_turn_is_the_winning_bin_moved_by_the_median_offset_of_its_votes():
-    o1 = np.linspace(0.0, 6.0, 12)  # any angles: the votes are differences
-    agree = np.radians([40.0, 41.0, 42.0, 44.0, 45.0, 52.0])  # the 40°-50° bin, and 52° in the band about it
+    o1 = np.linspace(0.0, 6.0, 16)  # any angles: the votes are differences
+    agree = np.radians(np.repeat([40.0, 41.0, 42.0, 44.0, 45.0, 52.0], 2))  # the 40°-50° bin, 52° in its band
     scattered = np.radians([100.0, 170.0, 260.0, 330.0])
-    o2 = o1[:10] + np.concatenate([agree, scattered])
-    m = np.stack([np.arange(10), np.arange(10)], 1)
-    t = pair_turn(o1[:10], o2, m)
-    # the bin's centre 45° plus the median offset of the 6 votes within 15° of it (−2.5°)
-    assert t == PairTurn(pytest.approx(math.radians(43.0)), 6, 10)
+    o2 = o1 + np.concatenate([agree, scattered])
+    m = np.stack([np.arange(16), np.arange(16)], 1)
+    t = pair_turn(o1, o2, m)
+    # the bin's centre 45° plus the median offset of the 12 votes within 15° of it (−2.5°)
+    assert t == PairTurn(pytest.approx(math.radians(43.0)), 12, 16)
     # the other way round: the opposite turn, modulo 2π
-    back = pair_turn(o2, o1[:10], m[:, ::-1])
-    assert back.radians == pytest.approx(2 * math.pi - math.radians(43.0)) and back.votes == 6
+    back = pair_turn(o2, o1, m[:, ::-1])
+    assert back.radians == pytest.approx(2 * math.pi - math.radians(43.0)) and back.votes == 12
 
 
 def test_a_turn_across_zero_is_voted_on_the_circle_and_bad_votes_do_not_count():
@@ -49,15 +49,18 @@ def test_too_few_agreeing_votes_give_no_turn():
 
 def test_a_turn_is_found_only_where_its_votes_stand_out_of_evenly_spread_ones():
     """Of 120 votes spread evenly round the circle, 10 would fall within ±15° of any angle (sd 3.03): the winner
-    needs 5 sd more, 25.1; a pile of 25 agreeing votes among 120 is no evidence of one turn, 26 are."""
-    assert TURN_SIGNIFICANCE == 5.0 and TURN_BAND == pytest.approx(math.radians(15.0))
-    assert not PairTurn(0.0, 25, 120).found and PairTurn(0.0, 26, 120).found
-    assert PairTurn(0.0, MIN_VOTES, MIN_VOTES).found and not PairTurn(0.0, MIN_VOTES - 1, MIN_VOTES - 1).found
-    # hand-built votes: 25 agree at 45°, 95 spread 360°/95 apart (a few of them within the band too)
-    spread = np.radians(np.arange(95) * 360.0 / 95 + 100.0)
-    o2 = np.concatenate([np.full(25, math.radians(45.0)), spread])
+    needs 8 sd more, 34.2; a pile of 34 agreeing votes among 120 is no evidence of one turn, 35 are."""
+    assert TURN_SIGNIFICANCE == 8.0 and TURN_BAND == pytest.approx(math.radians(15.0))
+    assert not PairTurn(0.0, 34, 120).found and PairTurn(0.0, 35, 120).found
+    # 6 agreeing votes of 6 are a turn (0.5 expected, sd 0.68); 5 of 5 are not (MIN_VOTES is 5, but 5 votes are
+    # not 8 sd out of 0.42), and fewer than MIN_VOTES never are
+    assert PairTurn(0.0, 6, 6).found and not PairTurn(0.0, MIN_VOTES, MIN_VOTES).found
+    assert not PairTurn(0.0, MIN_VOTES - 1, 0).found
+    # hand-built votes: 34 agree at 45°, 86 spread 360°/86 apart (a few of them within the band too)
+    spread = np.radians(np.arange(86) * 360.0 / 86 + 100.0)
+    o2 = np.concatenate([np.full(34, math.radians(45.0)), spread])
     t = pair_turn(np.zeros(120), o2, np.stack([np.arange(120)] * 2, 1))
-    assert t.votes >= 25 and t.matches == 120 and t.found == (t.votes >= 26)
+    assert t.votes >= 34 and t.matches == 120 and t.found == (t.votes >= 35)
     assert t.radians == (pytest.approx(math.radians(45.0), abs=0.1) if t.found else 0.0)
 
 
@@ -197,11 +200,12 @@ def test_the_opposite_turn_is_counted_and_tried_where_it_stands_out_too():
     stand out of evenly spread votes; ``pair_pose`` then describes photo 2 at both and keeps the turn whose matches
     one homography explains more of. A photo turned by 90°, its votes faked to favour 270°: with the opposite turn standing out the 90° is
     kept (the votes swapped with it); without, 270° stays."""
-    o2 = np.radians(np.concatenate([np.full(12, 40.0), np.full(9, 220.0), [100.0, 300.0]]))
-    t = pair_turn(np.zeros(23), o2, np.stack([np.arange(23)] * 2, 1))
-    assert (t.votes, t.opposite, t.matches) == (12, 9, 23) and t.found and t.ambiguous
-    # of 23 votes 1.9 fall within ±15° of any angle evenly spread (sd 1.3): 8 do not stand out, 9 do
-    assert not PairTurn(1.0, 12, 23, 8).ambiguous and not PairTurn(0.0, 2, 23, 12).ambiguous  # not found: no
+    o2 = np.radians(np.concatenate([np.full(24, 40.0), np.full(20, 220.0), [100.0, 300.0]]))
+    t = pair_turn(np.zeros(46), o2, np.stack([np.arange(46)] * 2, 1))
+    assert (t.votes, t.opposite, t.matches) == (24, 20, 46) and t.found and t.ambiguous
+    # of 46 votes 3.8 fall within ±15° of any angle evenly spread (sd 1.9): 18 do not stand out, 19 do
+    assert PairTurn(1.0, 24, 46, 19).ambiguous and not PairTurn(1.0, 24, 46, 18).ambiguous
+    assert not PairTurn(0.0, 18, 46, 24).ambiguous  # not found: no
 
     import patchpose
     import patchpose.matching.pairpose as pairpose

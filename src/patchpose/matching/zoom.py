@@ -33,7 +33,7 @@ TURN_BIN = 2.0 * math.pi / 36
 TURN_BAND = math.radians(15.0)
 #: standard deviations: the winner's votes must exceed what as many votes spread evenly round the circle would
 #: put within :data:`TURN_BAND` of it by this much, else the photos give no evidence of one turn
-TURN_SIGNIFICANCE = 5.0
+TURN_SIGNIFICANCE = 8.0
 
 
 @dataclass(frozen=True)
