@@ -217,16 +217,10 @@ def _image_tensor(gray: np.ndarray) -> torch.Tensor:
 KEYNET_MIN_SIDE = 19
 
 
-def keynet_frames(peers: Peers, gray: np.ndarray, max_keypoints: int) -> tuple[np.ndarray, np.ndarray]:
-    """Key.Net keypoints in a float gray image in ``[0, 1]``: ``(N, 2)`` xy (pixel centres at integers,
-    strongest first, one per location, at most ``max_keypoints``) and ``(N,)`` the half-width in px of
-    the region kornia describes about each (its LAF scale: the detection scale times kornia's
-    ``mr_size``). Key.Net gives no orientation, and none of them in an image with a side under
-    :data:`KEYNET_MIN_SIDE` px."""
-    if max_keypoints <= 0 or min(gray.shape[:2]) < KEYNET_MIN_SIDE:
-        return np.zeros((0, 2)), np.zeros(0)
+def _strongest(det: nn.Module, gray: np.ndarray, max_keypoints: int) -> tuple[np.ndarray, np.ndarray]:
+    """A kornia detector's LAFs in ``gray``: xy and LAF scale of its detections, strongest first, one per location
+    (the first of those at the same place to 0.01 px), at most ``max_keypoints``, clipped into the image."""
     KF = require("kornia.feature", "kornia")
-    det = peers.keynet(2 * int(max_keypoints))  # levels can find one location twice: room to drop those
     with torch.inference_mode():
         lafs, resp = det(_image_tensor(gray))
     resp = resp[0].double().numpy()
@@ -240,6 +234,18 @@ def keynet_frames(peers: Peers, gray: np.ndarray, max_keypoints: int) -> tuple[n
     h, w = gray.shape
     xy = np.stack([np.clip(xy[keep, 0], 0, w - 1), np.clip(xy[keep, 1], 0, h - 1)], 1).reshape(-1, 2)
     return xy, radius[keep]
+
+
+def keynet_frames(peers: Peers, gray: np.ndarray, max_keypoints: int) -> tuple[np.ndarray, np.ndarray]:
+    """Key.Net keypoints in a float gray image in ``[0, 1]``: ``(N, 2)`` xy (pixel centres at integers,
+    strongest first, one per location, at most ``max_keypoints``) and ``(N,)`` the half-width in px of
+    the region kornia describes about each (its LAF scale: the detection scale times kornia's
+    ``mr_size``). Key.Net gives no orientation, and none of them in an image with a side under
+    :data:`KEYNET_MIN_SIDE` px."""
+    if max_keypoints <= 0 or min(gray.shape[:2]) < KEYNET_MIN_SIDE:
+        return np.zeros((0, 2)), np.zeros(0)
+    det = peers.keynet(2 * int(max_keypoints))  # levels can find one location twice: room to drop those
+    return _strongest(det, gray, max_keypoints)
 
 
 def scale_space_corners(gray: np.ndarray, max_keypoints: int) -> tuple[np.ndarray, np.ndarray]:
@@ -264,19 +270,7 @@ def scale_space_corners(gray: np.ndarray, max_keypoints: int) -> tuple[np.ndarra
         minima_are_also_good=False,
         mr_size=6.0,
     ).eval()
-    with torch.inference_mode():
-        lafs, resp = det(_image_tensor(gray))
-    resp = resp[0].double().numpy()
-    xy = lafs[0, :, :, 2].double().numpy()
-    radius = KF.get_laf_scale(lafs)[0, :, 0, 0].double().numpy()
-    order = np.argsort(-resp, kind="stable")
-    order = order[resp[order] > 0]  # unfilled slots hold a zero response
-    xy, radius = xy[order], radius[order]
-    _, first = np.unique(np.round(xy, 2), axis=0, return_index=True)
-    keep = np.sort(first)[: int(max_keypoints)]
-    h, w = gray.shape
-    xy = np.stack([np.clip(xy[keep, 0], 0, w - 1), np.clip(xy[keep, 1], 0, h - 1)], 1).reshape(-1, 2)
-    return xy, radius[keep]
+    return _strongest(det, gray, max_keypoints)
 
 
 def aliked_keypoints(peers: Peers, image: np.ndarray, max_keypoints: int) -> np.ndarray:
