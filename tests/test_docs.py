@@ -67,6 +67,12 @@ def test_readme_example_runs(capsys):
     for p in poses:
         assert len(p.orientation) > 0
         assert ((p.orientation >= 0) & (p.orientation < 2 * math.pi)).all()
+    # what the example prints is what it did: a quarter turn clockwise found as 270° CCW, one blended
+    # descriptor of 128 per SIFT keypoint kept, our keypoints one per SIFT keypoint
+    m, desc, kps, ours, sift = ns["m"], ns["desc"], ns["kps"], ns["ours"], ns["sift_keypoints"]
+    assert m.turn is not None and abs((m.turn - 270.0 + 180.0) % 360.0 - 180.0) < 5.0
+    assert desc.shape == (len(kps), 128) and len(kps) > 100 and len(ours) == len(sift)
+    assert int(m.correct.sum()) > 0.5 * len(m.matches) > 50 if m.correct is not None else len(m.matches) > 50
     assert capsys.readouterr().out.strip()
 
 
