@@ -155,9 +155,8 @@ class Peers:
         if name not in self._nets:
             if name == "hardtfeat":  # not a kornia class; the file's unused SIFT.* tensors are dropped
                 self._nets[name] = self.load_into(name, HardTFeat(), drop_prefix="SIFT.")
-            elif (
-                name == "aliked"
-            ):  # the official file lacks kornia's coordinate grid buffer: kornia's own is kept
+            elif name == "aliked":
+                # the official file lacks kornia's coordinate-grid buffer: kornia's own is kept
                 KF = require("kornia.feature", "kornia")
                 net = KF.ALIKED("aliked-n16", max_num_keypoints=-1, detection_threshold=ALIKED_THRESHOLD)
                 self._nets[name] = load_state_into(net, self.path(name), name, keep=("dkd.hw_grid",))

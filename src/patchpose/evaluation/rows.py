@@ -169,9 +169,19 @@ def handcrafted_poses(feats: Features, scale: bool = True) -> tuple[np.ndarray, 
         ori_frame = sigma + math.log2(SIFT_ORI_RADIUS)
     else:
         size = ori_frame = feats.frame
-    ori = dominant_gradient_orientation(extract_patches(feats.pyramid, xy, ori_frame, zero, ORI_PATCH, [1.0]))
-    feats.memo[("handcrafted", scale)] = (np.asarray(size, np.float64), ori)
+    feats.memo[("handcrafted", scale)] = (np.asarray(size, np.float64), gradient_angle_at(feats, ori_frame))
     return feats.memo[("handcrafted", scale)]
+
+
+def gradient_angle_at(feats: Features, frame) -> np.ndarray:
+    """kornia's dominant gradient orientation ``(N,)`` read on the window of log2 scale ``frame`` (a scalar or
+    ``(N,)``) about each keypoint, kept in the memo per window."""
+    frame = np.broadcast_to(np.asarray(frame, np.float64), (len(feats),))
+    key = ("gradient angle", frame.tobytes())
+    if key not in feats.memo:
+        patches = extract_patches(feats.pyramid, feats.xy, frame, np.zeros(len(feats)), ORI_PATCH, [1.0])
+        feats.memo[key] = dominant_gradient_orientation(patches)
+    return feats.memo[key]
 
 
 def peer_poses(feats: Features, peers: Peers | None, row: str) -> tuple[np.ndarray, np.ndarray | None]:
@@ -399,12 +409,7 @@ def _ours_scale_gradient(run: Run, im: Image) -> Poses2:
     """Our scale, and the dominant gradient's angle read on the descriptor window at it (the network only for
     the scale)."""
     s, _ = _our_arrays(run, im, "ours_scale_gradient")
-    f, key = im.feats, ("ours_scale_gradient", _region(run))
-    if key not in f.memo:
-        window = s[:, 0] + ours_window(_region(run))
-        patches = extract_patches(f.pyramid, f.xy, window, np.zeros(len(f)), ORI_PATCH, [1.0])
-        f.memo[key] = dominant_gradient_orientation(patches)
-    return s[:, :1], f.memo[key][:, None]
+    return s[:, :1], gradient_angle_at(im.feats, s[:, 0] + ours_window(_region(run)))[:, None]
 
 
 def _ours_angle(run: Run, im: Image) -> Poses2:
