@@ -49,9 +49,11 @@ class Recipe:
 RECIPES: dict[str, Recipe] = {
     "pose": Recipe(
         "pose",
-        "each keypoint described once at our scale and angle",
+        "each keypoint described once at our scale and, at SIFT's keypoints, our angle; at any other keypoints the "
+        "dominant gradient's angle at our scale (the network sets the scale only)",
         MODELS["pose"],
-        computations="1, after one read of the model (its plan samples each keypoint 3 times)",
+        computations="1, after one read of the model (its plan samples each keypoint 3 times) and, but at SIFT's "
+        "keypoints, one gradient histogram",
         passes=1,
         fits="0",
     ),

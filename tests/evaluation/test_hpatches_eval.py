@@ -304,6 +304,7 @@ def test_harris_and_file_keypoints_evaluate_without_sift_rows(tmp_path):
         "ours_blend",
         "ours_scale_gradient_blend",
         "ours_scale_gradient",
+        "pose",
         "ours_angle",
         "dominant_gradient",
         "log+dominant_gradient",

@@ -1,5 +1,6 @@
 """``patchpose extract``: hloc features of a folder, sharded and merged, resumed after SIGKILL, bad input."""
 
+import json
 import os
 import signal
 import subprocess
@@ -16,6 +17,7 @@ from patchpose.cli.main import main
 from patchpose.errors import InputError
 from patchpose.integrations import extract as ex
 from patchpose.integrations.formats import read_hloc_features
+from patchpose.matching.candidates import pose_angle
 
 N_IMAGES, KEYPOINTS = 200, 30
 
@@ -125,6 +127,23 @@ def test_resuming_with_other_settings_is_refused(images, tmp_path):
     (parts / "settings.json").write_text('{"detector": "harris"}')
     with pytest.raises(InputError, match="other settings"):
         ex.extract_features(images, tmp_path / "r.h5", max_keypoints=KEYPOINTS, progress=False)
+
+
+def test_a_file_the_recipe_wrote_with_the_networks_angle_is_not_taken_for_one_of_today(
+    images, reference, tmp_path
+):
+    """Before 2026-11-29 the recipe ``pose`` took the network's angle at every detector and its settings did not
+    name the angle: a finished file of those settings is refused, not returned as this recipe's."""
+    import shutil
+
+    old = tmp_path / "old.h5"
+    shutil.copy(reference, old)
+    with h5py.File(old, "a") as f:
+        settings = json.loads(f.attrs[ex.SETTINGS])
+        assert settings.pop("angle") == pose_angle("sift")
+        f.attrs[ex.SETTINGS] = json.dumps(settings, sort_keys=True)
+    with pytest.raises(InputError, match="other settings"):
+        ex.extract_features(images, old, max_keypoints=KEYPOINTS, progress=False)
 
 
 @pytest.mark.parametrize("spec", ["3/2", "0/0", "a/b", "2/2", "-1/2", "1", ""])

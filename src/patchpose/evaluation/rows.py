@@ -29,8 +29,10 @@ from ..geometry import apply_homography, homography_jacobian, pose_change, repro
 from ..matching import features as library_features
 from ..matching.blend import BLEND_K, POOL_WEIGHTS, affine_parts, blend_descriptors, pool_sizes, turned_shapes
 from ..matching.candidates import (
+    NETWORK_ANGLE_DETECTORS,
     describe_candidates,
     framed_blend_candidates,
+    gradient_angles,
     gradient_blend_candidates,
     gradient_peaks_of,
     ours_blend_candidates,
@@ -405,11 +407,21 @@ def _ours_scale_gradient_blend(run: Run, im: Image) -> tuple:
     return gradient_blend_candidates(im.feats, run.describer, s[:, 0] + ours_window(_region(run)))
 
 
-def _ours_scale_gradient(run: Run, im: Image) -> Poses2:
-    """Our scale, and the dominant gradient's angle read on the descriptor window at it (the network only for
-    the scale)."""
-    s, _ = _our_arrays(run, im, "ours_scale_gradient")
-    return s[:, :1], gradient_angle_at(im.feats, s[:, 0] + ours_window(_region(run)))[:, None]
+def _ours_scale_gradient(run: Run, im: Image, row: str = "ours_scale_gradient") -> Poses2:
+    """Our scale, and the dominant gradient's angle read on the descriptor window at it (the network only for the
+    scale; :func:`~patchpose.matching.candidates.gradient_angles`)."""
+    s, _ = _our_arrays(run, im, row)
+    return s[:, :1], gradient_angles(im.feats, s[:, 0] + ours_window(_region(run)))[0][:, None]
+
+
+def _pose_recipe(run: Run, im: Image) -> Poses2:
+    """The ``pose`` recipe (:func:`~patchpose.matching.candidates.recipe_poses`): at SIFT's detections our scale and
+    angle (the ``ours`` row), at any other keypoints our scale and the gradient's angle (``ours_scale_gradient``)."""
+    f = im.feats
+    if len(f) and np.isfinite(f.sift_scale).all() and "sift" in NETWORK_ANGLE_DETECTORS:
+        s, o = _our_arrays(run, im, "pose")
+        return s[:, :1], o[:, :1]
+    return _ours_scale_gradient(run, im, "pose")
 
 
 def _ours_angle(run: Run, im: Image) -> Poses2:
@@ -616,7 +628,7 @@ ROWS: dict[str, Row] = {
             poses=_keynet,
             keynet=True,
         ),
-        Row("ours", "ours (argmax)", poses=_ours_pose, widen=True, recipe="pose", reads_model=True),
+        Row("ours", "ours (argmax): our scale and our angle", poses=_ours_pose, widen=True, reads_model=True),
         _top_k_rows(4),
         Row(
             "ours_adaptive",
@@ -647,6 +659,15 @@ ROWS: dict[str, Row] = {
             poses=_ours_scale_gradient,
             ablation=True,
             widen=True,
+            reads_model=True,
+        ),
+        Row(
+            "pose",
+            "the pose recipe: our scale; our angle at SIFT's keypoints, the gradient's (kornia) elsewhere",
+            poses=_pose_recipe,
+            ablation=True,
+            widen=True,
+            recipe="pose",
             reads_model=True,
         ),
         Row(

@@ -1,5 +1,6 @@
 """``patchpose extract``: a folder of images → one hloc features file with our poses (the recipe ``pose``:
-each keypoint described once at our scale and angle, :data:`patchpose.recipes.RECIPES`), resumable and sharded.
+each keypoint described once at our scale, and our angle at SIFT's keypoints or the gradient's at Harris corners,
+:data:`patchpose.recipes.RECIPES`), resumable and sharded.
 
 Each image is a group named by its path relative to the folder (``/`` makes nested groups, as in hloc) with
 what :func:`~patchpose.integrations.formats.write_hloc_features` writes: ``keypoints (N, 2)``, ``scales``,
@@ -38,6 +39,8 @@ from ..data.photos import IMAGE_EXTS, photos_of
 from ..errors import InputError, is_int_in, require
 from ..estimator import EstimatorLike, as_estimator
 from ..fileio import write_text_atomic
+from ..matching.candidates import pose_angle, recipe_poses
+from ..matching.features import features_at
 from .formats import write_hloc_features
 from .opencv import keypoints_at_poses
 
@@ -88,8 +91,9 @@ def features_of_image(
     image: np.ndarray, estimator: EstimatorLike = None, detector: str = "sift", descriptor: str = "sift",
     max_keypoints: int = 2048,
 ) -> dict:  # fmt: skip
-    """Keypoints, our poses and descriptors of one image: ``{"xy" (N, 2), "scale" (N,) log2, "ori" (N,)
-    radians, "descriptors" (N, 128) float32 or None, "scores" (N,) or None}``.
+    """Keypoints, the ``pose`` recipe's poses (our scale; at Harris corners the dominant gradient's angle at it, at
+    SIFT's keypoints ours: :func:`~patchpose.matching.candidates.recipe_poses`) and descriptors of one image: ``{"xy" (N, 2), "scale"
+    (N,) log2, "ori" (N,) radians, "descriptors" (N, 128) float32 or None, "scores" (N,) or None}``.
 
     ``detector``: ``"sift"`` (OpenCV SIFT, one keypoint per location, strongest first) or ``"harris"``;
     ``estimator``: an estimator, a bundled model's name or a weights file (default: the recipe ``pose``'s,
@@ -103,7 +107,7 @@ def features_of_image(
     else:
         xy, scores = detect_harris(image, max_keypoints), None
         kps = [cv2.KeyPoint(float(x), float(y), 1.0) for x, y in xy]
-    poses = est.estimate(image, xy)
+    poses = recipe_poses(features_at(image, xy), est.estimate(image, xy), detector)
     scale, ori = poses.scale, poses.orientation
     desc = None
     if descriptor == "sift":
@@ -121,6 +125,7 @@ def _settings(est, detector: str, descriptor: str, max_keypoints: int) -> dict:
     """What a resume must match: the recipe, detector, descriptor, keypoints, model and read plan."""
     return {
         "recipe": "pose",
+        "angle": pose_angle(detector),
         "detector": detector,
         "descriptor": descriptor,
         "max_keypoints": int(max_keypoints),

@@ -1,7 +1,8 @@
 """The descriptions of one photo's keypoints that the recipes build on, each computed once per photo (kept in
 :attr:`Features.memo <patchpose.matching.features.Features.memo>`):
 
-* :func:`pose_descriptors`: one descriptor per keypoint at our scale and angle (the ``pose`` recipe);
+* :func:`pose_descriptors`: one descriptor per keypoint at our scale and, but at SIFT's keypoints, the dominant
+  gradient's angle at it (the ``pose`` recipe, :func:`recipe_poses`);
 * :func:`ours_blend_candidates`: descriptors at our scale and each of our :data:`~.blend.BLEND_K` strongest
   orientations, and their blend weights (what the two-photo recipe's votes match);
 * :func:`gradient_blend_candidates`: the same at the detector's scale and the gradient histogram's strongest
@@ -16,10 +17,13 @@ and descriptors ``(N, k, D)``; :func:`~.blend.blend_descriptors` makes one descr
 from __future__ import annotations
 
 import math
+from dataclasses import replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..conventions import REFERENCE_RADIUS
+from ..data.patches import extract_patches
 from ..errors import InputError
 from ..shape import shape_estimator
 from .blend import (
@@ -33,6 +37,10 @@ from .blend import (
 )
 from .describe import Describer
 from .features import Features
+from .gradient import ORI_PATCH, as_orientation_hist, dominant_gradient_histograms, histogram_candidates
+
+if TYPE_CHECKING:
+    from ..reading import Poses
 
 Candidates = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 
@@ -91,14 +99,70 @@ def ours_blend_candidates(
     return feats.memo[key]
 
 
-def pose_descriptors(feats: Features, describer: Describer, est, ours=None) -> np.ndarray:
-    """``(N, 1, D)``: one descriptor per keypoint at our strongest scale (its window widened by
-    :func:`ours_window`) and orientation (``ours``: the estimator's poses there, if read already)."""
-    n = len(feats)
+def gradient_angles(feats: Features, frame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The strongest peak of kornia's dominant-gradient histogram read on the window of log2 scale ``frame``
+    ``(N,)`` about each keypoint: its angle ``(N,)`` (radians in [0, 2π), CCW as displayed; kornia's
+    ``PatchDominantGradientOrientation`` angle), its share of the histogram within one bin ``(N,)``, and the
+    histogram as :attr:`~patchpose.Poses.orientation_hist` holds one ``(N, 36)``; kept in the memo per window."""
+    frame = np.broadcast_to(np.asarray(frame, np.float64), (len(feats),))
+    key = ("gradient angles", frame.tobytes())
+    if key not in feats.memo:
+        patches = extract_patches(feats.pyramid, feats.xy, frame, np.zeros(len(feats)), ORI_PATCH, [1.0])
+        h = dominant_gradient_histograms(patches)
+        ori, mass = histogram_candidates(h, 1)
+        feats.memo[key] = (ori[:, 0], mass[:, 0], as_orientation_hist(h))
+    return feats.memo[key]
+
+
+#: the detectors at whose keypoints the ``pose`` recipe keeps the network's angle; at any other keypoints (other
+#: detectors, keypoints of your own) it takes the dominant gradient's. Chosen on the val photos: at SIFT's keypoints
+#: the network's angle finds 1–12 more correct matches per pair (MMA@3 a tie); at 16 px corners, Key.Net and ALIKED
+#: the gradient's finds more, with +0.02 to +0.09 MMA@3 (docs/results.md, "One image at a time").
+NETWORK_ANGLE_DETECTORS = ("sift",)
+
+
+def pose_angle(detector: str) -> str:
+    """Where the ``pose`` recipe takes the angle from at ``detector``'s keypoints (what ``extract`` records in its
+    settings, so that a file made by another rule is not resumed)."""
+    if detector in NETWORK_ANGLE_DETECTORS:
+        return "the network's"
+    return "the dominant gradient's on the descriptor window at our scale"
+
+
+def recipe_poses(feats: Features, ours: Poses, detector: str) -> Poses:
+    """The ``pose`` recipe's poses (:data:`patchpose.recipes.RECIPES`) of the keypoints ``detector`` found (any
+    other name: keypoints of your own), one per keypoint: our strongest scale (``ours``: the estimator's poses
+    there; its ``descriptor_radius`` kept), and at SIFT's keypoints (:data:`NETWORK_ANGLE_DETECTORS`) our angle;
+    at any other the angle of the strongest peak of kornia's dominant-gradient histogram read on the descriptor
+    window at our scale (``confidence``: the histogram's share within one bin of it; ``orientation_hist``: that
+    histogram, 36 bins): there the network sets the scale only."""
+
+    def first(a) -> np.ndarray:  # (N,) or the strongest of (N, k)
+        a = np.asarray(a)
+        return a if a.ndim == 1 else a[:, 0]
+
+    radius = first(ours.descriptor_radius)
+    base = replace(
+        ours,
+        orientation=first(ours.orientation),
+        scale=first(ours.scale),
+        confidence=first(ours.confidence),
+        scale_confidence=first(ours.scale_confidence),
+        descriptor_radius=radius,
+    )
+    if detector in NETWORK_ANGLE_DETECTORS:
+        return base
+    ori, mass, h = gradient_angles(feats, np.log2(np.maximum(radius, 1e-12) / REFERENCE_RADIUS))
+    return replace(base, orientation=ori, confidence=mass, orientation_hist=h)
+
+
+def pose_descriptors(feats: Features, describer: Describer, est, detector: str, ours=None) -> np.ndarray:
+    """``(N, 1, D)``: one descriptor per keypoint at the ``pose`` recipe's poses at ``detector``'s keypoints
+    (:func:`recipe_poses`; ``ours``: the estimator's poses there, if read already)."""
     ours = ours if ours is not None else est.estimate(feats.image, feats.xy)
-    s = np.asarray(ours.scale).reshape(n, -1)[:, :1] + ours_window(est.plan.descriptor_region)
-    o = np.asarray(ours.orientation).reshape(n, -1)[:, :1]
-    return describe_candidates(feats, describer, s, o)
+    p = recipe_poses(feats, ours, detector)
+    s = np.log2(np.maximum(p.descriptor_radius, 1e-12) / REFERENCE_RADIUS)
+    return describe_candidates(feats, describer, s[:, None], p.orientation[:, None])
 
 
 def gradient_peaks_of(feats: Features, frame, shape=None, key=None) -> tuple[np.ndarray, np.ndarray]:
@@ -149,15 +213,19 @@ def shape_blend_candidates(feats: Features, describer: Describer, shape_weights=
 
 
 __all__ = [
+    "NETWORK_ANGLE_DETECTORS",
     "Candidates",
     "describe_candidates",
     "framed_blend_candidates",
+    "gradient_angles",
     "gradient_blend_candidates",
     "gradient_peaks_of",
     "our_poses",
     "ours_blend_candidates",
     "ours_window",
+    "pose_angle",
     "pose_descriptors",
+    "recipe_poses",
     "shape_blend_candidates",
     "shape_frames",
 ]

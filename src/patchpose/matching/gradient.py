@@ -58,7 +58,12 @@ def dominant_gradient_candidates(patches: np.ndarray, k: int) -> tuple[np.ndarra
     too few maxima are filled by the highest other bins, as our candidates are): orientations ``(N, k)``
     (radians in [0, 2π), CCW as displayed; each peak refined by kornia's parabola, so the first is kornia's
     angle) and masses ``(N, k)`` (the share of the histogram within one bin of each)."""
-    h = dominant_gradient_histograms(patches)
+    return histogram_candidates(dominant_gradient_histograms(patches), k)
+
+
+def histogram_candidates(h: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`dominant_gradient_candidates` of histograms ``(N, B)`` that
+    :func:`dominant_gradient_histograms` made."""
     n, b = h.shape
     if n == 0:
         return np.zeros((0, k)), np.zeros((0, k))
@@ -77,4 +82,20 @@ def dominant_gradient_candidates(patches: np.ndarray, k: int) -> tuple[np.ndarra
     return ori, mass
 
 
-__all__ = ["ORI_PATCH", "dominant_gradient_candidates", "dominant_gradient_histograms"]
+def as_orientation_hist(h: np.ndarray) -> np.ndarray:
+    """:func:`dominant_gradient_histograms` ``(N, B)`` (bin ``i`` at kornia's ``π − 2πi/B``) as
+    probabilities with bin ``j`` at ``2πj/B`` (CCW as displayed), as :attr:`patchpose.Poses.orientation_hist`
+    holds them; a flat patch's is uniform."""
+    n, b = h.shape
+    out = h[:, (b // 2 - np.arange(b)) % b]
+    total = out.sum(1, keepdims=True)
+    return np.where(total > 0, out / np.where(total > 0, total, 1.0), 1.0 / b)
+
+
+__all__ = [
+    "ORI_PATCH",
+    "as_orientation_hist",
+    "dominant_gradient_candidates",
+    "dominant_gradient_histograms",
+    "histogram_candidates",
+]

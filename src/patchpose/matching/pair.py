@@ -3,7 +3,8 @@
 
 * ``"pair-pose"`` (the default): every keypoint of a photo at one pose, the turn, zoom or slant between the two
   photos that our poses vote for (:mod:`.pairpose`);
-* ``"pose"``: each keypoint at our own scale and angle, one photo at a time (what a collection gets);
+* ``"pose"``: each keypoint at our own scale and, but at SIFT's keypoints, the dominant gradient's angle at it, one
+  photo at a time (what a collection gets);
 * ``"blend"``: each keypoint at its gradient histogram's 4 strongest orientations blended, one photo at a
   time, no model (:func:`patchpose.compute_blended`'s default).
 
@@ -145,7 +146,8 @@ def match_pair(
         d1, d2, zoom, turn = pair_pose_descriptors(f1, f2, describer, est)
     elif recipe == "pose":
         est = PatchPoseEstimator.load(MODELS["pose"])
-        d1, d2 = (pose_descriptors(f, describer, est) for f in (f1, f2))
+        at = "own" if keypoints is not None else detector  # your keypoints: not SIFT's
+        d1, d2 = (pose_descriptors(f, describer, est, at) for f in (f1, f2))
     else:
         d1, d2 = (_gradient_blend(f, describer) for f in (f1, f2))
     m, dist = mutual_nn(d1, d2)

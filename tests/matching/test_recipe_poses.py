@@ -1,0 +1,85 @@
+"""The ``pose`` recipe's poses: our scale; at SIFT's keypoints our angle, at any other the dominant gradient's on
+the descriptor window at our scale."""
+
+import math
+
+import cv2
+import numpy as np
+import pytest
+
+from conftest import make_textured_image
+from patchpose.conventions import angle_diff
+from patchpose.data.patches import extract_patches
+from patchpose.evaluation.baselines import dominant_gradient_orientation
+from patchpose.matching.candidates import gradient_angles, pose_angle, recipe_poses
+from patchpose.matching.features import detect, features_at
+from patchpose.matching.gradient import ORI_PATCH
+
+
+@pytest.fixture(scope="module")
+def est():
+    from patchpose import PatchPoseEstimator
+
+    return PatchPoseEstimator.load("patchpose-v10")
+
+
+def test_away_from_sift_the_recipe_keeps_our_scale_and_takes_kornias_angle_on_the_descriptor_window(est):
+    img = make_textured_image(320, seed=5)
+    f = detect(img, 150)
+    ours = est.estimate(f.image, f.xy, top_k=4)
+    p = recipe_poses(f, ours, "gftt")
+    np.testing.assert_array_equal(p.scale, ours.scale[:, 0])
+    np.testing.assert_array_equal(p.descriptor_radius, ours.descriptor_radius[:, 0])
+    window = np.log2(p.descriptor_radius / 16.0)
+    want = dominant_gradient_orientation(
+        extract_patches(f.pyramid, f.xy, window, np.zeros(len(f)), ORI_PATCH, [1.0])
+    )
+    np.testing.assert_allclose(p.orientation, want, atol=1e-5)
+    # not the network's angle (which the recipe leaves aside)
+    assert np.mean(np.abs(angle_diff(p.orientation, ours.orientation[:, 0])) > math.radians(5)) > 0.3
+    # the histogram it comes from: probabilities, bin j at 2πj/36, peaking within a bin of the angle
+    assert p.orientation_hist.shape == (len(f), 36)
+    np.testing.assert_allclose(p.orientation_hist.sum(1), 1.0, atol=1e-9)
+    peak = 2 * math.pi * p.orientation_hist.argmax(1) / 36
+    assert np.all(np.abs(angle_diff(peak, p.orientation)) <= math.radians(10) + 1e-9)
+    assert np.all((p.confidence > 0) & (p.confidence <= 1))
+
+
+def test_recipe_poses_turn_with_the_image(est):
+    img = make_textured_image(320, seed=3)
+    xy = detect(img, 200).xy
+    xy = xy[np.all((xy > 105) & (xy < 215), axis=1)]
+    M = cv2.getRotationMatrix2D((159.5, 159.5), 40.0, 1.0)  # CCW as displayed
+    turned = cv2.warpAffine(img, M, (320, 320), flags=cv2.INTER_LINEAR)
+    xy2 = xy @ M[:, :2].T + M[:, 2]
+    p1 = recipe_poses(features_at(img, xy), est.estimate(img, xy), "own")
+    p2 = recipe_poses(features_at(turned, xy2), est.estimate(turned, xy2), "own")
+    turn = np.degrees(angle_diff(p2.orientation, p1.orientation))
+    near = np.abs(turn - 40.0) < 10  # (a peak of the histogram can win in one photo and not the other)
+    assert len(xy) >= 10 and near.mean() > 0.6 and abs(np.median(turn[near]) - 40.0) < 3.0
+
+
+def test_recipe_poses_of_no_keypoints(est):
+    img = make_textured_image(64, seed=1)
+    f = features_at(img, np.zeros((0, 2)))
+    p = recipe_poses(f, est.estimate(img, np.zeros((0, 2))), "harris")
+    assert len(p) == 0 and p.orientation.shape == (0,) and p.orientation_hist.shape == (0, 36)
+
+
+def test_gradient_angles_are_memoised_per_window():
+    img = make_textured_image(128, seed=2)
+    f = features_at(img, np.array([[60.0, 60.0], [70.0, 50.0]]))
+    a = gradient_angles(f, 0.0)
+    assert gradient_angles(f, 0.0) is a
+    assert gradient_angles(f, 1.0) is not a
+
+
+def test_at_sifts_keypoints_the_recipe_keeps_our_pose(est):
+    img = make_textured_image(320, seed=5)
+    f = detect(img, 150)
+    ours = est.estimate(f.image, f.xy, top_k=4)
+    p = recipe_poses(f, ours, "sift")
+    for name in ("orientation", "scale", "confidence", "scale_confidence", "descriptor_radius"):
+        np.testing.assert_array_equal(getattr(p, name), getattr(ours, name)[:, 0], err_msg=name)
+    np.testing.assert_array_equal(p.orientation_hist, ours.orientation_hist)
+    assert "network" in pose_angle("sift") and "gradient" in pose_angle("harris")
