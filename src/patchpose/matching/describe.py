@@ -4,7 +4,8 @@ The patch of a keypoint with pose ``(σ, θ)`` covers ``±region · REFERENCE_RA
 by ``θ`` (:mod:`patchpose.conventions`), and is sampled through the same anti-aliased pyramid as the model's
 inputs (:func:`~patchpose.data.patches.extract_patches`, which samples kornia's LAF points). Descriptors:
 
-* ``sift`` (default): kornia's ``SIFTDescriptor`` (RootSIFT) on 32×32 patches; nothing to download;
+* ``sift`` (default): kornia's ``SIFTDescriptor`` (RootSIFT) on 32×32 patches, computed by :class:`RootSIFT` (the same
+  numbers, faster); nothing to download;
 * any patch descriptor network (``net``: 32×32 gray patches to 128-D descriptors, e.g. kornia's HardNet with
   weights of one's own); the benchmarks build HardNet, SOSNet, TFeat and HardTFeat this way
   (:mod:`patchpose.evaluation.descriptors`).
@@ -14,13 +15,56 @@ A patch may also be cut through an affine frame (``shape``: kornia's LAF matrice
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import torch
+import torch.nn.functional as F
 
 from ..data.patches import Pyramid, extract_patches
 from ..errors import InputError, require
 
 PATCH_SIZE = 32
+
+
+class RootSIFT(torch.nn.Module):
+    """kornia's ``SIFTDescriptor(patch_size, rootsift=True)``, the same numbers bit for bit (a test pins them),
+    computed about twice as fast on CPU: the central differences by slicing instead of a 3×3 convolution, and the 8
+    orientation maps voted in one scatter and pooled in one convolution instead of one per bin. ``(B, 1, P, P)``
+    patches → ``(B, 128)``."""
+
+    def __init__(self, patch_size: int = PATCH_SIZE) -> None:
+        super().__init__()
+        self.kornia = require("kornia.feature", "kornia").SIFTDescriptor(patch_size, rootsift=True)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        from kornia.feature.orientation import _gradient_magnitude_orientation
+        from kornia.feature.siftdesc import _l2_normalize, _rootsift
+
+        k = self.kornia
+        if x.ndim != 4 or x.shape[1] != 1 or x.shape[2] != k.patch_size or x.shape[3] != k.patch_size:
+            raise InputError(f"patches must be (B, 1, {k.patch_size}, {k.patch_size}), got {tuple(x.shape)}")
+        p = torch.nn.functional.pad(x, (1, 1, 1, 1), mode="replicate")  # kornia's "diff" gradient
+        gx = 0.5 * p[:, :, 1:-1, 2:] - 0.5 * p[:, :, 1:-1, :-2]
+        gy = 0.5 * p[:, :, 2:, 1:-1] - 0.5 * p[:, :, :-2, 1:-1]
+        mag, ori = _gradient_magnitude_orientation(gx, gy, k.eps)
+        mag = mag * k.gk.expand_as(mag).type_as(mag)
+        bins = k.num_ang_bins
+        o = float(bins) * ori / (2.0 * math.pi)
+        b0 = torch.floor(o)
+        w1 = o - b0
+        b0 = b0 % bins
+        b1 = (b0 + 1) % bins
+        n, _, h, w = x.shape
+        maps = torch.zeros(n, bins, h, w, dtype=x.dtype, device=x.device)
+        maps.scatter_(1, b0.long(), (1.0 - w1) * mag)
+        maps.scatter_add_(1, b1.long(), w1 * mag)
+        pk = k.pk
+        weight = pk.weight.to(x.dtype)
+        d = F.conv2d(maps.reshape(n * bins, 1, h, w), weight, None, pk.stride, pk.padding).reshape(n, -1)
+        d = _l2_normalize(d, dim=1)
+        d = torch.clamp(d, 0.0, float(k.clipval))
+        return _rootsift(_l2_normalize(d, dim=1), k.eps)
 
 
 class Describer:
@@ -35,7 +79,7 @@ class Describer:
         if net is None:
             if name != "sift":
                 raise InputError(f"the {name!r} descriptor needs its network (net=...); without one: 'sift'")
-            net = require("kornia.feature", "kornia").SIFTDescriptor(PATCH_SIZE, rootsift=True)
+            net = RootSIFT(PATCH_SIZE)
         self.name, self.batch, self.net = name, batch, net
         self.net.eval()
 
@@ -60,4 +104,4 @@ class Describer:
         return torch.cat(out).numpy()
 
 
-__all__ = ["PATCH_SIZE", "Describer"]
+__all__ = ["PATCH_SIZE", "Describer", "RootSIFT"]
