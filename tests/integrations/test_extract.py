@@ -17,7 +17,7 @@ from patchpose.cli.main import main
 from patchpose.errors import InputError
 from patchpose.integrations import extract as ex
 from patchpose.integrations.formats import read_hloc_features
-from patchpose.matching.candidates import pose_angle
+from patchpose.matching.candidates import pose_angle, recipe_poses
 
 N_IMAGES, KEYPOINTS = 200, 30
 
@@ -129,21 +129,40 @@ def test_resuming_with_other_settings_is_refused(images, tmp_path):
         ex.extract_features(images, tmp_path / "r.h5", max_keypoints=KEYPOINTS, progress=False)
 
 
-def test_a_file_the_recipe_wrote_with_the_networks_angle_is_not_taken_for_one_of_today(
-    images, reference, tmp_path
-):
-    """Before 2026-11-29 the recipe ``pose`` took the network's angle at every detector and its settings did not
-    name the angle: a finished file of those settings is refused, not returned as this recipe's."""
-    import shutil
+def test_at_harris_corners_the_recipe_takes_the_gradients_angle_and_says_so(images, reference, tmp_path):
+    """``--detector harris``: the ``oris`` are the dominant gradient's on the descriptor window at our scale
+    (:func:`~patchpose.matching.candidates.recipe_poses`), the settings say ``"angle": "gradient"``, and a finished
+    file of the settings before 2026-11-29 (our angle there, no ``"angle"``) is refused, not returned as this
+    recipe's. At SIFT's keypoints the recipe and its settings are as they were (no ``"angle"``)."""
+    from patchpose import PatchPoseEstimator
+    from patchpose.data.keypoints import detect_harris
+    from patchpose.data.patches import load_image
+    from patchpose.matching.features import features_at
+    from patchpose.recipes import MODELS
 
-    old = tmp_path / "old.h5"
-    shutil.copy(reference, old)
-    with h5py.File(old, "a") as f:
+    with h5py.File(reference, "r") as f:
+        assert "angle" not in json.loads(f.attrs[ex.SETTINGS])
+    out = tmp_path / "harris.h5"
+    ex.extract_features(images, out, detector="harris", max_keypoints=KEYPOINTS, progress=False)
+    with h5py.File(out, "a") as f:
         settings = json.loads(f.attrs[ex.SETTINGS])
-        assert settings.pop("angle") == pose_angle("sift")
+        assert settings["angle"] == "gradient" == pose_angle("harris")
+    image = load_image(images / "001.png")
+    xy = detect_harris(image, KEYPOINTS)
+    est = PatchPoseEstimator.load(MODELS["pose"])
+    ours = est.estimate(image, xy)
+    want = recipe_poses(features_at(image, xy), ours, "gradient").orientation
+    got = read_hloc_features(out, "001.png")
+    assert len(got["ori"]) == len(want) > 5
+    np.testing.assert_allclose(got["ori"], want, atol=1e-5)  # the file stores float32
+    assert (
+        np.mean(np.abs(np.angle(np.exp(1j * (got["ori"] - ours.orientation)))) > 0.1) > 0.3
+    )  # not our angle
+    with h5py.File(out, "a") as f:
+        del settings["angle"]
         f.attrs[ex.SETTINGS] = json.dumps(settings, sort_keys=True)
     with pytest.raises(InputError, match="other settings"):
-        ex.extract_features(images, old, max_keypoints=KEYPOINTS, progress=False)
+        ex.extract_features(images, out, detector="harris", max_keypoints=KEYPOINTS, progress=False)
 
 
 @pytest.mark.parametrize("spec", ["3/2", "0/0", "a/b", "2/2", "-1/2", "1", ""])

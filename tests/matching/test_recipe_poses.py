@@ -10,6 +10,7 @@ import pytest
 from conftest import make_textured_image
 from patchpose.conventions import angle_diff
 from patchpose.data.patches import extract_patches
+from patchpose.errors import InputError
 from patchpose.evaluation.baselines import dominant_gradient_orientation
 from patchpose.matching.candidates import gradient_angles, pose_angle, recipe_poses
 from patchpose.matching.features import detect, features_at
@@ -27,14 +28,14 @@ def test_away_from_sift_the_recipe_keeps_our_scale_and_takes_kornias_angle_on_th
     img = make_textured_image(320, seed=5)
     f = detect(img, 150)
     ours = est.estimate(f.image, f.xy, top_k=4)
-    p = recipe_poses(f, ours, "gftt")
+    p = recipe_poses(f, ours, "gradient")
     np.testing.assert_array_equal(p.scale, ours.scale[:, 0])
     np.testing.assert_array_equal(p.descriptor_radius, ours.descriptor_radius[:, 0])
     window = np.log2(p.descriptor_radius / 16.0)
     want = dominant_gradient_orientation(
         extract_patches(f.pyramid, f.xy, window, np.zeros(len(f)), ORI_PATCH, [1.0])
     )
-    np.testing.assert_allclose(p.orientation, want, atol=1e-5)
+    np.testing.assert_array_equal(p.orientation, want)  # kornia's own angle
     # not the network's angle (which the recipe leaves aside)
     assert np.mean(np.abs(angle_diff(p.orientation, ours.orientation[:, 0])) > math.radians(5)) > 0.3
     # the histogram it comes from: probabilities, bin j at 2πj/36, peaking within a bin of the angle
@@ -52,8 +53,8 @@ def test_recipe_poses_turn_with_the_image(est):
     M = cv2.getRotationMatrix2D((159.5, 159.5), 40.0, 1.0)  # CCW as displayed
     turned = cv2.warpAffine(img, M, (320, 320), flags=cv2.INTER_LINEAR)
     xy2 = xy @ M[:, :2].T + M[:, 2]
-    p1 = recipe_poses(features_at(img, xy), est.estimate(img, xy), "own")
-    p2 = recipe_poses(features_at(turned, xy2), est.estimate(turned, xy2), "own")
+    p1 = recipe_poses(features_at(img, xy), est.estimate(img, xy), "gradient")
+    p2 = recipe_poses(features_at(turned, xy2), est.estimate(turned, xy2), "gradient")
     turn = np.degrees(angle_diff(p2.orientation, p1.orientation))
     near = np.abs(turn - 40.0) < 10  # (a peak of the histogram can win in one photo and not the other)
     assert len(xy) >= 10 and near.mean() > 0.6 and abs(np.median(turn[near]) - 40.0) < 3.0
@@ -62,7 +63,7 @@ def test_recipe_poses_turn_with_the_image(est):
 def test_recipe_poses_of_no_keypoints(est):
     img = make_textured_image(64, seed=1)
     f = features_at(img, np.zeros((0, 2)))
-    p = recipe_poses(f, est.estimate(img, np.zeros((0, 2))), "harris")
+    p = recipe_poses(f, est.estimate(img, np.zeros((0, 2))), "gradient")
     assert len(p) == 0 and p.orientation.shape == (0,) and p.orientation_hist.shape == (0, 36)
 
 
@@ -78,8 +79,41 @@ def test_at_sifts_keypoints_the_recipe_keeps_our_pose(est):
     img = make_textured_image(320, seed=5)
     f = detect(img, 150)
     ours = est.estimate(f.image, f.xy, top_k=4)
-    p = recipe_poses(f, ours, "sift")
+    p = recipe_poses(None, ours, pose_angle("sift"))  # no features needed
     for name in ("orientation", "scale", "confidence", "scale_confidence", "descriptor_radius"):
         np.testing.assert_array_equal(getattr(p, name), getattr(ours, name)[:, 0], err_msg=name)
     np.testing.assert_array_equal(p.orientation_hist, ours.orientation_hist)
-    assert "network" in pose_angle("sift") and "gradient" in pose_angle("harris")
+    assert pose_angle("sift") == "network"
+    assert pose_angle("harris") == pose_angle("gftt") == pose_angle("own") == "gradient"
+
+
+def test_recipe_poses_refuse_an_unknown_angle_and_the_gradient_without_features(est):
+    img = make_textured_image(128, seed=2)
+    xy = np.array([[60.0, 60.0], [70.0, 50.0]])
+    ours = est.estimate(img, xy)
+    with pytest.raises(InputError, match="angle must be one of"):
+        recipe_poses(features_at(img, xy), ours, "SIFT")
+    with pytest.raises(InputError, match="needs the features"):
+        recipe_poses(None, ours, "gradient")
+    with pytest.raises(InputError, match="needs the features"):
+        recipe_poses(features_at(img, xy[:1]), ours, "gradient")
+
+
+def test_match_pair_takes_the_gradients_angle_at_keypoints_of_your_own(est):
+    """``match_pair(recipe="pose", keypoints=...)``: your keypoints are not SIFT's, so the gradient's angle (even at
+    SIFT's positions); with the detector's own SIFT keypoints, our angle."""
+    import patchpose
+    from patchpose.matching.candidates import pose_descriptors
+    from patchpose.matching.describe import Describer
+    from patchpose.matching.matcher import mutual_nn
+
+    img = make_textured_image(240, seed=7)
+    M = cv2.getRotationMatrix2D((119.5, 119.5), 25.0, 1.1)
+    img2 = cv2.warpAffine(img, M, (240, 240), flags=cv2.INTER_LINEAR)
+    xy1, xy2 = detect(img, 150).xy, detect(img2, 150).xy
+    got = patchpose.match_pair(img, img2, recipe="pose", keypoints=(xy1, xy2))
+    f1, f2 = detect(img, keypoints=xy1), detect(img2, keypoints=xy2)
+    for angle, same in (("gradient", True), ("network", False)):
+        d1, d2 = (pose_descriptors(f, Describer(), est, angle) for f in (f1, f2))
+        m, _ = mutual_nn(d1, d2)
+        assert np.array_equal(m, got.matches) == same, angle

@@ -29,14 +29,14 @@ from ..geometry import apply_homography, homography_jacobian, pose_change, repro
 from ..matching import features as library_features
 from ..matching.blend import BLEND_K, POOL_WEIGHTS, affine_parts, blend_descriptors, pool_sizes, turned_shapes
 from ..matching.candidates import (
-    NETWORK_ANGLE_DETECTORS,
     describe_candidates,
     framed_blend_candidates,
-    gradient_angles,
     gradient_blend_candidates,
     gradient_peaks_of,
     ours_blend_candidates,
     ours_window,
+    pose_angle,
+    recipe_poses,
     shape_blend_candidates,
     shape_frames,
 )
@@ -407,21 +407,21 @@ def _ours_scale_gradient_blend(run: Run, im: Image) -> tuple:
     return gradient_blend_candidates(im.feats, run.describer, s[:, 0] + ours_window(_region(run)))
 
 
-def _ours_scale_gradient(run: Run, im: Image, row: str = "ours_scale_gradient") -> Poses2:
+def _ours_scale_gradient(run: Run, im: Image) -> Poses2:
     """Our scale, and the dominant gradient's angle read on the descriptor window at it (the network only for the
-    scale; :func:`~patchpose.matching.candidates.gradient_angles`)."""
-    s, _ = _our_arrays(run, im, row)
-    return s[:, :1], gradient_angles(im.feats, s[:, 0] + ours_window(_region(run)))[0][:, None]
+    scale)."""
+    s, _ = _our_arrays(run, im, "ours_scale_gradient")
+    return s[:, :1], gradient_angle_at(im.feats, s[:, 0] + ours_window(_region(run)))[:, None]
 
 
 def _pose_recipe(run: Run, im: Image) -> Poses2:
-    """The ``pose`` recipe (:func:`~patchpose.matching.candidates.recipe_poses`): at SIFT's detections our scale and
-    angle (the ``ours`` row), at any other keypoints our scale and the gradient's angle (``ours_scale_gradient``)."""
+    """The ``pose`` recipe, as the library computes it (:func:`~patchpose.matching.candidates.recipe_poses`, its
+    window from the estimator's own descriptor region): at SIFT's detections our scale and angle (as the ``ours``
+    row), at any other keypoints our scale and the gradient's angle (as ``ours_scale_gradient``)."""
     f = im.feats
-    if len(f) and np.isfinite(f.sift_scale).all() and "sift" in NETWORK_ANGLE_DETECTORS:
-        s, o = _our_arrays(run, im, "pose")
-        return s[:, :1], o[:, :1]
-    return _ours_scale_gradient(run, im, "pose")
+    sift = len(f) > 0 and bool(np.isfinite(f.sift_scale).all())
+    p = recipe_poses(f, _ours(run, im, "pose"), pose_angle("sift" if sift else "own"))
+    return np.log2(np.maximum(p.descriptor_radius, 1e-12) / REFERENCE_RADIUS)[:, None], p.orientation[:, None]
 
 
 def _ours_angle(run: Run, im: Image) -> Poses2:
@@ -666,7 +666,6 @@ ROWS: dict[str, Row] = {
             "the pose recipe: our scale; our angle at SIFT's keypoints, the gradient's (kornia) elsewhere",
             poses=_pose_recipe,
             ablation=True,
-            widen=True,
             recipe="pose",
             reads_model=True,
         ),

@@ -91,9 +91,10 @@ def features_of_image(
     image: np.ndarray, estimator: EstimatorLike = None, detector: str = "sift", descriptor: str = "sift",
     max_keypoints: int = 2048,
 ) -> dict:  # fmt: skip
-    """Keypoints, the ``pose`` recipe's poses (our scale; at Harris corners the dominant gradient's angle at it, at
-    SIFT's keypoints ours: :func:`~patchpose.matching.candidates.recipe_poses`) and descriptors of one image: ``{"xy" (N, 2), "scale"
-    (N,) log2, "ori" (N,) radians, "descriptors" (N, 128) float32 or None, "scores" (N,) or None}``.
+    """Keypoints, the ``pose`` recipe's poses (our scale; at SIFT's keypoints our angle, at Harris corners the
+    dominant gradient's: :func:`~patchpose.matching.candidates.recipe_poses`) and descriptors of one image:
+    ``{"xy" (N, 2), "scale" (N,) log2, "ori" (N,) radians, "descriptors" (N, 128) float32 or None, "scores" (N,)
+    or None}``.
 
     ``detector``: ``"sift"`` (OpenCV SIFT, one keypoint per location, strongest first) or ``"harris"``;
     ``estimator``: an estimator, a bundled model's name or a weights file (default: the recipe ``pose``'s,
@@ -107,7 +108,9 @@ def features_of_image(
     else:
         xy, scores = detect_harris(image, max_keypoints), None
         kps = [cv2.KeyPoint(float(x), float(y), 1.0) for x, y in xy]
-    poses = recipe_poses(features_at(image, xy), est.estimate(image, xy), detector)
+    angle = pose_angle(detector)
+    feats = features_at(image, xy) if angle == "gradient" else None  # its pyramid only where it is read
+    poses = recipe_poses(feats, est.estimate(image, xy), angle)
     scale, ori = poses.scale, poses.orientation
     desc = None
     if descriptor == "sift":
@@ -122,16 +125,20 @@ def features_of_image(
 
 
 def _settings(est, detector: str, descriptor: str, max_keypoints: int) -> dict:
-    """What a resume must match: the recipe, detector, descriptor, keypoints, model and read plan."""
-    return {
+    """What a resume must match: the recipe, detector, descriptor, keypoints, model and read plan; where the recipe
+    takes the gradient's angle (Harris corners, since 2026-11-29) ``"angle": "gradient"``, so that a file made when it
+    took the network's there is not resumed (at SIFT's keypoints the recipe is as it was, and so are the settings)."""
+    settings = {
         "recipe": "pose",
-        "angle": pose_angle(detector),
         "detector": detector,
         "descriptor": descriptor,
         "max_keypoints": int(max_keypoints),
         "model": est.name,
         "plan": asdict(est.plan),
     }
+    if pose_angle(detector) != "network":
+        settings["angle"] = pose_angle(detector)
+    return settings
 
 
 def _part_path(parts: Path, name: str) -> Path:

@@ -1,8 +1,8 @@
 """The descriptions of one photo's keypoints that the recipes build on, each computed once per photo (kept in
 :attr:`Features.memo <patchpose.matching.features.Features.memo>`):
 
-* :func:`pose_descriptors`: one descriptor per keypoint at our scale and, but at SIFT's keypoints, the dominant
-  gradient's angle at it (the ``pose`` recipe, :func:`recipe_poses`);
+* :func:`pose_descriptors`: one descriptor per keypoint at our scale, and our angle at SIFT's keypoints or the
+  dominant gradient's at any others (the ``pose`` recipe, :func:`recipe_poses`);
 * :func:`ours_blend_candidates`: descriptors at our scale and each of our :data:`~.blend.BLEND_K` strongest
   orientations, and their blend weights (what the two-photo recipe's votes match);
 * :func:`gradient_blend_candidates`: the same at the detector's scale and the gradient histogram's strongest
@@ -21,10 +21,11 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import numpy as np
+import torch
 
 from ..conventions import REFERENCE_RADIUS
 from ..data.patches import extract_patches
-from ..errors import InputError
+from ..errors import InputError, require
 from ..shape import shape_estimator
 from .blend import (
     BLEND_GAMMA,
@@ -100,42 +101,50 @@ def ours_blend_candidates(
 
 
 def gradient_angles(feats: Features, frame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The strongest peak of kornia's dominant-gradient histogram read on the window of log2 scale ``frame``
-    ``(N,)`` about each keypoint: its angle ``(N,)`` (radians in [0, 2π), CCW as displayed; kornia's
-    ``PatchDominantGradientOrientation`` angle), its share of the histogram within one bin ``(N,)``, and the
-    histogram as :attr:`~patchpose.Poses.orientation_hist` holds one ``(N, 36)``; kept in the memo per window."""
+    """kornia's dominant-gradient orientation (``PatchDominantGradientOrientation``: radians in [0, 2π), CCW as
+    displayed) read on the window of log2 scale ``frame`` ``(N,)`` about each keypoint, the share of its histogram
+    within one bin of it ``(N,)``, and that histogram as :attr:`~patchpose.Poses.orientation_hist` holds one ``(N,
+    36)``; kept in the memo per window."""
     frame = np.broadcast_to(np.asarray(frame, np.float64), (len(feats),))
     key = ("gradient angles", frame.tobytes())
     if key not in feats.memo:
+        kornia = require("kornia", "kornia")
         patches = extract_patches(feats.pyramid, feats.xy, frame, np.zeros(len(feats)), ORI_PATCH, [1.0])
         h = dominant_gradient_histograms(patches)
-        ori, mass = histogram_candidates(h, 1)
-        feats.memo[key] = (ori[:, 0], mass[:, 0], as_orientation_hist(h))
+        _, mass = histogram_candidates(h, 1)
+        module = kornia.feature.PatchDominantGradientOrientation(ORI_PATCH)
+        with torch.inference_mode():  # kornia's own angle, as the benchmark's dominant-gradient row reads it
+            ori = [module(torch.from_numpy(patches[i : i + 512])) for i in range(0, len(patches), 512)]
+        ori = torch.cat(ori).numpy().astype(np.float64) if ori else np.zeros(0)
+        feats.memo[key] = (np.mod(ori, 2.0 * math.pi), mass[:, 0], as_orientation_hist(h))
     return feats.memo[key]
 
 
-#: the detectors at whose keypoints the ``pose`` recipe keeps the network's angle; at any other keypoints (other
-#: detectors, keypoints of your own) it takes the dominant gradient's. Chosen on the val photos: at SIFT's keypoints
-#: the network's angle finds 1–12 more correct matches per pair (MMA@3 a tie); at 16 px corners, Key.Net and ALIKED
-#: the gradient's finds more, with +0.02 to +0.09 MMA@3 (docs/results.md, "One image at a time").
-NETWORK_ANGLE_DETECTORS = ("sift",)
+#: where the ``pose`` recipe takes each keypoint's angle from: ``"network"`` (ours) or ``"gradient"`` (kornia's
+#: dominant gradient on the descriptor window at our scale), by the detector that found the keypoints (another
+#: name, e.g. ``"own"`` for keypoints of your own: ``"gradient"``). Chosen on the val photos (≤ 1,000 keypoints,
+#: viewpoint, zoomed, turned; CHANGELOG.md 1.0.0): at SIFT's keypoints the network's angle finds 8 and 12 more
+#: correct matches per pair on viewpoint and turned pairs (a tie in MMA@3); at 16 px corners, Key.Net and ALIKED the
+#: gradient's has +0.011 to +0.092 MMA@3, and as many correct matches or up to 37 more.
+POSE_ANGLES: dict[str, str] = {"sift": "network"}
+ANGLE_SOURCES = ("network", "gradient")
 
 
 def pose_angle(detector: str) -> str:
-    """Where the ``pose`` recipe takes the angle from at ``detector``'s keypoints (what ``extract`` records in its
-    settings, so that a file made by another rule is not resumed)."""
-    if detector in NETWORK_ANGLE_DETECTORS:
-        return "the network's"
-    return "the dominant gradient's on the descriptor window at our scale"
+    """``"network"`` or ``"gradient"``: where the ``pose`` recipe takes the angle from at ``detector``'s keypoints
+    (:data:`POSE_ANGLES`)."""
+    return POSE_ANGLES.get(detector, "gradient")
 
 
-def recipe_poses(feats: Features, ours: Poses, detector: str) -> Poses:
-    """The ``pose`` recipe's poses (:data:`patchpose.recipes.RECIPES`) of the keypoints ``detector`` found (any
-    other name: keypoints of your own), one per keypoint: our strongest scale (``ours``: the estimator's poses
-    there; its ``descriptor_radius`` kept), and at SIFT's keypoints (:data:`NETWORK_ANGLE_DETECTORS`) our angle;
-    at any other the angle of the strongest peak of kornia's dominant-gradient histogram read on the descriptor
-    window at our scale (``confidence``: the histogram's share within one bin of it; ``orientation_hist``: that
-    histogram, 36 bins): there the network sets the scale only."""
+def recipe_poses(feats: Features | None, ours: Poses, angle: str) -> Poses:
+    """The ``pose`` recipe's poses (:data:`patchpose.recipes.RECIPES`), one per keypoint: our strongest scale
+    (``ours``: the estimator's poses at the keypoints; its ``descriptor_radius`` kept) and, by ``angle``
+    (:func:`pose_angle` of the detector), our angle (``"network"``) or kornia's dominant gradient read on the
+    descriptor window at our scale (``"gradient"``; ``confidence``: its histogram's share within one bin of it,
+    ``orientation_hist``: that histogram, 36 bins; ``feats``: the keypoints' :class:`Features`, which only this
+    needs): there the network sets the scale only."""
+    if angle not in ANGLE_SOURCES:
+        raise InputError(f"angle must be one of {ANGLE_SOURCES}, got {angle!r}")
 
     def first(a) -> np.ndarray:  # (N,) or the strongest of (N, k)
         a = np.asarray(a)
@@ -150,17 +159,19 @@ def recipe_poses(feats: Features, ours: Poses, detector: str) -> Poses:
         scale_confidence=first(ours.scale_confidence),
         descriptor_radius=radius,
     )
-    if detector in NETWORK_ANGLE_DETECTORS:
+    if angle == "network":
         return base
+    if feats is None or len(feats) != len(radius):
+        raise InputError("the gradient's angle needs the features of the keypoints the poses are of")
     ori, mass, h = gradient_angles(feats, np.log2(np.maximum(radius, 1e-12) / REFERENCE_RADIUS))
     return replace(base, orientation=ori, confidence=mass, orientation_hist=h)
 
 
-def pose_descriptors(feats: Features, describer: Describer, est, detector: str, ours=None) -> np.ndarray:
-    """``(N, 1, D)``: one descriptor per keypoint at the ``pose`` recipe's poses at ``detector``'s keypoints
-    (:func:`recipe_poses`; ``ours``: the estimator's poses there, if read already)."""
+def pose_descriptors(feats: Features, describer: Describer, est, angle: str, ours=None) -> np.ndarray:
+    """``(N, 1, D)``: one descriptor per keypoint at the ``pose`` recipe's poses with ``angle`` (:func:`recipe_poses`;
+    ``ours``: the estimator's poses there, if read already)."""
     ours = ours if ours is not None else est.estimate(feats.image, feats.xy)
-    p = recipe_poses(feats, ours, detector)
+    p = recipe_poses(feats, ours, angle)
     s = np.log2(np.maximum(p.descriptor_radius, 1e-12) / REFERENCE_RADIUS)
     return describe_candidates(feats, describer, s[:, None], p.orientation[:, None])
 
@@ -213,7 +224,8 @@ def shape_blend_candidates(feats: Features, describer: Describer, shape_weights=
 
 
 __all__ = [
-    "NETWORK_ANGLE_DETECTORS",
+    "ANGLE_SOURCES",
+    "POSE_ANGLES",
     "Candidates",
     "describe_candidates",
     "framed_blend_candidates",

@@ -31,24 +31,33 @@ class RootSIFT(torch.nn.Module):
     """kornia's ``SIFTDescriptor(patch_size, rootsift=True)``, the same numbers bit for bit (a test pins them),
     computed about twice as fast on CPU: the central differences by slicing instead of a 3×3 convolution, and the 8
     orientation maps voted in one scatter and pooled in one convolution instead of one per bin. ``(B, 1, P, P)``
-    patches → ``(B, 128)``."""
+    patches → ``(B, 128)``. It reads kornia's own per-pixel and normalisation steps; a kornia without them (before
+    0.8) gets kornia's ``SIFTDescriptor`` itself."""
 
     def __init__(self, patch_size: int = PATCH_SIZE) -> None:
         super().__init__()
-        self.kornia = require("kornia.feature", "kornia").SIFTDescriptor(patch_size, rootsift=True)
+        kf = require("kornia.feature", "kornia")
+        self.kornia = kf.SIFTDescriptor(patch_size, rootsift=True)
+        try:
+            from kornia.feature.orientation import _gradient_magnitude_orientation
+            from kornia.feature.siftdesc import _l2_normalize, _rootsift
+        except ImportError:  # an older kornia: its own module, as fast as it is
+            self._steps = None
+        else:
+            self._steps = (_gradient_magnitude_orientation, _l2_normalize, _rootsift)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        from kornia.feature.orientation import _gradient_magnitude_orientation
-        from kornia.feature.siftdesc import _l2_normalize, _rootsift
-
         k = self.kornia
         if x.ndim != 4 or x.shape[1] != 1 or x.shape[2] != k.patch_size or x.shape[3] != k.patch_size:
             raise InputError(f"patches must be (B, 1, {k.patch_size}, {k.patch_size}), got {tuple(x.shape)}")
-        p = torch.nn.functional.pad(x, (1, 1, 1, 1), mode="replicate")  # kornia's "diff" gradient
+        if self._steps is None or len(x) == 0:
+            return k(x)
+        magnitude_orientation, l2_normalize, rootsift = self._steps
+        p = F.pad(x, (1, 1, 1, 1), mode="replicate")  # kornia's "diff" gradient
         gx = 0.5 * p[:, :, 1:-1, 2:] - 0.5 * p[:, :, 1:-1, :-2]
         gy = 0.5 * p[:, :, 2:, 1:-1] - 0.5 * p[:, :, :-2, 1:-1]
-        mag, ori = _gradient_magnitude_orientation(gx, gy, k.eps)
-        mag = mag * k.gk.expand_as(mag).type_as(mag)
+        mag, ori = magnitude_orientation(gx, gy, k.eps)
+        mag = mag * k.gk.expand_as(mag).type_as(mag).to(mag.device)
         bins = k.num_ang_bins
         o = float(bins) * ori / (2.0 * math.pi)
         b0 = torch.floor(o)
@@ -56,15 +65,14 @@ class RootSIFT(torch.nn.Module):
         b0 = b0 % bins
         b1 = (b0 + 1) % bins
         n, _, h, w = x.shape
-        maps = torch.zeros(n, bins, h, w, dtype=x.dtype, device=x.device)
+        maps = torch.zeros(n, bins, h, w, dtype=mag.dtype, device=x.device)
         maps.scatter_(1, b0.long(), (1.0 - w1) * mag)
         maps.scatter_add_(1, b1.long(), w1 * mag)
         pk = k.pk
-        weight = pk.weight.to(x.dtype)
+        weight = pk.weight.to(maps.dtype).to(x.device)
         d = F.conv2d(maps.reshape(n * bins, 1, h, w), weight, None, pk.stride, pk.padding).reshape(n, -1)
-        d = _l2_normalize(d, dim=1)
-        d = torch.clamp(d, 0.0, float(k.clipval))
-        return _rootsift(_l2_normalize(d, dim=1), k.eps)
+        d = torch.clamp(l2_normalize(d, dim=1), 0.0, float(k.clipval))
+        return rootsift(l2_normalize(d, dim=1), k.eps)
 
 
 class Describer:

@@ -3,8 +3,8 @@
 
 * ``"pair-pose"`` (the default): every keypoint of a photo at one pose, the turn, zoom or slant between the two
   photos that our poses vote for (:mod:`.pairpose`);
-* ``"pose"``: each keypoint at our own scale and, but at SIFT's keypoints, the dominant gradient's angle at it, one
-  photo at a time (what a collection gets);
+* ``"pose"``: each keypoint at our own scale, and our angle where SIFT found it or the dominant gradient's elsewhere
+  (corners, your own keypoints), one photo at a time (what a collection gets);
 * ``"blend"``: each keypoint at its gradient histogram's 4 strongest orientations blended, one photo at a
   time, no model (:func:`patchpose.compute_blended`'s default).
 
@@ -24,7 +24,7 @@ from ..estimator import PatchPoseEstimator
 from ..geometry import check_homography, reprojection_errors
 from ..recipes import MODELS, RECIPES
 from .blend import blend_descriptors
-from .candidates import gradient_blend_candidates, pose_descriptors
+from .candidates import gradient_blend_candidates, pose_angle, pose_descriptors
 from .describe import Describer
 from .features import detect
 from .matcher import mutual_nn
@@ -146,8 +146,8 @@ def match_pair(
         d1, d2, zoom, turn = pair_pose_descriptors(f1, f2, describer, est)
     elif recipe == "pose":
         est = PatchPoseEstimator.load(MODELS["pose"])
-        at = "own" if keypoints is not None else detector  # your keypoints: not SIFT's
-        d1, d2 = (pose_descriptors(f, describer, est, at) for f in (f1, f2))
+        angle = pose_angle("own" if keypoints is not None else detector)  # your keypoints: the gradient's
+        d1, d2 = (pose_descriptors(f, describer, est, angle) for f in (f1, f2))
     else:
         d1, d2 = (_gradient_blend(f, describer) for f in (f1, f2))
     m, dist = mutual_nn(d1, d2)
