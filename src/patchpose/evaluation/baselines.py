@@ -3,8 +3,9 @@
 Each baseline maps gray patches cut at a frame to a pose in that frame's units, so that the relative pose
 of a pair is comparable to the truth exactly as ours is:
 
-* :func:`dominant_gradient_orientation`: kornia's ``PatchDominantGradientOrientation`` (SIFT-like
-  36-bin gradient histogram with sub-bin interpolation), radians CCW as displayed.
+* :func:`dominant_gradient_orientation` (the library's, :mod:`patchpose.matching.gradient`): kornia's
+  ``PatchDominantGradientOrientation`` (SIFT-like 36-bin gradient histogram with sub-bin interpolation), radians
+  CCW as displayed.
 * :func:`intensity_centroid_orientation`: ORB's intensity centroid on a disc, radians CCW as displayed.
 * :func:`log_scale_selection`: scale-normalised Laplacian-of-Gaussian at the centre, maximised over a
   grid of scales (1/4 octave, parabolic refinement), log2 of the window where its response peaks.
@@ -15,10 +16,11 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import torch
 
 from ..conventions import OPENCV_SIFT_XY_BIAS
-from ..errors import require
+from ..matching.gradient import (  # the library's, named here with the other baselines
+    dominant_gradient_orientation as dominant_gradient_orientation,
+)
 
 #: window (in REFERENCE_RADIUS units) of the orientation baselines; their patch side is the gradient's
 ORI_WINDOW = 1.0
@@ -54,19 +56,6 @@ def log_scale_selection(stack: np.ndarray) -> np.ndarray:
         (den < 0) & (i > 0) & (i < m - 1), 0.5 * (left - right) / np.where(den < 0, den, -1.0), 0.0
     )
     return np.log2(LOG_WINDOWS[0]) + (i + np.clip(off, -0.5, 0.5)) / 4.0
-
-
-def dominant_gradient_orientation(patches: np.ndarray) -> np.ndarray:
-    """``(N, 1, PS, PS)`` gray patches → ``(N,)`` radians in [0, 2π) (kornia, CCW as displayed)."""
-    kornia = require("kornia", "kornia")
-
-    det = kornia.feature.PatchDominantGradientOrientation(patches.shape[-1])
-    with torch.inference_mode():
-        out = [
-            det(torch.from_numpy(np.ascontiguousarray(patches[i : i + 512])))
-            for i in range(0, len(patches), 512)
-        ]
-    return np.mod(torch.cat(out).numpy().astype(np.float64), 2 * math.pi) if out else np.zeros(0)
 
 
 def intensity_centroid_orientation(patches: np.ndarray) -> np.ndarray:

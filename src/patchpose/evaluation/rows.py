@@ -31,6 +31,7 @@ from ..matching.blend import BLEND_K, POOL_WEIGHTS, affine_parts, blend_descript
 from ..matching.candidates import (
     describe_candidates,
     framed_blend_candidates,
+    gradient_angles,
     gradient_blend_candidates,
     gradient_peaks_of,
     ours_blend_candidates,
@@ -42,12 +43,11 @@ from ..matching.candidates import (
 )
 from ..matching.describe import Describer
 from ..matching.features import SIFT_REGION, Features, features_at
-from ..matching.gradient import ORI_PATCH
 from ..matching.matcher import mutual_nn
 from ..matching.pairpose import OurVotes, Votes, pair_fallback, pair_pose_candidates, pair_votes
 from ..matching.zoom import PairTurn, PairZoom
 from ..reading import strong_candidates
-from .baselines import LOG_PATCH, LOG_SIGMA, LOG_WINDOWS, dominant_gradient_orientation, log_scale_selection
+from .baselines import LOG_PATCH, LOG_SIGMA, LOG_WINDOWS, log_scale_selection
 from .peers import (
     Peers,
     affnet_frames,
@@ -171,19 +171,8 @@ def handcrafted_poses(feats: Features, scale: bool = True) -> tuple[np.ndarray, 
         ori_frame = sigma + math.log2(SIFT_ORI_RADIUS)
     else:
         size = ori_frame = feats.frame
-    feats.memo[("handcrafted", scale)] = (np.asarray(size, np.float64), gradient_angle_at(feats, ori_frame))
+    feats.memo[("handcrafted", scale)] = (np.asarray(size, np.float64), gradient_angles(feats, ori_frame))
     return feats.memo[("handcrafted", scale)]
-
-
-def gradient_angle_at(feats: Features, frame) -> np.ndarray:
-    """kornia's dominant gradient orientation ``(N,)`` read on the window of log2 scale ``frame`` (a scalar or
-    ``(N,)``) about each keypoint, kept in the memo per window."""
-    frame = np.broadcast_to(np.asarray(frame, np.float64), (len(feats),))
-    key = ("gradient angle", frame.tobytes())
-    if key not in feats.memo:
-        patches = extract_patches(feats.pyramid, feats.xy, frame, np.zeros(len(feats)), ORI_PATCH, [1.0])
-        feats.memo[key] = dominant_gradient_orientation(patches)
-    return feats.memo[key]
 
 
 def peer_poses(feats: Features, peers: Peers | None, row: str) -> tuple[np.ndarray, np.ndarray | None]:
@@ -411,7 +400,7 @@ def _ours_scale_gradient(run: Run, im: Image) -> Poses2:
     """Our scale, and the dominant gradient's angle read on the descriptor window at it (the network only for the
     scale)."""
     s, _ = _our_arrays(run, im, "ours_scale_gradient")
-    return s[:, :1], gradient_angle_at(im.feats, s[:, 0] + ours_window(_region(run)))[:, None]
+    return s[:, :1], gradient_angles(im.feats, s[:, 0] + ours_window(_region(run)))[:, None]
 
 
 def _pose_recipe(run: Run, im: Image) -> Poses2:

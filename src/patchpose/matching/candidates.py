@@ -21,11 +21,10 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import numpy as np
-import torch
 
 from ..conventions import REFERENCE_RADIUS
 from ..data.patches import extract_patches
-from ..errors import InputError, require
+from ..errors import InputError
 from ..shape import shape_estimator
 from .blend import (
     BLEND_GAMMA,
@@ -38,7 +37,13 @@ from .blend import (
 )
 from .describe import Describer
 from .features import Features
-from .gradient import ORI_PATCH, as_orientation_hist, dominant_gradient_histograms, histogram_candidates
+from .gradient import (
+    ORI_PATCH,
+    as_orientation_hist,
+    dominant_gradient_histograms,
+    dominant_gradient_orientation,
+    histogram_candidates,
+)
 
 if TYPE_CHECKING:
     from ..reading import Poses
@@ -100,24 +105,33 @@ def ours_blend_candidates(
     return feats.memo[key]
 
 
-def gradient_angles(feats: Features, frame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """kornia's dominant-gradient orientation (``PatchDominantGradientOrientation``: radians in [0, 2π), CCW as
-    displayed) read on the window of log2 scale ``frame`` ``(N,)`` about each keypoint, the share of its histogram
-    within one bin of it ``(N,)``, and that histogram as :attr:`~patchpose.Poses.orientation_hist` holds one ``(N,
-    36)``; kept in the memo per window."""
-    frame = np.broadcast_to(np.asarray(frame, np.float64), (len(feats),))
-    key = ("gradient angles", frame.tobytes())
+def _window_patches(feats: Features, frame: np.ndarray) -> np.ndarray:
+    """The :data:`~.gradient.ORI_PATCH` px patches on the windows of log2 scale ``frame`` ``(N,)``, upright, kept in
+    the memo per window (the gradient's angle and histogram read the same ones)."""
+    key = ("gradient window", frame.tobytes())
     if key not in feats.memo:
-        kornia = require("kornia", "kornia")
-        patches = extract_patches(feats.pyramid, feats.xy, frame, np.zeros(len(feats)), ORI_PATCH, [1.0])
-        h = dominant_gradient_histograms(patches)
-        _, mass = histogram_candidates(h, 1)
-        module = kornia.feature.PatchDominantGradientOrientation(ORI_PATCH)
-        with torch.inference_mode():  # kornia's own angle, as the benchmark's dominant-gradient row reads it
-            ori = [module(torch.from_numpy(patches[i : i + 512])) for i in range(0, len(patches), 512)]
-        ori = torch.cat(ori).numpy().astype(np.float64) if ori else np.zeros(0)
-        feats.memo[key] = (np.mod(ori, 2.0 * math.pi), mass[:, 0], as_orientation_hist(h))
+        feats.memo[key] = extract_patches(
+            feats.pyramid, feats.xy, frame, np.zeros(len(feats)), ORI_PATCH, [1.0]
+        )
     return feats.memo[key]
+
+
+def gradient_angles(feats: Features, frame) -> np.ndarray:
+    """kornia's dominant-gradient orientation (``PatchDominantGradientOrientation``: radians in [0, 2π), CCW as
+    displayed, :func:`~.gradient.dominant_gradient_orientation`) read on the window of log2 scale ``frame`` (a
+    scalar or ``(N,)``) about each keypoint, kept in the memo per window."""
+    frame = np.broadcast_to(np.asarray(frame, np.float64), (len(feats),))
+    key = ("gradient angle", frame.tobytes())
+    if key not in feats.memo:
+        feats.memo[key] = dominant_gradient_orientation(_window_patches(feats, frame))
+    return feats.memo[key]
+
+
+def _gradient_histograms(feats: Features, frame: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The share of the dominant-gradient histogram within one bin of its peak ``(N,)`` and the histogram as
+    :attr:`~patchpose.Poses.orientation_hist` holds one ``(N, 36)``, on the windows of :func:`gradient_angles`."""
+    h = dominant_gradient_histograms(_window_patches(feats, frame))
+    return histogram_candidates(h, 1)[1][:, 0], as_orientation_hist(h)
 
 
 #: where the ``pose`` recipe takes each keypoint's angle from: ``"network"`` (ours) or ``"gradient"`` (kornia's
@@ -163,8 +177,9 @@ def recipe_poses(feats: Features | None, ours: Poses, angle: str) -> Poses:
         return base
     if feats is None or len(feats) != len(radius):
         raise InputError("the gradient's angle needs the features of the keypoints the poses are of")
-    ori, mass, h = gradient_angles(feats, np.log2(np.maximum(radius, 1e-12) / REFERENCE_RADIUS))
-    return replace(base, orientation=ori, confidence=mass, orientation_hist=h)
+    frame = np.log2(np.maximum(radius, 1e-12) / REFERENCE_RADIUS)
+    mass, hist = _gradient_histograms(feats, frame)
+    return replace(base, orientation=gradient_angles(feats, frame), confidence=mass, orientation_hist=hist)
 
 
 def pose_descriptors(feats: Features, describer: Describer, est, angle: str, ours=None) -> np.ndarray:

@@ -20,6 +20,19 @@ from ..histogram import local_maxima, refine_peaks, top_peaks
 ORI_PATCH = 32
 
 
+def dominant_gradient_orientation(patches: np.ndarray) -> np.ndarray:
+    """``(N, 1, PS, PS)`` gray patches → ``(N,)`` radians in [0, 2π) (kornia, CCW as displayed)."""
+    kornia = require("kornia", "kornia")
+
+    det = kornia.feature.PatchDominantGradientOrientation(patches.shape[-1])
+    with torch.inference_mode():
+        out = [
+            det(torch.from_numpy(np.ascontiguousarray(patches[i : i + 512])))
+            for i in range(0, len(patches), 512)
+        ]
+    return np.mod(torch.cat(out).numpy().astype(np.float64), 2 * math.pi) if out else np.zeros(0)
+
+
 def dominant_gradient_histograms(patches: np.ndarray) -> np.ndarray:
     """``(N, 1, PS, PS)`` gray patches → ``(N, B)`` the smoothed gradient-orientation histograms that kornia's
     ``PatchDominantGradientOrientation`` takes its angle from (its own gradient, Gaussian weighting, two-bin
@@ -96,6 +109,7 @@ __all__ = [
     "ORI_PATCH",
     "as_orientation_hist",
     "dominant_gradient_candidates",
+    "dominant_gradient_orientation",
     "dominant_gradient_histograms",
     "histogram_candidates",
 ]
