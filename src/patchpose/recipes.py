@@ -18,9 +18,10 @@ MODELS: dict[str, str] = {
     "estimate": "patchpose-fast-v1",
     # the affine shape network: AffineShapeEstimator, LAFAffineShape, and pair-pose where no turn is found
     "shape": "patchpose-shape-v1",
-    # the recipe "pose": `patchpose extract`, `patchpose colmap`, match_pair(recipe="pose")
+    # the recipe "pose" where the detector gives no scale: `patchpose extract --detector harris`,
+    # match_pair(recipe="pose") at corners or keypoints without sizes
     "pose": "patchpose-v10",
-    # the recipe "pair-pose": the votes of the pair's turn, zoom and slant
+    # the recipe "pair-pose": the votes of the pair's turn, zoom and slant away from SIFT's own detections
     "pair-pose": "patchpose-v10",
 }
 
@@ -49,11 +50,12 @@ class Recipe:
 RECIPES: dict[str, Recipe] = {
     "pose": Recipe(
         "pose",
-        "each keypoint described once at our scale and, at SIFT's keypoints, our angle; at any other keypoints the "
-        "dominant gradient's angle at our scale (the network sets the scale only)",
+        "each keypoint described once at the detector's scale (SIFT's, or sizes given with your keypoints) or, "
+        "where it gives none (corners, keypoints without sizes), at our scale; the angle the dominant gradient's "
+        "there (the network sets only a scale the detector does not give)",
         MODELS["pose"],
-        computations="1, after one read of the model (its plan samples each keypoint 3 times) and, but at SIFT's "
-        "keypoints, one gradient histogram",
+        computations="1 after one gradient histogram (and, where the detector gives no scale, one read of the "
+        "model: its plan samples each keypoint 3 times)",
         passes=1,
         fits="0",
     ),
@@ -68,12 +70,13 @@ RECIPES: dict[str, Recipe] = {
     ),
     "pair-pose": Recipe(
         "pair-pose",
-        "two photos: our poses vote the turn, zoom and slant between them at tentative matches, then every "
-        "keypoint is described at the pose of its photo",
+        "two photos: poses vote the turn, zoom and slant between them at tentative matches (ours; at SIFT's own "
+        "detections SIFT's, no network), then every keypoint is described at the pose of its photo",
         MODELS["pair-pose"],
-        computations="4 for the votes (after one read of the model), then 3 at the photo's pose, 6 where the "
-        "detector gives sizes (twice that for photo 2 where the turn is ambiguous); where no turn is found, none "
-        "more without sizes, or the shape network and 12 with them",
+        computations="4 for our votes (after one read of the model; SIFT's: 1 per orientation it found, 1.2), then 3 "
+        "at the photo's pose, 6 where the detector gives sizes (twice that for photo 2 where the turn is "
+        "ambiguous); where no turn is found, none more without sizes, or 12 with them (our shape network's; at "
+        "SIFT's detections the gradient's 4 peaks)",
         passes="2 (4 where the turn is ambiguous)",
         fits="1 affine (2, and 2 homographies, where the turn is ambiguous)",
         per_image=False,

@@ -57,13 +57,13 @@ def test_the_registry_lists_the_rows_a_run_allows_in_report_order():
     assert "keynet" in keynet and "dominant_gradient_pooled_blend" not in keynet
     assert "dominant_gradient" not in pose_rows(4, handcrafted=False)
     assert default_rows(pose_rows(4, peers=True)) == (
-        "lower", "sift", "sift_all", "ours", "ours_top4", "dominant_gradient", "pair_pose", "pair_pose_sift",
+        "lower", "sift", "sift_all", "ours", "ours_top4", "dominant_gradient", "pair_pose", "pair_pose_ours",
         "pair_pose_gradient", "orinet", "affnet+orinet", "upper",
     )  # fmt: skip
-    assert "pair_pose_sift" not in pose_rows(4, sift=False) and "pair_pose_gradient" in pose_rows(
+    assert "pair_pose_ours" not in pose_rows(4, sift=False) and "pair_pose_gradient" in pose_rows(
         4, sift=False
     )
-    assert pair_rows(ROWS) == ("shape_zoom_blend", "pair_pose", "pair_pose_sift", "pair_pose_gradient")
+    assert pair_rows(ROWS) == ("shape_zoom_blend", "pair_pose", "pair_pose_ours", "pair_pose_gradient")
     labels = [label(r) for r in ROWS]
     assert len(set(labels)) == len(labels) and label("ours_top3") == "ours (top-3)"
 
@@ -285,7 +285,7 @@ def test_rows_with_several_orientations_per_keypoint_count_their_descriptors():
     with pytest.raises(InputError, match="SIFT detections"):
         candidate_counts("sift_all", run, Image(detect(img, keypoints=f.xy)))
     # described once per real orientation (as SIFT computes them), the same descriptors as every slot described
-    from patchpose.evaluation.rows import sift_all_descriptors
+    from patchpose.matching.candidates import sift_all_descriptors
     from patchpose.matching.describe import Describer
 
     calls = []

@@ -125,21 +125,41 @@ def test_keypoint_distance_is_the_closest_descriptor_pair_and_matches_are_mutual
 
 
 def test_describe_image_sift_gives_every_orientation_and_ours_one():
-    """The recipe ``pose`` (:func:`describe_image`) and the benchmark's poses describe the same keypoints: SIFT's
-    own at every orientation it found there, ours once each."""
+    """The recipe ``pose`` (:func:`describe_image`: SIFT's size, the gradient's angle on SIFT's window) and the
+    benchmark's poses describe the same keypoints: SIFT's own at every orientation it found there, the others once
+    each; ``network`` at our size and angle, ``ours_angle`` at SIFT's size and our angle."""
     from patchpose import PatchPoseEstimator
+    from patchpose.data.keypoints import detect_sift
+    from patchpose.matching.candidates import gradient_angles
+    from patchpose.matching.features import sift_features
 
     image = (np.random.default_rng(2).random((120, 120)) * 255).astype(np.uint8)
     image = cv2.GaussianBlur(image, (0, 0), 2.0)
     torch.set_num_threads(1)
+    est = PatchPoseEstimator.load("patchpose-v10")
     sift = describe_at(image, "sift", max_keypoints=200)
-    ours = describe_at(image, "ours_angle", PatchPoseEstimator.load("patchpose-v10"), max_keypoints=200)
+    ours = describe_at(image, "ours_angle", est, max_keypoints=200)
+    network = describe_at(image, "network", est, max_keypoints=200)
     pose = cm.describe_image(image, max_keypoints=200)
+    assert (
+        describe_at(image, "pose", max_keypoints=200)["descriptors"].tobytes()
+        == pose["descriptors"].tobytes()
+    )
     assert len(sift["xy"]) == len(ours["xy"]) > 20  # the same keypoints
     assert np.array_equal(sift["xy"], ours["xy"]) and np.array_equal(pose["xy"], sift["xy"])
+    assert np.array_equal(network["xy"], sift["xy"])
     assert len(sift["descriptors"]) > len(sift["xy"])  # some locations have a second orientation
     assert len(ours["descriptors"]) == len(ours["xy"]) and (np.diff(sift["owner"]) >= 0).all()
     assert len(pose["descriptors"]) == len(pose["xy"])
+    # pose: SIFT's size (its radius, half its size), the gradient's angle on SIFT's window
+    xy, kps = detect_sift(image, 200)
+    f = sift_features(image, xy, kps)
+    np.testing.assert_allclose(np.exp2(pose["scale"]) * 16.0, [k.size / 2 for k in kps], rtol=1e-4)
+    np.testing.assert_allclose(
+        np.angle(np.exp(1j * (pose["ori"] - gradient_angles(f, f.sift_scale)))), 0, atol=1e-3
+    )
+    np.testing.assert_allclose(ours["scale"], pose["scale"], rtol=1e-6)  # ours_angle keeps SIFT's size
+    assert np.mean(np.abs(network["scale"] - pose["scale"]) > 0.1) > 0.5  # network: our size
     with pytest.raises(InputError, match="pose must be one of"):
         describe_at(image, "colmap")
 
@@ -165,13 +185,12 @@ def test_ours_registers_every_generated_view_with_half_turned_and_upright_fewer(
 
 @needs_pycolmap
 def test_ours_registers_every_frame_with_frames_turned(tum_turned, tmp_path):
-    """The reconstruction (the recipe ``pose``: our scale and angle, read by the model the table names for it)
-    registers real frames, every other one turned."""
-    from patchpose.recipes import MODELS
-
+    """The reconstruction (the recipe ``pose``: SIFT's size, the gradient's angle, no model) registers real frames,
+    every other one turned."""
     torch.set_num_threads(1)
     stats = cm.reconstruct(tum_turned, tmp_path / "ours", max_keypoints=1500, threads=1)
-    assert (stats["settings"]["recipe"], stats["settings"]["model"]) == ("pose", MODELS["pose"])
+    want = {"recipe": "pose", "scale": "detector", "angle": "gradient", "max_keypoints": 1500}
+    assert {k: stats["settings"][k] for k in want} == want and "model" not in stats["settings"]
     assert stats["registered"] == stats["images"] == 5
     assert stats["points3D"] > 300 and stats["reprojection_px"] < 1.5
     assert (tmp_path / "ours" / "database.db").is_file() and (tmp_path / "ours" / "sparse" / "0").is_dir()

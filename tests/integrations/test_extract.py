@@ -2,6 +2,7 @@
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -17,7 +18,7 @@ from patchpose.cli.main import main
 from patchpose.errors import InputError
 from patchpose.integrations import extract as ex
 from patchpose.integrations.formats import read_hloc_features
-from patchpose.matching.candidates import pose_angle, recipe_poses
+from patchpose.matching.candidates import recipe_poses
 
 N_IMAGES, KEYPOINTS = 200, 30
 
@@ -129,32 +130,63 @@ def test_resuming_with_other_settings_is_refused(images, tmp_path):
         ex.extract_features(images, tmp_path / "r.h5", max_keypoints=KEYPOINTS, progress=False)
 
 
-def test_at_harris_corners_the_recipe_takes_the_gradients_angle_and_says_so(images, reference, tmp_path):
+def test_at_sifts_keypoints_the_recipe_reads_no_model_and_says_so(images, reference, tmp_path):
+    """``--detector sift`` (the default): SIFT's own scale and the dominant gradient's angle on SIFT's window
+    (:func:`~patchpose.matching.candidates.recipe_poses`), no model: the settings say ``"scale": "detector"`` and name
+    none, a model given is a one-line error, and a finished file of the settings before 2026-11-29 (our pose there)
+    is refused, not returned as this recipe's."""
+    from patchpose.data.keypoints import detect_sift
+    from patchpose.data.patches import load_image
+    from patchpose.matching.features import sift_features
+
+    with h5py.File(reference, "r") as f:
+        settings = json.loads(f.attrs[ex.SETTINGS])
+    assert settings["scale"] == "detector" and settings["angle"] == "gradient" and "model" not in settings
+    image = load_image(images / "001.png")
+    xy, kps = detect_sift(image, KEYPOINTS)
+    want = recipe_poses(sift_features(image, xy, kps))
+    got = read_hloc_features(reference, "001.png")
+    assert len(got["ori"]) == len(want.orientation) > 5
+    np.testing.assert_allclose(got["ori"], want.orientation, atol=1e-5)  # the file stores float32
+    # the scale is SIFT's own: its radius, half its size
+    np.testing.assert_allclose(np.exp2(got["scale"]) * 16.0, [k.size / 2 for k in kps], rtol=1e-5)
+    with pytest.raises(InputError, match="reads no model"):
+        ex.extract_features(images, tmp_path / "m.h5", estimator="patchpose-v10", progress=False)
+    old = tmp_path / "old.h5"
+    shutil.copy(reference, old)
+    with h5py.File(old, "a") as f:
+        f.attrs[ex.SETTINGS] = json.dumps(
+            {k: v for k, v in settings.items() if k not in ("scale", "angle")} | {"model": "patchpose-v10"},
+            sort_keys=True,
+        )
+    with pytest.raises(InputError, match="other settings"):
+        ex.extract_features(images, old, max_keypoints=KEYPOINTS, progress=False)
+
+
+def test_at_harris_corners_the_recipe_takes_our_scale_and_the_gradients_angle(images, tmp_path):
     """``--detector harris``: the ``oris`` are the dominant gradient's on the descriptor window at our scale
-    (:func:`~patchpose.matching.candidates.recipe_poses`), the settings say ``"angle": "gradient"``, and a finished
-    file of the settings before 2026-11-29 (our angle there, no ``"angle"``) is refused, not returned as this
-    recipe's. At SIFT's keypoints the recipe and its settings are as they were (no ``"angle"``)."""
+    (:func:`~patchpose.matching.candidates.recipe_poses`), the settings say ``"angle": "gradient"`` and name the
+    model, and a finished file of the settings before 2026-11-29 (our angle there, no ``"angle"``) is refused."""
     from patchpose import PatchPoseEstimator
     from patchpose.data.keypoints import detect_harris
     from patchpose.data.patches import load_image
     from patchpose.matching.features import features_at
     from patchpose.recipes import MODELS
 
-    with h5py.File(reference, "r") as f:
-        assert "angle" not in json.loads(f.attrs[ex.SETTINGS])
     out = tmp_path / "harris.h5"
     ex.extract_features(images, out, detector="harris", max_keypoints=KEYPOINTS, progress=False)
     with h5py.File(out, "a") as f:
         settings = json.loads(f.attrs[ex.SETTINGS])
-        assert settings["angle"] == "gradient" == pose_angle("harris")
+        assert settings["angle"] == "gradient" and settings["model"] == MODELS["pose"]
     image = load_image(images / "001.png")
     xy = detect_harris(image, KEYPOINTS)
     est = PatchPoseEstimator.load(MODELS["pose"])
     ours = est.estimate(image, xy)
-    want = recipe_poses(features_at(image, xy), ours, "gradient").orientation
+    want = recipe_poses(features_at(image, xy), ours)
     got = read_hloc_features(out, "001.png")
-    assert len(got["ori"]) == len(want) > 5
-    np.testing.assert_allclose(got["ori"], want, atol=1e-5)  # the file stores float32
+    assert len(got["ori"]) == len(want.orientation) > 5
+    np.testing.assert_allclose(got["ori"], want.orientation, atol=1e-5)  # the file stores float32
+    np.testing.assert_allclose(got["scale"], ours.scale, atol=1e-5)  # our scale
     assert (
         np.mean(np.abs(np.angle(np.exp(1j * (got["ori"] - ours.orientation)))) > 0.1) > 0.3
     )  # not our angle

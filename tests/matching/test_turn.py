@@ -127,7 +127,11 @@ def test_photos_that_show_no_one_turn_are_described_at_each_keypoints_own_poses(
     import patchpose
     from patchpose.data.patches import load_photo, to_gray
     from patchpose.data.photos import demo_photo
-    from patchpose.matching.candidates import ours_blend_candidates, shape_blend_candidates
+    from patchpose.matching.candidates import (
+        gradient_blend_candidates,
+        ours_blend_candidates,
+        shape_blend_candidates,
+    )
     from patchpose.matching.describe import Describer
     from patchpose.matching.features import detect
     from patchpose.matching.pairpose import pair_fallback, pair_pose_candidates
@@ -145,13 +149,22 @@ def test_photos_that_show_no_one_turn_are_described_at_each_keypoints_own_poses(
             np.testing.assert_array_equal(a, b)
     res = patchpose.match_pair(photo, noise, detector="harris", max_keypoints=200)
     assert res.turn is None and res.summary()["turn_deg"] is None
-    # keypoints with a size of their own (SIFT's): our affine shape at that size instead (a slant may be what
-    # hid the turn)
+    # SIFT's own detections: SIFT's votes (no network), and where they show no turn the gradient's blend
     g1, g2 = detect(photo, 200), detect(noise, 200)
-    d1, d2, _, t = pair_pose_candidates(g1, g2, rec, est)
-    assert not t.found and pair_fallback(g1, g2) == "shape"
-    assert pair_fallback(f1, f2) == "ours" and pair_fallback(g1, f2) == "ours"
+    d1, d2, _, t = pair_pose_candidates(g1, g2, rec, None)  # no estimator needed
+    assert not t.found
     for c, f in ((d1, g1), (d2, g2)):
+        for a, b in zip(c, gradient_blend_candidates(f, rec)):
+            np.testing.assert_array_equal(a, b)
+    # keypoints with a size of their own (given): our affine shape at that size instead (a slant may be what hid
+    # the turn)
+    h1, h2 = (
+        detect(im, keypoints=g.xy, sizes=16.0 * np.exp2(g.frame)) for im, g in ((photo, g1), (noise, g2))
+    )
+    e1, e2, _, t = pair_pose_candidates(h1, h2, rec, est)
+    assert not t.found and pair_fallback(h1, h2) == "shape"
+    assert pair_fallback(f1, f2) == "ours" and pair_fallback(h1, f2) == "ours"
+    for c, f in ((e1, h1), (e2, h2)):
         own = shape_blend_candidates(f, rec)
         for a, b in zip(c, own):
             np.testing.assert_allclose(a, b, atol=1e-6)

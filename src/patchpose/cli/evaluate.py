@@ -9,7 +9,6 @@ from pathlib import Path
 
 from ..errors import InputError, is_int_in
 from ..evaluation.colmap_eval import DEFAULT_POSES, POSES, SETS
-from ..integrations.colmap import pose_estimator
 from ..recipes import MODELS
 from .options import add_descriptor, add_peers, add_weights, print_results, read_plan
 
@@ -186,7 +185,7 @@ def eval_pose_command(a: argparse.Namespace) -> int:
 
 
 def eval_colmap_command(a: argparse.Namespace) -> int:
-    from ..evaluation.colmap_eval import evaluate_colmap
+    from ..evaluation.colmap_eval import evaluate_colmap, pose_estimator
     from .extract import set_threads
 
     set_threads(a.threads)

@@ -45,9 +45,7 @@ def colmap_command(a: argparse.Namespace) -> int:
 
     check_settings(a.max_keypoints, a.seed, a.threads)  # before torch takes the threads
     set_threads(a.threads)
-    s = reconstruct(
-        a.images, a.out, estimator=a.weights, max_keypoints=a.max_keypoints, seed=a.seed, threads=a.threads
-    )
+    s = reconstruct(a.images, a.out, max_keypoints=a.max_keypoints, seed=a.seed, threads=a.threads)
     track = "–" if s["track_length"] is None else f"{s['track_length']:.2f}"
     err = "–" if s["reprojection_px"] is None else f"{s['reprojection_px']:.2f} px"
     print(
@@ -93,7 +91,9 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         "extract-merge joins the n files",
     )
     e.add_argument("--no-progress", action="store_true", help="no progress bar")
-    add_weights(e, read=False, model=f"the recipe pose's, {MODELS['pose']}")
+    add_weights(
+        e, read=False, model=f"at --detector harris the recipe pose's, {MODELS['pose']}; SIFT's reads none"
+    )
     e.set_defaults(func=extract_command)
     m = sub.add_parser("extract-merge", help="join the shard files of 'extract --shard i/n' into one file")
     m.add_argument("shards", nargs="+", help="the n shard files")
@@ -101,8 +101,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     m.set_defaults(func=merge_command)
     c = sub.add_parser(
         "colmap",
-        help="reconstruct a folder of images with COLMAP (pycolmap): SIFT keypoints described at our poses "
-        "(the recipe pose)",
+        help="reconstruct a folder of images with COLMAP (pycolmap): SIFT keypoints described at SIFT's size and "
+        "the gradient's angle (the recipe pose)",
     )
     c.add_argument("images", help="folder of images (every image below it, at least 2)")
     c.add_argument("--out", required=True, help="a new folder: database.db, sparse/, stats.json")
@@ -111,5 +111,4 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     c.add_argument(
         "--threads", type=int, default=None, help="COLMAP's and torch's threads (default: all cores)"
     )
-    add_weights(c, read=False, model=f"the recipe pose's, {MODELS['pose']}")
     c.set_defaults(func=colmap_command)

@@ -3,7 +3,10 @@ frame turned by 90° (a phone held sideways), over several random seeds of COLMA
 each pose source (:data:`POSES`) in the stages of :func:`patchpose.integrations.colmap.run_reconstruction`:
 
 =============== ==========================================================================================
-``ours``        the recipe ``pose``: our scale and orientation (:func:`patchpose.integrations.colmap.reconstruct`)
+``pose``        the recipe ``pose``: SIFT's scale, the dominant gradient's angle on SIFT's window, no model
+                (:func:`patchpose.integrations.colmap.reconstruct`)
+``network``     our scale and orientation (:func:`~patchpose.integrations.opencv.assign`; the recipe before
+                2026-11-29)
 ``ours_angle``  OpenCV SIFT's keypoints and scale, our orientation read in SIFT's window
                 (:func:`~patchpose.integrations.opencv.assign` with ``keep_size=True``)
 ``sift``        SIFT's own pose: every orientation OpenCV SIFT found at the location, as it gives them
@@ -39,11 +42,10 @@ import numpy as np
 
 from .. import checks
 from ..errors import InputError, is_int_in, require
-from ..estimator import EstimatorLike
+from ..estimator import EstimatorLike, as_estimator
 from ..integrations.colmap import (
     check_settings,
     describe_image,
-    pose_estimator,
     run_reconstruction,
     sift_described,
     sift_keypoints,
@@ -52,11 +54,17 @@ from ..integrations.extract import image_names
 from ..integrations.opencv import assign
 from .report import write_results
 
-POSES = ("ours_angle", "ours", "sift", "upright", "colmap")
+POSES = ("pose", "network", "ours_angle", "sift", "upright", "colmap")
 #: the poses that read the model
-OUR_POSES = ("ours_angle", "ours")
+OUR_POSES = ("network", "ours_angle")
 SETS = ("upright", "turned")
-DEFAULT_POSES = ("colmap", "sift", "ours_angle", "ours", "upright")
+DEFAULT_POSES = ("colmap", "sift", "pose", "network", "ours_angle", "upright")
+
+
+def pose_estimator(estimator: EstimatorLike = None):
+    """The estimator the poses of :data:`OUR_POSES` read: ``estimator`` (an estimator, a bundled model's name or a
+    weights file), or ``MODELS["pose"]`` (:data:`patchpose.recipes.MODELS`) when None."""
+    return as_estimator(estimator, "pose")
 
 
 def describe_at(image: np.ndarray, pose: str, est=None, max_keypoints: int = 8192) -> dict:
@@ -66,15 +74,15 @@ def describe_at(image: np.ndarray, pose: str, est=None, max_keypoints: int = 819
     that read our model."""
     if pose not in POSES or pose == "colmap":
         raise InputError(f"pose must be one of {POSES[:-1]}, got {pose!r}")
-    if pose == "ours":
-        return describe_image(image, est, max_keypoints)
+    if pose == "pose":
+        return describe_image(image, max_keypoints)
     xy, kps, cands = sift_keypoints(image, max_keypoints)
     if pose == "sift":
         described = [cv2.KeyPoint(*k.pt, k.size, float(a), k.response, k.octave, k.class_id) for k, c in zip(kps, cands) for a in c]  # fmt: skip
     elif pose == "upright":
         described = [cv2.KeyPoint(*k.pt, k.size, 0.0, k.response, k.octave, k.class_id) for k in kps]
-    else:  # ours_angle: one read in SIFT's window at SIFT's size
-        described = assign(image, kps, est, keep_size=True)
+    else:  # network: one read of our scale and angle; ours_angle: the angle read in SIFT's window at SIFT's size
+        described = assign(image, kps, est, keep_size=pose == "ours_angle")
     return sift_described(image, xy, described)
 
 
@@ -191,7 +199,7 @@ def evaluate_colmap(
     progress: bool = True,
 ) -> dict:
     """Run every (set, pose, seed) reconstruction of the module docstring and write ``OUT/results.json``
-    and ``OUT/results.md``; returns the results document. ``weights``: the model of the ``ours*`` poses
+    and ``OUT/results.md``; returns the results document. ``weights``: the model of the poses that read one (:data:`OUR_POSES`)
     (an estimator, a bundled model's name or a weights file; None: the recipe ``pose``'s,
     :data:`patchpose.recipes.MODELS`); the other arguments go to :func:`reconstruct_at`."""
     poses, seeds, sets = list(poses), list(seeds), list(sets)
@@ -312,4 +320,5 @@ __all__ = [
     "results_markdown",
     "SETS",
     "DEFAULT_POSES",
+    "pose_estimator",
 ]

@@ -253,7 +253,7 @@ def match_sequence(
                 cost = row_cost(name, run, own1[name], imk)
             m, _ = match(e1, ek)
             seconds = time.perf_counter() - t + t1.get(name, 0.0) / n_pairs
-            if r.reads_model:  # the read of our model that the row takes from each image
+            if r.reads_model_at(fk):  # the read of our model that the row takes from each image
                 seconds += readk + read1 / n_pairs
             err = reprojection_errors(H, f1.xy[m[:, 0]], fk.xy[m[:, 1]])
             res["mma"][name] = pair_mma(err, thresholds)

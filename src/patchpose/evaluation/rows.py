@@ -36,15 +36,28 @@ from ..matching.candidates import (
     gradient_peaks_of,
     ours_blend_candidates,
     ours_window,
-    pose_angle,
+    pose_needs_network,
     recipe_poses,
     shape_blend_candidates,
     shape_frames,
+    sift_all_counts,
+    sift_all_descriptors,
+    sift_all_poses,
+    sift_detections,
 )
 from ..matching.describe import Describer
 from ..matching.features import SIFT_REGION, Features, features_at
 from ..matching.matcher import mutual_nn
-from ..matching.pairpose import OurVotes, Votes, pair_fallback, pair_pose_candidates, pair_votes
+from ..matching.pairpose import (
+    GradientVotes,
+    OurVotes,
+    Votes,
+    pair_fallback,
+    pair_pose_candidates,
+    pair_pose_needs_network,
+    pair_votes,
+    recipe_votes,
+)
 from ..matching.zoom import PairTurn, PairZoom
 from ..reading import strong_candidates
 from .baselines import LOG_PATCH, LOG_SIGMA, LOG_WINDOWS, log_scale_selection
@@ -281,14 +294,19 @@ class Row:
     #: reads (``--weights`` of that model); None: a benchmark's own row
     recipe: str | None = None
     #: whether it reads our pose network's top-k read of each image (``Image.ours``, read once for every row that
-    #: does): its cost includes that read
-    reads_model: bool = False
+    #: does): its cost includes that read; a callable ``(features) -> bool`` for a recipe that reads it only at
+    #: some keypoints (:meth:`reads_model_at`)
+    reads_model: bool | Callable[[Features], bool] = False
     #: a pair row's first pass (a :class:`~patchpose.matching.pairpose.Votes` class; None: not a pair row)
     votes: type | None = None
 
     @property
     def is_pair(self) -> bool:
         return self.pair is not None
+
+    def reads_model_at(self, feats: Features) -> bool:
+        """Whether the row reads our pose network at these keypoints (:attr:`reads_model`)."""
+        return bool(self.reads_model(feats) if callable(self.reads_model) else self.reads_model)
 
 
 def _zeros(run: Run, im: Image) -> Poses2:
@@ -304,35 +322,12 @@ def _sift(run: Run, im: Image) -> Poses2:
 
 
 def _sift_counts(run: Run, im: Image) -> np.ndarray:
-    if im.feats.sift_ori_candidates is None:
-        raise InputError("the 'sift_all' row needs SIFT detections")
-    return np.array([len(c) for c in im.feats.sift_ori_candidates], np.int64).reshape(len(im.feats))
+    return sift_all_counts(im.feats)
 
 
 def _sift_all(run: Run, im: Image) -> Poses2:
     """Every orientation SIFT found at the location; a keypoint with fewer repeats its first."""
-    f, n = im.feats, len(im.feats)
-    k = int(_sift_counts(run, im).max(initial=1))
-    o = np.array(
-        [np.concatenate([c, np.full(k - len(c), c[0])]) for c in f.sift_ori_candidates], np.float64
-    ).reshape(n, k)
-    return np.repeat(f.sift_scale[:, None], k, 1), o
-
-
-def sift_all_descriptors(feats: Features, describer: Describer) -> np.ndarray:
-    """``(N, k, D)``: each keypoint described at every orientation SIFT found at its location (once each, as SIFT
-    itself computes them), a keypoint with fewer repeating its first descriptor (which leaves its smallest distance
-    as it is); kept in the memo per describer."""
-    key = ("sift_all", describer)
-    if key not in feats.memo:
-        s, o = _sift_all(None, Image(feats))
-        counts = _sift_counts(None, Image(feats))
-        real = np.arange(o.shape[1])[None, :] < counts[:, None]
-        xy = np.repeat(feats.xy[:, None], o.shape[1], 1)[real]
-        out = np.empty((len(feats), o.shape[1], describer.dim), np.float32)
-        out[real] = describer.describe(feats.pyramid, xy, s[real], o[real])
-        feats.memo[key] = np.where(real[..., None], out, np.broadcast_to(out[:, :1], out.shape))
-    return feats.memo[key]
+    return sift_all_poses(im.feats)
 
 
 def _sift_all_describe(run: Run, im: Image) -> np.ndarray:
@@ -404,12 +399,11 @@ def _ours_scale_gradient(run: Run, im: Image) -> Poses2:
 
 
 def _pose_recipe(run: Run, im: Image) -> Poses2:
-    """The ``pose`` recipe, as the library computes it (:func:`~patchpose.matching.candidates.recipe_poses`, its
-    window from the estimator's own descriptor region): at SIFT's detections our scale and angle (as the ``ours``
-    row), at any other keypoints our scale and the gradient's angle (as ``ours_scale_gradient``)."""
+    """The ``pose`` recipe, as the library computes it (:func:`~patchpose.matching.candidates.recipe_poses`): the
+    detector's scale where it gives one (as the ``dominant_gradient`` row), else our scale (its window from the
+    estimator's own descriptor region; as ``ours_scale_gradient``), and the gradient's angle there."""
     f = im.feats
-    sift = len(f) > 0 and bool(np.isfinite(f.sift_scale).all())
-    p = recipe_poses(f, _ours(run, im, "pose"), pose_angle("sift" if sift else "own"))
+    p = recipe_poses(f, _ours(run, im, "pose") if pose_needs_network(f) else None)
     return np.log2(np.maximum(p.descriptor_radius, 1e-12) / REFERENCE_RADIUS)[:, None], p.orientation[:, None]
 
 
@@ -509,48 +503,25 @@ def _upper_affine(run: Run, im: Image) -> np.ndarray:
 
 
 def _pair_pose(run: Run, im1: Image, im2: Image) -> tuple:
-    est = _needs_est(run, "pair_pose")
+    est = _needs_est(run, "pair_pose") if pair_pose_needs_network(im1.feats, im2.feats) else None
     return pair_pose_candidates(
         im1.feats, im2.feats, run.describer, est, run.cfg.top_k, im1.ours, im2.ours, run.cfg.shape_weights
     )
 
 
-@dataclass(frozen=True)
-class GradientVotes(Votes):
-    """``pair-pose``'s first pass without a network: each keypoint at the detector's scale (16 px for corners, so
-    no zoom is voted there) and the gradient histogram's strongest peaks, blended; where no turn shows, the same."""
-
-    def strongest(self, feats: Features, ours=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        s, o, w, d = gradient_blend_candidates(feats, self.describer)
-        return s[:, 0], o[:, 0], blend_descriptors(d, w)
-
-    def fallback(self, feats1: Features, feats2: Features, ours1=None, ours2=None) -> tuple:
-        return gradient_blend_candidates(feats1, self.describer), gradient_blend_candidates(
-            feats2, self.describer
-        )
-
-    def reuses(self, feats1: Features, feats2: Features) -> bool:
-        return True
+def _pair_pose_ours(run: Run, im1: Image, im2: Image) -> tuple:
+    """``pair-pose`` with our votes at SIFT's detections too (the recipe takes SIFT's own there)."""
+    votes = row_votes(ROWS["pair_pose_ours"], run, im1.feats, im2.feats)
+    return pair_pose_candidates(
+        im1.feats, im2.feats, run.describer, None, ours1=im1.ours, ours2=im2.ours, votes=votes
+    )
 
 
-@dataclass(frozen=True)
-class SiftVotes(GradientVotes):
-    """``pair-pose``'s first pass on SIFT's own poses: SIFT's scale and first orientation vote, at the tentative
-    matches of SIFT with all its orientations (a keypoint's distance the smallest over its descriptor pairs); where
-    no turn shows, the gradient's blend (no network either)."""
-
-    def strongest(self, feats: Features, ours=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        return feats.sift_scale, feats.sift_ori, sift_all_descriptors(feats, self.describer)
-
-    def computations(self, feats: Features) -> np.ndarray:
-        return _sift_counts(None, Image(feats))
-
-    def reuses(self, feats1: Features, feats2: Features) -> bool:
-        return False
-
-
-def row_votes(row: Row, run: Run) -> Votes:
-    """A pair row's first pass for this run (ours: the run's estimator, its top-k, the shape network)."""
+def row_votes(row: Row, run: Run, feats1: Features, feats2: Features) -> Votes:
+    """A pair row's first pass for this run and pair (ours: the run's estimator, its top-k, the shape network; the
+    recipe's row: the recipe's, :func:`~patchpose.matching.pairpose.recipe_votes`)."""
+    if row.recipe == "pair-pose":
+        return recipe_votes(feats1, feats2, run.describer, run.est, run.cfg.top_k, run.cfg.shape_weights)
     if row.votes is OurVotes:
         return OurVotes(run.describer, _needs_est(run, row.name), run.cfg.top_k, run.cfg.shape_weights)
     return row.votes(run.describer)
@@ -570,7 +541,11 @@ def _shape_zoom_blend(run: Run, im1: Image, im2: Image) -> tuple:
     larger (:attr:`~patchpose.matching.zoom.PairZoom.frames`), for every keypoint: a detector's own scale is set
     aside."""
     zoom, turn = pair_votes(
-        im1.feats, im2.feats, row_votes(ROWS["shape_zoom_blend"], run), im1.ours, im2.ours
+        im1.feats,
+        im2.feats,
+        row_votes(ROWS["shape_zoom_blend"], run, im1.feats, im2.feats),
+        im1.ours,
+        im2.ours,
     )
     out = []
     for feats, frame in zip((im1.feats, im2.feats), zoom.frames):
@@ -652,11 +627,11 @@ ROWS: dict[str, Row] = {
         ),
         Row(
             "pose",
-            "the pose recipe: our scale; our angle at SIFT's keypoints, the gradient's (kornia) elsewhere",
+            "the pose recipe: the detector's scale (ours where it gives none), the gradient's angle (kornia)",
             poses=_pose_recipe,
             ablation=True,
             recipe="pose",
-            reads_model=True,
+            reads_model=pose_needs_network,
         ),
         Row(
             "ours_angle",
@@ -721,20 +696,21 @@ ROWS: dict[str, Row] = {
         ),
         Row(
             "pair_pose",
-            "one pose per photo: the pair's turn and zoom voted by our angles and scales (or the affine map "
-            "their matches agree on, where it slants the view), 3 sizes pooled",
+            "one pose per photo: the pair's turn and zoom voted by our angles and scales (at SIFT's detections by "
+            "SIFT's own), or the affine map their matches agree on where it slants the view; 3 sizes pooled",
             pair=_pair_pose,
             shape=True,
             recipe="pair-pose",
-            reads_model=True,
-            votes=OurVotes,
+            reads_model=lambda f: not sift_detections(f),
         ),
         Row(
-            "pair_pose_sift",
-            "pair-pose with SIFT's own poses voting (SIFT with all its orientations matched first), no network",
-            pair=_pair_pose_votes(SiftVotes),
+            "pair_pose_ours",
+            "pair-pose with our poses voting at SIFT's detections too (the recipe takes SIFT's own there)",
+            pair=_pair_pose_ours,
             sift=True,
-            votes=SiftVotes,
+            shape=True,
+            reads_model=True,
+            votes=OurVotes,
         ),
         Row(
             "pair_pose_gradient",
@@ -882,7 +858,7 @@ def row_cost(name: str, run: Run, im1: Image, im2: Image, c1=None, c2=None, turn
         k = [im.feats.memo.get(("candidates", name), 0) for im in (im1, im2)]
         return Cost(mean(np.full(n1, k[0]), np.full(n2, k[1])), 1.0)
     k1, k2 = np.shape(c1[0])[1], np.shape(c2[0])[1]
-    votes = row_votes(r, run)
+    votes = row_votes(r, run, im1.feats, im2.feats)
     ambiguous = int(turn.ambiguous)
     found = r.base is None and turn.found
     # where no turn is found, a fallback on the votes' own candidates describes nothing more

@@ -1,7 +1,7 @@
 """COLMAP end to end through pycolmap: a folder of images → OpenCV SIFT keypoints described with the recipe
-``pose`` (each described once by OpenCV's SIFT at our scale and angle, :func:`~patchpose.integrations.opencv.assign`,
-with ``MODELS["pose"]`` (:data:`patchpose.recipes.MODELS`)) → mutual nearest-neighbour matches → a COLMAP database →
-COLMAP's geometric verification and incremental mapping.
+``pose`` (each described once by OpenCV's SIFT at SIFT's size and the dominant gradient's angle on SIFT's window,
+:func:`~patchpose.matching.candidates.recipe_poses`; no model: at SIFT's keypoints ours does not help) →
+mutual nearest-neighbour matches → a COLMAP database → COLMAP's geometric verification and incremental mapping.
 
 :func:`reconstruct` runs it on a folder and returns the statistics of the largest model (registered images, 3-D
 points, mean track length, mean reprojection error, seconds). Its stages are the library's for any
@@ -33,21 +33,16 @@ from ..conventions import from_cv2_size_angle
 from ..data.keypoints import MAX_KEYPOINTS, as_uint8_gray, detect_sift
 from ..data.patches import check_image_shape, load_image
 from ..errors import InputError, is_int_in, require
-from ..estimator import EstimatorLike, PatchPoseEstimator, as_estimator
 from ..fileio import write_text_atomic
+from ..matching.candidates import recipe_poses
+from ..matching.features import sift_features
 from ..matching.matcher import mutual_nn
 from .extract import image_names
 from .formats import from_colmap_rows, to_colmap_rows
-from .opencv import assign
+from .opencv import keypoints_at_poses
 
 #: the file with the settings and statistics of a finished reconstruction
 STATS = "stats.json"
-
-
-def pose_estimator(estimator: EstimatorLike = None) -> PatchPoseEstimator:
-    """The estimator the recipe ``pose`` reads: ``estimator`` (an estimator, a bundled model's name or a weights
-    file), or ``MODELS["pose"]`` (:data:`patchpose.recipes.MODELS`) when None."""
-    return as_estimator(estimator, "pose")
 
 
 # ----------------------------------------------------------------------------- keypoints and descriptors
@@ -84,13 +79,13 @@ def sift_keypoints(image: np.ndarray, max_keypoints: int = 8192) -> tuple[np.nda
     return xy, kps, cands
 
 
-def describe_image(image: np.ndarray, estimator: EstimatorLike = None, max_keypoints: int = 8192) -> dict:
+def describe_image(image: np.ndarray, max_keypoints: int = 8192) -> dict:
     """The recipe ``pose`` on one image: OpenCV SIFT keypoints (:func:`sift_keypoints`) described by OpenCV SIFT
-    at our scale and angle (:func:`~patchpose.integrations.opencv.assign`; ``estimator``: an estimator, a
-    bundled model's name or a weights file, default ``MODELS["pose"]`` (:data:`patchpose.recipes.MODELS`)), as
-    :func:`sift_described` gives them."""
+    at SIFT's size and the dominant gradient's angle on SIFT's window
+    (:func:`~patchpose.matching.candidates.recipe_poses`), as :func:`sift_described` gives them."""
     xy, kps, _ = sift_keypoints(image, max_keypoints)
-    return sift_described(image, xy, assign(image, kps, pose_estimator(estimator)))
+    poses = recipe_poses(sift_features(image, xy, kps))
+    return sift_described(image, xy, keypoints_at_poses(kps, poses))
 
 
 def sift_described(image: np.ndarray, xy: np.ndarray, described: list) -> dict:
@@ -174,7 +169,6 @@ def reconstruct(
     images: str | Path,
     out: str | Path,
     *,
-    estimator: EstimatorLike = None,
     max_keypoints: int = 8192,
     seed: int = 0,
     threads: int | None = None,
@@ -186,8 +180,6 @@ def reconstruct(
         images: a folder; every image below it (at least 2), named by its relative path.
         out: a new folder: ``database.db`` (COLMAP's), ``sparse/0, 1, …`` (the models COLMAP wrote) and
             ``stats.json`` (the settings and what is returned). Written as ``OUT.partial`` and renamed.
-        estimator: an estimator, a bundled model's name or a weights file (default:
-            ``MODELS["pose"]`` (:data:`patchpose.recipes.MODELS`)).
         max_keypoints: OpenCV SIFT keypoints per image at most.
         seed: COLMAP's random seed (RANSAC, mapping); threads: COLMAP's threads (None: all cores).
 
@@ -199,19 +191,19 @@ def reconstruct(
     """
     check_settings(max_keypoints, seed, threads)
     require("pycolmap", "colmap")
-    _images(Path(images))  # a missing folder or one of fewer than 2 images, before the model loads
-    est = pose_estimator(estimator)
+    _images(Path(images))  # a missing folder or one of fewer than 2 images
+    # "scale": "detector" since 2026-11-29 (our scale and angle before): a folder made then is not reused
     settings = {
         "recipe": "pose",
-        "model": est.name,
-        "plan": est.plan.__dict__,
+        "scale": "detector",
+        "angle": "gradient",
         "max_keypoints": int(max_keypoints),
     }
     return run_reconstruction(
         images,
         out,
         settings,
-        describe=lambda image: describe_image(image, est, int(max_keypoints)),
+        describe=lambda image: describe_image(image, int(max_keypoints)),
         seed=seed,
         threads=threads,
     )
@@ -397,7 +389,6 @@ def distinct_points(rec) -> int:
 
 __all__ = [
     "MAX_THREADS",
-    "pose_estimator",
     "reconstruct",
     "run_reconstruction",
     "check_settings",

@@ -39,8 +39,8 @@ from ..data.photos import IMAGE_EXTS, photos_of
 from ..errors import InputError, is_int_in, require
 from ..estimator import EstimatorLike, as_estimator
 from ..fileio import write_text_atomic
-from ..matching.candidates import pose_angle, recipe_poses
-from ..matching.features import features_at
+from ..matching.candidates import recipe_poses
+from ..matching.features import features_at, sift_features
 from .formats import write_hloc_features
 from .opencv import keypoints_at_poses
 
@@ -91,26 +91,26 @@ def features_of_image(
     image: np.ndarray, estimator: EstimatorLike = None, detector: str = "sift", descriptor: str = "sift",
     max_keypoints: int = 2048,
 ) -> dict:  # fmt: skip
-    """Keypoints, the ``pose`` recipe's poses (our scale; at SIFT's keypoints our angle, at Harris corners the
-    dominant gradient's: :func:`~patchpose.matching.candidates.recipe_poses`) and descriptors of one image:
-    ``{"xy" (N, 2), "scale" (N,) log2, "ori" (N,) radians, "descriptors" (N, 128) float32 or None, "scores" (N,)
-    or None}``.
+    """Keypoints, the ``pose`` recipe's poses (:func:`~patchpose.matching.candidates.recipe_poses`: at SIFT's
+    keypoints SIFT's scale, at Harris corners our scale; the dominant gradient's angle on the descriptor window at
+    it) and descriptors of one image: ``{"xy" (N, 2), "scale" (N,) log2, "ori" (N,) radians, "descriptors" (N,
+    128) float32 or None, "scores" (N,) or None}``.
 
-    ``detector``: ``"sift"`` (OpenCV SIFT, one keypoint per location, strongest first) or ``"harris"``;
-    ``estimator``: an estimator, a bundled model's name or a weights file (default: the recipe ``pose``'s,
-    :data:`patchpose.recipes.MODELS`). ``descriptor``: ``"sift"`` (``cv2.SIFT.compute`` at our poses, as
-    :func:`~patchpose.integrations.opencv.assign` sizes them; a keypoint OpenCV drops is dropped) or ``"none"``."""
+    ``detector``: ``"sift"`` (OpenCV SIFT, one keypoint per location, strongest first; no model read) or
+    ``"harris"``; ``estimator``: at Harris corners, an estimator, a bundled model's name or a weights file
+    (default: the recipe ``pose``'s, :data:`patchpose.recipes.MODELS`). ``descriptor``: ``"sift"``
+    (``cv2.SIFT.compute`` at the poses, as :func:`~patchpose.integrations.opencv.assign` sizes them; a keypoint
+    OpenCV drops is dropped) or ``"none"``."""
     check_choices(detector, descriptor)
-    est = as_estimator(estimator, "pose")
+    est = _pose_estimator(estimator, detector)
     if detector == "sift":
         xy, kps = detect_sift(image, max_keypoints)
         scores = np.array([k.response for k in kps], np.float64)
+        poses = recipe_poses(sift_features(image, xy, kps))
     else:
         xy, scores = detect_harris(image, max_keypoints), None
         kps = [cv2.KeyPoint(float(x), float(y), 1.0) for x, y in xy]
-    angle = pose_angle(detector)
-    feats = features_at(image, xy) if angle == "gradient" else None  # its pyramid only where it is read
-    poses = recipe_poses(feats, est.estimate(image, xy), angle)
+        poses = recipe_poses(features_at(image, xy), est.estimate(image, xy))
     scale, ori = poses.scale, poses.orientation
     desc = None
     if descriptor == "sift":
@@ -124,20 +124,36 @@ def features_of_image(
     return {"xy": xy, "scale": scale, "ori": ori, "descriptors": desc, "scores": scores}
 
 
+def _pose_estimator(estimator: EstimatorLike, detector: str):
+    """The estimator the ``pose`` recipe reads at ``detector``'s keypoints: none at SIFT's (its scale is SIFT's, its
+    angle the gradient's; an ``estimator`` given there is an :class:`InputError`), else ``estimator`` (default: the
+    recipe's model)."""
+    if detector == "sift":
+        if estimator is not None:
+            raise InputError(
+                "at SIFT's keypoints the recipe pose reads no model (SIFT's scale, the gradient's angle); "
+                "a model applies to --detector harris"
+            )
+        return None
+    return as_estimator(estimator, "pose")
+
+
 def _settings(est, detector: str, descriptor: str, max_keypoints: int) -> dict:
-    """What a resume must match: the recipe, detector, descriptor, keypoints, model and read plan; where the recipe
-    takes the gradient's angle (Harris corners, since 2026-11-29) ``"angle": "gradient"``, so that a file made when it
-    took the network's there is not resumed (at SIFT's keypoints the recipe is as it was, and so are the settings)."""
+    """What a resume must match: the recipe, detector, descriptor, keypoints, the gradient's angle and, at Harris
+    corners, the model and read plan that give the scale; at SIFT's keypoints ``"scale": "detector"`` (since
+    2026-11-29: no model read there), so that a file made when our scale and angle were taken there is not
+    resumed (at Harris corners the recipe and so the settings are as they were)."""
     settings = {
         "recipe": "pose",
         "detector": detector,
         "descriptor": descriptor,
         "max_keypoints": int(max_keypoints),
-        "model": est.name,
-        "plan": asdict(est.plan),
     }
-    if pose_angle(detector) != "network":
-        settings["angle"] = pose_angle(detector)
+    if detector == "sift":
+        settings["scale"] = "detector"
+    else:
+        settings.update(model=est.name, plan=asdict(est.plan))
+    settings["angle"] = "gradient"
     return settings
 
 
@@ -182,8 +198,9 @@ def extract_features(
     Args:
         images: a folder; every image below it, named by its relative path.
         out: the features file (``.h5``); while the run lasts, ``OUT.parts/`` holds the finished images.
-        estimator: a :class:`~patchpose.PatchPoseEstimator`, a bundled model's name or a weights file
-            (default: the recipe ``pose``'s, :data:`patchpose.recipes.MODELS`).
+        estimator: at Harris corners, a :class:`~patchpose.PatchPoseEstimator`, a bundled model's name or a
+            weights file (default: the recipe ``pose``'s, :data:`patchpose.recipes.MODELS`); at SIFT's keypoints
+            the recipe reads no model, and one given is an :class:`InputError`.
         detector: ``"sift"`` or ``"harris"``; descriptor: ``"sift"`` or ``"none"`` (:func:`features_of_image`).
         max_keypoints: keypoints detected per image, at most.
         shard: ``"i/n"``: only images ``i, i + n, …`` of the sorted names (:func:`parse_shard`).
@@ -201,7 +218,7 @@ def extract_features(
     out = _check_out(out)
     everything = image_names(images)
     todo = everything[i::n]
-    est = as_estimator(estimator, "pose")
+    est = _pose_estimator(estimator, detector)
     settings = _settings(est, detector, descriptor, max_keypoints)
     if out.exists():
         _check_finished(h5py, out, settings, [name for name, _ in todo])

@@ -1,8 +1,8 @@
 """The descriptions of one photo's keypoints that the recipes build on, each computed once per photo (kept in
 :attr:`Features.memo <patchpose.matching.features.Features.memo>`):
 
-* :func:`pose_descriptors`: one descriptor per keypoint at our scale, and our angle at SIFT's keypoints or the
-  dominant gradient's at any others (the ``pose`` recipe, :func:`recipe_poses`);
+* :func:`pose_descriptors`: one descriptor per keypoint at the detector's scale (ours where it gives none) and the
+  dominant gradient's angle there (the ``pose`` recipe, :func:`recipe_poses`);
 * :func:`ours_blend_candidates`: descriptors at our scale and each of our :data:`~.blend.BLEND_K` strongest
   orientations, and their blend weights (what the two-photo recipe's votes match);
 * :func:`gradient_blend_candidates`: the same at the detector's scale and the gradient histogram's strongest
@@ -36,7 +36,7 @@ from .blend import (
     turned_shapes,
 )
 from .describe import Describer
-from .features import Features
+from .features import SIFT_REGION, Features
 from .gradient import (
     ORI_PATCH,
     as_orientation_hist,
@@ -134,59 +134,120 @@ def _gradient_histograms(feats: Features, frame: np.ndarray) -> tuple[np.ndarray
     return histogram_candidates(h, 1)[1][:, 0], as_orientation_hist(h)
 
 
-#: where the ``pose`` recipe takes each keypoint's angle from: ``"network"`` (ours) or ``"gradient"`` (kornia's
-#: dominant gradient on the descriptor window at our scale), by the detector that found the keypoints (another
-#: name, e.g. ``"own"`` for keypoints of your own: ``"gradient"``). Chosen on the val photos (≤ 1,000 keypoints,
-#: viewpoint, zoomed, turned; CHANGELOG.md 1.0.0): at SIFT's keypoints the network's angle finds 8 and 12 more
-#: correct matches per pair on viewpoint and turned pairs (a tie in MMA@3); at 16 px corners, Key.Net and ALIKED the
-#: gradient's has +0.011 to +0.092 MMA@3, and as many correct matches or up to 37 more.
-POSE_ANGLES: dict[str, str] = {"sift": "network"}
-ANGLE_SOURCES = ("network", "gradient")
+def _detector_region(feats: Features) -> np.ndarray:
+    """``(N,)`` the descriptor window of each keypoint over its detector's characteristic radius: OpenCV's SIFT
+    window (:data:`~.features.SIFT_REGION` × its size, i.e. 2 × :data:`~.features.SIFT_REGION` radii) at SIFT's
+    detections, 1 at sizes given with keypoints (the region's half-width is the window, as kornia cuts a LAF)."""
+    return np.where(np.isfinite(feats.sift_scale), 2.0 * SIFT_REGION, 1.0)
 
 
-def pose_angle(detector: str) -> str:
-    """``"network"`` or ``"gradient"``: where the ``pose`` recipe takes the angle from at ``detector``'s keypoints
-    (:data:`POSE_ANGLES`)."""
-    return POSE_ANGLES.get(detector, "gradient")
+def sift_detections(feats: Features) -> bool:
+    """Whether ``feats`` are SIFT's own detections (each with SIFT's scale and every orientation it found there)."""
+    return feats.sift_ori_candidates is not None and bool(np.isfinite(feats.sift_scale).all())
 
 
-def recipe_poses(feats: Features | None, ours: Poses, angle: str) -> Poses:
-    """The ``pose`` recipe's poses (:data:`patchpose.recipes.RECIPES`), one per keypoint: our strongest scale
-    (``ours``: the estimator's poses at the keypoints; its ``descriptor_radius`` kept) and, by ``angle``
-    (:func:`pose_angle` of the detector), our angle (``"network"``) or kornia's dominant gradient read on the
-    descriptor window at our scale (``"gradient"``; ``confidence``: its histogram's share within one bin of it,
-    ``orientation_hist``: that histogram, 36 bins; ``feats``: the keypoints' :class:`Features`, which only this
-    needs): there the network sets the scale only."""
-    if angle not in ANGLE_SOURCES:
-        raise InputError(f"angle must be one of {ANGLE_SOURCES}, got {angle!r}")
+def sift_all_counts(feats: Features) -> np.ndarray:
+    """``(N,)`` how many orientations SIFT found at each of its detections' locations."""
+    if not sift_detections(feats):
+        raise InputError(
+            "SIFT with all its orientations needs SIFT detections (keypoints given have no pose)"
+        )
+    return np.array([len(c) for c in feats.sift_ori_candidates], np.int64).reshape(len(feats))
 
-    def first(a) -> np.ndarray:  # (N,) or the strongest of (N, k)
-        a = np.asarray(a)
-        return a if a.ndim == 1 else a[:, 0]
 
-    radius = first(ours.descriptor_radius)
-    base = replace(
-        ours,
-        orientation=first(ours.orientation),
-        scale=first(ours.scale),
-        confidence=first(ours.confidence),
-        scale_confidence=first(ours.scale_confidence),
-        descriptor_radius=radius,
-    )
-    if angle == "network":
-        return base
-    if feats is None or len(feats) != len(radius):
-        raise InputError("the gradient's angle needs the features of the keypoints the poses are of")
-    frame = np.log2(np.maximum(radius, 1e-12) / REFERENCE_RADIUS)
+def sift_all_poses(feats: Features) -> tuple[np.ndarray, np.ndarray]:
+    """``(N, k)`` log2 window scales and orientations: every orientation SIFT found at each location, at SIFT's
+    scale; a keypoint with fewer repeats its first (``k`` the most any has)."""
+    n, k = len(feats), int(sift_all_counts(feats).max(initial=1))
+    o = np.array(
+        [np.concatenate([c, np.full(k - len(c), c[0])]) for c in feats.sift_ori_candidates], np.float64
+    ).reshape(n, k)
+    return np.repeat(feats.sift_scale[:, None], k, 1), o
+
+
+def sift_all_descriptors(feats: Features, describer: Describer) -> np.ndarray:
+    """``(N, k, D)``: each keypoint described at every orientation SIFT found at its location (once each, as SIFT
+    itself computes them), a keypoint with fewer repeating its first descriptor (which leaves its smallest distance
+    as it is); kept in the memo per describer."""
+    key = ("sift_all", describer)
+    if key not in feats.memo:
+        s, o = sift_all_poses(feats)
+        real = np.arange(o.shape[1])[None, :] < sift_all_counts(feats)[:, None]
+        xy = np.repeat(feats.xy[:, None], o.shape[1], 1)[real]
+        out = np.empty((len(feats), o.shape[1], describer.dim), np.float32)
+        out[real] = describer.describe(feats.pyramid, xy, s[real], o[real])
+        feats.memo[key] = np.where(real[..., None], out, np.broadcast_to(out[:, :1], out.shape))
+    return feats.memo[key]
+
+
+def recipe_poses(feats: Features, ours: Poses | None = None) -> Poses:
+    """The ``pose`` recipe's poses (:data:`patchpose.recipes.RECIPES`), one per keypoint of ``feats``: the
+    detector's scale where it gives one (:attr:`Features.detector_scale`: SIFT's, or sizes given with the
+    keypoints; no network read), else our strongest scale (``ours``: the estimator's poses at the keypoints, its
+    ``descriptor_radius`` kept); and kornia's dominant gradient read on the descriptor window at that scale
+    (``confidence``: its histogram's share within one bin of it, ``orientation_hist``: that histogram, 36 bins).
+
+    Chosen on the val photos (≤ 1,000 keypoints, viewpoint, zoomed, turned; CHANGELOG.md 1.0.0): where the detector
+    gives a scale (SIFT, Key.Net's, scale-space corners) its own finds more correct matches than ours in every cell
+    (at Key.Net's at a lower MMA@3), and the gradient's angle beats ours at SIFT's scale; where it gives none our
+    scale is what follows a zoom."""
+    from ..reading import Poses
+
+    n = len(feats)
+    if feats.detector_scale is not None:
+        frame = feats.frame
+        radius = REFERENCE_RADIUS * np.exp2(frame)
+        h, w = feats.image.shape[:2]
+        x, y = feats.xy[:, 0], feats.xy[:, 1]
+        inside = (
+            (x - radius >= -0.5) & (y - radius >= -0.5) & (x + radius <= w - 0.5) & (y + radius <= h - 0.5)
+        )
+        base = Poses(
+            orientation=np.zeros(n),
+            scale=frame - np.log2(_detector_region(feats)),
+            confidence=np.ones(n),
+            scale_confidence=np.ones(n),  # the detector's scale, taken as given
+            descriptor_radius=radius,
+            orientation_hist=np.zeros((n, 36)),
+            scale_hist=np.zeros((n, 0)),
+            valid=inside,
+        )
+    else:
+        if ours is None:
+            raise InputError("keypoints without a size of their own take our scale: give our poses at them")
+        if len(ours) != n:
+            raise InputError(f"our poses are of {len(ours)} keypoints, the features of {n}")
+
+        def first(a) -> np.ndarray:  # (N,) or the strongest of (N, k)
+            a = np.asarray(a)
+            return a if a.ndim == 1 else a[:, 0]
+
+        base = replace(
+            ours,
+            orientation=first(ours.orientation),
+            scale=first(ours.scale),
+            confidence=first(ours.confidence),
+            scale_confidence=first(ours.scale_confidence),
+            descriptor_radius=first(ours.descriptor_radius),
+        )
+    frame = np.log2(np.maximum(base.descriptor_radius, 1e-12) / REFERENCE_RADIUS)
     mass, hist = _gradient_histograms(feats, frame)
     return replace(base, orientation=gradient_angles(feats, frame), confidence=mass, orientation_hist=hist)
 
 
-def pose_descriptors(feats: Features, describer: Describer, est, angle: str, ours=None) -> np.ndarray:
-    """``(N, 1, D)``: one descriptor per keypoint at the ``pose`` recipe's poses with ``angle`` (:func:`recipe_poses`;
-    ``ours``: the estimator's poses there, if read already)."""
-    ours = ours if ours is not None else est.estimate(feats.image, feats.xy)
-    p = recipe_poses(feats, ours, angle)
+def pose_needs_network(feats: Features) -> bool:
+    """Whether the ``pose`` recipe reads our network at these keypoints: only where the detector gives no scale."""
+    return feats.detector_scale is None
+
+
+def pose_descriptors(feats: Features, describer: Describer, est=None, ours=None) -> np.ndarray:
+    """``(N, 1, D)``: one descriptor per keypoint at the ``pose`` recipe's poses (:func:`recipe_poses`; ``est`` is
+    read only where the detector gives no scale; ``ours``: its poses there, if read already)."""
+    if ours is None and pose_needs_network(feats):
+        if est is None:
+            raise InputError("keypoints without a size of their own need our estimator for their scale")
+        ours = est.estimate(feats.image, feats.xy)
+    p = recipe_poses(feats, ours)
     s = np.log2(np.maximum(p.descriptor_radius, 1e-12) / REFERENCE_RADIUS)
     return describe_candidates(feats, describer, s[:, None], p.orientation[:, None])
 
@@ -239,8 +300,6 @@ def shape_blend_candidates(feats: Features, describer: Describer, shape_weights=
 
 
 __all__ = [
-    "ANGLE_SOURCES",
-    "POSE_ANGLES",
     "Candidates",
     "describe_candidates",
     "framed_blend_candidates",
@@ -250,9 +309,13 @@ __all__ = [
     "our_poses",
     "ours_blend_candidates",
     "ours_window",
-    "pose_angle",
+    "pose_needs_network",
     "pose_descriptors",
     "recipe_poses",
     "shape_blend_candidates",
     "shape_frames",
+    "sift_all_counts",
+    "sift_all_descriptors",
+    "sift_all_poses",
+    "sift_detections",
 ]

@@ -120,18 +120,24 @@ def detect(image, max_keypoints: int = 2000, keypoints=None, detector: str = "si
     if detector in ("harris", "gftt"):
         return _features(img, gray, (detect_harris if detector == "harris" else detect_gftt)(img, n))
     xy, kps, cands = detect_sift(img, n, candidates=True)
-    _, s, o = from_cv2_keypoints(kps)
+    f = sift_features(img, xy, kps, gray)
+    f.sift_ori_candidates = [np.mod(-np.radians(c), 2 * math.pi) for c in cands]
+    return f
+
+
+def sift_features(image, xy, keypoints, gray=None) -> Features:
+    """:class:`Features` of OpenCV SIFT's ``keypoints`` (``cv2.KeyPoint``s at ``xy`` ``(N, 2)``): SIFT's window
+    (:data:`SIFT_REGION` · its size) as their frame and SIFT's scale, SIFT's angle, no other orientation (those are
+    :func:`detect`'s); ``gray``: ``image`` in gray, if made already."""
+    img = check_image(image)
+    _, s, o = from_cv2_keypoints(list(keypoints))
     # from_cv2_keypoints gives log2(size / (2·REFERENCE_RADIUS)); the window is SIFT_REGION·size
-    s = np.asarray(s + math.log2(2.0 * SIFT_REGION), np.float64)
+    s = np.asarray(s + math.log2(2.0 * SIFT_REGION), np.float64).reshape(-1)
+    gray = to_gray(img) if gray is None else gray
     return Features(
-        xy.reshape(-1, 2),
-        s,
-        np.asarray(o, np.float64),
-        Pyramid(gray),
-        img,
-        [np.mod(-np.radians(c), 2 * math.pi) for c in cands],
+        np.asarray(xy, np.float64).reshape(-1, 2), s, np.asarray(o, np.float64).reshape(-1), Pyramid(gray), img,
         detector_scale=s,
-    )
+    )  # fmt: skip
 
 
 def features_at(image, xy, detector_scale=None) -> Features:
@@ -158,4 +164,5 @@ __all__ = [
     "check_sizes",
     "detect",
     "features_at",
+    "sift_features",
 ]

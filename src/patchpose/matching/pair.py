@@ -2,9 +2,9 @@
 (:data:`patchpose.recipes.RECIPES`) and matches them (mutual nearest neighbours).
 
 * ``"pair-pose"`` (the default): every keypoint of a photo at one pose, the turn, zoom or slant between the two
-  photos that our poses vote for (:mod:`.pairpose`);
-* ``"pose"``: each keypoint at our own scale, and our angle where SIFT found it or the dominant gradient's elsewhere
-  (corners, your own keypoints), one photo at a time (what a collection gets);
+  photos that the keypoints' poses vote for (ours; at SIFT's own detections SIFT's, :mod:`.pairpose`);
+* ``"pose"``: each keypoint at the detector's scale, or ours where it gives none (corners, your own keypoints
+  without sizes), and the dominant gradient's angle there, one photo at a time (what a collection gets);
 * ``"blend"``: each keypoint at its gradient histogram's 4 strongest orientations blended, one photo at a
   time, no model (:func:`patchpose.compute_blended`'s default).
 
@@ -24,11 +24,11 @@ from ..estimator import PatchPoseEstimator
 from ..geometry import check_homography, reprojection_errors
 from ..recipes import MODELS, RECIPES
 from .blend import blend_descriptors
-from .candidates import gradient_blend_candidates, pose_angle, pose_descriptors
+from .candidates import gradient_blend_candidates, pose_descriptors, pose_needs_network
 from .describe import Describer
 from .features import detect
 from .matcher import mutual_nn
-from .pairpose import pair_pose_descriptors
+from .pairpose import pair_pose_descriptors, pair_pose_needs_network
 
 #: what :func:`match_pair` and ``patchpose match`` describe keypoints with unless told otherwise
 DEFAULT_RECIPE = "pair-pose"
@@ -49,10 +49,10 @@ class PairMatches:
     correct: np.ndarray | None  #: (L,) error within the threshold; None without a homography
     threshold: float  #: px: a match is correct within this
     seconds: float  #: detection, poses, description and matching
-    #: ``pair-pose``: the pair's zoom (log2: structures in image 2 look ``2**zoom`` times as large) that our
-    #: scales voted; else None
+    #: ``pair-pose``: the pair's zoom (log2: structures in image 2 look ``2**zoom`` times as large) that the
+    #: keypoints' scales voted (ours; at SIFT's detections SIFT's); else None
     zoom: float | None = None
-    #: ``pair-pose``: the pair's turn (degrees, CCW as displayed, in [0, 360)) that our angles voted; None for
+    #: ``pair-pose``: the pair's turn (degrees, CCW as displayed, in [0, 360)) that their angles voted; None for
     #: the other recipes, and where the votes showed no one turn (each keypoint then at its own poses)
     turn: float | None = None
     #: ``(2, 2)``: the affine map from image 1 to image 2 (pixels, y down) that the matches which voted for the
@@ -125,7 +125,7 @@ def match_pair(
         keypoints: ``(xy1, xy2)``, each ``(N, 2)`` x, y pixels: your own keypoints instead; ``sizes``:
             ``(r1, r2)``, each ``(N,)``, their detector's sizes if it gives any (the half-width of each
             region in pixels, as ``kornia.feature.get_laf_scale`` reads Key.Net's LAFs): ``pair-pose`` then
-            describes each keypoint about its size too, and ``blend`` at it (``pose`` reads our own scale).
+            describes each keypoint about its size too, and ``blend`` and ``pose`` at it.
         homography: the 3×3 map from image 1 to image 2, if known: each match then gets its reprojection
             error and is correct within :data:`CORRECT_PX` px (:meth:`PairMatches.with_threshold` for another).
 
@@ -141,13 +141,13 @@ def match_pair(
     f1, f2 = (detect(im, max_keypoints, k, detector, s) for im, k, s in zip((image1, image2), kp, sz))
     describer = Describer()
     zoom = turn = None
-    if recipe == "pair-pose":
-        est = PatchPoseEstimator.load(MODELS["pair-pose"])
+    if recipe == "pair-pose":  # our network only for the votes away from SIFT's own detections
+        est = PatchPoseEstimator.load(MODELS["pair-pose"]) if pair_pose_needs_network(f1, f2) else None
         d1, d2, zoom, turn = pair_pose_descriptors(f1, f2, describer, est)
     elif recipe == "pose":
-        est = PatchPoseEstimator.load(MODELS["pose"])
-        angle = pose_angle("own" if keypoints is not None else detector)  # your keypoints: the gradient's
-        d1, d2 = (pose_descriptors(f, describer, est, angle) for f in (f1, f2))
+        # our network only where the detector gives no scale
+        est = PatchPoseEstimator.load(MODELS["pose"]) if pose_needs_network(f1) else None
+        d1, d2 = (pose_descriptors(f, describer, est) for f in (f1, f2))
     else:
         d1, d2 = (_gradient_blend(f, describer) for f in (f1, f2))
     m, dist = mutual_nn(d1, d2)
