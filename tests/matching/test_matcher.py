@@ -26,6 +26,20 @@ def test_several_descriptors_per_keypoint_take_the_closest_pair():
     np.testing.assert_allclose(keypoint_distances(d1, d2), [[0.0, 0.4]], atol=1e-6)
 
 
+def test_keypoints_that_repeat_their_first_descriptor_are_matched_as_by_every_pair():
+    """Keypoints with fewer descriptors than the most repeat their first (SIFT with all its orientations): the
+    distances skip those repeats, and equal the smallest over every descriptor pair, in blocks of any size."""
+    rng = np.random.default_rng(3)
+    d1 = rng.standard_normal((90, 4, 8)).astype(np.float32)
+    d2 = rng.standard_normal((70, 3, 8)).astype(np.float32)
+    for d, every in ((d1, 3), (d2, 2)):
+        d[::every, 1:] = d[::every, :1]  # one descriptor, repeated
+    d1[1::5, 3] = d1[1::5, 0]  # the last repeats the first after others
+    want = np.linalg.norm(d1[:, None, :, None] - d2[None, :, None, :], axis=-1).min(axis=(2, 3))
+    for chunk in (4, 37, 4096):
+        np.testing.assert_allclose(keypoint_distances(d1, d2, chunk=chunk), want, rtol=1e-5, atol=1e-5)
+
+
 def test_mutual_nn_in_blocks_equals_the_whole_distance_matrix_ties_included():
     """``mutual_nn`` streams over row blocks of the distances (memory ``chunk × M``, not ``N × M``): the pairs
     and distances equal those of the whole matrix's argmins, ties going to the lowest index across blocks."""

@@ -79,15 +79,19 @@ class Describer:
     """``describe(pyramid, xy, log2_scale, theta) -> (N, D)`` L2-normalised float32 descriptors.
 
     ``name``: ``"sift"`` (RootSIFT, kornia's ``SIFTDescriptor``), or the name of ``net``, a module that takes
-    ``(B, 1, 32, 32)`` patches to ``(B, 128)`` descriptors. ``batch``: patches per call of the network (on CPU
-    these small networks run about twice as fast on 128 at a time as on 1,024: their activations stay in
-    cache)."""
+    ``(B, 1, 32, 32)`` patches to ``(B, 128)`` descriptors. ``batch``: patches per call of the network (None: 256
+    for RootSIFT, 128 for a network; on CPU these small networks run about twice as fast on 128 at a time as on
+    1,024, their activations staying in cache, and RootSIFT a third faster on 256 than on 128)."""
 
-    def __init__(self, name: str = "sift", net: torch.nn.Module | None = None, batch: int = 128) -> None:
+    def __init__(
+        self, name: str = "sift", net: torch.nn.Module | None = None, batch: int | None = None
+    ) -> None:
         if net is None:
             if name != "sift":
                 raise InputError(f"the {name!r} descriptor needs its network (net=...); without one: 'sift'")
             net = RootSIFT(PATCH_SIZE)
+        if batch is None:
+            batch = 256 if isinstance(net, RootSIFT) else 128
         self.name, self.batch, self.net = name, batch, net
         self.net.eval()
 

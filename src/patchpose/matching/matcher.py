@@ -13,17 +13,34 @@ def _as_keypoint_descriptors(d: np.ndarray) -> np.ndarray:
     return d[:, None] if d.ndim == 2 else d
 
 
+def _distinct(d: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+    """The descriptors of ``d (N, k, D)`` as ``(R, D)`` rows, a keypoint's repeats of its first descriptor left out
+    (a keypoint with fewer than ``k`` repeats its first), and where each keypoint's rows start ``(N,)`` (None for
+    ``k = 1``): the smallest distance over a keypoint's rows is the same, at a fraction of the work."""
+    n, k, dim = d.shape
+    if k == 1:
+        return d.reshape(n, dim), None
+    real = np.ones((n, k), bool)
+    real[:, 1:] = (d[:, 1:] != d[:, :1]).any(-1)
+    return d[real], np.concatenate([[0], np.cumsum(real.sum(1))[:-1]])
+
+
 def _distance_blocks(d1: np.ndarray, d2: np.ndarray, chunk: int):
     """``(i, block)`` for consecutive row blocks of the ``(N, M)`` keypoint distances (:func:`keypoint_distances`),
     each about ``chunk`` descriptors of ``d1`` by all of ``d2``."""
     d1, d2 = _as_keypoint_descriptors(d1), _as_keypoint_descriptors(d2)
-    n, k1, dim = d1.shape
-    m, k2, _ = d2.shape
-    b = torch.from_numpy(d2.reshape(m * k2, dim))
+    n, k1, _ = d1.shape
+    flat2, starts2 = _distinct(d2)
+    b = torch.from_numpy(np.ascontiguousarray(flat2))
     rows = max(1, chunk // k1)
     for i in range(0, n, rows):
-        a = torch.from_numpy(d1[i : i + rows].reshape(-1, dim))
-        yield i, torch.cdist(a, b).view(-1, k1, m, k2).amin(dim=(1, 3)).numpy()
+        flat1, starts1 = _distinct(d1[i : i + rows])
+        block = torch.cdist(torch.from_numpy(np.ascontiguousarray(flat1)), b).numpy()
+        if starts2 is not None:
+            block = np.minimum.reduceat(block, starts2, axis=1)
+        if starts1 is not None:
+            block = np.minimum.reduceat(block, starts1, axis=0)
+        yield i, block
 
 
 def keypoint_distances(d1: np.ndarray, d2: np.ndarray, chunk: int = 2048) -> np.ndarray:
