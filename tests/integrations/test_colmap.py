@@ -184,10 +184,15 @@ def test_ours_registers_every_generated_view_with_half_turned_and_upright_fewer(
 
 
 @needs_pycolmap
-def test_ours_registers_every_frame_with_frames_turned(tum_turned, tmp_path):
+def test_ours_registers_every_frame_with_frames_turned(tum_turned, tmp_path, monkeypatch):
     """The reconstruction (the recipe ``pose``: SIFT's size, the gradient's angle, no model) registers real frames,
     every other one turned."""
+    from patchpose import PatchPoseEstimator
+
     torch.set_num_threads(1)
+    monkeypatch.setattr(
+        PatchPoseEstimator, "load", classmethod(lambda *a, **k: pytest.fail("a model was read"))
+    )
     stats = cm.reconstruct(tum_turned, tmp_path / "ours", max_keypoints=1500, threads=1)
     want = {"recipe": "pose", "scale": "detector", "angle": "gradient", "max_keypoints": 1500}
     assert {k: stats["settings"][k] for k in want} == want and "model" not in stats["settings"]
@@ -215,6 +220,10 @@ def test_colmap_cli_refuses_bad_input_in_one_line(tmp_path, capsys):
         assert main(["colmap", *args, "--out", str(tmp_path / "out")]) == 2
         err = capsys.readouterr().err.strip()
         assert message in err and len(err.splitlines()) == 1, err
+    # the recipe reads no model: no --weights to give it
+    with pytest.raises(SystemExit) as e:
+        main(["colmap", str(tmp_path / "one"), "--out", str(tmp_path / "out"), "--weights", "patchpose-v10"])
+    assert e.value.code == 2 and "--weights" in capsys.readouterr().err
     # eval colmap checks its settings before it writes anything (the turned copies)
     write_images(tmp_path / "two", 2)
     assert (

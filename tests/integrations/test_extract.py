@@ -152,6 +152,8 @@ def test_at_sifts_keypoints_the_recipe_reads_no_model_and_says_so(images, refere
     np.testing.assert_allclose(np.exp2(got["scale"]) * 16.0, [k.size / 2 for k in kps], rtol=1e-5)
     with pytest.raises(InputError, match="reads no model"):
         ex.extract_features(images, tmp_path / "m.h5", estimator="patchpose-v10", progress=False)
+    assert main(["extract", str(images), "--out", str(tmp_path / "m.h5"), "--weights", "patchpose-v10"]) == 2
+    assert not (tmp_path / "m.h5").exists()
     old = tmp_path / "old.h5"
     shutil.copy(reference, old)
     with h5py.File(old, "a") as f:

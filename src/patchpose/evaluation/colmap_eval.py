@@ -145,6 +145,8 @@ def reconstruct_at(
         "max_keypoints": int(max_keypoints),
         "split": bool(split),
     }
+    if pose == "pose":  # what the recipe is, so that a run made by another version of it is not reused
+        settings.update(scale="detector", angle="gradient")
     if pose == "colmap":
         fill = colmap_database(max_keypoints)
         return run_reconstruction(images, out, settings, database=fill, seed=seed, threads=threads)

@@ -26,7 +26,7 @@ and ``affnet+orinet@K`` (AffNet's affine frame there, turned by OriNet: descript
 through it); ``shape zoom blend@K``, the pair row (our affine shape blend at the fixed 16 px widened by the pair's
 zoom that our scales vote for, both photos together: :func:`patchpose.evaluation.twoview.match_two_views`) and
 ``pair pose@K``, the default of :func:`patchpose.match_pair` (every keypoint at one pose per photo, the pair's turn
-and zoom that our angles and scales vote for); plus the ablation rows (our poses for the descriptors too, AdaLAM's checks off, plain mutual nearest neighbours).
+and zoom that the keypoints' poses vote for: ours, SIFT's at SIFT's detections); plus the ablation rows (our poses for the descriptors too, AdaLAM's checks off, plain mutual nearest neighbours).
 ``--detector`` takes corners or Key.Net instead of SIFT (the rows that read SIFT's pose are left out). mAA@5° and
 @10° come with 95 % intervals over photos (:func:`maa_intervals`, :func:`pair_clusters`), each budget's rows against
 its SIFT row (the dominant gradient's without SIFT).
@@ -182,7 +182,7 @@ def _rows(budgets, peers: bool = False, sift: bool = True) -> dict:
         # our affine shape blend at the fixed 16 px widened by the pair's zoom our scales vote (SIFT's scale set
         # aside): both photos together
         rows[f"shape zoom blend@{k}"] = same(k, "shape_zoom_blend")
-        # every keypoint at one pose per photo, the pair's turn and zoom our angles and scales vote (the recipe
+        # every keypoint at one pose per photo, the pair's turn and zoom the poses vote (the recipe
         # pair-pose of patchpose.match_pair): both photos together
         rows[f"pair pose@{k}"] = same(k, "pair_pose")
         if peers:  # SIFT's scale, OriNet's angle in SIFT's window; AffNet's frame there, turned by OriNet
@@ -418,7 +418,7 @@ def results_markdown(doc: dict) -> str:
         )
         + "`shape zoom blend` = our affine shape blend at 16 px widened by the pair's zoom that our scales vote "
         "for, both photos together; `pair pose` = every keypoint at one pose per photo, the pair's turn and zoom "
-        "that our angles and scales vote for, at 16 px widened by the zoom. mAA and AUC as fractions.",
+        "that the keypoints' poses vote for (ours; SIFT's at SIFT's detections), at 16 px widened by the zoom. mAA and AUC as fractions.",
         "",
         "| row | inliers | mAA@5° | mAA@10° | AUC@5° | AUC@10° | AUC@20° |",
         "|---|---|---|---|---|---|---|",

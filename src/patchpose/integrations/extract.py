@@ -1,10 +1,10 @@
-"""``patchpose extract``: a folder of images → one hloc features file with our poses (the recipe ``pose``:
-each keypoint described once at our scale, and our angle at SIFT's keypoints or the gradient's at Harris corners,
+"""``patchpose extract``: a folder of images → one hloc features file with the recipe ``pose``'s poses (each
+keypoint described once at SIFT's scale, or our scale at Harris corners, and the dominant gradient's angle there,
 :data:`patchpose.recipes.RECIPES`), resumable and sharded.
 
 Each image is a group named by its path relative to the folder (``/`` makes nested groups, as in hloc) with
 what :func:`~patchpose.integrations.formats.write_hloc_features` writes: ``keypoints (N, 2)``, ``scales``,
-``oris``, ``descriptors (D, N)`` (OpenCV SIFT computed at our poses, or none), ``scores`` (SIFT's responses)
+``oris``, ``descriptors (D, N)`` (OpenCV SIFT computed at those poses, or none), ``scores`` (SIFT's responses)
 and ``image_size``.
 
 How a run survives a kill: every finished image is committed as its own small HDF5 file in

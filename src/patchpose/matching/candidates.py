@@ -186,6 +186,9 @@ def recipe_poses(feats: Features, ours: Poses | None = None) -> Poses:
     keypoints; no network read), else our strongest scale (``ours``: the estimator's poses at the keypoints, its
     ``descriptor_radius`` kept); and kornia's dominant gradient read on the descriptor window at that scale
     (``confidence``: its histogram's share within one bin of it, ``orientation_hist``: that histogram, 36 bins).
+    ``descriptor_radius`` is the window cut in every case; ``scale`` is the detector's own radius where it gives one
+    (SIFT's: half its size, its window being :data:`~.features.SIFT_REGION` sizes; a size given: the window itself),
+    and ``valid`` says whether that window lies inside the image.
 
     Chosen on the val photos (≤ 1,000 keypoints, viewpoint, zoomed, turned; CHANGELOG.md 1.0.0): where the detector
     gives a scale (SIFT, Key.Net's, scale-space corners) its own finds more correct matches than ours in every cell
