@@ -16,12 +16,12 @@ MODELS: dict[str, str] = {
     # `demo`, patchpose.assign and resolve_orientations (OpenCV keypoints), compute_blended where it reads our poses,
     # the kornia modules (LAFs)
     "estimate": "patchpose-fast-v1",
-    # the affine shape network: AffineShapeEstimator, LAFAffineShape, and pair-pose where no turn is found
+    # the affine shape network: AffineShapeEstimator, LAFAffineShape
     "shape": "patchpose-shape-v1",
     # the recipe "pose" where the detector gives no scale: `patchpose extract --detector harris`,
     # match_pair(recipe="pose") at corners or keypoints without sizes
     "pose": "patchpose-v10",
-    # the recipe "pair-pose": the votes of the pair's turn, zoom and slant away from SIFT's own detections
+    # the recipe "pair-pose": the votes of the pair's turn, zoom and slant where keypoints have no scale (corners)
     "pair-pose": "patchpose-v10",
 }
 
@@ -70,13 +70,14 @@ RECIPES: dict[str, Recipe] = {
     ),
     "pair-pose": Recipe(
         "pair-pose",
-        "two photos: poses vote the turn, zoom and slant between them at tentative matches (ours; at SIFT's own "
-        "detections SIFT's, no network), then every keypoint is described at the pose of its photo",
+        "two photos: poses vote the turn, zoom and slant between them at tentative matches (ours where keypoints have "
+        "no scale; SIFT's at SIFT's detections, the gradient's at keypoints with sizes), then every keypoint is "
+        "described at the pose of its photo",
         MODELS["pair-pose"],
-        computations="4 for our votes (after one read of the model; SIFT's: 1 per orientation it found, 1.2), then 3 "
-        "at the photo's pose, 6 where the detector gives sizes (twice that for photo 2 where the turn is "
-        "ambiguous); where no turn is found, none more without sizes, or 12 with them (our shape network's; at "
-        "SIFT's detections the gradient's 4 peaks)",
+        computations="4 for the votes (ours after one read of the model, or the gradient's; SIFT's: 1 per "
+        "orientation it found, 1.2), then 3 at the photo's pose, 6 where the detector gives sizes (twice that for "
+        "photo 2 where the turn is ambiguous); where no turn is found, none more (at SIFT's detections the "
+        "gradient's 4 peaks)",
         passes="2 (4 where the turn is ambiguous)",
         fits="1 affine (2, and 2 homographies, where the turn is ambiguous)",
         per_image=False,

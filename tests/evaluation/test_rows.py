@@ -57,12 +57,10 @@ def test_the_registry_lists_the_rows_a_run_allows_in_report_order():
     assert "keynet" in keynet and "dominant_gradient_pooled_blend" not in keynet
     assert "dominant_gradient" not in pose_rows(4, handcrafted=False)
     assert default_rows(pose_rows(4, peers=True)) == (
-        "lower", "sift", "sift_all", "ours", "ours_top4", "dominant_gradient", "pair_pose", "pair_pose_ours",
-        "pair_pose_gradient", "orinet", "affnet+orinet", "upper",
+        "lower", "sift", "sift_all", "ours", "ours_top4", "dominant_gradient", "pair_pose", "pair_pose_gradient",
+        "orinet", "affnet+orinet", "upper",
     )  # fmt: skip
-    assert "pair_pose_ours" not in pose_rows(4, sift=False) and "pair_pose_gradient" in pose_rows(
-        4, sift=False
-    )
+    assert "pair_pose_ours" in pose_rows(4, sift=False) and "pair_pose_gradient" in pose_rows(4, sift=False)
     assert pair_rows(ROWS) == ("shape_zoom_blend", "pair_pose", "pair_pose_ours", "pair_pose_gradient")
     labels = [label(r) for r in ROWS]
     assert len(set(labels)) == len(labels) and label("ours_top3") == "ours (top-3)"
@@ -453,9 +451,10 @@ def test_key_net_needs_the_peers_folder_in_one_line(photo):
 
 @needs_peers
 def test_key_net_keypoints_are_described_about_their_own_size_too(photo):
-    """Key.Net detections (the peers' weights) carry a size: ``pair_pose`` describes each at the pair's turn both
-    at the fixed window and about that size, and matches a photo turned by 50° and enlarged 1.3×: the turn and
-    zoom voted within 2° and 0.1 octave, more correct matches than the dominant gradient at Key.Net's size."""
+    """Key.Net detections (the peers' weights) carry a size: ``pair_pose`` votes with the gradient's peaks at it (no
+    network), describes each at the pair's turn both at the fixed window and about that size, and matches a photo
+    turned by 50° and enlarged 1.3×: the turn voted within 2° and the zoom (Key.Net's scales vote it) within 0.15
+    octave, more correct matches than the dominant gradient at Key.Net's size."""
     from patchpose import PatchPoseEstimator
     from patchpose.evaluation.peers import Peers
     from patchpose.evaluation.rows import match_images
@@ -469,7 +468,7 @@ def test_key_net_keypoints_are_described_about_their_own_size_too(photo):
     res = match_images(photo, img2, run, ("pair_pose", "dominant_gradient"), H)
     turn, zoom = res["rows"]["pair_pose"]["turn"], res["rows"]["pair_pose"]["zoom"]
     assert abs((math.degrees(turn.radians) - (360.0 - 50.0) + 180.0) % 360.0 - 180.0) < 2.0
-    assert zoom.log2 == pytest.approx(np.log2(1.3), abs=0.1)
+    assert zoom.log2 == pytest.approx(np.log2(1.3), abs=0.15)
     assert _correct(res, "pair_pose") > _correct(res, "dominant_gradient")
 
 

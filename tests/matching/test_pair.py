@@ -89,13 +89,14 @@ def test_the_pair_pose_reports_the_turn_and_zoom_and_a_threshold_of_ones_own(pho
         res.with_threshold(0)
 
 
-def test_pair_pose_reads_the_network_only_away_from_sifts_detections(photo, monkeypatch):
-    """At SIFT's own detections SIFT's poses vote (:class:`~patchpose.matching.pairpose.SiftVotes`) and no model is
-    loaded; at corners our poses vote, read by the recipe's model."""
+def test_pair_pose_reads_the_network_only_where_keypoints_have_no_scale(photo, monkeypatch):
+    """At SIFT's own detections SIFT's poses vote (:class:`~patchpose.matching.pairpose.SiftVotes`), at keypoints
+    given with sizes the gradient's (:class:`~patchpose.matching.pairpose.GradientVotes`), and no model is loaded;
+    at corners our poses vote, read by the recipe's model."""
     import patchpose.matching.pair as pair
     from patchpose.matching.describe import Describer
     from patchpose.matching.features import detect
-    from patchpose.matching.pairpose import OurVotes, SiftVotes, recipe_votes
+    from patchpose.matching.pairpose import GradientVotes, OurVotes, SiftVotes, recipe_votes
 
     img2, _ = turned(photo, 30.0, 1.2)
     f1, f2 = detect(photo, 200), detect(img2, 200)
@@ -106,6 +107,8 @@ def test_pair_pose_reads_the_network_only_away_from_sifts_detections(photo, monk
     est = patchpose.PatchPoseEstimator.load(patchpose.recipes.MODELS["pair-pose"])
     assert type(recipe_votes(g1, g2, Describer(), est)) is OurVotes
     assert type(recipe_votes(f1, g2, Describer(), est)) is OurVotes  # one photo's corners: ours
+    h1, h2 = (detect(im, keypoints=f.xy, sizes=np.full(len(f), 9.0)) for im, f in ((photo, f1), (img2, f2)))
+    assert type(recipe_votes(h1, h2, Describer())) is GradientVotes
     loads = []
     real = pair.PatchPoseEstimator.load
     monkeypatch.setattr(pair.PatchPoseEstimator, "load", lambda *a, **k: loads.append(a) or real(*a, **k))
@@ -114,19 +117,23 @@ def test_pair_pose_reads_the_network_only_away_from_sifts_detections(photo, monk
     assert loads == [] and abs((m.turn + 30.0 + 180.0) % 360.0 - 180.0) < 3.0
     patchpose.match_pair(photo, img2, max_keypoints=200, detector="gftt")
     assert loads == [(patchpose.recipes.MODELS["pair-pose"],)]
+    patchpose.match_pair(
+        photo, img2, keypoints=(h1.xy, h2.xy), sizes=(np.full(len(h1), 9.0), np.full(len(h2), 9.0))
+    )
+    assert len(loads) == 1
 
 
 def test_keypoints_given_with_their_sizes_are_described_as_a_detectors(photo):
     """Keypoints of one's own with their regions' half-widths (as kornia reads a LAF's scale) are described as a
     detector's that gives a size: SIFT's detections handed back with their sizes give the same ``pose`` matches as
-    SIFT's own route, and ``pair-pose`` describes them about their sizes (with our votes: they are not SIFT's own
-    detections); sizes come with keypoints, one finite positive size each, for both photos."""
+    SIFT's own route, and ``pair-pose`` describes them about their sizes (the gradient's votes: they are not SIFT's
+    own detections); sizes come with keypoints, one finite positive size each, for both photos."""
     from patchpose.conventions import REFERENCE_RADIUS
     from patchpose.matching.blend import blend_descriptors
     from patchpose.matching.describe import Describer
     from patchpose.matching.features import detect
     from patchpose.matching.matcher import mutual_nn
-    from patchpose.matching.pairpose import OurVotes, pair_pose_candidates
+    from patchpose.matching.pairpose import GradientVotes, pair_pose_candidates
 
     img2, H = turned(photo, 30.0, 1.2)
     f1, f2 = detect(photo, 200), detect(img2, 200)
@@ -137,8 +144,7 @@ def test_keypoints_given_with_their_sizes_are_described_as_a_detectors(photo):
     np.testing.assert_array_equal(given.matches, own.matches)
     assert not np.array_equal(bare.matches, own.matches)
     pair = patchpose.match_pair(photo, img2, keypoints=(f1.xy, f2.xy), sizes=sizes)
-    est = patchpose.PatchPoseEstimator.load(patchpose.recipes.MODELS["pair-pose"])
-    c1, c2, _, turn = pair_pose_candidates(f1, f2, Describer(), None, votes=OurVotes(Describer(), est))
+    c1, c2, _, turn = pair_pose_candidates(f1, f2, Describer(), None, votes=GradientVotes(Describer()))
     d1, d2 = (blend_descriptors(c[3], c[2])[:, None] for c in (c1, c2))
     np.testing.assert_array_equal(pair.matches, mutual_nn(d1, d2)[0])
     assert pair.turn == pytest.approx(np.degrees(turn.radians))

@@ -43,7 +43,6 @@ from ..matching.candidates import (
     sift_all_counts,
     sift_all_descriptors,
     sift_all_poses,
-    sift_detections,
 )
 from ..matching.describe import Describer
 from ..matching.features import SIFT_REGION, Features, features_at
@@ -510,7 +509,8 @@ def _pair_pose(run: Run, im1: Image, im2: Image) -> tuple:
 
 
 def _pair_pose_ours(run: Run, im1: Image, im2: Image) -> tuple:
-    """``pair-pose`` with our votes at SIFT's detections too (the recipe takes SIFT's own there)."""
+    """``pair-pose`` with our votes at keypoints with a scale of their own too (the recipe takes SIFT's own or the
+    gradient's there)."""
     votes = row_votes(ROWS["pair_pose_ours"], run, im1.feats, im2.feats)
     return pair_pose_candidates(
         im1.feats, im2.feats, run.describer, None, ours1=im1.ours, ours2=im2.ours, votes=votes
@@ -696,18 +696,18 @@ ROWS: dict[str, Row] = {
         ),
         Row(
             "pair_pose",
-            "one pose per photo: the pair's turn and zoom voted by our angles and scales (at SIFT's detections by "
-            "SIFT's own), or the affine map their matches agree on where it slants the view; 3 sizes pooled",
+            "one pose per photo: the pair's turn and zoom voted by the keypoints' angles and scales (ours without a "
+            "scale, SIFT's or the gradient's with one), or the affine map their matches agree on; 3 sizes pooled",
             pair=_pair_pose,
             shape=True,
             recipe="pair-pose",
-            reads_model=lambda f: not sift_detections(f),
+            reads_model=pose_needs_network,
         ),
         Row(
             "pair_pose_ours",
-            "pair-pose with our poses voting at SIFT's detections too (the recipe takes SIFT's own there)",
+            "pair-pose with our poses voting at keypoints with a scale too (the recipe takes SIFT's or the gradient's)",
             pair=_pair_pose_ours,
-            sift=True,
+            ablation=True,
             shape=True,
             reads_model=True,
             votes=OurVotes,

@@ -2,8 +2,9 @@
 
 1. **Votes** (:func:`recipe_votes`). Each photo's keypoints are described at our scale and our 4 strongest
    orientations, blended (:func:`~.candidates.ours_blend_candidates`: a description that turns and zooms with the
-   photo), and matched (mutual nearest neighbours); at SIFT's own detections, SIFT with all its orientations
-   instead (:class:`SiftVotes`, no network: ours add too little there). At those tentative matches the scales vote
+   photo), and matched (mutual nearest neighbours); at SIFT's own detections SIFT with all its orientations instead
+   (:class:`SiftVotes`), at keypoints with sizes of their own the gradient's peaks at them (:class:`GradientVotes`):
+   no network where the keypoints have a scale, ours adding too little there. At those tentative matches the scales vote
    the pair's zoom and the angles its turn (:func:`~.zoom.pair_zoom`, :func:`~.zoom.pair_turn`); the matches that
    voted for the turn are fitted one affine map (:func:`~.zoom.pair_affine`).
 2. **One pose per photo.** Photo 1 upright and photo 2 turned by the turn, each keypoint at a fixed window
@@ -12,16 +13,17 @@
    that, the two halves weighed alike (:func:`one_pose_candidates`); where the map slants the view
    (:data:`~.zoom.MIN_SLANT`), photo 2 is cut through it instead (:func:`one_pose_pair`).
 3. **Where the votes show no one turn** (:attr:`~.zoom.PairTurn.found`: photos that hardly overlap, or a slant
-   that hides it), each keypoint at its own poses instead (:func:`pair_fallback`): the gradient's peaks in our
-   affine shape at the detector's size where it gives one, else our scale and strongest orientations (at SIFT's
-   detections, the gradient's peaks at SIFT's scale, :class:`GradientVotes`).
+   that hides it), each keypoint at its own poses instead (:meth:`Votes.fallback`): where the keypoints have a scale,
+   the gradient's peaks at it (:class:`GradientVotes`); else our scale and strongest orientations (our votes at
+   keypoints with sizes, the benchmark's ``pair_pose_ours``: the gradient's peaks in our affine shape,
+   :func:`pair_fallback`).
 4. **Where the turn + π stands out too** (:attr:`~.zoom.PairTurn.ambiguous`: a texture alike half a turn round),
    photo 2 is described at both and the turn whose matches one homography explains more of is kept
    (:func:`homography_support`).
 
 Each keypoint then has one blended descriptor (:func:`pair_pose_descriptors`); the cost per keypoint is 4
-descriptor computations for our votes (SIFT's: 1.2, one per orientation it found) and 3 (6 with a detector's
-size) for the final description, two
+descriptor computations for our and the gradient's votes (SIFT's: 1.2, one per orientation it found) and 3 (6 with a
+detector's size) for the final description, two
 matching passes and, where the votes found a turn, one affine fit (two for an ambiguous turn, and a
 homography fit for each).
 """
@@ -149,9 +151,9 @@ class SiftVotes(GradientVotes):
 
 
 def pair_pose_needs_network(feats1: Features, feats2: Features) -> bool:
-    """Whether ``pair-pose`` reads our network for this pair: everywhere but at SIFT's own detections in both
-    photos, where SIFT's poses vote (:func:`recipe_votes`)."""
-    return not (sift_detections(feats1) and sift_detections(feats2))
+    """Whether ``pair-pose`` reads our network for this pair: only where a photo's keypoints have no scale of their
+    own (:func:`recipe_votes`)."""
+    return feats1.detector_scale is None or feats2.detector_scale is None
 
 
 def recipe_votes(
@@ -163,13 +165,16 @@ def recipe_votes(
     shape_weights=None,
 ) -> Votes:
     """The recipe's first pass for a pair: SIFT's own poses where both photos' keypoints are SIFT's detections
-    (:class:`SiftVotes`, no network), else ours (:class:`OurVotes`: ``est``'s top-``top_k``, the shape network
-    ``shape_weights``). Chosen on the val photos (2,000 SIFT keypoints; CHANGELOG.md 1.0.0): at SIFT's detections
-    our votes found −0.2 to +4.2 more correct matches per pair than SIFT's (under 2 %, #60's bar is 5 %). Elsewhere
-    ours stay (on the test photos they find 59 to 150 more than the gradient's at corners but on turned pairs, and at
-    Key.Net's keypoints 8 on viewpoint and 43 on slanted pairs, none on zoomed or turned ones: no val run yet)."""
-    if not pair_pose_needs_network(feats1, feats2):
+    (:class:`SiftVotes`), the gradient's where they come with sizes of their own (:class:`GradientVotes`), and ours
+    only where a photo's keypoints have no scale (:class:`OurVotes`: ``est``'s top-``top_k``, the shape network
+    ``shape_weights``). Chosen on the val photos (2,000 keypoints; CHANGELOG.md 1.0.0) by #60's rule (ours must add 5 %
+    correct matches): at SIFT's detections ours added −0.2 to +4.2 correct matches per pair over SIFT's (under 2 %),
+    at Key.Net's with their sizes −0.2 to +14.4 over the gradient's (under 4 %); at corners (no scale) ours stay (on
+    the test photos 59 to 150 more than the gradient's but on turned pairs)."""
+    if sift_detections(feats1) and sift_detections(feats2):
         return SiftVotes(describer)
+    if not pair_pose_needs_network(feats1, feats2):
+        return GradientVotes(describer)
     if est is None:
         raise InputError("pair-pose away from SIFT's detections needs our estimator for its votes")
     return OurVotes(describer, est, top_k, shape_weights)
