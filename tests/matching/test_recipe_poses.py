@@ -139,3 +139,6 @@ def test_match_pair_pose_reads_the_network_only_for_keypoints_without_a_size(est
     assert loads == []
     patchpose.match_pair(img, img2, recipe="pose", keypoints=(xy1, xy2))
     assert len(loads) == 1
+    # sizes for one photo only: the other takes our scale
+    patchpose.match_pair(img, img2, recipe="pose", keypoints=(xy1, xy2), sizes=(r[0], None))
+    assert len(loads) == 2

@@ -2,7 +2,8 @@
 (:data:`patchpose.recipes.RECIPES`) and matches them (mutual nearest neighbours).
 
 * ``"pair-pose"`` (the default): every keypoint of a photo at one pose, the turn, zoom or slant between the two
-  photos that the keypoints' poses vote for (ours; at SIFT's own detections SIFT's, :mod:`.pairpose`);
+  photos that the keypoints' poses vote for (ours where they have no scale; SIFT's at SIFT's own detections, the
+  gradient's at keypoints with sizes: :mod:`.pairpose`);
 * ``"pose"``: each keypoint at the detector's scale, or ours where it gives none (corners, your own keypoints
   without sizes), and the dominant gradient's angle there, one photo at a time (what a collection gets);
 * ``"blend"``: each keypoint at its gradient histogram's 4 strongest orientations blended, one photo at a
@@ -141,12 +142,16 @@ def match_pair(
     f1, f2 = (detect(im, max_keypoints, k, detector, s) for im, k, s in zip((image1, image2), kp, sz))
     describer = Describer()
     zoom = turn = None
-    if recipe == "pair-pose":  # our network only for the votes away from SIFT's own detections
+    if recipe == "pair-pose":  # our network only for the votes where keypoints have no scale
         est = PatchPoseEstimator.load(MODELS["pair-pose"]) if pair_pose_needs_network(f1, f2) else None
         d1, d2, zoom, turn = pair_pose_descriptors(f1, f2, describer, est)
     elif recipe == "pose":
         # our network only where the detector gives no scale
-        est = PatchPoseEstimator.load(MODELS["pose"]) if pose_needs_network(f1) else None
+        est = (
+            PatchPoseEstimator.load(MODELS["pose"])
+            if pose_needs_network(f1) or pose_needs_network(f2)
+            else None
+        )
         d1, d2 = (pose_descriptors(f, describer, est) for f in (f1, f2))
     else:
         d1, d2 = (_gradient_blend(f, describer) for f in (f1, f2))

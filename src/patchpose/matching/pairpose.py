@@ -60,8 +60,9 @@ SUPPORT_PX = 5.0
 class Votes:
     """The first pass of ``pair-pose``: how each photo is described for the tentative matches whose poses vote the
     pair's zoom, turn and affine map (:meth:`strongest`), and how each keypoint is described where the votes show
-    no one turn (:meth:`fallback`). :class:`OurVotes` is the recipe's; the benchmarks try others (SIFT's own poses,
-    the gradient's) to show what the network adds."""
+    no one turn (:meth:`fallback`). The recipe takes :class:`OurVotes` where keypoints have no scale, else
+    :class:`SiftVotes` or :class:`GradientVotes` (:func:`recipe_votes`); the benchmarks try each anywhere to show what
+    the network adds."""
 
     describer: Describer
 
@@ -176,7 +177,7 @@ def recipe_votes(
     if not pair_pose_needs_network(feats1, feats2):
         return GradientVotes(describer)
     if est is None:
-        raise InputError("pair-pose away from SIFT's detections needs our estimator for its votes")
+        raise InputError("pair-pose at keypoints without a scale needs our estimator for its votes")
     return OurVotes(describer, est, top_k, shape_weights)
 
 
@@ -305,7 +306,7 @@ def pair_pose_candidates(
     """Each photo's candidates (the module docstring's steps 1 to 4) and the pair's zoom and turn
     (:attr:`~.zoom.PairTurn.affine`: the map photo 2 was cut through, if any). ``votes``: the first pass (None: the
     recipe's, :func:`recipe_votes`: ``est``'s top-``top_k`` poses, ``ours1``/``ours2`` that read if made already,
-    away from SIFT's detections; ``shape_weights``: the shape network of the fallback, None: the bundled one)."""
+    where keypoints have no scale; ``shape_weights``: the shape network of the fallback, None: the bundled one)."""
     votes = votes or recipe_votes(feats1, feats2, describer, est, top_k, shape_weights)
     zoom, turn = pair_votes(feats1, feats2, votes, ours1, ours2)
     if not turn.found and len(feats1) and len(feats2):  # no one turn: each keypoint at its own poses
