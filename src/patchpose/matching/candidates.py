@@ -180,6 +180,20 @@ def sift_all_descriptors(feats: Features, describer: Describer) -> np.ndarray:
     return feats.memo[key]
 
 
+def _recipe_window(feats: Features, ours) -> np.ndarray:
+    """``(N,)`` log2 of the ``pose`` recipe's descriptor window: the detector's (:attr:`Features.frame`) where it gives
+    a scale, else our strongest scale's (``ours``' ``descriptor_radius``)."""
+    if feats.detector_scale is not None:
+        return feats.frame
+    if ours is None:
+        raise InputError("keypoints without a size of their own take our scale: give our poses at them")
+    if len(ours) != len(feats):
+        raise InputError(f"our poses are of {len(ours)} keypoints, the features of {len(feats)}")
+    radius = np.asarray(ours.descriptor_radius)
+    radius = radius if radius.ndim == 1 else radius[:, 0]
+    return np.log2(np.maximum(radius, 1e-12) / REFERENCE_RADIUS)
+
+
 def recipe_poses(feats: Features, ours: Poses | None = None) -> Poses:
     """The ``pose`` recipe's poses (:data:`patchpose.recipes.RECIPES`), one per keypoint of ``feats``: the
     detector's scale where it gives one (:attr:`Features.detector_scale`: SIFT's, or sizes given with the
@@ -197,8 +211,8 @@ def recipe_poses(feats: Features, ours: Poses | None = None) -> Poses:
     from ..reading import Poses
 
     n = len(feats)
+    frame = _recipe_window(feats, ours)
     if feats.detector_scale is not None:
-        frame = feats.frame
         radius = REFERENCE_RADIUS * np.exp2(frame)
         h, w = feats.image.shape[:2]
         x, y = feats.xy[:, 0], feats.xy[:, 1]
@@ -216,10 +230,6 @@ def recipe_poses(feats: Features, ours: Poses | None = None) -> Poses:
             valid=inside,
         )
     else:
-        if ours is None:
-            raise InputError("keypoints without a size of their own take our scale: give our poses at them")
-        if len(ours) != n:
-            raise InputError(f"our poses are of {len(ours)} keypoints, the features of {n}")
 
         def first(a) -> np.ndarray:  # (N,) or the strongest of (N, k)
             a = np.asarray(a)
@@ -233,7 +243,6 @@ def recipe_poses(feats: Features, ours: Poses | None = None) -> Poses:
             scale_confidence=first(ours.scale_confidence),
             descriptor_radius=first(ours.descriptor_radius),
         )
-    frame = np.log2(np.maximum(base.descriptor_radius, 1e-12) / REFERENCE_RADIUS)
     mass, hist = _gradient_histograms(feats, frame)
     return replace(base, orientation=gradient_angles(feats, frame), confidence=mass, orientation_hist=hist)
 
@@ -250,9 +259,8 @@ def pose_descriptors(feats: Features, describer: Describer, est=None, ours=None)
         if est is None:
             raise InputError("keypoints without a size of their own need our estimator for their scale")
         ours = est.estimate(feats.image, feats.xy)
-    p = recipe_poses(feats, ours)
-    s = np.log2(np.maximum(p.descriptor_radius, 1e-12) / REFERENCE_RADIUS)
-    return describe_candidates(feats, describer, s[:, None], p.orientation[:, None])
+    frame = _recipe_window(feats, ours)  # the poses' window and angle, without recipe_poses' histograms
+    return describe_candidates(feats, describer, frame[:, None], gradient_angles(feats, frame)[:, None])
 
 
 def gradient_peaks_of(feats: Features, frame, shape=None, key=None) -> tuple[np.ndarray, np.ndarray]:
