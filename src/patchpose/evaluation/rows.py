@@ -508,15 +508,6 @@ def _pair_pose(run: Run, im1: Image, im2: Image) -> tuple:
     )
 
 
-def _pair_pose_ours(run: Run, im1: Image, im2: Image) -> tuple:
-    """``pair-pose`` with our votes at keypoints with a scale of their own too (the recipe takes SIFT's own or the
-    gradient's there)."""
-    votes = row_votes(ROWS["pair_pose_ours"], run, im1.feats, im2.feats)
-    return pair_pose_candidates(
-        im1.feats, im2.feats, run.describer, None, ours1=im1.ours, ours2=im2.ours, votes=votes
-    )
-
-
 def row_votes(row: Row, run: Run, feats1: Features, feats2: Features) -> Votes:
     """A pair row's first pass for this run and pair (ours: the run's estimator, its top-k, the shape network; the
     recipe's row: the recipe's, :func:`~patchpose.matching.pairpose.recipe_votes`)."""
@@ -527,11 +518,15 @@ def row_votes(row: Row, run: Run, feats1: Features, feats2: Features) -> Votes:
     return row.votes(run.describer)
 
 
-def _pair_pose_votes(votes: type) -> Callable[[Run, Image, Image], tuple]:
-    """``pair-pose`` with another first pass (``votes``, a :class:`~patchpose.matching.pairpose.Votes` class)."""
+def _pair_pose_with(name: str) -> Callable[[Run, Image, Image], tuple]:
+    """``pair-pose`` with the first pass of row ``name`` (:func:`row_votes`: its ``votes`` class) instead of the
+    recipe's."""
 
     def pair(run: Run, im1: Image, im2: Image) -> tuple:
-        return pair_pose_candidates(im1.feats, im2.feats, run.describer, None, votes=votes(run.describer))
+        votes = row_votes(ROWS[name], run, im1.feats, im2.feats)
+        return pair_pose_candidates(
+            im1.feats, im2.feats, run.describer, None, ours1=im1.ours, ours2=im2.ours, votes=votes
+        )
 
     return pair
 
@@ -706,7 +701,7 @@ ROWS: dict[str, Row] = {
         Row(
             "pair_pose_ours",
             "pair-pose with our poses voting at keypoints with a scale too (the recipe takes SIFT's or the gradient's)",
-            pair=_pair_pose_ours,
+            pair=_pair_pose_with("pair_pose_ours"),
             ablation=True,
             shape=True,
             reads_model=True,
@@ -715,7 +710,7 @@ ROWS: dict[str, Row] = {
         Row(
             "pair_pose_gradient",
             "pair-pose with the gradient's poses voting (the detector's scale, the gradient's peaks), no network",
-            pair=_pair_pose_votes(GradientVotes),
+            pair=_pair_pose_with("pair_pose_gradient"),
             group="handcrafted",
             votes=GradientVotes,
         ),
