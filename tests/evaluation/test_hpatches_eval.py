@@ -49,6 +49,7 @@ def test_evaluation_end_to_end_and_resume(tmp_path):
         "dominant_gradient",
         "pair_pose",
         "pair_pose_gradient",
+        "second_pass",
         "upper",
     ]
     for row in saved["mma"]:

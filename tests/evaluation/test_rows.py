@@ -58,10 +58,13 @@ def test_the_registry_lists_the_rows_a_run_allows_in_report_order():
     assert "dominant_gradient" not in pose_rows(4, handcrafted=False)
     assert default_rows(pose_rows(4, peers=True)) == (
         "lower", "sift", "sift_all", "ours", "ours_top4", "dominant_gradient", "pair_pose", "pair_pose_gradient",
-        "orinet", "affnet+orinet", "upper",
+        "second_pass", "orinet", "affnet+orinet", "upper",
     )  # fmt: skip
     assert "pair_pose_ours" in pose_rows(4, sift=False) and "pair_pose_gradient" in pose_rows(4, sift=False)
-    assert pair_rows(ROWS) == ("shape_zoom_blend", "pair_pose", "pair_pose_ours", "pair_pose_gradient")
+    assert "second_pass" not in pose_rows(4, sift=False)  # it reads SIFT's detections
+    assert pair_rows(ROWS) == (
+        "shape_zoom_blend", "pair_pose", "pair_pose_ours", "pair_pose_gradient", "second_pass"
+    )  # fmt: skip
     labels = [label(r) for r in ROWS]
     assert len(set(labels)) == len(labels) and label("ours_top3") == "ours (top-3)"
 

@@ -29,10 +29,15 @@ def as_uint8_gray(image: np.ndarray) -> np.ndarray:
 
 
 def detect_sift(
-    image: np.ndarray, max_keypoints: int = 1024, margin: float = 0.0, candidates: bool = False
+    image: np.ndarray,
+    max_keypoints: int = 1024,
+    margin: float = 0.0,
+    candidates: bool = False,
+    mask: np.ndarray | None = None,
 ) -> tuple:
     """SIFT keypoints ``(N, 2)`` xy (strongest first, one per location) at least ``margin`` px inside the
-    border, and the matching ``cv2.KeyPoint`` list.
+    border (and where the ``uint8`` ``mask`` of the image's size is not 0, if given), and the matching
+    ``cv2.KeyPoint`` list.
 
     The xy are pixel-centre positions (OpenCV's ``pt`` moved by
     :data:`~patchpose.conventions.OPENCV_SIFT_XY_BIAS`: :func:`~patchpose.conventions.from_opencv_sift_xy`);
@@ -42,7 +47,7 @@ def detect_sift(
     SIFT found at its location and size (degrees, its own first), as an array."""
     _check_budget(max_keypoints)
     g = as_uint8_gray(image)
-    kps = cv2.SIFT_create(nfeatures=int(max_keypoints)).detect(g, None)
+    kps = cv2.SIFT_create(nfeatures=int(max_keypoints)).detect(g, mask)
     kps = sorted(kps, key=lambda k: -k.response)
     h, w = g.shape
     xy = from_opencv_sift_xy(np.array([k.pt for k in kps], dtype=np.float64).reshape(-1, 2))

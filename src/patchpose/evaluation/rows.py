@@ -69,6 +69,7 @@ from .peers import (
     orinet_orientations,
     scale_space_corners,
 )
+from .second_pass import second_pass
 
 #: SIFT's orientation window (radius 3·1.5σ), in units of σ: where the hand-crafted row reads its gradients
 SIFT_ORI_RADIUS = 4.5
@@ -256,9 +257,10 @@ class Row:
 
     One of ``poses`` (``(run, image) -> (scale, orientation)``, each ``(N, k)``: one descriptor per
     candidate, a keypoint's distance the smallest over its candidates'), ``candidates`` (``(run, image) -> (s,
-    o, w, d)``: blended into one descriptor), ``describe`` (``(run, image) -> (N, D)``) or ``pair`` (``(run,
-    image1, image2) -> (candidates1, candidates2, zoom, turn)``: both photos together, blended) says how it
-    describes keypoints."""
+    o, w, d)``: blended into one descriptor), ``describe`` (``(run, image) -> (N, D)``), ``pair`` (``(run,
+    image1, image2) -> (candidates1, candidates2, zoom, turn)``: both photos together, blended) or ``redetect``
+    (``(run, image1, image2) -> (descriptors1, descriptors2, xy2, cost)``: both photos together, photo 2's
+    keypoints ``xy2`` its own) says how it describes keypoints."""
 
     name: str
     label: str
@@ -266,6 +268,7 @@ class Row:
     candidates: Callable[[Run, Image], tuple] | None = None
     describe: Callable[[Run, Image], np.ndarray] | None = None
     pair: Callable[[Run, Image, Image], tuple] | None = None
+    redetect: Callable[[Run, Image, Image], tuple] | None = None
     #: only at SIFT detections (it reads SIFT's pose) / only at Key.Net's / only at keypoints without a scale
     sift: bool = False
     keynet: bool = False
@@ -301,7 +304,8 @@ class Row:
 
     @property
     def is_pair(self) -> bool:
-        return self.pair is not None
+        """Whether the row describes both photos together (``pair`` or ``redetect``)."""
+        return self.pair is not None or self.redetect is not None
 
     def reads_model_at(self, feats: Features) -> bool:
         """Whether the row reads our pose network at these keypoints (:attr:`reads_model`)."""
@@ -531,6 +535,16 @@ def _pair_pose_with(name: str) -> Callable[[Run, Image, Image], tuple]:
     return pair
 
 
+def _second_pass(run: Run, im1: Image, im2: Image) -> tuple:
+    """#60's model-free second pass (:func:`~patchpose.evaluation.second_pass.second_pass`): both photos'
+    descriptors, photo 2's keypoints (detected again in photo 2 warped by the first pass's affine map) and the
+    :class:`Cost` (computations per keypoint of the run's; the descriptors matched per keypoint matched)."""
+    p = second_pass(im1.feats, im2.feats, run.describer, run.cfg.max_keypoints)
+    n = len(im1.feats) + len(im2.feats)
+    cost = Cost(p.computed / max(n, 1), p.matched / max(len(im1.feats) + len(p.xy2), 1), 2, 1)
+    return p.descriptors1, p.descriptors2, p.xy2, cost
+
+
 def _shape_zoom_blend(run: Run, im1: Image, im2: Image) -> tuple:
     """Our shape blend at the fixed 16 px window widened by the pair's zoom in the photo where structures look
     larger (:attr:`~patchpose.matching.zoom.PairZoom.frames`), for every keypoint: a detector's own scale is set
@@ -714,6 +728,14 @@ ROWS: dict[str, Row] = {
             group="handcrafted",
             votes=GradientVotes,
         ),
+        Row(
+            "second_pass",
+            "model-free second pass: SIFT with all its orientations matched by the ratio test, one affine map "
+            "(RANSAC), photo 2 warped through it, SIFT detected and described again there (its own keypoints)",
+            redetect=_second_pass,
+            sift=True,
+            group="handcrafted",
+        ),
         Row("orinet", "OriNet orientation (kornia), detector's scale", poses=_orinet, group="peers"),
         Row(
             "affnet+orinet",
@@ -839,6 +861,8 @@ def row_cost(name: str, run: Run, im1: Image, im2: Image, c1=None, c2=None, turn
     (twice for photo 2, with two more passes and fits, where the turn was ambiguous), and fits the pair's affine
     map where it found a turn."""
     r = get_row(name)
+    if r.redetect is not None:
+        raise InputError(f"row {name!r} gives its own cost with its descriptors (Row.redetect)")
 
     def mean(a: np.ndarray, b: np.ndarray) -> float:
         both = np.concatenate([a, b]).astype(np.float64)
@@ -874,7 +898,12 @@ def pair_descriptors(
 ) -> tuple[np.ndarray, np.ndarray, PairZoom, PairTurn]:
     """A pair row's ``(N, 1, D)`` and ``(M, 1, D)`` descriptors of two photos' keypoints (each keypoint's
     candidates blended with their weights) and the pair's zoom and turn."""
-    c1, c2, zoom, turn = get_row(name).pair(run, im1, im2)
+    r = get_row(name)
+    if r.redetect is not None:
+        raise InputError(
+            f"row {name!r} detects photo 2's keypoints again: match_images, not pair_descriptors"
+        )
+    c1, c2, zoom, turn = r.pair(run, im1, im2)
     return blend_descriptors(c1[3], c1[2])[:, None], blend_descriptors(c2[3], c2[2])[:, None], zoom, turn
 
 
@@ -934,7 +963,7 @@ def match_images(
 
     Returns ``{"xy1": (N, 2), "xy2": (M, 2), "rows": {row: {"matches": (L, 2), "distances": (L,),
     "error_px": (L,) reprojection error under H (None without H)}}}``; a pair row's entry also holds the pair's
-    ``"zoom"`` and ``"turn"``."""
+    ``"zoom"`` and ``"turn"``, a row that detects photo 2's keypoints again (``Row.redetect``) its own ``"xy2"``."""
     cfg = run.cfg
     if H is None and {"upper", "upper_affine"} & set(rows):
         raise InputError("the 'upper' rows need the ground-truth homography H")
@@ -942,14 +971,20 @@ def match_images(
     im2 = Image(detect(image2, cfg.max_keypoints, keypoints2, cfg.detector, run.peers, sizes2), H=H)
     d1 = describe_rows([r for r in rows if not get_row(r).is_pair], run, im1)
     d2 = describe_rows([r for r in rows if not get_row(r).is_pair], run, im2)
-    votes = {}
+    votes, own_xy2 = {}, {}
     for name in pair_rows(rows):
-        d1[name], d2[name], *votes[name] = pair_descriptors(name, run, im1, im2)
+        if get_row(name).redetect is not None:
+            d1[name], d2[name], own_xy2[name], _ = get_row(name).redetect(run, im1, im2)
+        else:
+            d1[name], d2[name], *votes[name] = pair_descriptors(name, run, im1, im2)
     out = {"xy1": im1.feats.xy, "xy2": im2.feats.xy, "rows": {}}
     for name in rows:
         m, dist = mutual_nn(d1[name], d2[name])
-        err = reprojection_errors(H, im1.feats.xy[m[:, 0]], im2.feats.xy[m[:, 1]]) if H is not None else None
+        xy2 = own_xy2.get(name, im2.feats.xy)
+        err = reprojection_errors(H, im1.feats.xy[m[:, 0]], xy2[m[:, 1]]) if H is not None else None
         out["rows"][name] = {"matches": m, "distances": dist, "error_px": err}
+        if name in own_xy2:
+            out["rows"][name]["xy2"] = xy2
         if name in votes:
             out["rows"][name]["zoom"], out["rows"][name]["turn"] = votes[name]
     return out

@@ -119,7 +119,16 @@ def detect(image, max_keypoints: int = 2000, keypoints=None, detector: str = "si
     n = check_max_keypoints(max_keypoints)
     if detector in ("harris", "gftt"):
         return _features(img, gray, (detect_harris if detector == "harris" else detect_gftt)(img, n))
-    xy, kps, cands = detect_sift(img, n, candidates=True)
+    return sift_detected(img, n, gray=gray)
+
+
+def sift_detected(image, max_keypoints: int = 2000, mask=None, gray=None) -> Features:
+    """:func:`detect`'s SIFT detections of ``image`` (every orientation SIFT found at a location kept as
+    :attr:`Features.sift_ori_candidates`), only where the ``uint8`` ``mask`` of the image's size is not 0 if given;
+    ``gray``: ``image`` in gray, if made already."""
+    img = check_image(image)
+    n = check_max_keypoints(max_keypoints)
+    xy, kps, cands = detect_sift(img, n, candidates=True, mask=mask)
     f = sift_features(img, xy, kps, gray)
     f.sift_ori_candidates = [np.mod(-np.radians(c), 2 * math.pi) for c in cands]
     return f
@@ -164,5 +173,6 @@ __all__ = [
     "check_sizes",
     "detect",
     "features_at",
+    "sift_detected",
     "sift_features",
 ]
