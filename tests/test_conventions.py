@@ -455,3 +455,22 @@ def test_rotation_matrix_takes_arrays_of_angles():
     for idx in np.ndindex(t.shape):
         assert np.array_equal(R[idx], rotation_matrix(float(t[idx])))
     assert np.allclose(rotation_matrix(np.pi / 2) @ [1.0, 0.0], [0.0, -1.0])  # x turns up on screen
+
+
+def test_opencv_sift_octave_is_the_one_opencv_packs_and_compute_reads():
+    """``opencv_sift_octave`` gives each of OpenCV SIFT's detections the octave field SIFT wrote (octave and layer),
+    so that ``compute`` at another detector's keypoints reads the pyramid level SIFT would; with a bare keypoint's
+    octave 0 the descriptors differ."""
+    from conftest import make_textured_image
+    from patchpose.conventions import opencv_sift_octave
+
+    img = (make_textured_image(300, seed=4) * 255).astype(np.uint8)
+    sift = cv2.SIFT_create()
+    kps, own = sift.detectAndCompute(img, None)
+    assert len(kps) > 100
+    packed = opencv_sift_octave([k.size for k in kps])
+    np.testing.assert_array_equal(packed, [k.octave & 0xFFFF for k in kps])
+    again = [cv2.KeyPoint(*k.pt, k.size, k.angle, k.response, int(o)) for k, o in zip(kps, packed)]
+    np.testing.assert_array_equal(sift.compute(img, again)[1], own)
+    bare = [cv2.KeyPoint(*k.pt, k.size, k.angle) for k in kps]
+    assert np.abs(sift.compute(img, bare)[1] - own).max() > 10

@@ -227,6 +227,24 @@ def to_opencv_sift_xy(xy):
     return np.asarray(xy, dtype=np.float64) + OPENCV_SIFT_XY_BIAS
 
 
+#: OpenCV SIFT's layers per octave and the blur of its first layer (``SIFT_create()``'s ``nOctaveLayers``, ``sigma``)
+OPENCV_SIFT_LAYERS = 3
+OPENCV_SIFT_SIGMA = 1.6
+
+
+def opencv_sift_octave(size) -> np.ndarray:
+    """The ``cv2.KeyPoint.octave`` OpenCV's SIFT gives a keypoint of ``size`` (diameter px): its pyramid octave (from
+    −1, the image doubled, as ``SIFT_create()`` builds it) and layer (1 to 3) packed as ``octave & 255 | layer << 8``,
+    where its blur ``1.6·2**(layer/3)`` (octave px) is nearest ``size / 2``. ``SIFT.compute`` reads a keypoint's
+    descriptor from that level of its pyramid, so another detector's keypoints need it (with the octave 0 of a bare
+    ``cv2.KeyPoint`` a large keypoint is described on the finest level, aliased)."""
+    sigma = np.maximum(np.asarray(size, np.float64) / 2.0, 1e-6)
+    t = OPENCV_SIFT_LAYERS * np.log2(sigma / OPENCV_SIFT_SIGMA)  # octave · layers + layer
+    octave = np.clip(np.floor((t - 0.5) / OPENCV_SIFT_LAYERS), -1, 30).astype(np.int64)
+    layer = np.clip(np.round(t - OPENCV_SIFT_LAYERS * octave), 1, OPENCV_SIFT_LAYERS).astype(np.int64)
+    return (octave & 255) | (layer << 8)
+
+
 def _orb_level(level, image_shape, scale_factor: float) -> tuple[np.ndarray, np.ndarray]:
     """``s`` ``(N, 1)`` and ``(W / W_L, H / H_L)`` ``(N, 2)`` of ORB's pyramid level(s) ``level`` for an image of
     ``image_shape = (H, W)``, computed as OpenCV does (``s`` in float32, the level size rounded to nearest)."""

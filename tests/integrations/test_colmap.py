@@ -107,103 +107,149 @@ def test_keypoints_keep_their_pose_through_the_database(tmp_path):
     assert np.abs(back6["scale"] - scale).max() < 1e-5 and np.abs(angle_diff(back6["ori"], ori)).max() < 1e-5
 
 
-def test_keypoint_distance_is_the_closest_descriptor_pair_and_matches_are_mutual():
-    d1 = np.array([[0, 0], [10, 0], [0, 10]], np.float32)  # keypoint 0 has two descriptors
-    o1 = np.array([0, 0, 1])
-    d2 = np.array([[10, 1], [0, 9], [50, 50]], np.float32)
-    o2 = np.array([0, 1, 2])
-    f1 = {"xy": np.zeros((2, 2)), "descriptors": d1, "owner": o1}
-    f2 = {"xy": np.zeros((3, 2)), "descriptors": d2, "owner": o2}
-    # keypoint 0 of 1 matches keypoint 0 of 2 by its second descriptor (1.0 away; its first is 10.05 away)
-    assert cm.match_keypoints(f1, f2).tolist() == [[0, 0], [1, 1]]
-    # with only its first descriptor, keypoint 0 of 1 is nearest keypoint 1 of 2 (9.0), which keypoint 1
-    # of 1 is nearer (1.0): keypoint 0 is left unmatched
-    first = {"xy": np.zeros((2, 2)), "descriptors": d1[[0, 2]], "owner": np.array([0, 1])}
-    assert cm.match_keypoints(first, f2).tolist() == [[1, 1]]
-    empty = {"xy": np.zeros((0, 2)), "descriptors": d2[:0], "owner": o2[:0]}
-    assert cm.match_keypoints(f1, empty).shape == (0, 2)
+def colmap_rows_of(image: np.ndarray, n: int = 200) -> tuple[np.ndarray, list]:
+    """COLMAP-style keypoint rows (6 columns, a location's orientations one after another) of OpenCV SIFT's
+    detections of ``image`` (each with every orientation SIFT found there), and those ``cv2.KeyPoint``s."""
+    from patchpose.conventions import from_opencv_sift_xy
+
+    kps = sorted(cv2.SIFT_create(nfeatures=n).detect(image, None), key=lambda k: (k.pt, k.size))
+    xy = from_opencv_sift_xy([k.pt for k in kps]) + 0.5
+    sigma = np.array([k.size / 2 for k in kps])
+    a = np.radians([k.angle for k in kps])  # clockwise as displayed, as COLMAP's
+    rows = np.column_stack([xy, sigma * np.cos(a), -sigma * np.sin(a), sigma * np.sin(a), sigma * np.cos(a)])
+    return rows.astype(np.float32), kps
 
 
-def test_describe_image_sift_gives_every_orientation_and_ours_one():
-    """The recipe ``pose`` (:func:`describe_image`: SIFT's size, the gradient's angle on SIFT's window) and the
-    benchmark's poses describe the same keypoints: SIFT's own at every orientation it found there, the others once
-    each; ``network`` at our size and angle, ``ours_angle`` at SIFT's size and our angle."""
+def test_colmap_keypoints_become_one_per_location_with_every_orientation_as_candidates():
+    image = (make_textured_image(200, seed=5) * 255).astype(np.uint8)
+    rows, kps = colmap_rows_of(image)
+    f = cm.colmap_sift_features(image, rows)
+    locations = {(round(k.pt[0], 3), round(k.pt[1], 3), round(k.size, 3)) for k in kps}
+    assert len(f) == len(locations) < len(kps)  # some locations hold two orientations
+    assert sum(len(c) for c in f.sift_ori_candidates) == len(kps)
+    first = [c[0] for c in f.sift_ori_candidates]
+    np.testing.assert_allclose(np.angle(np.exp(1j * (np.asarray(first) - f.sift_ori))), 0, atol=1e-5)
+    # COLMAP's σ is half OpenCV's size: SIFT's window (5.3 sizes) about it
+    k0 = kps[0]
+    assert f.xy[0] == pytest.approx([k0.pt[0] - 0.25, k0.pt[1] - 0.25], abs=1e-4)
+    assert 16 * 2 ** f.sift_scale[0] == pytest.approx(5.3 * k0.size, rel=1e-5)
+
+
+def test_opencv_sift_descriptors_at_colmap_keypoints_are_opencvs_own_rootsift():
+    """At OpenCV SIFT's own detections, given as COLMAP gives keypoints (pixel centres, σ, clockwise angle), the
+    descriptors are OpenCV's own, L1-normalised and square-rooted (COLMAP's normalisation)."""
+    from patchpose.integrations.opencv import sift_descriptors
+
+    image = (make_textured_image(200, seed=6) * 255).astype(np.uint8)
+    kps, own = cv2.SIFT_create(nfeatures=150).detectAndCompute(image, None)
+    k = cm.from_colmap_keypoints(colmap_rows_of_keypoints(kps))
+    d = sift_descriptors(image, k["xy"], k["scale"], k["ori"])
+    root = np.sqrt(own / own.sum(1, keepdims=True))
+    np.testing.assert_allclose(d, root, atol=1e-6)
+    np.testing.assert_allclose(np.linalg.norm(d, axis=1), 1.0, atol=1e-5)
+    u8 = cm.colmap_descriptors(d)
+    assert u8.dtype == np.uint8 and u8.max() <= 255 and np.abs(u8 / 512.0 - d).max() <= 1 / 1024 + 1e-6
+    with pytest.raises(InputError, match="128-D"):
+        cm.colmap_descriptors(np.zeros((3, 64), np.float32))
+
+
+def colmap_rows_of_keypoints(kps) -> np.ndarray:
+    """COLMAP's 4-column rows of ``cv2.KeyPoint``s: x, y (top-left pixel centre at 0.5), σ (half the size), angle
+    (radians clockwise as displayed)."""
+    from patchpose.conventions import from_opencv_sift_xy
+
+    xy = from_opencv_sift_xy([k.pt for k in kps]) + 0.5
+    return np.column_stack([xy, [k.size / 2 for k in kps], np.radians([k.angle for k in kps])])
+
+
+def test_each_pose_describes_colmaps_keypoints_as_named():
+    """``sift``: one row per orientation COLMAP stored (its keypoints as they are); ``gradient`` (``patchpose
+    colmap``'s): the gradient's strongest peak at each location and its second where that has 80 % of the mass;
+    ``pose``: one per location at the gradient's angle; ``upright``: angle 0; ``network``: our size and angle; all at
+    SIFT's size but ``network``."""
     from patchpose import PatchPoseEstimator
-    from patchpose.data.keypoints import detect_sift
-    from patchpose.matching.candidates import gradient_angles
-    from patchpose.matching.features import sift_features
+    from patchpose.matching.candidates import gradient_angles, gradient_peaks_of
 
-    image = (np.random.default_rng(2).random((120, 120)) * 255).astype(np.uint8)
-    image = cv2.GaussianBlur(image, (0, 0), 2.0)
+    image = (make_textured_image(200, seed=5) * 255).astype(np.uint8)
+    rows, kps = colmap_rows_of(image)
+    f = cm.colmap_sift_features(image, rows)
+    sift = describe_at(f, "sift")
+    assert len(sift["xy"]) == len(kps) and sift["descriptors"].shape == (len(kps), 128)
+    back = cm.from_colmap_keypoints(rows)
+    np.testing.assert_allclose(np.angle(np.exp(1j * (sift["ori"] - back["ori"]))), 0, atol=1e-5)
+    pose = describe_at(f, "pose")
+    assert len(pose["xy"]) == len(f) and np.array_equal(pose["xy"], f.xy)
+    np.testing.assert_allclose(pose["ori"], gradient_angles(f, f.sift_scale))
+    first = np.r_[0, np.flatnonzero((np.diff(back["xy"], axis=0) != 0).any(1)) + 1]
+    np.testing.assert_allclose(pose["scale"], back["scale"][first], atol=1e-6)  # SIFT's own size
+    grad = cm.describe_gradient(f)
+    o, w = gradient_peaks_of(f, f.frame)
+    two = w[:, 1] >= cm.SECOND_PEAK * w[:, 0]
+    assert 0 < two.sum() < len(f) and len(grad["xy"]) == len(f) + two.sum()
+    starts = np.r_[0, np.cumsum(1 + two)[:-1]]
+    np.testing.assert_allclose(grad["ori"][starts], pose["ori"], atol=1e-5)  # the strongest peak is the angle
+    np.testing.assert_allclose(grad["ori"][starts[two] + 1], o[two, 1])
+    np.testing.assert_allclose(grad["descriptors"][starts], pose["descriptors"], atol=1e-3)
+    upright = describe_at(f, "upright")
+    assert (upright["ori"] == 0).all() and np.array_equal(upright["scale"], pose["scale"])
     torch.set_num_threads(1)
-    est = PatchPoseEstimator.load("patchpose-v10")
-    sift = describe_at(image, "sift", max_keypoints=200)
-    ours = describe_at(image, "ours_angle", est, max_keypoints=200)
-    network = describe_at(image, "network", est, max_keypoints=200)
-    pose = cm.describe_image(image, max_keypoints=200)
-    assert (
-        describe_at(image, "pose", max_keypoints=200)["descriptors"].tobytes()
-        == pose["descriptors"].tobytes()
-    )
-    assert len(sift["xy"]) == len(ours["xy"]) > 20  # the same keypoints
-    assert np.array_equal(sift["xy"], ours["xy"]) and np.array_equal(pose["xy"], sift["xy"])
-    assert np.array_equal(network["xy"], sift["xy"])
-    assert len(sift["descriptors"]) > len(sift["xy"])  # some locations have a second orientation
-    assert len(ours["descriptors"]) == len(ours["xy"]) and (np.diff(sift["owner"]) >= 0).all()
-    assert len(pose["descriptors"]) == len(pose["xy"])
-    # pose: SIFT's size (its radius, half its size), the gradient's angle on SIFT's window
-    xy, kps = detect_sift(image, 200)
-    f = sift_features(image, xy, kps)
-    np.testing.assert_allclose(np.exp2(pose["scale"]) * 16.0, [k.size / 2 for k in kps], rtol=1e-4)
-    np.testing.assert_allclose(
-        np.angle(np.exp(1j * (pose["ori"] - gradient_angles(f, f.sift_scale)))), 0, atol=1e-3
-    )
-    np.testing.assert_allclose(ours["scale"], pose["scale"], rtol=1e-6)  # ours_angle keeps SIFT's size
-    assert np.mean(np.abs(network["scale"] - pose["scale"]) > 0.1) > 0.5  # network: our size
-    with pytest.raises(InputError, match="pose must be one of"):
-        describe_at(image, "colmap")
+    net = describe_at(f, "network", PatchPoseEstimator.load("patchpose-v10"))
+    assert len(net["xy"]) == len(f) and np.mean(np.abs(net["scale"] - pose["scale"]) > 0.1) > 0.5
+    for bad in ("colmap", "colmap_more", "bogus"):
+        with pytest.raises(InputError, match="pose must be one of"):
+            describe_at(f, bad)
 
 
 @needs_pycolmap
-def test_ours_registers_every_generated_view_with_half_turned_and_upright_fewer(plane_turned, tmp_path):
+def test_every_generated_view_is_registered_with_half_turned_and_upright_fewer(plane_turned, tmp_path):
     torch.set_num_threads(1)
     kw = {"max_keypoints": 400, "threads": 1}
-    from patchpose import PatchPoseEstimator
-
-    ours = reconstruct_at(
-        plane_turned, tmp_path / "ours", "ours_angle", PatchPoseEstimator.load("patchpose-v10"), **kw
-    )
+    ours = reconstruct_at(plane_turned, tmp_path / "gradient", "gradient", **kw)
     assert ours["registered"] == ours["images"] == 4
     assert ours["points3D"] > 150 and ours["reprojection_px"] < 1.0
+    assert ours["observations"] >= 2 * ours["points3D"] and set(ours["stage_seconds"]) == set(cm.STAGES)
     # upright descriptors do not match a turned view to an upright one: the views fall apart
     upright = reconstruct_at(plane_turned, tmp_path / "upright", "upright", **kw)
     assert upright["registered"] < 4
-    # SIFT's orientations each a keypoint of their own: several 3-D points at one place, counted once
-    split = reconstruct_at(plane_turned, tmp_path / "split", "sift", split=True, **kw)
-    assert split["registered"] == 4 and split["distinct_points3D"] < split["points3D"]
+    own = reconstruct_at(plane_turned, tmp_path / "colmap", "colmap", **kw)  # COLMAP's own: no describe stage
+    assert own["registered"] == 4 and "describe" not in own["stage_seconds"]
 
 
 @needs_pycolmap
-def test_ours_registers_every_frame_with_frames_turned(tum_turned, tmp_path, monkeypatch):
-    """The reconstruction (the recipe ``pose``: SIFT's size, the gradient's angle, no model) registers real frames,
-    every other one turned."""
+def test_real_frames_turned_register_and_our_description_is_not_worse_than_sifts_own(
+    tum_turned, tmp_path, monkeypatch, capsys
+):
+    """``patchpose colmap`` (the gradient's orientations at COLMAP's keypoints, no model) on real frames, every other
+    one turned: every frame registered, and at least the 3-D points and observations of SIFT's own pose in the same
+    pipeline; the summary printed and written, the project ready for COLMAP's GUI."""
     from patchpose import PatchPoseEstimator
 
     torch.set_num_threads(1)
     monkeypatch.setattr(
         PatchPoseEstimator, "load", classmethod(lambda *a, **k: pytest.fail("a model was read"))
     )
-    stats = cm.reconstruct(tum_turned, tmp_path / "ours", max_keypoints=1500, threads=1)
-    want = {"recipe": "pose", "scale": "detector", "angle": "gradient", "max_keypoints": 1500}
+    out = tmp_path / "ours"
+    assert (
+        main(["colmap", str(tum_turned), "--out", str(out), "--max-keypoints", "1500", "--threads", "1"]) == 0
+    )
+    printed = capsys.readouterr()
+    stats = json.loads((out / cm.STATS).read_text())
+    want = {"keypoints": "colmap", "scale": "detector", "angle": "gradient peaks", "max_keypoints": 1500}
     assert {k: stats["settings"][k] for k in want} == want and "model" not in stats["settings"]
     assert stats["registered"] == stats["images"] == 5
-    assert stats["points3D"] > 300 and stats["reprojection_px"] < 1.5
-    assert (tmp_path / "ours" / "database.db").is_file() and (tmp_path / "ours" / "sparse" / "0").is_dir()
-    assert json.loads((tmp_path / "ours" / cm.STATS).read_text())["points3D"] == stats["points3D"]
+    assert stats["reprojection_px"] < 1.5
+    assert printed.out.startswith((out / cm.SUMMARY).read_text()) and f"{stats['points3D']:,}" in printed.out
+    assert all(f"{stage}: done" in printed.err for stage in cm.STAGES)
+    assert (out / "database.db").is_file() and (out / "sparse" / "0").is_dir()
+    assert f"image_path={tum_turned.resolve()}" in (out / "project.ini").read_text()
+    sift = reconstruct_at(tum_turned, tmp_path / "sift", "sift", max_keypoints=1500, threads=1)
+    assert sift["registered"] == 5
+    # measured: 903 points / 3,356 observations against SIFT's own 811 / 3,047
+    assert stats["points3D"] >= sift["points3D"] and stats["observations"] >= sift["observations"]
     # a rerun into the finished folder returns its statistics; other settings are refused
-    assert cm.reconstruct(tum_turned, tmp_path / "ours", max_keypoints=1500, threads=1) == stats
+    assert cm.reconstruct(tum_turned, out, max_keypoints=1500, threads=1) == stats
     with pytest.raises(InputError, match="exists and is not this reconstruction"):
-        reconstruct_at(tum_turned, tmp_path / "ours", "upright", max_keypoints=1500, threads=1)
+        reconstruct_at(tum_turned, out, "upright", max_keypoints=1500, threads=1)
 
 
 @needs_pycolmap
@@ -220,7 +266,7 @@ def test_colmap_cli_refuses_bad_input_in_one_line(tmp_path, capsys):
         assert main(["colmap", *args, "--out", str(tmp_path / "out")]) == 2
         err = capsys.readouterr().err.strip()
         assert message in err and len(err.splitlines()) == 1, err
-    # the recipe reads no model: no --weights to give it
+    # it reads no model: no --weights to give it
     with pytest.raises(SystemExit) as e:
         main(["colmap", str(tmp_path / "one"), "--out", str(tmp_path / "out"), "--weights", "patchpose-v10"])
     assert e.value.code == 2 and "--weights" in capsys.readouterr().err

@@ -201,7 +201,6 @@ def eval_colmap_command(a: argparse.Namespace) -> int:
         sets=a.sets,
         threads=a.threads,
         max_keypoints=a.max_keypoints,
-        split=a.split,
         progress=not a.no_progress,
     )
     print_results(a.out, f"wrote {a.out}/results.json and results.md in {doc['seconds']:.0f} s")
@@ -432,7 +431,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     co = evs.add_parser(
         "colmap",
         help="COLMAP reconstructions (pycolmap), frames upright and every other one turned 90 degrees: "
-        "COLMAP's SIFT, SIFT's poses, ours, upright",
+        "COLMAP's own pipeline, its keypoints described at SIFT's poses, the recipe pose, ours, upright",
     )
     co.add_argument("images", help="folder of frames (every image below it, at least 2)")
     co.add_argument("--out", default="outputs/eval_colmap")
@@ -444,12 +443,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     )
     co.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2], help="COLMAP's random seeds")
     co.add_argument("--sets", nargs="+", choices=SETS, default=list(SETS))
-    co.add_argument("--max-keypoints", type=int, default=8192, help="SIFT keypoints per image, at most")
     co.add_argument(
-        "--split",
-        action="store_true",
-        help="each descriptor its own COLMAP keypoint (as COLMAP stores SIFT's orientations) instead of "
-        "one keypoint per location",
+        "--max-keypoints", type=int, default=8192, help="COLMAP's SIFT features per image, at most"
     )
     co.add_argument("--threads", type=int, default=1, help="COLMAP's and torch's threads (default: 1)")
     add_weights(co, model=f"the recipe pose's, {MODELS['pose']}")

@@ -41,17 +41,20 @@ def merge_command(a: argparse.Namespace) -> int:
 
 def colmap_command(a: argparse.Namespace) -> int:
     """``colmap IMAGES --out DIR``: one COLMAP reconstruction (the recipe ``pose``); prints its statistics."""
-    from ..integrations.colmap import check_settings, reconstruct
+    from ..integrations.colmap import check_settings, reconstruct, summary_table
 
     check_settings(a.max_keypoints, a.seed, a.threads)  # before torch takes the threads
     set_threads(a.threads)
-    s = reconstruct(a.images, a.out, max_keypoints=a.max_keypoints, seed=a.seed, threads=a.threads)
-    track = "–" if s["track_length"] is None else f"{s['track_length']:.2f}"
-    err = "–" if s["reprojection_px"] is None else f"{s['reprojection_px']:.2f} px"
-    print(
-        f"{s['registered']}/{s['images']} images registered, {s['points3D']} 3-D points, "
-        f"mean track length {track}, mean reprojection error {err}, {s['seconds']:.0f} s; wrote {a.out}"
+    s = reconstruct(
+        a.images,
+        a.out,
+        max_keypoints=a.max_keypoints,
+        seed=a.seed,
+        threads=a.threads,
+        progress=not a.no_progress,
     )
+    print(summary_table(s))
+    print(f"wrote {a.out} (stats.json; project.ini and sparse/0 open in COLMAP's GUI)")
     return 0
 
 
@@ -101,14 +104,17 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     m.set_defaults(func=merge_command)
     c = sub.add_parser(
         "colmap",
-        help="reconstruct a folder of images with COLMAP (pycolmap): SIFT keypoints described at SIFT's size and "
-        "the gradient's angle (the recipe pose)",
+        help="reconstruct a folder of images with COLMAP (pycolmap): COLMAP's SIFT keypoints described at SIFT's "
+        "size and the gradient's angle (the recipe pose), COLMAP's matcher, verification and mapping",
     )
     c.add_argument("images", help="folder of images (every image below it, at least 2)")
-    c.add_argument("--out", required=True, help="a new folder: database.db, sparse/, stats.json")
+    c.add_argument("--out", required=True, help="a new folder: database.db, sparse/, stats.json, project.ini")
     c.add_argument("--seed", type=int, default=0, help="COLMAP's random seed")
-    c.add_argument("--max-keypoints", type=int, default=8192, help="SIFT keypoints per image, at most")
+    c.add_argument(
+        "--max-keypoints", type=int, default=8192, help="COLMAP's SIFT features per image, at most"
+    )
     c.add_argument(
         "--threads", type=int, default=None, help="COLMAP's and torch's threads (default: all cores)"
     )
+    c.add_argument("--no-progress", action="store_true", help="no stage lines, no progress bar")
     c.set_defaults(func=colmap_command)

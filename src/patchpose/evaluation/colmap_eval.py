@@ -1,32 +1,28 @@
 """``patchpose eval colmap``: COLMAP reconstructions of one folder of frames, as they are and with every other
 frame turned by 90° (a phone held sideways), over several random seeds of COLMAP (its RANSAC and mapping), for
-each pose source (:data:`POSES`) in the stages of :func:`patchpose.integrations.colmap.run_reconstruction`:
+each pose source (:data:`POSES`) in the stages of :func:`patchpose.integrations.colmap.run_reconstruction`
+(COLMAP's SIFT keypoints and cameras, COLMAP's matcher and verification, its mapping):
 
 =============== ==========================================================================================
-``pose``        the recipe ``pose``: SIFT's scale, the dominant gradient's angle on SIFT's window, no model
-                (:func:`patchpose.integrations.colmap.reconstruct`)
-``network``     our scale and orientation (:func:`~patchpose.integrations.opencv.assign`; the recipe before
-                2026-11-29)
-``ours_angle``  OpenCV SIFT's keypoints and scale, our orientation read in SIFT's window
-                (:func:`~patchpose.integrations.opencv.assign` with ``keep_size=True``)
-``sift``        SIFT's own pose: every orientation OpenCV SIFT found at the location, as it gives them
-``upright``     SIFT's scale, orientation 0 (upright descriptors)
-``colmap``      COLMAP's own pipeline: its SIFT (``pycolmap.extract_features``) and matcher
-                (``pycolmap.match_exhaustive``: ratio test, cross check), the same verification and mapping
+``colmap``      COLMAP's own pipeline: its SIFT's descriptors kept
+``colmap_more`` the same with SIFT's peak threshold lowered to :data:`MORE_PEAK_THRESHOLD`: about as many
+                descriptors as ``gradient`` (the peer at equal cost)
+``sift``        SIFT's own pose: each of COLMAP's keypoints (a location's orientations each a keypoint, as COLMAP
+                stores them) described by OpenCV's SIFT at SIFT's size and that orientation
+``gradient``    ``patchpose colmap``'s: SIFT's size, the dominant gradient's orientations by SIFT's rule
+                (:func:`patchpose.integrations.colmap.describe_gradient`), no model
+``pose``        the recipe ``pose``: one keypoint per location, SIFT's size, the dominant gradient's angle
+``network``     our scale and orientation at each location (``patchpose colmap`` before 2026-11-29)
+``upright``     one keypoint per location, SIFT's size, orientation 0 (upright descriptors)
 =============== ==========================================================================================
 
-For every pose but ``colmap`` the keypoints are the same (OpenCV SIFT's locations, strongest first, one per
-location), each described by ``cv2.SIFT.compute`` at one orientation (``sift``: at each of SIFT's); with
-``split=True`` each descriptor is a keypoint of its own instead, as COLMAP's and OpenCV's SIFT store a second
-orientation: a location then yields up to one 3-D point per orientation at the same place, which the
-``distinct_points3D`` statistic counts once.
-
-Each run is a folder ``OUT/runs/{set}/{pose}-seed{s}/`` (``{pose}@{model}`` for the poses that read a model,
-so that another ``--weights`` adds runs beside the others), reused when it is finished: an interrupted
-evaluation continues where it stopped. The turned copies are made once in ``OUT/turned_images/`` (frames
-1, 3, 5, … of the sorted names turned by 90° clockwise, names kept). Outputs ``results.json`` (every run's
-statistics) and ``results.md`` (per set and pose: registered images, 3-D points, mean track length, mean
-reprojection error, seconds; the mean over seeds with the range).
+``sift`` against ``colmap`` is the descriptor (OpenCV's SIFT against COLMAP's), the others against ``sift`` the
+pose. Each run is a folder ``OUT/runs/{set}/{pose}-seed{s}/`` (``{pose}@{model}`` for the poses that
+read a model, so that another ``--weights`` adds runs beside the others), reused when it is finished: an
+interrupted evaluation continues where it stopped. The turned copies are made once in ``OUT/turned_images/``
+(frames 1, 3, 5, … of the sorted names turned by 90° clockwise, names kept). Outputs ``results.json`` (every run's
+statistics) and ``results.md`` (per set and pose: registered images, 3-D points, observations, mean track length,
+mean reprojection error, each stage's seconds; the mean over seeds with the range).
 """
 
 from __future__ import annotations
@@ -40,25 +36,24 @@ from pathlib import Path
 import cv2
 import numpy as np
 
-from .. import checks
+from ..conventions import REFERENCE_RADIUS
 from ..errors import InputError, is_int_in, require
 from ..estimator import EstimatorLike, as_estimator
-from ..integrations.colmap import (
-    check_settings,
-    describe_image,
-    run_reconstruction,
-    sift_described,
-    sift_keypoints,
-)
+from ..integrations.colmap import SIFT_WINDOW, STAGES, check_settings, describe_gradient, run_reconstruction
 from ..integrations.extract import image_names
-from ..integrations.opencv import assign
+from ..integrations.opencv import sift_descriptors
+from ..matching.candidates import gradient_angles
+from ..matching.features import Features
 from .report import write_results
 
-POSES = ("pose", "network", "ours_angle", "sift", "upright", "colmap")
+POSES = ("colmap", "colmap_more", "sift", "gradient", "pose", "network", "upright")
+#: COLMAP's SIFT's peak threshold for ``colmap_more`` (its default 0.02 / 3): 13–15 % more descriptors on the
+#: TUM frames and the Sacré-Cœur photos, as many as ``gradient`` makes (12.7 % and 14.5 % more)
+MORE_PEAK_THRESHOLD = 0.004
 #: the poses that read the model
-OUR_POSES = ("network", "ours_angle")
+OUR_POSES = ("network",)
 SETS = ("upright", "turned")
-DEFAULT_POSES = ("colmap", "sift", "pose", "network", "ours_angle", "upright")
+DEFAULT_POSES = POSES
 
 
 def pose_estimator(estimator: EstimatorLike = None):
@@ -67,63 +62,40 @@ def pose_estimator(estimator: EstimatorLike = None):
     return as_estimator(estimator, "pose")
 
 
-def describe_at(image: np.ndarray, pose: str, est=None, max_keypoints: int = 8192) -> dict:
-    """OpenCV SIFT keypoints of ``image`` described by OpenCV SIFT at ``pose`` (one of :data:`POSES` but
-    ``colmap``), as :func:`~patchpose.integrations.colmap.sift_described` gives them (``M = N`` descriptors but
-    for ``sift``, which describes each keypoint at every orientation SIFT found there); ``est`` for the poses
-    that read our model."""
-    if pose not in POSES or pose == "colmap":
-        raise InputError(f"pose must be one of {POSES[:-1]}, got {pose!r}")
-    if pose == "pose":
-        return describe_image(image, max_keypoints)
-    xy, kps, cands = sift_keypoints(image, max_keypoints)
+def describe_at(feats: Features, pose: str, est=None) -> dict:
+    """COLMAP's keypoints ``feats`` (:func:`~patchpose.integrations.colmap.colmap_sift_features`) described by
+    OpenCV's SIFT (:func:`~patchpose.integrations.opencv.sift_descriptors`) at ``pose`` (one of :data:`POSES` but
+    ``colmap``), as :func:`~patchpose.integrations.colmap.describe_pose` gives them: one row per keypoint written
+    (for ``sift`` one per orientation COLMAP found at a location); ``est`` for the poses that read our model."""
+    if pose not in POSES or pose.startswith("colmap"):
+        raise InputError(f"pose must be one of {POSES[2:]}, got {pose!r}")
+    if pose == "gradient":
+        return describe_gradient(feats)
+    xy, scale = feats.xy, feats.sift_scale - SIFT_WINDOW
+    described = scale  # the radius OpenCV's SIFT describes at (its window 5.3 times its size)
     if pose == "sift":
-        described = [cv2.KeyPoint(*k.pt, k.size, float(a), k.response, k.octave, k.class_id) for k, c in zip(kps, cands) for a in c]  # fmt: skip
+        counts = np.array([len(c) for c in feats.sift_ori_candidates], np.int64)
+        xy, scale = np.repeat(xy, counts, 0), np.repeat(scale, counts)
+        ori = np.concatenate(feats.sift_ori_candidates) if len(counts) else np.zeros(0)
+        described = scale
     elif pose == "upright":
-        described = [cv2.KeyPoint(*k.pt, k.size, 0.0, k.response, k.octave, k.class_id) for k in kps]
-    else:  # network: one read of our scale and angle; ours_angle: the angle read in SIFT's window at SIFT's size
-        described = assign(image, kps, est, keep_size=pose == "ours_angle")
-    return sift_described(image, xy, described)
-
-
-def split_keypoints(f: dict) -> dict:
-    """A described image (:func:`~patchpose.integrations.colmap.sift_described`) with each descriptor a keypoint
-    of its own, at its location's pose (the first descriptor's), as COLMAP and OpenCV store SIFT's orientations."""
-    o = f["owner"]
-    return {
-        "xy": f["xy"][o],
-        "scale": f["scale"][o],
-        "ori": f["ori"][o],
-        "descriptors": f["descriptors"],
-        "owner": np.arange(len(o)),
-    }
-
-
-def colmap_database(max_keypoints: int):
-    """COLMAP's own pipeline as a ``database`` of :func:`~patchpose.integrations.colmap.run_reconstruction`: its
-    SIFT (``max_num_features``) and exhaustive matcher, into the database; returns the seconds of each stage."""
-
-    def fill(db_path: Path, folder: Path, names: list, nthreads: int, seed: int) -> dict:
-        pycolmap = require("pycolmap", "colmap")
-        t0 = time.perf_counter()
-        ext = pycolmap.FeatureExtractionOptions()
-        ext.num_threads = nthreads
-        ext.sift.max_num_features = int(max_keypoints)
-        pycolmap.extract_features(
-            db_path, folder, image_names=names, camera_mode=pycolmap.CameraMode.AUTO,
-            extraction_options=ext, device=pycolmap.Device.cpu,
-        )  # fmt: skip
-        features = time.perf_counter() - t0
-        mo = pycolmap.FeatureMatchingOptions()
-        mo.num_threads = nthreads
-        tv = pycolmap.TwoViewGeometryOptions()
-        tv.ransac.random_seed = int(seed)
-        pycolmap.match_exhaustive(
-            db_path, matching_options=mo, verification_options=tv, device=pycolmap.Device.cpu
+        ori = np.zeros(len(xy))
+    elif pose == "pose":  # the gradient's angle on SIFT's window (recipe_poses at SIFT's keypoints)
+        ori = gradient_angles(feats, feats.frame)
+    else:  # network: our scale and angle, SIFT's window made our descriptor window
+        if est is None:
+            raise InputError("the 'network' pose needs our estimator")
+        o = est.estimate(feats.image, xy)
+        scale, ori, radius = (
+            np.asarray(a).reshape(len(xy), -1)[:, 0] for a in (o.scale, o.orientation, o.descriptor_radius)
         )
-        return {"features": features, "matching+verification": time.perf_counter() - t0 - features}
-
-    return fill
+        described = np.log2(np.maximum(radius, 1e-12) / REFERENCE_RADIUS) - SIFT_WINDOW
+    return {
+        "xy": xy,
+        "scale": scale,
+        "ori": ori,
+        "descriptors": sift_descriptors(feats.image, xy, described, ori),
+    }
 
 
 def reconstruct_at(
@@ -132,30 +104,39 @@ def reconstruct_at(
     pose: str,
     est=None,
     max_keypoints: int = 8192,
-    split: bool = False,
     seed: int = 0,
     threads=None,
+    progress: bool = False,
 ) -> dict:
     """One reconstruction of the images below ``images`` at ``pose`` (:data:`POSES`) into ``out``."""
-    checks.flag(split, "split")
+    if pose not in POSES:
+        raise InputError(f"pose must be one of {POSES}, got {pose!r}")
     settings = {
         "pose": pose,
+        "keypoints": "colmap",
         "model": est.name if est is not None else None,
         "plan": est.plan.__dict__ if est is not None else None,
         "max_keypoints": int(max_keypoints),
-        "split": bool(split),
     }
-    if pose == "pose":  # what the recipe is, so that a run made by another version of it is not reused
-        settings.update(scale="detector", angle="gradient")
-    if pose == "colmap":
-        fill = colmap_database(max_keypoints)
-        return run_reconstruction(images, out, settings, database=fill, seed=seed, threads=threads)
+    if pose in ("pose", "gradient"):  # what they are, so that a run made by another version is not reused
+        settings.update(scale="detector", angle="gradient" if pose == "pose" else "gradient peaks")
+    if pose == "colmap_more":
+        settings.update(peak_threshold=MORE_PEAK_THRESHOLD)
 
-    def describe(image: np.ndarray) -> dict:
-        f = describe_at(image, pose, est, int(max_keypoints))
-        return split_keypoints(f) if split else f
+    def describe(feats: Features) -> dict:
+        return describe_at(feats, pose, est)
 
-    return run_reconstruction(images, out, settings, describe=describe, seed=seed, threads=threads)
+    return run_reconstruction(
+        images,
+        out,
+        settings,
+        describe=None if pose.startswith("colmap") else describe,
+        max_keypoints=max_keypoints,
+        seed=seed,
+        threads=threads,
+        progress=progress,
+        peak_threshold=MORE_PEAK_THRESHOLD if pose == "colmap_more" else None,
+    )
 
 
 def turn_every_other(images: str | Path, dest: str | Path) -> Path:
@@ -197,7 +178,6 @@ def evaluate_colmap(
     sets: Sequence[str] = SETS,
     threads: int | None = 1,
     max_keypoints: int = 8192,
-    split: bool = False,
     progress: bool = True,
 ) -> dict:
     """Run every (set, pose, seed) reconstruction of the module docstring and write ``OUT/results.json``
@@ -213,7 +193,6 @@ def evaluate_colmap(
     if not sets or any(s not in SETS for s in sets):
         raise InputError(f"sets must be some of {SETS}, got {sets}")
     check_settings(max_keypoints, seeds[0], threads)
-    checks.flag(split, "split")
     require("pycolmap", "colmap")  # before the turned copies are written
     folder = Path(images)
     image_names(folder)  # a missing or empty folder is an error before any work
@@ -238,9 +217,9 @@ def evaluate_colmap(
                     pose,
                     est if pose in OUR_POSES else None,
                     max_keypoints,
-                    split,
                     seed,
                     threads,
+                    progress,
                 )
                 runs.append({"set": s, "pose": pose, "model": model, "seed": seed, **stats})
     doc = {
@@ -256,23 +235,34 @@ def evaluate_colmap(
     return doc
 
 
+#: the statistics :func:`summarize` gives of each run (``{stage}_seconds``: each of
+#: :data:`~patchpose.integrations.colmap.STAGES`)
+STATISTICS = (
+    "registered",
+    "points3D",
+    "distinct_points3D",
+    "observations",
+    "track_length",
+    "reprojection_px",
+    *(f"{stage}_seconds" for stage in STAGES),
+    "seconds",
+)
+
+
 def summarize(runs: list[dict]) -> list[dict]:
-    """Per (set, pose, model), in run order: the mean, min and max over seeds of each statistic."""
+    """Per (set, pose, model), in run order: the mean, min and max over seeds of each of :data:`STATISTICS`."""
     groups: dict[tuple, list[dict]] = {}
     for r in runs:
         groups.setdefault((r["set"], r["pose"], r["model"]), []).append(r)
     rows = []
     for (s, pose, model), rs in groups.items():
         row = {"set": s, "pose": pose, "model": model, "runs": len(rs), "images": rs[0]["images"]}
-        for key in (
-            "registered",
-            "points3D",
-            "distinct_points3D",
-            "track_length",
-            "reprojection_px",
-            "seconds",
-        ):
-            v = np.array([np.nan if r[key] is None else r[key] for r in rs], np.float64)
+        for key in STATISTICS:
+            got = [
+                r["stage_seconds"].get(key[: -len("_seconds")]) if key.endswith("_seconds") else r[key]
+                for r in rs
+            ]
+            v = np.array([np.nan if x is None else x for x in got], np.float64)
             ok = v[np.isfinite(v)]
             row[key] = {
                 "mean": float(ok.mean()) if len(ok) else None,
@@ -296,17 +286,19 @@ def results_markdown(doc: dict) -> str:
         f"COLMAP incremental mapping of {doc['images']} (mean over seeds {doc['seeds']}, min–max in brackets; "
         f"{doc['threads'] or 'all'} thread(s))",
         "",
-        "| frames | pose | registered | 3-D points | distinct points | track length | reproj. px | seconds |",
+        "| frames | pose | registered | 3-D points (distinct) | observations | track length | reproj. px | "
+        "seconds: " + " / ".join(STAGES) + " / all |",
         "|---|---|---|---|---|---|---|---|",
     ]
     for r in doc["summary"]:
         name = f"{r['pose']} ({r['model']})" if r["model"] else r["pose"]
         reg = r["registered"]
         reg_cell = f"{_cell(reg, '.0f' if reg['min'] == reg['max'] else '.1f')}/{r['images']}"
+        times = " / ".join(_cell(r[k], ".1f", False) for k in (*(f"{k}_seconds" for k in STAGES), "seconds"))
         lines.append(
-            f"| {r['set']} | {name} | {reg_cell} | {_cell(r['points3D'], ',.0f')} | "
-            f"{_cell(r['distinct_points3D'], ',.0f')} | {_cell(r['track_length'], '.2f', False)} | "
-            f"{_cell(r['reprojection_px'], '.2f', False)} | {_cell(r['seconds'], '.0f', False)} |"
+            f"| {r['set']} | {name} | {reg_cell} | {_cell(r['points3D'], ',.0f')} "
+            f"({_cell(r['distinct_points3D'], ',.0f', False)}) | {_cell(r['observations'], ',.0f')} | "
+            f"{_cell(r['track_length'], '.2f', False)} | {_cell(r['reprojection_px'], '.2f', False)} | {times} |"
         )
     return "\n".join(lines) + "\n"
 
@@ -314,6 +306,7 @@ def results_markdown(doc: dict) -> str:
 __all__ = [
     "POSES",
     "OUR_POSES",
+    "STATISTICS",
     "describe_at",
     "reconstruct_at",
     "evaluate_colmap",

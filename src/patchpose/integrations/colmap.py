@@ -1,48 +1,54 @@
-"""COLMAP end to end through pycolmap: a folder of images → OpenCV SIFT keypoints described with the recipe
-``pose`` (each described once by OpenCV's SIFT at SIFT's size and the dominant gradient's angle on SIFT's window,
-:func:`~patchpose.matching.candidates.recipe_poses`; no model: at SIFT's keypoints ours does not help) →
-mutual nearest-neighbour matches → a COLMAP database → COLMAP's geometric verification and incremental mapping.
+"""COLMAP end to end through pycolmap, COLMAP's own pipeline but for the description of each keypoint: a folder
+of images → COLMAP's SIFT keypoints and its cameras → each location at SIFT's size and the dominant gradient's
+orientations by SIFT's rule (:func:`describe_gradient`; no model: at SIFT's keypoints our poses do not help) →
+OpenCV's SIFT descriptors → COLMAP's exhaustive matcher and geometric verification → its incremental mapping.
 
 :func:`reconstruct` runs it on a folder and returns the statistics of the largest model (registered images, 3-D
-points, mean track length, mean reprojection error, seconds). Its stages are the library's for any
-description of the same keypoints (:func:`run_reconstruction`, which the benchmarks also run with SIFT's own
-poses and COLMAP's own pipeline: ``patchpose eval colmap``). A location is one COLMAP keypoint, and two
-keypoints' distance is the smallest over their descriptor pairs (:func:`match_keypoints`,
-:func:`~patchpose.matching.matcher.mutual_nn`).
+points, observations, mean track length, mean reprojection error, each stage's seconds). Its stages serve any
+description of COLMAP's keypoints (:func:`run_reconstruction`, which the benchmarks also run with SIFT's own
+poses, our network's and COLMAP's own descriptors: ``patchpose eval colmap``).
 
 Keypoints go into the database in COLMAP's conventions (:func:`colmap_keypoints`: top-left pixel centre at
-(0.5, 0.5), scale a radius in px, orientation radians clockwise as displayed); the matching is exhaustive
-(every pair of images). An output folder is written as ``OUT.partial`` and renamed when done; a rerun into a
-finished one with the same settings returns its statistics, anything else there is refused.
+(0.5, 0.5), scale a radius in px, orientation radians clockwise as displayed), descriptors as COLMAP stores its
+SIFT's (:func:`colmap_descriptors`). An output folder is written as ``OUT.partial`` and renamed when done; a rerun
+into a finished one with the same settings returns its statistics, anything else there is refused.
 """
 
 from __future__ import annotations
 
-import itertools
+import contextlib
 import json
+import math
 import os
 import shutil
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 
-import cv2
 import numpy as np
+from tqdm import tqdm
 
-from ..conventions import from_cv2_size_angle
-from ..data.keypoints import MAX_KEYPOINTS, as_uint8_gray, detect_sift
-from ..data.patches import check_image_shape, load_image
+from ..data.keypoints import MAX_KEYPOINTS
+from ..data.patches import load_image
 from ..errors import InputError, is_int_in, require
 from ..fileio import write_text_atomic
-from ..matching.candidates import recipe_poses
-from ..matching.features import sift_features
-from ..matching.matcher import mutual_nn
+from ..interop import to_cv2_keypoints
+from ..matching.candidates import gradient_peaks_of
+from ..matching.features import SIFT_REGION, Features, sift_features
 from .extract import image_names
 from .formats import from_colmap_rows, to_colmap_rows
-from .opencv import keypoints_at_poses
+from .opencv import sift_descriptors
 
 #: the file with the settings and statistics of a finished reconstruction
 STATS = "stats.json"
+#: the file with :func:`summary_table` of a finished reconstruction
+SUMMARY = "summary.md"
+#: the share of the strongest gradient peak's mass the second must have to be described too (SIFT's 80 % rule,
+#: :func:`describe_gradient`)
+SECOND_PEAK = 0.8
+#: log2 of SIFT's descriptor window over its radius (COLMAP's σ; :data:`~patchpose.matching.features.SIFT_REGION`)
+SIFT_WINDOW = math.log2(2.0 * SIFT_REGION)
 
 
 # ----------------------------------------------------------------------------- keypoints and descriptors
@@ -68,68 +74,53 @@ def from_colmap_keypoints(rows) -> dict:
     return from_colmap_rows(r, "COLMAP keypoints")
 
 
-def sift_keypoints(image: np.ndarray, max_keypoints: int = 8192) -> tuple[np.ndarray, list, list]:
-    """OpenCV SIFT's keypoints of ``image`` (strongest first, one per location:
-    :func:`~patchpose.data.keypoints.detect_sift`): their ``(N, 2)`` pixel centres, ``cv2.KeyPoint``s whose
-    ``class_id`` is their index, and the angles of every orientation SIFT found at each."""
-    check_image_shape(image)
-    xy, kps, cands = detect_sift(image, max_keypoints, candidates=True)
-    # class_id carries each keypoint's index through compute
-    kps = [cv2.KeyPoint(*k.pt, k.size, k.angle, k.response, k.octave, i) for i, k in enumerate(kps)]
-    return xy, kps, cands
+def colmap_sift_features(image: np.ndarray, rows) -> Features:
+    """:class:`~patchpose.matching.features.Features` of COLMAP's SIFT keypoints of ``image`` (the rows
+    ``pycolmap.Database.read_keypoints`` gives, :func:`from_colmap_keypoints`): one keypoint per location, in
+    COLMAP's order, at COLMAP's size (its σ is our radius; SIFT's window about it) and its first orientation, every
+    orientation COLMAP stored at the location kept as :attr:`~patchpose.matching.features.Features.sift_ori_candidates`."""
+    r = np.asarray(rows, np.float64).reshape(-1, np.shape(rows)[1] if np.ndim(rows) == 2 else 4)
+    k = from_colmap_keypoints(r)
+    # COLMAP stores a location's orientations as keypoints of their own, one after another
+    at = np.column_stack([k["xy"], k["scale"]])
+    same = np.r_[False, (np.abs(np.diff(at, axis=0)) < 1e-4).all(1)] if len(r) else np.zeros(0, bool)
+    first = np.flatnonzero(~same)
+    xy, scale = k["xy"][first], k["scale"][first]
+    feats = sift_features(image, xy, to_cv2_keypoints(xy, scale, k["ori"][first]))
+    feats.sift_ori_candidates = np.split(k["ori"], first[1:]) if len(first) else []
+    return feats
 
 
-def describe_image(image: np.ndarray, max_keypoints: int = 8192) -> dict:
-    """The recipe ``pose`` on one image: OpenCV SIFT keypoints (:func:`sift_keypoints`) described by OpenCV SIFT
-    at SIFT's size and the dominant gradient's angle on SIFT's window
-    (:func:`~patchpose.matching.candidates.recipe_poses`), as :func:`sift_described` gives them."""
-    xy, kps, _ = sift_keypoints(image, max_keypoints)
-    poses = recipe_poses(sift_features(image, xy, kps))
-    return sift_described(image, xy, keypoints_at_poses(kps, poses))
+def colmap_descriptors(descriptors) -> np.ndarray:
+    """``(N, 128)`` uint8 descriptors as COLMAP stores its SIFT's (``round(512·d)`` clipped to 255, from
+    L2-normalised float descriptors such as RootSIFT's)."""
+    d = np.asarray(descriptors, np.float32).reshape(len(descriptors), -1)
+    if d.shape[1] != 128:
+        raise InputError(f"COLMAP's SIFT matcher takes 128-D descriptors, got {d.shape[1]}")
+    return np.clip(np.round(512.0 * d), 0, 255).astype(np.uint8)
 
 
-def sift_described(image: np.ndarray, xy: np.ndarray, described: list) -> dict:
-    """OpenCV SIFT's descriptors at ``described`` (``cv2.KeyPoint``s whose ``class_id`` names the keypoint of
-    ``xy`` each describes, ascending; several may describe one): ``{"xy" (N, 2), "scale" (N,) log2, "ori"
-    (N,) radians CCW (the first descriptor's pose), "descriptors" (M, 128) float32, "owner" (M,) the keypoint of
-    each descriptor, ascending}``. A keypoint that OpenCV's ``compute`` drops is dropped."""
-    if described:
-        kept, desc = cv2.SIFT_create().compute(as_uint8_gray(image), described)
-    else:
-        kept, desc = [], None
-    owner = np.array([k.class_id for k in kept], np.int64)
-    desc = np.zeros((0, 128), np.float32) if desc is None else np.asarray(desc, np.float32)
-    first = np.unique(owner, return_index=True)[1]  # each kept keypoint's first descriptor
-    order = np.argsort(owner, kind="stable")
-    idx = owner[first]
-    scale, ori = from_cv2_size_angle([kept[i].size for i in first], [kept[i].angle for i in first])
-    # keypoints renumbered 0..N-1 in detection order
-    renumber = np.searchsorted(idx, owner[order])
+def describe_gradient(feats: Features) -> dict:
+    """:func:`reconstruct`'s description of COLMAP's keypoints ``feats`` (:func:`colmap_sift_features`): SIFT's size
+    and the dominant gradient's orientations read on SIFT's window by SIFT's own rule, the strongest peak and the
+    second where its mass is at least :data:`SECOND_PEAK` of the strongest's
+    (:func:`~patchpose.matching.candidates.gradient_peaks_of`), each a keypoint of its own as COLMAP stores SIFT's,
+    described by OpenCV's SIFT (:func:`~patchpose.integrations.opencv.sift_descriptors`); no model. ``{"xy",
+    "scale" (log2 radius / 16 px: SIFT's), "ori" (radians CCW), "descriptors" (M, 128) float32}``, a location's
+    rows one after another."""
+    o, mass = gradient_peaks_of(feats, feats.frame)
+    keep = np.zeros(o.shape, bool)
+    keep[:, 0] = True
+    if o.shape[1] > 1:
+        keep[:, 1] = mass[:, 1] >= SECOND_PEAK * mass[:, 0]
+    n = keep.sum(1)
+    xy, scale, ori = np.repeat(feats.xy, n, 0), np.repeat(feats.sift_scale - SIFT_WINDOW, n), o[keep]
     return {
-        "xy": xy[idx].reshape(-1, 2),
-        "scale": np.asarray(scale, np.float64).reshape(-1),
-        "ori": np.asarray(ori, np.float64).reshape(-1),
-        "descriptors": desc[order],
-        "owner": renumber.astype(np.int64),
+        "xy": xy,
+        "scale": scale,
+        "ori": ori,
+        "descriptors": sift_descriptors(feats.image, xy, scale, ori),
     }
-
-
-def _per_keypoint(f: dict) -> np.ndarray:
-    """The descriptors of a :func:`describe_image` result as ``(N, k, 128)``, ``k`` the most any keypoint
-    has; a keypoint with fewer repeats its first (which leaves its smallest distance as it is)."""
-    owner, desc = f["owner"], f["descriptors"]
-    n = len(f["xy"])
-    starts = np.searchsorted(owner, np.arange(n))
-    counts = np.diff(np.r_[starts, len(owner)])
-    k = int(counts.max()) if n else 1
-    j = np.minimum(np.arange(k)[None, :], counts[:, None] - 1)
-    return desc[starts[:, None] + j]
-
-
-def match_keypoints(f1: dict, f2: dict) -> np.ndarray:
-    """Mutual nearest neighbours ``(L, 2)`` (keypoint of 1, keypoint of 2) of two :func:`describe_image`
-    results, two keypoints' distance the smallest over their descriptor pairs."""
-    return mutual_nn(_per_keypoint(f1), _per_keypoint(f2))[0]
 
 
 # ----------------------------------------------------------------------------- the reconstruction
@@ -172,41 +163,53 @@ def reconstruct(
     max_keypoints: int = 8192,
     seed: int = 0,
     threads: int | None = None,
+    progress: bool = False,
 ) -> dict:
-    """Reconstruct the images below the folder ``images`` with COLMAP, their OpenCV SIFT keypoints described
-    with the recipe ``pose`` (:func:`describe_image`), and return the statistics of the largest model.
+    """Reconstruct the images below the folder ``images`` with COLMAP's own pipeline, each of its SIFT keypoints'
+    locations described at the gradient's orientations (:func:`describe_gradient`), and return the statistics of
+    the largest model.
 
     Args:
         images: a folder; every image below it (at least 2), named by its relative path.
-        out: a new folder: ``database.db`` (COLMAP's), ``sparse/0, 1, …`` (the models COLMAP wrote) and
-            ``stats.json`` (the settings and what is returned). Written as ``OUT.partial`` and renamed.
-        max_keypoints: OpenCV SIFT keypoints per image at most.
+        out: a new folder: ``database.db`` (COLMAP's), ``sparse/0, 1, …`` (the models COLMAP wrote),
+            ``stats.json`` (the settings and what is returned) and ``project.ini`` (COLMAP's GUI opens it). Written
+            as ``OUT.partial`` and renamed.
+        max_keypoints: COLMAP's SIFT features per image at most (``max_num_features``).
         seed: COLMAP's random seed (RANSAC, mapping); threads: COLMAP's threads (None: all cores).
+        progress: a line per stage and a bar over the images described.
 
     Returns:
-        ``{"images", "registered", "points3D", "distinct_points3D", "track_length", "reprojection_px",
-        "models", "keypoints", "matches", "verified_pairs", "inlier_matches", "seconds", "stage_seconds",
-        "settings"}`` (``registered`` etc. of the model with the most registered images; 0 and None
+        ``{"images", "registered", "points3D", "distinct_points3D", "observations", "track_length",
+        "reprojection_px", "models", "keypoints", "matches", "verified_pairs", "inlier_matches", "seconds",
+        "stage_seconds", "settings"}`` (``registered`` etc. of the model with the most registered images; 0 and None
         without a model).
     """
     check_settings(max_keypoints, seed, threads)
     require("pycolmap", "colmap")
     _images(Path(images))  # a missing folder or one of fewer than 2 images
-    # "scale": "detector" since 2026-11-29 (our scale and angle before): a folder made then is not reused
+    # COLMAP's keypoints and matcher since 2026-11-29 (OpenCV's and mutual nearest neighbours before): a folder
+    # made then is not reused
     settings = {
-        "recipe": "pose",
+        "keypoints": "colmap",
         "scale": "detector",
-        "angle": "gradient",
+        "angle": "gradient peaks",
+        "second_peak": SECOND_PEAK,
         "max_keypoints": int(max_keypoints),
     }
     return run_reconstruction(
         images,
         out,
         settings,
-        describe=lambda image: describe_image(image, int(max_keypoints)),
+        describe=describe_gradient,
+        max_keypoints=max_keypoints,
         seed=seed,
         threads=threads,
+        progress=progress,
     )
+
+
+#: the stages of a reconstruction, in order (``describe`` only where COLMAP's descriptors are replaced)
+STAGES = ("features", "describe", "matching", "mapping")
 
 
 def run_reconstruction(
@@ -214,32 +217,33 @@ def run_reconstruction(
     out: str | Path,
     settings: dict,
     *,
-    describe: Callable[[np.ndarray], dict] | None = None,
-    database: Callable[..., dict] | None = None,
+    describe: Callable[[Features], dict] | None = None,
+    max_keypoints: int = 8192,
     seed: int = 0,
     threads: int | None = None,
+    progress: bool = False,
+    peak_threshold: float | None = None,
 ) -> dict:
-    """The stages of :func:`reconstruct` for any description of the images: ``describe`` (an image → what
-    :func:`sift_described` gives: each keypoint one COLMAP keypoint, matched by its closest descriptor pair)
-    describes each image, then mutual nearest neighbours, COLMAP's geometric verification and incremental mapping;
-    or ``database`` (``(db_path, folder, names, threads, seed) ->`` the seconds of its stages) fills the database
-    with features and matches of its own, and COLMAP maps them (the benchmarks run COLMAP's own pipeline so).
-    ``settings``: what a rerun into ``out`` must match (with the images, the seed and pycolmap's version)."""
-    if (describe is None) == (database is None):
-        raise InputError("a reconstruction takes either a description of each image or a database to map")
-    _check_run(seed, threads)
+    """The stages of :func:`reconstruct` (:data:`STAGES`), COLMAP's own but for ``describe``:
+
+    1. ``features``: COLMAP's SIFT (``pycolmap.extract_features``: at most ``max_keypoints`` a photo) and its
+       cameras (one per image size and EXIF focal length, ``CameraMode.AUTO``);
+    2. ``describe``: each photo's keypoints (:func:`colmap_sift_features`) given to ``describe`` (features → what
+       :func:`describe_gradient` gives: each row a keypoint, float descriptors), which replace COLMAP's keypoints and
+       descriptors in the database (None: COLMAP's own are kept);
+    3. ``matching``: COLMAP's exhaustive matcher (ratio test 0.8, cross check, distance 0.7) and its geometric
+       verification (``pycolmap.match_exhaustive``);
+    4. ``mapping``: COLMAP's incremental mapping.
+
+    ``settings``: what a rerun into ``out`` must match (with the images, the seed and pycolmap's version);
+    ``peak_threshold``: COLMAP's SIFT's (None: its default, 0.02 / 3; the benchmark's peer with as many descriptors
+    as :func:`describe_gradient` lowers it)."""
+    check_settings(max_keypoints, seed, threads)
     pycolmap = require("pycolmap", "colmap")
     folder = Path(images)
     names = _images(folder)
     settings = json.loads(
-        json.dumps(
-            {
-                **settings,
-                "seed": int(seed),
-                "images": names,
-                "pycolmap": pycolmap.__version__,
-            }
-        )  # fmt: skip
+        json.dumps({**settings, "seed": int(seed), "images": names, "pycolmap": pycolmap.__version__})
     )
     out = Path(out)
     if out.exists():
@@ -249,46 +253,51 @@ def run_reconstruction(
                 f"{out} exists and is not this reconstruction's output; remove it or choose another --out"
             )
         return had
-    t0 = time.perf_counter()
-    stage = {}
-    # our features first: a photo that cannot be read stops the run before anything is written
-    feats = {}
-    if describe is not None:
-        for name in names:
-            feats[name] = describe(load_image(folder / name))
-        stage["features"] = time.perf_counter() - t0
+    for name in names:  # a photo that cannot be read stops the run before anything is written
+        load_image(folder / name)
     work = out.with_name(out.name + ".partial")
     if work.exists():  # a run a kill interrupted: start again
         shutil.rmtree(work)
     work.mkdir(parents=True)
     db_path = work / "database.db"
     nthreads = -1 if threads is None else int(threads)
-    pycolmap.set_random_seed(int(seed))
-    if database is not None:
-        stage.update(database(db_path, folder, names, nthreads, int(seed)))
-        n_matches = None
-    else:
-        n_matches = _write_database(pycolmap, db_path, folder, names, feats, stage)
-        t2 = time.perf_counter()
-        vo = pycolmap.GeometricVerifierOptions()
-        vo.num_threads = nthreads
-        tv = pycolmap.TwoViewGeometryOptions()
-        tv.ransac.random_seed = int(seed)
-        pycolmap.geometric_verification(db_path, verifier_options=vo, two_view_geometry_options=tv)
-        stage["verification"] = time.perf_counter() - t2
-    t3 = time.perf_counter()
-    po = pycolmap.IncrementalPipelineOptions()
-    po.num_threads = nthreads
-    po.random_seed = int(seed)
-    (work / "sparse").mkdir()
-    models = pycolmap.incremental_mapping(db_path, folder, work / "sparse", options=po)
-    stage["mapping"] = time.perf_counter() - t3
+    stage: dict[str, float] = {}
+    t0 = time.perf_counter()
+    with _quiet(pycolmap, progress):
+        pycolmap.set_random_seed(int(seed))
+        with _stage(stage, "features", progress, f"COLMAP's SIFT on {len(names)} images"):
+            ext = pycolmap.FeatureExtractionOptions()
+            ext.num_threads = nthreads
+            ext.sift.max_num_features = int(max_keypoints)
+            if peak_threshold is not None:
+                ext.sift.peak_threshold = float(peak_threshold)
+            pycolmap.extract_features(
+                db_path, folder, image_names=names, camera_mode=pycolmap.CameraMode.AUTO,
+                extraction_options=ext, device=pycolmap.Device.cpu,
+            )  # fmt: skip
+        if describe is not None:
+            with _stage(stage, "describe", progress, "each keypoint described at its pose"):
+                _describe_into(pycolmap, db_path, folder, describe, progress)
+        with _stage(stage, "matching", progress, "COLMAP's exhaustive matching and geometric verification"):
+            mo = pycolmap.FeatureMatchingOptions()
+            mo.num_threads = nthreads
+            tv = pycolmap.TwoViewGeometryOptions()
+            tv.ransac.random_seed = int(seed)
+            pycolmap.match_exhaustive(
+                db_path, matching_options=mo, verification_options=tv, device=pycolmap.Device.cpu
+            )
+        with _stage(stage, "mapping", progress, "COLMAP's incremental mapping"):
+            po = pycolmap.IncrementalPipelineOptions()
+            po.num_threads = nthreads
+            po.random_seed = int(seed)
+            (work / "sparse").mkdir()
+            models = pycolmap.incremental_mapping(db_path, folder, work / "sparse", options=po)
     seconds = time.perf_counter() - t0
     db = pycolmap.Database.open(db_path)
     try:
         counts = {
             "keypoints": int(db.num_keypoints()),
-            "matches": int(db.num_matches()) if n_matches is None else int(n_matches),
+            "matches": int(db.num_matches()),
             "verified_pairs": int(db.num_verified_image_pairs()),
             "inlier_matches": int(db.num_inlier_matches()),
         }
@@ -302,34 +311,79 @@ def run_reconstruction(
         "stage_seconds": {k: round(v, 2) for k, v in stage.items()},
         "settings": settings,
     }
+    _write_project(work, out, folder)
+    write_text_atomic(work / SUMMARY, summary_table(stats))
     write_text_atomic(work / STATS, json.dumps(stats, indent=1))
     os.replace(work, out)
     return stats
 
 
-def _write_database(pycolmap, db_path: Path, folder: Path, names: list, feats: dict, stage: dict) -> int:
-    """Import the images (COLMAP's cameras), write each one's keypoints and the mutual nearest neighbours of
-    every pair of images; the matching's seconds go to ``stage``; returns the matches written."""
-    pycolmap.Database.open(db_path).close()  # import_images needs the file
-    pycolmap.import_images(db_path, folder, camera_mode=pycolmap.CameraMode.AUTO, image_names=names)
+@contextlib.contextmanager
+def _stage(stage: dict, name: str, progress: bool, what: str):
+    """Time a stage into ``stage[name]``; with ``progress`` a line when it starts and its seconds when it ends."""
+    if progress:
+        print(f"{name}: {what} ...", file=sys.stderr, flush=True)
+    t = time.perf_counter()
+    yield
+    stage[name] = time.perf_counter() - t
+    if progress:
+        print(f"{name}: done in {stage[name]:.1f} s", file=sys.stderr, flush=True)
+
+
+@contextlib.contextmanager
+def _quiet(pycolmap, progress: bool):
+    """COLMAP's own log (glog's INFO and WARNING lines, several per image and pair) silenced while a reconstruction
+    runs (our stage lines say where it is); its errors still print."""
+    old = pycolmap.logging.minloglevel
+    pycolmap.logging.minloglevel = 2
+    try:
+        yield
+    finally:
+        pycolmap.logging.minloglevel = old
+
+
+def _describe_into(pycolmap, db_path: Path, folder: Path, describe, progress: bool) -> None:
+    """Replace every image's keypoints and descriptors in the database by ``describe``'s at COLMAP's keypoints
+    (:func:`colmap_sift_features`)."""
     db = pycolmap.Database.open(db_path)
     try:
-        ids = {im.name: im.image_id for im in db.read_all_images()}
-        for name in names:
-            f = feats[name]
-            db.write_keypoints(ids[name], colmap_keypoints(f["xy"], f["scale"], f["ori"]))
-        t1 = time.perf_counter()
-        # each image's descriptors per keypoint, made once for all its pairs
-        padded = {name: _per_keypoint(f) for name, f in feats.items()}
-        n_matches = 0
-        for a, b in itertools.combinations(names, 2):
-            m = mutual_nn(padded[a], padded[b])[0]
-            n_matches += len(m)
-            db.write_matches(ids[a], ids[b], m.astype(np.uint32))
+        images = sorted(db.read_all_images(), key=lambda im: im.image_id)
+        rows = {im.image_id: np.asarray(db.read_keypoints(im.image_id)) for im in images}
+        db.clear_keypoints()
+        db.clear_descriptors()
+        for im in tqdm(images, desc="describe", unit="image", disable=not progress, file=sys.stderr):
+            f = describe(colmap_sift_features(load_image(folder / im.name), rows[im.image_id]))
+            db.write_keypoints(im.image_id, colmap_keypoints(f["xy"], f["scale"], f["ori"]))
+            d = colmap_descriptors(f["descriptors"])
+            db.write_descriptors(
+                im.image_id, pycolmap.FeatureDescriptors(pycolmap.FeatureExtractorType.SIFT, d)
+            )
     finally:
         db.close()
-    stage["matching"] = time.perf_counter() - t1
-    return n_matches
+
+
+def _write_project(work: Path, out: Path, folder: Path) -> None:
+    """``project.ini`` in ``work`` (renamed ``out``) for COLMAP's GUI (File > Open project): the database and the
+    images; the model is ``sparse/0`` (File > Import model)."""
+    text = f"[General]\ndatabase_path={(out / 'database.db').resolve()}\nimage_path={folder.resolve()}\n"
+    write_text_atomic(work / "project.ini", text)
+
+
+def summary_table(stats: dict) -> str:
+    """A reconstruction's statistics (:func:`reconstruct`'s) as a Markdown table: registered images, 3-D points,
+    observations, mean track length, mean reprojection error, and each stage's seconds."""
+    track = "–" if stats["track_length"] is None else f"{stats['track_length']:.2f}"
+    err = "–" if stats["reprojection_px"] is None else f"{stats['reprojection_px']:.2f}"
+    times = " / ".join(
+        "–" if stats["stage_seconds"].get(k) is None else f"{stats['stage_seconds'][k]:.1f}" for k in STAGES
+    )
+    return (
+        "| registered | 3-D points | observations | track length | reprojection px | models | seconds: "
+        + " / ".join(STAGES)
+        + " / all |\n|---|---|---|---|---|---|---|\n"
+        + f"| {stats['registered']}/{stats['images']} | {stats['points3D']:,} | {stats.get('observations', 0):,} | "
+        + f"{track} | {err} | {stats['models']} | {times} / {stats['seconds']:.1f} |\n"
+    )
 
 
 def _finished(out: Path) -> dict | None:
@@ -349,13 +403,14 @@ def model_stats(models) -> dict:
     ``reprojection_px``, and ``models`` (how many COLMAP made)."""
     models = list(models)
     if not models:
-        return {"registered": 0, "points3D": 0, "distinct_points3D": 0, "track_length": None,
+        return {"registered": 0, "points3D": 0, "distinct_points3D": 0, "observations": 0, "track_length": None,
                 "reprojection_px": None, "models": 0}  # fmt: skip
     best = max(models, key=lambda r: (r.num_reg_images(), r.num_points3D()))
     return {
         "registered": int(best.num_reg_images()),
         "points3D": int(best.num_points3D()),
         "distinct_points3D": distinct_points(best),
+        "observations": int(best.compute_num_observations()),
         "track_length": round(float(best.compute_mean_track_length()), 3),
         "reprojection_px": round(float(best.compute_mean_reprojection_error()), 3),
         "models": len(models),
@@ -389,13 +444,17 @@ def distinct_points(rec) -> int:
 
 __all__ = [
     "MAX_THREADS",
+    "SIFT_WINDOW",
+    "STAGES",
+    "SUMMARY",
     "reconstruct",
+    "summary_table",
     "run_reconstruction",
     "check_settings",
-    "describe_image",
-    "sift_described",
-    "sift_keypoints",
-    "match_keypoints",
+    "colmap_descriptors",
+    "colmap_sift_features",
+    "describe_gradient",
+    "SECOND_PEAK",
     "colmap_keypoints",
     "from_colmap_keypoints",
     "model_stats",

@@ -17,7 +17,9 @@ from ..conventions import (
     REFERENCE_RADIUS,
     angle_diff,
     from_cv2_size_angle,
+    opencv_sift_octave,
     to_cv2_size_angle,
+    to_opencv_sift_xy,
 )
 from ..data.keypoints import as_uint8_gray
 from ..data.patches import Pyramid, check_image, check_image_shape
@@ -310,10 +312,40 @@ def resolve_orientations(
     return [chosen[id(g[0])] for g in groups.values()]
 
 
+def sift_descriptors(image, xy, scale, orientation) -> np.ndarray:
+    """``(N, 128)`` RootSIFT descriptors (L2 norm 1) of OpenCV's SIFT at the keypoints ``xy`` (pixel centres) with
+    radius ``16·2**scale`` px (half OpenCV's ``size``, COLMAP's σ) and ``orientation`` (radians CCW): each read from
+    the level of SIFT's pyramid that its size picks (:func:`~patchpose.conventions.opencv_sift_octave`), then
+    L1-normalised and square-rooted, as COLMAP normalises its own SIFT's."""
+    xy = np.asarray(xy, np.float64).reshape(-1, 2)
+    if len(xy) == 0:
+        return np.zeros((0, 128), np.float32)
+    size, angle = to_cv2_size_angle(np.asarray(scale, np.float64), np.asarray(orientation, np.float64))
+    pt, octave = to_opencv_sift_xy(xy), opencv_sift_octave(size)
+    kps = [
+        cv2.KeyPoint(float(x), float(y), float(s), float(a), 0.0, int(o), i)
+        for i, ((x, y), s, a, o) in enumerate(zip(pt, size, angle, octave))
+    ]
+    gray = as_uint8_gray(check_image(image))
+    # OpenCV builds the pyramid from the lowest octave among the keypoints: one at octave −1 makes it the doubled
+    # image its detection builds (its descriptor is left out)
+    h, w = gray.shape
+    kps.append(cv2.KeyPoint((w - 1) / 2, (h - 1) / 2, 3.2, 0.0, 0.0, int(opencv_sift_octave(3.2)), -1))
+    kept, d = cv2.SIFT_create().compute(gray, kps)
+    ids = np.array([k.class_id for k in kept], np.int64)
+    if len(kept) != len(kps) or not np.array_equal(ids[:-1], np.arange(len(kps) - 1)):
+        raise InputError(
+            "OpenCV's SIFT left out keypoints it was given: their positions or sizes are out of range"
+        )
+    d = np.asarray(d[:-1], np.float32)
+    return np.sqrt(d / np.maximum(d.sum(1, keepdims=True), 1e-12))
+
+
 __all__ = [
     "assign",
     "compute_blended",
     "resolve_orientations",
+    "sift_descriptors",
     "SIFT_WINDOW_PER_SIZE",
     "is_opencv_sift",
     "opencv_orb_scale_factor",
