@@ -1,7 +1,7 @@
 """``patchpose extract`` and ``extract-merge``: a folder of images as an hloc features file with our poses
 (:mod:`patchpose.integrations.extract`), resumable after a kill, in shards that a merge joins; ``patchpose
-colmap``: a folder of images reconstructed by COLMAP (:mod:`patchpose.integrations.colmap`). Both describe
-keypoints with the recipe ``pose`` (:data:`patchpose.recipes.RECIPES`)."""
+colmap``: a folder of images reconstructed by COLMAP's own pipeline (:mod:`patchpose.integrations.colmap`). ``extract``
+describes keypoints with the recipe ``pose`` (:data:`patchpose.recipes.RECIPES`)."""
 
 from __future__ import annotations
 
@@ -40,7 +40,7 @@ def merge_command(a: argparse.Namespace) -> int:
 
 
 def colmap_command(a: argparse.Namespace) -> int:
-    """``colmap IMAGES --out DIR``: one COLMAP reconstruction (the recipe ``pose``); prints its statistics."""
+    """``colmap IMAGES --out DIR``: one COLMAP reconstruction (COLMAP's own pipeline); prints its summary."""
     from ..integrations.colmap import check_settings, reconstruct, summary_table
 
     check_settings(a.max_keypoints, a.seed, a.threads)  # before torch takes the threads
@@ -104,8 +104,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     m.set_defaults(func=merge_command)
     c = sub.add_parser(
         "colmap",
-        help="reconstruct a folder of images with COLMAP (pycolmap): COLMAP's SIFT keypoints described at SIFT's "
-        "size and the gradient's angle (the recipe pose), COLMAP's matcher, verification and mapping",
+        help="reconstruct a folder of images with COLMAP's own pipeline (pycolmap): its SIFT, matcher, verification "
+        "and mapping, with a line per stage, a summary and a project for COLMAP's GUI",
     )
     c.add_argument("images", help="folder of images (every image below it, at least 2)")
     c.add_argument("--out", required=True, help="a new folder: database.db, sparse/, stats.json, project.ini")

@@ -4,14 +4,11 @@ each pose source (:data:`POSES`) in the stages of :func:`patchpose.integrations.
 (COLMAP's SIFT keypoints and cameras, COLMAP's matcher and verification, its mapping):
 
 =============== ==========================================================================================
-``colmap``      COLMAP's own pipeline: its SIFT's descriptors kept
-``colmap_more`` the same with SIFT's peak threshold lowered to :data:`MORE_PEAK_THRESHOLD`: about as many
-                descriptors as ``gradient`` (the peer at equal cost)
+``colmap``      COLMAP's own pipeline, ``patchpose colmap``: its SIFT's descriptors kept
 ``sift``        SIFT's own pose: each of COLMAP's keypoints (a location's orientations each a keypoint, as COLMAP
                 stores them) described by OpenCV's SIFT at SIFT's size and that orientation
-``gradient``    ``patchpose colmap``'s: SIFT's size, the dominant gradient's orientations by SIFT's rule
-                (:func:`patchpose.integrations.colmap.describe_gradient`), no model
-``pose``        the recipe ``pose``: one keypoint per location, SIFT's size, the dominant gradient's angle
+``pose``        the recipe ``pose``: one keypoint per location, SIFT's size, the dominant gradient's angle on
+                SIFT's window (what ``patchpose colmap`` described OpenCV's keypoints with, before COLMAP's own)
 ``network``     our scale and orientation at each location (``patchpose colmap`` before 2026-11-29)
 ``upright``     one keypoint per location, SIFT's size, orientation 0 (upright descriptors)
 =============== ==========================================================================================
@@ -39,17 +36,14 @@ import numpy as np
 from ..conventions import REFERENCE_RADIUS
 from ..errors import InputError, is_int_in, require
 from ..estimator import EstimatorLike, as_estimator
-from ..integrations.colmap import SIFT_WINDOW, STAGES, check_settings, describe_gradient, run_reconstruction
+from ..integrations.colmap import SIFT_WINDOW, STAGES, check_settings, run_reconstruction
 from ..integrations.extract import image_names
 from ..integrations.opencv import sift_descriptors
 from ..matching.candidates import gradient_angles
 from ..matching.features import Features
 from .report import write_results
 
-POSES = ("colmap", "colmap_more", "sift", "gradient", "pose", "network", "upright")
-#: COLMAP's SIFT's peak threshold for ``colmap_more`` (its default 0.02 / 3): 13–15 % more descriptors on the
-#: TUM frames and the Sacré-Cœur photos, as many as ``gradient`` makes (12.7 % and 14.5 % more)
-MORE_PEAK_THRESHOLD = 0.004
+POSES = ("colmap", "sift", "pose", "network", "upright")
 #: the poses that read the model
 OUR_POSES = ("network",)
 SETS = ("upright", "turned")
@@ -67,10 +61,8 @@ def describe_at(feats: Features, pose: str, est=None) -> dict:
     OpenCV's SIFT (:func:`~patchpose.integrations.opencv.sift_descriptors`) at ``pose`` (one of :data:`POSES` but
     ``colmap``), as :func:`~patchpose.integrations.colmap.describe_pose` gives them: one row per keypoint written
     (for ``sift`` one per orientation COLMAP found at a location); ``est`` for the poses that read our model."""
-    if pose not in POSES or pose.startswith("colmap"):
-        raise InputError(f"pose must be one of {POSES[2:]}, got {pose!r}")
-    if pose == "gradient":
-        return describe_gradient(feats)
+    if pose not in POSES or pose == "colmap":
+        raise InputError(f"pose must be one of {POSES[1:]}, got {pose!r}")
     xy, scale = feats.xy, feats.sift_scale - SIFT_WINDOW
     described = scale  # the radius OpenCV's SIFT describes at (its window 5.3 times its size)
     if pose == "sift":
@@ -118,10 +110,8 @@ def reconstruct_at(
         "plan": est.plan.__dict__ if est is not None else None,
         "max_keypoints": int(max_keypoints),
     }
-    if pose in ("pose", "gradient"):  # what they are, so that a run made by another version is not reused
-        settings.update(scale="detector", angle="gradient" if pose == "pose" else "gradient peaks")
-    if pose == "colmap_more":
-        settings.update(peak_threshold=MORE_PEAK_THRESHOLD)
+    if pose == "pose":  # what it is, so that a run made by another version is not reused
+        settings.update(scale="detector", angle="gradient")
 
     def describe(feats: Features) -> dict:
         return describe_at(feats, pose, est)
@@ -130,12 +120,11 @@ def reconstruct_at(
         images,
         out,
         settings,
-        describe=None if pose.startswith("colmap") else describe,
+        describe=None if pose == "colmap" else describe,
         max_keypoints=max_keypoints,
         seed=seed,
         threads=threads,
         progress=progress,
-        peak_threshold=MORE_PEAK_THRESHOLD if pose == "colmap_more" else None,
     )
 
 

@@ -1,12 +1,12 @@
-"""COLMAP end to end through pycolmap, COLMAP's own pipeline but for the description of each keypoint: a folder
-of images → COLMAP's SIFT keypoints and its cameras → each location at SIFT's size and the dominant gradient's
-orientations by SIFT's rule (:func:`describe_gradient`; no model: at SIFT's keypoints our poses do not help) →
-OpenCV's SIFT descriptors → COLMAP's exhaustive matcher and geometric verification → its incremental mapping.
+"""COLMAP end to end through pycolmap: a folder of images → COLMAP's SIFT keypoints, descriptors and cameras →
+COLMAP's exhaustive matcher and geometric verification → its incremental mapping, with a line per stage, a summary
+and a project COLMAP's GUI opens (:func:`reconstruct`, ``patchpose colmap``).
 
-:func:`reconstruct` runs it on a folder and returns the statistics of the largest model (registered images, 3-D
-points, observations, mean track length, mean reprojection error, each stage's seconds). Its stages serve any
-description of COLMAP's keypoints (:func:`run_reconstruction`, which the benchmarks also run with SIFT's own
-poses, our network's and COLMAP's own descriptors: ``patchpose eval colmap``).
+No description of ours goes in by default: at COLMAP's keypoints none beats COLMAP's own SIFT at equal cost
+(``patchpose eval colmap``, docs/results.md). The stages take any other description of COLMAP's keypoints
+(:func:`run_reconstruction`'s ``describe``: :func:`colmap_sift_features` in, keypoints and descriptors out,
+described by OpenCV's SIFT through :func:`~patchpose.integrations.opencv.sift_descriptors`), which the benchmark
+runs with SIFT's own pose, the recipe ``pose``, our network's and upright.
 
 Keypoints go into the database in COLMAP's conventions (:func:`colmap_keypoints`: top-left pixel centre at
 (0.5, 0.5), scale a radius in px, orientation radians clockwise as displayed), descriptors as COLMAP stores its
@@ -27,26 +27,20 @@ from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
-from tqdm import tqdm
 
 from ..data.keypoints import MAX_KEYPOINTS
 from ..data.patches import load_image
 from ..errors import InputError, is_int_in, require
 from ..fileio import write_text_atomic
 from ..interop import to_cv2_keypoints
-from ..matching.candidates import gradient_peaks_of
 from ..matching.features import SIFT_REGION, Features, sift_features
 from .extract import image_names
 from .formats import from_colmap_rows, to_colmap_rows
-from .opencv import sift_descriptors
 
 #: the file with the settings and statistics of a finished reconstruction
 STATS = "stats.json"
 #: the file with :func:`summary_table` of a finished reconstruction
 SUMMARY = "summary.md"
-#: the share of the strongest gradient peak's mass the second must have to be described too (SIFT's 80 % rule,
-#: :func:`describe_gradient`)
-SECOND_PEAK = 0.8
 #: log2 of SIFT's descriptor window over its radius (COLMAP's σ; :data:`~patchpose.matching.features.SIFT_REGION`)
 SIFT_WINDOW = math.log2(2.0 * SIFT_REGION)
 
@@ -100,29 +94,6 @@ def colmap_descriptors(descriptors) -> np.ndarray:
     return np.clip(np.round(512.0 * d), 0, 255).astype(np.uint8)
 
 
-def describe_gradient(feats: Features) -> dict:
-    """:func:`reconstruct`'s description of COLMAP's keypoints ``feats`` (:func:`colmap_sift_features`): SIFT's size
-    and the dominant gradient's orientations read on SIFT's window by SIFT's own rule, the strongest peak and the
-    second where its mass is at least :data:`SECOND_PEAK` of the strongest's
-    (:func:`~patchpose.matching.candidates.gradient_peaks_of`), each a keypoint of its own as COLMAP stores SIFT's,
-    described by OpenCV's SIFT (:func:`~patchpose.integrations.opencv.sift_descriptors`); no model. ``{"xy",
-    "scale" (log2 radius / 16 px: SIFT's), "ori" (radians CCW), "descriptors" (M, 128) float32}``, a location's
-    rows one after another."""
-    o, mass = gradient_peaks_of(feats, feats.frame)
-    keep = np.zeros(o.shape, bool)
-    keep[:, 0] = True
-    if o.shape[1] > 1:
-        keep[:, 1] = mass[:, 1] >= SECOND_PEAK * mass[:, 0]
-    n = keep.sum(1)
-    xy, scale, ori = np.repeat(feats.xy, n, 0), np.repeat(feats.sift_scale - SIFT_WINDOW, n), o[keep]
-    return {
-        "xy": xy,
-        "scale": scale,
-        "ori": ori,
-        "descriptors": sift_descriptors(feats.image, xy, scale, ori),
-    }
-
-
 # ----------------------------------------------------------------------------- the reconstruction
 def check_settings(max_keypoints, seed, threads) -> None:
     """The settings of a reconstruction, checked before any work: an :class:`InputError` for a bad one."""
@@ -165,9 +136,8 @@ def reconstruct(
     threads: int | None = None,
     progress: bool = False,
 ) -> dict:
-    """Reconstruct the images below the folder ``images`` with COLMAP's own pipeline, each of its SIFT keypoints'
-    locations described at the gradient's orientations (:func:`describe_gradient`), and return the statistics of
-    the largest model.
+    """Reconstruct the images below the folder ``images`` with COLMAP's own pipeline (:func:`run_reconstruction`
+    without a description of ours) and return the statistics of the largest model.
 
     Args:
         images: a folder; every image below it (at least 2), named by its relative path.
@@ -187,20 +157,14 @@ def reconstruct(
     check_settings(max_keypoints, seed, threads)
     require("pycolmap", "colmap")
     _images(Path(images))  # a missing folder or one of fewer than 2 images
-    # COLMAP's keypoints and matcher since 2026-11-29 (OpenCV's and mutual nearest neighbours before): a folder
-    # made then is not reused
-    settings = {
-        "keypoints": "colmap",
-        "scale": "detector",
-        "angle": "gradient peaks",
-        "second_peak": SECOND_PEAK,
-        "max_keypoints": int(max_keypoints),
-    }
+    # COLMAP's own since 2026-11-29 (OpenCV's keypoints at our poses and mutual nearest neighbours before): a
+    # folder made then is not reused
+    settings = {"keypoints": "colmap", "descriptors": "colmap", "max_keypoints": int(max_keypoints)}
     return run_reconstruction(
         images,
         out,
         settings,
-        describe=describe_gradient,
+        describe=None,
         max_keypoints=max_keypoints,
         seed=seed,
         threads=threads,
@@ -222,22 +186,19 @@ def run_reconstruction(
     seed: int = 0,
     threads: int | None = None,
     progress: bool = False,
-    peak_threshold: float | None = None,
 ) -> dict:
     """The stages of :func:`reconstruct` (:data:`STAGES`), COLMAP's own but for ``describe``:
 
     1. ``features``: COLMAP's SIFT (``pycolmap.extract_features``: at most ``max_keypoints`` a photo) and its
        cameras (one per image size and EXIF focal length, ``CameraMode.AUTO``);
-    2. ``describe``: each photo's keypoints (:func:`colmap_sift_features`) given to ``describe`` (features → what
-       :func:`describe_gradient` gives: each row a keypoint, float descriptors), which replace COLMAP's keypoints and
-       descriptors in the database (None: COLMAP's own are kept);
+    2. ``describe``: each photo's keypoints (:func:`colmap_sift_features`) given to ``describe``, whose ``{"xy",
+       "scale" (log2 radius / 16 px), "ori" (radians CCW), "descriptors" (M, 128) float}`` (each row a keypoint)
+       replace COLMAP's keypoints and descriptors in the database (None: COLMAP's own are kept, no such stage);
     3. ``matching``: COLMAP's exhaustive matcher (ratio test 0.8, cross check, distance 0.7) and its geometric
        verification (``pycolmap.match_exhaustive``);
     4. ``mapping``: COLMAP's incremental mapping.
 
-    ``settings``: what a rerun into ``out`` must match (with the images, the seed and pycolmap's version);
-    ``peak_threshold``: COLMAP's SIFT's (None: its default, 0.02 / 3; the benchmark's peer with as many descriptors
-    as :func:`describe_gradient` lowers it)."""
+    ``settings``: what a rerun into ``out`` must match (with the images, the seed and pycolmap's version)."""
     check_settings(max_keypoints, seed, threads)
     pycolmap = require("pycolmap", "colmap")
     folder = Path(images)
@@ -269,8 +230,6 @@ def run_reconstruction(
             ext = pycolmap.FeatureExtractionOptions()
             ext.num_threads = nthreads
             ext.sift.max_num_features = int(max_keypoints)
-            if peak_threshold is not None:
-                ext.sift.peak_threshold = float(peak_threshold)
             pycolmap.extract_features(
                 db_path, folder, image_names=names, camera_mode=pycolmap.CameraMode.AUTO,
                 extraction_options=ext, device=pycolmap.Device.cpu,
@@ -345,6 +304,8 @@ def _quiet(pycolmap, progress: bool):
 def _describe_into(pycolmap, db_path: Path, folder: Path, describe, progress: bool) -> None:
     """Replace every image's keypoints and descriptors in the database by ``describe``'s at COLMAP's keypoints
     (:func:`colmap_sift_features`)."""
+    from tqdm import tqdm  # the colmap extra's, not the core install's
+
     db = pycolmap.Database.open(db_path)
     try:
         images = sorted(db.read_all_images(), key=lambda im: im.image_id)
@@ -453,8 +414,6 @@ __all__ = [
     "check_settings",
     "colmap_descriptors",
     "colmap_sift_features",
-    "describe_gradient",
-    "SECOND_PEAK",
     "colmap_keypoints",
     "from_colmap_keypoints",
     "model_stats",
