@@ -43,8 +43,7 @@ def colmap_command(a: argparse.Namespace) -> int:
     """``colmap IMAGES --out DIR``: one COLMAP reconstruction (COLMAP's own pipeline); prints its summary."""
     from ..integrations.colmap import check_settings, reconstruct, summary_table
 
-    check_settings(a.max_keypoints, a.seed, a.threads)  # before torch takes the threads
-    set_threads(a.threads)
+    check_settings(a.max_keypoints, a.seed, a.threads)
     s = reconstruct(
         a.images,
         a.out,
@@ -113,8 +112,6 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     c.add_argument(
         "--max-keypoints", type=int, default=8192, help="COLMAP's SIFT features per image, at most"
     )
-    c.add_argument(
-        "--threads", type=int, default=None, help="COLMAP's and torch's threads (default: all cores)"
-    )
-    c.add_argument("--no-progress", action="store_true", help="no stage lines, no progress bar")
+    c.add_argument("--threads", type=int, default=None, help="COLMAP's threads (default: all cores)")
+    c.add_argument("--no-progress", action="store_true", help="no stage lines")
     c.set_defaults(func=colmap_command)
