@@ -1,9 +1,11 @@
-"""Small file helpers: atomic text writes (a temporary sibling, then a rename) and reading keypoint files."""
+"""Small file helpers: atomic writes (a temporary sibling, then a rename) and reading keypoint files."""
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -17,6 +19,68 @@ def write_text_atomic(path: str | Path, text: str) -> Path:
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(text)
     os.replace(tmp, path)
+    return path
+
+
+def _size(n: int) -> str:
+    return f"{n / 2**20:,.1f} MiB" if n >= 2**20 else f"{n:,} bytes"
+
+
+def room_for(path: Path, nbytes: int, what: str) -> None:
+    """A one-line :class:`InputError` unless the disk of ``path``'s folder has ``nbytes`` free and the process's
+    file-size limit (``RLIMIT_FSIZE``, ``ulimit -f``) allows a file of that size: checked before writing, so that a
+    full disk is a message, not a half-written file or a crash in a library that writes it."""
+    free = shutil.disk_usage(path.parent).free
+    if nbytes > free:
+        raise InputError(
+            f"{what} {path}: {_size(nbytes)} needed, {_size(free)} free on its disk; nothing was written"
+        )
+    try:
+        import resource
+
+        limit = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
+    except (ImportError, OSError, ValueError):  # no such limit on this system
+        return
+    if limit != resource.RLIM_INFINITY and nbytes > limit:
+        raise InputError(
+            f"{what} {path}: {_size(nbytes)} needed, the file-size limit (ulimit -f) is {_size(limit)}; nothing "
+            "was written"
+        )
+
+
+def write_bytes_atomic(path: str | Path, data: bytes, what: str = "file") -> Path:
+    """Write ``data`` to ``path`` as a database would: into a temporary sibling (``path.tmp-PID``), flushed to the
+    disk, then renamed over ``path``; a kill at any moment leaves the old file (or none) or the new one whole, never a
+    part. A full disk or a file-size limit, found before (:func:`room_for`) or while writing, is a one-line
+    :class:`InputError` and ``path`` is left as it was."""
+    path = Path(path)
+    room_for(path, len(data), what)
+    tmp = path.with_name(f"{path.name}.tmp-{os.getpid()}")
+    try:
+        with open(tmp, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except OSError as e:
+        tmp.unlink(missing_ok=True)
+        if e.errno in (errno.ENOSPC, errno.EFBIG, errno.EDQUOT):
+            free = shutil.disk_usage(path.parent).free
+            raise InputError(
+                f"{what} {path}: the disk or a file-size limit stopped the write ({_size(len(data))} needed, "
+                f"{_size(free)} free); the file is as it was"
+            ) from None
+        raise InputError(
+            f"{what} {path}: cannot write it ({e.strerror or e}); the file is as it was"
+        ) from None
+    try:  # the rename itself to the disk
+        fd = os.open(path.parent, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    except OSError:  # a folder that cannot be opened or synced (some file systems): the rename stands
+        pass
     return path
 
 

@@ -5,6 +5,7 @@ function. Snippets for each ecosystem: ``docs/integrations.md`` (executed by ``t
 """
 
 from .formats import (
+    HlocFeaturesWriter,
     read_colmap_keypoints,
     read_hloc_features,
     to_lightglue,
@@ -15,6 +16,7 @@ from .formats import (
 __all__ = [
     "to_lightglue",
     "write_hloc_features",
+    "HlocFeaturesWriter",
     "read_hloc_features",
     "write_colmap_keypoints",
     "read_colmap_keypoints",

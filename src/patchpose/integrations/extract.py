@@ -38,10 +38,10 @@ from ..data.patches import load_image
 from ..data.photos import IMAGE_EXTS, photos_of
 from ..errors import InputError, is_int_in, require
 from ..estimator import EstimatorLike, as_estimator
-from ..fileio import write_text_atomic
+from ..fileio import room_for, write_text_atomic
 from ..matching.candidates import recipe_poses
 from ..matching.features import features_at, sift_features
-from .formats import write_hloc_features
+from .formats import HlocFeaturesWriter
 from .opencv import keypoints_at_poses
 
 log = logging.getLogger(__name__)
@@ -237,7 +237,7 @@ def extract_features(
             )
     else:
         write_text_atomic(manifest, json.dumps(stated, indent=1))
-    for stale in parts.glob("*.tmp"):  # a part a kill interrupted
+    for stale in parts.glob("*.tmp*"):  # a part a kill interrupted (the writer's own, and an older run's)
         stale.unlink()
     tqdm = require("tqdm", "hloc").tqdm if progress else None
     bar = todo if tqdm is None else tqdm(todo, desc="images", unit="image")
@@ -247,21 +247,21 @@ def extract_features(
             continue
         image = load_image(path)
         feats = features_of_image(image, est, detector, descriptor, max_keypoints)
-        tmp = part.with_name(part.name + ".tmp")
-        write_hloc_features(
-            tmp,
-            name,
-            feats["xy"],
-            feats["scale"],
-            feats["ori"],
-            feats["descriptors"],
-            scores=feats["scores"],
-            image_size=(image.shape[1], image.shape[0]),
-            poses_only=descriptor == "none",
-        )
-        with h5py.File(tmp, "a") as f:
-            f[name].attrs[COMPLETE] = True
-        os.replace(tmp, part)
+        # the part is written whole beside itself and renamed (HlocFeaturesWriter): never half a part; one that
+        # is not finished (damaged) is made anew
+        part.unlink(missing_ok=True)
+        with HlocFeaturesWriter(part) as w:
+            w.add(
+                name,
+                feats["xy"],
+                feats["scale"],
+                feats["ori"],
+                feats["descriptors"],
+                scores=feats["scores"],
+                image_size=(image.shape[1], image.shape[0]),
+                poses_only=descriptor == "none",
+                attrs={COMPLETE: True},
+            )
     _assemble(
         h5py, out, [(name, _part_path(parts, name)) for name, _ in todo], settings, (i, n), len(everything)
     )
@@ -273,6 +273,8 @@ def _assemble(h5py, out: Path, sources: list[tuple[str, Path]], settings: dict, 
     """Copy each ``(name, file)`` image group into ``OUT.partial``, write the root attributes, rename."""
     partial = out.with_name(out.name + ".partial")
     partial.unlink(missing_ok=True)
+    # a full disk or a file-size limit is a message before HDF5 writes (it crashes on one), the parts kept
+    room_for(partial, sum(src.stat().st_size for _, src in sources) + 2**20, "features file")
     with h5py.File(partial, "w", libver="latest") as f:
         f.attrs[SETTINGS] = json.dumps(settings, sort_keys=True)
         f.attrs[SHARD] = f"{shard[0]}/{shard[1]}"

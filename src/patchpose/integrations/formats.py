@@ -18,6 +18,8 @@ OpenCV, COLMAP and hloc all use; ours is the opposite sign (:mod:`patchpose.conv
 
 from __future__ import annotations
 
+import glob
+import io
 import os
 from pathlib import Path
 
@@ -26,6 +28,7 @@ import numpy as np
 from .. import checks
 from ..conventions import REFERENCE_RADIUS, TWO_PI, from_colmap_xy, to_colmap_xy, to_cv2_size_angle
 from ..errors import InputError, require
+from ..fileio import write_bytes_atomic
 
 #: descriptor values per keypoint that COLMAP's text feature import reads (SIFT's, as uint8)
 COLMAP_DESCRIPTOR_DIM = 128
@@ -112,19 +115,69 @@ def write_hloc_features(
     ``oris (N,)`` degrees clockwise as displayed, and ``scores``/``image_size`` if given.
 
     ``poses_only``: ``descriptors`` may be None, and the group then has none (keypoints and poses for a
-    describer that runs later)."""
-    h5py = require("h5py", "hloc")
+    describer that runs later). The file is never changed in place (:class:`HlocFeaturesWriter`): each call
+    rewrites it whole, so for many images use one writer, ``with HlocFeaturesWriter(path) as w: w.add(...)``."""
+    with HlocFeaturesWriter(path) as w:
+        w.add(name, xy, scale, ori, descriptors, scores, image_size, poses_only=poses_only)
 
-    xy, scale, ori, descriptors = _check(xy, scale, ori, descriptors)
-    if descriptors is None and not poses_only:
-        raise InputError("hloc features need descriptors")
-    scores = None if scores is None else _scores(scores, len(xy))
-    image_size = None if image_size is None else checks.image_size(image_size)
-    _check_group_name(name)
-    path = checks.output_file(path, "hloc features file")
-    if path.is_file() and not h5py.is_hdf5(path):
-        raise InputError(f"{path} exists and is not an HDF5 file (not an hloc features file)")
-    with h5py.File(path, "a", libver="latest") as f:
+
+class HlocFeaturesWriter:
+    """Add or replace images in an hloc features file as a database would: the file is read into memory, changed
+    there, and written whole to a new file beside it, flushed to the disk and renamed over the old one when the
+    ``with`` block ends without an error (:func:`~patchpose.fileio.write_bytes_atomic`). A kill, an error or a full
+    disk at any moment leaves the old file as it was, or the new one complete; a full disk or a file-size limit is a
+    one-line :class:`InputError`. One writer per file at a time (two would each keep only their own images).
+
+    ``add`` takes :func:`write_hloc_features`'s arguments; an image name replaces only the image of that name: a name
+    that is a folder of other images (``db`` beside ``db/1.jpg``), one inside an image (``q.jpg/keypoints``) or one
+    with NUL or control characters is refused."""
+
+    def __init__(self, path) -> None:
+        self.h5py = require("h5py", "hloc")
+        self.path = checks.output_file(path, "hloc features file")
+        if self.path.is_file() and not self.h5py.is_hdf5(self.path):
+            raise InputError(f"{self.path} exists and is not an HDF5 file (not an hloc features file)")
+        self._buffer = None
+        self._file = None
+
+    def __enter__(self) -> HlocFeaturesWriter:
+        _remove_stale_temps(self.path)
+        self._buffer = io.BytesIO(self.path.read_bytes() if self.path.is_file() else b"")
+        try:
+            self._file = self.h5py.File(self._buffer, "a")
+        except OSError as e:  # a damaged file that starts like HDF5
+            raise InputError(
+                f"{self.path}: cannot read it as HDF5 ({' '.join(str(e).split())[:160]})"
+            ) from None
+        return self
+
+    def add(
+        self,
+        name: str,
+        xy,
+        scale,
+        ori,
+        descriptors,
+        scores=None,
+        image_size=None,
+        *,
+        poses_only: bool = False,
+        attrs: dict | None = None,
+    ) -> None:
+        """Add (or replace) image ``name`` (:func:`write_hloc_features`'s arguments; ``attrs``: attributes of its
+        group, e.g. ``patchpose extract``'s mark of a finished image)."""
+        if self._file is None:
+            raise InputError(
+                "HlocFeaturesWriter.add needs the writer open: `with HlocFeaturesWriter(path) as w`"
+            )
+        xy, scale, ori, descriptors = _check(xy, scale, ori, descriptors)
+        if descriptors is None and not poses_only:
+            raise InputError("hloc features need descriptors")
+        scores = None if scores is None else _scores(scores, len(xy))
+        image_size = None if image_size is None else checks.image_size(image_size)
+        _check_group_name(name)
+        f = self._file
+        _check_replaceable(self.h5py, f, self.path, name)
         if name in f:
             del f[name]
         g = f.create_group(name)
@@ -137,6 +190,43 @@ def write_hloc_features(
             g.create_dataset("scores", data=np.asarray(scores, np.float32))
         if image_size is not None:
             g.create_dataset("image_size", data=np.asarray(image_size, np.int64))
+        for key, value in (attrs or {}).items():
+            g.attrs[key] = value
+
+    def __exit__(self, kind, value, traceback) -> None:
+        f, self._file = self._file, None
+        f.close()
+        if kind is None:  # the whole new file, or nothing
+            write_bytes_atomic(self.path, self._buffer.getvalue(), "hloc features file")
+        self._buffer = None
+
+
+def _remove_stale_temps(path: Path) -> None:
+    """Remove the temporary siblings (``PATH.tmp-PID``) that writers of ``path`` a kill stopped left behind."""
+    for tmp in path.parent.glob(f"{glob.escape(path.name)}.tmp-*"):
+        pid = tmp.name.rsplit("-", 1)[1]
+        if not pid.isdigit():
+            continue
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:  # its writer is gone
+            tmp.unlink(missing_ok=True)
+        except (PermissionError, OverflowError):  # another user's live process, or no such process number
+            continue
+
+
+def _check_replaceable(h5py, f, path: Path, name: str) -> None:
+    """Refuse an image name that would replace or break something else in the file: a name that is a folder of
+    other images (deleting it would delete them), or one inside an existing image."""
+    parts = name.split("/")
+    for k in range(1, len(parts)):
+        parent = "/".join(parts[:k])
+        if parent in f and (not isinstance(f[parent], h5py.Group) or "keypoints" in f[parent]):
+            raise InputError(f"{path}: {parent!r} is an image; {name!r} cannot go inside it")
+    if name in f and not (isinstance(f[name], h5py.Group) and "keypoints" in f[name]):
+        raise InputError(
+            f"{path}: {name!r} holds other images (a folder, e.g. {name!r}/...); an image cannot replace it"
+        )
 
 
 def _check_group_name(name) -> str:
@@ -147,6 +237,8 @@ def _check_group_name(name) -> str:
         )
     if any(part in (".", "..") for part in name.split("/")):
         raise InputError(f"name must not hold '.' or '..' parts, got {name!r}")
+    if any(ord(c) < 32 or ord(c) == 127 for c in name) or name.endswith("/"):
+        raise InputError(f"name must not hold NUL, control characters or a trailing '/', got {name!r}")
     return name
 
 
@@ -169,6 +261,32 @@ def read_hloc_features(path, name: str) -> dict:
         raise InputError(f"{path}: cannot read it as HDF5 ({' '.join(str(e).split())[:160]})") from None
 
 
+#: the largest dataset an hloc reader reads: ``MAX_KEYPOINTS`` keypoints, descriptors of at most this many values
+MAX_DESCRIPTOR_DIM = 4096
+#: how many times its stored bytes a dataset may claim (compression of keypoints and descriptors gives a few times,
+#: not this): a file of a few KB that claims gigabytes is refused before anything is read
+MAX_EXPANSION = 1000
+
+
+def _check_stored_size(d, path: Path, what: str) -> None:
+    """Refuse a dataset whose shape is past the documented limits (:data:`~patchpose.data.keypoints.MAX_KEYPOINTS`
+    rows or columns of keypoints, :data:`MAX_DESCRIPTOR_DIM` descriptor values) or that claims more than
+    :data:`MAX_EXPANSION` times the bytes it has on disk (a fill value, or a crafted file): before it is read."""
+    from ..data.keypoints import MAX_KEYPOINTS
+
+    shape = d.shape
+    if any(n > MAX_KEYPOINTS for n in shape) or (len(shape) == 2 and min(shape) > MAX_DESCRIPTOR_DIM):
+        raise InputError(
+            f"{path}: {what} claims shape {shape}: past {MAX_KEYPOINTS:,} keypoints or {MAX_DESCRIPTOR_DIM:,} "
+            "descriptor values"
+        )
+    stored = d.id.get_storage_size()
+    if d.nbytes > 2**20 and d.nbytes > MAX_EXPANSION * max(stored, 1):
+        raise InputError(
+            f"{path}: {what} claims {d.nbytes:,} bytes but stores {stored:,}: a damaged or crafted file"
+        )
+
+
 def _read_hloc_group(h5py, f, path: Path, name: str) -> dict:
     if name not in f:
         raise InputError(f"{path} has no image {name!r}")
@@ -182,6 +300,7 @@ def _read_hloc_group(h5py, f, path: Path, name: str) -> dict:
         d = g[key]
         if not isinstance(d, h5py.Dataset) or d.dtype.kind not in "iuf" or d.ndim != ndim:
             raise InputError(f"{path}: {name!r}/{key} must be a {ndim}-d array of numbers")
+        _check_stored_size(d, path, f"{name!r}/{key}")
         v = d[()]  # read once, kept in its dtype (descriptors stay as stored)
         if not np.isfinite(v).all():
             raise InputError(f"{path}: {name!r}/{key} holds NaN or infinite values")
@@ -303,6 +422,9 @@ def read_colmap_keypoints(path) -> dict:
 __all__ = [
     "to_lightglue",
     "write_hloc_features",
+    "HlocFeaturesWriter",
+    "MAX_DESCRIPTOR_DIM",
+    "MAX_EXPANSION",
     "read_hloc_features",
     "write_colmap_keypoints",
     "read_colmap_keypoints",

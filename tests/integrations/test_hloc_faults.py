@@ -1,0 +1,257 @@
+"""Fault injection for the hloc features files users keep (#62): kills in the middle of appends, a file-size limit
+and a full disk, tiny files that claim huge datasets, and image names that would replace or break other images.
+After each fault the file either equals the old one or the new complete one, compared dataset by dataset."""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+h5py = pytest.importorskip("h5py", reason="h5py is not installed (the 'hloc' extra)")
+
+from patchpose.errors import InputError  # noqa: E402
+from patchpose.integrations.formats import (  # noqa: E402
+    HlocFeaturesWriter,
+    read_hloc_features,
+    write_hloc_features,
+)
+
+SRC = str(Path(__file__).resolve().parents[2] / "src")
+
+# the images the child processes write: image i is always the same arrays
+DATA = """
+import numpy as np
+
+def image(i, n=400):
+    rng = np.random.default_rng(i)
+    return (rng.uniform(0, 500, (n, 2)), rng.uniform(-1, 1, n), rng.uniform(0, 6.28, n),
+            rng.random((n, 128)).astype(np.float32))
+"""
+namespace: dict = {}
+exec(DATA, namespace)
+image = namespace["image"]
+
+
+def datasets(path: Path) -> dict:
+    """Every dataset of an HDF5 file by its path, as arrays."""
+    out = {}
+    with h5py.File(path, "r") as f:
+        f.visititems(lambda k, v: out.__setitem__(k, v[()]) if isinstance(v, h5py.Dataset) else None)
+    return out
+
+
+def expected(tmp_path: Path, indices) -> dict:
+    """The datasets of a file that holds images ``im0000`` … for ``indices``, written without any fault."""
+    ref = tmp_path / f"ref-{len(indices)}.h5"
+    if not ref.exists():
+        with HlocFeaturesWriter(ref) as w:
+            for i in indices:
+                w.add(f"im{i:04d}", *image(i))
+    return datasets(ref)
+
+
+def run_child(code: str, *args: str, limit: int | None = None, **kw) -> subprocess.Popen:
+    def preexec():
+        if limit is not None:
+            import resource
+
+            resource.setrlimit(resource.RLIMIT_FSIZE, (limit, resource.getrlimit(resource.RLIMIT_FSIZE)[1]))
+
+    env = {**os.environ, "PYTHONPATH": SRC + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    env.update(OMP_NUM_THREADS="1")
+    return subprocess.Popen(
+        [sys.executable, "-c", DATA + textwrap.dedent(code), *args],
+        env=env,
+        preexec_fn=preexec,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        **kw,
+    )
+
+
+APPEND = """
+import sys
+from patchpose.integrations.formats import write_hloc_features
+path, start = sys.argv[1], int(sys.argv[2])
+print("ready", flush=True)
+for i in range(start, start + 10_000):
+    write_hloc_features(path, f"im{i:04d}", *image(i))
+"""
+
+
+def test_a_kill_during_appends_leaves_the_old_file_or_the_new_one_whole(tmp_path):
+    """``kill -9`` at random moments of a loop of appends (each a rewrite of the whole file): after every kill the
+    file reads, and holds exactly the images written before the one the kill interrupted, each as written."""
+    path = tmp_path / "f.h5"
+    rng = random.Random(0)
+    for _ in range(5):
+        have = len(datasets(path)) // 4 if path.exists() else 0
+        child = run_child(APPEND, str(path), str(have))
+        assert child.stdout.readline().strip() == "ready"
+        time.sleep(rng.uniform(0.1, 0.6))
+        child.send_signal(signal.SIGKILL)
+        child.wait()
+        got = datasets(path) if path.exists() else {}
+        n = len(got) // 4  # keypoints, descriptors, scales, oris per image
+        assert sorted({k.split("/")[0] for k in got}) == [f"im{i:04d}" for i in range(n)]
+        want = expected(tmp_path, range(n))
+        assert got.keys() == want.keys() and all(np.array_equal(got[k], want[k]) for k in got)
+    assert n >= 3  # the kills landed after some appends
+    leftovers = list(tmp_path.glob("f.h5.tmp-*"))
+    write_hloc_features(path, "last", *image(99))  # a writer removes the temporary files killed writers left
+    assert not [p for p in leftovers if p.exists()]
+
+
+FULL = """
+import sys
+from patchpose.errors import InputError
+from patchpose.integrations import formats
+if sys.argv[2] == "while-writing":  # no check before: the write itself hits the limit
+    import patchpose.fileio as fileio
+    fileio.room_for = lambda *a: None
+try:
+    formats.write_hloc_features(sys.argv[1], "big", *image(7, n=20_000))
+except InputError as e:
+    print(e)
+    sys.exit(2)
+"""
+
+
+@pytest.mark.parametrize("when", ["before", "while-writing"])
+def test_a_file_size_limit_is_one_line_and_leaves_the_file_as_it_was(tmp_path, when):
+    """A process under a file-size limit (``ulimit -f``) adds an image that does not fit: one line naming the file
+    and the limit, exit 2 and no crash, the file byte for byte as it was, no temporary file left."""
+    path = tmp_path / "f.h5"
+    write_hloc_features(path, "small", *image(1))
+    before = path.read_bytes()
+    child = run_child(FULL, str(path), when, limit=len(before) + 50_000)
+    out, err = child.communicate(timeout=120)
+    assert child.returncode == 2, (child.returncode, err[-2000:])
+    assert len(out.strip().splitlines()) == 1 and str(path) in out
+    assert ("file-size limit" in out) if when == "before" else ("stopped the write" in out), out
+    assert path.read_bytes() == before and not list(tmp_path.glob("f.h5.tmp-*"))
+
+
+def test_a_full_disk_is_one_line_and_leaves_the_file_as_it_was(tmp_path, monkeypatch):
+    import shutil
+
+    path = tmp_path / "f.h5"
+    write_hloc_features(path, "small", *image(1))
+    before = path.read_bytes()
+    usage = shutil.disk_usage(tmp_path)
+    monkeypatch.setattr(shutil, "disk_usage", lambda p: usage._replace(free=1000))
+    with pytest.raises(InputError, match=r"needed, 1,000 bytes free on its disk; nothing was written"):
+        write_hloc_features(path, "more", *image(2))
+    assert path.read_bytes() == before
+
+
+def test_an_error_inside_a_writer_leaves_the_file_as_it_was(tmp_path):
+    path = tmp_path / "f.h5"
+    write_hloc_features(path, "a.jpg", *image(1))
+    before = path.read_bytes()
+    with pytest.raises(InputError):
+        with HlocFeaturesWriter(path) as w:
+            w.add("b.jpg", *image(2))
+            w.add(
+                "c.jpg", np.zeros((3, 2)), np.zeros(3), np.zeros(3), np.full((3, 8), np.nan)
+            )  # bad descriptors
+    assert path.read_bytes() == before
+    with pytest.raises(InputError, match="needs the writer open"):
+        HlocFeaturesWriter(path).add("d.jpg", *image(3))
+
+
+def test_names_replace_only_the_image_of_that_name(tmp_path):
+    """``db`` beside ``db/1.jpg`` would delete it, ``q.jpg/keypoints`` would break ``q.jpg``, ``a\\0b`` would be
+    ``a`` in HDF5: all refused in one line, the file unchanged; an image is replaced by its own name."""
+    path = tmp_path / "f.h5"
+    with HlocFeaturesWriter(path) as w:
+        w.add("db/1.jpg", *image(1))
+        w.add("q.jpg", *image(2))
+        w.add("a", *image(3))
+    before = path.read_bytes()
+    cases = [
+        ("db", "holds other images"),
+        ("q.jpg/keypoints", "'q.jpg' is an image"),
+        ("a\0b", "NUL"),
+        ("a\nb", "control characters"),
+        ("db/", "trailing"),
+        ("../x.jpg", "'.' or '..'"),
+    ]
+    for name, message in cases:
+        with pytest.raises(InputError, match=message) as e:
+            write_hloc_features(path, name, *image(4))
+        assert len(str(e.value).splitlines()) == 1
+    assert path.read_bytes() == before
+    write_hloc_features(path, "q.jpg", *image(5, n=7))
+    assert (
+        len(read_hloc_features(path, "q.jpg")["xy"]) == 7
+        and len(read_hloc_features(path, "db/1.jpg")["xy"]) == 400
+    )
+
+
+READ = """
+import resource, sys
+from patchpose.errors import InputError
+from patchpose.integrations.formats import read_hloc_features
+try:
+    read_hloc_features(sys.argv[1], "im.jpg")
+except InputError as e:
+    print(e)
+print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+"""
+
+
+@pytest.mark.parametrize("rows", [10**9, 6 * 10**6])
+def test_a_tiny_file_that_claims_a_huge_dataset_is_refused_before_it_is_read(tmp_path, rows):
+    """A file of a few KB whose keypoints claim 10⁹ rows (past the documented limit) or 6·10⁶ with nothing stored:
+    a one-line error, and the process stays far under 1 GB."""
+    path = tmp_path / "bomb.h5"
+    with h5py.File(path, "w") as f:
+        f.create_group("im.jpg").create_dataset("keypoints", shape=(rows, 2), dtype="f4", chunks=(1024, 2))
+    assert path.stat().st_size < 10_000
+    child = run_child(READ, str(path))
+    out, err = child.communicate(timeout=120)
+    assert child.returncode == 0, err[-2000:]
+    message, rss_kb = out.strip().splitlines()
+    assert "claims" in message and str(path) in message
+    assert int(rss_kb) < 2**20  # KB: under 1 GB
+
+
+EXTRACT = """
+import sys
+from patchpose.cli.main import main
+sys.exit(main(["extract", sys.argv[1], "--out", sys.argv[2], "--max-keypoints", "300", "--no-progress"]))
+"""
+
+
+def test_extract_past_a_file_size_limit_is_one_line_and_resumes(tmp_path):
+    """``patchpose extract`` under a file-size limit its first image's part exceeds: one line, exit 2, no crash; the
+    same command without the limit then finishes the file."""
+    import cv2
+
+    from conftest import make_textured_image
+
+    images = tmp_path / "images"
+    images.mkdir()
+    for k in range(2):
+        cv2.imwrite(str(images / f"{k}.png"), (make_textured_image(160, seed=k) * 255).astype(np.uint8))
+    out = tmp_path / "f.h5"
+    child = run_child(EXTRACT, str(images), str(out), limit=20_000)
+    _, err = child.communicate(timeout=300)
+    assert child.returncode == 2, err[-2000:]
+    assert len(err.strip().splitlines()) == 1 and "file-size limit" in err, err
+    assert not out.exists()
+    child = run_child(EXTRACT, str(images), str(out))
+    _, err = child.communicate(timeout=300)
+    assert child.returncode == 0, err[-2000:]
+    assert sorted(datasets(out)) and len(read_hloc_features(out, "0.png")["xy"]) > 10
