@@ -76,8 +76,8 @@ RECIPES: dict[str, Recipe] = {
         MODELS["pair-pose"],
         computations="4 for the votes (ours after one read of the model, or the gradient's; SIFT's: 1 per "
         "orientation it found, 1.2), then 3 at the photo's pose, 6 where the detector gives sizes (twice that for "
-        "photo 2 where the turn is ambiguous); where no turn is found, none more (at SIFT's detections the "
-        "gradient's 4 peaks)",
+        "photo 2 where the turn is ambiguous); where no turn is found, none more (each keypoint at the first "
+        "pass's own poses: at SIFT's detections SIFT's own pose)",
         passes="2 (4 where the turn is ambiguous)",
         fits="1 affine (2, and 2 homographies, where the turn is ambiguous)",
         per_image=False,

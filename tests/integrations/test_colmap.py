@@ -149,7 +149,7 @@ def test_opencv_sift_descriptors_at_colmap_keypoints_are_opencvs_own_rootsift():
     np.testing.assert_allclose(np.linalg.norm(d, axis=1), 1.0, atol=1e-5)
     u8 = cm.colmap_descriptors(d)
     assert u8.dtype == np.uint8 and u8.max() <= 255 and np.abs(u8 / 512.0 - d).max() <= 1 / 1024 + 1e-6
-    with pytest.raises(InputError, match="128-D"):
+    with pytest.raises(InputError, match=r"\(N, 128\)"):
         cm.colmap_descriptors(np.zeros((3, 64), np.float32))
 
 
@@ -233,7 +233,11 @@ def test_real_frames_turned_register_and_the_command_is_not_worse_than_sifts_own
     assert all(f"{stage}: done" in printed.err for stage in ("features", "matching", "mapping"))
     assert "describe" not in stats["stage_seconds"]
     assert (out / "database.db").is_file() and (out / "sparse" / "0").is_dir()
-    assert f"image_path={tum_turned.resolve()}" in (out / "project.ini").read_text()
+    project = (out / "project.ini").read_text().splitlines()  # as COLMAP writes one: no section before these
+    assert project == [
+        f"database_path={(out / 'database.db').resolve()}",
+        f"image_path={tum_turned.resolve()}",
+    ]
     sift = reconstruct_at(tum_turned, tmp_path / "sift", "sift", max_keypoints=1500, threads=1)
     assert sift["registered"] == 5
     # measured: 830 points / 3,119 observations against 811 / 3,047
@@ -273,6 +277,13 @@ def test_colmap_cli_refuses_bad_input_in_one_line(tmp_path, capsys):
     err = capsys.readouterr().err.strip()
     assert "max_keypoints" in err and len(err.splitlines()) == 1, err
     assert not (tmp_path / "out").exists()
+    # a folder OUT.partial that no run made (a user's) is not removed
+    (tmp_path / "mine.partial").mkdir()
+    (tmp_path / "mine.partial" / "notes.txt").write_text("keep")
+    assert main(["colmap", str(tmp_path / "two"), "--out", str(tmp_path / "mine")]) == 2
+    assert "was not made by patchpose" in capsys.readouterr().err
+    assert (tmp_path / "mine.partial" / "notes.txt").read_text() == "keep"
+    shutil.rmtree(tmp_path / "mine.partial")
     # a photo that cannot be read stops the run before any folder is written
     (tmp_path / "two" / "bad.png").write_bytes(b"not a png")
     assert main(["colmap", str(tmp_path / "two"), "--out", str(tmp_path / "out")]) == 2
@@ -289,3 +300,48 @@ def test_a_missing_pycolmap_is_one_line_naming_the_install(monkeypatch, tmp_path
     with pytest.raises(InputError, match="pycolmap is not installed.*colmap"):
         evaluate_colmap(tmp_path / "im", tmp_path / "out", poses=["sift"], seeds=[0], progress=False)
     assert not (tmp_path / "out").exists()
+
+
+@needs_pycolmap
+def test_opencv_describes_colmaps_own_keypoints_as_colmap_does(tmp_path):
+    """COLMAP's own SIFT keypoints of a photo, read back from its database and described by OpenCV's SIFT at their
+    pose (the ``sift`` description): each descriptor's nearest among COLMAP's own is its keypoint's for most of
+    them, and far fewer with the angle's sign flipped (which pins COLMAP's orientation convention) or at twice the
+    size (its σ); half a pixel off any way (its pixel centres), each is less like COLMAP's own."""
+    import pycolmap
+
+    from patchpose.data.patches import load_photo
+    from patchpose.data.photos import demo_photo
+    from patchpose.integrations.opencv import sift_descriptors
+
+    (tmp_path / "im").mkdir()
+    cv2.imwrite(
+        str(tmp_path / "im" / "a.png"), cv2.cvtColor(load_photo(demo_photo(), 400), cv2.COLOR_RGB2BGR)
+    )
+    db_path = tmp_path / "db.db"
+    ext = pycolmap.FeatureExtractionOptions()
+    ext.num_threads = 1
+    pycolmap.extract_features(db_path, tmp_path / "im", extraction_options=ext, device=pycolmap.Device.cpu)
+    db = pycolmap.Database.open(db_path)
+    im = db.read_all_images()[0]
+    rows = np.asarray(db.read_keypoints(im.image_id))
+    own = np.asarray(db.read_descriptors(im.image_id).data, np.float32)
+    db.close()
+    own /= np.linalg.norm(own, axis=1, keepdims=True)
+    k = cm.from_colmap_keypoints(rows)
+    image = cv2.imread(str(tmp_path / "im" / "a.png"), cv2.IMREAD_GRAYSCALE)
+
+    def agreement(xy, scale, ori) -> tuple[float, float]:
+        """The share whose nearest COLMAP descriptor is their own keypoint's, and the median cosine with it."""
+        d = sift_descriptors(image, xy, scale, ori)
+        cos = d @ own.T
+        return float(np.mean(np.argmax(cos, axis=1) == np.arange(len(d)))), float(np.median(np.diag(cos)))
+
+    right, cos = agreement(k["xy"], k["scale"], k["ori"])
+    assert right > 0.9 and cos > 0.95, (right, cos)  # measured: 0.986
+    assert agreement(k["xy"], k["scale"], -k["ori"])[0] < right - 0.4
+    assert agreement(k["xy"], k["scale"] + 1.0, k["ori"])[0] < right - 0.3
+    for dx in ([0.5, 0.0], [0.0, 0.5], [-0.5, -0.5]):  # half a pixel off: less alike
+        assert (
+            agreement(k["xy"] + dx, k["scale"], k["ori"])[1] < cos - 0.002
+        )  # measured: 0.9952 against 0.9981

@@ -131,10 +131,11 @@ def test_photos_that_show_no_one_turn_are_described_at_each_keypoints_own_poses(
         gradient_blend_candidates,
         ours_blend_candidates,
         shape_blend_candidates,
+        sift_all_descriptors,
     )
     from patchpose.matching.describe import Describer
     from patchpose.matching.features import detect
-    from patchpose.matching.pairpose import OurVotes, pair_fallback, pair_pose_candidates
+    from patchpose.matching.pairpose import OurVotes, SiftVotes, pair_fallback, pair_pose_candidates
 
     photo = to_gray(load_photo(demo_photo(), 320))
     noise = cv2.GaussianBlur(np.random.default_rng(0).integers(0, 256, photo.shape, np.uint8), (0, 0), 1.5)
@@ -149,12 +150,19 @@ def test_photos_that_show_no_one_turn_are_described_at_each_keypoints_own_poses(
             np.testing.assert_array_equal(a, b)
     res = patchpose.match_pair(photo, noise, detector="harris", max_keypoints=200)
     assert res.turn is None and res.summary()["turn_deg"] is None
-    # SIFT's own detections: SIFT's votes (no network), and where they show no turn the gradient's blend
+    # SIFT's own detections: SIFT's votes (no network), and where they show no turn SIFT's own pose (the first
+    # pass's descriptor at SIFT's first orientation)
     g1, g2 = detect(photo, 200), detect(noise, 200)
     d1, d2, _, t = pair_pose_candidates(g1, g2, rec, None)  # no estimator needed
-    assert not t.found
+    assert not t.found and SiftVotes(rec).reuses(g1, g2)  # nothing described again
     for c, f in ((d1, g1), (d2, g2)):
-        for a, b in zip(c, gradient_blend_candidates(f, rec)):
+        want = (
+            f.sift_scale[:, None],
+            f.sift_ori[:, None],
+            np.ones((len(f), 1)),
+            sift_all_descriptors(f, rec)[:, :1],
+        )
+        for a, b in zip(c, want):
             np.testing.assert_array_equal(a, b)
     # keypoints with a size of their own (given): the gradient's votes too; with our votes (the benchmark's
     # pair_pose_ours) our affine shape at that size instead (a slant may be what hid the turn)

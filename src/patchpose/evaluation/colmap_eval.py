@@ -59,7 +59,7 @@ def pose_estimator(estimator: EstimatorLike = None):
 def describe_at(feats: Features, pose: str, est=None) -> dict:
     """COLMAP's keypoints ``feats`` (:func:`~patchpose.integrations.colmap.colmap_sift_features`) described by
     OpenCV's SIFT (:func:`~patchpose.integrations.opencv.sift_descriptors`) at ``pose`` (one of :data:`POSES` but
-    ``colmap``), as :func:`~patchpose.integrations.colmap.describe_pose` gives them: one row per keypoint written
+    ``colmap``), as the ``describe`` of :func:`~patchpose.integrations.colmap.run_reconstruction` takes them: one row per keypoint written
     (for ``sift`` one per orientation COLMAP found at a location); ``est`` for the poses that read our model."""
     if pose not in POSES or pose == "colmap":
         raise InputError(f"pose must be one of {POSES[1:]}, got {pose!r}")
@@ -77,6 +77,13 @@ def describe_at(feats: Features, pose: str, est=None) -> dict:
     else:  # network: our scale and angle, SIFT's window made our descriptor window
         if est is None:
             raise InputError("the 'network' pose needs our estimator")
+        if len(xy) == 0:
+            return {
+                "xy": xy,
+                "scale": scale,
+                "ori": np.zeros(0),
+                "descriptors": np.zeros((0, 128), np.float32),
+            }
         o = est.estimate(feats.image, xy)
         scale, ori, radius = (
             np.asarray(a).reshape(len(xy), -1)[:, 0] for a in (o.scale, o.orientation, o.descriptor_radius)

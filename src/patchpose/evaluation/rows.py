@@ -929,10 +929,12 @@ def pair_candidate_lafs(
     ``zoom`` and ``turn``): each photo's view at the pair's zoom; where ``pair_pose`` fell back on our affine
     shape (no turn), each photo at its detector's own sizes; where it cut photo 2 through the pair's affine map,
     photo 2's frames ``A·P``, ``P`` the map's shape (the turn is in ``P``, not in the candidates' orientations)."""
-    # where pair-pose found no turn, each photo is described at its own poses (a per-image row's candidates)
-    fallback = (
-        None if turn.found or get_row(name).base else FALLBACK_ROWS[pair_fallback(im1.feats, im2.feats)]
-    )
+    # where pair-pose found no turn, each photo is described at its own poses (a per-image row's candidates): our
+    # votes' fallback (FALLBACK_ROWS), or the model-free votes' own (discs at their poses: any row without a shape)
+    fallback = None
+    if not turn.found and not get_row(name).base:
+        ours = isinstance(row_votes(get_row(name), run, im1.feats, im2.feats), OurVotes)
+        fallback = FALLBACK_ROWS[pair_fallback(im1.feats, im2.feats)] if ours else "dominant_gradient_blend"
     out = []
     for im, c, frame in zip((im1, im2), (c1, c2), zoom.frames):
         f = im.feats

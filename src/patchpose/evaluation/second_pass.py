@@ -31,6 +31,9 @@ AFFINE_PX = 3.0
 MIN_INLIERS = 8
 #: the most the map may zoom or shrink either way (its singular values): beyond, no map
 MAX_ZOOM = 8.0
+#: how photo 2 is resampled into photo 1's frame (OpenCV's flag; chosen on val: Lanczos 302.0 → 343.8, 172.6 → 204.4,
+#: 440.1 → 493.1, 389.3 → 456.5 correct matches per pair against bilinear, cubic within 9 of it)
+INTERPOLATION = cv2.INTER_LANCZOS4
 #: px: how far inside the warped photo's valid region the new detections must be (OpenCV SIFT's own border)
 BORDER_PX = 5
 
@@ -79,7 +82,7 @@ def warp_into(image: np.ndarray, A: np.ndarray, shape: tuple[int, int]) -> tuple
     if shrink > 1.0:
         sigma = 0.5 * math.sqrt(shrink**2 - 1.0)
         src = cv2.GaussianBlur(src, (0, 0), sigma)
-    flags = cv2.INTER_LINEAR | cv2.WARP_INVERSE_MAP
+    flags = INTERPOLATION | cv2.WARP_INVERSE_MAP
     warped = cv2.warpAffine(src, A, (w, h), flags=flags, borderMode=cv2.BORDER_REFLECT_101)
     valid = np.full(image.shape[:2], 255, np.uint8)
     mask = cv2.warpAffine(valid, A, (w, h), flags=cv2.INTER_NEAREST | cv2.WARP_INVERSE_MAP, borderValue=0)

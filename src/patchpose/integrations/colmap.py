@@ -39,6 +39,8 @@ from .formats import from_colmap_rows, to_colmap_rows
 
 #: the file with the settings and statistics of a finished reconstruction
 STATS = "stats.json"
+#: the file that marks ``OUT.partial`` as a run's own: only such a folder is removed when a run starts again
+MARK = ".patchpose-partial"
 #: the file with :func:`summary_table` of a finished reconstruction
 SUMMARY = "summary.md"
 #: log2 of SIFT's descriptor window over its radius (COLMAP's σ; :data:`~patchpose.matching.features.SIFT_REGION`)
@@ -88,9 +90,9 @@ def colmap_sift_features(image: np.ndarray, rows) -> Features:
 def colmap_descriptors(descriptors) -> np.ndarray:
     """``(N, 128)`` uint8 descriptors as COLMAP stores its SIFT's (``round(512·d)`` clipped to 255, from
     L2-normalised float descriptors such as RootSIFT's)."""
-    d = np.asarray(descriptors, np.float32).reshape(len(descriptors), -1)
-    if d.shape[1] != 128:
-        raise InputError(f"COLMAP's SIFT matcher takes 128-D descriptors, got {d.shape[1]}")
+    d = np.asarray(descriptors, np.float32)
+    if d.ndim != 2 or d.shape[1] != 128:
+        raise InputError(f"COLMAP's SIFT matcher takes (N, 128) descriptors, got shape {d.shape}")
     return np.clip(np.round(512.0 * d), 0, 255).astype(np.uint8)
 
 
@@ -114,7 +116,7 @@ def _check_run(seed, threads) -> None:
         )
 
 
-#: the most threads a reconstruction takes (COLMAP's and torch's)
+#: the most threads a reconstruction takes (COLMAP's; torch's for the benchmark's descriptions that read our model)
 MAX_THREADS = 1024
 
 
@@ -146,7 +148,7 @@ def reconstruct(
             as ``OUT.partial`` and renamed.
         max_keypoints: COLMAP's SIFT features per image at most (``max_num_features``).
         seed: COLMAP's random seed (RANSAC, mapping); threads: COLMAP's threads (None: all cores).
-        progress: a line per stage and a bar over the images described.
+        progress: a line when each stage starts and ends (COLMAP's own stages give no finer progress).
 
     Returns:
         ``{"images", "registered", "points3D", "distinct_points3D", "observations", "track_length",
@@ -190,7 +192,7 @@ def run_reconstruction(
     """The stages of :func:`reconstruct` (:data:`STAGES`), COLMAP's own but for ``describe``:
 
     1. ``features``: COLMAP's SIFT (``pycolmap.extract_features``: at most ``max_keypoints`` a photo) and its
-       cameras (one per image size and EXIF focal length, ``CameraMode.AUTO``);
+       cameras (``CameraMode.AUTO``: one per image, its focal length from EXIF where the photo has it);
     2. ``describe``: each photo's keypoints (:func:`colmap_sift_features`) given to ``describe``, whose ``{"xy",
        "scale" (log2 radius / 16 px), "ori" (radians CCW), "descriptors" (M, 128) float}`` (each row a keypoint)
        replace COLMAP's keypoints and descriptors in the database (None: COLMAP's own are kept, no such stage);
@@ -217,14 +219,21 @@ def run_reconstruction(
     for name in names:  # a photo that cannot be read stops the run before anything is written
         load_image(folder / name)
     work = out.with_name(out.name + ".partial")
-    if work.exists():  # a run a kill interrupted: start again
+    if (
+        work.exists()
+    ):  # a run a kill interrupted: start again, but only in a folder a run made (its mark inside)
+        if not (work / MARK).is_file():
+            raise InputError(
+                f"{work} exists and was not made by patchpose colmap; remove it or choose another --out"
+            )
         shutil.rmtree(work)
     work.mkdir(parents=True)
+    (work / MARK).write_text("a patchpose colmap run in progress\n")
     db_path = work / "database.db"
     nthreads = -1 if threads is None else int(threads)
     stage: dict[str, float] = {}
     t0 = time.perf_counter()
-    with _quiet(pycolmap, progress):
+    with _quiet(pycolmap):
         pycolmap.set_random_seed(int(seed))
         with _stage(stage, "features", progress, f"COLMAP's SIFT on {len(names)} images"):
             ext = pycolmap.FeatureExtractionOptions()
@@ -270,6 +279,7 @@ def run_reconstruction(
         "stage_seconds": {k: round(v, 2) for k, v in stage.items()},
         "settings": settings,
     }
+    (work / MARK).unlink()
     _write_project(work, out, folder)
     write_text_atomic(work / SUMMARY, summary_table(stats))
     write_text_atomic(work / STATS, json.dumps(stats, indent=1))
@@ -290,7 +300,7 @@ def _stage(stage: dict, name: str, progress: bool, what: str):
 
 
 @contextlib.contextmanager
-def _quiet(pycolmap, progress: bool):
+def _quiet(pycolmap):
     """COLMAP's own log (glog's INFO and WARNING lines, several per image and pair) silenced while a reconstruction
     runs (our stage lines say where it is); its errors still print."""
     old = pycolmap.logging.minloglevel
@@ -313,7 +323,15 @@ def _describe_into(pycolmap, db_path: Path, folder: Path, describe, progress: bo
         db.clear_keypoints()
         db.clear_descriptors()
         for im in tqdm(images, desc="describe", unit="image", disable=not progress, file=sys.stderr):
-            f = describe(colmap_sift_features(load_image(folder / im.name), rows[im.image_id]))
+            image = load_image(folder / im.name)
+            cam = db.read_camera(im.camera_id)
+            if image.shape[:2] != (cam.height, cam.width):
+                raise InputError(
+                    f"{folder / im.name}: COLMAP read it as {cam.width}×{cam.height}, patchpose as "
+                    f"{image.shape[1]}×{image.shape[0]} (an EXIF orientation?): its keypoints would be described "
+                    "in the wrong places"
+                )
+            f = describe(colmap_sift_features(image, rows[im.image_id]))
             db.write_keypoints(im.image_id, colmap_keypoints(f["xy"], f["scale"], f["ori"]))
             d = colmap_descriptors(f["descriptors"])
             db.write_descriptors(
@@ -326,7 +344,8 @@ def _describe_into(pycolmap, db_path: Path, folder: Path, describe, progress: bo
 def _write_project(work: Path, out: Path, folder: Path) -> None:
     """``project.ini`` in ``work`` (renamed ``out``) for COLMAP's GUI (File > Open project): the database and the
     images; the model is ``sparse/0`` (File > Import model)."""
-    text = f"[General]\ndatabase_path={(out / 'database.db').resolve()}\nimage_path={folder.resolve()}\n"
+    # as COLMAP writes a project: its options as key=value lines, these two first and in no section
+    text = f"database_path={(out / 'database.db').resolve()}\nimage_path={folder.resolve()}\n"
     write_text_atomic(work / "project.ini", text)
 
 
