@@ -655,3 +655,46 @@ def test_kornia_shape_and_blend_modules_check_images_lafs_and_descriptors():
             InputError, match="descriptor must give a \\(1, 4, D\\) tensor for 4 LAFs, " + got
         ):
             describe_blended(img, good, module)
+
+
+def test_keypoints_are_numbers_and_tensors_are_read_whatever_their_state():
+    """#62's one policy for numbers: booleans, strings and complex values are no keypoints (a float cast read True as
+    1); a tensor that requires grad or is bfloat16 is read as its values; one on the meta device has none."""
+    import torch
+
+    import patchpose
+
+    img = np.random.default_rng(0).random((64, 64)).astype(np.float32)
+    est = patchpose.PatchPoseEstimator.from_pretrained()
+    for bad in (np.array([[True, False]]), [["3", "4"]], np.array([[1 + 1j, 2.0]])):
+        with pytest.raises(patchpose.InputError, match="real numbers") as e:
+            est.estimate(img, bad)
+        assert len(str(e.value).splitlines()) == 1
+    with pytest.raises(patchpose.InputError, match="meta device"):
+        est.estimate(img, torch.empty((1, 2), device="meta"))
+    want = est.estimate(img, np.array([[10.0, 12.0]]))
+    for t in (
+        torch.tensor([[10.0, 12.0]], requires_grad=True),
+        torch.tensor([[10.0, 12.0]], dtype=torch.bfloat16),
+    ):
+        got = est.estimate(img, t)
+        np.testing.assert_allclose(got.orientation, want.orientation, atol=1e-6)
+
+
+def test_numbers_past_float32_and_a_zero_top_k_are_refused_and_a_failed_write_leaves_no_temporary(tmp_path):
+    import cv2
+
+    import patchpose
+    from patchpose.fileio import write_text_atomic
+    from patchpose.integrations.formats import to_lightglue
+
+    with pytest.raises(patchpose.InputError, match="float32"):  # it returned inf
+        to_lightglue(np.zeros((1, 2)), 0.0, 0.0, np.full((1, 4), 1e300))
+    img = (np.random.default_rng(0).random((64, 64)) * 255).astype(np.uint8)
+    with pytest.raises(patchpose.InputError, match="top_k"):  # 0 was read as 1
+        patchpose.assign(img, [cv2.KeyPoint(30, 30, 8)], top_k=0)
+
+    target = tmp_path / "poses.json"
+    with pytest.raises(TypeError):
+        write_text_atomic(target, 42)  # not text: the write fails
+    assert not list(tmp_path.iterdir())

@@ -27,11 +27,22 @@ def _describe(value) -> str:
     return f"{type(value).__name__} of shape {tuple(shape)} and dtype {getattr(value, 'dtype', '?')}"
 
 
+def _tensor_values(t, name: str) -> np.ndarray:
+    """A torch tensor's values as numpy: detached (one that requires grad too), on the CPU, half and bfloat16 as
+    float32; a tensor without values (the meta device) is a one-line :class:`InputError`."""
+    if getattr(getattr(t, "device", None), "type", None) == "meta":
+        raise InputError(f"{name} is a tensor on the meta device: it holds no values")
+    t = t.detach().cpu()
+    if str(t.dtype) in ("torch.bfloat16", "torch.float16"):
+        t = t.float()
+    return t.numpy()
+
+
 def real_array(value, name: str, what: str) -> np.ndarray:
     """``value`` as a float64 array, or an :class:`InputError` naming ``name`` and ``what`` it must be,
     for None, strings, booleans, complex numbers and objects that are not numbers."""
     if hasattr(value, "detach") and hasattr(value, "cpu"):  # a torch tensor, without importing torch
-        value = value.detach().cpu().numpy()
+        value = _tensor_values(value, name)
     bad = InputError(f"{name} must be {what}, got {_describe(value)}")
     if value is None or isinstance(value, (str, bytes, bool, np.bool_)):
         raise bad
@@ -95,6 +106,10 @@ def image_size(value, name: str = "image_size") -> tuple[int, int]:
     return int(value[0]), int(value[1])
 
 
+#: the most threads a command or a training run takes (torch's, COLMAP's): past it a typo, not a machine
+MAX_THREADS = 1024
+
+
 def cores() -> int:
     """CPU cores this process may run on."""
     try:
@@ -147,6 +162,7 @@ def output_file(path, what: str) -> Path:
 
 
 __all__ = [
+    "MAX_THREADS",
     "SCALE_LIMIT",
     "poses",
     "real_array",

@@ -21,6 +21,7 @@ import numpy as np
 import torch
 from numpy.typing import ArrayLike
 
+from . import checks
 from .data.inputs import extract_inputs
 from .data.patches import Pyramid, check_image, gray_codes, window_margin
 from .data.polar import PolarReads, polar_margin
@@ -39,16 +40,8 @@ _POOL_LOCK = threading.Lock()  # estimators' reading threads are made one at a t
 def check_keypoints(keypoints, shape: tuple[int, int], allow_empty: bool = False) -> np.ndarray:
     """Validate ``(N, 2)`` xy keypoints (a numpy array, a sequence or a torch tensor) inside an image of
     ``shape = (H, W)``; ``allow_empty``: ``(0, 2)`` passes (else it is an error)."""
-    if isinstance(keypoints, torch.Tensor):
-        keypoints = keypoints.detach().cpu().numpy()
-    try:
-        if np.iscomplexobj(keypoints):  # a float cast would drop the imaginary part with only a warning
-            raise TypeError
-        kp = np.asarray(keypoints, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise InputError(
-            "keypoints must be an (N, 2) array of real numbers (x, y pixel coordinates)"
-        ) from None
+    # booleans, strings, complex numbers and objects are no coordinates (a float cast would read True as 1)
+    kp = checks.real_array(keypoints, "keypoints", "an (N, 2) array of real numbers (x, y pixel coordinates)")
     if kp.ndim != 2 or kp.shape[1] != 2:
         raise InputError(f"keypoints must be an (N, 2) array of x, y pixel coordinates, got shape {kp.shape}")
     if len(kp) == 0 and not allow_empty:

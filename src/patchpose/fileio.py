@@ -17,8 +17,12 @@ def write_text_atomic(path: str | Path, text: str) -> Path:
     """Write ``text`` to ``path`` through ``path.tmp`` and an atomic rename."""
     path = Path(path)
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
+    try:
+        tmp.write_text(text)
+        os.replace(tmp, path)
+    except BaseException:  # a failed write (a full disk, an interrupt) leaves no temporary file behind
+        tmp.unlink(missing_ok=True)
+        raise
     return path
 
 

@@ -34,7 +34,7 @@ def test_scaling_options_are_checked(tmp_path, capsys):
     assert "scaling-max" in capsys.readouterr().err
     # the plain bench too, before any timing
     assert main(["bench", "--threads", "-1", "--out", str(tmp_path)]) == 2
-    assert "--threads must be a positive integer" in capsys.readouterr().err
+    assert "--threads must be a whole number from 1 to 1024" in capsys.readouterr().err
 
 
 def test_flop_count_is_per_keypoint_follows_the_read_plan_and_leaves_the_model_as_it_was():

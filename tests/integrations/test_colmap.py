@@ -345,3 +345,17 @@ def test_opencv_describes_colmaps_own_keypoints_as_colmap_does(tmp_path):
         assert (
             agreement(k["xy"] + dx, k["scale"], k["ori"])[1] < cos - 0.002
         )  # measured: 0.9952 against 0.9981
+
+
+@needs_pycolmap
+def test_a_colmap_failure_is_one_line_naming_its_stage(plane_turned, tmp_path, monkeypatch):
+    """COLMAP failing inside a stage (a full disk, a file it cannot read) is a one-line error naming the stage."""
+    import pycolmap
+
+    def full(*a, **k):
+        raise RuntimeError("database or disk is full\n  at sqlite3 ...")
+
+    monkeypatch.setattr(pycolmap, "match_exhaustive", full)
+    with pytest.raises(InputError, match="COLMAP's matching stage failed: database or disk is full") as e:
+        cm.reconstruct(plane_turned, tmp_path / "out", max_keypoints=300, threads=1)
+    assert len(str(e.value).splitlines()) == 1 and not (tmp_path / "out").exists()

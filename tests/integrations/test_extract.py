@@ -128,6 +128,12 @@ def test_resuming_with_other_settings_is_refused(images, tmp_path):
     (parts / "settings.json").write_text('{"detector": "harris"}')
     with pytest.raises(InputError, match="other settings"):
         ex.extract_features(images, tmp_path / "r.h5", max_keypoints=KEYPOINTS, progress=False)
+    # a folder OUT.parts that no run made (no manifest) is a user's: refused, not emptied when the run ends
+    (tmp_path / "u.h5.parts").mkdir()
+    (tmp_path / "u.h5.parts" / "notes.txt").write_text("keep")
+    with pytest.raises(InputError, match="not made by patchpose extract"):
+        ex.extract_features(images, tmp_path / "u.h5", max_keypoints=KEYPOINTS, progress=False)
+    assert (tmp_path / "u.h5.parts" / "notes.txt").read_text() == "keep"
 
 
 def test_at_sifts_keypoints_the_recipe_reads_no_model_and_says_so(images, reference, tmp_path):

@@ -392,8 +392,14 @@ def test_bad_amp_or_schedule_values_are_refused(photos, tmp_path):
 def test_config_values_are_checked_and_strings_stay_as_written(tmp_path):
     cfg = load_config("v1", ["data.photos=010", "run.init_from=1e3"])
     assert cfg.data.photos == "010" and cfg.run.init_from == "1e3"  # YAML read them as 8 and 1000.0
-    for bad in ("run.log_every=0", "optim.warmup_steps=-5", "optim.grad_clip=-1", "optim.steps=-1"):
-        with pytest.raises(ValueError, match=bad.split("=")[0]):
+    bad_values = (
+        "run.log_every=0", "optim.warmup_steps=-5", "optim.grad_clip=-1", "optim.steps=-1",
+        # what allocates or spawns has a range, checked before any work (#62: these aborted or ran out of memory)
+        "run.threads=100000", "optim.batch_size=100000000", "data.val_pairs=100000000", "data.val_pairs=-5",
+        "data.delta_scale=nan", "data.sigma_min=3", "data.margin=-1", "data.max_keypoints=0", "data.noise=inf",
+    )  # fmt: skip
+    for bad in bad_values:
+        with pytest.raises(ValueError, match=bad.split("=")[0].replace(".", r"\.")):
             load_config("v1", [bad])
     (tmp_path / "bad.yaml").write_text("optim: [1, 2\n")
     (tmp_path / "list.yaml").write_text("- 1\n- 2\n")

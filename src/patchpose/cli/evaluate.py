@@ -7,6 +7,7 @@ import argparse
 import json
 from pathlib import Path
 
+from ..checks import MAX_THREADS
 from ..errors import InputError, is_int_in
 from ..evaluation.colmap_eval import DEFAULT_POSES, POSES, SETS
 from ..recipes import MODELS
@@ -17,8 +18,8 @@ def _set_threads(threads) -> None:
     """This process's torch and OpenCV threads for every timing of a ``bench`` run (None: theirs)."""
     if threads is None:
         return
-    if not is_int_in(threads, 1, 1024):
-        raise InputError(f"--threads must be a positive integer, got {threads!r}")
+    if not is_int_in(threads, 1, MAX_THREADS):
+        raise InputError(f"--threads must be a whole number from 1 to {MAX_THREADS}, got {threads!r}")
     import cv2
     import torch
 

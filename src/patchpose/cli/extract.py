@@ -58,11 +58,18 @@ def colmap_command(a: argparse.Namespace) -> int:
 
 
 def set_threads(threads: int | None) -> None:
-    """``--threads N``: torch's intra-op threads too (COLMAP's are passed on)."""
-    if threads is not None and threads >= 1:
-        import torch
+    """``--threads N``: torch's intra-op threads too (COLMAP's are passed on); a one-line error past
+    :data:`~patchpose.checks.MAX_THREADS`, before torch takes them."""
+    from ..checks import MAX_THREADS
+    from ..errors import InputError, is_int_in
 
-        torch.set_num_threads(threads)
+    if threads is None:
+        return
+    if not is_int_in(threads, 1, MAX_THREADS):
+        raise InputError(f"--threads must be a whole number from 1 to {MAX_THREADS}, got {threads!r}")
+    import torch
+
+    torch.set_num_threads(threads)
 
 
 def add_commands(sub: argparse._SubParsersAction) -> None:

@@ -28,6 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..checks import MAX_THREADS
 from ..data.keypoints import MAX_KEYPOINTS
 from ..data.patches import load_image
 from ..errors import InputError, is_int_in, require
@@ -114,10 +115,6 @@ def _check_run(seed, threads) -> None:
         raise InputError(
             f"threads must be None (all cores) or an integer from 1 to {MAX_THREADS}, got {threads!r}"
         )
-
-
-#: the most threads a reconstruction takes (COLMAP's; torch's for the benchmark's descriptions that read our model)
-MAX_THREADS = 1024
 
 
 def _images(folder: Path) -> list[str]:
@@ -219,9 +216,8 @@ def run_reconstruction(
     for name in names:  # a photo that cannot be read stops the run before anything is written
         load_image(folder / name)
     work = out.with_name(out.name + ".partial")
-    if (
-        work.exists()
-    ):  # a run a kill interrupted: start again, but only in a folder a run made (its mark inside)
+    # a run a kill interrupted: start again, but only in a folder a run made (its mark inside)
+    if work.exists():
         if not (work / MARK).is_file():
             raise InputError(
                 f"{work} exists and was not made by patchpose colmap; remove it or choose another --out"
@@ -293,7 +289,13 @@ def _stage(stage: dict, name: str, progress: bool, what: str):
     if progress:
         print(f"{name}: {what} ...", file=sys.stderr, flush=True)
     t = time.perf_counter()
-    yield
+    try:
+        yield
+    except (
+        RuntimeError,
+        OSError,
+    ) as e:  # COLMAP's own failures (a full disk, a file it cannot read): one line
+        raise InputError(f"COLMAP's {name} stage failed: {' '.join(str(e).split())[:200]}") from None
     stage[name] = time.perf_counter() - t
     if progress:
         print(f"{name}: done in {stage[name]:.1f} s", file=sys.stderr, flush=True)

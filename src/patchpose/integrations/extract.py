@@ -235,6 +235,10 @@ def extract_features(
                 f"{parts} holds images extracted with other settings or another shard; remove it or choose "
                 "another --out"
             )
+    elif any(parts.iterdir()):  # not ours (no manifest): its files would be deleted with it when the run ends
+        raise InputError(
+            f"{parts} exists and was not made by patchpose extract; remove it or choose another --out"
+        )
     else:
         write_text_atomic(manifest, json.dumps(stated, indent=1))
     for stale in parts.glob("*.tmp*"):  # a part a kill interrupted (the writer's own, and an older run's)

@@ -41,14 +41,16 @@ def _check(xy, scale, ori, descriptors=None):
     xy, scale, ori = checks.poses(xy, scale, ori, "ori")
     n = len(xy)
     if descriptors is not None:
-        if hasattr(descriptors, "detach"):  # a torch tensor: to numpy once, in its own dtype
-            descriptors = descriptors.detach().cpu().numpy()
+        if hasattr(descriptors, "detach"):  # a torch tensor: to numpy once (half and bfloat16 as float32)
+            descriptors = checks.real_array(descriptors, "descriptors", "numbers").astype(np.float32)
         # checked on real_array's float64 copy; what is returned keeps the caller's dtype
         d = checks.real_array(descriptors, "descriptors", f"an (N, D) array of numbers with N = {n}")
         if d.ndim != 2 or len(d) != n:
             raise InputError(f"descriptors must be (N, D) with N = {n} (one row per keypoint), got {d.shape}")
         if not np.isfinite(d).all():
             raise InputError("descriptors contain NaN or infinite values")
+        if d.size and np.abs(d).max() > np.finfo(np.float32).max:  # stored or handed on as float32: inf there
+            raise InputError("descriptors hold values past float32's range (about 3.4e38)")
         descriptors = np.asarray(descriptors)
     return xy, scale, ori, descriptors
 

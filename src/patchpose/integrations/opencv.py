@@ -23,7 +23,7 @@ from ..conventions import (
 )
 from ..data.keypoints import as_uint8_gray
 from ..data.patches import Pyramid, check_image, check_image_shape
-from ..errors import InputError
+from ..errors import InputError, is_int_in
 from ..estimator import EstimatorLike, as_estimator, check_keypoints
 from ..interop import check_cv2_keypoints, is_opencv_sift, keypoint_xy, opencv_orb_scale_factor
 from ..matching.blend import (
@@ -93,6 +93,10 @@ def assign(
         frame = _size_frames(kps)
         # the angle of the detector's region: one read (a second would leave the detector's frame)
         est = est.with_plan(passes=1)
+    if top_k is not None and not is_int_in(top_k, 1):  # 0 was read as 1; the estimator checks the top
+        raise InputError(
+            f"top_k must be None (one keypoint per input) or a whole number from 1, got {top_k!r}"
+        )
     out = est.estimate(image, xy, top_k=top_k or 1, detector_scale=frame)
     return keypoints_at_poses(kps, out, keep_size=keep_size)
 

@@ -14,13 +14,16 @@ from ..losses import LossConfig
 from ..models import ModelConfig
 
 PRESETS_DIR = Path(__file__).resolve().parent.parent / "configs"
+#: the most pairs a training step or the validation takes (each pair two patches of ``data.patch_size``²)
+MAX_BATCH = 16_384
+MAX_VAL_PAIRS = 100_000
 
 
 @dataclass
 class DataConfig(PairConfig):
     photos: str = "data/photos"  # folder of photos (splits.json inside, or split by image hash)
     num_workers: int = 1  # data-loading processes (0 = in the training process)
-    val_pairs: int = 1536  # fixed validation pairs per protocol (scale-only, rotation-only, joint)
+    val_pairs: int = 1536  # fixed validation pairs per protocol (scale-only, rotation-only, joint); 0: none
 
 
 @dataclass
@@ -86,10 +89,20 @@ def check_config(cfg) -> None:
     zero, train with a negative learning rate, reverse the gradient or finish at step 0)."""
     import math
 
-    o, r = cfg.optim, cfg.run
+    from ..checks import MAX_THREADS
+    from ..data.keypoints import MAX_KEYPOINTS
+
+    o, r, d = cfg.optim, cfg.run, cfg.data
+
+    def real(v) -> bool:  # a finite number, not a boolean
+        return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+    def whole(v, lo: int, hi: int) -> bool:
+        return isinstance(v, int) and not isinstance(v, bool) and lo <= v <= hi
+
     rules = [
         ("optim.steps", o.steps, isinstance(o.steps, int) and o.steps >= 1),
-        ("optim.batch_size", o.batch_size, isinstance(o.batch_size, int) and o.batch_size >= 1),
+        ("optim.batch_size", o.batch_size, whole(o.batch_size, 1, MAX_BATCH)),
         ("optim.lr", o.lr, math.isfinite(o.lr) and o.lr >= 0),
         ("optim.momentum", o.momentum, 0 <= o.momentum < 1),
         ("optim.weight_decay", o.weight_decay, math.isfinite(o.weight_decay) and o.weight_decay >= 0),
@@ -101,7 +114,20 @@ def check_config(cfg) -> None:
         ("run.checkpoint_minutes", r.checkpoint_minutes, r.checkpoint_minutes > 0),
         ("run.checkpoint_every", r.checkpoint_every, r.checkpoint_every >= 0),
         ("run.max_minutes", r.max_minutes, math.isfinite(r.max_minutes) and r.max_minutes >= 0),
-        ("run.threads", r.threads, r.threads >= 0),
+        ("run.threads", r.threads, whole(r.threads, 0, MAX_THREADS)),
+        ("data.val_pairs", d.val_pairs, whole(d.val_pairs, 0, MAX_VAL_PAIRS)),  # 0: no validation
+        ("data.max_keypoints", d.max_keypoints, whole(d.max_keypoints, 1, MAX_KEYPOINTS)),
+        ("data.long_side", d.long_side, whole(d.long_side, 0, 2**16)),
+        ("data.margin", d.margin, real(d.margin) and d.margin >= 0),
+        ("data.delta_scale", d.delta_scale, real(d.delta_scale) and 0 <= d.delta_scale <= 8),
+        (
+            "data.sigma_min",
+            d.sigma_min,
+            real(d.sigma_min) and real(d.sigma_max) and d.sigma_min < d.sigma_max,
+        ),
+        ("data.noise", d.noise, real(d.noise) and d.noise >= 0),
+        ("data.gamma", d.gamma, real(d.gamma) and d.gamma >= 0),
+        ("data.jitter_px", d.jitter_px, real(d.jitter_px) and d.jitter_px >= 0),
     ]
     from ..checks import workers
 
