@@ -100,3 +100,22 @@ def test_points_behind_the_horizon_stay_rejected_whatever_the_sign_of_h():
     for c in (1.0, -1.0):
         _, _, ok = pose_change(c * H, pts)
         assert ok.tolist() == [True, False]
+
+
+def test_a_homography_is_one_up_to_scale_even_at_huge_or_tiny_entries():
+    """#62: entries of 1e300 overflowed (numpy warnings, every error inf); a homography times any factor is the same
+    map, so huge or tiny ones are rescaled first; all zeros is no map."""
+    import warnings
+
+    from patchpose.errors import InputError
+    from patchpose.geometry import check_homography, reprojection_errors
+
+    H = np.array([[1.0, 0.0, 5.0], [0.0, 1.0, -2.0], [0.0, 0.0, 1.0]])
+    xy = np.array([[1.0, 2.0], [30.0, 40.0]])
+    want = reprojection_errors(H, xy, xy + [5.0, -2.0])
+    for factor in (1e300, 1e-300):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            np.testing.assert_allclose(reprojection_errors(H * factor, xy, xy + [5.0, -2.0]), want, atol=1e-9)
+    with pytest.raises(InputError, match="not invertible"):
+        check_homography(np.zeros((3, 3)))

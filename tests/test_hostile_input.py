@@ -694,7 +694,17 @@ def test_numbers_past_float32_and_a_zero_top_k_are_refused_and_a_failed_write_le
     with pytest.raises(patchpose.InputError, match="top_k"):  # 0 was read as 1
         patchpose.assign(img, [cv2.KeyPoint(30, 30, 8)], top_k=0)
 
+    import os
+
+    def fails(*a):
+        raise OSError(28, "No space left on device")
+
     target = tmp_path / "poses.json"
-    with pytest.raises(TypeError):
-        write_text_atomic(target, 42)  # not text: the write fails
+    real = os.replace
+    os.replace = fails  # the rename fails after the temporary file is written
+    try:
+        with pytest.raises(OSError):
+            write_text_atomic(target, "{}")
+    finally:
+        os.replace = real
     assert not list(tmp_path.iterdir())

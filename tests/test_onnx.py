@@ -113,3 +113,23 @@ def test_onnx_file_carries_and_checks_the_weights_recommendations(tmp_path):
     onnx.save(proto, out)
     with pytest.raises(WeightsError, match="'passes' must be an integer"):
         PatchPoseEstimator.load(out, backend="onnx")
+
+
+def test_an_onnx_model_whose_weights_point_outside_is_refused(tmp_path):
+    """#62: a model whose weights are external data (a path that may escape its folder) is refused in one line before
+    onnx reads any other file."""
+    import onnx
+
+    from patchpose.cli.main import main
+
+    out = tmp_path / "m.onnx"
+    assert main(["export", "onnx", "--weights", "patchpose-fast-v1", "--out", str(out)]) == 0
+    proto = onnx.load(out)
+    init = proto.graph.initializer[0]
+    init.ClearField("raw_data")
+    init.data_location = onnx.TensorProto.EXTERNAL
+    init.external_data.add(key="location", value="../../etc/passwd")
+    (tmp_path / "ext.onnx").write_bytes(proto.SerializeToString())
+    with pytest.raises(WeightsError, match="external file") as e:
+        PatchPoseEstimator.load(tmp_path / "ext.onnx", backend="onnx")
+    assert len(str(e.value).splitlines()) == 1 and "../../etc/passwd" in str(e.value)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import glob
 import json
 import os
 import shutil
@@ -52,24 +53,52 @@ def room_for(path: Path, nbytes: int, what: str) -> None:
         )
 
 
+#: the prefix of the temporary siblings :func:`write_bytes_atomic` writes (``.NAME.tmp-XXXX``)
+TEMP_SUFFIX = ".tmp-"
+#: seconds after which a temporary sibling no writer renamed (a killed one's) is removed by the next writer
+STALE_SECONDS = 3600
+
+
+def temp_siblings(path: Path) -> list[Path]:
+    """The temporary siblings of ``path`` that writers (:func:`write_bytes_atomic`) made."""
+    return sorted(path.parent.glob(f".{glob.escape(path.name)}{TEMP_SUFFIX}*"))
+
+
 def write_bytes_atomic(path: str | Path, data: bytes, what: str = "file") -> Path:
-    """Write ``data`` to ``path`` as a database would: into a temporary sibling (``path.tmp-PID``), flushed to the
-    disk, then renamed over ``path``; a kill at any moment leaves the old file (or none) or the new one whole, never a
-    part. A full disk or a file-size limit, found before (:func:`room_for`) or while writing, is a one-line
-    :class:`InputError` and ``path`` is left as it was."""
+    """Write ``data`` to ``path`` as a database would: into a new temporary sibling (a unique name, ``mkstemp``),
+    flushed to the disk, then renamed over ``path``; a kill at any moment leaves the old file (or none) or the new one
+    whole, never a part. ``path`` may be a symbolic link: the file it points to is replaced, the link kept; the old
+    file's permission bits are kept, and a file the user may not write is refused, as an in-place write would be.
+    A full disk or a file-size limit, found before (:func:`room_for`) or while writing, is a one-line
+    :class:`InputError` and the file is left as it was. Temporary siblings older than :data:`STALE_SECONDS` (a killed
+    writer's) are removed."""
+    import tempfile
+    import time
+
     path = Path(path)
-    room_for(path, len(data), what)
-    tmp = path.with_name(f"{path.name}.tmp-{os.getpid()}")
+    real = path.resolve() if path.is_symlink() else path
+    if real.exists() and not os.access(real, os.W_OK):
+        raise InputError(f"{what} {path}: the file may not be written (its permissions); nothing was written")
+    room_for(real, len(data), what)
+    for old in temp_siblings(real):
+        try:
+            if time.time() - old.stat().st_mtime > STALE_SECONDS:
+                old.unlink()
+        except OSError:  # another writer's, renamed or removed meanwhile
+            pass
+    fd, name = tempfile.mkstemp(prefix=f".{real.name}{TEMP_SUFFIX}", dir=real.parent)
+    tmp = Path(name)
     try:
-        with open(tmp, "wb") as f:
+        with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
-        os.replace(tmp, path)
+        os.chmod(tmp, (real.stat().st_mode & 0o7777) if real.exists() else 0o666 & ~_umask())
+        os.replace(tmp, real)
     except OSError as e:
         tmp.unlink(missing_ok=True)
         if e.errno in (errno.ENOSPC, errno.EFBIG, errno.EDQUOT):
-            free = shutil.disk_usage(path.parent).free
+            free = shutil.disk_usage(real.parent).free
             raise InputError(
                 f"{what} {path}: the disk or a file-size limit stopped the write ({_size(len(data))} needed, "
                 f"{_size(free)} free); the file is as it was"
@@ -78,14 +107,21 @@ def write_bytes_atomic(path: str | Path, data: bytes, what: str = "file") -> Pat
             f"{what} {path}: cannot write it ({e.strerror or e}); the file is as it was"
         ) from None
     try:  # the rename itself to the disk
-        fd = os.open(path.parent, os.O_RDONLY)
+        dfd = os.open(real.parent, os.O_RDONLY)
         try:
-            os.fsync(fd)
+            os.fsync(dfd)
         finally:
-            os.close(fd)
+            os.close(dfd)
     except OSError:  # a folder that cannot be opened or synced (some file systems): the rename stands
         pass
     return path
+
+
+def _umask() -> int:
+    """This process's umask (read by setting it and setting it back)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 def check_resume_plan(

@@ -27,6 +27,11 @@ def check_homography(H, where: str = "the homography", invertible: bool = True) 
     a = real_array(H, where, "a 3×3 matrix of real numbers")
     if a.shape != (3, 3) or not np.isfinite(a).all():
         raise InputError(f"{where} must be a finite 3×3 matrix, got shape {a.shape}")
+    top = np.abs(a).max()
+    if (
+        top > 1e100 or 0 < top < 1e-100
+    ):  # a homography is one up to scale: huge or tiny entries would overflow
+        a = a / top
     if invertible and abs(np.linalg.det(a)) < 1e-12:
         raise InputError(f"{where} is not invertible (its determinant is {np.linalg.det(a):.3g})")
     return a

@@ -115,6 +115,12 @@ class OnnxPoseNet(nn.Module):
         self.cfg = config_from_json(meta["patchpose_model_config"], name)
         self.meta = _carried_meta(meta.get("patchpose_meta"), name)
         for init in proto.graph.initializer:  # what check_finite does for safetensors weights
+            if init.data_location == onnx.TensorProto.EXTERNAL:  # ours carry their weights inside
+                where = {e.key: e.value for e in init.external_data}.get("location", "?")
+                raise WeightsError(
+                    f"{name}: weight {init.name!r} points to an external file ({where!r}); patchpose reads only "
+                    "ONNX models that carry their weights inside"
+                )
             arr = numpy_helper.to_array(init)
             if arr.dtype.kind == "f" and not np.isfinite(arr).all():
                 raise WeightsError(f"{name}: weight {init.name!r} holds non-finite values (NaN or infinity)")

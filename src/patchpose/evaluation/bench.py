@@ -396,11 +396,12 @@ def scaling(
     import subprocess
     import sys
 
+    from ..checks import MAX_THREADS
     from ..errors import InputError, is_int_in
     from ..fileio import write_text_atomic
 
-    if threads is not None and not is_int_in(threads, 1, 1024):
-        raise InputError(f"--threads must be a positive integer, got {threads!r}")
+    if threads is not None and not is_int_in(threads, 1, MAX_THREADS):
+        raise InputError(f"--threads must be a whole number from 1 to {MAX_THREADS}, got {threads!r}")
     if out is not None and not str(out).strip():
         raise InputError("--out must name a folder (or be left out)")
     sizes = scaling_sizes(max_keypoints)

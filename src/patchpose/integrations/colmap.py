@@ -275,11 +275,13 @@ def run_reconstruction(
         "stage_seconds": {k: round(v, 2) for k, v in stage.items()},
         "settings": settings,
     }
-    (work / MARK).unlink()
     _write_project(work, out, folder)
     write_text_atomic(work / SUMMARY, summary_table(stats))
     write_text_atomic(work / STATS, json.dumps(stats, indent=1))
     os.replace(work, out)
+    (out / MARK).unlink(
+        missing_ok=True
+    )  # after the rename: a kill before it leaves a folder a rerun may remove
     return stats
 
 

@@ -18,7 +18,6 @@ OpenCV, COLMAP and hloc all use; ours is the opposite sign (:mod:`patchpose.conv
 
 from __future__ import annotations
 
-import glob
 import io
 import os
 from pathlib import Path
@@ -143,7 +142,6 @@ class HlocFeaturesWriter:
         self._file = None
 
     def __enter__(self) -> HlocFeaturesWriter:
-        _remove_stale_temps(self.path)
         self._buffer = io.BytesIO(self.path.read_bytes() if self.path.is_file() else b"")
         try:
             self._file = self.h5py.File(self._buffer, "a")
@@ -203,29 +201,19 @@ class HlocFeaturesWriter:
         self._buffer = None
 
 
-def _remove_stale_temps(path: Path) -> None:
-    """Remove the temporary siblings (``PATH.tmp-PID``) that writers of ``path`` a kill stopped left behind."""
-    for tmp in path.parent.glob(f"{glob.escape(path.name)}.tmp-*"):
-        pid = tmp.name.rsplit("-", 1)[1]
-        if not pid.isdigit():
-            continue
-        try:
-            os.kill(int(pid), 0)
-        except ProcessLookupError:  # its writer is gone
-            tmp.unlink(missing_ok=True)
-        except (PermissionError, OverflowError):  # another user's live process, or no such process number
-            continue
-
-
 def _check_replaceable(h5py, f, path: Path, name: str) -> None:
     """Refuse an image name that would replace or break something else in the file: a name that is a folder of
     other images (deleting it would delete them), or one inside an existing image."""
+
+    def image(obj) -> bool:  # an image group holds a keypoints *dataset* (a group of that name is a folder)
+        return isinstance(obj, h5py.Group) and isinstance(obj.get("keypoints"), h5py.Dataset)
+
     parts = name.split("/")
     for k in range(1, len(parts)):
         parent = "/".join(parts[:k])
-        if parent in f and (not isinstance(f[parent], h5py.Group) or "keypoints" in f[parent]):
+        if parent in f and (not isinstance(f[parent], h5py.Group) or image(f[parent])):
             raise InputError(f"{path}: {parent!r} is an image; {name!r} cannot go inside it")
-    if name in f and not (isinstance(f[name], h5py.Group) and "keypoints" in f[name]):
+    if name in f and not image(f[name]):
         raise InputError(
             f"{path}: {name!r} holds other images (a folder, e.g. {name!r}/...); an image cannot replace it"
         )
@@ -239,8 +227,8 @@ def _check_group_name(name) -> str:
         )
     if any(part in (".", "..") for part in name.split("/")):
         raise InputError(f"name must not hold '.' or '..' parts, got {name!r}")
-    if any(ord(c) < 32 or ord(c) == 127 for c in name) or name.endswith("/"):
-        raise InputError(f"name must not hold NUL, control characters or a trailing '/', got {name!r}")
+    if "\0" in name or name.endswith("/"):  # HDF5 would cut the name at a NUL ('a\0b' is 'a')
+        raise InputError(f"name must not hold NUL or end with '/', got {name!r}")
     return name
 
 
@@ -265,6 +253,8 @@ def read_hloc_features(path, name: str) -> dict:
 
 #: the largest dataset an hloc reader reads: ``MAX_KEYPOINTS`` keypoints, descriptors of at most this many values
 MAX_DESCRIPTOR_DIM = 4096
+#: the most bytes one dataset of an hloc file is read into (10⁷ keypoints' 128-D float32 descriptors are 5 GB)
+MAX_DATASET_BYTES = 2**32
 #: how many times its stored bytes a dataset may claim (compression of keypoints and descriptors gives a few times,
 #: not this): a file of a few KB that claims gigabytes is refused before anything is read
 MAX_EXPANSION = 1000
@@ -276,7 +266,15 @@ def _check_stored_size(d, path: Path, what: str) -> None:
     :data:`MAX_EXPANSION` times the bytes it has on disk (a fill value, or a crafted file): before it is read."""
     from ..data.keypoints import MAX_KEYPOINTS
 
+    if (
+        d.external or d.is_virtual
+    ):  # bytes from other files: a size that cannot be trusted, files not ours to read
+        raise InputError(f"{path}: {what} reads its values from other files (external or virtual storage)")
     shape = d.shape
+    if d.nbytes > MAX_DATASET_BYTES:
+        raise InputError(
+            f"{path}: {what} claims {d.nbytes:,} bytes, past the {MAX_DATASET_BYTES:,} read at most"
+        )
     if any(n > MAX_KEYPOINTS for n in shape) or (len(shape) == 2 and min(shape) > MAX_DESCRIPTOR_DIM):
         raise InputError(
             f"{path}: {what} claims shape {shape}: past {MAX_KEYPOINTS:,} keypoints or {MAX_DESCRIPTOR_DIM:,} "
@@ -296,28 +294,41 @@ def _read_hloc_group(h5py, f, path: Path, name: str) -> dict:
     if not isinstance(g, h5py.Group) or "keypoints" not in g:
         raise InputError(f"{path}: {name!r} is not an hloc features group (it has no 'keypoints')")
 
-    def numbers(key: str, ndim: int) -> np.ndarray | None:
+    def dataset(key: str, ndim: int):
+        """The dataset ``key`` checked before anything of it is read (None: the group has none)."""
         if key not in g:
             return None
+        d = g.get(key, getlink=True)
+        if not isinstance(d, h5py.HardLink):  # a link into another file, or a name to follow
+            raise InputError(f"{path}: {name!r}/{key} is a link, not a dataset of this file")
         d = g[key]
         if not isinstance(d, h5py.Dataset) or d.dtype.kind not in "iuf" or d.ndim != ndim:
             raise InputError(f"{path}: {name!r}/{key} must be a {ndim}-d array of numbers")
         _check_stored_size(d, path, f"{name!r}/{key}")
+        return d
+
+    def values(key: str, d) -> np.ndarray | None:
+        if d is None:
+            return None
         v = d[()]  # read once, kept in its dtype (descriptors stay as stored)
         if not np.isfinite(v).all():
             raise InputError(f"{path}: {name!r}/{key} holds NaN or infinite values")
         return v
 
-    xy = numbers("keypoints", 2).astype(np.float64)
-    if xy.shape[1] != 2:
-        raise InputError(f"{path}: {name!r}/keypoints must be (N, 2), got {xy.shape}")
-    n = len(xy)
-    radius, oris, desc = numbers("scales", 1), numbers("oris", 1), numbers("descriptors", 2)
-    for key, v in (("scales", radius), ("oris", oris)):
-        if v is not None and len(v) != n:
-            raise InputError(f"{path}: {name!r}/{key} has {len(v)} values for {n} keypoints")
-    if desc is not None and desc.shape[1] != n:
-        raise InputError(f"{path}: {name!r}/descriptors must be (D, N) with N = {n}, got {desc.shape}")
+    k = dataset("keypoints", 2)
+    if k.shape[1] != 2:  # every shape checked before anything is read
+        raise InputError(f"{path}: {name!r}/keypoints must be (N, 2), got {k.shape}")
+    n = k.shape[0]
+    found = {key: dataset(key, ndim) for key, ndim in (("scales", 1), ("oris", 1), ("descriptors", 2))}
+    for key in ("scales", "oris"):
+        if found[key] is not None and found[key].shape[0] != n:
+            raise InputError(f"{path}: {name!r}/{key} has {found[key].shape[0]} values for {n} keypoints")
+    if found["descriptors"] is not None and found["descriptors"].shape[1] != n:
+        raise InputError(
+            f"{path}: {name!r}/descriptors must be (D, N) with N = {n}, got {found['descriptors'].shape}"
+        )
+    xy = values("keypoints", k).astype(np.float64)
+    radius, oris, desc = (values(key, found[key]) for key in ("scales", "oris", "descriptors"))
     return {
         "xy": xy,
         "scale": None if radius is None else _radii(radius.astype(np.float64), f"{path}: {name!r}"),
@@ -425,6 +436,7 @@ __all__ = [
     "to_lightglue",
     "write_hloc_features",
     "HlocFeaturesWriter",
+    "MAX_DATASET_BYTES",
     "MAX_DESCRIPTOR_DIM",
     "MAX_EXPANSION",
     "read_hloc_features",

@@ -25,11 +25,12 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
+from ..checks import MAX_THREADS
 from ..conventions import rotation_matrix
 from ..data.keypoints import detect_gftt, detect_sift
 from ..data.patches import Pyramid, check_gray, extract_patches, load_photo
 from ..data.photos import photos_of
-from ..errors import InputError, TrainingError, WeightsError
+from ..errors import InputError, TrainingError, WeightsError, is_int_in
 from ..losses import shape_alignment_loss
 from ..models.shapenet import ShapeNet, ShapeNetConfig
 from ..weights import load_torch_file, save_shape_weights
@@ -86,8 +87,8 @@ class ShapeTrainConfig:
             raise InputError(
                 f"batch ({self.batch}) must be a multiple of photos_per_batch ({self.photos_per_batch})"
             )
-        if isinstance(self.threads, bool) or not isinstance(self.threads, int) or self.threads < 0:
-            raise InputError(f"threads must be a whole number >= 0, got {self.threads!r}")
+        if not is_int_in(self.threads, 0, MAX_THREADS):
+            raise InputError(f"threads must be a whole number from 0 to {MAX_THREADS}, got {self.threads!r}")
         if not (isinstance(self.seed, int) and not isinstance(self.seed, bool) and 0 <= self.seed < 2**63):
             raise InputError(f"seed must be a whole number from 0 to 2**63 - 1, got {self.seed!r}")
         if not isinstance(self.photos, str) or not self.photos.strip():
