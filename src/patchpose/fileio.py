@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import glob
 import json
@@ -31,9 +32,10 @@ def _size(n: int) -> str:
     return f"{n / 2**20:,.1f} MiB" if n >= 2**20 else f"{n:,} bytes"
 
 
-def room_for(path: Path, nbytes: int, what: str) -> None:
+def room_for(path: Path, nbytes: int, what: str, total: int | None = None) -> None:
     """A one-line :class:`InputError` unless the disk of ``path``'s folder has ``nbytes`` free and the process's
-    file-size limit (``RLIMIT_FSIZE``, ``ulimit -f``) allows a file of that size: checked before writing, so that a
+    file-size limit (``RLIMIT_FSIZE``, ``ulimit -f``) allows a file of that size (of ``total`` bytes, where a file
+    grows by ``nbytes``): checked before writing, so that a
     full disk is a message, not a half-written file or a crash in a library that writes it."""
     free = shutil.disk_usage(path.parent).free
     if nbytes > free:
@@ -46,9 +48,12 @@ def room_for(path: Path, nbytes: int, what: str) -> None:
         limit = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
     except (ImportError, OSError, ValueError):  # no such limit on this system
         return
-    if limit != resource.RLIM_INFINITY and nbytes > limit:
+    size = (
+        nbytes if total is None else total
+    )  # the file's size once written (``nbytes`` more, where it grows)
+    if limit != resource.RLIM_INFINITY and size > limit:
         raise InputError(
-            f"{what} {path}: {_size(nbytes)} needed, the file-size limit (ulimit -f) is {_size(limit)}; nothing "
+            f"{what} {path}: {_size(size)} needed, the file-size limit (ulimit -f) is {_size(limit)}; nothing "
             "was written"
         )
 
@@ -64,6 +69,54 @@ def temp_siblings(path: Path) -> list[Path]:
     return sorted(path.parent.glob(f".{glob.escape(path.name)}{TEMP_SUFFIX}*"))
 
 
+def _target(path: Path, what: str) -> Path:
+    """The file a write to ``path`` replaces (a symbolic link's target), refused if the user may not write it."""
+    real = path.resolve() if path.is_symlink() else path
+    if real.exists() and not os.access(real, os.W_OK):
+        raise InputError(f"{what} {path}: the file may not be written (its permissions); nothing was written")
+    return real
+
+
+def _new_temp(real: Path) -> tuple[int, Path]:
+    """A new temporary sibling of ``real`` (unique, ``mkstemp``) and its open descriptor; siblings older than
+    :data:`STALE_SECONDS` (killed writers') are removed first."""
+    import tempfile
+    import time
+
+    for old in temp_siblings(real):
+        try:
+            if time.time() - old.stat().st_mtime > STALE_SECONDS:
+                old.unlink()
+        except OSError:  # another writer's, renamed or removed meanwhile
+            pass
+    fd, name = tempfile.mkstemp(prefix=f".{real.name}{TEMP_SUFFIX}", dir=real.parent)
+    return fd, Path(name)
+
+
+def _commit(tmp: Path, real: Path) -> None:
+    """Rename the finished temporary file over ``real`` with ``real``'s permission bits, and the rename to the disk."""
+    os.chmod(tmp, (real.stat().st_mode & 0o7777) if real.exists() else 0o666 & ~_umask())
+    os.replace(tmp, real)
+    try:
+        dfd = os.open(real.parent, os.O_RDONLY)
+        try:
+            os.fsync(dfd)
+        finally:
+            os.close(dfd)
+    except OSError:  # a folder that cannot be opened or synced (some file systems): the rename stands
+        pass
+
+
+def _write_error(e: OSError, path: Path, real: Path, nbytes: int, what: str) -> InputError:
+    if e.errno in (errno.ENOSPC, errno.EFBIG, errno.EDQUOT):
+        free = shutil.disk_usage(real.parent).free
+        return InputError(
+            f"{what} {path}: the disk or a file-size limit stopped the write ({_size(nbytes)} needed, "
+            f"{_size(free)} free); the file is as it was"
+        )
+    return InputError(f"{what} {path}: cannot write it ({e.strerror or e}); the file is as it was")
+
+
 def write_bytes_atomic(path: str | Path, data: bytes, what: str = "file") -> Path:
     """Write ``data`` to ``path`` as a database would: into a new temporary sibling (a unique name, ``mkstemp``),
     flushed to the disk, then renamed over ``path``; a kill at any moment leaves the old file (or none) or the new one
@@ -72,49 +125,50 @@ def write_bytes_atomic(path: str | Path, data: bytes, what: str = "file") -> Pat
     A full disk or a file-size limit, found before (:func:`room_for`) or while writing, is a one-line
     :class:`InputError` and the file is left as it was. Temporary siblings older than :data:`STALE_SECONDS` (a killed
     writer's) are removed."""
-    import tempfile
-    import time
-
     path = Path(path)
-    real = path.resolve() if path.is_symlink() else path
-    if real.exists() and not os.access(real, os.W_OK):
-        raise InputError(f"{what} {path}: the file may not be written (its permissions); nothing was written")
+    real = _target(path, what)
     room_for(real, len(data), what)
-    for old in temp_siblings(real):
-        try:
-            if time.time() - old.stat().st_mtime > STALE_SECONDS:
-                old.unlink()
-        except OSError:  # another writer's, renamed or removed meanwhile
-            pass
-    fd, name = tempfile.mkstemp(prefix=f".{real.name}{TEMP_SUFFIX}", dir=real.parent)
-    tmp = Path(name)
+    fd, tmp = _new_temp(real)
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
-        os.chmod(tmp, (real.stat().st_mode & 0o7777) if real.exists() else 0o666 & ~_umask())
-        os.replace(tmp, real)
+        _commit(tmp, real)
     except OSError as e:
         tmp.unlink(missing_ok=True)
-        if e.errno in (errno.ENOSPC, errno.EFBIG, errno.EDQUOT):
-            free = shutil.disk_usage(real.parent).free
-            raise InputError(
-                f"{what} {path}: the disk or a file-size limit stopped the write ({_size(len(data))} needed, "
-                f"{_size(free)} free); the file is as it was"
-            ) from None
-        raise InputError(
-            f"{what} {path}: cannot write it ({e.strerror or e}); the file is as it was"
-        ) from None
-    try:  # the rename itself to the disk
-        dfd = os.open(real.parent, os.O_RDONLY)
-        try:
-            os.fsync(dfd)
-        finally:
-            os.close(dfd)
-    except OSError:  # a folder that cannot be opened or synced (some file systems): the rename stands
-        pass
+        raise _write_error(e, path, real, len(data), what) from None
     return path
+
+
+@contextlib.contextmanager
+def atomic_copy(path: str | Path, what: str = "file"):
+    """A copy of ``path`` (empty where there is none) as a new temporary sibling, to change in place and rename over
+    ``path`` when the ``with`` block ends without an error (:func:`write_bytes_atomic`'s guarantees, links, modes and
+    one-line errors; the copy removed on an error), for files too large to change in memory. Yields the copy's path."""
+    path = Path(path)
+    real = _target(path, what)
+    size = real.stat().st_size if real.exists() else 0
+    room_for(real, size, what)
+    fd, tmp = _new_temp(real)
+    os.close(fd)
+    try:
+        try:
+            if size:
+                shutil.copyfile(real, tmp)
+        except OSError as e:
+            raise _write_error(e, path, real, size, what) from None
+        yield tmp
+        try:
+            with open(tmp, "rb+") as f:
+                os.fsync(f.fileno())
+            _commit(tmp, real)
+        except OSError as e:
+            raise _write_error(e, path, real, tmp.stat().st_size if tmp.exists() else size, what) from None
+    finally:
+        tmp.unlink(
+            missing_ok=True
+        )  # an error (or a kill's next writer) leaves the old file; a committed copy is gone
 
 
 def _umask() -> int:

@@ -27,7 +27,7 @@ import numpy as np
 from .. import checks
 from ..conventions import REFERENCE_RADIUS, TWO_PI, from_colmap_xy, to_colmap_xy, to_cv2_size_angle
 from ..errors import InputError, require
-from ..fileio import write_bytes_atomic
+from ..fileio import atomic_copy, room_for, write_bytes_atomic
 
 #: descriptor values per keypoint that COLMAP's text feature import reads (SIFT's, as uint8)
 COLMAP_DESCRIPTOR_DIM = 128
@@ -122,10 +122,15 @@ def write_hloc_features(
         w.add(name, xy, scale, ori, descriptors, scores, image_size, poses_only=poses_only)
 
 
+#: files up to this size are changed in memory; larger ones in a copy beside them on the disk (flat memory)
+IN_MEMORY_BYTES = 256 * 2**20
+
+
 class HlocFeaturesWriter:
-    """Add or replace images in an hloc features file as a database would: the file is read into memory, changed
-    there, and written whole to a new file beside it, flushed to the disk and renamed over the old one when the
-    ``with`` block ends without an error (:func:`~patchpose.fileio.write_bytes_atomic`). A kill, an error or a full
+    """Add or replace images in an hloc features file as a database would: the file is read into memory (a file past
+    :data:`IN_MEMORY_BYTES`: copied beside itself on the disk), changed there, and written whole to a new file beside
+    it, flushed to the disk and renamed over the old one when the ``with`` block ends without an error
+    (:func:`~patchpose.fileio.write_bytes_atomic`, :func:`~patchpose.fileio.atomic_copy`). A kill, an error or a full
     disk at any moment leaves the old file as it was, or the new one complete; a full disk or a file-size limit is a
     one-line :class:`InputError`. One writer per file at a time (two would each keep only their own images).
 
@@ -140,12 +145,24 @@ class HlocFeaturesWriter:
             raise InputError(f"{self.path} exists and is not an HDF5 file (not an hloc features file)")
         self._buffer = None
         self._file = None
+        self._copy = None
+        self._tmp = None
 
     def __enter__(self) -> HlocFeaturesWriter:
-        self._buffer = io.BytesIO(self.path.read_bytes() if self.path.is_file() else b"")
+        large = self.path.is_file() and self.path.stat().st_size > IN_MEMORY_BYTES
+        if large:  # changed in a copy on the disk, not in memory
+            self._copy = atomic_copy(self.path, "hloc features file")
+            self._tmp = self._copy.__enter__()
+            source = self._tmp
+        else:
+            self._buffer = io.BytesIO(self.path.read_bytes() if self.path.is_file() else b"")
+            source = self._buffer
         try:
-            self._file = self.h5py.File(self._buffer, "a")
+            self._file = self.h5py.File(source, "a")
         except OSError as e:  # a damaged file that starts like HDF5
+            if self._copy is not None:  # its copy removed
+                copy, self._copy, self._tmp = self._copy, None, None
+                copy.__exit__(type(e), e, None)
             raise InputError(
                 f"{self.path}: cannot read it as HDF5 ({' '.join(str(e).split())[:160]})"
             ) from None
@@ -178,27 +195,57 @@ class HlocFeaturesWriter:
         _check_group_name(name)
         f = self._file
         _check_replaceable(self.h5py, f, self.path, name)
-        if name in f:
-            del f[name]
-        g = f.create_group(name)
-        g.create_dataset("keypoints", data=xy.astype(np.float32))
-        if descriptors is not None:
-            g.create_dataset("descriptors", data=np.ascontiguousarray(descriptors.T))
-        g.create_dataset("scales", data=radius_px(scale).astype(np.float32))
-        g.create_dataset("oris", data=to_cv2_size_angle(scale, ori)[1].astype(np.float32))
-        if scores is not None:
-            g.create_dataset("scores", data=np.asarray(scores, np.float32))
-        if image_size is not None:
-            g.create_dataset("image_size", data=np.asarray(image_size, np.int64))
-        for key, value in (attrs or {}).items():
-            g.attrs[key] = value
+        if self._tmp is not None:  # HDF5 writes this copy: the room for what is added, checked first
+            arrays = (xy, scale, ori) + ((descriptors,) if descriptors is not None else ())
+            new = 2 * sum(np.asarray(a).nbytes for a in arrays) + 2**20
+            room_for(self.path.resolve(), new, "hloc features file", total=self._tmp.stat().st_size + new)
+        try:
+            if name in f:
+                del f[name]
+            g = f.create_group(name)
+            g.create_dataset("keypoints", data=xy.astype(np.float32))
+            if descriptors is not None:
+                g.create_dataset("descriptors", data=np.ascontiguousarray(descriptors.T))
+            g.create_dataset("scales", data=radius_px(scale).astype(np.float32))
+            g.create_dataset("oris", data=to_cv2_size_angle(scale, ori)[1].astype(np.float32))
+            if scores is not None:
+                g.create_dataset("scores", data=np.asarray(scores, np.float32))
+            if image_size is not None:
+                g.create_dataset("image_size", data=np.asarray(image_size, np.int64))
+            for key, value in (attrs or {}).items():
+                g.attrs[key] = value
+        except (
+            OSError,
+            RuntimeError,
+        ) as e:  # HDF5 writing the copy on the disk (a full disk): the file unchanged
+            raise InputError(
+                f"{self.path}: cannot add {name!r} ({_one_line(e)}); the file is as it was"
+            ) from None
 
     def __exit__(self, kind, value, traceback) -> None:
         f, self._file = self._file, None
-        f.close()
-        if kind is None:  # the whole new file, or nothing
-            write_bytes_atomic(self.path, self._buffer.getvalue(), "hloc features file")
-        self._buffer = None
+        failed = None
+        try:
+            f.close()
+        except (OSError, RuntimeError) as e:  # HDF5 flushing the copy on the disk (a full disk)
+            failed = InputError(f"{self.path}: cannot write it ({_one_line(e)}); the file is as it was")
+        copy, self._copy, self._tmp = self._copy, None, None
+        buffer, self._buffer = self._buffer, None
+        ok = kind is None and failed is None
+        if copy is not None:  # renamed over the file, or removed
+            if ok:
+                copy.__exit__(None, None, None)
+            else:
+                why = failed or value
+                copy.__exit__(type(why), why, None)
+        elif ok:  # the whole new file, or nothing
+            write_bytes_atomic(self.path, buffer.getvalue(), "hloc features file")
+        if failed is not None and kind is None:
+            raise failed
+
+
+def _one_line(e: BaseException) -> str:
+    return " ".join(str(e).split())[:200]
 
 
 def _check_replaceable(h5py, f, path: Path, name: str) -> None:
@@ -436,6 +483,7 @@ __all__ = [
     "to_lightglue",
     "write_hloc_features",
     "HlocFeaturesWriter",
+    "IN_MEMORY_BYTES",
     "MAX_DATASET_BYTES",
     "MAX_DESCRIPTOR_DIM",
     "MAX_EXPANSION",
