@@ -5,6 +5,7 @@ frames, with every other one turned, and bad input as one line."""
 import importlib.util
 import json
 import math
+import os
 import shutil
 import sys
 from pathlib import Path
@@ -284,6 +285,13 @@ def test_colmap_cli_refuses_bad_input_in_one_line(tmp_path, capsys):
     assert "was not made by patchpose" in capsys.readouterr().err
     assert (tmp_path / "mine.partial" / "notes.txt").read_text() == "keep"
     shutil.rmtree(tmp_path / "mine.partial")
+    # an image name that is not UTF-8 (bytes a file system allows) is one line before any work
+    bad = tmp_path / "names"
+    write_images(bad, 2)
+    os.rename(bad / "01.png", os.path.join(os.fsencode(bad), b"\xff.png"))
+    assert main(["colmap", str(bad), "--out", str(tmp_path / "n")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "not UTF-8" in err and len(err.splitlines()) == 1, err
     # a photo that cannot be read stops the run before any folder is written
     (tmp_path / "two" / "bad.png").write_bytes(b"not a png")
     assert main(["colmap", str(tmp_path / "two"), "--out", str(tmp_path / "out")]) == 2

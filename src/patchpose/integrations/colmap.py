@@ -123,6 +123,13 @@ def _images(folder: Path) -> list[str]:
     names = [name for name, _ in image_names(folder)]
     if len(names) < 2:
         raise InputError(f"{folder} holds {len(names)} image(s); a reconstruction needs at least 2")
+    for name in names:  # COLMAP's database keeps names as UTF-8 text: a name that is not would fail inside it
+        try:
+            name.encode("utf-8")
+        except UnicodeEncodeError:
+            raise InputError(
+                f"{folder}: the image name {name!r} is not UTF-8 text, which COLMAP's database needs; rename it"
+            ) from None
     return names
 
 
