@@ -95,7 +95,8 @@ def second_pass(feats1: Features, feats2: Features, describer: Describer, max_ke
     :func:`~patchpose.matching.candidates.sift_all_descriptors`), photo 2 detected again with at most
     ``max_keypoints`` keypoints."""
     d1, d2 = sift_all_descriptors(feats1, describer), sift_all_descriptors(feats2, describer)
-    first = int(sift_all_counts(feats1).sum() + sift_all_counts(feats2).sum())
+    own1 = int(sift_all_counts(feats1).sum())  # photo 1's descriptors: computed once, matched in both passes
+    first = own1 + int(sift_all_counts(feats2).sum())
     m = ratio_matches(d1, d2)[0]
     A = fit_affine(feats1.xy[m[:, 0]], feats2.xy[m[:, 1]]) if len(m) else None
     if A is None:
@@ -105,7 +106,7 @@ def second_pass(feats1: Features, feats2: Features, describer: Describer, max_ke
     if len(again) == 0:
         return SecondPass(d1, np.zeros((0, 1, describer.dim), np.float32), again.xy, A, first, 0)
     more = int(sift_all_counts(again).sum())
-    final = int(sift_all_counts(feats1).sum()) + more
+    final = own1 + more
     xy2 = again.xy @ A[:, :2].T + A[:, 2]
     return SecondPass(d1, sift_all_descriptors(again, describer), xy2, A, first + more, final)
 

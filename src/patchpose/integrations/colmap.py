@@ -76,11 +76,10 @@ def colmap_sift_features(image: np.ndarray, rows) -> Features:
     ``pycolmap.Database.read_keypoints`` gives, :func:`from_colmap_keypoints`): one keypoint per location, in
     COLMAP's order, at COLMAP's size (its σ is our radius; SIFT's window about it) and its first orientation, every
     orientation COLMAP stored at the location kept as :attr:`~patchpose.matching.features.Features.sift_ori_candidates`."""
-    r = np.asarray(rows, np.float64).reshape(-1, np.shape(rows)[1] if np.ndim(rows) == 2 else 4)
-    k = from_colmap_keypoints(r)
+    k = from_colmap_keypoints(rows)  # (N, 4) or (N, 6) rows, checked there
     # COLMAP stores a location's orientations as keypoints of their own, one after another
     at = np.column_stack([k["xy"], k["scale"]])
-    same = np.r_[False, (np.abs(np.diff(at, axis=0)) < 1e-4).all(1)] if len(r) else np.zeros(0, bool)
+    same = np.r_[False, (np.abs(np.diff(at, axis=0)) < 1e-4).all(1)] if len(at) else np.zeros(0, bool)
     first = np.flatnonzero(~same)
     xy, scale = k["xy"][first], k["scale"][first]
     feats = sift_features(image, xy, to_cv2_keypoints(xy, scale, k["ori"][first]))

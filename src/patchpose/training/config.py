@@ -91,18 +91,16 @@ def check_config(cfg) -> None:
 
     from ..checks import MAX_THREADS
     from ..data.keypoints import MAX_KEYPOINTS
+    from ..errors import is_int_in
 
     o, r, d = cfg.optim, cfg.run, cfg.data
 
     def real(v) -> bool:  # a finite number, not a boolean
         return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
-    def whole(v, lo: int, hi: int) -> bool:
-        return isinstance(v, int) and not isinstance(v, bool) and lo <= v <= hi
-
     rules = [
         ("optim.steps", o.steps, isinstance(o.steps, int) and o.steps >= 1),
-        ("optim.batch_size", o.batch_size, whole(o.batch_size, 1, MAX_BATCH)),
+        ("optim.batch_size", o.batch_size, is_int_in(o.batch_size, 1, MAX_BATCH)),
         ("optim.lr", o.lr, math.isfinite(o.lr) and o.lr >= 0),
         ("optim.momentum", o.momentum, 0 <= o.momentum < 1),
         ("optim.weight_decay", o.weight_decay, math.isfinite(o.weight_decay) and o.weight_decay >= 0),
@@ -114,10 +112,10 @@ def check_config(cfg) -> None:
         ("run.checkpoint_minutes", r.checkpoint_minutes, r.checkpoint_minutes > 0),
         ("run.checkpoint_every", r.checkpoint_every, r.checkpoint_every >= 0),
         ("run.max_minutes", r.max_minutes, math.isfinite(r.max_minutes) and r.max_minutes >= 0),
-        ("run.threads", r.threads, whole(r.threads, 0, MAX_THREADS)),
-        ("data.val_pairs", d.val_pairs, whole(d.val_pairs, 0, MAX_VAL_PAIRS)),  # 0: no validation
-        ("data.max_keypoints", d.max_keypoints, whole(d.max_keypoints, 1, MAX_KEYPOINTS)),
-        ("data.long_side", d.long_side, whole(d.long_side, 0, 2**16)),
+        ("run.threads", r.threads, is_int_in(r.threads, 0, MAX_THREADS)),
+        ("data.val_pairs", d.val_pairs, is_int_in(d.val_pairs, 0, MAX_VAL_PAIRS)),  # 0: no validation
+        ("data.max_keypoints", d.max_keypoints, is_int_in(d.max_keypoints, 1, MAX_KEYPOINTS)),
+        ("data.long_side", d.long_side, is_int_in(d.long_side, 0, 2**16)),
         ("data.margin", d.margin, real(d.margin) and d.margin >= 0),
         ("data.delta_scale", d.delta_scale, real(d.delta_scale) and 0 <= d.delta_scale <= 8),
         (
