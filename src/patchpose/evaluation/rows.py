@@ -545,6 +545,60 @@ def _second_pass(run: Run, im1: Image, im2: Image) -> tuple:
     return p.descriptors1, p.descriptors2, p.xy2, cost
 
 
+def _pair_pose_redetect(run: Run, im1: Image, im2: Image) -> tuple:
+    """LAB: pair-pose, and where its affine map slants the view the model-free second pass instead."""
+    c1, c2, zoom, turn = _pair_pose(run, im1, im2)
+    pp = row_cost("pair_pose", run, im1, im2, c1, c2, turn)
+    n = len(im1.feats) + len(im2.feats)
+    if turn.affine is not None:
+        p = second_pass(im1.feats, im2.feats, run.describer, run.cfg.max_keypoints)
+        if p.affine is not None:
+            first = sum(int(sift_all_counts(f).sum()) for f in (im1.feats, im2.feats))  # the votes' own
+            comp = pp.computations + (p.computed - first) / max(n, 1)
+            cost = Cost(comp, p.matched / max(len(im1.feats) + len(p.xy2), 1), pp.passes + 2, pp.fits + 1)
+            return p.descriptors1, p.descriptors2, p.xy2, cost
+    d1 = blend_descriptors(c1[3], c1[2])[:, None]
+    d2 = blend_descriptors(c2[3], c2[2])[:, None]
+    return d1, d2, im2.feats.xy, pp
+
+
+def _redetect_upright1(run: Run, im1: Image, im2: Image) -> tuple:
+    return _redetect_upright(run, im1, im2, single=True)
+
+
+def _redetect_upright(run: Run, im1: Image, im2: Image, single: bool = False) -> tuple:
+    """LAB: the second pass's map and re-detection, both photos then described upright (one pose: pair-pose's
+    candidates at turn 0, no zoom) instead of SIFT's own orientations."""
+    from ..evaluation.second_pass import fit_affine, warp_into
+    from ..matching.features import sift_detected
+    from ..matching.matcher import ratio_matches
+    from ..matching.pairpose import one_pose_candidates
+
+    f1, f2 = im1.feats, im2.feats
+    d1, d2 = sift_all_descriptors(f1, run.describer), sift_all_descriptors(f2, run.describer)
+    n = len(f1) + len(f2)
+    first = sum(int(sift_all_counts(f).sum()) for f in (f1, f2))
+    m = ratio_matches(d1, d2)[0]
+    A = fit_affine(f1.xy[m[:, 0]], f2.xy[m[:, 1]]) if len(m) else None
+    if A is None:
+        return d1, d2, f2.xy, Cost(first / max(n, 1), first / max(n, 1), 1, 1)
+    warped, mask = warp_into(f2.image, A, f1.image.shape[:2])
+    again = sift_detected(warped, run.cfg.max_keypoints, mask)
+    if single:
+        def one(f):
+            d = run.describer.describe(f.pyramid, f.xy, f.frame, np.zeros(len(f)))
+            return None, None, np.ones((len(f), 1)), d[:, None]
+        c1, c2 = one(f1), one(again)
+    else:
+        c1 = one_pose_candidates(f1, run.describer, 0.0, 0.0)
+        c2 = one_pose_candidates(again, run.describer, 0.0, 0.0)
+    e1 = blend_descriptors(c1[3], c1[2])[:, None]
+    e2 = blend_descriptors(c2[3], c2[2])[:, None]
+    xy2 = again.xy @ A[:, :2].T + A[:, 2]
+    comp = (first + c1[3].shape[1] * len(f1) + c2[3].shape[1] * len(again)) / max(n, 1)
+    return e1, e2, xy2, Cost(comp, 1.0, 2, 1)
+
+
 def _shape_zoom_blend(run: Run, im1: Image, im2: Image) -> tuple:
     """Our shape blend at the fixed 16 px window widened by the pair's zoom in the photo where structures look
     larger (:attr:`~patchpose.matching.zoom.PairZoom.frames`), for every keypoint: a detector's own scale is set
@@ -735,6 +789,27 @@ ROWS: dict[str, Row] = {
             redetect=_second_pass,
             sift=True,
             group="handcrafted",
+        ),
+        Row(
+            "pair_pose_redetect",
+            "LAB pair-pose; where slanted the second pass",
+            redetect=_pair_pose_redetect,
+            sift=True,
+            ablation=True,
+        ),
+        Row(
+            "redetect_upright",
+            "LAB second pass, described upright at one pose",
+            redetect=_redetect_upright,
+            sift=True,
+            ablation=True,
+        ),
+        Row(
+            "redetect_upright1",
+            "LAB second pass, described upright at SIFT's scale, one computation",
+            redetect=_redetect_upright1,
+            sift=True,
+            ablation=True,
         ),
         Row("orinet", "OriNet orientation (kornia), detector's scale", poses=_orinet, group="peers"),
         Row(
