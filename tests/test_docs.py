@@ -16,6 +16,7 @@ import re
 import shlex
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -67,10 +68,13 @@ def test_readme_example_runs(capsys):
     for p in poses:
         assert len(p.orientation) > 0
         assert ((p.orientation >= 0) & (p.orientation < 2 * math.pi)).all()
-    # what the example prints is what it did: a quarter turn clockwise found as 270° CCW, one blended
-    # descriptor of 128 per SIFT keypoint kept, our keypoints one per SIFT keypoint
+    # what the example prints is what it did: a quarter turn clockwise found as the map (x, y) → (h − 1 − y, x),
+    # one blended descriptor of 128 per SIFT keypoint kept, our keypoints one per SIFT keypoint
     m, desc, kps, ours, sift = ns["m"], ns["desc"], ns["kps"], ns["ours"], ns["sift_keypoints"]
-    assert m.turn is not None and abs((m.turn - 270.0 + 180.0) % 360.0 - 180.0) < 5.0
+    h = ns["image"].shape[0]
+    assert m.recipe == "rectify" and m.affine is not None
+    np.testing.assert_allclose(m.affine, [[0.0, -1.0, h - 1.0], [1.0, 0.0, 0.0]], atol=0.5)
+    np.testing.assert_allclose(m.affine[:, :2], [[0.0, -1.0], [1.0, 0.0]], atol=0.01)
     assert desc.shape == (len(kps), 128) and len(kps) > 100 and len(ours) == len(sift)
     assert int(m.correct.sum()) > 0.5 * len(m.matches) > 50 if m.correct is not None else len(m.matches) > 50
     assert capsys.readouterr().out.strip()

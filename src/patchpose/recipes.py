@@ -82,6 +82,19 @@ RECIPES: dict[str, Recipe] = {
         fits="1 affine (2, and 2 homographies, where the turn is ambiguous)",
         per_image=False,
     ),
+    "rectify": Recipe(
+        "rectify",
+        "two photos, at SIFT's own detections: the photo whose structures look smaller warped into the other's "
+        "frame through the affine map that SIFT's ratio-test matches agree on, SIFT detected again there (its "
+        "keypoints are the new ones), both photos described upright at 3 sizes about 16 px; no network",
+        None,
+        computations="1.2 for the first pass (SIFT with all its orientations), then one more SIFT detection of "
+        "the warped photo and 3 for the final description (where no map is found, none more: SIFT with all its "
+        "orientations matched)",
+        passes=2,
+        fits="1 affine",
+        per_image=False,
+    ),
 }
 
 __all__ = ["MODELS", "RECIPES", "Recipe"]

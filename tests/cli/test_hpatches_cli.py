@@ -62,7 +62,8 @@ def test_cli_generate_eval_and_match(tmp_path, capsys):
     lines = (out / "matches.csv").read_text().splitlines()
     assert lines[0] == "x1,y1,x2,y2,distance,error_px" and len(lines) == summary["matches"] + 1
     assert cv2.imread(str(out / "matches.png")).shape[1] == 400
-    assert summary["recipe"] == "pair-pose" and summary["turn_deg"] is not None
+    # the default at SIFT's detections: photo 2 warped through the map found, detected again
+    assert summary["recipe"] == "rectify" and np.shape(summary["affine"]) == (2, 3)
     for recipe in ("pose", "blend"):  # one descriptor per keypoint, one photo at a time
         h = ["--homography", str(seq / "H_1_2"), "--out", str(out), "--detector", "harris"]
         rc = main(

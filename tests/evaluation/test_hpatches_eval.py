@@ -50,6 +50,7 @@ def test_evaluation_end_to_end_and_resume(tmp_path):
         "pair_pose",
         "pair_pose_gradient",
         "second_pass",
+        "rectify",
         "upper",
     ]
     for row in saved["mma"]:

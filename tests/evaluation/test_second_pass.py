@@ -1,6 +1,6 @@
-"""#60's model-free second pass (``patchpose.evaluation.second_pass``, the row ``second_pass``): the affine map is
-fitted among outliers and refused where it cannot be trusted, the warp follows the pixel-centre convention, and on a
-slanted photo it finds several times SIFT's correct matches, at photo 2's own keypoints mapped back."""
+"""#60's model-free second pass (``patchpose.evaluation.second_pass``, the row ``second_pass``): on a slanted photo it
+finds several times SIFT's correct matches, at photo 2's own keypoints mapped back (its map and warp:
+tests/matching/test_rectify.py)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from patchpose.data.patches import load_photo, to_gray
 from patchpose.data.photos import demo_photo
 from patchpose.errors import InputError
 from patchpose.evaluation.rows import Image, MatchConfig, Run, get_row, match_images, pair_descriptors
-from patchpose.evaluation.second_pass import BORDER_PX, MIN_INLIERS, fit_affine, second_pass, warp_into
+from patchpose.evaluation.second_pass import second_pass
 from patchpose.matching.candidates import sift_all_descriptors
 from patchpose.matching.describe import Describer
 from patchpose.matching.features import detect
@@ -37,36 +37,6 @@ def squeezed(photo: np.ndarray, factor: float, angle: float = 0.5) -> tuple[np.n
     return cv2.warpAffine(photo, H[:2], (w, h), flags=cv2.INTER_AREA), H
 
 
-def test_the_affine_map_is_fitted_among_outliers_and_refused_where_it_folds_or_is_unsupported():
-    rng = np.random.default_rng(0)
-    A = np.array([[1.2, 0.3, 15.0], [-0.2, 0.8, -7.0]])
-    xy1 = rng.uniform(0, 400, (80, 2))
-    xy2 = xy1 @ A[:, :2].T + A[:, 2]
-    xy2[:25] = rng.uniform(0, 400, (25, 2))  # outliers
-    np.testing.assert_allclose(fit_affine(xy1, xy2), A, atol=1e-4)  # float32 points
-    assert fit_affine(xy1[25 : 25 + MIN_INLIERS - 1], xy2[25 : 25 + MIN_INLIERS - 1]) is None
-    mirrored = xy1 * [-1.0, 1.0]  # a map that folds the photo: no camera makes it
-    assert fit_affine(xy1, mirrored) is None
-    assert fit_affine(xy1, 10.0 * xy1) is None  # past MAX_ZOOM
-
-
-def test_the_warp_reads_photo_2_at_the_maps_pixel_centres_and_masks_its_border(photo):
-    A = np.array([[1.0, 0.0, 5.0], [0.0, 1.0, -3.0]])  # photo 1's (x, y) is photo 2's (x + 5, y − 3)
-    image = photo.astype(np.float32) / 255.0  # as Features hold it
-    warped, mask = warp_into(image, A, photo.shape)
-    np.testing.assert_allclose(warped[10:400, 10:400], image[7:397, 15:405], atol=1e-6)
-    h, w = photo.shape
-    # photo 2's pixels reach photo 1's x ≤ w − 6 and y ≥ 3; the mask keeps BORDER_PX inside them
-    assert mask[3 + BORDER_PX, 100] == 255 and mask[3 + BORDER_PX - 1, 100] == 0
-    assert mask[100, w - 6 - BORDER_PX] == 255 and mask[100, w - 6 - BORDER_PX + 1] == 0
-    # a map that shrinks 2× reads a ramp at 2x (pixel centres at integers: corners would read 2x + 0.5), the
-    # anti-aliasing blur keeping the ramp as it is
-    ramp = np.tile(np.arange(400, dtype=np.float32) / 1000.0, (400, 1))
-    half, _ = warp_into(ramp, np.array([[2.0, 0.0, 0.0], [0.0, 2.0, 0.0]]), (200, 200))
-    want = np.broadcast_to(2 * np.arange(20, 180)[None, :] / 1000.0, (160, 160))
-    np.testing.assert_allclose(half[20:180, 20:180], want, atol=2e-5)
-
-
 def test_on_a_slanted_photo_it_finds_several_times_sifts_correct_matches_at_photo_2s_own_keypoints(photo):
     img2, H = squeezed(photo, 2.0)
     run = Run(Describer("sift"), cfg=MatchConfig(max_keypoints=500))
@@ -86,7 +56,7 @@ def test_on_a_slanted_photo_it_finds_several_times_sifts_correct_matches_at_phot
     moved = corners @ p.affine[:, :2].T + p.affine[:, 2]
     assert np.abs(moved - (corners @ H[:2, :2].T + H[:2, 2])).max() < 2.0
     assert p.computed > p.matched > 0  # photo 2 described twice
-    cost = get_row("second_pass").redetect(run, Image(detect(photo, 500)), Image(detect(img2, 500)))[3]
+    cost = get_row("second_pass").redetect(run, Image(detect(photo, 500)), Image(detect(img2, 500)))[4]
     assert (cost.passes, cost.fits) == (2, 1) and cost.computations > cost.descriptors >= 1.0
     with pytest.raises(InputError, match="again"):
         pair_descriptors("second_pass", run, Image(detect(photo, 50)), Image(detect(img2, 50)))

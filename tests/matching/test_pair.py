@@ -13,7 +13,7 @@ pytest.importorskip("kornia")
 import patchpose  # noqa: E402
 from patchpose.data.patches import load_photo, to_gray  # noqa: E402
 from patchpose.data.photos import demo_photo  # noqa: E402
-from patchpose.matching.pair import DEFAULT_RECIPE  # noqa: E402
+from patchpose.matching.pair import DEFAULT_RECIPES, default_recipe  # noqa: E402
 from patchpose.recipes import MODELS, RECIPES  # noqa: E402
 
 
@@ -34,16 +34,20 @@ def turned(photo: np.ndarray, degrees: float, zoom: float = 1.0) -> tuple[np.nda
 
 
 def test_the_default_is_the_recommended_recipe_everywhere():
-    """``match_pair`` and ``patchpose match`` describe with :data:`DEFAULT_RECIPE` unless told, a recipe of the one
-    table (:data:`patchpose.recipes.RECIPES`), whose model the table names; ``match_pair`` takes at most 8
-    parameters and ``patchpose match`` at most 10 options."""
+    """``match_pair`` and ``patchpose match`` describe with :func:`default_recipe` unless told (``rectify`` where
+    they detect SIFT's keypoints, which it detects again; ``pair-pose`` at corners and at your own keypoints),
+    recipes of the one table (:data:`patchpose.recipes.RECIPES`), whose model the table names; ``match_pair`` takes
+    at most 8 parameters and ``patchpose match`` at most 10 options."""
     from patchpose.cli.main import build_parser
 
-    assert DEFAULT_RECIPE == "pair-pose" and set(RECIPES) == {"pair-pose", "pose", "blend"}
+    assert DEFAULT_RECIPES == {"sift": "rectify", "other": "pair-pose"}
+    assert set(RECIPES) == {"rectify", "pair-pose", "pose", "blend"}
+    assert default_recipe() == "rectify" and default_recipe("gftt") == "pair-pose" == default_recipe("harris")
+    assert default_recipe("sift", keypoints=(np.zeros((1, 2)), np.zeros((1, 2)))) == "pair-pose"
     params = inspect.signature(patchpose.match_pair).parameters
-    assert params["recipe"].default == DEFAULT_RECIPE and len(params) <= 8
+    assert params["recipe"].default is None and len(params) <= 8
     args = build_parser().parse_args(["match", "a.png", "b.png"])
-    assert args.recipe == DEFAULT_RECIPE
+    assert args.recipe is None
     match = next(a for a in build_parser()._actions if a.dest == "command").choices["match"]
     options = [a for a in match._actions if a.option_strings and a.dest != "help"]
     assert len(options) <= 10, [a.option_strings for a in options]
@@ -61,7 +65,7 @@ def test_the_default_matches_corners_across_a_zoom_where_a_fixed_size_fails(phot
     for recipe in (None, "blend", "pose"):
         kw = {} if recipe is None else {"recipe": recipe}
         res = patchpose.match_pair(photo, img2, homography=H, detector="harris", max_keypoints=300, **kw)
-        assert res.recipe == (recipe or DEFAULT_RECIPE)
+        assert res.recipe == (recipe or "pair-pose")
         correct[recipe] = int(res.correct.sum())
     assert correct[None] > 3 * correct["blend"], correct
     assert correct[None] > correct["pose"], correct
@@ -71,7 +75,7 @@ def test_the_pair_pose_reports_the_turn_and_zoom_and_a_threshold_of_ones_own(pho
     """``pair-pose`` reports the pair's turn and zoom (a photo turned by 40° CCW and enlarged 1.25×: within 2° and
     0.1 octave); ``with_threshold`` counts the matches within another distance of the truth."""
     img2, H = turned(photo, -40.0, 1.25)  # cv2's positive angle turns counter-clockwise as displayed
-    res = patchpose.match_pair(photo, img2, homography=H, max_keypoints=300)
+    res = patchpose.match_pair(photo, img2, recipe="pair-pose", homography=H, max_keypoints=300)
     assert abs((res.turn - 40.0 + 180.0) % 360.0 - 180.0) < 2.0, res.turn
     assert res.zoom == pytest.approx(np.log2(1.25), abs=0.1) and res.affine is None
     loose = res.with_threshold(10.0)
@@ -112,7 +116,7 @@ def test_pair_pose_reads_the_network_only_where_keypoints_have_no_scale(photo, m
     loads = []
     real = pair.PatchPoseEstimator.load
     monkeypatch.setattr(pair.PatchPoseEstimator, "load", lambda *a, **k: loads.append(a) or real(*a, **k))
-    m = patchpose.match_pair(photo, img2, max_keypoints=200)
+    m = patchpose.match_pair(photo, img2, recipe="pair-pose", max_keypoints=200)
     # SIFT's angles voted the turn: 30° clockwise as displayed
     assert loads == [] and abs((m.turn + 30.0 + 180.0) % 360.0 - 180.0) < 3.0
     patchpose.match_pair(photo, img2, max_keypoints=200, detector="gftt")
@@ -170,6 +174,8 @@ def test_keypoints_given_with_their_sizes_are_described_as_a_detectors(photo):
         ({"homography": "abc"}, "the homography must be a 3×3 matrix of real numbers, got str"),
         ({"recipe": ["pose"]}, "recipe must be one of"),
         ({"recipe": "ours"}, "recipe must be one of"),
+        ({"recipe": "rectify", "detector": "gftt"}, "detects keypoints again with SIFT"),
+        ({"recipe": "rectify", "keypoints": (np.ones((2, 2)), np.ones((2, 2)))}, "detects keypoints again"),
         ({"detector": "keynet"}, "detector must be one of"),
         ({"max_keypoints": 0}, "max_keypoints must be an integer from 1"),
     ],
@@ -186,7 +192,7 @@ def test_bad_arguments_are_one_line_input_errors_before_any_work(photo, kw, mess
     if "sizes" in kw:  # sizes are checked with the keypoints they belong to
         xy = np.array([[100.0, 100.0], [50.0, 60.0]])
         kw = {"keypoints": (xy, xy), "sizes": (np.full(2, kw["sizes"]), np.full(2, 8.0))}
-    for name in ("pair_pose_descriptors", "pose_descriptors", "gradient_blend_candidates"):
+    for name in ("pair_pose_descriptors", "pose_descriptors", "gradient_blend_candidates", "rectified_pair"):
         monkeypatch.setattr(pair, name, no_work)
     with pytest.raises(patchpose.InputError, match=message):
         patchpose.match_pair(photo, photo, **kw)

@@ -341,11 +341,11 @@ def test_a_slanted_photo_is_cut_through_the_pairs_affine_map():
         cv2.warpAffine(photo, A, (w, h), borderMode=cv2.BORDER_REFLECT_101),
         np.vstack([A, [0, 0, 1]]),
     )
-    res = patchpose.match_pair(photo, slanted, homography=H)
+    res = patchpose.match_pair(photo, slanted, recipe="pair-pose", homography=H)
     np.testing.assert_allclose(res.affine, M, atol=0.05)
     assert res.summary()["affine"] == np.round(res.affine, 4).tolist()
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(pairpose, "MIN_SLANT", math.inf)  # no map slants enough: the turn and zoom alone
-        alone = patchpose.match_pair(photo, slanted, homography=H)
+        alone = patchpose.match_pair(photo, slanted, recipe="pair-pose", homography=H)
     assert alone.affine is None and alone.summary()["affine"] is None
     assert res.correct.sum() > 1.3 * alone.correct.sum(), (res.summary(), alone.summary())

@@ -7,7 +7,7 @@ import argparse
 import json
 
 from ..apps import run_estimate, write_match_outputs
-from ..matching.pair import CORRECT_PX, DEFAULT_RECIPE, check_threshold, match_pair
+from ..matching.pair import CORRECT_PX, DEFAULT_RECIPES, check_threshold, match_pair
 from ..recipes import RECIPES
 from .options import add_weights
 
@@ -98,8 +98,9 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     mt.add_argument(
         "--recipe",
         choices=tuple(RECIPES),
-        default=DEFAULT_RECIPE,
-        help=f"how keypoints are described (default {DEFAULT_RECIPE}): "
+        default=None,
+        help=f"how keypoints are described (default: {DEFAULT_RECIPES['sift']} at SIFT's detections, "
+        f"{DEFAULT_RECIPES['other']} at corners or --keypoints1/2): "
         + "; ".join(f"{r.name}: {r.what}" for r in RECIPES.values()),
     )
     mt.add_argument(

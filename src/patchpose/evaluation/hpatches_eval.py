@@ -239,9 +239,9 @@ def match_sequence(
         for name in rows:
             r, imk = get_row(name), Image(replace(fk, memo={}), ok_, H)
             t = time.perf_counter()
-            xyk = fk.xy
-            if r.redetect is not None:  # photo 2's keypoints detected again: its own
-                e1, ek, xyk, cost = r.redetect(run, own1[name], imk)
+            xy1, xyk = f1.xy, fk.xy
+            if r.redetect is not None:  # one photo's keypoints detected again: its own
+                e1, ek, xy1, xyk, cost = r.redetect(run, own1[name], imk)
             elif r.is_pair:  # described with both photos: image 1's descriptors differ from pair to pair
                 c1, ck, zoom, turn = r.pair(run, own1[name], imk)
                 e1, ek = (blend_descriptors(c[3], c[2])[:, None] for c in (c1, ck))
@@ -258,7 +258,7 @@ def match_sequence(
             seconds = time.perf_counter() - t + t1.get(name, 0.0) / n_pairs
             if r.reads_model_at(fk):  # the read of our model that the row takes from each image
                 seconds += readk + read1 / n_pairs
-            err = reprojection_errors(H, f1.xy[m[:, 0]], xyk[m[:, 1]])
+            err = reprojection_errors(H, xy1[m[:, 0]], xyk[m[:, 1]])
             res["mma"][name] = pair_mma(err, thresholds)
             res["matches"][name] = int(len(m))
             res["descriptors"][name] = cost.descriptors

@@ -57,6 +57,7 @@ from ..matching.pairpose import (
     pair_votes,
     recipe_votes,
 )
+from ..matching.rectify import rectified_pair
 from ..matching.zoom import PairTurn, PairZoom
 from ..reading import strong_candidates
 from .baselines import LOG_PATCH, LOG_SIGMA, LOG_WINDOWS, log_scale_selection
@@ -259,8 +260,8 @@ class Row:
     candidate, a keypoint's distance the smallest over its candidates'), ``candidates`` (``(run, image) -> (s,
     o, w, d)``: blended into one descriptor), ``describe`` (``(run, image) -> (N, D)``), ``pair`` (``(run,
     image1, image2) -> (candidates1, candidates2, zoom, turn)``: both photos together, blended) or ``redetect``
-    (``(run, image1, image2) -> (descriptors1, descriptors2, xy2, cost)``: both photos together, photo 2's
-    keypoints ``xy2`` its own) says how it describes keypoints."""
+    (``(run, image1, image2) -> (descriptors1, descriptors2, xy1, xy2, cost)``: both photos together, one photo's
+    keypoints detected again, its own) says how it describes keypoints."""
 
     name: str
     label: str
@@ -542,61 +543,20 @@ def _second_pass(run: Run, im1: Image, im2: Image) -> tuple:
     p = second_pass(im1.feats, im2.feats, run.describer, run.cfg.max_keypoints)
     n = len(im1.feats) + len(im2.feats)
     cost = Cost(p.computed / max(n, 1), p.matched / max(len(im1.feats) + len(p.xy2), 1), 2, 1)
-    return p.descriptors1, p.descriptors2, p.xy2, cost
+    return p.descriptors1, p.descriptors2, im1.feats.xy, p.xy2, cost
 
 
-def _pair_pose_redetect(run: Run, im1: Image, im2: Image) -> tuple:
-    """LAB: pair-pose, and where its affine map slants the view the model-free second pass instead."""
-    c1, c2, zoom, turn = _pair_pose(run, im1, im2)
-    pp = row_cost("pair_pose", run, im1, im2, c1, c2, turn)
+def _rectify(run: Run, im1: Image, im2: Image) -> tuple:
+    """The recipe ``rectify`` (:func:`~patchpose.matching.rectify.rectified_pair`): both photos' descriptors and
+    keypoints (one photo's detected again in its view warped into the other's frame) and the :class:`Cost`."""
+    p = rectified_pair(im1.feats, im2.feats, run.describer, run.cfg.max_keypoints)
     n = len(im1.feats) + len(im2.feats)
-    if turn.affine is not None:
-        p = second_pass(im1.feats, im2.feats, run.describer, run.cfg.max_keypoints)
-        if p.affine is not None:
-            first = sum(int(sift_all_counts(f).sum()) for f in (im1.feats, im2.feats))  # the votes' own
-            comp = pp.computations + (p.computed - first) / max(n, 1)
-            cost = Cost(comp, p.matched / max(len(im1.feats) + len(p.xy2), 1), pp.passes + 2, pp.fits + 1)
-            return p.descriptors1, p.descriptors2, p.xy2, cost
-    d1 = blend_descriptors(c1[3], c1[2])[:, None]
-    d2 = blend_descriptors(c2[3], c2[2])[:, None]
-    return d1, d2, im2.feats.xy, pp
-
-
-def _redetect_upright1(run: Run, im1: Image, im2: Image) -> tuple:
-    return _redetect_upright(run, im1, im2, single=True)
-
-
-def _redetect_upright(run: Run, im1: Image, im2: Image, single: bool = False) -> tuple:
-    """LAB: the second pass's map and re-detection, both photos then described upright (one pose: pair-pose's
-    candidates at turn 0, no zoom) instead of SIFT's own orientations."""
-    from ..evaluation.second_pass import fit_affine, warp_into
-    from ..matching.features import sift_detected
-    from ..matching.matcher import ratio_matches
-    from ..matching.pairpose import one_pose_candidates
-
-    f1, f2 = im1.feats, im2.feats
-    d1, d2 = sift_all_descriptors(f1, run.describer), sift_all_descriptors(f2, run.describer)
-    n = len(f1) + len(f2)
-    first = sum(int(sift_all_counts(f).sum()) for f in (f1, f2))
-    m = ratio_matches(d1, d2)[0]
-    A = fit_affine(f1.xy[m[:, 0]], f2.xy[m[:, 1]]) if len(m) else None
-    if A is None:
-        return d1, d2, f2.xy, Cost(first / max(n, 1), first / max(n, 1), 1, 1)
-    warped, mask = warp_into(f2.image, A, f1.image.shape[:2])
-    again = sift_detected(warped, run.cfg.max_keypoints, mask)
-    if single:
-        def one(f):
-            d = run.describer.describe(f.pyramid, f.xy, f.frame, np.zeros(len(f)))
-            return None, None, np.ones((len(f), 1)), d[:, None]
-        c1, c2 = one(f1), one(again)
-    else:
-        c1 = one_pose_candidates(f1, run.describer, 0.0, 0.0)
-        c2 = one_pose_candidates(again, run.describer, 0.0, 0.0)
-    e1 = blend_descriptors(c1[3], c1[2])[:, None]
-    e2 = blend_descriptors(c2[3], c2[2])[:, None]
-    xy2 = again.xy @ A[:, :2].T + A[:, 2]
-    comp = (first + c1[3].shape[1] * len(f1) + c2[3].shape[1] * len(again)) / max(n, 1)
-    return e1, e2, xy2, Cost(comp, 1.0, 2, 1)
+    if p.redetected:  # one descriptor per keypoint
+        matched = len(p.xy1) + len(p.xy2)
+    else:  # no map: SIFT with all its orientations, the repeats of a keypoint's first left out
+        matched = int(sift_all_counts(im1.feats).sum() + sift_all_counts(im2.feats).sum())
+    cost = Cost(p.computed / max(n, 1), matched / max(len(p.xy1) + len(p.xy2), 1), 2, 1)
+    return p.descriptors1, p.descriptors2, p.xy1, p.xy2, cost
 
 
 def _shape_zoom_blend(run: Run, im1: Image, im2: Image) -> tuple:
@@ -791,25 +751,12 @@ ROWS: dict[str, Row] = {
             group="handcrafted",
         ),
         Row(
-            "pair_pose_redetect",
-            "LAB pair-pose; where slanted the second pass",
-            redetect=_pair_pose_redetect,
+            "rectify",
+            "rectify: the photo whose structures look smaller warped into the other's frame through the affine map "
+            "SIFT's ratio-test matches agree on, SIFT detected again there, both described upright at one pose",
+            redetect=_rectify,
             sift=True,
-            ablation=True,
-        ),
-        Row(
-            "redetect_upright",
-            "LAB second pass, described upright at one pose",
-            redetect=_redetect_upright,
-            sift=True,
-            ablation=True,
-        ),
-        Row(
-            "redetect_upright1",
-            "LAB second pass, described upright at SIFT's scale, one computation",
-            redetect=_redetect_upright1,
-            sift=True,
-            ablation=True,
+            recipe="rectify",
         ),
         Row("orinet", "OriNet orientation (kornia), detector's scale", poses=_orinet, group="peers"),
         Row(
@@ -1040,7 +987,8 @@ def match_images(
 
     Returns ``{"xy1": (N, 2), "xy2": (M, 2), "rows": {row: {"matches": (L, 2), "distances": (L,),
     "error_px": (L,) reprojection error under H (None without H)}}}``; a pair row's entry also holds the pair's
-    ``"zoom"`` and ``"turn"``, a row that detects photo 2's keypoints again (``Row.redetect``) its own ``"xy2"``."""
+    ``"zoom"`` and ``"turn"``, a row that detects a photo's keypoints again (``Row.redetect``) its own ``"xy1"`` and
+    ``"xy2"``."""
     cfg = run.cfg
     if H is None and {"upper", "upper_affine"} & set(rows):
         raise InputError("the 'upper' rows need the ground-truth homography H")
@@ -1048,20 +996,20 @@ def match_images(
     im2 = Image(detect(image2, cfg.max_keypoints, keypoints2, cfg.detector, run.peers, sizes2), H=H)
     d1 = describe_rows([r for r in rows if not get_row(r).is_pair], run, im1)
     d2 = describe_rows([r for r in rows if not get_row(r).is_pair], run, im2)
-    votes, own_xy2 = {}, {}
+    votes, own_xy = {}, {}
     for name in pair_rows(rows):
         if get_row(name).redetect is not None:
-            d1[name], d2[name], own_xy2[name], _ = get_row(name).redetect(run, im1, im2)
+            d1[name], d2[name], *own_xy[name], _ = get_row(name).redetect(run, im1, im2)
         else:
             d1[name], d2[name], *votes[name] = pair_descriptors(name, run, im1, im2)
     out = {"xy1": im1.feats.xy, "xy2": im2.feats.xy, "rows": {}}
     for name in rows:
         m, dist = mutual_nn(d1[name], d2[name])
-        xy2 = own_xy2.get(name, im2.feats.xy)
-        err = reprojection_errors(H, im1.feats.xy[m[:, 0]], xy2[m[:, 1]]) if H is not None else None
+        xy1, xy2 = own_xy.get(name, (im1.feats.xy, im2.feats.xy))
+        err = reprojection_errors(H, xy1[m[:, 0]], xy2[m[:, 1]]) if H is not None else None
         out["rows"][name] = {"matches": m, "distances": dist, "error_px": err}
-        if name in own_xy2:
-            out["rows"][name]["xy2"] = xy2
+        if name in own_xy:
+            out["rows"][name]["xy1"], out["rows"][name]["xy2"] = xy1, xy2
         if name in votes:
             out["rows"][name]["zoom"], out["rows"][name]["turn"] = votes[name]
     return out

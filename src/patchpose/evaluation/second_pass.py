@@ -9,33 +9,22 @@ would run to match two photos twice.
 
 The final matching (the run's matcher) is then of photo 1's descriptors with the warped photo's: photo 2's
 keypoints are the warped photo's own, not the run's. Where no map is found (too few inliers, or one that folds or
-zooms past :data:`MAX_ZOOM`), photo 2 is matched as it is: SIFT with all its orientations.
+zooms past :data:`~patchpose.matching.rectify.MAX_ZOOM`), photo 2 is matched as it is: SIFT with all its
+orientations. Steps 1 and 2 are the recipe ``rectify``'s (:mod:`patchpose.matching.rectify`); it then describes both
+photos upright instead of at SIFT's own orientations.
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
-import cv2
 import numpy as np
 
 from ..matching.candidates import sift_all_counts, sift_all_descriptors
 from ..matching.describe import Describer
 from ..matching.features import Features, sift_detected
 from ..matching.matcher import ratio_matches
-
-#: px: RANSAC's reprojection threshold for the affine map (OpenCV's default, 3 px)
-AFFINE_PX = 3.0
-#: the fewest matches the affine map must explain; fewer: no map
-MIN_INLIERS = 8
-#: the most the map may zoom or shrink either way (its singular values): beyond, no map
-MAX_ZOOM = 8.0
-#: how photo 2 is resampled into photo 1's frame (OpenCV's flag; chosen on val: Lanczos 302.0 → 343.8, 172.6 → 204.4,
-#: 440.1 → 493.1, 389.3 → 456.5 correct matches per pair against bilinear, cubic within 9 of it)
-INTERPOLATION = cv2.INTER_LANCZOS4
-#: px: how far inside the warped photo's valid region the new detections must be (OpenCV SIFT's own border)
-BORDER_PX = 5
+from ..matching.rectify import fit_affine, warp_into
 
 
 @dataclass(frozen=True)
@@ -51,43 +40,6 @@ class SecondPass:
     affine: np.ndarray | None
     computed: int
     matched: int
-
-
-def fit_affine(xy1: np.ndarray, xy2: np.ndarray) -> np.ndarray | None:
-    """The ``(2, 3)`` affine map ``xy2 ≈ A·[xy1, 1]`` of matched points by RANSAC (:data:`AFFINE_PX`); None where
-    fewer than :data:`MIN_INLIERS` agree or the map folds, or zooms past :data:`MAX_ZOOM`."""
-    if len(xy1) < MIN_INLIERS:
-        return None
-    A, inliers = cv2.estimateAffine2D(
-        np.ascontiguousarray(xy1, np.float32),
-        np.ascontiguousarray(xy2, np.float32),
-        method=cv2.RANSAC,
-        ransacReprojThreshold=AFFINE_PX,
-    )
-    if A is None or inliers is None or int(inliers.sum()) < MIN_INLIERS:
-        return None
-    sv = np.linalg.svd(A[:, :2], compute_uv=False)
-    if np.linalg.det(A[:, :2]) <= 0 or sv.max() > MAX_ZOOM or sv.min() < 1.0 / MAX_ZOOM:
-        return None
-    return A.astype(np.float64)
-
-
-def warp_into(image: np.ndarray, A: np.ndarray, shape: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
-    """``image`` (photo 2) warped into a frame of ``shape`` (photo 1's ``(h, w)``) through ``A`` from that frame to
-    the image (pixel centres at integers, both), blurred first by the Gaussian that keeps the warp from aliasing
-    where it shrinks the image; and the ``uint8`` mask of the warped pixels at least :data:`BORDER_PX` inside it."""
-    h, w = shape
-    shrink = float(np.linalg.svd(A[:, :2], compute_uv=False).max())  # image px per warped px, at most
-    src = np.ascontiguousarray(image, np.float32)
-    if shrink > 1.0:
-        sigma = 0.5 * math.sqrt(shrink**2 - 1.0)
-        src = cv2.GaussianBlur(src, (0, 0), sigma)
-    flags = INTERPOLATION | cv2.WARP_INVERSE_MAP
-    warped = cv2.warpAffine(src, A, (w, h), flags=flags, borderMode=cv2.BORDER_REFLECT_101)
-    valid = np.full(image.shape[:2], 255, np.uint8)
-    mask = cv2.warpAffine(valid, A, (w, h), flags=cv2.INTER_NEAREST | cv2.WARP_INVERSE_MAP, borderValue=0)
-    mask = cv2.erode(mask, np.ones((2 * BORDER_PX + 1, 2 * BORDER_PX + 1), np.uint8))
-    return np.clip(warped, 0.0, 1.0), mask
 
 
 def second_pass(feats1: Features, feats2: Features, describer: Describer, max_keypoints: int) -> SecondPass:
@@ -111,13 +63,4 @@ def second_pass(feats1: Features, feats2: Features, describer: Describer, max_ke
     return SecondPass(d1, sift_all_descriptors(again, describer), xy2, A, first + more, final)
 
 
-__all__ = [
-    "AFFINE_PX",
-    "BORDER_PX",
-    "MAX_ZOOM",
-    "MIN_INLIERS",
-    "SecondPass",
-    "fit_affine",
-    "second_pass",
-    "warp_into",
-]
+__all__ = ["SecondPass", "second_pass"]

@@ -1,7 +1,10 @@
 """Two photos matched in one call: :func:`match_pair` detects keypoints, describes them with a recipe
 (:data:`patchpose.recipes.RECIPES`) and matches them (mutual nearest neighbours).
 
-* ``"pair-pose"`` (the default): every keypoint of a photo at one pose, the turn, zoom or slant between the two
+* ``"rectify"`` (the default at SIFT's own detections): the photo whose structures look smaller warped into the
+  other's frame through the affine map that SIFT's ratio-test matches agree on, SIFT detected again there and both
+  photos described upright (:mod:`.rectify`; the warped photo's keypoints are the new ones; no network);
+* ``"pair-pose"`` (the default at corners and your own keypoints): every keypoint of a photo at one pose, the turn, zoom or slant between the two
   photos that the keypoints' poses vote for (ours where they have no scale; SIFT's at SIFT's own detections, the
   gradient's at keypoints with sizes: :mod:`.pairpose`);
 * ``"pose"``: each keypoint at the detector's scale, or ours where it gives none (corners, your own keypoints
@@ -30,9 +33,12 @@ from .describe import Describer
 from .features import detect
 from .matcher import mutual_nn
 from .pairpose import pair_pose_descriptors, pair_pose_needs_network
+from .rectify import rectified_pair
 
-#: what :func:`match_pair` and ``patchpose match`` describe keypoints with unless told otherwise
-DEFAULT_RECIPE = "pair-pose"
+#: what :func:`match_pair` and ``patchpose match`` describe keypoints with unless told otherwise, at SIFT's own
+#: detections and elsewhere (:func:`default_recipe`): ``rectify`` detects photo 2's keypoints again, which only the
+#: detector can do
+DEFAULT_RECIPES = {"sift": "rectify", "other": "pair-pose"}
 #: px: a match is correct within this of where the homography maps its first keypoint, unless told otherwise
 CORRECT_PX = 3.0
 
@@ -57,7 +63,9 @@ class PairMatches:
     #: the other recipes, and where the votes showed no one turn (each keypoint then at its own poses)
     turn: float | None = None
     #: ``(2, 2)``: the affine map from image 1 to image 2 (pixels, y down) that the matches which voted for the
-    #: turn agree on, where ``pair-pose`` cut photo 2 through it (a slant besides the turn and zoom); else None
+    #: turn agree on, where ``pair-pose`` cut photo 2 through it (a slant besides the turn and zoom); ``rectify``:
+    #: the ``(2, 3)`` map from image 1 to image 2 that a photo was warped through (None: none found, each photo
+    #: matched as SIFT with all its orientations); else None
     affine: np.ndarray | None = None
 
     def with_threshold(self, threshold: float) -> PairMatches:
@@ -75,10 +83,12 @@ class PairMatches:
             "matches": int(len(self.matches)),
             "seconds": round(self.seconds, 3),
         }
+        if self.recipe == "rectify":
+            doc["affine"] = None if self.affine is None else (np.round(self.affine, 4) + 0.0).tolist()
         if self.recipe == "pair-pose":
             doc["zoom_octaves"] = None if self.zoom is None else round(self.zoom, 3) + 0.0  # never -0.0
             doc["turn_deg"] = None if self.turn is None else round(self.turn, 2) % 360.0
-            doc["affine"] = None if self.affine is None else np.round(self.affine, 4).tolist()
+            doc["affine"] = None if self.affine is None else (np.round(self.affine, 4) + 0.0).tolist()
         if self.correct is not None:
             doc[f"correct@{self.threshold:g}px"] = int(self.correct.sum())
             doc[f"mma@{self.threshold:g}px"] = float(self.correct.mean()) if len(self.matches) else 0.0
@@ -103,11 +113,17 @@ def _pair(value, what: str) -> tuple | None:
     return tuple(value)
 
 
+def default_recipe(detector: str = "sift", keypoints=None) -> str:
+    """The recipe :func:`match_pair` takes unless told: ``rectify`` where it detects SIFT's keypoints itself,
+    ``pair-pose`` at corners and at your own keypoints (:data:`DEFAULT_RECIPES`)."""
+    return DEFAULT_RECIPES["sift" if detector == "sift" and keypoints is None else "other"]
+
+
 def match_pair(
     image1: np.ndarray,
     image2: np.ndarray,
     *,
-    recipe: str = DEFAULT_RECIPE,
+    recipe: str | None = None,
     detector: str = "sift",
     max_keypoints: int = 2000,
     keypoints: tuple[np.ndarray, np.ndarray] | None = None,
@@ -119,8 +135,10 @@ def match_pair(
 
     Args:
         image1, image2: ``H×W×3`` uint8 RGB or ``H×W`` gray arrays.
-        recipe: ``"pair-pose"`` (default), ``"pose"`` or ``"blend"`` (the module docstring;
-            :data:`patchpose.recipes.RECIPES` says what each costs and reads).
+        recipe: ``"rectify"``, ``"pair-pose"``, ``"pose"`` or ``"blend"`` (the module docstring;
+            :data:`patchpose.recipes.RECIPES` says what each costs and reads); None: :func:`default_recipe`
+            (``rectify`` at SIFT's own detections, else ``pair-pose``). ``rectify`` needs ``detector="sift"``
+            and no ``keypoints``.
         detector, max_keypoints: the keypoints detected per image: ``"sift"`` (OpenCV SIFT), ``"gftt"``
             (Shi-Tomasi corners) or ``"harris"``.
         keypoints: ``(xy1, xy2)``, each ``(N, 2)`` x, y pixels: your own keypoints instead; ``sizes``:
@@ -131,9 +149,17 @@ def match_pair(
             error and is correct within :data:`CORRECT_PX` px (:meth:`PairMatches.with_threshold` for another).
 
     Returns:
-        :class:`PairMatches`: ``xy1[matches[:, 0]]`` ↔ ``xy2[matches[:, 1]]``."""
+        :class:`PairMatches`: ``xy1[matches[:, 0]]`` ↔ ``xy2[matches[:, 1]]`` (``rectify``: the warped photo's
+        keypoints are the ones detected again, not those detected first)."""
+    if recipe is None:
+        recipe = default_recipe(detector, keypoints)
     if not isinstance(recipe, str) or recipe not in RECIPES:
         raise InputError(f"recipe must be one of {sorted(RECIPES)}, got {recipe!r}")
+    if recipe == "rectify" and (detector != "sift" or keypoints is not None):
+        raise InputError(
+            "recipe 'rectify' detects keypoints again with SIFT: use detector='sift' and no keypoints "
+            "(pair-pose takes your own)"
+        )
     if homography is not None:
         homography = check_homography(homography)
     kp = _pair(keypoints, "keypoints") or (None, None)
@@ -141,8 +167,12 @@ def match_pair(
     t0 = time.time()
     f1, f2 = (detect(im, max_keypoints, k, detector, s) for im, k, s in zip((image1, image2), kp, sz))
     describer = Describer()
-    zoom = turn = None
-    if recipe == "pair-pose":  # our network only for the votes where keypoints have no scale
+    zoom = turn = affine = None
+    xy1, xy2 = f1.xy, f2.xy
+    if recipe == "rectify":  # no network
+        r = rectified_pair(f1, f2, describer, max_keypoints)
+        d1, d2, xy1, xy2, affine = r.descriptors1, r.descriptors2, r.xy1, r.xy2, r.affine
+    elif recipe == "pair-pose":  # our network only for the votes where keypoints have no scale
         est = PatchPoseEstimator.load(MODELS["pair-pose"]) if pair_pose_needs_network(f1, f2) else None
         d1, d2, zoom, turn = pair_pose_descriptors(f1, f2, describer, est)
     elif recipe == "pose":
@@ -156,11 +186,13 @@ def match_pair(
     else:
         d1, d2 = (_gradient_blend(f, describer) for f in (f1, f2))
     m, dist = mutual_nn(d1, d2)
-    err = None if homography is None else reprojection_errors(homography, f1.xy[m[:, 0]], f2.xy[m[:, 1]])
+    err = None if homography is None else reprojection_errors(homography, xy1[m[:, 0]], xy2[m[:, 1]])
+    if turn is not None and turn.affine is not None:
+        affine = turn.affine.matrix.copy()
     return PairMatches(
         recipe=recipe,
-        xy1=f1.xy,
-        xy2=f2.xy,
+        xy1=xy1,
+        xy2=xy2,
         matches=m,
         distances=dist,
         error_px=err,
@@ -169,7 +201,7 @@ def match_pair(
         seconds=time.time() - t0,
         zoom=None if zoom is None else zoom.log2,
         turn=None if turn is None or not turn.found else float(np.degrees(turn.radians)),
-        affine=None if turn is None or turn.affine is None else turn.affine.matrix.copy(),
+        affine=None if affine is None else np.array(affine),
     )
 
 
@@ -179,4 +211,4 @@ def _gradient_blend(feats, describer: Describer) -> np.ndarray:
     return blend_descriptors(d, w)
 
 
-__all__ = ["CORRECT_PX", "DEFAULT_RECIPE", "PairMatches", "check_threshold", "match_pair"]
+__all__ = ["CORRECT_PX", "DEFAULT_RECIPES", "PairMatches", "check_threshold", "default_recipe", "match_pair"]
