@@ -14,6 +14,7 @@ from .estimator import PatchPoseEstimator
 from .integrations.kornia import kornia_angle_detector
 from .integrations.opencv import assign, compute_blended, resolve_orientations
 from .matching.pair import PairMatches, match_pair
+from .matching.upright import UprightMatches, UprightTurn, match_upright, upright_pair
 from .reading import Poses, ReadPlan
 from .shape import AffineShapeEstimator
 
@@ -31,6 +32,10 @@ __all__ = [
     "kornia_angle_detector",
     "match_pair",
     "PairMatches",
+    "upright_pair",
+    "match_upright",
+    "UprightTurn",
+    "UprightMatches",
     "PatchPoseError",
     "InputError",
     "WeightsError",

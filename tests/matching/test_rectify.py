@@ -31,7 +31,7 @@ def squeezed(
 ) -> tuple[np.ndarray, np.ndarray]:
     """The photo squeezed ``factor`` times across the direction ``angle``, turned by ``turn`` radians (CCW as
     displayed) and enlarged ``zoom`` times about its centre, and that ``(3, 3)`` map."""
-    h, w = photo.shape
+    h, w = photo.shape[:2]
     u = np.array([math.cos(angle), math.sin(angle)])
     c, s = math.cos(turn), math.sin(turn)
     P = zoom * np.array([[c, s], [-s, c]]) @ (np.eye(2) - (1 - 1 / factor) * np.outer(u, u))
@@ -59,7 +59,7 @@ def test_the_warp_reads_photo_2_at_the_maps_pixel_centres_and_masks_its_border(p
     image = photo.astype(np.float32) / 255.0  # as Features hold it
     warped, mask = warp_into(image, A, photo.shape)
     np.testing.assert_allclose(warped[10:400, 10:400], image[7:397, 15:405], atol=1e-6)
-    h, w = photo.shape
+    h, w = photo.shape[:2]
     # photo 2's pixels reach photo 1's x ≤ w − 6 and y ≥ 3; the mask keeps BORDER_PX inside them
     assert mask[3 + BORDER_PX, 100] == 255 and mask[3 + BORDER_PX - 1, 100] == 0
     assert mask[100, w - 6 - BORDER_PX] == 255 and mask[100, w - 6 - BORDER_PX + 1] == 0
@@ -108,13 +108,69 @@ def test_a_slanted_turned_or_zoomed_photo_is_matched_at_keypoints_detected_again
 
 
 def test_without_a_map_each_photo_is_sift_with_all_its_orientations(photo):
-    """Two unrelated photos: no map, photo 2's own keypoints, SIFT with all its orientations on both; features
-    that are not SIFT's own detections are refused (they cannot be detected again)."""
+    """Two unrelated photos: no map, photo 2's own keypoints, SIFT with all its orientations on both."""
     other = np.ascontiguousarray(photo[::-1, ::-1].T)
     f1, f2 = detect(photo, 300), detect(other, 300)
     describer = Describer()
     r = rectified_pair(f1, f2, describer, 300)
     assert r.affine is None and not r.redetected and r.xy2 is f2.xy
     np.testing.assert_array_equal(r.descriptors2, sift_all_descriptors(f2, describer))
-    with pytest.raises(ValueError, match="SIFT's own detections"):
-        rectified_pair(detect(photo, 100, detector="gftt"), f2, describer, 300)
+
+
+def test_photos_of_other_sizes_and_colour_and_the_rows_cost(photo):
+    """Photo 2 a colour crop, 1.4× enlarged and turned (another size): photo 1 is the one detected again (the map
+    enlarges), ``redetected`` says so, the matches are mostly correct; the benchmark row ``rectify`` reports what it
+    spends: 1.2 computations (SIFT with all its orientations) a keypoint detected first plus 3 for each final
+    keypoint, 1 descriptor, 2 passes, 1 fit."""
+    from patchpose.data.patches import load_photo as load
+    from patchpose.evaluation.rows import Image, MatchConfig, Run, get_row
+    from patchpose.matching.candidates import sift_all_counts
+
+    rgb = np.asarray(load(demo_photo(), 480))
+    big, H = squeezed(rgb, 1.0, turn=0.3, zoom=1.4)
+    big = np.ascontiguousarray(big[40:440, 20:460])  # 400 × 440: another size
+    H = np.array([[1, 0, -20], [0, 1, -40], [0, 0, 1.0]]) @ H
+    res = patchpose.match_pair(rgb, big, homography=H, max_keypoints=500)
+    assert res.redetected == 1 and res.summary()["redetected"] == 1
+    assert (res.xy1 > -0.5).all() and (res.xy1 < 479.5).all() and (res.xy2[:, 1] < 399.5).all()
+    assert res.correct.mean() > 0.9 and res.correct.sum() > 150, res.summary()
+    run = Run(Describer(), cfg=MatchConfig(max_keypoints=500))
+    im1, im2 = Image(detect(rgb, 500)), Image(detect(big, 500))
+    d1, d2, xy1, xy2, cost = get_row("rectify").redetect(run, im1, im2)
+    n = len(im1.feats) + len(im2.feats)
+    first = int(sift_all_counts(im1.feats).sum() + sift_all_counts(im2.feats).sum())
+    assert cost.computations == pytest.approx((first + 3 * (len(xy1) + len(xy2))) / n)
+    assert (cost.descriptors, cost.passes, cost.fits) == (1.0, 2, 1) and d1.shape == (len(xy1), 1, 128)
+
+
+def test_a_warped_view_without_keypoints_falls_back_to_sift_with_all_its_orientations(photo, monkeypatch):
+    """A map found, but (here, forced) fewer than MIN_INLIERS keypoints in the warped view: no map, each photo's own
+    keypoints, SIFT with all its orientations; the library's bad input is an InputError."""
+    import patchpose.matching.rectify as rectify
+    from patchpose.errors import InputError
+    from patchpose.matching.features import sift_detected
+
+    img2, _ = squeezed(photo, 1.5)
+    f1, f2 = detect(photo, 300), detect(img2, 300)
+    monkeypatch.setattr(rectify, "sift_detected", lambda im, n, mask: sift_detected(im[:20, :20], n))
+    r = rectify.rectified_pair(f1, f2, Describer(), 300)
+    assert r.affine is None and r.warped == 0 and r.xy1 is f1.xy and r.xy2 is f2.xy
+    np.testing.assert_array_equal(r.descriptors1, sift_all_descriptors(f1, Describer()))
+    with pytest.raises(InputError, match="SIFT's own detections"):
+        rectify.rectified_pair(detect(photo, 100, detector="gftt"), f2, Describer(), 300)
+
+
+def test_a_masked_detection_spends_its_budget_inside_the_mask(photo):
+    """OpenCV's SIFT keeps its strongest ``nfeatures`` of the whole image before it applies a mask (a warped view's
+    mirrored border took half the budget of a real photo's re-detection): ``detect_sift(mask=)`` keeps the strongest
+    inside the mask, the same keypoints as detecting without a budget and keeping the strongest."""
+    from patchpose.data.keypoints import detect_sift
+
+    g = cv2.cvtColor(photo, cv2.COLOR_RGB2GRAY) if photo.ndim == 3 else photo
+    mask = np.zeros(g.shape, np.uint8)
+    mask[:, : g.shape[1] // 2] = 255
+    xy, kps = detect_sift(photo, 300, mask=mask)
+    opencv = cv2.SIFT_create(300).detect(g, mask)
+    everything = sorted(cv2.SIFT_create().detect(g, mask), key=lambda k: -k.response)[:300]
+    assert (xy[:, 0] < g.shape[1] // 2).all() and len(xy) > 1.2 * len({k.pt for k in opencv})
+    assert {k.pt for k in kps} == {k.pt for k in everything}

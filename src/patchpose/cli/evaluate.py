@@ -165,6 +165,28 @@ def eval_rotation_command(a: argparse.Namespace) -> int:
     return 0
 
 
+def eval_upright_command(a: argparse.Namespace) -> int:
+    from ..errors import InputError
+    from ..evaluation.upright_eval import evaluate_upright
+
+    if not a.peers:
+        raise InputError(
+            "eval upright needs --peers DIR (ALIKED's weights: aliked-n16.pth, aliked-n16rot.pth)"
+        )
+    doc = evaluate_upright(
+        a.root,
+        a.out,
+        a.peers,
+        max_keypoints=a.max_keypoints,
+        sequences=a.sequences.split(",") if a.sequences else None,
+        cluster_pattern=a.cluster_pattern,
+        bootstrap=a.bootstrap,
+        progress=not a.no_progress,
+    )
+    print_results(a.out, f"wrote {a.out}/results.json and results.md in {doc['seconds']:.0f} s")
+    return 0
+
+
 def eval_pose_command(a: argparse.Namespace) -> int:
     from ..evaluation.pose_eval import evaluate_pose
 
@@ -408,6 +430,27 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     _add_bootstrap(ro, "photos for 95%% intervals of the MMA columns")
     ro.add_argument("--no-progress", action="store_true")
     ro.set_defaults(func=eval_rotation_command)
+
+    up = evs.add_parser(
+        "upright",
+        help="a learned feature trained upright (ALIKED) on turned pairs, un-turned by our voted turn, vs its peers",
+    )
+    up.add_argument("--root", required=True, help="HPatches-style sequences (e.g. data/hpatches_turn)")
+    up.add_argument("--out", default="outputs/eval_upright")
+    up.add_argument(
+        "--max-keypoints", type=int, default=2000, help="ALIKED keypoints per photo, strongest first"
+    )
+    up.add_argument("--sequences", default=None, help="comma-separated sequence names")
+    up.add_argument(
+        "--cluster-pattern",
+        default=None,
+        metavar="REGEX",
+        help="draw sequences in clusters in the bootstrap (as eval hpatches --cluster-pattern)",
+    )
+    add_peers(up, "ALIKED-n16 and ALIKED-n16rot (required)")
+    _add_bootstrap(up, "sequences for 95%% intervals of correct matches per pair")
+    up.add_argument("--no-progress", action="store_true")
+    up.set_defaults(func=eval_upright_command)
 
     pe = evs.add_parser("pose", help="two-view relative pose with AdaLAM: SIFT's poses vs ours (mAA, AUC)")
     pe.add_argument("--pairs", required=True, help="pairs file: name0 name1 rot0 rot1 K0[9] K1[9] T_0to1[16]")

@@ -36,8 +36,9 @@ def detect_sift(
     mask: np.ndarray | None = None,
 ) -> tuple:
     """SIFT keypoints ``(N, 2)`` xy (strongest first, one per location) at least ``margin`` px inside the
-    border (and where the ``uint8`` ``mask`` of the image's size is not 0, if given), and the matching
-    ``cv2.KeyPoint`` list.
+    border (and where the ``uint8`` ``mask`` of the image's size is not 0, if given: the ``max_keypoints``
+    strongest there, where OpenCV's own budget would keep the strongest of the whole image and then drop those
+    outside the mask), and the matching ``cv2.KeyPoint`` list.
 
     The xy are pixel-centre positions (OpenCV's ``pt`` moved by
     :data:`~patchpose.conventions.OPENCV_SIFT_XY_BIAS`: :func:`~patchpose.conventions.from_opencv_sift_xy`);
@@ -47,8 +48,11 @@ def detect_sift(
     SIFT found at its location and size (degrees, its own first), as an array."""
     _check_budget(max_keypoints)
     g = as_uint8_gray(image)
-    kps = cv2.SIFT_create(nfeatures=int(max_keypoints)).detect(g, mask)
-    kps = sorted(kps, key=lambda k: -k.response)
+    if mask is None:
+        kps = cv2.SIFT_create(nfeatures=int(max_keypoints)).detect(g, None)
+    else:  # OpenCV keeps its strongest nfeatures before the mask: the budget is spent inside the mask here
+        kps = cv2.SIFT_create(nfeatures=0).detect(g, mask)
+    kps = sorted(kps, key=lambda k: -k.response)[: int(max_keypoints)]
     h, w = g.shape
     xy = from_opencv_sift_xy(np.array([k.pt for k in kps], dtype=np.float64).reshape(-1, 2))
     inside = (xy >= margin).all(1) & (xy[:, 0] <= w - 1 - margin) & (xy[:, 1] <= h - 1 - margin)

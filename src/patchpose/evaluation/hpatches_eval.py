@@ -58,6 +58,7 @@ from .descriptors import PEER_DESCRIPTORS, describer
 from .intervals import (
     DEFAULT_REPLICATES,
     check_bootstrap,
+    count_intervals,
     format_interval,
     mean_interval_rows,
     mean_intervals,
@@ -385,25 +386,8 @@ def mma_intervals(
             out[kind] = mean_intervals(values, cluster_ids, ref, replicates)
             continue
         counts = {r: v * np.array([p["matches"][r] for _, p in pairs]) for r, v in values.items()}
-        unit = max(1.0, *(float(c.max()) for c in counts.values()))  # counts / unit lie in [0, 1]
-        out[kind] = _scaled(
-            mean_intervals({r: c / unit for r, c in counts.items()}, cluster_ids, ref, replicates), unit
-        )
+        out[kind] = count_intervals(counts, cluster_ids, ref, replicates)
     return out
-
-
-def _scaled(intervals: dict, unit: float) -> dict:
-    """:func:`~patchpose.evaluation.intervals.mean_intervals` of values divided by ``unit``, multiplied back."""
-
-    def mul(d: dict) -> dict:
-        iv = d["interval"]
-        return {"value": d["value"] * unit, "interval": None if iv is None else [x * unit for x in iv]}
-
-    return {
-        **intervals,
-        "mean": {r: mul(d) for r, d in intervals["mean"].items()},
-        "minus_reference": {r: mul(d) for r, d in intervals["minus_reference"].items()},
-    }
 
 
 def true_zoom(H, xy, shape) -> float | None:

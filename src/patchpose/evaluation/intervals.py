@@ -149,6 +149,27 @@ def mean_intervals(
 
 
 #: what a table shows in place of an interval that could not be computed (fewer than two clusters)
+def count_intervals(
+    values: dict[str, np.ndarray], clusters: np.ndarray, reference: str, replicates: int = DEFAULT_REPLICATES
+) -> dict:
+    """:func:`mean_intervals` of counts per pair (correct matches, say: any non-negative numbers), in their own
+    units: the counts are divided by the largest for the bootstrap and multiplied back."""
+    unit = max(1.0, *(float(np.max(v, initial=0.0)) for v in values.values()))
+    out = mean_intervals(
+        {r: np.asarray(v, np.float64) / unit for r, v in values.items()}, clusters, reference, replicates
+    )
+
+    def mul(d: dict) -> dict:
+        iv = d["interval"]
+        return {"value": d["value"] * unit, "interval": None if iv is None else [x * unit for x in iv]}
+
+    return {
+        **out,
+        "mean": {r: mul(d) for r, d in out["mean"].items()},
+        "minus_reference": {r: mul(d) for r, d in out["minus_reference"].items()},
+    }
+
+
 NO_INTERVAL = "[no interval: fewer than 2 sequences or photos]"
 
 
@@ -198,6 +219,7 @@ __all__ = [
     "NO_INTERVAL",
     "check_bootstrap",
     "cluster_bootstrap",
+    "count_intervals",
     "format_fraction_interval",
     "format_interval",
     "mean_interval_rows",

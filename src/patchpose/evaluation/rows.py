@@ -538,12 +538,12 @@ def _pair_pose_with(name: str) -> Callable[[Run, Image, Image], tuple]:
 
 def _second_pass(run: Run, im1: Image, im2: Image) -> tuple:
     """#60's model-free second pass (:func:`~patchpose.evaluation.second_pass.second_pass`): both photos'
-    descriptors, photo 2's keypoints (detected again in photo 2 warped by the first pass's affine map) and the
+    descriptors and keypoints (one photo's detected again in its view warped by the first pass's affine map) and the
     :class:`Cost` (computations per keypoint of the run's; the descriptors matched per keypoint matched)."""
     p = second_pass(im1.feats, im2.feats, run.describer, run.cfg.max_keypoints)
     n = len(im1.feats) + len(im2.feats)
-    cost = Cost(p.computed / max(n, 1), p.matched / max(len(im1.feats) + len(p.xy2), 1), 2, 1)
-    return p.descriptors1, p.descriptors2, im1.feats.xy, p.xy2, cost
+    cost = Cost(p.computed / max(n, 1), p.matched / max(len(p.xy1) + len(p.xy2), 1), 2, 1)
+    return p.descriptors1, p.descriptors2, p.xy1, p.xy2, cost
 
 
 def _rectify(run: Run, im1: Image, im2: Image) -> tuple:
@@ -745,7 +745,7 @@ ROWS: dict[str, Row] = {
         Row(
             "second_pass",
             "model-free second pass: SIFT with all its orientations matched by the ratio test, one affine map "
-            "(RANSAC), photo 2 warped through it, SIFT detected and described again there (its own keypoints)",
+            "(RANSAC), the photo that looks smaller warped through it, SIFT detected and described again there",
             redetect=_second_pass,
             sift=True,
             group="handcrafted",
@@ -923,7 +923,7 @@ def pair_descriptors(
     r = get_row(name)
     if r.redetect is not None:
         raise InputError(
-            f"row {name!r} detects photo 2's keypoints again: match_images, not pair_descriptors"
+            f"row {name!r} detects a photo's keypoints again: match_images, not pair_descriptors"
         )
     c1, c2, zoom, turn = r.pair(run, im1, im2)
     return blend_descriptors(c1[3], c1[2])[:, None], blend_descriptors(c2[3], c2[2])[:, None], zoom, turn

@@ -15,6 +15,9 @@
   (as it does OriNet). The model's input is read from that patch alone, as a disc (:class:`PatchAngleDetector`);
   on turned photos it is more accurate than OriNet and the dominant gradient on the same patches
   (numbers in ``docs/integrations.md``). :class:`LAFPoseAssigner` reads the image itself and also sets scale.
+* :func:`aliked_extractor` — kornia's ALIKED (a learned detector and descriptor, trained upright) with weights of
+  your own as an extractor ``image -> (xy, descriptors)`` for :func:`patchpose.match_upright`, which runs it on a
+  photo un-turned by the turn our network votes.
 * :func:`describe_blended` — ``(img, laf, descriptor) -> (1, N, D)``: one **blended descriptor** per LAF
   (:mod:`patchpose.matching.blend`), a kornia ``LAFDescriptor`` run at the 4 strongest peaks of the gradient
   histogram read in each LAF's region, averaged by the peaks' masses (:mod:`patchpose.matching.blend`).
@@ -26,6 +29,8 @@ counter-clockwise as displayed (the same sign as ours). The model runs in eval m
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 import numpy as np
 import torch
@@ -329,7 +334,56 @@ def describe_blended(
     return torch.from_numpy(blend_descriptors(d, w))[None]
 
 
+#: the ALIKED models kornia builds (``kornia.feature.ALIKED(model_name)``)
+ALIKED_MODELS = ("aliked-t16", "aliked-n16", "aliked-n16rot", "aliked-n32")
+
+
+def aliked_extractor(
+    weights, model: str = "aliked-n16", max_keypoints: int = 2000, threshold: float = 0.2
+) -> Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]:
+    """kornia's ``ALIKED(model)`` with the state dict in ``weights`` (a ``.pth`` file of the official release, as
+    ``torch.load(weights_only=True)`` reads it; nothing is downloaded) as an extractor for
+    :func:`patchpose.match_upright`: ``image`` (``H×W×3`` uint8 RGB, or ``H×W`` gray read as three equal channels)
+    → ``(xy (N, 2), descriptors (N, D))``, its maxima above ``threshold`` (kornia's default), the
+    ``max_keypoints`` strongest first. The network runs on this process's torch threads, without gradients."""
+    from ..data.keypoints import MAX_KEYPOINTS
+    from ..errors import is_int_in
+    from ..weights import load_state_into
+
+    kf = require("kornia.feature", "kornia")
+    if model not in ALIKED_MODELS:
+        raise InputError(f"model must be one of {list(ALIKED_MODELS)}, got {model!r}")
+    if not is_int_in(max_keypoints, 1, MAX_KEYPOINTS):
+        raise InputError(
+            f"max_keypoints must be an integer from 1 to {MAX_KEYPOINTS:,}, got {max_keypoints!r}"
+        )
+    if isinstance(threshold, bool) or not (isinstance(threshold, (int, float)) and 0 < threshold < 1):
+        raise InputError(f"threshold must be a number in (0, 1), got {threshold!r}")
+    net = kf.ALIKED(model, max_num_keypoints=-1, detection_threshold=float(threshold))
+    # the official files lack kornia's coordinate-grid buffer: kornia's own is kept
+    net = load_state_into(net, weights, model, keep=("dkd.hw_grid",))
+
+    def extract(image: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        img = np.asarray(image)
+        if img.dtype != np.uint8 or img.ndim not in (2, 3) or (img.ndim == 3 and img.shape[2] != 3):
+            raise InputError(
+                f"ALIKED takes an H×W×3 uint8 RGB or H×W gray image, got {img.dtype} {img.shape}"
+            )
+        rgb = np.repeat(img[:, :, None], 3, 2) if img.ndim == 2 else img
+        x = torch.from_numpy(np.ascontiguousarray(rgb, np.float32) / 255.0).permute(2, 0, 1)[None]
+        with torch.inference_mode():
+            f = net(x)[0]
+        xy = f.keypoints.double().numpy().reshape(-1, 2)
+        score = f.keypoint_scores.double().numpy().reshape(-1)
+        order = np.argsort(-score, kind="stable")[: int(max_keypoints)]
+        return xy[order], f.descriptors.float().numpy().reshape(len(score), -1)[order]
+
+    return extract
+
+
 __all__ = [
+    "ALIKED_MODELS",
+    "aliked_extractor",
     "LAFPoseAssigner",
     "LAFAffineShape",
     "PatchAngleDetector",

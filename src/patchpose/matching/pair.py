@@ -20,6 +20,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from types import MappingProxyType
 
 import numpy as np
 
@@ -36,9 +37,9 @@ from .pairpose import pair_pose_descriptors, pair_pose_needs_network
 from .rectify import rectified_pair
 
 #: what :func:`match_pair` and ``patchpose match`` describe keypoints with unless told otherwise, at SIFT's own
-#: detections and elsewhere (:func:`default_recipe`): ``rectify`` detects photo 2's keypoints again, which only the
-#: detector can do
-DEFAULT_RECIPES = {"sift": "rectify", "other": "pair-pose"}
+#: detections and elsewhere (:func:`default_recipe`): ``rectify`` detects one photo's keypoints again, which only
+#: the detector can do
+DEFAULT_RECIPES = MappingProxyType({"sift": "rectify", "other": "pair-pose"})
 #: px: a match is correct within this of where the homography maps its first keypoint, unless told otherwise
 CORRECT_PX = 3.0
 
@@ -48,8 +49,10 @@ class PairMatches:
     """Mutual nearest-neighbour matches between two images' keypoints, described with one recipe."""
 
     recipe: str  #: the recipe the keypoints were described with (a key of :data:`patchpose.recipes.RECIPES`)
-    xy1: np.ndarray  #: (N, 2) keypoints of image 1, pixels
-    xy2: np.ndarray  #: (M, 2) keypoints of image 2
+    xy1: (
+        np.ndarray
+    )  #: (N, 2) keypoints of image 1, pixels (``rectify``: detected again where :attr:`redetected` is 1)
+    xy2: np.ndarray  #: (M, 2) keypoints of image 2 (detected again where :attr:`redetected` is 2)
     matches: np.ndarray  #: (L, 2) indices into xy1, xy2
     distances: np.ndarray  #: (L,) descriptor distances
     error_px: np.ndarray | None  #: (L,) reprojection error under the homography; None without one
@@ -67,6 +70,9 @@ class PairMatches:
     #: the ``(2, 3)`` map from image 1 to image 2 that a photo was warped through (None: none found, each photo
     #: matched as SIFT with all its orientations); else None
     affine: np.ndarray | None = None
+    #: ``rectify``: which image's keypoints were detected again in its view warped into the other's frame (1 or
+    #: 2; None: none, no map found); else None
+    redetected: int | None = None
 
     def with_threshold(self, threshold: float) -> PairMatches:
         """These matches with a match correct within ``threshold`` px (:func:`check_threshold`) instead."""
@@ -85,6 +91,7 @@ class PairMatches:
         }
         if self.recipe == "rectify":
             doc["affine"] = None if self.affine is None else (np.round(self.affine, 4) + 0.0).tolist()
+            doc["redetected"] = self.redetected
         if self.recipe == "pair-pose":
             doc["zoom_octaves"] = None if self.zoom is None else round(self.zoom, 3) + 0.0  # never -0.0
             doc["turn_deg"] = None if self.turn is None else round(self.turn, 2) % 360.0
@@ -157,8 +164,8 @@ def match_pair(
         raise InputError(f"recipe must be one of {sorted(RECIPES)}, got {recipe!r}")
     if recipe == "rectify" and (detector != "sift" or keypoints is not None):
         raise InputError(
-            "recipe 'rectify' detects keypoints again with SIFT: use detector='sift' and no keypoints "
-            "(pair-pose takes your own)"
+            "recipe 'rectify' detects keypoints again with SIFT: use detector 'sift' (--detector sift) and no "
+            "keypoints of your own (pair-pose takes them)"
         )
     if homography is not None:
         homography = check_homography(homography)
@@ -167,11 +174,12 @@ def match_pair(
     t0 = time.time()
     f1, f2 = (detect(im, max_keypoints, k, detector, s) for im, k, s in zip((image1, image2), kp, sz))
     describer = Describer()
-    zoom = turn = affine = None
+    zoom = turn = affine = redetected = None
     xy1, xy2 = f1.xy, f2.xy
     if recipe == "rectify":  # no network
         r = rectified_pair(f1, f2, describer, max_keypoints)
         d1, d2, xy1, xy2, affine = r.descriptors1, r.descriptors2, r.xy1, r.xy2, r.affine
+        redetected = r.warped or None
     elif recipe == "pair-pose":  # our network only for the votes where keypoints have no scale
         est = PatchPoseEstimator.load(MODELS["pair-pose"]) if pair_pose_needs_network(f1, f2) else None
         d1, d2, zoom, turn = pair_pose_descriptors(f1, f2, describer, est)
@@ -202,6 +210,7 @@ def match_pair(
         zoom=None if zoom is None else zoom.log2,
         turn=None if turn is None or not turn.found else float(np.degrees(turn.radians)),
         affine=None if affine is None else np.array(affine),
+        redetected=redetected,
     )
 
 

@@ -14,8 +14,14 @@ again there, and both described upright.
    (mutual nearest neighbours); the warped photo's keypoints are mapped back into it.
 
 Where no map is found (under :data:`MIN_INLIERS` matches agree, or one that folds or zooms past :data:`MAX_ZOOM`:
-photos that hardly overlap), each photo is matched as SIFT with all its orientations (the first pass's own
-descriptors). No network is read: chosen on the val photos over ``pair-pose`` (CHANGELOG.md, 1.0.0).
+photos that hardly overlap), or the warped view holds fewer than :data:`MIN_INLIERS` keypoints, each photo is matched
+as SIFT with all its orientations (the first pass's own descriptors). No network is read: chosen on the val photos
+over ``pair-pose`` (CHANGELOG.md, 1.0.0).
+
+**One map is assumed**: a plane, a distant scene, or nearby viewpoints. Where parts of the scene turn or move
+differently (two walls at an angle seen from far apart, an object that moved), the keypoints the map does not
+explain are described upright in a view that is not theirs, and SIFT with all its orientations can match more of
+them there.
 """
 
 from __future__ import annotations
@@ -26,6 +32,8 @@ from dataclasses import dataclass
 import cv2
 import numpy as np
 
+from ..data.patches import to_gray
+from ..errors import InputError
 from .blend import blend_descriptors, pool_sizes
 from .candidates import sift_all_counts, sift_all_descriptors, sift_detections
 from .describe import Describer
@@ -38,14 +46,12 @@ AFFINE_PX = 3.0
 MIN_INLIERS = 8
 #: the most the map may zoom or shrink either way (its singular values): beyond, no map
 MAX_ZOOM = 8.0
-#: how photo 2 is resampled into photo 1's frame (OpenCV's flag; chosen on val: Lanczos against bilinear 302.0 →
-#: 343.8, 172.6 → 204.4, 440.1 → 493.1, 389.3 → 456.5 correct matches per pair, cubic within 9 of it)
+#: how a photo is resampled into the other's frame (OpenCV's flag; chosen on val for the second pass that warps photo
+#: 2 and describes it at SIFT's orientations, not rechecked for this recipe: Lanczos against bilinear 302.0 → 343.8,
+#: 172.6 → 204.4, 440.1 → 493.1, 389.3 → 456.5 correct matches per pair, cubic within 9 of it; AFFINE_PX likewise)
 INTERPOLATION = cv2.INTER_LANCZOS4
 #: px: how far inside the warped photo's valid region the new detections must be (OpenCV SIFT's own border)
 BORDER_PX = 5
-#: which photo is warped into the other's frame and detected again: "smaller" (the one whose structures look
-#: smaller, enlarged: nothing of the other's detail is lost, and its view covers the other's) or "second" (photo 2)
-WARP = "smaller"
 
 
 @dataclass(frozen=True)
@@ -128,25 +134,38 @@ def upright_descriptors(feats: Features, describer: Describer) -> tuple[np.ndarr
     return blend_descriptors(d.reshape(n, k, describer.dim), w)[:, None], n * k
 
 
+def warped_view(
+    feats1: Features, feats2: Features, A: np.ndarray, max_keypoints: int
+) -> tuple[Features, np.ndarray, int] | None:
+    """Step 2: SIFT's detections (at most ``max_keypoints``) in the photo whose structures look smaller, warped
+    through the map ``A`` (photo 1 → photo 2) into the other's frame, and enlarged there: photo 1 where the map
+    enlarges (its determinant above 1), else photo 2 (:func:`warp_into`, the gray image). Returns those
+    detections, the ``(2, 3)`` map from the warped frame to the warped photo's pixels, and which photo was warped
+    (1 or 2); None where fewer than :data:`MIN_INLIERS` keypoints are found there."""
+    first = bool(np.linalg.det(A[:, :2]) > 1.0)
+    M = np.linalg.inv(np.vstack([A, [0.0, 0.0, 1.0]]))[:2] if first else A  # warped frame → warped photo
+    moved, kept = (feats1, feats2) if first else (feats2, feats1)
+    warped, mask = warp_into(to_gray(moved.image), M, kept.image.shape[:2])
+    again = sift_detected(warped, max_keypoints, mask)
+    return None if len(again) < MIN_INLIERS else (again, M, 1 if first else 2)
+
+
 def rectified_pair(feats1: Features, feats2: Features, describer: Describer, max_keypoints: int) -> Rectified:
     """The module's steps for SIFT's own detections ``feats1``, ``feats2`` of two photos
     (:func:`~.features.sift_detected`; the warped photo detected again with at most ``max_keypoints``
-    keypoints)."""
+    keypoints); a one-line :class:`~patchpose.errors.InputError` for other keypoints."""
     if not (sift_detections(feats1) and sift_detections(feats2)):
-        raise ValueError("rectify needs SIFT's own detections of both photos (sift_detected)")
+        raise InputError("rectify needs SIFT's own detections of both photos (it detects them again)")
     A, computed = first_pass_affine(feats1, feats2, describer)
-    if A is None:  # no map: the first pass's own descriptors
+    view = None if A is None else warped_view(feats1, feats2, A, max_keypoints)
+    if view is None:  # no map, or nothing found in the warped view: the first pass's own descriptors
         d1, d2 = sift_all_descriptors(feats1, describer), sift_all_descriptors(feats2, describer)
         return Rectified(d1, d2, feats1.xy, feats2.xy, None, computed)
-    # photo 2 shows structures larger (the map enlarges): photo 1 is the one warped, enlarged
-    first = WARP == "smaller" and np.linalg.det(A[:, :2]) > 1.0
-    M = np.linalg.inv(np.vstack([A, [0.0, 0.0, 1.0]]))[:2] if first else A  # warped frame → warped photo
-    moved, kept = (feats1, feats2) if first else (feats2, feats1)
-    warped, mask = warp_into(moved.image, M, kept.image.shape[:2])
-    again = sift_detected(warped, max_keypoints, mask)
+    again, M, warped = view
+    kept = feats2 if warped == 1 else feats1
     (e, c), (ek, ck) = (upright_descriptors(f, describer) for f in (again, kept))
     xy = again.xy @ M[:, :2].T + M[:, 2]
-    if first:
+    if warped == 1:
         return Rectified(e, ek, xy, feats2.xy, A, computed + c + ck, warped=1)
     return Rectified(ek, e, feats1.xy, xy, A, computed + c + ck, warped=2)
 
@@ -163,4 +182,5 @@ __all__ = [
     "rectified_pair",
     "upright_descriptors",
     "warp_into",
+    "warped_view",
 ]

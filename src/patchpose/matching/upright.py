@@ -1,0 +1,262 @@
+"""Un-turning photos for features trained upright (#63): our network votes the turn between two photos, and a
+learned feature (ALIKED, SuperPoint, DISK: any extractor) runs on photo 1 turned by it, so that both photos show
+their structures the same way up.
+
+* :func:`upright_pair` — the turn (and zoom) from photo 1 to photo 2, voted at tentative matches of corners
+  described at our poses (our network's scale and its strongest orientations, blended: a description that turns
+  with the photo, ``pair-pose``'s first pass, :class:`~.pairpose.OurVotes`), with how far the votes stand out
+  (:attr:`UprightTurn.confidence`; :attr:`UprightTurn.found`: past :data:`~.zoom.TURN_SIGNIFICANCE`).
+* :func:`turn_image` — a photo turned on a canvas that holds all of it, and the map back.
+* :func:`extract_turned` — an extractor's keypoints and descriptors of a photo turned by some degrees, the keypoints
+  mapped back into the photo.
+* :func:`match_upright` — the three together: photo 1 extracted once at the voted turn and matched with photo 2
+  (mutual nearest neighbours); where the votes show no turn, the four quarter turns tried and the one whose
+  matches one fundamental matrix explains most kept (:data:`QUARTER_TURNS`).
+
+An extractor is any callable ``image -> (xy, descriptors)``: ``image`` an ``H×W×3`` uint8 RGB (or ``H×W`` gray, as
+given) array, ``xy`` ``(N, 2)`` pixels (x right, y down, pixel centres at integers), ``descriptors`` ``(N, D)``
+compared by Euclidean distance. kornia's ALIKED with weights of one's own:
+:func:`patchpose.integrations.kornia.aliked_extractor`.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import cv2
+import numpy as np
+
+from ..data.patches import check_image
+from ..errors import InputError
+from .describe import Describer
+from .features import detect
+from .matcher import mutual_nn
+from .pairpose import OurVotes, pair_votes
+from .zoom import TURN_BAND
+
+#: corners (Shi-Tomasi) per photo that vote the turn: enough votes for a turn that stands out where the photos
+#: share a third of their view, a fifth of one ALIKED extraction's time on 2 cores
+VOTE_KEYPOINTS = 500
+#: the turns (degrees) tried where the votes show none
+QUARTER_TURNS = (0.0, 90.0, 180.0, 270.0)
+#: px: the epipolar distance within which a match supports a fundamental matrix (choosing among quarter turns;
+#: not chosen on val, where our votes found every turn: at 3 px wrong matches of a turn 150° off reached the
+#: support of a turn 30° off, at 1 px a third of it)
+SUPPORT_PX = 1.0
+
+if TYPE_CHECKING:
+    from ..estimator import EstimatorLike
+
+Extractor = Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]
+
+
+@dataclass(frozen=True)
+class UprightTurn:
+    """The turn from photo 1 to photo 2 that :func:`upright_pair` found."""
+
+    #: photo 2 shows photo 1's structures turned by this, degrees counter-clockwise as displayed, in [0, 360)
+    #: (0 where the votes show no turn)
+    degrees: float
+    #: log2: structures in photo 2 look ``2**zoom`` times as large as in photo 1 (0: no evidence)
+    zoom: float
+    votes: int  #: tentative matches within ±15° of the turn
+    matches: int  #: tentative matches that voted
+    found: bool  #: whether the votes show one turn (:attr:`confidence` past the threshold, enough votes)
+
+    @property
+    def confidence(self) -> float:
+        """How far the votes stand out: standard deviations of ``matches`` votes spread evenly round the circle
+        by which more lie within ±15° of the turn than such votes would put there (0 without votes). The turn is
+        :attr:`found` past :data:`~patchpose.matching.zoom.TURN_SIGNIFICANCE` (8) with at least
+        :data:`~patchpose.matching.zoom.MIN_VOTES` votes."""
+        if self.matches == 0:
+            return 0.0
+        p = 2.0 * TURN_BAND / (2.0 * math.pi)
+        even = self.matches * p
+        return float((self.votes - even) / math.sqrt(even * (1.0 - p)))
+
+
+@dataclass(frozen=True)
+class UprightMatches:
+    """Matches of two photos' features, photo 1 extracted turned by :attr:`degrees` (its keypoints mapped back)."""
+
+    xy1: np.ndarray  #: (N, 2) photo 1's keypoints, pixels of photo 1 as given
+    xy2: np.ndarray  #: (M, 2) photo 2's keypoints
+    matches: np.ndarray  #: (L, 2) indices into xy1, xy2 (mutual nearest neighbours)
+    distances: np.ndarray  #: (L,) descriptor distances
+    turn: UprightTurn  #: what the votes found
+    degrees: float  #: the turn photo 1 was extracted at (the voted one, or the best quarter turn)
+    tried: tuple[float, ...] = field(default=())  #: the turns extracted (one where the votes found a turn)
+    seconds: float = 0.0  #: votes, extractions and matching
+
+    @property
+    def extractions(self) -> int:
+        """How many times the extractor ran: photo 2 once, photo 1 once per turn tried."""
+        return 1 + len(self.tried)
+
+
+def _check_extracted(out, what: str) -> tuple[np.ndarray, np.ndarray]:
+    """An extractor's ``(xy, descriptors)`` as float arrays, or a one-line :class:`InputError`."""
+    if not isinstance(out, tuple) or len(out) != 2:
+        raise InputError(f"the extractor must return (xy, descriptors) for {what}, got {type(out).__name__}")
+    xy, d = (np.asarray(a, np.float64) for a in out)
+    if xy.ndim != 2 or xy.shape[1] != 2 or d.ndim != 2 or len(d) != len(xy):
+        raise InputError(
+            f"the extractor must return xy (N, 2) and descriptors (N, D) for {what}, got {xy.shape} and {d.shape}"
+        )
+    if not (np.isfinite(xy).all() and np.isfinite(d).all()):
+        raise InputError(f"the extractor returned non-finite keypoints or descriptors for {what}")
+    return xy, d.astype(np.float32)
+
+
+def _check_degrees(degrees) -> float:
+    if isinstance(degrees, bool) or not isinstance(degrees, (int, float, np.floating, np.integer)):
+        raise InputError(f"degrees must be a number, got {type(degrees).__name__}")
+    if not math.isfinite(degrees):
+        raise InputError(f"degrees must be finite, got {degrees!r}")
+    return float(degrees) % 360.0
+
+
+def turn_image(image: np.ndarray, degrees: float) -> tuple[np.ndarray, np.ndarray]:
+    """``image`` turned by ``degrees`` counter-clockwise as displayed about its centre, on a canvas just large enough
+    to hold all of it (black around it; quarter turns exactly, without resampling), and the ``(2, 3)`` map ``M``
+    from the turned canvas's pixels to the image's: ``xy_image = xy_turned @ M[:, :2].T + M[:, 2]``."""
+    check_image(image)
+    d = _check_degrees(degrees)
+    h, w = image.shape[:2]
+    c = np.array([(w - 1) / 2.0, (h - 1) / 2.0])
+    q = d / 90.0
+    if abs(q - round(q)) < 1e-9:  # a quarter turn: exact
+        k = int(round(q)) % 4
+        turned = np.ascontiguousarray(np.rot90(image, k))
+    else:
+        a = math.radians(d)
+        W = int(math.ceil(abs(w * math.cos(a)) + abs(h * math.sin(a)) - 1e-6))
+        H = int(math.ceil(abs(w * math.sin(a)) + abs(h * math.cos(a)) - 1e-6))
+        turned = None
+    a = math.radians(d)
+    # turned = R·(x − c) + c', R turning CCW as displayed (y down): [[cos, sin], [−sin, cos]]
+    R = np.array([[math.cos(a), math.sin(a)], [-math.sin(a), math.cos(a)]])
+    if turned is not None:
+        H, W = turned.shape[:2]
+    c2 = np.array([(W - 1) / 2.0, (H - 1) / 2.0])
+    forward = np.hstack([R, (c2 - R @ c)[:, None]])
+    if turned is None:
+        turned = cv2.warpAffine(
+            image, forward, (W, H), flags=cv2.INTER_LINEAR, borderMode=cv2.BORDER_CONSTANT, borderValue=0
+        )
+    back = np.hstack([R.T, (c - R.T @ c2)[:, None]])
+    return turned, back
+
+
+def extract_turned(image: np.ndarray, extract: Extractor, degrees: float) -> tuple[np.ndarray, np.ndarray]:
+    """``extract``'s ``(xy, descriptors)`` of ``image`` turned by ``degrees`` (:func:`turn_image`), the keypoints
+    mapped back into ``image`` and those that fall outside it (the canvas's corners) left out."""
+    turned, M = turn_image(image, degrees)
+    xy, d = _check_extracted(extract(turned), f"a photo turned by {degrees:g}°")
+    xy = xy @ M[:, :2].T + M[:, 2]
+    h, w = image.shape[:2]
+    inside = (xy[:, 0] > -0.5) & (xy[:, 0] < w - 0.5) & (xy[:, 1] > -0.5) & (xy[:, 1] < h - 0.5)
+    return xy[inside], d[inside]
+
+
+def upright_pair(
+    image1: np.ndarray,
+    image2: np.ndarray,
+    *,
+    max_keypoints: int = VOTE_KEYPOINTS,
+    estimator: EstimatorLike = None,
+) -> UprightTurn:
+    """The turn from ``image1`` to ``image2`` (and the zoom) that our poses vote for (the module docstring):
+    ``max_keypoints`` Shi-Tomasi corners per photo described at our scale and 4 strongest orientations, blended,
+    matched (mutual nearest neighbours), each match voting the difference of its keypoints' strongest angles
+    (:func:`~.zoom.pair_turn`) and scales (:func:`~.zoom.pair_zoom`). ``estimator``: the model that reads the
+    poses (None: the bundled one :data:`patchpose.recipes.MODELS` names for ``"upright"``)."""
+    from ..estimator import as_estimator
+
+    est = as_estimator(estimator, "upright")
+    f1, f2 = (detect(im, max_keypoints, detector="gftt") for im in (image1, image2))
+    zoom, turn = pair_votes(f1, f2, OurVotes(Describer(), est))
+    found = turn.found
+    return UprightTurn(
+        degrees=float(np.degrees(turn.radians)) % 360.0 if found else 0.0,
+        zoom=float(zoom.log2) + 0.0,
+        votes=int(turn.votes),
+        matches=int(turn.matches),
+        found=bool(found),
+    )
+
+
+def fundamental_support(xy1: np.ndarray, xy2: np.ndarray, matches: np.ndarray) -> int:
+    """How many ``matches`` one fundamental matrix explains within :data:`SUPPORT_PX` (OpenCV's MAGSAC; 0 below 8
+    matches): which quarter turn matched, where the votes found none."""
+    if len(matches) < 8:
+        return 0
+    p1, p2 = (
+        np.ascontiguousarray(xy[i], np.float64) for xy, i in ((xy1, matches[:, 0]), (xy2, matches[:, 1]))
+    )
+    F, mask = cv2.findFundamentalMat(p1, p2, cv2.USAC_MAGSAC, SUPPORT_PX, 0.999, 10000)
+    return 0 if F is None or mask is None else int(mask.sum())
+
+
+def match_upright(
+    image1: np.ndarray,
+    image2: np.ndarray,
+    extract: Extractor,
+    *,
+    turn: UprightTurn | None = None,
+    estimator: EstimatorLike = None,
+) -> UprightMatches:
+    """Match two photos with ``extract`` (the module docstring), photo 1 extracted turned by the turn our votes
+    find (:func:`upright_pair`; or ``turn``, found before), so that it shows its structures as photo 2 does; where
+    the votes show no turn, photo 1 at each of :data:`QUARTER_TURNS` and the one whose mutual nearest neighbours
+    one fundamental matrix explains most (:func:`fundamental_support`) kept: 4 extractions of photo 1 instead of
+    one. Photo 2 is extracted once, as it is."""
+    t0 = time.perf_counter()
+    check_image(image1)
+    check_image(image2)
+    if turn is None:
+        turn = upright_pair(image1, image2, estimator=estimator)
+    elif not isinstance(turn, UprightTurn):
+        raise InputError(f"turn must be an UprightTurn (upright_pair's), got {type(turn).__name__}")
+    xy2, d2 = _check_extracted(extract(image2), "photo 2")
+    tries = (turn.degrees,) if turn.found else QUARTER_TURNS
+    best = None
+    for degrees in tries:
+        xy1, d1 = extract_turned(image1, extract, degrees)
+        if d1.shape[1:] != d2.shape[1:] and len(d1) and len(d2):
+            raise InputError(f"the extractor gave descriptors of {d1.shape[1]} and {d2.shape[1]} dimensions")
+        m, dist = mutual_nn(d1, d2)
+        score = fundamental_support(xy1, xy2, m) if len(tries) > 1 else len(m)
+        if best is None or score > best[0]:
+            best = (score, degrees, xy1, m, dist)
+    _, degrees, xy1, m, dist = best
+    return UprightMatches(
+        xy1=xy1,
+        xy2=xy2,
+        matches=m,
+        distances=dist,
+        turn=turn,
+        degrees=float(degrees),
+        tried=tuple(float(t) for t in tries),
+        seconds=time.perf_counter() - t0,
+    )
+
+
+__all__ = [
+    "QUARTER_TURNS",
+    "SUPPORT_PX",
+    "VOTE_KEYPOINTS",
+    "Extractor",
+    "UprightMatches",
+    "UprightTurn",
+    "extract_turned",
+    "fundamental_support",
+    "match_upright",
+    "turn_image",
+    "upright_pair",
+]

@@ -1,0 +1,55 @@
+"""``patchpose eval upright`` (#63): SIFT's turn peer reads the turn the right way round, the summary's intervals are
+ours minus each row, and without a peers folder the command is one line."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from patchpose.cli.main import main
+from patchpose.data.patches import load_photo
+from patchpose.data.photos import demo_photo
+from patchpose.evaluation.upright_eval import ROWS, results_markdown, sift_turn, summarize
+from patchpose.matching.upright import turn_image
+
+
+def test_sifts_turn_is_the_turn_counter_clockwise_as_displayed():
+    photo = np.asarray(load_photo(demo_photo(), 400))
+    for degrees in (40.0, 200.0):
+        turned, _ = turn_image(photo, degrees)
+        t = sift_turn(photo, turned, 1000)
+        assert t.found and abs((t.degrees - degrees + 180.0) % 360.0 - 180.0) < 1.0, t
+        assert abs(t.zoom) < 0.05
+    noise = (np.random.default_rng(0).random((200, 200)) * 255).astype(np.uint8)
+    assert not sift_turn(photo, noise, 500).found
+
+
+def test_the_summary_reports_ours_minus_each_row_over_sequences():
+    rng = np.random.default_rng(0)
+    pairs = []
+    for s in range(6):
+        for k in range(2, 5):
+            rows = {
+                row: {"correct": 100 + 10 * i + int(rng.integers(0, 5)), "matches": 200, "mma": 0.5, "extractions": 2,
+                      "seconds": 1.0, "degrees": 30.0, "found": True, "confidence": 20.0}
+                for i, row in enumerate(ROWS)
+            }  # fmt: skip
+            pairs.append({"sequence": f"v_{s}", "k": k, "rows": rows, "true_turn": 30.5})
+    doc = summarize(pairs, {f"v_{s}": f"v_{s}" for s in range(6)}, 500)
+    d = doc["correct_intervals"]["minus_reference"]
+    # ROWS[i] counts 10·i more: the row minus ours is 10·(i − 4) give or take the noise
+    for i, row in enumerate(ROWS):
+        if row != "ours":
+            assert abs(d[row]["value"] - 10 * (i - ROWS.index("ours"))) < 5
+            assert d[row]["interval"][0] <= d[row]["value"] <= d[row]["interval"][1]
+    assert doc["rows"]["ours"]["turn_error_deg"]["median"] == pytest.approx(0.5)
+    doc["setup"] = {"root": "r", "max_keypoints": 10, "cluster_pattern": None, "correct_px": 3.0}
+    md = results_markdown(doc)
+    as_is = next(line for line in md.splitlines() if line.startswith("| ALIKED-n16 as it comes |"))
+    assert as_is.startswith("| ALIKED-n16 as it comes | 101.8 |") and "| +40.2 [" in as_is  # ours minus as_is
+
+
+def test_without_peers_it_is_one_line(capsys, tmp_path):
+    assert main(["eval", "upright", "--root", str(tmp_path), "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert "needs --peers" in err and "Traceback" not in err and len(err.strip().splitlines()) == 1

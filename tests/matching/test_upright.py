@@ -1,0 +1,142 @@
+"""Un-turning photos for features trained upright (#63, ``patchpose.matching.upright``): the turned canvas maps back
+exactly, our votes find the turn (and say when there is none), and a feature that does not turn with the photo
+matches a turned photo once photo 1 is un-turned; the four quarter turns where the votes find none."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import cv2
+import numpy as np
+import pytest
+
+import patchpose
+from patchpose.data.patches import load_photo
+from patchpose.data.photos import demo_photo
+from patchpose.errors import InputError
+from patchpose.geometry import reprojection_errors
+from patchpose.matching.upright import UprightTurn, extract_turned, match_upright, turn_image, upright_pair
+
+PEERS = Path(__file__).resolve().parents[2].parent / "shared" / "peers"
+
+
+@pytest.fixture(scope="module")
+def photo():
+    return np.ascontiguousarray(np.asarray(load_photo(demo_photo(), 480))[:, :400])  # not square
+
+
+def turned_photo(photo, degrees):
+    """The photo turned by ``degrees`` (CCW as displayed) on a canvas that holds it, and the homography photo →
+    turned."""
+    t, M = turn_image(photo, degrees)
+    return t, np.linalg.inv(np.vstack([M, [0.0, 0.0, 1.0]]))
+
+
+def upright_sift(image):
+    """An extractor that does not turn with the photo: SIFT's keypoints described upright (angle 0)."""
+    gray = cv2.cvtColor(image, cv2.COLOR_RGB2GRAY) if image.ndim == 3 else image
+    sift = cv2.SIFT_create(800)
+    kps = sift.detect(gray, None)
+    kps = [cv2.KeyPoint(k.pt[0], k.pt[1], k.size, 0.0, k.response, k.octave) for k in kps]
+    kps, d = sift.compute(gray, kps)
+    return np.array([k.pt for k in kps], np.float64).reshape(-1, 2), d
+
+
+def correct(H, m) -> int:
+    return int((reprojection_errors(H, m.xy1[m.matches[:, 0]], m.xy2[m.matches[:, 1]]) <= 3.0).sum())
+
+
+def test_a_turned_canvas_holds_the_photo_and_maps_back_exactly(photo):
+    h, w = photo.shape[:2]
+    for degrees, rotate in (
+        (90, cv2.ROTATE_90_COUNTERCLOCKWISE),
+        (180, cv2.ROTATE_180),
+        (270, cv2.ROTATE_90_CLOCKWISE),
+    ):
+        t, M = turn_image(photo, degrees)
+        np.testing.assert_array_equal(t, cv2.rotate(photo, rotate))  # quarter turns: exact, no resampling
+        ys, xs = np.mgrid[0 : t.shape[0] : 7, 0 : t.shape[1] : 5]
+        back = np.stack([xs.ravel(), ys.ravel()], 1) @ M[:, :2].T + M[:, 2]
+        np.testing.assert_allclose(back, np.round(back), atol=1e-9)
+        b = np.round(back).astype(int)
+        np.testing.assert_array_equal(t[ys.ravel(), xs.ravel()], photo[b[:, 1], b[:, 0]])
+    t, M = turn_image(photo, 30.0)
+    corners = np.array([[0, 0], [w - 1, 0], [0, h - 1], [w - 1, h - 1]], np.float64)
+    inv = np.linalg.inv(np.vstack([M, [0, 0, 1]]))[:2]
+    on_canvas = corners @ inv[:, :2].T + inv[:, 2]
+    assert (on_canvas > -0.5).all() and (on_canvas[:, 0] < t.shape[1] - 0.5).all()
+    assert (on_canvas[:, 1] < t.shape[0] - 0.5).all()
+    # CCW as displayed: the photo's top-right corner goes up-left, to the canvas's top
+    assert on_canvas[1, 1] == pytest.approx(0.0, abs=0.6)
+    centre = np.array([[(t.shape[1] - 1) / 2, (t.shape[0] - 1) / 2]]) @ M[:, :2].T + M[:, 2]
+    np.testing.assert_allclose(centre, [[(w - 1) / 2, (h - 1) / 2]], atol=1e-9)
+    for bad in (float("nan"), "90", True):
+        with pytest.raises(InputError, match="degrees must be"):
+            turn_image(photo, bad)
+
+
+def test_the_votes_find_the_turn_or_say_there_is_none(photo):
+    """Turned by 135°: found within 2°, far past the threshold; a photo and noise: none found (0°, confidence under
+    the threshold)."""
+    img2, _ = turned_photo(photo, 135.0)
+    turn = upright_pair(photo, img2)
+    assert turn.found and abs((turn.degrees - 135.0 + 180.0) % 360.0 - 180.0) < 2.0, turn
+    assert turn.confidence > 20 and abs(turn.zoom) < 0.1
+    noise = (np.random.default_rng(0).random(photo.shape) * 255).astype(np.uint8)
+    none = upright_pair(photo, noise)
+    assert not none.found and none.degrees == 0.0 and none.confidence < 8, none
+    assert UprightTurn(0.0, 0.0, 0, 0, False).confidence == 0.0
+
+
+def test_a_feature_that_does_not_turn_matches_a_turned_photo_once_photo_1_is_unturned(photo):
+    """Upright SIFT on the photo turned by 120°: as it comes a few correct matches; ``match_upright`` extracts photo
+    1 once at the voted turn and finds most of them correct; told no turn was found, it tries the 4 quarter turns
+    and keeps the nearest (a photo turned by 100°: 90°)."""
+    img2, H = turned_photo(photo, 120.0)
+    xy1, d1 = upright_sift(photo)
+    xy2, d2 = upright_sift(img2)
+    from patchpose.matching.matcher import mutual_nn
+
+    m0 = mutual_nn(d1.astype(np.float32), d2.astype(np.float32))[0]
+    as_is = int((reprojection_errors(H, xy1[m0[:, 0]], xy2[m0[:, 1]]) <= 3.0).sum())
+    m = match_upright(photo, img2, upright_sift)
+    assert m.turn.found and m.tried == (m.degrees,) and m.extractions == 2
+    assert abs(m.degrees - 120.0) < 2.0 and correct(H, m) > max(5 * as_is, 150), (correct(H, m), as_is)
+    assert (m.xy1 > -0.5).all() and (m.xy1[:, 0] < photo.shape[1] - 0.5).all()
+    img2, H = turned_photo(photo, 100.0)  # 10° from a quarter turn
+    quarter = match_upright(photo, img2, upright_sift, turn=UprightTurn(0.0, 0.0, 0, 0, False))
+    assert quarter.tried == (0.0, 90.0, 180.0, 270.0) and quarter.extractions == 5 and quarter.degrees == 90.0
+    assert correct(H, quarter) > 300, correct(H, quarter)  # measured: 447 of 451 supporting
+
+
+def test_a_bad_extractor_or_turn_is_one_line(photo):
+    def flat(image):
+        return np.zeros(5), np.zeros((5, 8))
+
+    turn = UprightTurn(0.0, 0.0, 0, 0, True)
+    with pytest.raises(InputError, match=r"xy \(N, 2\) and descriptors \(N, D\)"):
+        match_upright(photo, photo, flat, turn=turn)
+    with pytest.raises(InputError, match="must return \\(xy, descriptors\\)"):
+        extract_turned(photo, lambda image: None, 0.0)
+    with pytest.raises(InputError, match="turn must be an UprightTurn"):
+        match_upright(photo, photo, upright_sift, turn=90.0)
+
+
+@pytest.mark.skipif(
+    not (PEERS / "aliked-n16.pth").exists(), reason="no ../shared/peers here (ALIKED's weights)"
+)
+def test_aliked_unturned_by_our_vote_matches_a_photo_turned_by_150_degrees(photo):
+    """kornia's ALIKED (trained upright) on the photo turned by 150°: as it comes few correct matches; un-turned by
+    our vote several times more."""
+    from patchpose.integrations.kornia import aliked_extractor
+    from patchpose.matching.matcher import mutual_nn
+
+    extract = aliked_extractor(PEERS / "aliked-n16.pth", max_keypoints=1000)
+    img2, H = turned_photo(photo, 150.0)
+    (xy1, d1), (xy2, d2) = extract(photo), extract(img2)
+    m0 = mutual_nn(d1, d2)[0]
+    as_is = int((reprojection_errors(H, xy1[m0[:, 0]], xy2[m0[:, 1]]) <= 3.0).sum())
+    m = patchpose.match_upright(photo, img2, extract)
+    assert correct(H, m) > max(4 * as_is, 100), (correct(H, m), as_is)
+    with pytest.raises(InputError, match="model must be one of"):
+        aliked_extractor(PEERS / "aliked-n16.pth", model="aliked-x")
