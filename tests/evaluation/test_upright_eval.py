@@ -49,6 +49,39 @@ def test_the_summary_reports_ours_minus_each_row_over_sequences():
     assert as_is.startswith("| ALIKED-n16 as it comes | 101.8 |") and "| +40.2 [" in as_is  # ours minus as_is
 
 
+def test_each_extraction_is_charged_once_at_the_time_it_took():
+    """The benchmark's memo: a new extraction is timed by the row that makes it (and not charged again), a reused
+    one is charged at the time it first took; a new sequence forgets."""
+    import time
+
+    from patchpose.evaluation.upright_eval import _Timed
+
+    calls = []
+
+    def slow(image):
+        calls.append(1)
+        time.sleep(0.05)
+        return np.zeros((0, 2)), np.zeros((0, 4))
+
+    ext = _Timed(slow)
+    a, b = np.zeros((4, 4), np.uint8), np.ones((4, 4), np.uint8)
+    ext(a)
+    charged, fresh = ext.charge()
+    assert (
+        charged == pytest.approx(fresh) and fresh >= 0.05
+    )  # the caller's own timing holds it: own − fresh + charged
+    ext(a)
+    ext(b)
+    charged, fresh = ext.charge()
+    assert len(calls) == 2 and charged == pytest.approx(
+        fresh + ext.memo[(a.shape, next(iter(ext.memo))[1])][1]
+    )
+    assert ext.charge() == (0.0, 0.0)
+    ext.clear()
+    ext(a)
+    assert len(calls) == 3
+
+
 def test_without_peers_it_is_one_line(capsys, tmp_path):
     assert main(["eval", "upright", "--root", str(tmp_path), "--out", str(tmp_path / "o")]) == 2
     err = capsys.readouterr().err

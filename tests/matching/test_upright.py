@@ -120,6 +120,58 @@ def test_a_bad_extractor_or_turn_is_one_line(photo):
         extract_turned(photo, lambda image: None, 0.0)
     with pytest.raises(InputError, match="turn must be an UprightTurn"):
         match_upright(photo, photo, upright_sift, turn=90.0)
+    with pytest.raises(InputError, match="extract must be a callable"):
+        match_upright(photo, photo, "aliked", turn=turn)
+
+
+def test_a_known_turn_and_odd_images(photo):
+    """A turn known otherwise is found with no votes; near a quarter turn (within SNAP_DEG) the photo is turned by
+    that quarter turn exactly; float16 and one-channel images keep their type and shape."""
+    from patchpose.matching.upright import SNAP_DEG
+
+    k = UprightTurn.known(450.0)
+    assert k.found and k.degrees == 90.0 and k.votes == 0 and k.confidence == 0.0
+    near, M = turn_image(photo, 90.0 + 0.5 * SNAP_DEG)
+    np.testing.assert_array_equal(near, cv2.rotate(photo, cv2.ROTATE_90_COUNTERCLOCKWISE))
+    assert turn_image(photo, 90.0 + 2 * SNAP_DEG)[0].shape[:2] != near.shape[:2]  # past it: resampled, larger
+    half = (photo[:, :, :1] / 255.0).astype(np.float16)
+    for d in (30.0, 90.0):
+        t, _ = turn_image(half, d)
+        assert t.dtype == np.float16 and t.ndim == 3 and t.shape[2] == 1
+
+
+def test_aliked_extractor_loads_a_state_dict_of_ones_own_and_refuses_bad_arguments(tmp_path, photo):
+    """kornia's ALIKED built with random weights saved to a file (no peers needed): the extractor reads it
+    weights-only, takes RGB and gray uint8 images and gives (N, 2) keypoints inside the image with (N, 128)
+    descriptors, at most ``max_keypoints``; bad arguments and a non-ALIKED file are one line."""
+    import torch
+    from kornia.feature import ALIKED
+
+    from patchpose.errors import WeightsError
+    from patchpose.integrations.kornia import aliked_extractor
+
+    torch.manual_seed(0)
+    path = tmp_path / "aliked.pth"
+    state = {k: v for k, v in ALIKED("aliked-n16").state_dict().items() if k != "dkd.hw_grid"}
+    torch.save(state, path)
+    extract = aliked_extractor(path, max_keypoints=50, threshold=0.01)
+    small = np.ascontiguousarray(photo[:160, :200])
+    for image in (small, cv2.cvtColor(small, cv2.COLOR_RGB2GRAY)):
+        xy, d = extract(image)
+        assert xy.shape[1] == 2 and d.shape == (len(xy), 128) and 0 < len(xy) <= 50
+        assert (xy >= 0).all() and (xy[:, 0] <= 199).all() and (xy[:, 1] <= 159).all()
+    with pytest.raises(InputError, match="uint8"):
+        extract(small.astype(np.float32))
+    for kw, message in [
+        ({"model": "aliked-x"}, "model must be one of"),
+        ({"max_keypoints": 0}, "max_keypoints must be an integer"),
+        ({"threshold": 1.5}, "threshold must be a number"),
+    ]:
+        with pytest.raises(InputError, match=message):
+            aliked_extractor(path, **kw)
+    torch.save({"w": torch.zeros(3)}, tmp_path / "other.pth")
+    with pytest.raises(WeightsError, match="cannot load aliked-n16"):
+        aliked_extractor(tmp_path / "other.pth")
 
 
 @pytest.mark.skipif(
@@ -138,5 +190,3 @@ def test_aliked_unturned_by_our_vote_matches_a_photo_turned_by_150_degrees(photo
     as_is = int((reprojection_errors(H, xy1[m0[:, 0]], xy2[m0[:, 1]]) <= 3.0).sum())
     m = patchpose.match_upright(photo, img2, extract)
     assert correct(H, m) > max(4 * as_is, 100), (correct(H, m), as_is)
-    with pytest.raises(InputError, match="model must be one of"):
-        aliked_extractor(PEERS / "aliked-n16.pth", model="aliked-x")

@@ -148,7 +148,6 @@ def mean_intervals(
     }
 
 
-#: what a table shows in place of an interval that could not be computed (fewer than two clusters)
 def count_intervals(
     values: dict[str, np.ndarray], clusters: np.ndarray, reference: str, replicates: int = DEFAULT_REPLICATES
 ) -> dict:
@@ -170,6 +169,7 @@ def count_intervals(
     }
 
 
+#: what a table shows in place of an interval that could not be computed (fewer than two clusters)
 NO_INTERVAL = "[no interval: fewer than 2 sequences or photos]"
 
 

@@ -38,11 +38,16 @@ from .matcher import mutual_nn
 from .pairpose import OurVotes, pair_votes
 from .zoom import TURN_BAND
 
-#: corners (Shi-Tomasi) per photo that vote the turn: enough votes for a turn that stands out where the photos
-#: share a third of their view, a fifth of one ALIKED extraction's time on 2 cores
+#: corners (Shi-Tomasi) per photo that vote the turn (set before any run, not tuned): the votes of a pair take about a
+#: third of one ALIKED extraction's time on 2 cores (0.19 s against 0.54 s at 640 × 425)
 VOTE_KEYPOINTS = 500
 #: the turns (degrees) tried where the votes show none
 QUARTER_TURNS = (0.0, 90.0, 180.0, 270.0)
+#: degrees: a turn this close to a quarter turn is made as that quarter turn, exactly (no resampling; a voted turn is
+#: within 0.2° of the truth at the median)
+SNAP_DEG = 1.0
+#: how a photo is resampled at other turns (OpenCV's flag)
+INTERPOLATION = cv2.INTER_LINEAR
 #: px: the epipolar distance within which a match supports a fundamental matrix (choosing among quarter turns;
 #: not chosen on val, where our votes found every turn: at 3 px wrong matches of a turn 150° off reached the
 #: support of a turn 30° off, at 1 px a third of it)
@@ -66,6 +71,12 @@ class UprightTurn:
     votes: int  #: tentative matches within ±15° of the turn
     matches: int  #: tentative matches that voted
     found: bool  #: whether the votes show one turn (:attr:`confidence` past the threshold, enough votes)
+
+    @classmethod
+    def known(cls, degrees: float) -> UprightTurn:
+        """A turn known otherwise (a phone's gravity sensor, EXIF orientation): ``degrees`` counter-clockwise as
+        displayed, found, no votes."""
+        return cls(_check_degrees(degrees), 0.0, 0, 0, True)
 
     @property
     def confidence(self) -> float:
@@ -130,8 +141,9 @@ def turn_image(image: np.ndarray, degrees: float) -> tuple[np.ndarray, np.ndarra
     h, w = image.shape[:2]
     c = np.array([(w - 1) / 2.0, (h - 1) / 2.0])
     q = d / 90.0
-    if abs(q - round(q)) < 1e-9:  # a quarter turn: exact
+    if abs(q - round(q)) * 90.0 <= SNAP_DEG:  # (nearly) a quarter turn: exact
         k = int(round(q)) % 4
+        d = 90.0 * k
         turned = np.ascontiguousarray(np.rot90(image, k))
     else:
         a = math.radians(d)
@@ -146,9 +158,12 @@ def turn_image(image: np.ndarray, degrees: float) -> tuple[np.ndarray, np.ndarra
     c2 = np.array([(W - 1) / 2.0, (H - 1) / 2.0])
     forward = np.hstack([R, (c2 - R @ c)[:, None]])
     if turned is None:
+        src = image.astype(np.float32) if image.dtype == np.float16 else image  # OpenCV has no float16 warp
         turned = cv2.warpAffine(
-            image, forward, (W, H), flags=cv2.INTER_LINEAR, borderMode=cv2.BORDER_CONSTANT, borderValue=0
-        )
+            src, forward, (W, H), flags=INTERPOLATION, borderMode=cv2.BORDER_CONSTANT, borderValue=0
+        ).astype(image.dtype, copy=False)
+        if image.ndim == 3 and turned.ndim == 2:  # OpenCV drops a single channel
+            turned = turned[:, :, None]
     back = np.hstack([R.T, (c - R.T @ c2)[:, None]])
     return turned, back
 
@@ -212,13 +227,18 @@ def match_upright(
     estimator: EstimatorLike = None,
 ) -> UprightMatches:
     """Match two photos with ``extract`` (the module docstring), photo 1 extracted turned by the turn our votes
-    find (:func:`upright_pair`; or ``turn``, found before), so that it shows its structures as photo 2 does; where
+    find (:func:`upright_pair`; or ``turn``, found before, or known: :meth:`UprightTurn.known`), so that it shows its
+    structures as photo 2 does (within :data:`SNAP_DEG` of a quarter turn, that quarter turn, exactly); where
     the votes show no turn, photo 1 at each of :data:`QUARTER_TURNS` and the one whose mutual nearest neighbours
     one fundamental matrix explains most (:func:`fundamental_support`) kept: 4 extractions of photo 1 instead of
     one. Photo 2 is extracted once, as it is."""
     t0 = time.perf_counter()
     check_image(image1)
     check_image(image2)
+    if not callable(extract):
+        raise InputError(
+            f"extract must be a callable image -> (xy, descriptors), got {type(extract).__name__}"
+        )
     if turn is None:
         turn = upright_pair(image1, image2, estimator=estimator)
     elif not isinstance(turn, UprightTurn):
