@@ -4,9 +4,9 @@
 * ``"rectify"`` (the default at SIFT's own detections): the photo whose structures look smaller warped into the
   other's frame through the affine map that SIFT's ratio-test matches agree on, SIFT detected again there and both
   photos described upright (:mod:`.rectify`; the warped photo's keypoints are the new ones; no network);
-* ``"pair-pose"`` (the default at corners and your own keypoints): every keypoint of a photo at one pose, the turn, zoom or slant between the two
-  photos that the keypoints' poses vote for (ours where they have no scale; SIFT's at SIFT's own detections, the
-  gradient's at keypoints with sizes: :mod:`.pairpose`);
+* ``"pair-pose"`` (the default at corners and your own keypoints): every keypoint of a photo at one pose, the turn,
+  zoom or slant between the two photos that the keypoints' poses vote for (ours where they have no scale; SIFT's at
+  SIFT's own detections, the gradient's at keypoints with sizes: :mod:`.pairpose`);
 * ``"pose"``: each keypoint at the detector's scale, or ours where it gives none (corners, your own keypoints
   without sizes), and the dominant gradient's angle there, one photo at a time (what a collection gets);
 * ``"blend"``: each keypoint at its gradient histogram's 4 strongest orientations blended, one photo at a
@@ -51,8 +51,8 @@ class PairMatches:
     recipe: str  #: the recipe the keypoints were described with (a key of :data:`patchpose.recipes.RECIPES`)
     xy1: (
         np.ndarray
-    )  #: (N, 2) keypoints of image 1, pixels (``rectify``: detected again where :attr:`redetected` is 1)
-    xy2: np.ndarray  #: (M, 2) keypoints of image 2 (detected again where :attr:`redetected` is 2)
+    )  #: (N, 2) keypoints of image 1, pixels (``rectify``: found again if :attr:`redetected` is 1)
+    xy2: np.ndarray  #: (M, 2) keypoints of image 2 (found again if :attr:`redetected` is 2)
     matches: np.ndarray  #: (L, 2) indices into xy1, xy2
     distances: np.ndarray  #: (L,) descriptor distances
     error_px: np.ndarray | None  #: (L,) reprojection error under the homography; None without one

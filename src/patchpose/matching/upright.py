@@ -7,8 +7,8 @@ their structures the same way up.
   with the photo, ``pair-pose``'s first pass, :class:`~.pairpose.OurVotes`), with how far the votes stand out
   (:attr:`UprightTurn.confidence`; :attr:`UprightTurn.found`: past :data:`~.zoom.TURN_SIGNIFICANCE`).
 * :func:`turn_image` — a photo turned on a canvas that holds all of it, and the map back.
-* :func:`extract_turned` — an extractor's keypoints and descriptors of a photo turned by some degrees, the keypoints
-  mapped back into the photo.
+* :func:`extract_turned` — an extractor's keypoints and descriptors of a photo turned by some degrees, the
+  keypoints mapped back into the photo.
 * :func:`match_upright` — the three together: photo 1 extracted once at the voted turn and matched with photo 2
   (mutual nearest neighbours); where the votes show no turn, the four quarter turns tried and the one whose
   matches one fundamental matrix explains most kept (:data:`QUARTER_TURNS`).
@@ -38,8 +38,8 @@ from .matcher import mutual_nn
 from .pairpose import OurVotes, pair_votes
 from .zoom import TURN_BAND
 
-#: corners (Shi-Tomasi) per photo that vote the turn (set before any run, not tuned): the votes of a pair take about a
-#: third of one ALIKED extraction's time on 2 cores (0.19 s against 0.54 s at 640 × 425)
+#: corners (Shi-Tomasi) per photo that vote the turn (set before any run, not tuned): the votes of a pair take about
+#: a third of one ALIKED extraction's time on 2 cores (0.19 s against 0.54 s at 640 × 425)
 VOTE_KEYPOINTS = 500
 #: the turns (degrees) tried where the votes show none
 QUARTER_TURNS = (0.0, 90.0, 180.0, 270.0)
