@@ -205,6 +205,7 @@ def test_outside_keypoint_message_prints_plain_numbers(est):
     "kwargs, match",
     [
         ({"device": "bogus"}, "device 'bogus'"),
+        ({"device": "meta"}, "device 'meta' holds no weights"),  # a read once failed inside torch
         ({"batch_size": "a"}, "batch_size"),
         ({"batch_size": 0}, "batch_size"),
         ({"border": "wrap"}, "border"),

@@ -132,6 +132,8 @@ class PatchPoseEstimator:
             raise InputError(f"plan must be a patchpose.ReadPlan, got {type(plan).__name__}")
         try:
             self.device = torch.device(device)
+            if self.device.type == "meta":  # no data: every read would fail inside torch
+                raise InputError("device 'meta' holds no weights: the estimator needs 'cpu' or 'cuda'")
             self.model = model.to(self.device).eval()
         except (RuntimeError, AssertionError, TypeError) as e:  # unknown device, or no CUDA in this build
             raise InputError(

@@ -190,6 +190,8 @@ def check_laf(laf, batch: int | None = None, nondegenerate: bool = True) -> torc
         raise InputError(f"laf must be {want}, got {tuple(laf.shape)}")
     if not laf.is_floating_point():
         raise InputError(f"laf must hold floats, got {laf.dtype}")
+    if laf.is_meta:
+        raise InputError("laf is a meta tensor: it holds no values to read")
     a = laf.detach().double()
     if not bool(torch.isfinite(a).all()):
         raise InputError("laf holds NaN or infinite values")

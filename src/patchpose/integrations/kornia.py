@@ -66,6 +66,9 @@ def _image_batch(img, batch: int) -> torch.Tensor:
         )
     if not img.is_floating_point():
         raise InputError(f"img must hold floats in [0, 1] (as kornia's images), got {img.dtype}")
+    if img.is_meta:
+        raise InputError("img is a meta tensor: it holds no values to read")
+    img = img.detach()
     if img.numel():
         if not bool(torch.isfinite(img).all()):
             raise InputError("img holds NaN or infinite values")
@@ -246,6 +249,8 @@ class PatchAngleDetector(nn.Module):
             raise InputError(f"patches must be at least 2×2 pixels, got {tuple(patches.shape)}")
         if not patches.is_floating_point():
             raise InputError(f"patches must hold floats (kornia's patches, in [0, 1]), got {patches.dtype}")
+        if patches.is_meta:
+            raise InputError("patches is a meta tensor: it holds no values to read")
         out_dtype = patches.dtype
         if len(patches) == 0:
             return torch.empty(0, device=patches.device, dtype=out_dtype)
