@@ -551,7 +551,7 @@ def _rectify(run: Run, im1: Image, im2: Image) -> tuple:
     keypoints (one photo's detected again in its view warped into the other's frame) and the :class:`Cost`."""
     p = rectified_pair(im1.feats, im2.feats, run.describer, run.cfg.max_keypoints)
     n = len(im1.feats) + len(im2.feats)
-    if p.redetected:  # one descriptor per keypoint
+    if p.warped:  # one descriptor per keypoint
         matched = len(p.xy1) + len(p.xy2)
     else:  # no map: SIFT with all its orientations, the repeats of a keypoint's first left out
         matched = int(sift_all_counts(im1.feats).sum() + sift_all_counts(im2.feats).sum())

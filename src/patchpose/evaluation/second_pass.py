@@ -26,8 +26,7 @@ import numpy as np
 from ..matching.candidates import sift_all_counts, sift_all_descriptors
 from ..matching.describe import Describer
 from ..matching.features import Features
-from ..matching.matcher import ratio_matches
-from ..matching.rectify import fit_affine, warped_view
+from ..matching.rectify import first_pass_affine, warped_view
 
 
 @dataclass(frozen=True)
@@ -50,10 +49,13 @@ def second_pass(feats1: Features, feats2: Features, describer: Describer, max_ke
     """The module's steps for SIFT's detections ``feats1``, ``feats2`` of two photos (with their orientations:
     :func:`~patchpose.matching.candidates.sift_all_descriptors`), the warped photo detected again with at most
     ``max_keypoints`` keypoints."""
-    d1, d2 = sift_all_descriptors(feats1, describer), sift_all_descriptors(feats2, describer)
-    n1, n2 = int(sift_all_counts(feats1).sum()), int(sift_all_counts(feats2).sum())
-    m = ratio_matches(d1, d2)[0]
-    A = fit_affine(feats1.xy[m[:, 0]], feats2.xy[m[:, 1]]) if len(m) else None
+    A, first = first_pass_affine(feats1, feats2, describer)
+    d1, d2 = (
+        sift_all_descriptors(feats1, describer),
+        sift_all_descriptors(feats2, describer),
+    )  # its own (memo)
+    n1 = int(sift_all_counts(feats1).sum())
+    n2 = first - n1
     view = None if A is None else warped_view(feats1, feats2, A, max_keypoints)
     if view is None:
         return SecondPass(d1, d2, feats1.xy, feats2.xy, None, n1 + n2, n1 + n2)

@@ -69,11 +69,6 @@ class Rectified:
     computed: int
     warped: int = 0
 
-    @property
-    def redetected(self) -> bool:
-        """Whether one photo's keypoints were detected again in its warped view (a map was found)."""
-        return self.warped != 0
-
 
 def fit_affine(xy1: np.ndarray, xy2: np.ndarray) -> np.ndarray | None:
     """The ``(2, 3)`` affine map ``xy2 ≈ A·[xy1, 1]`` of matched points by RANSAC (:data:`AFFINE_PX`); None where

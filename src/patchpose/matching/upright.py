@@ -139,25 +139,23 @@ def turn_image(image: np.ndarray, degrees: float) -> tuple[np.ndarray, np.ndarra
     check_image(image)
     d = _check_degrees(degrees)
     h, w = image.shape[:2]
-    c = np.array([(w - 1) / 2.0, (h - 1) / 2.0])
-    q = d / 90.0
-    if abs(q - round(q)) * 90.0 <= SNAP_DEG:  # (nearly) a quarter turn: exact
-        k = int(round(q)) % 4
-        d = 90.0 * k
-        turned = np.ascontiguousarray(np.rot90(image, k))
-    else:
-        a = math.radians(d)
-        W = int(math.ceil(abs(w * math.cos(a)) + abs(h * math.sin(a)) - 1e-6))
-        H = int(math.ceil(abs(w * math.sin(a)) + abs(h * math.cos(a)) - 1e-6))
-        turned = None
+    quarter = int(round(d / 90.0))
+    exact = abs(d - 90.0 * quarter) <= SNAP_DEG  # (nearly) a quarter turn: made exactly, no resampling
+    if exact:
+        d = 90.0 * (quarter % 4)
     a = math.radians(d)
     # turned = R·(x − c) + c', R turning CCW as displayed (y down): [[cos, sin], [−sin, cos]]
     R = np.array([[math.cos(a), math.sin(a)], [-math.sin(a), math.cos(a)]])
-    if turned is not None:
+    if exact:
+        turned = np.ascontiguousarray(np.rot90(image, quarter % 4))
         H, W = turned.shape[:2]
+    else:
+        W = int(math.ceil(abs(w * math.cos(a)) + abs(h * math.sin(a)) - 1e-6))
+        H = int(math.ceil(abs(w * math.sin(a)) + abs(h * math.cos(a)) - 1e-6))
+    c = np.array([(w - 1) / 2.0, (h - 1) / 2.0])
     c2 = np.array([(W - 1) / 2.0, (H - 1) / 2.0])
-    forward = np.hstack([R, (c2 - R @ c)[:, None]])
-    if turned is None:
+    if not exact:
+        forward = np.hstack([R, (c2 - R @ c)[:, None]])
         src = image.astype(np.float32) if image.dtype == np.float16 else image  # OpenCV has no float16 warp
         turned = cv2.warpAffine(
             src, forward, (W, H), flags=INTERPOLATION, borderMode=cv2.BORDER_CONSTANT, borderValue=0
