@@ -90,6 +90,8 @@ if sys.argv[3] == "disk":  # every file changed in a copy on the disk, as large 
 print("ready", flush=True)
 for i in range(start, start + 10_000):
     write_hloc_features(path, f"im{i:04d}", *image(i))
+    if i == start:
+        print("wrote", flush=True)
 """
 
 
@@ -103,6 +105,7 @@ def test_a_kill_during_appends_leaves_the_old_file_or_the_new_one_whole(tmp_path
         have = len(datasets(path)) // 4 if path.exists() else 0
         child = run_child(APPEND, str(path), str(have), where)
         assert child.stdout.readline().strip() == "ready"
+        assert child.stdout.readline().strip() == "wrote"  # one append at least, however busy the machine
         time.sleep(rng.uniform(0.1, 0.6))
         child.send_signal(signal.SIGKILL)
         child.wait()
@@ -111,7 +114,6 @@ def test_a_kill_during_appends_leaves_the_old_file_or_the_new_one_whole(tmp_path
         assert sorted({k.split("/")[0] for k in got}) == [f"im{i:04d}" for i in range(n)]
         want = expected(tmp_path, range(n))
         assert got.keys() == want.keys() and all(np.array_equal(got[k], want[k]) for k in got)
-    assert n >= 3  # the kills landed after some appends
     # what killed writers left (hidden siblings) is removed by a later writer once it is an hour old
     stale = tmp_path / ".f.h5.tmp-killed"
     stale.write_bytes(b"half")

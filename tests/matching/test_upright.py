@@ -154,7 +154,7 @@ def test_aliked_extractor_loads_a_state_dict_of_ones_own_and_refuses_bad_argumen
     path = tmp_path / "aliked.pth"
     state = {k: v for k, v in ALIKED("aliked-n16").state_dict().items() if k != "dkd.hw_grid"}
     torch.save(state, path)
-    extract = aliked_extractor(path, max_keypoints=50, threshold=0.01)
+    extract = aliked_extractor(path, max_keypoints=50)
     small = np.ascontiguousarray(photo[:160, :200])
     for image in (small, cv2.cvtColor(small, cv2.COLOR_RGB2GRAY)):
         xy, d = extract(image)
@@ -165,7 +165,6 @@ def test_aliked_extractor_loads_a_state_dict_of_ones_own_and_refuses_bad_argumen
     for kw, message in [
         ({"model": "aliked-x"}, "model must be one of"),
         ({"max_keypoints": 0}, "max_keypoints must be an integer"),
-        ({"threshold": 1.5}, "threshold must be a number"),
     ]:
         with pytest.raises(InputError, match=message):
             aliked_extractor(path, **kw)

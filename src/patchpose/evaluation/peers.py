@@ -36,6 +36,7 @@ import torch
 from torch import nn
 
 from ..errors import InputError, WeightsError, require
+from ..integrations.kornia import ALIKED_THRESHOLD
 from ..weights import load_state_into, sha256_of
 
 #: peer name -> file name inside the peers folder
@@ -47,8 +48,6 @@ PEER_FILES = {
     "hardtfeat": "hardtfeat.pth",
     "aliked": "aliked-n16.pth",
 }
-#: ALIKED's detection threshold (kornia's and the official code's default)
-ALIKED_THRESHOLD = 0.2
 #: side of the patches OriNet, AffNet, TFeat and HardTFeat take
 PEER_PATCH = 32
 #: frames per call of kornia's LAF modules (each call samples its own image pyramid): on CPU the networks run

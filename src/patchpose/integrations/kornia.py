@@ -339,17 +339,19 @@ def describe_blended(
     return torch.from_numpy(blend_descriptors(d, w))[None]
 
 
+#: ALIKED's detection threshold (kornia's and the official code's default)
+ALIKED_THRESHOLD = 0.2
 #: the ALIKED models kornia builds (``kornia.feature.ALIKED(model_name)``)
 ALIKED_MODELS = ("aliked-t16", "aliked-n16", "aliked-n16rot", "aliked-n32")
 
 
 def aliked_extractor(
-    weights, model: str = "aliked-n16", max_keypoints: int = 2000, threshold: float = 0.2
+    weights, model: str = "aliked-n16", max_keypoints: int = 2000
 ) -> Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]:
     """kornia's ``ALIKED(model)`` with the state dict in ``weights`` (a ``.pth`` file of the official release, as
     ``torch.load(weights_only=True)`` reads it; nothing is downloaded) as an extractor for
     :func:`patchpose.match_upright`: ``image`` (``H×W×3`` uint8 RGB, or ``H×W`` gray read as three equal channels)
-    → ``(xy (N, 2), descriptors (N, D))``, its maxima above ``threshold`` (kornia's default), the
+    → ``(xy (N, 2), descriptors (N, D))``, its maxima above kornia's default threshold (0.2), the
     ``max_keypoints`` strongest first. The network runs on this process's torch threads, without gradients."""
     from ..data.keypoints import MAX_KEYPOINTS
     from ..errors import is_int_in
@@ -362,9 +364,7 @@ def aliked_extractor(
         raise InputError(
             f"max_keypoints must be an integer from 1 to {MAX_KEYPOINTS:,}, got {max_keypoints!r}"
         )
-    if isinstance(threshold, bool) or not (isinstance(threshold, (int, float)) and 0 < threshold < 1):
-        raise InputError(f"threshold must be a number in (0, 1), got {threshold!r}")
-    net = kf.ALIKED(model, max_num_keypoints=-1, detection_threshold=float(threshold))
+    net = kf.ALIKED(model, max_num_keypoints=-1, detection_threshold=ALIKED_THRESHOLD)
     # the official files lack kornia's coordinate-grid buffer: kornia's own is kept
     net = load_state_into(net, weights, model, keep=("dkd.hw_grid",))
 
@@ -388,6 +388,7 @@ def aliked_extractor(
 
 __all__ = [
     "ALIKED_MODELS",
+    "ALIKED_THRESHOLD",
     "aliked_extractor",
     "LAFPoseAssigner",
     "LAFAffineShape",
