@@ -13,6 +13,7 @@ from .errors import InputError, PatchPoseError, WeightsError
 from .estimator import PatchPoseEstimator
 from .integrations.kornia import kornia_angle_detector
 from .integrations.opencv import assign, compute_blended, resolve_orientations
+from .matching.collection import CollectionTurns, upright_collection
 from .matching.pair import PairMatches, match_pair
 from .matching.upright import UprightMatches, UprightTurn, match_upright, upright_pair
 from .reading import Poses, ReadPlan
@@ -36,6 +37,8 @@ __all__ = [
     "match_upright",
     "UprightTurn",
     "UprightMatches",
+    "upright_collection",
+    "CollectionTurns",
     "PatchPoseError",
     "InputError",
     "WeightsError",

@@ -23,7 +23,8 @@ MODELS: dict[str, str] = {
     "pose": "patchpose-v10",
     # the recipe "pair-pose": the votes of the pair's turn, zoom and slant where keypoints have no scale (corners)
     "pair-pose": "patchpose-v10",
-    # upright_pair and match_upright: the votes of the turn by which photo 1 is un-turned for a learned feature
+    # upright_pair, match_upright, upright_collection and `patchpose colmap --aliked FILE --unturn`: the votes of the
+    # turns by which photos are un-turned for a learned feature
     "upright": "patchpose-v10",
 }
 

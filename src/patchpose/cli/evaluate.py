@@ -9,7 +9,7 @@ from pathlib import Path
 
 from ..checks import MAX_THREADS
 from ..errors import InputError, is_int_in
-from ..evaluation.colmap_eval import DEFAULT_POSES, POSES, SETS
+from ..evaluation.colmap_eval import DEFAULT_POSES, DEFAULT_SETS, POSES, SETS
 from ..recipes import MODELS
 from .options import add_descriptor, add_peers, add_weights, print_results, read_plan
 
@@ -225,6 +225,7 @@ def eval_colmap_command(a: argparse.Namespace) -> int:
         threads=a.threads,
         max_keypoints=a.max_keypoints,
         progress=not a.no_progress,
+        peers=a.peers,
     )
     print_results(a.out, f"wrote {a.out}/results.json and results.md in {doc['seconds']:.0f} s")
     return 0
@@ -486,11 +487,18 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         default=list(DEFAULT_POSES),
     )
     co.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2], help="COLMAP's random seeds")
-    co.add_argument("--sets", nargs="+", choices=SETS, default=list(SETS))
+    co.add_argument(
+        "--sets",
+        nargs="+",
+        choices=SETS,
+        default=list(DEFAULT_SETS),
+        help="upright; turned: frames 1, 3, 5, ... turned 90 degrees clockwise; turned_first: frames 0, 2, 4, ...",
+    )
     co.add_argument(
         "--max-keypoints", type=int, default=8192, help="COLMAP's SIFT features per image, at most"
     )
     co.add_argument("--threads", type=int, default=1, help="COLMAP's and torch's threads (default: 1)")
     add_weights(co, model=f"the recipe pose's, {MODELS['pose']}")
+    add_peers(co, "ALIKED's weights (aliked-n16.pth, aliked-n16rot.pth), for the rows aliked*")
     co.add_argument("--no-progress", action="store_true")
     co.set_defaults(func=eval_colmap_command)

@@ -7,9 +7,15 @@ from __future__ import annotations
 
 import argparse
 
+from ..data.keypoints import MAX_KEYPOINTS
+from ..errors import InputError
 from ..integrations.extract import DESCRIPTORS, DETECTORS
+from ..integrations.kornia import ALIKED_MODELS
 from ..recipes import MODELS
 from .options import add_weights
+
+#: the ALIKED ``--aliked`` reads where ``--aliked-model`` is not given
+ALIKED_DEFAULT = "aliked-n16"
 
 
 def extract_command(a: argparse.Namespace) -> int:
@@ -44,15 +50,34 @@ def colmap_command(a: argparse.Namespace) -> int:
     from ..integrations.colmap import check_settings, reconstruct, summary_table
 
     check_settings(a.max_keypoints, a.seed, a.threads)
+    if a.aliked is None and (a.unturn or a.aliked_model is not None):
+        raise InputError(
+            f"{'--unturn' if a.unturn else '--aliked-model'} needs --aliked FILE: COLMAP's SIFT turns with the photo"
+        )
+    set_threads(a.threads)  # torch's too (ALIKED, the votes)
+    extract = None
+    if a.aliked is not None:
+        from ..integrations.kornia import aliked_extractor
+
+        extract = aliked_extractor(
+            a.aliked, a.aliked_model or ALIKED_DEFAULT, max_keypoints=min(a.max_keypoints, MAX_KEYPOINTS)
+        )
     s = reconstruct(
         a.images,
         a.out,
+        extract=extract,
+        unturn=a.unturn,
         max_keypoints=a.max_keypoints,
         seed=a.seed,
         threads=a.threads,
         progress=not a.no_progress,
     )
     print(summary_table(s))
+    if "turns" in s:
+        turned = [n for n, t in s["turns"].items() if t["applied"] != 0.0]
+        lost = [n for n, t in s["turns"].items() if not t["found"]]
+        print(f"un-turned {len(turned)} of {len(s['turns'])} photos"
+              + (f"; no turn found for {', '.join(lost)}" if lost else "") + " (stats.json: turns)")  # fmt: skip
     print(f"wrote {a.out} (stats.json; project.ini and sparse/0 open in COLMAP's GUI)")
     return 0
 
@@ -117,8 +142,32 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     c.add_argument("--out", required=True, help="a new folder: database.db, sparse/, stats.json, project.ini")
     c.add_argument("--seed", type=int, default=0, help="COLMAP's random seed")
     c.add_argument(
-        "--max-keypoints", type=int, default=8192, help="COLMAP's SIFT features per image, at most"
+        "--max-keypoints",
+        type=int,
+        default=8192,
+        help="features per image, at most (COLMAP's SIFT's or ALIKED's)",
     )
-    c.add_argument("--threads", type=int, default=None, help="COLMAP's threads (default: all cores)")
+    c.add_argument(
+        "--threads", type=int, default=None, help="COLMAP's and torch's threads (default: all cores)"
+    )
+    c.add_argument(
+        "--aliked",
+        default=None,
+        metavar="FILE",
+        help="ALIKED's weights (the official .pth; nothing is downloaded): kornia's ALIKED instead of COLMAP's SIFT, "
+        "mutual nearest neighbours of every pair, COLMAP's verification and mapping",
+    )
+    c.add_argument(
+        "--aliked-model",
+        choices=list(ALIKED_MODELS),
+        default=None,
+        help=f"which ALIKED the --aliked file holds (default: {ALIKED_DEFAULT})",
+    )
+    c.add_argument(
+        "--unturn",
+        action="store_true",
+        help="with --aliked: each photo extracted un-turned by the turn our network votes for it over every pair "
+        f"({MODELS['upright']}), so that photos taken sideways or rolled match",
+    )
     c.add_argument("--no-progress", action="store_true", help="no stage lines")
     c.set_defaults(func=colmap_command)

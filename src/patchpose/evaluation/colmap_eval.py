@@ -13,6 +13,18 @@ each pose source (:data:`POSES`) in the stages of :func:`patchpose.integrations.
 ``upright``     one keypoint per location, SIFT's size, orientation 0 (upright descriptors)
 =============== ==========================================================================================
 
+and, with ``peers`` (ALIKED's weights; :data:`LEARNED`), a learned feature in place of COLMAP's SIFT (kornia's ALIKED,
+at most ``max_keypoints`` a photo, mutual nearest neighbours, COLMAP's cameras, verification and mapping):
+
+===================== ====================================================================================
+``aliked``            ALIKED-n16 as it comes (trained upright)
+``aliked_rot``        ALIKED-n16rot (trained with turns)
+``aliked_ours``       ALIKED-n16 on each photo un-turned by our votes (``reconstruct(unturn=True)``,
+                      :func:`~patchpose.matching.collection.upright_collection`)
+``aliked_sift``       the same, the pairwise turns SIFT's instead of our network's (the ratio test's affine map,
+                      :func:`~patchpose.evaluation.upright_eval.sift_turn`, averaged the same way)
+===================== ====================================================================================
+
 ``sift`` against ``colmap`` is the descriptor (OpenCV's SIFT against COLMAP's), the others against ``sift`` the
 pose. Each run is a folder ``OUT/runs/{set}/{pose}-seed{s}/`` (``{pose}@{model}`` for the poses that
 read a model, so that another ``--weights`` adds runs beside the others), reused when it is finished: an
@@ -34,20 +46,37 @@ import cv2
 import numpy as np
 
 from ..conventions import REFERENCE_RADIUS
+from ..data.keypoints import MAX_KEYPOINTS
 from ..errors import InputError, is_int_in, require
 from ..estimator import EstimatorLike, as_estimator
-from ..integrations.colmap import SIFT_WINDOW, STAGES, check_settings, run_reconstruction
+from ..integrations.colmap import SIFT_WINDOW, STAGES, check_settings, run_reconstruction, unturn_settings
 from ..integrations.extract import image_names
+from ..integrations.kornia import aliked_extractor
 from ..integrations.opencv import sift_descriptors
 from ..matching.candidates import gradient_angles
-from ..matching.features import Features
+from ..matching.collection import CollectionTurns, collection_turns
+from ..matching.describe import Describer
+from ..matching.features import Features, sift_detected
+from ..matching.rectify import first_pass_affine
 from .report import write_results
+from .upright_eval import affine_turn
 
-POSES = ("colmap", "sift", "pose", "network", "upright")
+#: the rows with a learned feature (they need ``peers``): the ALIKED model each runs
+LEARNED = {
+    "aliked": "aliked-n16",
+    "aliked_rot": "aliked-n16rot",
+    "aliked_ours": "aliked-n16",
+    "aliked_sift": "aliked-n16",
+}
+POSES = ("colmap", "sift", "pose", "network", "upright", *LEARNED)
 #: the poses that read the model
-OUR_POSES = ("network",)
-SETS = ("upright", "turned")
-DEFAULT_POSES = POSES
+OUR_POSES = ("network", "aliked_ours")
+#: the frames: as they are; frames 1, 3, 5, … turned 90° clockwise; frames 0, 2, 4, … turned (the first photo
+#: sideways: where as many photos are turned as not, un-turning keeps the first photo's way up)
+SETS = ("upright", "turned", "turned_first")
+#: the sets' default (``turned_first`` only where asked: it tests un-turning's tie rule)
+DEFAULT_SETS = ("upright", "turned")
+DEFAULT_POSES = ("colmap", "sift", "pose", "network", "upright")
 
 
 def pose_estimator(estimator: EstimatorLike = None):
@@ -106,10 +135,14 @@ def reconstruct_at(
     seed: int = 0,
     threads=None,
     progress: bool = False,
+    peers: str | Path | None = None,
 ) -> dict:
-    """One reconstruction of the images below ``images`` at ``pose`` (:data:`POSES`) into ``out``."""
+    """One reconstruction of the images below ``images`` at ``pose`` (:data:`POSES`) into ``out`` (``peers``: the
+    folder of ALIKED's weights, for :data:`LEARNED`)."""
     if pose not in POSES:
         raise InputError(f"pose must be one of {POSES}, got {pose!r}")
+    if pose in LEARNED:
+        return _reconstruct_learned(images, out, pose, est, peers, max_keypoints, seed, threads, progress)
     settings = {
         "pose": pose,
         "keypoints": "colmap",
@@ -135,9 +168,44 @@ def reconstruct_at(
     )
 
 
-def turn_every_other(images: str | Path, dest: str | Path) -> Path:
+def sift_collection_turns(images: list[np.ndarray], max_keypoints: int = 2000) -> CollectionTurns:
+    """Each photo's turn from SIFT's pairwise turns averaged as our votes' are
+    (:func:`~patchpose.matching.collection.collection_turns`): ``aliked_sift``, the model-free peer at its best
+    cost: SIFT detected and described once a photo, each pair's ratio-test matches → one affine map (RANSAC,
+    ``rectify``'s first pass) → its turn (:func:`~.upright_eval.affine_turn`)."""
+    describer = Describer()
+    feats = [sift_detected(im, max_keypoints) for im in images]
+    pairs = []
+    for i in range(len(images)):
+        for j in range(i + 1, len(images)):
+            t = affine_turn(first_pass_affine(feats[i], feats[j], describer)[0])
+            if t.found:
+                pairs.append((i, j, t.degrees))
+    return collection_turns(len(images), pairs)
+
+
+def _reconstruct_learned(images, out, pose, est, peers, max_keypoints, seed, threads, progress) -> dict:
+    """One reconstruction of a :data:`LEARNED` row."""
+    if peers is None:
+        raise InputError(f"the row {pose} needs --peers DIR (ALIKED's weights: {LEARNED[pose]}.pth)")
+    model = LEARNED[pose]
+    weights = Path(peers) / f"{model}.pth"
+    extract = aliked_extractor(weights, model, max_keypoints=min(int(max_keypoints), MAX_KEYPOINTS))
+    settings = {"pose": pose, "feature": model, "weights_sha256": extract.name.split("sha256:")[1].split()[0],
+                "model": est.name if est is not None else None, "max_keypoints": int(max_keypoints)}  # fmt: skip
+    if pose in ("aliked_ours", "aliked_sift"):  # the rules of the turns and the canvas
+        settings["unturn"] = unturn_settings(est)
+    stats = run_reconstruction(
+        images, out, settings, extract=extract, unturn=pose == "aliked_ours",
+        turns=sift_collection_turns if pose == "aliked_sift" else None, estimator=est,
+        max_keypoints=max_keypoints, seed=seed, threads=threads, progress=progress,
+    )  # fmt: skip
+    return stats
+
+
+def turn_every_other(images: str | Path, dest: str | Path, first: int = 1) -> Path:
     """Copy the images below ``images`` into the new folder ``dest`` (same relative names), frames 1, 3, 5,
-    … of the sorted names turned by 90° clockwise (``cv2.rotate``), the others as they are; written as
+    … of the sorted names (``first=0``: 0, 2, 4, …) turned by 90° clockwise (``cv2.rotate``), the others as they are; written as
     ``DEST.partial`` and renamed. An existing ``dest`` is taken as made by this function."""
     dest = Path(dest)
     names = image_names(images)
@@ -148,7 +216,7 @@ def turn_every_other(images: str | Path, dest: str | Path) -> Path:
     for i, (name, path) in enumerate(names):
         target = work / name
         target.parent.mkdir(parents=True, exist_ok=True)
-        if i % 2 == 0:
+        if i % 2 != first:
             shutil.copyfile(path, target)
             continue
         image = cv2.imread(str(path), cv2.IMREAD_UNCHANGED)
@@ -171,10 +239,11 @@ def evaluate_colmap(
     *,
     poses: Sequence[str] = DEFAULT_POSES,
     seeds: Sequence[int] = (0, 1, 2),
-    sets: Sequence[str] = SETS,
+    sets: Sequence[str] = DEFAULT_SETS,
     threads: int | None = 1,
     max_keypoints: int = 8192,
     progress: bool = True,
+    peers: str | Path | None = None,
 ) -> dict:
     """Run every (set, pose, seed) reconstruction of the module docstring and write ``OUT/results.json``
     and ``OUT/results.md``; returns the results document. ``weights``: the model of the poses that read one (:data:`OUR_POSES`)
@@ -198,6 +267,8 @@ def evaluate_colmap(
     folders = {"upright": folder}
     if "turned" in sets:
         folders["turned"] = turn_every_other(folder, out / "turned_images")
+    if "turned_first" in sets:
+        folders["turned_first"] = turn_every_other(folder, out / "turned_first_images", first=0)
     t0 = time.perf_counter()
     runs = []
     for s in sets:
@@ -216,6 +287,7 @@ def evaluate_colmap(
                     seed,
                     threads,
                     progress,
+                    peers,
                 )
                 runs.append({"set": s, "pose": pose, "model": model, "seed": seed, **stats})
     doc = {
@@ -301,7 +373,9 @@ def results_markdown(doc: dict) -> str:
 
 __all__ = [
     "POSES",
+    "LEARNED",
     "OUR_POSES",
+    "sift_collection_turns",
     "STATISTICS",
     "describe_at",
     "reconstruct_at",
@@ -310,6 +384,7 @@ __all__ = [
     "summarize",
     "results_markdown",
     "SETS",
+    "DEFAULT_SETS",
     "DEFAULT_POSES",
     "pose_estimator",
 ]

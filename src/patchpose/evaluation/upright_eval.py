@@ -98,7 +98,12 @@ def sift_turn(image1: np.ndarray, image2: np.ndarray, max_keypoints: int) -> Upr
     """The turn (degrees CCW as displayed) of the affine map SIFT's ratio-test matches agree on (the rotation
     nearest its linear part), as an :class:`~patchpose.matching.upright.UprightTurn` (not found: no map)."""
     f1, f2 = (sift_detected(im, max_keypoints) for im in (image1, image2))
-    A, _ = first_pass_affine(f1, f2, Describer())
+    return affine_turn(first_pass_affine(f1, f2, Describer())[0])
+
+
+def affine_turn(A: np.ndarray | None) -> UprightTurn:
+    """The turn of an affine map's linear part (the rotation nearest it) and its zoom, as an
+    :class:`~patchpose.matching.upright.UprightTurn` (not found where ``A`` is None)."""
     if A is None:
         return UprightTurn(0.0, 0.0, 0, 0, False)
     # y down: a turn by θ CCW as displayed is [[cos, sin], [−sin, cos]]

@@ -23,7 +23,7 @@ import os
 import shutil
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -32,9 +32,11 @@ from ..checks import MAX_THREADS
 from ..data.keypoints import MAX_KEYPOINTS
 from ..data.patches import load_image
 from ..errors import InputError, is_int_in, require
+from ..estimator import EstimatorLike, as_estimator
 from ..fileio import write_text_atomic
 from ..interop import to_cv2_keypoints
 from ..matching.features import SIFT_REGION, Features, sift_features
+from ..matching.upright import Extractor, applied_turn
 from .extract import image_names
 from .formats import from_colmap_rows, to_colmap_rows
 
@@ -136,28 +138,42 @@ def reconstruct(
     images: str | Path,
     out: str | Path,
     *,
+    extract: Extractor | None = None,
+    unturn: bool = False,
     max_keypoints: int = 8192,
     seed: int = 0,
     threads: int | None = None,
     progress: bool = False,
+    estimator: EstimatorLike = None,
 ) -> dict:
     """Reconstruct the images below the folder ``images`` with COLMAP's own pipeline (:func:`run_reconstruction`
-    without a description of ours) and return the statistics of the largest model.
+    without a description of ours), or with a learned feature of one's own, and return the statistics of the
+    largest model.
 
     Args:
         images: a folder; every image below it (at least 2), named by its relative path.
         out: a new folder: ``database.db`` (COLMAP's), ``sparse/0, 1, …`` (the models COLMAP wrote),
             ``stats.json`` (the settings and what is returned) and ``project.ini`` (COLMAP's GUI opens it). Written
             as ``OUT.partial`` and renamed.
-        max_keypoints: COLMAP's SIFT features per image at most (``max_num_features``).
+        extract: None (COLMAP's SIFT), or an extractor ``image -> (xy, descriptors)`` (e.g.
+            :func:`~patchpose.integrations.kornia.aliked_extractor`) whose keypoints are matched (mutual nearest
+            neighbours of every pair) and verified and mapped by COLMAP. Its ``name`` attribute (a string) tells a
+            finished ``out`` made with it from one made with another; without one, an existing ``out`` is refused.
+        unturn: with ``extract``, each photo extracted un-turned by the turn our network votes for it
+            (:func:`~patchpose.matching.collection.upright_collection`, reading ``estimator``): a feature trained
+            upright then matches photos taken sideways or rolled.
+        max_keypoints: features per image at most (COLMAP's SIFT's ``max_num_features``, or the extractor's first).
         seed: COLMAP's random seed (RANSAC, mapping); threads: COLMAP's threads (None: all cores).
-        progress: a line when each stage starts and ends (COLMAP's own stages give no finer progress).
+        progress: a line when each stage starts and ends (COLMAP's own stages give no finer progress), and bars
+            over photos and pairs in ours.
 
     Returns:
         ``{"images", "registered", "points3D", "distinct_points3D", "observations", "track_length",
         "reprojection_px", "models", "keypoints", "matches", "verified_pairs", "inlier_matches", "seconds",
         "stage_seconds", "settings"}`` (``registered`` etc. of the model with the most registered images; 0 and None
-        without a model).
+        without a model), and ``turns`` (``{name: {"degrees", "applied", "found"}}``: the voted turn, the turn the
+        photo was extracted at, within :data:`~patchpose.matching.upright.SNAP_DEG` of a quarter turn that quarter
+        turn, and whether a turn was found) where photos were un-turned.
     """
     check_settings(max_keypoints, seed, threads)
     require("pycolmap", "colmap")
@@ -165,11 +181,25 @@ def reconstruct(
     # COLMAP's own since 2026-11-29 (OpenCV's keypoints at our poses and mutual nearest neighbours before): a
     # folder made then is not reused
     settings = {"keypoints": "colmap", "descriptors": "colmap", "max_keypoints": int(max_keypoints)}
+    if extract is not None:
+        name = getattr(extract, "name", None)
+        if not isinstance(name, str) and Path(out).exists():
+            raise InputError(
+                f"{out} exists, and an extractor without a name attribute cannot be told apart from another: remove "
+                "it, choose another out, or set extract.name"
+            )
+        settings = {
+            "feature": name if isinstance(name, str) else None,
+            "max_keypoints": int(max_keypoints),
+            "unturn": unturn_settings(estimator) if unturn is True else None,
+        }
     return run_reconstruction(
         images,
         out,
         settings,
-        describe=None,
+        extract=extract,
+        unturn=unturn,
+        estimator=estimator,
         max_keypoints=max_keypoints,
         seed=seed,
         threads=threads,
@@ -177,8 +207,24 @@ def reconstruct(
     )
 
 
-#: the stages of a reconstruction, in order (``describe`` only where COLMAP's descriptors are replaced)
-STAGES = ("features", "describe", "matching", "mapping")
+def unturn_settings(estimator: EstimatorLike = None) -> dict:
+    """What a reconstruction's settings record of un-turning (the vote model and every constant of the turns and
+    the turned canvas), so that a finished folder made under other rules is not reused."""
+    from ..matching import collection, upright
+
+    return {
+        "model": as_estimator(estimator, "upright").name,
+        "vote_keypoints": upright.VOTE_KEYPOINTS,
+        "snap_deg": upright.SNAP_DEG,
+        "agree_deg": collection.AGREE_DEG,
+        "rounds": collection.ROUNDS,
+        "upright": "largest agreeing set, ties to the set of the first photo",
+    }
+
+
+#: the stages of a reconstruction, in order (``turns`` only where a learned feature's photos are un-turned,
+#: ``describe`` only where COLMAP's descriptors are replaced)
+STAGES = ("turns", "features", "describe", "matching", "mapping")
 
 
 def run_reconstruction(
@@ -187,12 +233,16 @@ def run_reconstruction(
     settings: dict,
     *,
     describe: Callable[[Features], dict] | None = None,
+    extract: Extractor | None = None,
+    unturn: bool = False,
+    turns: Sequence[float] | Callable[[list[np.ndarray]], Sequence[float]] | None = None,
+    estimator: EstimatorLike = None,
     max_keypoints: int = 8192,
     seed: int = 0,
     threads: int | None = None,
     progress: bool = False,
 ) -> dict:
-    """The stages of :func:`reconstruct` (:data:`STAGES`), COLMAP's own but for ``describe``:
+    """The stages of :func:`reconstruct` (:data:`STAGES`), COLMAP's own but for ``describe`` or ``extract``:
 
     1. ``features``: COLMAP's SIFT (``pycolmap.extract_features``: at most ``max_keypoints`` a photo) and its
        cameras (``CameraMode.AUTO``: one per image, its focal length from EXIF where the photo has it);
@@ -203,11 +253,37 @@ def run_reconstruction(
        verification (``pycolmap.match_exhaustive``);
     4. ``mapping``: COLMAP's incremental mapping.
 
+    With ``extract`` (an extractor, :data:`~patchpose.matching.upright.Extractor`: ``image -> (xy, descriptors)``)
+    instead: ``turns`` (with ``unturn``: each photo's turn, :func:`~patchpose.matching.collection.upright_collection`
+    reading ``estimator``; or ``turns``, one per photo in the order of the sorted names, as
+    :attr:`~patchpose.matching.collection.CollectionTurns.degrees`: the turn counter-clockwise that shows the photo
+    upright, 90 for a photo taken with the camera turned 90° clockwise; or a callable that finds them from the
+    photos, returning such degrees or a :class:`~patchpose.matching.collection.CollectionTurns`), ``features`` (COLMAP's cameras, ``pycolmap.import_images``; each photo's keypoints by
+    ``extract`` on the photo un-turned, mapped back, at most ``max_keypoints``), ``matching`` (mutual nearest
+    neighbours of every pair, then COLMAP's geometric verification) and ``mapping``.
+
     ``settings``: what a rerun into ``out`` must match (with the images, the seed and pycolmap's version)."""
+    if extract is not None and describe is not None:
+        raise InputError(
+            "give describe (COLMAP's keypoints described) or extract (keypoints of one's own), not both"
+        )
+    if extract is not None and not callable(extract):
+        raise InputError(
+            f"extract must be a callable image -> (xy, descriptors), got {type(extract).__name__}"
+        )
+    if not isinstance(unturn, bool):
+        raise InputError(f"unturn must be True or False, got {unturn!r}")
+    if (unturn or turns is not None) and extract is None:
+        raise InputError("un-turning needs a learned feature (extract); COLMAP's SIFT turns with the photo")
+    if unturn and turns is not None:
+        raise InputError("give unturn (our votes of the turns) or turns (known ones), not both")
     check_settings(max_keypoints, seed, threads)
     pycolmap = require("pycolmap", "colmap")
     folder = Path(images)
     names = _images(folder)
+    if turns is not None and not callable(turns):
+        turns = _check_turns(turns, len(names))
+        settings = {**settings, "turns": [round(float(t), 6) for t in turns]}
     settings = json.loads(
         json.dumps({**settings, "seed": int(seed), "images": names, "pycolmap": pycolmap.__version__})
     )
@@ -235,27 +311,47 @@ def run_reconstruction(
     nthreads = -1 if threads is None else int(threads)
     stage: dict[str, float] = {}
     t0 = time.perf_counter()
+    turned = None
     with _quiet(pycolmap):
         pycolmap.set_random_seed(int(seed))
-        with _stage(stage, "features", progress, f"COLMAP's SIFT on {len(names)} images"):
-            ext = pycolmap.FeatureExtractionOptions()
-            ext.num_threads = nthreads
-            ext.sift.max_num_features = int(max_keypoints)
-            pycolmap.extract_features(
-                db_path, folder, image_names=names, camera_mode=pycolmap.CameraMode.AUTO,
-                extraction_options=ext, device=pycolmap.Device.cpu,
-            )  # fmt: skip
-        if describe is not None:
-            with _stage(stage, "describe", progress, "each keypoint described at its pose"):
-                _describe_into(pycolmap, db_path, folder, describe, progress)
-        with _stage(stage, "matching", progress, "COLMAP's exhaustive matching and geometric verification"):
-            mo = pycolmap.FeatureMatchingOptions()
-            mo.num_threads = nthreads
-            tv = pycolmap.TwoViewGeometryOptions()
-            tv.ransac.random_seed = int(seed)
-            pycolmap.match_exhaustive(
-                db_path, matching_options=mo, verification_options=tv, device=pycolmap.Device.cpu
+        tv = pycolmap.TwoViewGeometryOptions()
+        tv.ransac.random_seed = int(seed)
+        if extract is not None:
+            turned = _learned_features(
+                pycolmap,
+                db_path,
+                folder,
+                names,
+                extract,
+                unturn,
+                turns,
+                estimator,
+                max_keypoints,
+                tv,
+                nthreads,
+                stage,
+                progress,
             )
+        else:
+            with _stage(stage, "features", progress, f"COLMAP's SIFT on {len(names)} images"):
+                ext = pycolmap.FeatureExtractionOptions()
+                ext.num_threads = nthreads
+                ext.sift.max_num_features = int(max_keypoints)
+                pycolmap.extract_features(
+                    db_path, folder, image_names=names, camera_mode=pycolmap.CameraMode.AUTO,
+                    extraction_options=ext, device=pycolmap.Device.cpu,
+                )  # fmt: skip
+            if describe is not None:
+                with _stage(stage, "describe", progress, "each keypoint described at its pose"):
+                    _describe_into(pycolmap, db_path, folder, describe, progress)
+            with _stage(
+                stage, "matching", progress, "COLMAP's exhaustive matching and geometric verification"
+            ):
+                mo = pycolmap.FeatureMatchingOptions()
+                mo.num_threads = nthreads
+                pycolmap.match_exhaustive(
+                    db_path, matching_options=mo, verification_options=tv, device=pycolmap.Device.cpu
+                )
         with _stage(stage, "mapping", progress, "COLMAP's incremental mapping"):
             po = pycolmap.IncrementalPipelineOptions()
             po.num_threads = nthreads
@@ -281,6 +377,8 @@ def run_reconstruction(
         "stage_seconds": {k: round(v, 2) for k, v in stage.items()},
         "settings": settings,
     }
+    if turned is not None:
+        stats["turns"] = turned
     _write_project(work, out, folder)
     write_text_atomic(work / SUMMARY, summary_table(stats))
     write_text_atomic(work / STATS, json.dumps(stats, indent=1))
@@ -321,6 +419,107 @@ def _quiet(pycolmap):
         pycolmap.logging.minloglevel = old
 
 
+def _check_turns(turns, count: int) -> np.ndarray:
+    """``turns`` as ``(count,)`` finite degrees, or a one-line :class:`InputError`."""
+    try:
+        t = np.asarray(turns, np.float64).reshape(-1)
+    except (TypeError, ValueError):
+        raise InputError(f"turns must be {count} numbers (degrees), one per photo") from None
+    if t.shape != (count,) or not np.isfinite(t).all():
+        raise InputError(f"turns must be {count} finite degrees, one per photo, got {t.size} values")
+    return t
+
+
+def _loaded(image: np.ndarray, path: Path, cam) -> np.ndarray:
+    """``image`` (the file ``path`` as patchpose reads it), refused where COLMAP read another size (its keypoints
+    would be written in the wrong places)."""
+    if image.shape[:2] != (cam.height, cam.width):
+        raise InputError(
+            f"{path}: COLMAP read it as {cam.width}×{cam.height}, patchpose as "
+            f"{image.shape[1]}×{image.shape[0]} (an EXIF orientation?): its keypoints would be described "
+            "in the wrong places"
+        )
+    return image
+
+
+def _learned_features(
+    pycolmap,
+    db_path,
+    folder,
+    names,
+    extract,
+    unturn,
+    turns,
+    estimator,
+    max_keypoints,
+    tv,
+    nthreads,
+    stage,
+    progress,
+) -> dict | None:
+    """:func:`run_reconstruction`'s stages with a feature of one's own (``turns``, ``features``, ``matching``):
+    returns each photo's turn (degrees) and whether it was found (None without ``unturn``)."""
+    from tqdm import tqdm
+
+    from ..matching.collection import upright_collection
+    from ..matching.matcher import mutual_nn
+    from ..matching.upright import extract_turned
+
+    bar = dict(disable=not progress, file=sys.stderr)
+    images = [load_image(folder / n) for n in names]
+    found = None if turns is None else np.ones(len(names), bool)
+    if callable(turns):  # a source of turns of one's own over the photos (the benchmark's SIFT votes)
+        with _stage(stage, "turns", progress, f"each photo's turn ({len(names)} photos)"):
+            got = turns(images)
+            if hasattr(got, "found"):  # CollectionTurns
+                found = np.asarray(got.found, bool)
+                got = got.degrees
+            turns = _check_turns(got, len(names))
+    if unturn:
+        with _stage(
+            stage, "turns", progress, f"our votes of each photo's turn ({len(names)} photos, every pair)"
+        ):
+            got = upright_collection(images, estimator=estimator, progress=progress)
+            turns, found = got.degrees, got.found
+    with _stage(stage, "features", progress, f"COLMAP's cameras, the feature on {len(names)} photos"):
+        pycolmap.Database.open(db_path).close()
+        pycolmap.import_images(db_path, folder, pycolmap.CameraMode.AUTO, names)
+        db = pycolmap.Database.open(db_path)
+        try:
+            ids = {im.name: im.image_id for im in db.read_all_images()}
+            feats = []
+            for k in tqdm(range(len(images)), desc="features", unit="image", **bar):
+                name = names[k]
+                _loaded(images[k], folder / name, db.read_camera(db.read_image(ids[name]).camera_id))
+                xy, d = extract_turned(images[k], extract, float(turns[k]) if turns is not None else 0.0)
+                feats.append((xy[:max_keypoints], d[:max_keypoints]))
+                db.write_keypoints(
+                    ids[name], np.ascontiguousarray(feats[-1][0] + 0.5, np.float32)
+                )  # COLMAP: 0.5
+        finally:
+            db.close()
+    with _stage(
+        stage, "matching", progress, "mutual nearest neighbours of every pair, COLMAP's verification"
+    ):
+        db = pycolmap.Database.open(db_path)
+        try:
+            pairs = [(i, j) for i in range(len(names)) for j in range(i + 1, len(names))]
+            for i, j in tqdm(pairs, desc="matching", unit="pair", **bar):
+                m = mutual_nn(feats[i][1], feats[j][1])[0]
+                db.write_matches(ids[names[i]], ids[names[j]], np.ascontiguousarray(m, np.uint32))
+        finally:
+            db.close()
+        gv = pycolmap.GeometricVerifierOptions()
+        gv.num_threads = nthreads
+        pycolmap.geometric_verification(str(db_path), verifier_options=gv, two_view_geometry_options=tv)
+    if turns is None:
+        return None
+    return {
+        n: {"degrees": round(float(t), 3), "applied": applied_turn(float(t)), "found": bool(f)}
+        for n, t, f in zip(names, turns, found)
+    }
+
+
 def _describe_into(pycolmap, db_path: Path, folder: Path, describe, progress: bool) -> None:
     """Replace every image's keypoints and descriptors in the database by ``describe``'s at COLMAP's keypoints
     (:func:`colmap_sift_features`)."""
@@ -333,14 +532,7 @@ def _describe_into(pycolmap, db_path: Path, folder: Path, describe, progress: bo
         db.clear_keypoints()
         db.clear_descriptors()
         for im in tqdm(images, desc="describe", unit="image", disable=not progress, file=sys.stderr):
-            image = load_image(folder / im.name)
-            cam = db.read_camera(im.camera_id)
-            if image.shape[:2] != (cam.height, cam.width):
-                raise InputError(
-                    f"{folder / im.name}: COLMAP read it as {cam.width}×{cam.height}, patchpose as "
-                    f"{image.shape[1]}×{image.shape[0]} (an EXIF orientation?): its keypoints would be described "
-                    "in the wrong places"
-                )
+            image = _loaded(load_image(folder / im.name), folder / im.name, db.read_camera(im.camera_id))
             f = describe(colmap_sift_features(image, rows[im.image_id]))
             db.write_keypoints(im.image_id, colmap_keypoints(f["xy"], f["scale"], f["ori"]))
             d = colmap_descriptors(f["descriptors"])

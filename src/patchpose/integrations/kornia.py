@@ -30,7 +30,9 @@ counter-clockwise as displayed (the same sign as ours). The model runs in eval m
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -352,7 +354,8 @@ def aliked_extractor(
     ``torch.load(weights_only=True)`` reads it; nothing is downloaded) as an extractor for
     :func:`patchpose.match_upright`: ``image`` (``H×W×3`` uint8 RGB, or ``H×W`` gray read as three equal channels)
     → ``(xy (N, 2), descriptors (N, D))``, its maxima above kornia's default threshold (0.2), the
-    ``max_keypoints`` strongest first. The network runs on this process's torch threads, without gradients."""
+    ``max_keypoints`` strongest first. The network runs on this process's torch threads, without gradients. Its
+    ``name`` says the model, the weights' SHA-256 and ``max_keypoints`` (a reconstruction's settings record it)."""
     from ..data.keypoints import MAX_KEYPOINTS
     from ..errors import is_int_in
     from ..weights import load_state_into
@@ -383,6 +386,10 @@ def aliked_extractor(
         order = np.argsort(-score, kind="stable")[: int(max_keypoints)]
         return xy[order], f.descriptors.float().numpy().reshape(len(score), -1)[order]
 
+    digest = hashlib.sha256(Path(weights).read_bytes()).hexdigest()[:16]
+    extract.name = (
+        f"kornia {model} sha256:{digest} max_keypoints={int(max_keypoints)}"  # what it is, in settings
+    )
     return extract
 
 

@@ -35,17 +35,19 @@ from ..errors import InputError
 from .describe import Describer
 from .features import detect
 from .matcher import mutual_nn
-from .pairpose import OurVotes, pair_votes
-from .zoom import TURN_BAND
+from .pairpose import OurVotes
+from .zoom import TURN_BAND, pair_turn, pair_zoom
 
 #: corners (Shi-Tomasi) per photo that vote the turn (set before any run, not tuned): the votes of a pair take about
 #: a third of one ALIKED extraction's time on 2 cores (0.19 s against 0.54 s at 640 × 425)
 VOTE_KEYPOINTS = 500
 #: the turns (degrees) tried where the votes show none
 QUARTER_TURNS = (0.0, 90.0, 180.0, 270.0)
-#: degrees: a turn this close to a quarter turn is made as that quarter turn, exactly (no resampling; a voted turn is
-#: within 0.2° of the truth at the median)
-SNAP_DEG = 1.0
+#: degrees: a turn this close to a quarter turn is made as that quarter turn, exactly: a photo a few degrees off is left
+#: as it is rather than resampled. Chosen on val (ALIKED-n16, the 8 val photos turned by ±r against themselves,
+#: correct matches of about 776 at small r; `lab/upright/snap.py`, CHANGELOG): as it comes beats un-turned at r = 2–7°
+#: (by 11–27), ties at 8° (−3.6, 8 of 16 wins), loses from 10° (+9.4 for un-turning; +44.5 at 15°)
+SNAP_DEG = 8.0
 #: how a photo is resampled at other turns (OpenCV's flag)
 INTERPOLATION = cv2.INTER_LINEAR
 #: px: the epipolar distance within which a match supports a fundamental matrix (choosing among quarter turns;
@@ -57,6 +59,8 @@ if TYPE_CHECKING:
     from ..estimator import EstimatorLike
 
 Extractor = Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]
+#: a photo's voting scales (log2), orientations (radians) and descriptors (:func:`voters`)
+Voters = tuple[np.ndarray, np.ndarray, np.ndarray]
 
 
 @dataclass(frozen=True)
@@ -132,6 +136,20 @@ def _check_degrees(degrees) -> float:
     return float(degrees) % 360.0
 
 
+def applied_turn(degrees: float) -> float:
+    """The turn (degrees in [0, 360)) a photo is actually turned by for ``degrees`` (:func:`turn_image`): the
+    quarter turn within :data:`SNAP_DEG`, else ``degrees``."""
+    d = _check_degrees(degrees)
+    q = _quarter(d)
+    return d if q is None else 90.0 * q
+
+
+def _quarter(degrees: float) -> int | None:
+    """0–3: the quarter turn within :data:`SNAP_DEG` of ``degrees`` (in [0, 360)), or None."""
+    quarter = int(round(degrees / 90.0))
+    return quarter % 4 if abs(degrees - 90.0 * quarter) <= SNAP_DEG else None
+
+
 def turn_image(image: np.ndarray, degrees: float) -> tuple[np.ndarray, np.ndarray]:
     """``image`` turned by ``degrees`` counter-clockwise as displayed about its centre, on a canvas just large enough
     to hold all of it (black around it; quarter turns exactly, without resampling), and the ``(2, 3)`` map ``M``
@@ -139,15 +157,15 @@ def turn_image(image: np.ndarray, degrees: float) -> tuple[np.ndarray, np.ndarra
     check_image(image)
     d = _check_degrees(degrees)
     h, w = image.shape[:2]
-    quarter = int(round(d / 90.0))
-    exact = abs(d - 90.0 * quarter) <= SNAP_DEG  # (nearly) a quarter turn: made exactly, no resampling
+    quarter = _quarter(d)
+    exact = quarter is not None  # (nearly) a quarter turn: made exactly, no resampling
     if exact:
-        d = 90.0 * (quarter % 4)
+        d = 90.0 * quarter
     a = math.radians(d)
     # turned = R·(x − c) + c', R turning CCW as displayed (y down): [[cos, sin], [−sin, cos]]
     R = np.array([[math.cos(a), math.sin(a)], [-math.sin(a), math.cos(a)]])
     if exact:
-        turned = np.ascontiguousarray(np.rot90(image, quarter % 4))
+        turned = np.ascontiguousarray(np.rot90(image, quarter))
         H, W = turned.shape[:2]
     else:
         W = int(math.ceil(abs(w * math.cos(a)) + abs(h * math.sin(a)) - 1e-6))
@@ -168,13 +186,47 @@ def turn_image(image: np.ndarray, degrees: float) -> tuple[np.ndarray, np.ndarra
 
 def extract_turned(image: np.ndarray, extract: Extractor, degrees: float) -> tuple[np.ndarray, np.ndarray]:
     """``extract``'s ``(xy, descriptors)`` of ``image`` turned by ``degrees`` (:func:`turn_image`), the keypoints
-    mapped back into ``image`` and those that fall outside it (the canvas's corners) left out."""
+    mapped back into ``image`` and those that fall outside it (the canvas's corners) left out. Keypoints on the edge
+    of the black canvas are kept: dropping those within 8 px of the photo's edge lost 15.6 correct matches per pair
+    on val (CHANGELOG.md)."""
     turned, M = turn_image(image, degrees)
     xy, d = _check_extracted(extract(turned), f"a photo turned by {degrees:g}°")
     xy = xy @ M[:, :2].T + M[:, 2]
     h, w = image.shape[:2]
     inside = (xy[:, 0] > -0.5) & (xy[:, 0] < w - 0.5) & (xy[:, 1] > -0.5) & (xy[:, 1] < h - 0.5)
     return xy[inside], d[inside]
+
+
+def voters(image: np.ndarray, max_keypoints: int = VOTE_KEYPOINTS, estimator: EstimatorLike = None) -> Voters:
+    """What a photo brings to the votes of :func:`upright_pair`: its ``max_keypoints`` Shi-Tomasi corners' voting
+    scales (log2), orientations (radians) and blended descriptors at our poses (:meth:`~.pairpose.OurVotes.strongest`);
+    computed once per photo where a photo is in several pairs (:func:`~.collection.upright_collection`)."""
+    from ..estimator import as_estimator
+
+    est = as_estimator(estimator, "upright")
+    feats = detect(image, max_keypoints, detector="gftt")
+    if len(feats) == 0:
+        return np.zeros(0), np.zeros(0), np.zeros((0, 1), np.float32)
+    return OurVotes(Describer(), est).strongest(feats)
+
+
+def turn_between(voters1: Voters, voters2: Voters) -> UprightTurn:
+    """The turn (and zoom) from photo 1 to photo 2 that the :func:`voters` of the two photos vote for: their mutual
+    nearest neighbours, each voting the difference of its keypoints' angles (:func:`~.zoom.pair_turn`) and scales
+    (:func:`~.zoom.pair_zoom`)."""
+    (s1, o1, d1), (s2, o2, d2) = voters1, voters2
+    if len(s1) == 0 or len(s2) == 0:
+        return UprightTurn(0.0, 0.0, 0, 0, False)
+    m = mutual_nn(d1, d2)[0]
+    zoom, turn = pair_zoom(s1, s2, m), pair_turn(o1, o2, m)
+    found = turn.found
+    return UprightTurn(
+        degrees=float(np.degrees(turn.radians)) % 360.0 if found else 0.0,
+        zoom=float(zoom.log2) + 0.0,
+        votes=int(turn.votes),
+        matches=int(turn.matches),
+        found=bool(found),
+    )
 
 
 def upright_pair(
@@ -192,16 +244,7 @@ def upright_pair(
     from ..estimator import as_estimator
 
     est = as_estimator(estimator, "upright")
-    f1, f2 = (detect(im, max_keypoints, detector="gftt") for im in (image1, image2))
-    zoom, turn = pair_votes(f1, f2, OurVotes(Describer(), est))
-    found = turn.found
-    return UprightTurn(
-        degrees=float(np.degrees(turn.radians)) % 360.0 if found else 0.0,
-        zoom=float(zoom.log2) + 0.0,
-        votes=int(turn.votes),
-        matches=int(turn.matches),
-        found=bool(found),
-    )
+    return turn_between(voters(image1, max_keypoints, est), voters(image2, max_keypoints, est))
 
 
 def fundamental_support(xy1: np.ndarray, xy2: np.ndarray, matches: np.ndarray) -> int:
@@ -266,6 +309,8 @@ def match_upright(
 
 
 __all__ = [
+    "SNAP_DEG",
+    "applied_turn",
     "QUARTER_TURNS",
     "SUPPORT_PX",
     "VOTE_KEYPOINTS",
@@ -275,6 +320,8 @@ __all__ = [
     "extract_turned",
     "fundamental_support",
     "match_upright",
+    "turn_between",
     "turn_image",
     "upright_pair",
+    "voters",
 ]
