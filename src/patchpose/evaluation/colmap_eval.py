@@ -21,8 +21,8 @@ at most ``max_keypoints`` a photo, mutual nearest neighbours, COLMAP's cameras, 
 ``aliked_rot``        ALIKED-n16rot (trained with turns)
 ``aliked_ours``       ALIKED-n16 on each photo un-turned by our votes (``reconstruct(unturn=True)``,
                       :func:`~patchpose.matching.collection.upright_collection`)
-``aliked_sift``       the same, the pairwise turns SIFT's instead of our network's (the ratio test's affine map,
-                      :func:`~patchpose.evaluation.upright_eval.sift_turn`, averaged the same way)
+``aliked_sift``       the same, the pairwise turns SIFT's instead of our network's (each photo's SIFT once, each
+                      pair's ratio-test affine map, averaged the same way: :func:`sift_collection_turns`)
 ===================== ====================================================================================
 
 ``sift`` against ``colmap`` is the descriptor (OpenCV's SIFT against COLMAP's), the others against ``sift`` the
@@ -195,12 +195,11 @@ def _reconstruct_learned(images, out, pose, est, peers, max_keypoints, seed, thr
                 "model": est.name if est is not None else None, "max_keypoints": int(max_keypoints)}  # fmt: skip
     if pose in ("aliked_ours", "aliked_sift"):  # the rules of the turns and the canvas
         settings["unturn"] = unturn_settings(est)
-    stats = run_reconstruction(
+    return run_reconstruction(
         images, out, settings, extract=extract, unturn=pose == "aliked_ours",
         turns=sift_collection_turns if pose == "aliked_sift" else None, estimator=est,
         max_keypoints=max_keypoints, seed=seed, threads=threads, progress=progress,
     )  # fmt: skip
-    return stats
 
 
 def turn_every_other(images: str | Path, dest: str | Path, first: int = 1) -> Path:

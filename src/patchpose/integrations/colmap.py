@@ -35,6 +35,7 @@ from ..errors import InputError, is_int_in, require
 from ..estimator import EstimatorLike, as_estimator
 from ..fileio import write_text_atomic
 from ..interop import to_cv2_keypoints
+from ..matching.collection import upright_collection
 from ..matching.features import SIFT_REGION, Features, sift_features
 from ..matching.upright import Extractor, applied_turn
 from .extract import image_names
@@ -295,8 +296,16 @@ def run_reconstruction(
                 f"{out} exists and is not this reconstruction's output; remove it or choose another --out"
             )
         return had
-    for name in names:  # a photo that cannot be read stops the run before anything is written
-        load_image(folder / name)
+    # a photo that cannot be read stops the run before anything is written; a feature of one's own keeps them
+    photos = [load_image(folder / name) for name in names] if extract is not None else None
+    if photos is None:
+        for name in names:
+            load_image(folder / name)
+    if unturn:  # our votes are one source of turns among others
+
+        def turns(images: list[np.ndarray]):
+            return upright_collection(images, estimator=estimator, progress=progress)
+
     work = out.with_name(out.name + ".partial")
     # a run a kill interrupted: start again, but only in a folder a run made (its mark inside)
     if work.exists():
@@ -318,20 +327,8 @@ def run_reconstruction(
         tv.ransac.random_seed = int(seed)
         if extract is not None:
             turned = _learned_features(
-                pycolmap,
-                db_path,
-                folder,
-                names,
-                extract,
-                unturn,
-                turns,
-                estimator,
-                max_keypoints,
-                tv,
-                nthreads,
-                stage,
-                progress,
-            )
+                pycolmap, db_path, folder, names, photos, extract, turns, max_keypoints, tv, nthreads, stage, progress
+            )  # fmt: skip
         else:
             with _stage(stage, "features", progress, f"COLMAP's SIFT on {len(names)} images"):
                 ext = pycolmap.FeatureExtractionOptions()
@@ -443,44 +440,25 @@ def _loaded(image: np.ndarray, path: Path, cam) -> np.ndarray:
 
 
 def _learned_features(
-    pycolmap,
-    db_path,
-    folder,
-    names,
-    extract,
-    unturn,
-    turns,
-    estimator,
-    max_keypoints,
-    tv,
-    nthreads,
-    stage,
-    progress,
+    pycolmap, db_path, folder, names, images, extract, turns, max_keypoints, tv, nthreads, stage, progress
 ) -> dict | None:
-    """:func:`run_reconstruction`'s stages with a feature of one's own (``turns``, ``features``, ``matching``):
-    returns each photo's turn (degrees) and whether it was found (None without ``unturn``)."""
+    """:func:`run_reconstruction`'s stages with a feature of one's own (``turns``, ``features``, ``matching``) on
+    ``images`` (the photos ``names`` below ``folder``, loaded): returns each photo's turn (degrees) and whether it
+    was found (None without ``turns``)."""
     from tqdm import tqdm
 
-    from ..matching.collection import upright_collection
     from ..matching.matcher import mutual_nn
     from ..matching.upright import extract_turned
 
     bar = dict(disable=not progress, file=sys.stderr)
-    images = [load_image(folder / n) for n in names]
     found = None if turns is None else np.ones(len(names), bool)
-    if callable(turns):  # a source of turns of one's own over the photos (the benchmark's SIFT votes)
-        with _stage(stage, "turns", progress, f"each photo's turn ({len(names)} photos)"):
+    if callable(turns):  # a source of turns over the photos: our votes (unturn), the benchmark's SIFT
+        with _stage(stage, "turns", progress, f"each photo's turn ({len(names)} photos, every pair)"):
             got = turns(images)
             if hasattr(got, "found"):  # CollectionTurns
                 found = np.asarray(got.found, bool)
                 got = got.degrees
             turns = _check_turns(got, len(names))
-    if unturn:
-        with _stage(
-            stage, "turns", progress, f"our votes of each photo's turn ({len(names)} photos, every pair)"
-        ):
-            got = upright_collection(images, estimator=estimator, progress=progress)
-            turns, found = got.degrees, got.found
     with _stage(stage, "features", progress, f"COLMAP's cameras, the feature on {len(names)} photos"):
         pycolmap.Database.open(db_path).close()
         pycolmap.import_images(db_path, folder, pycolmap.CameraMode.AUTO, names)
