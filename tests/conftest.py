@@ -163,3 +163,58 @@ def smooth_image() -> np.ndarray:
 def textured_image() -> np.ndarray:
     """A 400×400 textured float32 image (noise + oriented bars) in [0, 1]."""
     return make_textured_image()
+
+
+def _namespaces_work() -> str | None:
+    """None where this process may make a mount namespace with a tmpfs of its own (``unshare``), else why not."""
+    import shutil
+    import subprocess
+
+    if shutil.which("unshare") is None:
+        return "no unshare here (util-linux)"
+    probe = subprocess.run(
+        [
+            "unshare",
+            "--user",
+            "--map-root-user",
+            "--mount",
+            "sh",
+            "-c",
+            "mount -t tmpfs -o size=64k tmpfs /mnt",
+        ],
+        capture_output=True,
+        text=True,
+    )
+    return (
+        None if probe.returncode == 0 else f"no user and mount namespaces here ({probe.stderr.strip()[:80]})"
+    )
+
+
+def on_small_disk(folder: Path, size: str, script: str, timeout: int = 300):
+    """Run the shell ``script`` with ``folder`` (made empty) a tmpfs of ``size`` (``"2m"``): a real disk that fills,
+    in a mount namespace of its own (nothing outside sees it; it is gone when the script ends). ``$DISK`` names the
+    folder and ``$PY`` this Python with ``src`` on its path. Skips where namespaces cannot be made (a container
+    without user namespaces). Returns the finished process (stdout and stderr as text)."""
+    import subprocess
+    import sys
+
+    why = _namespaces_work()
+    if why is not None:
+        pytest.skip(f"a small real disk needs a tmpfs: {why}")
+    folder.mkdir(parents=True, exist_ok=True)
+    src = str(Path(__file__).resolve().parents[1] / "src")
+    env = {
+        **os.environ,
+        "DISK": str(folder),
+        "PY": sys.executable,
+        "PYTHONPATH": src + os.pathsep + os.environ.get("PYTHONPATH", ""),
+        "OMP_NUM_THREADS": "1",
+    }
+    wrapped = f'mount -t tmpfs -o size={size} tmpfs "$DISK" || exit 99\n{script}'
+    return subprocess.run(
+        ["unshare", "--user", "--map-root-user", "--mount", "sh", "-c", wrapped],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )

@@ -28,7 +28,8 @@ def write_text_atomic(path: str | Path, text: str) -> Path:
     return path
 
 
-def _size(n: int) -> str:
+def size_text(n: int) -> str:
+    """A byte count as people read it: ``12,345 bytes`` or ``3.2 MiB``."""
     return f"{n / 2**20:,.1f} MiB" if n >= 2**20 else f"{n:,} bytes"
 
 
@@ -40,7 +41,7 @@ def room_for(path: Path, nbytes: int, what: str, total: int | None = None) -> No
     free = shutil.disk_usage(path.parent).free
     if nbytes > free:
         raise InputError(
-            f"{what} {path}: {_size(nbytes)} needed, {_size(free)} free on its disk; nothing was written"
+            f"{what} {path}: {size_text(nbytes)} needed, {size_text(free)} free on its disk; nothing was written"
         )
     try:
         import resource
@@ -53,7 +54,7 @@ def room_for(path: Path, nbytes: int, what: str, total: int | None = None) -> No
     )  # the file's size once written (``nbytes`` more, where it grows)
     if limit != resource.RLIM_INFINITY and size > limit:
         raise InputError(
-            f"{what} {path}: {_size(size)} needed, the file-size limit (ulimit -f) is {_size(limit)}; nothing "
+            f"{what} {path}: {size_text(size)} needed, the file-size limit (ulimit -f) is {size_text(limit)}; nothing "
             "was written"
         )
 
@@ -111,8 +112,8 @@ def _write_error(e: OSError, path: Path, real: Path, nbytes: int, what: str) -> 
     if e.errno in (errno.ENOSPC, errno.EFBIG, errno.EDQUOT):
         free = shutil.disk_usage(real.parent).free
         return InputError(
-            f"{what} {path}: the disk or a file-size limit stopped the write ({_size(nbytes)} needed, "
-            f"{_size(free)} free); the file is as it was"
+            f"{what} {path}: the disk or a file-size limit stopped the write ({size_text(nbytes)} needed, "
+            f"{size_text(free)} free); the file is as it was"
         )
     return InputError(f"{what} {path}: cannot write it ({e.strerror or e}); the file is as it was")
 

@@ -374,6 +374,35 @@ def test_a_colmap_failure_is_one_line_naming_its_stage(plane_turned, tmp_path, m
     assert len(str(e.value).splitlines()) == 1 and not (tmp_path / "out").exists()
 
 
+@needs_pycolmap
+def test_a_real_full_disk_is_one_line_before_colmap_writes(plane_turned, tmp_path):
+    """On a real disk too small for the run (a 1 MiB tmpfs; COLMAP's database writer aborts the whole process when the
+    disk fills under it): one line naming the output, exit 2, nothing left on the disk; on a disk just large enough
+    (2 MiB, the run takes about 0.8) the same command finishes: the room asked for is not out of reach."""
+    from conftest import on_small_disk
+
+    t = tmp_path
+    run = (
+        f'"$PY" -c "import sys; from patchpose.cli.main import main; sys.exit(main(sys.argv[1:]))" colmap '
+        f'{plane_turned} --out "$DISK/out" --max-keypoints 300 --threads 1 --no-progress'
+    )
+    small = on_small_disk(
+        t / "small",
+        "1m",
+        f'{run} > /dev/null 2> {t}/err.txt; echo $? > {t}/rc.txt; ls -A "$DISK" > {t}/ls.txt',
+    )
+    assert small.returncode == 0, small.stderr[-2000:]
+    err = (t / "err.txt").read_text()
+    assert int((t / "rc.txt").read_text()) == 2 and len(err.strip().splitlines()) == 1, err
+    assert "COLMAP's output" in err and "needed" in err and "free on its disk" in err, err
+    assert (t / "ls.txt").read_text().split() == []
+    enough = on_small_disk(
+        t / "enough", "2m", f'{run} > /dev/null && ls "$DISK/out/sparse/0" > {t}/model.txt'
+    )
+    assert enough.returncode == 0, enough.stderr[-2000:]
+    assert "points3D.bin" in (t / "model.txt").read_text().split()
+
+
 def upright_sift_extractor(image: np.ndarray):
     """A feature that does not turn with the photo (as learned features trained upright): SIFT's keypoints
     described upright (angle 0), ≤ 600."""

@@ -182,6 +182,51 @@ def test_a_full_disk_is_one_line_and_leaves_the_file_as_it_was(tmp_path, monkeyp
     assert path.read_bytes() == before
 
 
+FILL = """
+import os, sys
+from patchpose.integrations.formats import write_hloc_features
+path, left = sys.argv[1], int(sys.argv[2])
+write_hloc_features(path, "small", *image(1))
+disk = os.statvfs(os.path.dirname(path))
+with open(os.path.join(os.path.dirname(path), "filler"), "wb") as f:  # the disk full but for ``left`` bytes
+    f.write(bytes(max(0, disk.f_bavail * disk.f_frsize - left)))
+"""
+
+
+@pytest.mark.parametrize("when", ["before", "while-writing"])
+@pytest.mark.parametrize("where", ["memory", "disk"])
+def test_a_real_full_disk_is_one_line_and_leaves_the_file_as_it_was(tmp_path, when, where):
+    """On a real disk that fills (a 4 MiB tmpfs with 1 MiB left), adding an image of 10 MB: refused before writing,
+    or (the room check skipped) stopped by the disk in our write or in HDF5's: one line naming the file, exit 2, no
+    crash, the file byte for byte as it was and no temporary file left on the disk."""
+    from conftest import on_small_disk
+
+    (tmp_path / "fill.py").write_text(DATA + FILL)
+    (tmp_path / "full.py").write_text(DATA + FULL)
+    t = tmp_path
+    done = on_small_disk(
+        tmp_path / "disk",
+        "4m",
+        f"""
+        "$PY" {t}/fill.py "$DISK/f.h5" 1048576 || exit 98
+        cp "$DISK/f.h5" {t}/before.h5
+        "$PY" {t}/full.py "$DISK/f.h5" {when} {where} > {t}/out.txt; echo $? > {t}/rc.txt
+        cp "$DISK/f.h5" {t}/after.h5; ls -A "$DISK" > {t}/listing.txt
+        """,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    rc, out = int((t / "rc.txt").read_text()), (t / "out.txt").read_text()
+    assert rc == 2, (rc, out, done.stderr[-2000:])
+    assert len(out.strip().splitlines()) == 1 and "f.h5" in out, out
+    want = {
+        "before": ["free on its disk"],
+        "while-writing": ["stopped the write", "cannot add", "cannot write"],
+    }
+    assert any(w in out for w in want[when]), out
+    assert (t / "after.h5").read_bytes() == (t / "before.h5").read_bytes()
+    assert sorted((t / "listing.txt").read_text().split()) == ["f.h5", "filler"]
+
+
 def test_an_error_inside_a_writer_leaves_the_file_as_it_was(tmp_path):
     path = tmp_path / "f.h5"
     write_hloc_features(path, "a.jpg", *image(1))
@@ -283,6 +328,58 @@ def test_extract_past_a_file_size_limit_is_one_line_and_resumes(tmp_path):
     _, err = child.communicate(timeout=300)
     assert child.returncode == 0, err[-2000:]
     assert sorted(datasets(out)) and len(read_hloc_features(out, "0.png")["xy"]) > 10
+
+
+FILL_TO = """
+import os, sys
+disk = os.statvfs(sys.argv[1])
+with open(os.path.join(sys.argv[1], "filler"), "wb") as f:  # the disk full but for sys.argv[2] bytes
+    f.write(bytes(max(0, disk.f_bavail * disk.f_frsize - int(sys.argv[2]))))
+"""
+
+
+def test_extract_on_a_real_full_disk_keeps_every_finished_image_and_resumes(tmp_path):
+    """``patchpose extract`` onto a real disk that fills while it joins the finished images into the file (its room
+    check skipped, as when another program fills the disk meanwhile): one line, exit 2, no crash, no ``OUT`` or
+    ``OUT.partial``, the finished images kept; with room again the same command finishes a file equal to an
+    uninterrupted run's, dataset by dataset."""
+    import cv2
+
+    from conftest import make_textured_image, on_small_disk
+
+    images = tmp_path / "images"
+    images.mkdir()
+    for k in range(2):
+        cv2.imwrite(str(images / f"{k}.png"), (make_textured_image(160, seed=k) * 255).astype(np.uint8))
+    (tmp_path / "extract.py").write_text(EXTRACT)
+    (tmp_path / "unchecked.py").write_text(
+        "import patchpose.integrations.extract as ex\nex.room_for = lambda *a, **k: None\n" + EXTRACT
+    )
+    (tmp_path / "fill.py").write_text(FILL_TO)
+    t = tmp_path
+    done = on_small_disk(
+        tmp_path / "disk",
+        "4m",
+        f"""
+        "$PY" {t}/extract.py {images} "$DISK/whole.h5" || exit 97
+        cp "$DISK/whole.h5" {t}/whole.h5
+        size=$(stat -c %s "$DISK/whole.h5"); rm "$DISK/whole.h5"
+        "$PY" {t}/fill.py "$DISK" $((size * 3 / 2)) || exit 98
+        "$PY" {t}/unchecked.py {images} "$DISK/f.h5" 2> {t}/err.txt; echo $? > {t}/rc.txt
+        ls -A "$DISK" > {t}/listing.txt; ls -A "$DISK/f.h5.parts" > {t}/parts.txt
+        rm "$DISK/filler"
+        "$PY" {t}/extract.py {images} "$DISK/f.h5" || exit 96
+        cp "$DISK/f.h5" {t}/resumed.h5
+        """,
+    )
+    assert done.returncode == 0, (done.returncode, done.stderr[-2000:])
+    rc, err = int((t / "rc.txt").read_text()), (t / "err.txt").read_text()
+    assert rc == 2 and len(err.strip().splitlines()) == 1, (rc, err)
+    assert "cannot write it" in err and "nothing was lost: the finished images are in" in err, err
+    assert sorted((t / "listing.txt").read_text().split()) == ["f.h5.parts", "filler"]
+    assert len((t / "parts.txt").read_text().split()) == 3  # two images and the settings
+    whole, resumed = datasets(t / "whole.h5"), datasets(t / "resumed.h5")
+    assert sorted(whole) == sorted(resumed) and all(np.array_equal(whole[k], resumed[k]) for k in whole)
 
 
 def test_a_link_is_kept_a_read_only_file_refused_and_the_mode_kept(tmp_path):

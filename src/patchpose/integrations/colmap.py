@@ -33,7 +33,7 @@ from ..data.keypoints import MAX_KEYPOINTS
 from ..data.patches import load_image
 from ..errors import InputError, is_int_in, require
 from ..estimator import EstimatorLike, as_estimator
-from ..fileio import write_text_atomic
+from ..fileio import room_for, size_text, write_text_atomic
 from ..interop import to_cv2_keypoints
 from ..matching.collection import upright_collection
 from ..matching.features import SIFT_REGION, Features, sift_features
@@ -315,6 +315,11 @@ def run_reconstruction(
             )
         shutil.rmtree(work)
     work.mkdir(parents=True)
+    try:  # COLMAP's database writer aborts the process on a full disk (SQLite's error in a thread): room first
+        room_for(out, _room_needed(len(names), max_keypoints), "COLMAP's output")
+    except InputError:
+        shutil.rmtree(work)
+        raise
     (work / MARK).write_text("a patchpose colmap run in progress\n")
     db_path = work / "database.db"
     nthreads = -1 if threads is None else int(threads)
@@ -330,7 +335,7 @@ def run_reconstruction(
                 pycolmap, db_path, folder, names, photos, extract, turns, max_keypoints, tv, nthreads, stage, progress
             )  # fmt: skip
         else:
-            with _stage(stage, "features", progress, f"COLMAP's SIFT on {len(names)} images"):
+            with _stage(stage, "features", progress, f"COLMAP's SIFT on {len(names)} images", work):
                 ext = pycolmap.FeatureExtractionOptions()
                 ext.num_threads = nthreads
                 ext.sift.max_num_features = int(max_keypoints)
@@ -339,17 +344,15 @@ def run_reconstruction(
                     extraction_options=ext, device=pycolmap.Device.cpu,
                 )  # fmt: skip
             if describe is not None:
-                with _stage(stage, "describe", progress, "each keypoint described at its pose"):
+                with _stage(stage, "describe", progress, "each keypoint described at its pose", work):
                     _describe_into(pycolmap, db_path, folder, describe, progress)
-            with _stage(
-                stage, "matching", progress, "COLMAP's exhaustive matching and geometric verification"
-            ):
+            with _stage(stage, "matching", progress, "COLMAP's exhaustive matching and verification", work):
                 mo = pycolmap.FeatureMatchingOptions()
                 mo.num_threads = nthreads
                 pycolmap.match_exhaustive(
                     db_path, matching_options=mo, verification_options=tv, device=pycolmap.Device.cpu
                 )
-        with _stage(stage, "mapping", progress, "COLMAP's incremental mapping"):
+        with _stage(stage, "mapping", progress, "COLMAP's incremental mapping", work):
             po = pycolmap.IncrementalPipelineOptions()
             po.num_threads = nthreads
             po.random_seed = int(seed)
@@ -386,9 +389,15 @@ def run_reconstruction(
     return stats
 
 
+def _room_needed(images: int, max_keypoints: int) -> int:
+    """Bytes a reconstruction's folder may need, counted high: per keypoint its row and descriptor in the database,
+    SQLite's journal of them and its 2-D point in the model (384 bytes), per image 64 KiB, and 1 MiB."""
+    return images * (int(max_keypoints) * 384 + 2**16) + 2**20
+
+
 @contextlib.contextmanager
-def _stage(stage: dict, name: str, progress: bool, what: str):
-    """Time a stage into ``stage[name]``; with ``progress`` a line when it starts and its seconds when it ends."""
+def _stage(stage: dict, name: str, progress: bool, what: str, work: Path):
+    """Time a stage (its files in ``work``) into ``stage[name]``; with ``progress`` a line when it starts and its seconds when it ends."""
     if progress:
         print(f"{name}: {what} ...", file=sys.stderr, flush=True)
     t = time.perf_counter()
@@ -397,8 +406,11 @@ def _stage(stage: dict, name: str, progress: bool, what: str):
     except (
         RuntimeError,
         OSError,
-    ) as e:  # COLMAP's own failures (a full disk, a file it cannot read): one line
-        raise InputError(f"COLMAP's {name} stage failed: {' '.join(str(e).split())[:200]}") from None
+    ) as e:  # COLMAP's own failures (a full disk, a file it cannot read): one line, with the room left
+        free = size_text(shutil.disk_usage(work).free)
+        raise InputError(
+            f"COLMAP's {name} stage failed: {' '.join(str(e).split())[:200]} ({free} free on the disk of {work})"
+        ) from None
     stage[name] = time.perf_counter() - t
     if progress:
         print(f"{name}: done in {stage[name]:.1f} s", file=sys.stderr, flush=True)
@@ -453,13 +465,17 @@ def _learned_features(
     bar = dict(disable=not progress, file=sys.stderr)
     found = None if turns is None else np.ones(len(names), bool)
     if callable(turns):  # a source of turns over the photos: our votes (unturn), the benchmark's SIFT
-        with _stage(stage, "turns", progress, f"each photo's turn ({len(names)} photos, every pair)"):
+        with _stage(
+            stage, "turns", progress, f"each photo's turn ({len(names)} photos, every pair)", db_path.parent
+        ):
             got = turns(images)
             if hasattr(got, "found"):  # CollectionTurns
                 found = np.asarray(got.found, bool)
                 got = got.degrees
             turns = _check_turns(got, len(names))
-    with _stage(stage, "features", progress, f"COLMAP's cameras, the feature on {len(names)} photos"):
+    with _stage(
+        stage, "features", progress, f"COLMAP's cameras, the feature on {len(names)} photos", db_path.parent
+    ):
         pycolmap.Database.open(db_path).close()
         pycolmap.import_images(db_path, folder, pycolmap.CameraMode.AUTO, names)
         db = pycolmap.Database.open(db_path)
@@ -477,16 +493,24 @@ def _learned_features(
         finally:
             db.close()
     with _stage(
-        stage, "matching", progress, "mutual nearest neighbours of every pair, COLMAP's verification"
+        stage,
+        "matching",
+        progress,
+        "mutual nearest neighbours of every pair, COLMAP's verification",
+        db_path.parent,
     ):
         db = pycolmap.Database.open(db_path)
         try:
             pairs = [(i, j) for i in range(len(names)) for j in range(i + 1, len(names))]
+            matched = []
             for i, j in tqdm(pairs, desc="matching", unit="pair", **bar):
-                m = mutual_nn(feats[i][1], feats[j][1])[0]
-                db.write_matches(ids[names[i]], ids[names[j]], np.ascontiguousarray(m, np.uint32))
+                matched.append(mutual_nn(feats[i][1], feats[j][1])[0])
+                db.write_matches(ids[names[i]], ids[names[j]], np.ascontiguousarray(matched[-1], np.uint32))
         finally:
             db.close()
+        # the verification writes each pair's inliers in threads (a full disk aborts the process): room first
+        written = sum(len(mutual) for mutual in matched)
+        room_for(db_path, 16 * written + 2**20, "COLMAP's database")
         gv = pycolmap.GeometricVerifierOptions()
         gv.num_threads = nthreads
         pycolmap.geometric_verification(str(db_path), verifier_options=gv, two_view_geometry_options=tv)

@@ -38,7 +38,7 @@ from ..data.patches import load_image
 from ..data.photos import IMAGE_EXTS, photos_of
 from ..errors import InputError, is_int_in, require
 from ..estimator import EstimatorLike, as_estimator
-from ..fileio import room_for, write_text_atomic
+from ..fileio import room_for, size_text, write_text_atomic
 from ..matching.candidates import recipe_poses
 from ..matching.features import features_at, sift_features
 from .formats import HlocFeaturesWriter
@@ -266,27 +266,42 @@ def extract_features(
                 poses_only=descriptor == "none",
                 attrs={COMPLETE: True},
             )
-    _assemble(
-        h5py, out, [(name, _part_path(parts, name)) for name, _ in todo], settings, (i, n), len(everything)
-    )
+    sources = [(name, _part_path(parts, name)) for name, _ in todo]
+    _assemble(h5py, out, sources, settings, (i, n), len(everything), f"the finished images are in {parts}")
     shutil.rmtree(parts)
     return out
 
 
-def _assemble(h5py, out: Path, sources: list[tuple[str, Path]], settings: dict, shard, total: int) -> None:
-    """Copy each ``(name, file)`` image group into ``OUT.partial``, write the root attributes, rename."""
+def _assemble(
+    h5py, out: Path, sources: list[tuple[str, Path]], settings: dict, shard, total: int, kept: str
+) -> None:
+    """Copy each ``(name, file)`` image group into ``OUT.partial``, write the root attributes, rename; ``kept``
+    says where the sources stay if the write fails."""
     partial = out.with_name(out.name + ".partial")
     partial.unlink(missing_ok=True)
     # a full disk or a file-size limit is a message before HDF5 writes (it crashes on one), the parts kept
     room_for(partial, sum(src.stat().st_size for _, src in sources) + 2**20, "features file")
-    with h5py.File(partial, "w", libver="latest") as f:
-        f.attrs[SETTINGS] = json.dumps(settings, sort_keys=True)
-        f.attrs[SHARD] = f"{shard[0]}/{shard[1]}"
-        f.attrs[TOTAL] = int(total)
-        for name, src in sources:
-            with h5py.File(src, "r") as s:
-                parent = name.rpartition("/")[0]
-                f.copy(s[name], f.require_group(parent) if parent else f, name=name.rpartition("/")[2])
+    try:
+        with h5py.File(partial, "w", libver="latest") as f:
+            f.attrs[SETTINGS] = json.dumps(settings, sort_keys=True)
+            f.attrs[SHARD] = f"{shard[0]}/{shard[1]}"
+            f.attrs[TOTAL] = int(total)
+            for name, src in sources:
+                with h5py.File(src, "r") as s:
+                    parent = name.rpartition("/")[0]
+                    f.copy(s[name], f.require_group(parent) if parent else f, name=name.rpartition("/")[2])
+        with open(partial, "rb+") as f:
+            os.fsync(f.fileno())
+    except (
+        OSError,
+        RuntimeError,
+    ) as e:  # the disk filled meanwhile (HDF5 raises either): the sources are kept
+        partial.unlink(missing_ok=True)
+        free = size_text(shutil.disk_usage(out.parent).free)
+        raise InputError(
+            f"features file {out}: cannot write it ({' '.join(str(e).split())[:120]}; {free} free on its disk); "
+            f"nothing was lost: {kept}; run the same command again once there is room"
+        ) from None
     os.replace(partial, out)
 
 
@@ -360,7 +375,7 @@ def merge_features(shards: Sequence[str | Path], out: str | Path) -> Path:
     if len(owner) != total:
         raise InputError(f"the shards hold {len(owner)} images, the folder had {total}")
     out.parent.mkdir(parents=True, exist_ok=True)
-    _assemble(h5py, out, sorted(sources), settings, (0, 1), total)
+    _assemble(h5py, out, sorted(sources), settings, (0, 1), total, "the shard files are as they were")
     return out
 
 
