@@ -218,3 +218,33 @@ def on_small_disk(folder: Path, size: str, script: str, timeout: int = 300):
         text=True,
         timeout=timeout,
     )
+
+
+def plane_views(folder: Path, n: int = 4, size: int = 240, spread: float = 40.0) -> Path:
+    """``n`` square views of a textured plane (:func:`make_textured_image`) from cameras on an arc of
+    ``spread`` degrees around it, all looking at its centre, with the focal length COLMAP assumes for an
+    image without EXIF (1.2 × the image size): a scene COLMAP reconstructs with every view."""
+    folder.mkdir(parents=True, exist_ok=True)
+    texture = 600
+    tex = (make_textured_image(texture, seed=0) * 255).astype(np.uint8)
+    f = 1.2 * size
+    K = np.array([[f, 0, size / 2], [0, f, size / 2], [0, 0, 1.0]])
+    to_plane = np.array([[2 / texture, 0, -1], [0, 2 / texture, -1], [0, 0, 1.0]])  # the plane is [-1, 1]²
+    at_z2 = np.diag([1.0, 1.0, 2.0])  # at z = 2, the first camera at the origin
+    for k, th in enumerate(np.radians(np.linspace(-spread / 2, spread / 2, n))):
+        R = np.array([[np.cos(th), 0, np.sin(th)], [0, 1, 0], [-np.sin(th), 0, np.cos(th)]])
+        C = np.array([2 * np.sin(th), 0, 2 - 2 * np.cos(th)])
+        H = K @ (R @ at_z2 - np.outer(R @ C, [0, 0, 1])) @ to_plane
+        view = cv2.warpPerspective(tex, H, (size, size), flags=cv2.INTER_AREA)
+        cv2.imwrite(str(folder / f"{k:02d}.png"), view)
+    return folder
+
+
+def upright_sift_extractor(image: np.ndarray):
+    """A feature that does not turn with the photo (as learned features trained upright): SIFT's keypoints
+    described upright (angle 0), ≤ 600."""
+    gray = cv2.cvtColor(image, cv2.COLOR_RGB2GRAY) if image.ndim == 3 else image
+    sift = cv2.SIFT_create(600)
+    kps = [cv2.KeyPoint(k.pt[0], k.pt[1], k.size, 0.0, k.response, k.octave) for k in sift.detect(gray, None)]
+    kps, d = sift.compute(gray, kps)
+    return np.array([k.pt for k in kps], np.float64).reshape(-1, 2), d.astype(np.float32)

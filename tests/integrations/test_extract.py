@@ -231,3 +231,154 @@ def test_a_keypoint_budget_out_of_range_is_refused_before_anything_is_written(im
         err
     )
     assert not list(tmp_path.glob("f.h5*"))
+
+
+def named(extract, name: str):
+    """``extract`` with a ``name`` (what a resumed run checks)."""
+
+    def run(image):
+        return extract(image)
+
+    run.name = name
+    return run
+
+
+@pytest.fixture(scope="module")
+def plane(tmp_path_factory):
+    """Four views of a textured plane (``views``) and the same with the 2nd and 4th turned 90° clockwise (``turned``)."""
+    from conftest import plane_views
+    from patchpose.evaluation.colmap_eval import turn_every_other
+
+    root = tmp_path_factory.mktemp("plane")
+    views = plane_views(root / "views")
+    return views, turn_every_other(views, root / "turned")
+
+
+def groups(path) -> dict:
+    """Image name → ``{dataset: array, attribute: value}`` of an extracted file."""
+    out = {}
+    with h5py.File(path, "r") as f:
+        for name, g in f.items():
+            out[name] = {**{k: v[()] for k, v in g.items()}, **dict(g.attrs)}
+    return out
+
+
+def test_a_learned_feature_unturned_equals_it_on_the_upright_photos(plane, tmp_path):
+    """``extract=`` a feature that does not turn with the photo, ``unturn=True``, on views of which two are turned
+    90° clockwise: each is extracted once at the turn that shows it upright (voted, snapped to the quarter turn): its
+    descriptors are the upright view's, its keypoints the upright view's mapped into the turned photo, exactly; the
+    upright views are as they were. Groups carry no scales or oris (as hloc writes ALIKED's) and say their turns."""
+    from conftest import upright_sift_extractor
+
+    views, turned = plane
+    feature = named(upright_sift_extractor, "upright SIFT (test)")
+    upright = groups(ex.extract_features(views, tmp_path / "up.h5", extract=feature, progress=False))
+    out = ex.extract_features(turned, tmp_path / "un.h5", extract=feature, unturn=True, progress=False)
+    got = groups(out)
+    assert sorted(got) == sorted(upright) == ["00.png", "01.png", "02.png", "03.png"]
+    for k, name in enumerate(sorted(got)):
+        g, u = got[name], upright[name]
+        assert "scales" not in g and "oris" not in g and g["patchpose_turn_found"]
+        assert g["patchpose_turn_applied"] == (90.0 if k % 2 else 0.0), (name, g["patchpose_turn_degrees"])
+        np.testing.assert_array_equal(g["descriptors"], u["descriptors"])
+        h = u["image_size"][1]  # a view turned 90° clockwise: (x, y) upright is (h - 1 - y, x) in it
+        want = np.stack([h - 1 - u["keypoints"][:, 1], u["keypoints"][:, 0]], 1) if k % 2 else u["keypoints"]
+        np.testing.assert_allclose(g["keypoints"], want, atol=1e-3)
+    with h5py.File(out, "r") as f:
+        assert json.loads(f.attrs[ex.TURNS]) == {"00.png": 0.0, "01.png": 90.0, "02.png": 0.0, "03.png": 90.0}
+        assert json.loads(f.attrs[ex.SETTINGS])["unturn"]["model"] == "patchpose-v10"
+    # as it comes: the turned views' descriptors are not the upright ones'
+    asis = groups(ex.extract_features(turned, tmp_path / "asis.h5", extract=feature, progress=False))
+    assert len(asis["01.png"]["keypoints"]) != len(upright["01.png"]["keypoints"]) or not np.array_equal(
+        asis["01.png"]["descriptors"], upright["01.png"]["descriptors"]
+    )
+
+
+def test_an_unturned_run_resumes_with_its_turns_and_shards_merge(plane, tmp_path, monkeypatch):
+    """A run stopped by an error part-way keeps its turns (``OUT.parts/turns.json``): the rerun votes nothing and
+    ends with the file of a run never stopped; shards vote the same turns over the whole folder and merge into that
+    file; shards whose turns differ are refused."""
+    from conftest import upright_sift_extractor
+    from patchpose.matching import collection
+
+    _, turned = plane
+    feature = named(upright_sift_extractor, "upright SIFT (test)")
+    whole = groups(
+        ex.extract_features(turned, tmp_path / "whole.h5", extract=feature, unturn=True, progress=False)
+    )
+    seen = []
+
+    def stops_at_third(image):
+        seen.append(1)
+        if len(seen) == 3:
+            raise RuntimeError("stopped")
+        return upright_sift_extractor(image)
+
+    stops_at_third.name = feature.name
+    with pytest.raises(RuntimeError, match="stopped"):
+        ex.extract_features(turned, tmp_path / "f.h5", extract=stops_at_third, unturn=True, progress=False)
+    assert (tmp_path / "f.h5.parts" / "turns.json").is_file()
+
+    def no_votes(*a, **k):
+        raise AssertionError("voted again")
+
+    monkeypatch.setattr(ex, "upright_collection", no_votes)
+    resumed = groups(
+        ex.extract_features(turned, tmp_path / "f.h5", extract=feature, unturn=True, progress=False)
+    )
+    assert resumed.keys() == whole.keys()
+    for name in whole:
+        for k in whole[name]:
+            np.testing.assert_array_equal(resumed[name][k], whole[name][k])
+    monkeypatch.setattr(ex, "upright_collection", collection.upright_collection)
+    shards = [
+        ex.extract_features(
+            turned, tmp_path / f"s{i}.h5", extract=feature, unturn=True, shard=f"{i}/2", progress=False
+        )
+        for i in range(2)
+    ]
+    merged = groups(ex.merge_features(shards, tmp_path / "merged.h5"))
+    assert merged.keys() == whole.keys() and all(
+        np.array_equal(merged[n]["keypoints"], whole[n]["keypoints"]) for n in whole
+    )
+    with h5py.File(shards[1], "a") as f:
+        f.attrs[ex.TURNS] = json.dumps({"00.png": 0.0, "01.png": 0.0, "02.png": 0.0, "03.png": 90.0})
+    with pytest.raises(InputError, match="different turns"):
+        ex.merge_features(shards, tmp_path / "merged2.h5")
+
+
+def test_a_learned_feature_refuses_what_does_not_apply_in_one_line(plane, tmp_path, capsys):
+    from conftest import upright_sift_extractor
+
+    views, _ = plane
+    feature = named(upright_sift_extractor, "upright SIFT (test)")
+    cases = [
+        (dict(unturn=True), "needs a learned feature"),
+        (dict(extract=upright_sift_extractor), "needs a name"),
+        (dict(extract=feature, detector="harris"), "its own keypoints"),
+        (dict(extract=feature, estimator="patchpose-v10"), "only to un-turn"),
+        (dict(extract=feature, unturn=1), "True or False"),
+        (dict(extract="aliked"), "callable"),
+    ]
+    for kw, message in cases:
+        with pytest.raises(InputError, match=message) as e:
+            ex.extract_features(views, tmp_path / "x.h5", progress=False, **kw)
+        assert len(str(e.value).splitlines()) == 1
+    assert not (tmp_path / "x.h5").exists()
+    for args, message in [
+        (["--unturn"], "--unturn needs --aliked FILE"),
+        (["--aliked-model", "aliked-n16"], "--aliked-model needs --aliked FILE"),
+    ]:
+        assert main(["extract", str(views), "--out", str(tmp_path / "y.h5"), *args]) == 2
+        assert message in capsys.readouterr().err
+
+
+def test_the_writer_leaves_out_scales_and_oris_for_a_feature_without_poses(tmp_path):
+    from patchpose.integrations.formats import write_hloc_features
+
+    xy, d = np.array([[1.0, 2.0], [3.0, 4.0]]), np.ones((2, 8), np.float32)
+    write_hloc_features(tmp_path / "f.h5", "a.jpg", xy, None, None, d)
+    got = read_hloc_features(tmp_path / "f.h5", "a.jpg")
+    assert got["scale"] is None and got["ori"] is None and got["descriptors"].shape == (2, 8)
+    with pytest.raises(InputError, match="both scale and ori, or neither"):
+        write_hloc_features(tmp_path / "f.h5", "b.jpg", xy, None, 0.0, d)

@@ -23,18 +23,39 @@ def extract_command(a: argparse.Namespace) -> int:
     from ..integrations.extract import extract_features, parse_shard
 
     parse_shard(a.shard)  # a bad spec is an error before the model loads
+    extract = _aliked(a)
+    if extract is not None and (a.detector is not None or a.descriptor is not None):
+        raise InputError("--aliked brings its own keypoints and descriptors: no --detector or --descriptor")
     out = extract_features(
         a.images,
         a.out,
         estimator=a.weights,
-        detector=a.detector,
-        descriptor=a.descriptor,
+        detector=a.detector or "sift",
+        descriptor=a.descriptor or "sift",
         max_keypoints=a.max_keypoints,
         shard=a.shard,
         progress=not a.no_progress,
+        extract=extract,
+        unturn=a.unturn,
     )
     print(f"wrote {out}")
     return 0
+
+
+def _aliked(a: argparse.Namespace):
+    """``--aliked FILE [--aliked-model M]`` as an extractor (None without ``--aliked``); ``--unturn`` and
+    ``--aliked-model`` without it are one-line errors."""
+    if a.aliked is None:
+        if a.unturn or a.aliked_model is not None:
+            raise InputError(
+                f"{'--unturn' if a.unturn else '--aliked-model'} needs --aliked FILE: SIFT turns with the photo"
+            )
+        return None
+    from ..integrations.kornia import aliked_extractor
+
+    return aliked_extractor(
+        a.aliked, a.aliked_model or ALIKED_DEFAULT, max_keypoints=min(a.max_keypoints, MAX_KEYPOINTS)
+    )
 
 
 def merge_command(a: argparse.Namespace) -> int:
@@ -51,17 +72,9 @@ def colmap_command(a: argparse.Namespace) -> int:
 
     check_settings(a.max_keypoints, a.seed, a.threads)
     if a.aliked is None and (a.unturn or a.aliked_model is not None):
-        raise InputError(
-            f"{'--unturn' if a.unturn else '--aliked-model'} needs --aliked FILE: COLMAP's SIFT turns with the photo"
-        )
+        _aliked(a)  # the one-line error, before any thread is set
     set_threads(a.threads)  # torch's too (ALIKED, the votes)
-    extract = None
-    if a.aliked is not None:
-        from ..integrations.kornia import aliked_extractor
-
-        extract = aliked_extractor(
-            a.aliked, a.aliked_model or ALIKED_DEFAULT, max_keypoints=min(a.max_keypoints, MAX_KEYPOINTS)
-        )
+    extract = _aliked(a)
     s = reconstruct(
         a.images,
         a.out,
@@ -97,6 +110,28 @@ def set_threads(threads: int | None) -> None:
     torch.set_num_threads(threads)
 
 
+def add_aliked(p: argparse.ArgumentParser, what: str) -> None:
+    """``--aliked FILE``, ``--aliked-model M`` and ``--unturn``: a learned feature, its photos un-turned."""
+    p.add_argument(
+        "--aliked",
+        default=None,
+        metavar="FILE",
+        help=f"ALIKED's weights (the official .pth; nothing is downloaded): {what}",
+    )
+    p.add_argument(
+        "--aliked-model",
+        choices=list(ALIKED_MODELS),
+        default=None,
+        help=f"which ALIKED the --aliked file holds (default: {ALIKED_DEFAULT})",
+    )
+    p.add_argument(
+        "--unturn",
+        action="store_true",
+        help="with --aliked: each photo extracted un-turned by the turn our network votes for it over every pair "
+        f"({MODELS['upright']}), so that photos taken sideways or rolled match",
+    )
+
+
 def add_commands(sub: argparse._SubParsersAction) -> None:
     """Register ``extract``, ``extract-merge`` and ``colmap`` on the top-level subparsers."""
     e = sub.add_parser(
@@ -107,14 +142,14 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     e.add_argument(
         "--detector",
         choices=DETECTORS,
-        default="sift",
-        help="keypoint detector: OpenCV SIFT or Harris corners",
+        default=None,
+        help="keypoint detector: OpenCV SIFT (the default) or Harris corners",
     )
     e.add_argument(
         "--descriptor",
         choices=DESCRIPTORS,
-        default="sift",
-        help="sift: OpenCV SIFT computed at our poses (the recipe pose); none: keypoints and poses only",
+        default=None,
+        help="sift (the default): OpenCV SIFT computed at our poses (the recipe pose); none: keypoints and poses only",
     )
     e.add_argument("--max-keypoints", type=int, default=2048, help="keypoints per image, at most")
     e.add_argument(
@@ -124,9 +159,13 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         help="only images i, i+n, i+2n, ... of the names sorted (0 <= i < n), into their own file; "
         "extract-merge joins the n files",
     )
+    add_aliked(e, "kornia's ALIKED's keypoints and descriptors instead of the recipe's (no scales or oris)")
     e.add_argument("--no-progress", action="store_true", help="no progress bar")
     add_weights(
-        e, read=False, model=f"at --detector harris the recipe pose's, {MODELS['pose']}; SIFT's reads none"
+        e,
+        read=False,
+        model=f"at --detector harris the recipe pose's, {MODELS['pose']}; SIFT's reads none; with --unturn the "
+        f"votes', {MODELS['upright']}",
     )
     e.set_defaults(func=extract_command)
     m = sub.add_parser("extract-merge", help="join the shard files of 'extract --shard i/n' into one file")
@@ -150,24 +189,10 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     c.add_argument(
         "--threads", type=int, default=None, help="COLMAP's and torch's threads (default: all cores)"
     )
-    c.add_argument(
-        "--aliked",
-        default=None,
-        metavar="FILE",
-        help="ALIKED's weights (the official .pth; nothing is downloaded): kornia's ALIKED instead of COLMAP's SIFT, "
-        "mutual nearest neighbours of every pair, COLMAP's verification and mapping",
-    )
-    c.add_argument(
-        "--aliked-model",
-        choices=list(ALIKED_MODELS),
-        default=None,
-        help=f"which ALIKED the --aliked file holds (default: {ALIKED_DEFAULT})",
-    )
-    c.add_argument(
-        "--unturn",
-        action="store_true",
-        help="with --aliked: each photo extracted un-turned by the turn our network votes for it over every pair "
-        f"({MODELS['upright']}), so that photos taken sideways or rolled match",
+    add_aliked(
+        c,
+        "kornia's ALIKED instead of COLMAP's SIFT, mutual nearest neighbours of every pair, COLMAP's verification "
+        "and mapping",
     )
     c.add_argument("--no-progress", action="store_true", help="no stage lines")
     c.set_defaults(func=colmap_command)

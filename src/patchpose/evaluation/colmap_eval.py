@@ -49,12 +49,12 @@ from ..conventions import REFERENCE_RADIUS
 from ..data.keypoints import MAX_KEYPOINTS
 from ..errors import InputError, is_int_in, require
 from ..estimator import EstimatorLike, as_estimator
-from ..integrations.colmap import SIFT_WINDOW, STAGES, check_settings, run_reconstruction, unturn_settings
+from ..integrations.colmap import SIFT_WINDOW, STAGES, check_settings, run_reconstruction
 from ..integrations.extract import image_names
 from ..integrations.kornia import aliked_extractor
 from ..integrations.opencv import sift_descriptors
 from ..matching.candidates import gradient_angles
-from ..matching.collection import CollectionTurns, collection_turns
+from ..matching.collection import CollectionTurns, collection_turns, unturn_settings
 from ..matching.describe import Describer
 from ..matching.features import Features, sift_detected
 from ..matching.rectify import first_pass_affine

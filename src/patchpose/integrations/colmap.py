@@ -32,10 +32,10 @@ from ..checks import MAX_THREADS
 from ..data.keypoints import MAX_KEYPOINTS
 from ..data.patches import load_image
 from ..errors import InputError, is_int_in, require
-from ..estimator import EstimatorLike, as_estimator
+from ..estimator import EstimatorLike
 from ..fileio import room_for, size_text, write_text_atomic
 from ..interop import to_cv2_keypoints
-from ..matching.collection import upright_collection
+from ..matching.collection import unturn_settings, upright_collection
 from ..matching.features import SIFT_REGION, Features, sift_features
 from ..matching.upright import Extractor, applied_turn
 from .extract import image_names
@@ -206,21 +206,6 @@ def reconstruct(
         threads=threads,
         progress=progress,
     )
-
-
-def unturn_settings(estimator: EstimatorLike = None) -> dict:
-    """What a reconstruction's settings record of un-turning (the vote model and every constant of the turns and
-    the turned canvas), so that a finished folder made under other rules is not reused."""
-    from ..matching import collection, upright
-
-    return {
-        "model": as_estimator(estimator, "upright").name,
-        "vote_keypoints": upright.VOTE_KEYPOINTS,
-        "snap_deg": upright.SNAP_DEG,
-        "agree_deg": collection.AGREE_DEG,
-        "rounds": collection.ROUNDS,
-        "upright": "largest agreeing set, ties to the set of the first photo",
-    }
 
 
 #: the stages of a reconstruction, in order (``turns`` only where a learned feature's photos are un-turned,

@@ -40,7 +40,9 @@ from ..errors import InputError, is_int_in, require
 from ..estimator import EstimatorLike, as_estimator
 from ..fileio import room_for, size_text, write_text_atomic
 from ..matching.candidates import recipe_poses
+from ..matching.collection import unturn_settings, upright_collection
 from ..matching.features import features_at, sift_features
+from ..matching.upright import Extractor, applied_turn, extract_turned
 from .formats import HlocFeaturesWriter
 from .opencv import keypoints_at_poses
 
@@ -52,6 +54,9 @@ DESCRIPTORS = ("sift", "none")
 COMPLETE = "patchpose_complete"
 #: root attributes of an extracted file: the settings (JSON), the shard ``i/n``, the images of all shards
 SETTINGS, SHARD, TOTAL = "patchpose_settings", "patchpose_shard", "patchpose_images_total"
+#: root attribute of an un-turned extraction: every image's applied turn (JSON); each group's ``TURN_degrees``,
+#: ``TURN_applied`` and ``TURN_found`` attributes: its voted turn, the turn extracted at, whether one was found
+TURNS, TURN = "patchpose_turns", "patchpose_turn"
 
 
 def parse_shard(spec: str | Sequence[int] | None) -> tuple[int, int]:
@@ -157,6 +162,68 @@ def _settings(est, detector: str, descriptor: str, max_keypoints: int) -> dict:
     return settings
 
 
+def _learned_settings(extract, unturn, estimator, detector: str, descriptor: str, max_keypoints: int) -> dict:
+    """What a resume with a learned feature must match: the feature's ``name`` (the model, its weights), the
+    keypoints and, with ``unturn``, every rule of the turns (:func:`~patchpose.matching.collection.unturn_settings`);
+    one-line errors for what does not apply to a learned feature."""
+    if not callable(extract):
+        raise InputError(
+            f"extract must be a callable image -> (xy, descriptors), got {type(extract).__name__}"
+        )
+    name = getattr(extract, "name", None)
+    if not isinstance(name, str) or not name.strip():
+        raise InputError(
+            "extract needs a name attribute saying what it is (the model and its weights): a resumed run must "
+            "not mix two features"
+        )
+    if (detector, descriptor) != ("sift", "sift"):
+        raise InputError(
+            "a learned feature (extract) brings its own keypoints and descriptors: no detector or descriptor"
+        )
+    if not isinstance(unturn, bool):
+        raise InputError(f"unturn must be True or False, got {unturn!r}")
+    if estimator is not None and not unturn:
+        raise InputError("a model (estimator) is read only to un-turn the photos (unturn)")
+    return {
+        "feature": name,
+        "max_keypoints": int(max_keypoints),
+        "unturn": unturn_settings(estimator) if unturn else None,
+    }
+
+
+def _collection_turns(parts: Path, everything: list[tuple[str, Path]], estimator, progress: bool) -> dict:
+    """Each image's turn in the collection of every image of the folder (all shards alike): ``{name: {"degrees":
+    voted, "applied": the turn extracted at, "found": bool}}``, voted once (:func:`upright_collection`, the photos
+    read one at a time) and kept in ``parts/turns.json`` for a resumed run."""
+    saved = parts / "turns.json"
+    names = [name for name, _ in everything]
+    if saved.is_file():
+        turns = json.loads(saved.read_text())
+        if sorted(turns) == sorted(names):
+            return turns
+    photos = _Photos([path for _, path in everything])
+    got = upright_collection(photos, estimator=estimator, progress=progress)
+    turns = {
+        name: {"degrees": round(float(t), 3), "applied": applied_turn(float(t)), "found": bool(f)}
+        for name, t, f in zip(names, got.degrees, got.found)
+    }
+    write_text_atomic(saved, json.dumps(turns, indent=1))
+    return turns
+
+
+class _Photos(Sequence):
+    """Photos read from their files when indexed (a collection's votes read each once, not all at a time)."""
+
+    def __init__(self, paths: list[Path]) -> None:
+        self.paths = paths
+
+    def __len__(self) -> int:
+        return len(self.paths)
+
+    def __getitem__(self, k):
+        return load_image(self.paths[k])
+
+
 def _part_path(parts: Path, name: str) -> Path:
     return parts / (hashlib.sha1(name.encode()).hexdigest()[:20] + ".h5")
 
@@ -191,6 +258,8 @@ def extract_features(
     max_keypoints: int = 2048,
     shard: str | Sequence[int] | None = None,
     progress: bool = True,
+    extract: Extractor | None = None,
+    unturn: bool = False,
 ) -> Path:
     """Write the hloc features file ``out`` for the images below the folder ``images`` (the module
     docstring: groups, resuming after a kill, shards) and return its path.
@@ -205,6 +274,17 @@ def extract_features(
         max_keypoints: keypoints detected per image, at most.
         shard: ``"i/n"``: only images ``i, i + n, …`` of the sorted names (:func:`parse_shard`).
         progress: a progress bar (tqdm) on stderr.
+        extract: a learned feature instead of the recipe (:data:`~patchpose.matching.upright.Extractor`: ``image ->
+            (xy, descriptors)`` with a ``name`` saying what it is, e.g.
+            :func:`~patchpose.integrations.kornia.aliked_extractor`): its keypoints (at most ``max_keypoints``) and
+            descriptors, no ``scales``/``oris`` (as hloc writes ALIKED's); ``detector`` and ``descriptor`` stay
+            their defaults.
+        unturn: with ``extract``, each image extracted once, un-turned by its turn in the collection
+            (:func:`~patchpose.matching.collection.upright_collection` over every image of the folder, reading
+            ``estimator``, default :data:`patchpose.recipes.MODELS` ``["upright"]``; kept in ``OUT.parts/turns.json``
+            while the run lasts); each group's attributes say the turn voted, the turn applied and whether one was
+            found, and the file's root attribute ``patchpose_turns`` every image's applied turn (shards of one folder
+            must agree on it to merge).
 
     A rerun with other settings than the parts on disk, or onto a finished file of other settings or
     images, is an :class:`InputError`; onto a finished file of the same ones it does nothing."""
@@ -218,8 +298,15 @@ def extract_features(
     out = _check_out(out)
     everything = image_names(images)
     todo = everything[i::n]
-    est = _pose_estimator(estimator, detector)
-    settings = _settings(est, detector, descriptor, max_keypoints)
+    if extract is None:
+        if unturn is not False:
+            raise InputError(
+                "un-turning needs a learned feature (extract): SIFT's descriptors turn with the photo"
+            )
+        est = _pose_estimator(estimator, detector)
+        settings = _settings(est, detector, descriptor, max_keypoints)
+    else:
+        settings = _learned_settings(extract, unturn, estimator, detector, descriptor, max_keypoints)
     if out.exists():
         _check_finished(h5py, out, settings, [name for name, _ in todo])
         log.info("%s is complete already (%d images)", out, len(todo))
@@ -243,6 +330,7 @@ def extract_features(
         write_text_atomic(manifest, json.dumps(stated, indent=1))
     for stale in parts.glob("*.tmp*"):  # a part a kill interrupted (the writer's own, and an older run's)
         stale.unlink()
+    turns = _collection_turns(parts, everything, estimator, progress) if unturn else None
     tqdm = require("tqdm", "hloc").tqdm if progress else None
     bar = todo if tqdm is None else tqdm(todo, desc="images", unit="image")
     for name, path in bar:
@@ -250,7 +338,15 @@ def extract_features(
         if _part_done(h5py, part, name):
             continue
         image = load_image(path)
-        feats = features_of_image(image, est, detector, descriptor, max_keypoints)
+        if extract is None:
+            feats = features_of_image(image, est, detector, descriptor, max_keypoints)
+            attrs = {}
+        else:
+            turn = turns[name] if turns is not None else None
+            xy, d = extract_turned(image, extract, turn["applied"] if turn else 0.0)
+            feats = {"xy": xy[:max_keypoints], "scale": None, "ori": None, "descriptors": d[:max_keypoints]}
+            feats["scores"] = None
+            attrs = {} if turn is None else {f"{TURN}_{k}": v for k, v in turn.items()}
         # the part is written whole beside itself and renamed (HlocFeaturesWriter): never half a part; one that
         # is not finished (damaged) is made anew
         part.unlink(missing_ok=True)
@@ -264,19 +360,22 @@ def extract_features(
                 scores=feats["scores"],
                 image_size=(image.shape[1], image.shape[0]),
                 poses_only=descriptor == "none",
-                attrs={COMPLETE: True},
+                attrs={**attrs, COMPLETE: True},
             )
     sources = [(name, _part_path(parts, name)) for name, _ in todo]
-    _assemble(h5py, out, sources, settings, (i, n), len(everything), f"the finished images are in {parts}")
+    applied = None if turns is None else {name: turns[name]["applied"] for name, _ in everything}
+    _assemble(
+        h5py, out, sources, settings, (i, n), len(everything), f"the finished images are in {parts}", applied
+    )
     shutil.rmtree(parts)
     return out
 
 
 def _assemble(
-    h5py, out: Path, sources: list[tuple[str, Path]], settings: dict, shard, total: int, kept: str
+    h5py, out: Path, sources: list[tuple[str, Path]], settings: dict, shard, total: int, kept: str, turns=None
 ) -> None:
-    """Copy each ``(name, file)`` image group into ``OUT.partial``, write the root attributes, rename; ``kept``
-    says where the sources stay if the write fails."""
+    """Copy each ``(name, file)`` image group into ``OUT.partial``, write the root attributes (``turns``: every
+    image's applied turn, where un-turned), rename; ``kept`` says where the sources stay if the write fails."""
     partial = out.with_name(out.name + ".partial")
     partial.unlink(missing_ok=True)
     # a full disk or a file-size limit is a message before HDF5 writes (it crashes on one), the parts kept
@@ -286,6 +385,8 @@ def _assemble(
             f.attrs[SETTINGS] = json.dumps(settings, sort_keys=True)
             f.attrs[SHARD] = f"{shard[0]}/{shard[1]}"
             f.attrs[TOTAL] = int(total)
+            if turns is not None:
+                f.attrs[TURNS] = json.dumps(turns, sort_keys=True)
             for name, src in sources:
                 with h5py.File(src, "r") as s:
                     parent = name.rpartition("/")[0]
@@ -344,22 +445,28 @@ def merge_features(shards: Sequence[str | Path], out: str | Path) -> Path:
     seen: dict[int, Path] = {}
     owner: dict[str, Path] = {}
     sources: list[tuple[str, Path]] = []
-    settings = n = total = None
+    settings = n = total = turns = None
     for path in map(Path, shards):
         if not path.is_file():
             raise InputError(f"shard file not found: {path}")
         try:
             with h5py.File(path, "r") as f:
                 s, sh, t = json.loads(f.attrs[SETTINGS]), str(f.attrs[SHARD]), int(f.attrs[TOTAL])
+                u = json.loads(f.attrs.get(TURNS, "null"))
                 names = sorted(_groups(h5py, f))
         except (OSError, KeyError, ValueError):
             raise InputError(f"{path} is not a features file of patchpose extract") from None
         i, n_here = parse_shard(sh)
         if settings is None:
-            settings, n, total = s, n_here, t
+            settings, n, total, turns = s, n_here, t, u
         elif (s, n_here, t) != (settings, n, total):
             raise InputError(
                 f"{path} was extracted with other settings or another shard count than {shards[0]}"
+            )
+        elif u != turns:
+            raise InputError(
+                f"{path} and {shards[0]} un-turned the photos by different turns (their votes differ on these "
+                "machines): extract the folder in one run, or merge shards of one machine"
             )
         if i in seen:
             raise InputError(f"{path} and {seen[i]} are both shard {i}/{n}")
@@ -375,7 +482,7 @@ def merge_features(shards: Sequence[str | Path], out: str | Path) -> Path:
     if len(owner) != total:
         raise InputError(f"the shards hold {len(owner)} images, the folder had {total}")
     out.parent.mkdir(parents=True, exist_ok=True)
-    _assemble(h5py, out, sorted(sources), settings, (0, 1), total, "the shard files are as they were")
+    _assemble(h5py, out, sorted(sources), settings, (0, 1), total, "the shard files are as they were", turns)
     return out
 
 

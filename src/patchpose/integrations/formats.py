@@ -115,8 +115,9 @@ def write_hloc_features(
     of the top-left pixel at 0, as hloc stores them), ``descriptors (D, N)``, ``scales (N,)`` radius px,
     ``oris (N,)`` degrees clockwise as displayed, and ``scores``/``image_size`` if given.
 
-    ``poses_only``: ``descriptors`` may be None, and the group then has none (keypoints and poses for a
-    describer that runs later). The file is never changed in place (:class:`HlocFeaturesWriter`): each call
+    ``scale`` and ``ori`` None: the group has no ``scales`` and ``oris`` (a feature without poses, as hloc writes
+    SuperPoint's or ALIKED's). ``poses_only``: ``descriptors`` may be None, and the group then has none (keypoints
+    and poses for a describer that runs later). The file is never changed in place (:class:`HlocFeaturesWriter`): each call
     rewrites it whole, so for many images use one writer, ``with HlocFeaturesWriter(path) as w: w.add(...)``."""
     with HlocFeaturesWriter(path) as w:
         w.add(name, xy, scale, ori, descriptors, scores, image_size, poses_only=poses_only)
@@ -187,7 +188,10 @@ class HlocFeaturesWriter:
             raise InputError(
                 "HlocFeaturesWriter.add needs the writer open: `with HlocFeaturesWriter(path) as w`"
             )
-        xy, scale, ori, descriptors = _check(xy, scale, ori, descriptors)
+        if (scale is None) != (ori is None):
+            raise InputError("give both scale and ori, or neither (a feature without poses, as ALIKED's)")
+        posed = scale is not None
+        xy, scale, ori, descriptors = _check(xy, scale if posed else 0.0, ori if posed else 0.0, descriptors)
         if descriptors is None and not poses_only:
             raise InputError("hloc features need descriptors")
         scores = None if scores is None else _scores(scores, len(xy))
@@ -206,8 +210,9 @@ class HlocFeaturesWriter:
             g.create_dataset("keypoints", data=xy.astype(np.float32))
             if descriptors is not None:
                 g.create_dataset("descriptors", data=np.ascontiguousarray(descriptors.T))
-            g.create_dataset("scales", data=radius_px(scale).astype(np.float32))
-            g.create_dataset("oris", data=to_cv2_size_angle(scale, ori)[1].astype(np.float32))
+            if posed:
+                g.create_dataset("scales", data=radius_px(scale).astype(np.float32))
+                g.create_dataset("oris", data=to_cv2_size_angle(scale, ori)[1].astype(np.float32))
             if scores is not None:
                 g.create_dataset("scores", data=np.asarray(scores, np.float32))
             if image_size is not None:

@@ -158,12 +158,6 @@ def upright_collection(
 
     if isinstance(images, np.ndarray) or not isinstance(images, Sequence):
         raise InputError(f"images must be a list of photos (arrays), got {type(images).__name__}")
-    images = list(images)
-    for k, im in enumerate(images):
-        try:
-            check_image(im)
-        except InputError as e:
-            raise InputError(f"photo {k}: {e}") from None
     n = len(images)
     if pairs is None:
         pairs = list(itertools.combinations(range(n), 2))
@@ -181,9 +175,17 @@ def upright_collection(
             ):
                 raise InputError(f"pairs must be two different photo indices from 0 to {n - 1}, got {p!r}")
     est = as_estimator(estimator, "upright")
-    used = sorted({int(k) for p in pairs for k in p})
+    used = {int(k) for p in pairs for k in p}
     bar = dict(disable=not progress, file=sys.stderr)
-    votes = {k: voters(images[k], max_keypoints, est) for k in tqdm(used, desc="turn votes: photos", **bar)}
+    votes = {}
+    for k in tqdm(range(n), desc="turn votes: photos", unit="photo", **bar):
+        im = images[k]  # each photo read once (a sequence may load it from a file here)
+        try:
+            check_image(im)
+        except InputError as e:
+            raise InputError(f"photo {k}: {e}") from None
+        if k in used:
+            votes[k] = voters(im, max_keypoints, est)
     found = []
     for i, j in tqdm(pairs, desc="turn votes: pairs", unit="pair", **bar):
         t: UprightTurn = turn_between(votes[int(i)], votes[int(j)])
@@ -192,4 +194,27 @@ def upright_collection(
     return collection_turns(n, found)
 
 
-__all__ = ["AGREE_DEG", "ROUNDS", "CollectionTurns", "collection_turns", "upright_collection"]
+def unturn_settings(estimator: EstimatorLike = None) -> dict:
+    """What a reconstruction's or an extraction's settings record of un-turning (the vote model and every constant
+    of the turns and the turned canvas), so that a finished output made under other rules is not reused."""
+    from ..estimator import as_estimator
+    from . import upright
+
+    return {
+        "model": as_estimator(estimator, "upright").name,
+        "vote_keypoints": upright.VOTE_KEYPOINTS,
+        "snap_deg": upright.SNAP_DEG,
+        "agree_deg": AGREE_DEG,
+        "rounds": ROUNDS,
+        "upright": "largest agreeing set, ties to the set of the first photo",
+    }
+
+
+__all__ = [
+    "AGREE_DEG",
+    "ROUNDS",
+    "CollectionTurns",
+    "collection_turns",
+    "unturn_settings",
+    "upright_collection",
+]
