@@ -679,6 +679,27 @@ def test_keypoints_are_numbers_and_tensors_are_read_whatever_their_state():
     ):
         got = est.estimate(img, t)
         np.testing.assert_allclose(got.orientation, want.orientation, atol=1e-6)
+    # the detector's scale alike: True, "1" and ["1"] were read as 1.0; a tensor with grad raised torch's error
+    xy = np.array([[30.0, 30.0]])
+    for bad in (True, "1", ["1"], 1 + 1j):
+        with pytest.raises(patchpose.InputError, match="detector_scale must be a number") as e:
+            est.estimate(img, xy, detector_scale=bad)
+        assert len(str(e.value).splitlines()) == 1
+    want = est.estimate(img, xy, detector_scale=1.0).scale
+    for t in (torch.ones(1, requires_grad=True), torch.ones(1, dtype=torch.bfloat16)):
+        np.testing.assert_allclose(est.estimate(img, xy, detector_scale=t).scale, want)
+
+
+def test_keypoint_files_of_booleans_or_strings_are_refused(tmp_path):
+    """A ``.npy`` of booleans was read as 0/1 pixel coordinates, one of strings parsed as numbers (#62)."""
+    from patchpose.fileio import read_keypoints
+
+    for name, array in (("b", np.array([[True, True], [True, False]])), ("s", np.array([["30", "40"]]))):
+        np.save(tmp_path / f"{name}.npy", array)
+        with pytest.raises(InputError, match="not numbers"):
+            read_keypoints(tmp_path / f"{name}.npy")
+    np.save(tmp_path / "i.npy", np.array([[30, 40]], np.int16))
+    assert read_keypoints(tmp_path / "i.npy").tolist() == [[30.0, 40.0]]
 
 
 def test_numbers_past_float32_and_a_zero_top_k_are_refused_and_a_failed_write_leaves_no_temporary(tmp_path):
@@ -703,8 +724,72 @@ def test_numbers_past_float32_and_a_zero_top_k_are_refused_and_a_failed_write_le
     real = os.replace
     os.replace = fails  # the rename fails after the temporary file is written
     try:
-        with pytest.raises(OSError):
+        with pytest.raises(patchpose.InputError, match="stopped the write") as e:
             write_text_atomic(target, "{}")
     finally:
         os.replace = real
-    assert not list(tmp_path.iterdir())
+    assert not list(tmp_path.iterdir()) and len(str(e.value).splitlines()) == 1
+
+
+def test_every_writer_into_a_place_it_cannot_write_is_one_line_and_leaves_nothing(tmp_path, monkeypatch):
+    """Poses, matches, COLMAP keypoint and hloc files into a folder that is a file (mkstemp's error), a missing folder,
+    or a disk that fails the write: one line naming the file, no temporary file left (#62: raw PermissionError and
+    OSError, and ``*_poses.json.tmp`` / ``k.txt.tmp`` left behind)."""
+    from types import SimpleNamespace
+
+    import patchpose
+    from patchpose.integrations.formats import write_colmap_keypoints, write_hloc_features
+    from patchpose.outputs import write_matches_csv, write_poses
+
+    poses = SimpleNamespace(scale=np.zeros(1), orientation=np.zeros(1), valid=np.ones(1, bool))
+    xy = np.array([[3.0, 4.0]])
+    writers = {
+        "poses file": lambda p: write_poses(p / "im_poses", xy, poses),
+        "matches file": lambda p: write_matches_csv(p / "m.csv", xy, xy, np.array([[0, 0]]), np.zeros(1)),
+        "COLMAP keypoint file": lambda p: write_colmap_keypoints(p / "k.txt", xy, 0.0, 0.0),
+        "hloc features file": lambda p: write_hloc_features(
+            p / "f.h5", "a.jpg", xy, 0.0, 0.0, np.ones((1, 4))
+        ),
+    }
+    (tmp_path / "a_file").write_text("not a folder")
+    for what, write in writers.items():
+        for where in (tmp_path / "a_file", tmp_path / "missing"):
+            with pytest.raises(
+                patchpose.InputError, match="Not a directory|No such file|does not exist"
+            ) as e:
+                write(where)
+            assert len(str(e.value).splitlines()) == 1 and what in str(e.value), e.value
+    import os
+
+    real = os.fsync
+
+    def full(fd):
+        raise OSError(28, "No space left on device")
+
+    out = tmp_path / "out"
+    out.mkdir()
+    monkeypatch.setattr(os, "fsync", full)  # the disk fails the write's flush
+    for what, write in writers.items():
+        with pytest.raises(patchpose.InputError, match="stopped the write") as e:
+            write(out)
+        assert what in str(e.value)
+    monkeypatch.setattr(os, "fsync", real)
+    assert not list(out.iterdir())
+
+
+def test_a_budget_of_zero_keypoints_finds_none_and_a_nan_image_is_refused_without_a_warning(recwarn):
+    """OpenCV reads a budget of 0 as "all": Harris and Shi-Tomasi corners returned every corner (#62); a NaN image
+    warned in numpy's cast before the refusal."""
+    from patchpose.data.keypoints import detect_gftt, detect_harris, detect_sift
+    from patchpose.integrations.extract import features_of_image
+
+    img = (np.random.default_rng(0).random((96, 96)) * 255).astype(np.uint8)
+    for detect in (detect_harris, detect_gftt):
+        assert len(detect(img, 0)) == 0 and len(detect(img, 5)) == 5
+    assert len(detect_sift(img, 0)[0]) == 0
+    assert len(features_of_image(img, detector="harris", max_keypoints=0)["xy"]) == 0
+    nan = np.full((96, 96), np.nan, np.float32)
+    for call in (lambda: detect_sift(nan, 100), lambda: features_of_image(nan)):
+        with pytest.raises(InputError, match="NaN"):
+            call()
+    assert not [w for w in recwarn if issubclass(w.category, RuntimeWarning)]

@@ -64,18 +64,11 @@ def check_detector_scale(detector_scale, n: int) -> np.ndarray:
     broadcast)."""
     if detector_scale is None:
         return np.zeros(n)
-    try:
-        if np.iscomplexobj(detector_scale):
-            raise TypeError
-        fs = np.broadcast_to(np.asarray(detector_scale, dtype=np.float64), (n,)).copy()
-    except (TypeError, ValueError):
-        raise InputError(f"detector_scale must be a number or one log2 scale per keypoint ({n}), got "
-                         f"shape {np.shape(detector_scale)}") from None  # fmt: skip
-    if not np.isfinite(fs).all() or np.abs(fs).max(initial=0.0) > MAX_FRAME:
-        raise InputError(
-            f"detector_scale must be finite log2 scales within ±{MAX_FRAME:g} (radius 16·2**s px)"
-        )
-    return fs
+    # booleans, strings and complex values are not numbers (checks.real_array); tensors read as values
+    return checks.per_point(
+        detector_scale, n, "detector_scale", f"finite log2 scales within ±{MAX_FRAME:g}, radius 16·2**s px",
+        -MAX_FRAME, MAX_FRAME,
+    )  # fmt: skip
 
 
 #: inputs per forward pass of a log-polar model (fastest measured on our 2-core CPUs); 32 for a Cartesian one

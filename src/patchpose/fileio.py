@@ -15,17 +15,11 @@ import numpy as np
 from .errors import InputError
 
 
-def write_text_atomic(path: str | Path, text: str) -> Path:
-    """Write ``text`` to ``path`` through ``path.tmp`` and an atomic rename."""
-    path = Path(path)
-    tmp = path.with_name(path.name + ".tmp")
-    try:
-        tmp.write_text(text)
-        os.replace(tmp, path)
-    except BaseException:  # a failed write (a full disk, an interrupt) leaves no temporary file behind
-        tmp.unlink(missing_ok=True)
-        raise
-    return path
+def write_text_atomic(path: str | Path, text: str, what: str = "file") -> Path:
+    """Write ``text`` (UTF-8) to ``path`` as :func:`write_bytes_atomic` writes: a new temporary sibling, flushed, then
+    renamed; a full disk, a folder that cannot be written or a failed rename is a one-line :class:`InputError` naming
+    ``what`` and the path, the old file as it was and no temporary file left behind."""
+    return write_bytes_atomic(path, text.encode("utf-8"), what)
 
 
 def size_text(n: int) -> str:
@@ -38,7 +32,12 @@ def room_for(path: Path, nbytes: int, what: str, total: int | None = None) -> No
     file-size limit (``RLIMIT_FSIZE``, ``ulimit -f``) allows a file of that size (of ``total`` bytes, where a file
     grows by ``nbytes``): checked before writing, so that a
     full disk is a message, not a half-written file or a crash in a library that writes it."""
-    free = shutil.disk_usage(path.parent).free
+    try:
+        free = shutil.disk_usage(path.parent).free
+    except OSError as e:  # a folder that is missing or cannot be read
+        raise InputError(
+            f"{what} {path}: cannot write there ({e.strerror or e}); nothing was written"
+        ) from None
     if nbytes > free:
         raise InputError(
             f"{what} {path}: {size_text(nbytes)} needed, {size_text(free)} free on its disk; nothing was written"
@@ -78,9 +77,10 @@ def _target(path: Path, what: str) -> Path:
     return real
 
 
-def _new_temp(real: Path) -> tuple[int, Path]:
+def _new_temp(real: Path, path: Path, what: str) -> tuple[int, Path]:
     """A new temporary sibling of ``real`` (unique, ``mkstemp``) and its open descriptor; siblings older than
-    :data:`STALE_SECONDS` (killed writers') are removed first."""
+    :data:`STALE_SECONDS` (killed writers') are removed first. A folder that cannot be written (read-only, its
+    permissions, missing) is a one-line :class:`InputError` naming ``what`` and ``path``."""
     import tempfile
     import time
 
@@ -90,7 +90,10 @@ def _new_temp(real: Path) -> tuple[int, Path]:
                 old.unlink()
         except OSError:  # another writer's, renamed or removed meanwhile
             pass
-    fd, name = tempfile.mkstemp(prefix=f".{real.name}{TEMP_SUFFIX}", dir=real.parent)
+    try:
+        fd, name = tempfile.mkstemp(prefix=f".{real.name}{TEMP_SUFFIX}", dir=real.parent)
+    except OSError as e:
+        raise _write_error(e, path, real, 0, what) from None
     return fd, Path(name)
 
 
@@ -129,7 +132,7 @@ def write_bytes_atomic(path: str | Path, data: bytes, what: str = "file") -> Pat
     path = Path(path)
     real = _target(path, what)
     room_for(real, len(data), what)
-    fd, tmp = _new_temp(real)
+    fd, tmp = _new_temp(real, path, what)
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
@@ -151,7 +154,7 @@ def atomic_copy(path: str | Path, what: str = "file"):
     real = _target(path, what)
     size = real.stat().st_size if real.exists() else 0
     room_for(real, size, what)
-    fd, tmp = _new_temp(real)
+    fd, tmp = _new_temp(real, path, what)
     os.close(fd)
     try:
         try:
@@ -209,8 +212,8 @@ def read_keypoints(path: str | Path) -> np.ndarray:
     if path.suffix == ".npy":
         try:
             raw = np.load(path, allow_pickle=False)
-            if np.iscomplexobj(raw):
-                raise ValueError(f"complex values ({raw.dtype})")
+            if raw.dtype.kind not in "iuf":  # booleans, strings and complex values are not coordinates
+                raise ValueError(f"{raw.dtype} values, not numbers")
             kp = np.asarray(raw, dtype=np.float64)
         except (ValueError, OSError, EOFError) as e:
             raise InputError(f"{path}: not a readable .npy array of keypoints ({e})") from None

@@ -5,6 +5,7 @@ interrupted run never leaves a half-written output under its final name."""
 from __future__ import annotations
 
 import csv
+import io
 import json
 import os
 from pathlib import Path
@@ -14,6 +15,7 @@ import numpy as np
 
 from .conventions import REFERENCE_RADIUS
 from .errors import InputError
+from .fileio import write_text_atomic
 
 POSE_FORMATS = ("json", "csv")
 
@@ -89,9 +91,14 @@ def draw_poses(
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = _tmp(path)
-    fig.savefig(tmp)
-    plt.close(fig)
-    os.replace(tmp, path)
+    try:
+        fig.savefig(tmp)
+        os.replace(tmp, path)
+    except OSError as e:  # a full disk, a folder that cannot be written: no temporary file left
+        tmp.unlink(missing_ok=True)
+        raise InputError(f"picture {path}: cannot write it ({e.strerror or e})") from None
+    finally:
+        plt.close(fig)
     return path
 
 
@@ -107,7 +114,6 @@ def write_poses(path: str | Path, xy: np.ndarray, poses, fmt: str = "json") -> P
         raise InputError(f"poses format must be one of {POSE_FORMATS}, got {fmt!r}")
     path = Path(path)
     path = path.with_name(path.name + "." + fmt)
-    tmp = path.with_name(path.name + ".tmp")
     scale, ori = np.atleast_2d(poses.scale.T).T, np.atleast_2d(poses.orientation.T).T
     if fmt == "json":
         doc = {
@@ -124,9 +130,9 @@ def write_poses(path: str | Path, xy: np.ndarray, poses, fmt: str = "json") -> P
                 for p, s, o, v in zip(xy, scale, ori, poses.valid)
             ],
         }
-        tmp.write_text(json.dumps(doc, indent=1))
+        text = json.dumps(doc, indent=1)
     else:
-        with tmp.open("w", newline="") as f:
+        with io.StringIO(newline="") as f:
             wr = csv.writer(f)
             k = scale.shape[1]
             wr.writerow(
@@ -142,8 +148,8 @@ def write_poses(path: str | Path, xy: np.ndarray, poses, fmt: str = "json") -> P
                     + [f"{x:.5f}" for x in o]
                     + [int(v)]
                 )
-    os.replace(tmp, path)
-    return path
+            text = f.getvalue()
+    return write_text_atomic(path, text, "poses file")
 
 
 def write_matches_picture(
@@ -166,9 +172,13 @@ def write_matches_picture(
     path.parent.mkdir(parents=True, exist_ok=True)
     pic = draw_matches(image1, image2, xy1, xy2, matches, correct)
     tmp = _tmp(path)
-    if not cv2.imwrite(str(tmp), cv2.cvtColor(pic, cv2.COLOR_RGB2BGR)):
-        raise InputError(f"cannot write {path}")
-    os.replace(tmp, path)
+    try:
+        if not cv2.imwrite(str(tmp), cv2.cvtColor(pic, cv2.COLOR_RGB2BGR)):
+            raise OSError(f"OpenCV could not write {tmp.name}")
+        os.replace(tmp, path)
+    except OSError as e:  # a full disk, a folder that cannot be written: no temporary file left
+        tmp.unlink(missing_ok=True)
+        raise InputError(f"picture {path}: cannot write it ({e.strerror or e})") from None
     return path
 
 
@@ -183,8 +193,7 @@ def write_matches_csv(
     """One row per match: ``x1, y1, x2, y2, distance`` (descriptor distance) and, with ground truth,
     ``error_px`` (reprojection error of the match in image 2)."""
     path = Path(path)
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w", newline="") as f:
+    with io.StringIO(newline="") as f:
         w = csv.writer(f)
         w.writerow(["x1", "y1", "x2", "y2", "distance"] + ([] if error_px is None else ["error_px"]))
         for i, (p, q) in enumerate(matches):
@@ -192,8 +201,8 @@ def write_matches_csv(
             x2, y2 = xy2[q]
             extra = [] if error_px is None else [f"{error_px[i]:.3f}"]
             w.writerow([f"{x1:.2f}", f"{y1:.2f}", f"{x2:.2f}", f"{y2:.2f}", f"{distances[i]:.4f}"] + extra)
-    os.replace(tmp, path)
-    return path
+        text = f.getvalue()
+    return write_text_atomic(path, text, "matches file")
 
 
 __all__ = ["POSE_FORMATS", "draw_poses", "write_matches_csv", "write_matches_picture", "write_poses"]

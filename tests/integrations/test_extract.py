@@ -382,3 +382,16 @@ def test_the_writer_leaves_out_scales_and_oris_for_a_feature_without_poses(tmp_p
     assert got["scale"] is None and got["ori"] is None and got["descriptors"].shape == (2, 8)
     with pytest.raises(InputError, match="both scale and ori, or neither"):
         write_hloc_features(tmp_path / "f.h5", "b.jpg", xy, None, 0.0, d)
+
+
+def test_a_users_file_beside_the_output_is_never_touched(plane, tmp_path):
+    """The file is joined in a new hidden sibling of the run's own (it was ``OUT.partial``, deleted if a user had a
+    file of that name, #62)."""
+    from conftest import upright_sift_extractor
+
+    views, _ = plane
+    mine = tmp_path / "f.h5.partial"
+    mine.write_text("a user's notes")
+    ex.extract_features(views, tmp_path / "f.h5", extract=named(upright_sift_extractor, "t"), progress=False)
+    assert mine.read_text() == "a user's notes"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["f.h5", "f.h5.partial"]

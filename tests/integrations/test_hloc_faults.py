@@ -341,7 +341,7 @@ with open(os.path.join(sys.argv[1], "filler"), "wb") as f:  # the disk full but 
 def test_extract_on_a_real_full_disk_keeps_every_finished_image_and_resumes(tmp_path):
     """``patchpose extract`` onto a real disk that fills while it joins the finished images into the file (its room
     check skipped, as when another program fills the disk meanwhile): one line, exit 2, no crash, no ``OUT`` or
-    ``OUT.partial``, the finished images kept; with room again the same command finishes a file equal to an
+    its temporary file, the finished images kept; with room again the same command finishes a file equal to an
     uninterrupted run's, dataset by dataset."""
     import cv2
 

@@ -69,8 +69,19 @@ def test_compute_blended_refuses_what_it_cannot_blend(scene):
         compute_blended(sift, img, kps, orientations="sift")
     with pytest.raises(InputError, match="compute"):
         compute_blended(object(), img, kps)
+    # a binary extractor is refused before it computes: ORB at SIFT's keypoints asked OpenCV for 66 GB (#62)
+    sift_kps = cv2.SIFT_create(200).detect(img, None)
+    for size_kept in (True, False):
+        with pytest.raises(InputError, match="binary descriptors") as e:
+            compute_blended(cv2.ORB_create(), img, sift_kps, keep_size=size_kept)
+        assert len(str(e.value).splitlines()) == 1
+
+    class Bytes:  # an extractor that says nothing of its norm and gives bytes: refused after compute
+        def compute(self, image, keypoints):
+            return keypoints, np.zeros((len(keypoints), 32), np.uint8)
+
     with pytest.raises(InputError, match="float descriptors"):
-        compute_blended(cv2.ORB_create(), img, [cv2.KeyPoint(130.0, 130.0, 31.0)], keep_size=True)
+        compute_blended(Bytes(), img, [cv2.KeyPoint(130.0, 130.0, 31.0)], keep_size=True)
     with pytest.raises(InputError, match="outside"):  # checked even where the model is not read
         compute_blended(sift, img, [cv2.KeyPoint(500.0, 5.0, 10.0)])
     out_kps, d = compute_blended(sift, img, [])

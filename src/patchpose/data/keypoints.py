@@ -24,6 +24,8 @@ def as_uint8_gray(image: np.ndarray) -> np.ndarray:
     float in [0, 1])."""
     g = image if image.ndim == 2 else cv2.cvtColor(image, cv2.COLOR_RGB2GRAY)
     if g.dtype != np.uint8:
+        if g.dtype.kind == "f" and not np.isfinite(g).all():  # the cast would warn and give garbage
+            raise InputError("image contains NaN or infinite values")
         g = np.clip(g * 255.0 + 0.5, 0, 255).astype(np.uint8)
     return g
 
@@ -85,6 +87,8 @@ def detect_gftt(image: np.ndarray, max_keypoints: int = 512, margin: float = 0.0
 def _corners(image: np.ndarray, max_keypoints: int, margin: float, harris: bool) -> np.ndarray:
     _check_budget(max_keypoints)
     g = as_uint8_gray(image)
+    if int(max_keypoints) == 0:  # none asked (OpenCV reads 0 as "all")
+        return np.zeros((0, 2))
     pts = cv2.goodFeaturesToTrack(g, int(max_keypoints), 0.01, 5, useHarrisDetector=harris, k=0.04)
     if pts is None:
         return np.zeros((0, 2))

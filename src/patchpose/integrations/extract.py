@@ -10,7 +10,7 @@ and ``image_size``.
 How a run survives a kill: every finished image is committed as its own small HDF5 file in
 ``OUT.parts/`` (written under a temporary name, then renamed: a part exists whole or not at all, and its
 group carries :data:`COMPLETE` as its last write). A rerun with the same settings skips the images whose part
-is there. When every image of the run is done, the parts are copied into ``OUT.partial``, which is renamed to
+is there. When every image of the run is done, the parts are copied into a new hidden file beside ``OUT``, renamed to
 ``OUT``, and the parts are removed; ``OUT`` itself is never half-written.
 
 ``shard=(i, n)`` takes images ``i, i + n, i + 2n, …`` of the folder's images sorted by relative path, so that
@@ -23,7 +23,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
 import re
 import shutil
 from collections.abc import Sequence
@@ -38,7 +37,7 @@ from ..data.patches import load_image
 from ..data.photos import IMAGE_EXTS, photos_of
 from ..errors import InputError, is_int_in, require
 from ..estimator import EstimatorLike, as_estimator
-from ..fileio import room_for, size_text, write_text_atomic
+from ..fileio import atomic_copy, room_for, size_text, write_text_atomic
 from ..matching.candidates import recipe_poses
 from ..matching.collection import unturn_settings, upright_collection
 from ..matching.features import features_at, sift_features
@@ -374,14 +373,12 @@ def extract_features(
 def _assemble(
     h5py, out: Path, sources: list[tuple[str, Path]], settings: dict, shard, total: int, kept: str, turns=None
 ) -> None:
-    """Copy each ``(name, file)`` image group into ``OUT.partial``, write the root attributes (``turns``: every
+    """Copy each ``(name, file)`` image group into a new file beside ``out``, write the root attributes (``turns``: every
     image's applied turn, where un-turned), rename; ``kept`` says where the sources stay if the write fails."""
-    partial = out.with_name(out.name + ".partial")
-    partial.unlink(missing_ok=True)
     # a full disk or a file-size limit is a message before HDF5 writes (it crashes on one), the parts kept
-    room_for(partial, sum(src.stat().st_size for _, src in sources) + 2**20, "features file")
-    try:
-        with h5py.File(partial, "w", libver="latest") as f:
+    room_for(out, sum(src.stat().st_size for _, src in sources) + 2**20, "features file")
+    try:  # written into a new temporary sibling (never a file of the user's), flushed, renamed over OUT
+        with atomic_copy(out, "features file") as partial, h5py.File(partial, "w", libver="latest") as f:
             f.attrs[SETTINGS] = json.dumps(settings, sort_keys=True)
             f.attrs[SHARD] = f"{shard[0]}/{shard[1]}"
             f.attrs[TOTAL] = int(total)
@@ -391,19 +388,15 @@ def _assemble(
                 with h5py.File(src, "r") as s:
                     parent = name.rpartition("/")[0]
                     f.copy(s[name], f.require_group(parent) if parent else f, name=name.rpartition("/")[2])
-        with open(partial, "rb+") as f:
-            os.fsync(f.fileno())
     except (
         OSError,
         RuntimeError,
     ) as e:  # the disk filled meanwhile (HDF5 raises either): the sources are kept
-        partial.unlink(missing_ok=True)
         free = size_text(shutil.disk_usage(out.parent).free)
         raise InputError(
             f"features file {out}: cannot write it ({' '.join(str(e).split())[:120]}; {free} free on its disk); "
             f"nothing was lost: {kept}; run the same command again once there is room"
         ) from None
-    os.replace(partial, out)
 
 
 def _groups(h5py, f) -> dict[str, object]:
@@ -432,7 +425,7 @@ def _check_finished(h5py, out: Path, settings: dict, names: list[str]) -> None:
 
 def merge_features(shards: Sequence[str | Path], out: str | Path) -> Path:
     """Join the files of ``patchpose extract --shard i/n`` (``i`` from 0 to ``n − 1``, each once) into one
-    features file ``out`` (written as ``OUT.partial``, then renamed) and return its path.
+    features file ``out`` (written beside it, then renamed) and return its path.
 
     A missing or repeated shard, an image in two files, files of other settings or another ``n``, or an
     image count that differs from the folder's, is an :class:`InputError` naming it."""

@@ -19,7 +19,6 @@ OpenCV, COLMAP and hloc all use; ours is the opposite sign (:mod:`patchpose.conv
 from __future__ import annotations
 
 import io
-import os
 from pathlib import Path
 
 import numpy as np
@@ -27,7 +26,7 @@ import numpy as np
 from .. import checks
 from ..conventions import REFERENCE_RADIUS, TWO_PI, from_colmap_xy, to_colmap_xy, to_cv2_size_angle
 from ..errors import InputError, require
-from ..fileio import atomic_copy, room_for, write_bytes_atomic
+from ..fileio import atomic_copy, room_for, write_bytes_atomic, write_text_atomic
 
 #: descriptor values per keypoint that COLMAP's text feature import reads (SIFT's, as uint8)
 COLMAP_DESCRIPTOR_DIM = 128
@@ -137,7 +136,7 @@ class HlocFeaturesWriter:
 
     ``add`` takes :func:`write_hloc_features`'s arguments; an image name replaces only the image of that name: a name
     that is a folder of other images (``db`` beside ``db/1.jpg``), one inside an image (``q.jpg/keypoints``) or one
-    with NUL or control characters is refused."""
+    with NUL, ``.`` or ``..`` parts, or a trailing ``/`` is refused (tabs and spaces are names as any)."""
 
     def __init__(self, path) -> None:
         self.h5py = require("h5py", "hloc")
@@ -439,9 +438,7 @@ def write_colmap_keypoints(path, xy, scale, ori, descriptors=None) -> None:
         row = [f"{k[i, 0]:.4f}", f"{k[i, 1]:.4f}", f"{k[i, 2]:.4f}", f"{k[i, 3]:.6f}"]
         row += [str(int(v)) for v in d[i]]
         lines.append(" ".join(row))
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text("\n".join(lines) + "\n")
-    os.replace(tmp, path)
+    write_text_atomic(path, "\n".join(lines) + "\n", "COLMAP keypoint file")
 
 
 def read_colmap_keypoints(path) -> dict:

@@ -142,6 +142,22 @@ def keypoints_at_poses(
     return res
 
 
+def _refuse_binary(extractor) -> None:
+    """A one-line :class:`InputError` for an OpenCV extractor of binary descriptors (ORB, BRISK, AKAZE: Hamming
+    norm), asked before it computes anything: bits cannot be averaged, and ORB at SIFT-sized keypoints asks OpenCV for
+    tens of gigabytes."""
+    norm = getattr(extractor, "defaultNorm", None)
+    try:
+        binary = callable(norm) and norm() in (cv2.NORM_HAMMING, cv2.NORM_HAMMING2)
+    except cv2.error:  # an extractor that cannot say: the check after compute stands
+        binary = False
+    if binary:
+        raise InputError(
+            f"{type(extractor).__name__} computes binary descriptors (Hamming norm): they cannot be blended; use a "
+            "float descriptor such as cv2.SIFT_create()"
+        )
+
+
 def compute_blended(
     extractor: cv2.Feature2D,
     image: np.ndarray,
@@ -198,6 +214,7 @@ def compute_blended(
         check_pool_octaves(pool_octaves)
     if not callable(getattr(extractor, "compute", None)):
         raise InputError("extractor must have a compute(image, keypoints) method, e.g. cv2.SIFT_create()")
+    _refuse_binary(extractor)
     kps = check_cv2_keypoints(keypoints)
     keep_size = flag(keep_size, "keep_size")
     if not kps:
