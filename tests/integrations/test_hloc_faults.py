@@ -141,7 +141,7 @@ if sys.argv[3] == "disk":  # changed in a copy on the disk, as a large file is
     if sys.argv[2] == "while-writing":
         formats.room_for = lambda *a, **k: None
 try:
-    formats.write_hloc_features(sys.argv[1], "big", *image(7, n=20_000))
+    formats.write_hloc_features(sys.argv[1], sys.argv[4] if len(sys.argv) > 4 else "big", *image(7, n=20_000))
 except InputError as e:
     print(e)
     sys.exit(2)
@@ -193,12 +193,15 @@ with open(os.path.join(os.path.dirname(path), "filler"), "wb") as f:  # the disk
 """
 
 
-@pytest.mark.parametrize("when", ["before", "while-writing"])
-@pytest.mark.parametrize("where", ["memory", "disk"])
-def test_a_real_full_disk_is_one_line_and_leaves_the_file_as_it_was(tmp_path, when, where):
-    """On a real disk that fills (a 4 MiB tmpfs with 1 MiB left), adding an image of 10 MB: refused before writing,
-    or (the room check skipped) stopped by the disk in our write or in HDF5's: one line naming the file, exit 2, no
-    crash, the file byte for byte as it was and no temporary file left on the disk."""
+@pytest.mark.parametrize(
+    "when, where, name",
+    [(w, p, "big") for w in ("before", "while-writing") for p in ("memory", "disk")]
+    + [("while-writing", p, "small") for p in ("memory", "disk")],
+)
+def test_a_real_full_disk_is_one_line_and_leaves_the_file_as_it_was(tmp_path, when, where, name):
+    """On a real disk that fills (a 4 MiB tmpfs with 1 MiB left), adding an image of 10 MB, or replacing the one
+    there by it: refused before writing, or (the room check skipped) stopped by the disk in our write or in HDF5's:
+    one line naming the file, exit 2, no crash, the file byte for byte as it was and no temporary file left."""
     from conftest import on_small_disk
 
     (tmp_path / "fill.py").write_text(DATA + FILL)
@@ -210,7 +213,7 @@ def test_a_real_full_disk_is_one_line_and_leaves_the_file_as_it_was(tmp_path, wh
         f"""
         "$PY" {t}/fill.py "$DISK/f.h5" 1048576 || exit 98
         cp "$DISK/f.h5" {t}/before.h5
-        "$PY" {t}/full.py "$DISK/f.h5" {when} {where} > {t}/out.txt; echo $? > {t}/rc.txt
+        "$PY" {t}/full.py "$DISK/f.h5" {when} {where} {name} > {t}/out.txt; echo $? > {t}/rc.txt
         cp "$DISK/f.h5" {t}/after.h5; ls -A "$DISK" > {t}/listing.txt
         """,
     )

@@ -12,7 +12,7 @@ import pytest
 from patchpose.data.patches import load_photo
 from patchpose.data.photos import demo_photo
 from patchpose.errors import InputError
-from patchpose.matching.collection import AGREE_DEG, collection_turns, upright_collection
+from patchpose.matching.collection import AGREE_DEG, collection_turns, upright_collection, upright_cue
 from patchpose.matching.upright import turn_image
 
 
@@ -84,6 +84,43 @@ def test_upright_is_the_largest_agreeing_set_ties_to_the_earliest():
     truth = np.array([3.0, -3.0, 0.5 * AGREE_DEG, -0.5 * AGREE_DEG])
     got = collection_turns(4, pair_turns(truth, itertools.combinations(range(4), 2)))
     np.testing.assert_allclose(wrap(got.degrees - truth), 0.0, atol=1e-9)
+
+
+def test_a_tie_goes_to_the_set_under_which_the_photos_look_upright():
+    """Two photos sideways (the first among them) and two upright: without a cue the first photo's set is upright;
+    with each photo's upright cue the set under which they look upright wins; a cue that ties keeps the first
+    photo's set, and a cue never overrides a larger set."""
+    truth = np.array([90.0, 0.0, 0.0, 90.0])
+    turns = pair_turns(truth, itertools.combinations(range(4), 2))
+    up = np.zeros((4, 4))
+    up[np.arange(4), (truth // 90).astype(int)] = 1.0  # photo k looks upright turned by truth[k]
+    np.testing.assert_allclose(wrap(collection_turns(4, turns).degrees - (truth - 90.0)), 0.0, atol=1e-9)
+    np.testing.assert_allclose(wrap(collection_turns(4, turns, up).degrees - truth), 0.0, atol=1e-9)
+    flat = np.ones((4, 4))
+    np.testing.assert_allclose(
+        wrap(collection_turns(4, turns, flat).degrees - (truth - 90.0)), 0.0, atol=1e-9
+    )
+    three = np.array([90.0, 0.0, 90.0, 90.0])  # three sideways: they are upright, whatever the cue says
+    up3 = np.zeros((4, 4))
+    up3[np.arange(4), (three // 90).astype(int)] = 1.0
+    got = collection_turns(4, pair_turns(three, itertools.combinations(range(4), 2)), up3)
+    np.testing.assert_allclose(wrap(got.degrees - (three - 90.0)), 0.0, atol=1e-9)
+    with pytest.raises(InputError, match=r"up must be \(4, 4\)"):
+        collection_turns(4, turns, np.ones((3, 4)))
+
+
+def test_the_upright_cue_finds_the_sky_above():
+    """The cue of a photo brighter above than below is highest unturned; of the photo turned 90° counter-clockwise,
+    highest turned a further 270°; of the astronaut (a light background above), upright; and in a collection of
+    its crops half turned sideways, the first among them, the votes un-turn every crop upright."""
+    ramp = np.repeat(np.linspace(255, 0, 120)[:, None], 160, 1).astype(np.uint8)
+    assert np.argmax(upright_cue(ramp)) == 0 and np.argmax(upright_cue(np.rot90(ramp, 1))) == 3
+    photo = np.asarray(load_photo(demo_photo(), 480))
+    assert np.argmax(upright_cue(photo)) == 0
+    parts = [photo[:, :400], photo[:, 40:440], photo[:, 80:], photo[20:, 10:410]]
+    turned = [turn_image(p, d)[0] for p, d in zip(parts, (90.0, 0.0, 0.0, 90.0))]
+    got = upright_collection(turned)
+    np.testing.assert_allclose(wrap(got.degrees - np.array([-90.0, 0.0, 0.0, -90.0])), 0.0, atol=2.0)
 
 
 def test_the_votes_of_a_collection_find_each_photos_turn():

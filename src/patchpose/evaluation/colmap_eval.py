@@ -54,7 +54,7 @@ from ..integrations.extract import image_names
 from ..integrations.kornia import aliked_extractor
 from ..integrations.opencv import sift_descriptors
 from ..matching.candidates import gradient_angles
-from ..matching.collection import CollectionTurns, collection_turns, unturn_settings
+from ..matching.collection import CollectionTurns, collection_turns, unturn_settings, upright_cue
 from ..matching.describe import Describer
 from ..matching.features import Features, sift_detected
 from ..matching.rectify import first_pass_affine
@@ -172,7 +172,8 @@ def sift_collection_turns(images: list[np.ndarray], max_keypoints: int = 2000) -
     """Each photo's turn from SIFT's pairwise turns averaged as our votes' are
     (:func:`~patchpose.matching.collection.collection_turns`): ``aliked_sift``, the model-free peer at its best
     cost: SIFT detected and described once a photo, each pair's ratio-test matches → one affine map (RANSAC,
-    ``rectify``'s first pass) → its turn (:func:`~.upright_eval.affine_turn`)."""
+    ``rectify``'s first pass) → its turn (:func:`~.upright_eval.affine_turn`); ties of upright broken by the same
+    :func:`~patchpose.matching.collection.upright_cue`."""
     describer = Describer()
     feats = [sift_detected(im, max_keypoints) for im in images]
     pairs = []
@@ -181,7 +182,7 @@ def sift_collection_turns(images: list[np.ndarray], max_keypoints: int = 2000) -
             t = affine_turn(first_pass_affine(feats[i], feats[j], describer)[0])
             if t.found:
                 pairs.append((i, j, t.degrees))
-    return collection_turns(len(images), pairs)
+    return collection_turns(len(images), pairs, np.array([upright_cue(im) for im in images]).reshape(-1, 4))
 
 
 def _reconstruct_learned(images, out, pose, est, peers, max_keypoints, seed, threads, progress) -> dict:
