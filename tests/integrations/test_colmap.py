@@ -474,3 +474,21 @@ def test_every_other_frame_turned_from_the_second_or_the_first(tmp_path):
             a = cv2.imread(str(src / n), cv2.IMREAD_UNCHANGED)
             want = cv2.rotate(a, cv2.ROTATE_90_CLOCKWISE) if i % 2 == first else a
             np.testing.assert_array_equal(cv2.imread(str(dest / n), cv2.IMREAD_UNCHANGED), want)
+
+
+def test_every_other_frame_turned_by_its_own_angle_says_its_angles(tmp_path):
+    """``turn_every_other(any_angle=True)``: frames 1, 3, … each turned by its own seeded angle on a canvas that holds
+    it (``turn_image``), the angles in ``turns.json``; the others as they are; the same angles every time."""
+    from patchpose.matching.upright import turn_image
+
+    src = write_images(tmp_path / "src", 4, size=32)
+    names = sorted(p.name for p in src.glob("*.png"))
+    dest = turn_every_other(src, tmp_path / "any", any_angle=True)
+    turns = json.loads((dest / "turns.json").read_text())
+    assert sorted(turns) == [names[1], names[3]] and all(0 <= d < 360 for d in turns.values())
+    for i, n in enumerate(names):
+        a = cv2.imread(str(src / n), cv2.IMREAD_COLOR)
+        want = turn_image(a, turns[n])[0] if i % 2 else a
+        np.testing.assert_array_equal(cv2.imread(str(dest / n), cv2.IMREAD_COLOR), want)
+    again = turn_every_other(src, tmp_path / "again", any_angle=True)
+    assert json.loads((again / "turns.json").read_text()) == turns

@@ -492,7 +492,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         nargs="+",
         choices=SETS,
         default=list(DEFAULT_SETS),
-        help="upright; turned: frames 1, 3, 5, ... turned 90 degrees clockwise; turned_first: frames 0, 2, 4, ...",
+        help="upright; turned: frames 1, 3, 5, ... turned 90 degrees clockwise; turned_first: frames 0, 2, 4, ...; "
+        "turned_any: frames 1, 3, 5, ... each turned by its own angle (seeded), on a canvas that holds it",
     )
     co.add_argument(
         "--max-keypoints", type=int, default=8192, help="COLMAP's SIFT features per image, at most"

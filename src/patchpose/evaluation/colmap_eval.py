@@ -29,13 +29,15 @@ at most ``max_keypoints`` a photo, mutual nearest neighbours, COLMAP's cameras, 
 pose. Each run is a folder ``OUT/runs/{set}/{pose}-seed{s}/`` (``{pose}@{model}`` for the poses that
 read a model, so that another ``--weights`` adds runs beside the others), reused when it is finished: an
 interrupted evaluation continues where it stopped. The turned copies are made once in ``OUT/turned_images/``
-(frames 1, 3, 5, … of the sorted names turned by 90° clockwise, names kept). Outputs ``results.json`` (every run's
+(frames 1, 3, 5, … of the sorted names turned by 90° clockwise, names kept; ``turned_first``: frames 0, 2, …;
+``turned_any``: frames 1, 3, … each turned by its own angle, :func:`turn_every_other`). Outputs ``results.json`` (every run's
 statistics) and ``results.md`` (per set and pose: registered images, 3-D points, observations, mean track length,
 mean reprojection error, each stage's seconds; the mean over seeds with the range).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import time
@@ -58,6 +60,7 @@ from ..matching.collection import CollectionTurns, collection_turns, unturn_sett
 from ..matching.describe import Describer
 from ..matching.features import Features, sift_detected
 from ..matching.rectify import first_pass_affine
+from ..matching.upright import turn_image
 from .report import write_results
 from .upright_eval import affine_turn
 
@@ -73,7 +76,7 @@ POSES = ("colmap", "sift", "pose", "network", "upright", *LEARNED)
 OUR_POSES = ("network", "aliked_ours")
 #: the frames: as they are; frames 1, 3, 5, … turned 90° clockwise; frames 0, 2, 4, … turned (the first photo
 #: sideways: where as many photos are turned as not, un-turning keeps the first photo's way up)
-SETS = ("upright", "turned", "turned_first")
+SETS = ("upright", "turned", "turned_first", "turned_any")
 #: the sets' default (``turned_first`` only where asked: it tests un-turning's tie rule)
 DEFAULT_SETS = ("upright", "turned")
 DEFAULT_POSES = ("colmap", "sift", "pose", "network", "upright")
@@ -203,27 +206,43 @@ def _reconstruct_learned(images, out, pose, est, peers, max_keypoints, seed, thr
     )  # fmt: skip
 
 
-def turn_every_other(images: str | Path, dest: str | Path, first: int = 1) -> Path:
+#: the seed of the turns of ``--sets turned_any`` (each turned frame's angle drawn once, uniform in [0, 360))
+ANY_TURN_SEED = 0
+
+
+def turn_every_other(images: str | Path, dest: str | Path, first: int = 1, any_angle: bool = False) -> Path:
     """Copy the images below ``images`` into the new folder ``dest`` (same relative names), frames 1, 3, 5,
     … of the sorted names (``first=0``: 0, 2, 4, …) turned by 90° clockwise (``cv2.rotate``), the others as they are; written as
-    ``DEST.partial`` and renamed. An existing ``dest`` is taken as made by this function."""
+    ``DEST.partial`` and renamed. An existing ``dest`` is taken as made by this function. ``any_angle``: each turned
+    frame turned instead by its own angle, drawn uniform in [0, 360) (:data:`ANY_TURN_SEED`), on a canvas that holds
+    it (:func:`~patchpose.matching.upright.turn_image`, black around), the angles written to ``DEST/turns.json``
+    (degrees counter-clockwise by name)."""
     dest = Path(dest)
     names = image_names(images)
     if dest.is_dir():
         return dest
     work = dest.with_name(dest.name + ".partial")
     shutil.rmtree(work, ignore_errors=True)
+    angles = np.random.default_rng(ANY_TURN_SEED).uniform(0.0, 360.0, len(names))
+    turned = {}
     for i, (name, path) in enumerate(names):
         target = work / name
         target.parent.mkdir(parents=True, exist_ok=True)
         if i % 2 != first:
             shutil.copyfile(path, target)
             continue
-        image = cv2.imread(str(path), cv2.IMREAD_UNCHANGED)
+        image = cv2.imread(str(path), cv2.IMREAD_COLOR if any_angle else cv2.IMREAD_UNCHANGED)
         if image is None:
             raise InputError(f"cannot read image {path}")
-        if not cv2.imwrite(str(target), cv2.rotate(image, cv2.ROTATE_90_CLOCKWISE)):
+        if any_angle:
+            turned[name] = round(float(angles[i]), 3)
+            image = turn_image(image, turned[name])[0]
+        else:
+            image = cv2.rotate(image, cv2.ROTATE_90_CLOCKWISE)
+        if not cv2.imwrite(str(target), image):
             raise InputError(f"cannot write {target}")
+    if any_angle:
+        (work / "turns.json").write_text(json.dumps(turned, indent=1))
     os.replace(work, dest)
     return dest
 
@@ -269,6 +288,8 @@ def evaluate_colmap(
         folders["turned"] = turn_every_other(folder, out / "turned_images")
     if "turned_first" in sets:
         folders["turned_first"] = turn_every_other(folder, out / "turned_first_images", first=0)
+    if "turned_any" in sets:
+        folders["turned_any"] = turn_every_other(folder, out / "turned_any_images", any_angle=True)
     t0 = time.perf_counter()
     runs = []
     for s in sets:
