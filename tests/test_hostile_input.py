@@ -776,6 +776,16 @@ def test_every_writer_into_a_place_it_cannot_write_is_one_line_and_leaves_nothin
     monkeypatch.setattr(os, "fsync", real)
     assert not list(out.iterdir())
 
+    def interrupted(fd):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(os, "fsync", interrupted)  # Ctrl-C while writing: no temporary file either
+    for write in writers.values():
+        with pytest.raises(KeyboardInterrupt):
+            write(out)
+    monkeypatch.setattr(os, "fsync", real)
+    assert not list(out.iterdir())
+
 
 def test_a_budget_of_zero_keypoints_finds_none_and_a_nan_image_is_refused_without_a_warning(recwarn):
     """OpenCV reads a budget of 0 as "all": Harris and Shi-Tomasi corners returned every corner (#62); a NaN image

@@ -64,11 +64,13 @@ def check_detector_scale(detector_scale, n: int) -> np.ndarray:
     broadcast)."""
     if detector_scale is None:
         return np.zeros(n)
-    # booleans, strings and complex values are not numbers (checks.real_array); tensors read as values
-    return checks.per_point(
-        detector_scale, n, "detector_scale", f"finite log2 scales within ±{MAX_FRAME:g}, radius 16·2**s px",
-        -MAX_FRAME, MAX_FRAME,
-    )  # fmt: skip
+    # booleans, strings and complex values are not numbers (checks.real_array); tensors read as values; one value
+    # in an array of one is one value for every keypoint, as a number is
+    what = f"finite log2 scales within ±{MAX_FRAME:g}, radius 16·2**s px"
+    values = checks.real_array(detector_scale, "detector_scale", f"a number or {n} numbers ({what})")
+    if values.size == 1:
+        values = values.reshape(())
+    return checks.per_point(values, n, "detector_scale", what, -MAX_FRAME, MAX_FRAME)
 
 
 #: inputs per forward pass of a log-polar model (fastest measured on our 2-core CPUs); 32 for a Cartesian one

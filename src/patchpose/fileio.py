@@ -77,7 +77,7 @@ def _target(path: Path, what: str) -> Path:
     return real
 
 
-def _new_temp(real: Path, path: Path, what: str) -> tuple[int, Path]:
+def _new_temp(real: Path, path: Path, what: str, suffix: str = "") -> tuple[int, Path]:
     """A new temporary sibling of ``real`` (unique, ``mkstemp``) and its open descriptor; siblings older than
     :data:`STALE_SECONDS` (killed writers') are removed first. A folder that cannot be written (read-only, its
     permissions, missing) is a one-line :class:`InputError` naming ``what`` and ``path``."""
@@ -91,7 +91,7 @@ def _new_temp(real: Path, path: Path, what: str) -> tuple[int, Path]:
         except OSError:  # another writer's, renamed or removed meanwhile
             pass
     try:
-        fd, name = tempfile.mkstemp(prefix=f".{real.name}{TEMP_SUFFIX}", dir=real.parent)
+        fd, name = tempfile.mkstemp(prefix=f".{real.name}{TEMP_SUFFIX}", suffix=suffix, dir=real.parent)
     except OSError as e:
         raise _write_error(e, path, real, 0, what) from None
     return fd, Path(name)
@@ -142,6 +142,33 @@ def write_bytes_atomic(path: str | Path, data: bytes, what: str = "file") -> Pat
     except OSError as e:
         tmp.unlink(missing_ok=True)
         raise _write_error(e, path, real, len(data), what) from None
+    except BaseException:  # an interrupt (Ctrl-C) while writing: no temporary file left behind
+        tmp.unlink(missing_ok=True)
+        raise
+    return path
+
+
+def write_through(path: str | Path, write, what: str = "file") -> Path:
+    """Write ``path`` by ``write(tmp)`` into a new temporary sibling that keeps ``path``'s suffix (for writers that
+    choose the format by it: matplotlib, OpenCV), flushed and renamed, with :func:`write_bytes_atomic`'s guarantees:
+    a failure or an interrupt leaves the old file (or none) and no temporary file; an ``OSError`` is a one-line
+    :class:`InputError` naming ``what``."""
+    path = Path(path)
+    real = _target(path, what)
+    fd, tmp = _new_temp(real, path, what, suffix=path.suffix)
+    os.close(fd)
+    try:
+        write(tmp)
+        with open(tmp, "rb+") as f:
+            os.fsync(f.fileno())
+        _commit(tmp, real)
+    except OSError as e:
+        written = tmp.stat().st_size if tmp.exists() else 0
+        tmp.unlink(missing_ok=True)
+        raise _write_error(e, path, real, written, what) from None
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
     return path
 
 
@@ -176,7 +203,15 @@ def atomic_copy(path: str | Path, what: str = "file"):
 
 
 def _umask() -> int:
-    """This process's umask (read by setting it and setting it back)."""
+    """This process's umask: from ``/proc/self/status`` where Linux gives it (reading it by setting it and setting it
+    back, the fallback, is not safe while other threads create files)."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
     mask = os.umask(0o022)
     os.umask(mask)
     return mask

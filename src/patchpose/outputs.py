@@ -7,7 +7,6 @@ from __future__ import annotations
 import csv
 import io
 import json
-import os
 from pathlib import Path
 
 import cv2
@@ -15,14 +14,9 @@ import numpy as np
 
 from .conventions import REFERENCE_RADIUS
 from .errors import InputError
-from .fileio import write_text_atomic
+from .fileio import write_text_atomic, write_through
 
 POSE_FORMATS = ("json", "csv")
-
-
-def _tmp(path: Path) -> Path:
-    """The temporary sibling of ``path`` that keeps its suffix (image writers pick the format by it)."""
-    return path.with_name(path.stem + ".tmp" + path.suffix)
 
 
 def draw_poses(
@@ -90,13 +84,8 @@ def draw_poses(
     fig.tight_layout()
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = _tmp(path)
     try:
-        fig.savefig(tmp)
-        os.replace(tmp, path)
-    except OSError as e:  # a full disk, a folder that cannot be written: no temporary file left
-        tmp.unlink(missing_ok=True)
-        raise InputError(f"picture {path}: cannot write it ({e.strerror or e})") from None
+        write_through(path, fig.savefig, "picture")
     finally:
         plt.close(fig)
     return path
@@ -171,15 +160,12 @@ def write_matches_picture(
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     pic = draw_matches(image1, image2, xy1, xy2, matches, correct)
-    tmp = _tmp(path)
-    try:
+
+    def write(tmp: Path) -> None:
         if not cv2.imwrite(str(tmp), cv2.cvtColor(pic, cv2.COLOR_RGB2BGR)):
-            raise OSError(f"OpenCV could not write {tmp.name}")
-        os.replace(tmp, path)
-    except OSError as e:  # a full disk, a folder that cannot be written: no temporary file left
-        tmp.unlink(missing_ok=True)
-        raise InputError(f"picture {path}: cannot write it ({e.strerror or e})") from None
-    return path
+            raise OSError(f"OpenCV could not write a {path.suffix or 'suffix-less'} picture")
+
+    return write_through(path, write, "picture")
 
 
 def write_matches_csv(

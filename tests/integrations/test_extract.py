@@ -395,3 +395,57 @@ def test_a_users_file_beside_the_output_is_never_touched(plane, tmp_path):
     ex.extract_features(views, tmp_path / "f.h5", extract=named(upright_sift_extractor, "t"), progress=False)
     assert mine.read_text() == "a user's notes"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["f.h5", "f.h5.partial"]
+
+
+def test_a_resume_votes_again_where_the_folder_changed_and_redoes_parts_of_other_turns(
+    plane, tmp_path, monkeypatch
+):
+    """A damaged ``turns.json`` is voted again (not a traceback); a part extracted at another turn than the new vote
+    (the folder changed between the runs) is extracted again, so that every group is at the file's turns."""
+    from conftest import upright_sift_extractor
+
+    _, turned = plane
+    feature = named(upright_sift_extractor, "upright SIFT (test)")
+    out = tmp_path / "f.h5"
+    parts = tmp_path / "f.h5.parts"
+    calls = []
+    real = ex.upright_collection
+
+    def counted(*a, **k):
+        calls.append(1)
+        return real(*a, **k)
+
+    monkeypatch.setattr(ex, "upright_collection", counted)
+    seen = []
+
+    def stops_at_third(image):
+        seen.append(1)
+        if len(seen) == 3:
+            raise RuntimeError("stopped")
+        return upright_sift_extractor(image)
+
+    stops_at_third.name = feature.name
+    with pytest.raises(RuntimeError):
+        ex.extract_features(turned, out, extract=stops_at_third, unturn=True, progress=False)
+    saved = json.loads((parts / "turns.json").read_text())
+    # the turns change under the finished parts (as if the folder had changed): 01.png now un-turned by 0
+    saved["01.png"]["applied"] = 0.0
+    (parts / "turns.json").write_text(json.dumps(saved))
+    monkeypatch.setattr(ex, "upright_collection", lambda *a, **k: pytest.fail("voted again"))
+    got = groups(ex.extract_features(turned, out, extract=feature, unturn=True, progress=False))
+    assert got["01.png"]["patchpose_turn_applied"] == 0.0  # redone at the file's turn, not kept at 90
+    with h5py.File(out, "r") as f:
+        assert json.loads(f.attrs[ex.TURNS])["01.png"] == 0.0
+    out.unlink()
+    monkeypatch.setattr(ex, "upright_collection", counted)
+    for bad in ("{not json", "[1, 2]", json.dumps({n: {"degrees": "x"} for n in saved})):
+        with pytest.raises(RuntimeError):
+            seen.clear()
+            ex.extract_features(
+                turned, tmp_path / "g.h5", extract=stops_at_third, unturn=True, progress=False
+            )
+        (tmp_path / "g.h5.parts" / "turns.json").write_text(bad)
+        before = len(calls)
+        ex.extract_features(turned, tmp_path / "g.h5", extract=feature, unturn=True, progress=False)
+        assert len(calls) == before + 1  # voted again, no traceback
+        (tmp_path / "g.h5").unlink()

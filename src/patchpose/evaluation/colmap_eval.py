@@ -75,7 +75,8 @@ POSES = ("colmap", "sift", "pose", "network", "upright", *LEARNED)
 #: the poses that read the model
 OUR_POSES = ("network", "aliked_ours")
 #: the frames: as they are; frames 1, 3, 5, … turned 90° clockwise; frames 0, 2, 4, … turned (the first photo
-#: sideways: where as many photos are turned as not, un-turning keeps the first photo's way up)
+#: sideways: where as many photos are turned as not, the upright cue decides which way is up); frames 1, 3, 5, …
+#: each turned by its own angle
 SETS = ("upright", "turned", "turned_first", "turned_any")
 #: the sets' default (``turned_first`` only where asked: it tests un-turning's tie rule)
 DEFAULT_SETS = ("upright", "turned")

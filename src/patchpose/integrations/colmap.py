@@ -301,7 +301,8 @@ def run_reconstruction(
         shutil.rmtree(work)
     work.mkdir(parents=True)
     try:  # COLMAP's database writer aborts the process on a full disk (SQLite's error in a thread): room first
-        room_for(out, _room_needed(len(names), max_keypoints), "COLMAP's output")
+        need, database = _room_needed(len(names), max_keypoints)
+        room_for(out, need, "COLMAP's output", total=database)
     except InputError:
         shutil.rmtree(work)
         raise
@@ -374,10 +375,15 @@ def run_reconstruction(
     return stats
 
 
-def _room_needed(images: int, max_keypoints: int) -> int:
-    """Bytes a reconstruction's folder may need, counted high: per keypoint its row and descriptor in the database,
-    SQLite's journal of them and its 2-D point in the model (384 bytes), per image 64 KiB, and 1 MiB."""
-    return images * (int(max_keypoints) * 384 + 2**16) + 2**20
+def _room_needed(images: int, max_keypoints: int) -> tuple[int, int]:
+    """Bytes a reconstruction's folder may need, and its database: per keypoint its row and descriptor in the
+    database and SQLite's journal of them (360 bytes) and its 2-D point in the model (24), per image 64 KiB, per pair
+    of images 8 KiB (its matches and verified inliers: TUM's 136 pairs took 3.7 KB each), and 1 MiB. An estimate,
+    counted high for the keypoints, not a bound for the pairs: photos whose every pair matches thousands of keypoints
+    may take more."""
+    pairs = images * (images - 1) // 2
+    database = images * (int(max_keypoints) * 360 + 2**16) + pairs * 2**13 + 2**20
+    return database + images * int(max_keypoints) * 24, database
 
 
 @contextlib.contextmanager

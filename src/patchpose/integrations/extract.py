@@ -10,7 +10,7 @@ and ``image_size``.
 How a run survives a kill: every finished image is committed as its own small HDF5 file in
 ``OUT.parts/`` (written under a temporary name, then renamed: a part exists whole or not at all, and its
 group carries :data:`COMPLETE` as its last write). A rerun with the same settings skips the images whose part
-is there. When every image of the run is done, the parts are copied into a new hidden file beside ``OUT``, renamed to
+is there. When every image of the run is done, the parts are copied into ``OUT.parts/joined.h5``, renamed to
 ``OUT``, and the parts are removed; ``OUT`` itself is never half-written.
 
 ``shard=(i, n)`` takes images ``i, i + n, i + 2n, …`` of the folder's images sorted by relative path, so that
@@ -23,6 +23,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import os
 import re
 import shutil
 from collections.abc import Sequence
@@ -197,8 +198,15 @@ def _collection_turns(parts: Path, everything: list[tuple[str, Path]], estimator
     saved = parts / "turns.json"
     names = [name for name, _ in everything]
     if saved.is_file():
-        turns = json.loads(saved.read_text())
-        if sorted(turns) == sorted(names):
+        try:
+            turns = json.loads(saved.read_text())
+            ok = sorted(turns) == sorted(names) and all(
+                isinstance(t, dict) and {type(t.get(k)) for k in ("degrees", "applied")} <= {float, int}
+                and isinstance(t.get("found"), bool) for t in turns.values()
+            )  # fmt: skip
+        except (ValueError, TypeError, AttributeError):  # a damaged file: voted again
+            ok = False
+        if ok:  # the same folder: the same turns (another folder's, or a damaged file's, are voted again)
             return turns
     photos = _Photos([path for _, path in everything])
     got = upright_collection(photos, estimator=estimator, progress=progress)
@@ -227,13 +235,16 @@ def _part_path(parts: Path, name: str) -> Path:
     return parts / (hashlib.sha1(name.encode()).hexdigest()[:20] + ".h5")
 
 
-def _part_done(h5py, path: Path, name: str) -> bool:
-    """Whether ``path`` is a finished part of image ``name`` (its group carries :data:`COMPLETE`)."""
+def _part_done(h5py, path: Path, name: str, turn: float | None = None) -> bool:
+    """Whether ``path`` is a finished part of image ``name`` (its group carries :data:`COMPLETE`), extracted at the
+    turn ``turn`` where one is given (a part of an earlier vote, before the folder changed, is made again)."""
     if not path.is_file():
         return False
     try:
         with h5py.File(path, "r") as f:
-            return name in f and bool(f[name].attrs.get(COMPLETE, False))
+            if name not in f or not bool(f[name].attrs.get(COMPLETE, False)):
+                return False
+            return turn is None or float(f[name].attrs.get(f"{TURN}_applied", float("nan"))) == float(turn)
     except OSError:  # a damaged part is made again
         return False
 
@@ -334,7 +345,7 @@ def extract_features(
     bar = todo if tqdm is None else tqdm(todo, desc="images", unit="image")
     for name, path in bar:
         part = _part_path(parts, name)
-        if _part_done(h5py, part, name):
+        if _part_done(h5py, part, name, None if turns is None else turns[name]["applied"]):
             continue
         image = load_image(path)
         if extract is None:
@@ -364,21 +375,40 @@ def extract_features(
     sources = [(name, _part_path(parts, name)) for name, _ in todo]
     applied = None if turns is None else {name: turns[name]["applied"] for name, _ in everything}
     _assemble(
-        h5py, out, sources, settings, (i, n), len(everything), f"the finished images are in {parts}", applied
+        h5py,
+        out,
+        sources,
+        settings,
+        (i, n),
+        len(everything),
+        f"the finished images are in {parts}",
+        applied,
+        parts,
     )
     shutil.rmtree(parts)
     return out
 
 
 def _assemble(
-    h5py, out: Path, sources: list[tuple[str, Path]], settings: dict, shard, total: int, kept: str, turns=None
+    h5py,
+    out: Path,
+    sources: list[tuple[str, Path]],
+    settings: dict,
+    shard,
+    total: int,
+    kept: str,
+    turns=None,
+    work: Path | None = None,
 ) -> None:
-    """Copy each ``(name, file)`` image group into a new file beside ``out``, write the root attributes (``turns``: every
-    image's applied turn, where un-turned), rename; ``kept`` says where the sources stay if the write fails."""
+    """Copy each ``(name, file)`` image group into a new file, write the root attributes (``turns``: every image's
+    applied turn, where un-turned), flush it and rename it to ``out``; ``kept`` says where the sources stay if the
+    write fails. The new file is ``work/joined.h5`` where the run owns a folder ``work`` beside ``out`` (a kill leaves
+    it there, for the rerun to remove), else a new hidden sibling of ``out``."""
     # a full disk or a file-size limit is a message before HDF5 writes (it crashes on one), the parts kept
     room_for(out, sum(src.stat().st_size for _, src in sources) + 2**20, "features file")
-    try:  # written into a new temporary sibling (never a file of the user's), flushed, renamed over OUT
-        with atomic_copy(out, "features file") as partial, h5py.File(partial, "w", libver="latest") as f:
+
+    def join(path: Path) -> None:
+        with h5py.File(path, "w", libver="latest") as f:
             f.attrs[SETTINGS] = json.dumps(settings, sort_keys=True)
             f.attrs[SHARD] = f"{shard[0]}/{shard[1]}"
             f.attrs[TOTAL] = int(total)
@@ -388,6 +418,20 @@ def _assemble(
                 with h5py.File(src, "r") as s:
                     parent = name.rpartition("/")[0]
                     f.copy(s[name], f.require_group(parent) if parent else f, name=name.rpartition("/")[2])
+
+    try:
+        if work is None:
+            with atomic_copy(out, "features file") as partial:
+                join(partial)
+        else:
+            joined = work / "joined.h5"
+            try:
+                join(joined)
+                with open(joined, "rb+") as f:
+                    os.fsync(f.fileno())
+                os.replace(joined, out)
+            finally:
+                joined.unlink(missing_ok=True)
     except (
         OSError,
         RuntimeError,

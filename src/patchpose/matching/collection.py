@@ -10,7 +10,8 @@ upright.
 
 The turns fix the photos relative to one another only: upright is taken as the mean of the largest set of photos
 within :data:`AGREE_DEG` of one photo (most photos are taken upright); where sets tie (as many photos sideways as
-upright), the set that holds the earliest photo.
+upright), the set under which the photos look upright by :func:`upright_cue` (lighter above than below, summed over
+the photos; no network), and where that ties too, the set that holds the earliest photo.
 """
 
 from __future__ import annotations
@@ -72,13 +73,10 @@ def upright_cue(image: np.ndarray) -> np.ndarray:
     :func:`collection_turns` breaks a tie between as many photos sideways as upright with it."""
     import cv2
 
-    check_image(image)
-    g = image if image.ndim == 2 else cv2.cvtColor(np.ascontiguousarray(image), cv2.COLOR_RGB2GRAY)
+    f = check_image(image)  # float32 gray or RGB in [0, 1], whatever the input's type and channels
+    g = f if f.ndim == 2 else cv2.cvtColor(f, cv2.COLOR_RGB2GRAY)
     h, w = g.shape[:2]
-    small = cv2.resize(g.astype(np.float32), (128, max(3, round(128 * h / w))), interpolation=cv2.INTER_AREA)
-    if not np.isfinite(small).all():
-        return np.zeros(4)
-    small = small * (255.0 if g.dtype.kind == "f" else 1.0)
+    small = 255.0 * cv2.resize(g, (128, max(3, round(128 * h / w))), interpolation=cv2.INTER_AREA)
 
     def cue(a: np.ndarray) -> float:
         t = max(1, a.shape[0] // 3)
