@@ -779,6 +779,27 @@ def test_every_writer_into_a_place_it_cannot_write_is_one_line_and_leaves_nothin
     def interrupted(fd):
         raise KeyboardInterrupt
 
+    from patchpose.outputs import draw_poses, write_matches_picture
+
+    img = np.zeros((40, 50), np.uint8)
+    pictures = [
+        lambda p: draw_poses(img, xy, np.zeros(1), np.zeros(1), p),
+        lambda p: write_matches_picture(p, img, img, xy, xy, np.array([[0, 0]])),
+    ]
+    for (
+        picture
+    ) in pictures:  # a folder that is a file, no suffix, a type no writer knows: one line, nothing left
+        for name, why in (
+            ("a_file/x.png", "cannot make its folder"),
+            ("x", "suffix"),
+            ("x.weird", "cannot write"),
+        ):
+            with pytest.raises(patchpose.InputError, match=why) as e:
+                picture(tmp_path / name)
+            assert len(str(e.value).splitlines()) == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a_file", "out"]
+    writers["picture of poses"] = lambda p: pictures[0](p / "pic.png")
+    writers["picture of matches"] = lambda p: pictures[1](p / "pic.png")
     monkeypatch.setattr(os, "fsync", interrupted)  # Ctrl-C while writing: no temporary file either
     for write in writers.values():
         with pytest.raises(KeyboardInterrupt):

@@ -97,8 +97,9 @@ def _new_temp(real: Path, path: Path, what: str, suffix: str = "") -> tuple[int,
     return fd, Path(name)
 
 
-def _commit(tmp: Path, real: Path) -> None:
-    """Rename the finished temporary file over ``real`` with ``real``'s permission bits, and the rename to the disk."""
+def commit_temp(tmp: Path, real: Path) -> None:
+    """Rename the finished temporary file ``tmp`` (flushed) over ``real`` with ``real``'s permission bits (a new file:
+    the umask's), and the rename to the disk."""
     os.chmod(tmp, (real.stat().st_mode & 0o7777) if real.exists() else 0o666 & ~_umask())
     os.replace(tmp, real)
     try:
@@ -138,7 +139,7 @@ def write_bytes_atomic(path: str | Path, data: bytes, what: str = "file") -> Pat
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
-        _commit(tmp, real)
+        commit_temp(tmp, real)
     except OSError as e:
         tmp.unlink(missing_ok=True)
         raise _write_error(e, path, real, len(data), what) from None
@@ -161,7 +162,7 @@ def write_through(path: str | Path, write, what: str = "file") -> Path:
         write(tmp)
         with open(tmp, "rb+") as f:
             os.fsync(f.fileno())
-        _commit(tmp, real)
+        commit_temp(tmp, real)
     except OSError as e:
         written = tmp.stat().st_size if tmp.exists() else 0
         tmp.unlink(missing_ok=True)
@@ -193,7 +194,7 @@ def atomic_copy(path: str | Path, what: str = "file"):
         try:
             with open(tmp, "rb+") as f:
                 os.fsync(f.fileno())
-            _commit(tmp, real)
+            commit_temp(tmp, real)
         except OSError as e:
             raise _write_error(e, path, real, tmp.stat().st_size if tmp.exists() else size, what) from None
     finally:

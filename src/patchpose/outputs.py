@@ -19,6 +19,27 @@ from .fileio import write_text_atomic, write_through
 POSE_FORMATS = ("json", "csv")
 
 
+def _picture_path(path) -> Path:
+    """``path`` with its folder made, or a one-line :class:`InputError` (a folder in the way is a file)."""
+    path = Path(path)
+    if not path.suffix:
+        raise InputError(f"picture {path}: name its type by a suffix, e.g. {path}.png")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise InputError(f"picture {path}: cannot make its folder ({e.strerror or e})") from None
+    return path
+
+
+def _write_picture(path: Path, write) -> Path:
+    """:func:`~patchpose.fileio.write_through` of a picture; a type its writer does not know (the suffix) is a
+    one-line :class:`InputError` too."""
+    try:
+        return write_through(path, write, "picture")
+    except (ValueError, cv2.error) as e:  # matplotlib's and OpenCV's refusals of a format
+        raise InputError(f"picture {path}: cannot write it ({' '.join(str(e).split())[:160]})") from None
+
+
 def draw_poses(
     image: np.ndarray,
     xy: np.ndarray,
@@ -82,10 +103,9 @@ def draw_poses(
     ax.set_axis_off()
     ax.set_title(title or f"{len(xy)} keypoints: circle = scale, arrow = orientation", fontsize=10)
     fig.tight_layout()
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    path = _picture_path(path)
     try:
-        write_through(path, fig.savefig, "picture")
+        _write_picture(path, fig.savefig)
     finally:
         plt.close(fig)
     return path
@@ -157,15 +177,14 @@ def write_matches_picture(
 
     from .matching.draw import draw_matches
 
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    path = _picture_path(path)
     pic = draw_matches(image1, image2, xy1, xy2, matches, correct)
 
     def write(tmp: Path) -> None:
         if not cv2.imwrite(str(tmp), cv2.cvtColor(pic, cv2.COLOR_RGB2BGR)):
             raise OSError(f"OpenCV could not write a {path.suffix or 'suffix-less'} picture")
 
-    return write_through(path, write, "picture")
+    return _write_picture(path, write)
 
 
 def write_matches_csv(

@@ -385,7 +385,7 @@ def test_the_writer_leaves_out_scales_and_oris_for_a_feature_without_poses(tmp_p
 
 
 def test_a_users_file_beside_the_output_is_never_touched(plane, tmp_path):
-    """The file is joined in a new hidden sibling of the run's own (it was ``OUT.partial``, deleted if a user had a
+    """The file is joined in the run's own ``OUT.parts/joined.h5`` (it was ``OUT.partial``, deleted if a user had a
     file of that name, #62)."""
     from conftest import upright_sift_extractor
 
@@ -429,7 +429,7 @@ def test_a_resume_votes_again_where_the_folder_changed_and_redoes_parts_of_other
         ex.extract_features(turned, out, extract=stops_at_third, unturn=True, progress=False)
     saved = json.loads((parts / "turns.json").read_text())
     # the turns change under the finished parts (as if the folder had changed): 01.png now un-turned by 0
-    saved["01.png"]["applied"] = 0.0
+    saved["01.png"].update(degrees=0.0, applied=0.0)
     (parts / "turns.json").write_text(json.dumps(saved))
     monkeypatch.setattr(ex, "upright_collection", lambda *a, **k: pytest.fail("voted again"))
     got = groups(ex.extract_features(turned, out, extract=feature, unturn=True, progress=False))
@@ -438,7 +438,17 @@ def test_a_resume_votes_again_where_the_folder_changed_and_redoes_parts_of_other
         assert json.loads(f.attrs[ex.TURNS])["01.png"] == 0.0
     out.unlink()
     monkeypatch.setattr(ex, "upright_collection", counted)
-    for bad in ("{not json", "[1, 2]", json.dumps({n: {"degrees": "x"} for n in saved})):
+    nan = {n: {"degrees": float("nan"), "applied": float("nan"), "found": True} for n in saved}
+    off = {
+        n: {"degrees": 90.0, "applied": 0.0, "found": True} for n in saved
+    }  # not the turn its vote applies
+    for bad in (
+        "{not json",
+        "[1, 2]",
+        json.dumps({n: {"degrees": "x"} for n in saved}),
+        json.dumps(nan),
+        json.dumps(off),
+    ):
         with pytest.raises(RuntimeError):
             seen.clear()
             ex.extract_features(
@@ -449,3 +459,33 @@ def test_a_resume_votes_again_where_the_folder_changed_and_redoes_parts_of_other
         ex.extract_features(turned, tmp_path / "g.h5", extract=feature, unturn=True, progress=False)
         assert len(calls) == before + 1  # voted again, no traceback
         (tmp_path / "g.h5").unlink()
+
+
+def test_what_a_kill_in_the_join_or_after_it_leaves_the_rerun_removes(plane, tmp_path, monkeypatch):
+    """A join killed half-way leaves ``OUT.parts/joined.h5``: the rerun removes it before it asks for room; a kill
+    after the rename, before the parts are removed, leaves them: the rerun (the file complete) removes them."""
+    from conftest import upright_sift_extractor
+
+    views, _ = plane
+    feature = named(upright_sift_extractor, "t")
+    out, parts = tmp_path / "f.h5", tmp_path / "f.h5.parts"
+    monkeypatch.setattr(ex, "_assemble", lambda *a, **k: (_ for _ in ()).throw(RuntimeError("killed")))
+    with pytest.raises(RuntimeError):
+        ex.extract_features(views, out, extract=feature, progress=False)
+    (parts / "joined.h5").write_bytes(bytes(5_000_000))  # what the killed join left
+    monkeypatch.undo()
+    asked = []
+    real = ex.room_for
+
+    def watch(path, nbytes, what, total=None):
+        asked.append((parts / "joined.h5").exists())
+        return real(path, nbytes, what, total)
+
+    monkeypatch.setattr(ex, "room_for", watch)
+    monkeypatch.setattr(ex.shutil, "rmtree", lambda p: (_ for _ in ()).throw(RuntimeError("killed after")))
+    with pytest.raises(RuntimeError, match="killed after"):
+        ex.extract_features(views, out, extract=feature, progress=False)
+    assert asked == [False] and out.is_file() and parts.is_dir()
+    monkeypatch.undo()
+    ex.extract_features(views, out, extract=feature, progress=False)
+    assert not parts.exists()

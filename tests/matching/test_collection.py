@@ -115,6 +115,15 @@ def test_the_upright_cue_finds_the_sky_above():
     its crops half turned sideways, the first among them, the votes un-turn every crop upright."""
     ramp = np.repeat(np.linspace(255, 0, 120)[:, None], 160, 1).astype(np.uint8)
     assert np.argmax(upright_cue(ramp)) == 0 and np.argmax(upright_cue(np.rot90(ramp, 1))) == 3
+    for same in (
+        ramp[:, :, None],
+        ramp.astype(np.uint16) * 257,
+        np.dstack([ramp] * 4),
+        ramp / np.float32(255),
+    ):
+        np.testing.assert_allclose(
+            upright_cue(same), upright_cue(ramp), atol=0.1
+        )  # whatever type and channels
     photo = np.asarray(load_photo(demo_photo(), 480))
     assert np.argmax(upright_cue(photo)) == 0
     parts = [photo[:, :400], photo[:, 40:440], photo[:, 80:], photo[20:, 10:410]]

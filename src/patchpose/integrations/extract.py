@@ -23,6 +23,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import math
 import os
 import re
 import shutil
@@ -38,7 +39,7 @@ from ..data.patches import load_image
 from ..data.photos import IMAGE_EXTS, photos_of
 from ..errors import InputError, is_int_in, require
 from ..estimator import EstimatorLike, as_estimator
-from ..fileio import atomic_copy, room_for, size_text, write_text_atomic
+from ..fileio import atomic_copy, commit_temp, room_for, size_text, write_text_atomic
 from ..matching.candidates import recipe_poses
 from ..matching.collection import unturn_settings, upright_collection
 from ..matching.features import features_at, sift_features
@@ -202,7 +203,8 @@ def _collection_turns(parts: Path, everything: list[tuple[str, Path]], estimator
             turns = json.loads(saved.read_text())
             ok = sorted(turns) == sorted(names) and all(
                 isinstance(t, dict) and {type(t.get(k)) for k in ("degrees", "applied")} <= {float, int}
-                and isinstance(t.get("found"), bool) for t in turns.values()
+                and isinstance(t.get("found"), bool) and math.isfinite(t["degrees"])
+                and abs(t["applied"] - applied_turn(float(t["degrees"]))) < 0.01 for t in turns.values()
             )  # fmt: skip
         except (ValueError, TypeError, AttributeError):  # a damaged file: voted again
             ok = False
@@ -317,15 +319,18 @@ def extract_features(
         settings = _settings(est, detector, descriptor, max_keypoints)
     else:
         settings = _learned_settings(extract, unturn, estimator, detector, descriptor, max_keypoints)
+    parts = out.with_name(out.name + ".parts")
+    stated = {**settings, "shard": f"{i}/{n}"}
     if out.exists():
         _check_finished(h5py, out, settings, [name for name, _ in todo])
+        manifest = parts / "settings.json"
+        if manifest.is_file() and json.loads(manifest.read_text()) == json.loads(json.dumps(stated)):
+            shutil.rmtree(parts)  # the parts of this very file, left by a kill after its rename
         log.info("%s is complete already (%d images)", out, len(todo))
         return out
     out.parent.mkdir(parents=True, exist_ok=True)
-    parts = out.with_name(out.name + ".parts")
     parts.mkdir(exist_ok=True)
     manifest = parts / "settings.json"
-    stated = {**settings, "shard": f"{i}/{n}"}
     if manifest.is_file():
         if json.loads(manifest.read_text()) != json.loads(json.dumps(stated)):
             raise InputError(
@@ -340,6 +345,7 @@ def extract_features(
         write_text_atomic(manifest, json.dumps(stated, indent=1))
     for stale in parts.glob("*.tmp*"):  # a part a kill interrupted (the writer's own, and an older run's)
         stale.unlink()
+    (parts / "joined.h5").unlink(missing_ok=True)  # a join a kill interrupted: its room is the rerun's
     turns = _collection_turns(parts, everything, estimator, progress) if unturn else None
     tqdm = require("tqdm", "hloc").tqdm if progress else None
     bar = todo if tqdm is None else tqdm(todo, desc="images", unit="image")
@@ -405,7 +411,7 @@ def _assemble(
     write fails. The new file is ``work/joined.h5`` where the run owns a folder ``work`` beside ``out`` (a kill leaves
     it there, for the rerun to remove), else a new hidden sibling of ``out``."""
     # a full disk or a file-size limit is a message before HDF5 writes (it crashes on one), the parts kept
-    room_for(out, sum(src.stat().st_size for _, src in sources) + 2**20, "features file")
+    room_for(out, sum(p.stat().st_size for p in {src for _, src in sources}) + 2**20, "features file")
 
     def join(path: Path) -> None:
         with h5py.File(path, "w", libver="latest") as f:
@@ -429,7 +435,7 @@ def _assemble(
                 join(joined)
                 with open(joined, "rb+") as f:
                     os.fsync(f.fileno())
-                os.replace(joined, out)
+                commit_temp(joined, out)
             finally:
                 joined.unlink(missing_ok=True)
     except (

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..data.patches import check_image
+from ..data.patches import _as_float, check_image, check_image_shape, to_gray
 from ..errors import InputError
 from .upright import VOTE_KEYPOINTS, UprightTurn, _check_degrees, turn_between, voters
 
@@ -69,14 +69,22 @@ def _wrap(degrees: np.ndarray) -> np.ndarray:
 def upright_cue(image: np.ndarray) -> np.ndarray:
     """How much ``image`` looks upright when turned by 0, 90, 180 and 270° counter-clockwise: ``(4,)``, the mean gray
     of its top third minus its bottom third (sky and lights above, ground below), on a 128 px wide copy. Weak for one
-    photo (the upright turn scores highest for 40–88 % of photos), useful summed over a collection's photos, where
-    :func:`collection_turns` breaks a tie between as many photos sideways as upright with it."""
+    photo (the upright turn scores highest for 40 % of the train and val photos, 80–88 % of the shared sets'), useful
+    summed over a collection's photos, where :func:`collection_turns` breaks a tie between as many photos sideways as
+    upright with it."""
     import cv2
 
-    f = check_image(image)  # float32 gray or RGB in [0, 1], whatever the input's type and channels
-    g = f if f.ndim == 2 else cv2.cvtColor(f, cv2.COLOR_RGB2GRAY)
-    h, w = g.shape[:2]
-    small = 255.0 * cv2.resize(g, (128, max(3, round(128 * h / w))), interpolation=cv2.INTER_AREA)
+    h, w = check_image_shape(image)
+    a = image[:, :, :3] if image.ndim == 3 and image.shape[2] == 4 else image
+    a = a[:, :, 0] if a.ndim == 3 and a.shape[2] == 1 else a
+    if a.dtype not in (np.uint8, np.uint16, np.float32, np.float64):
+        a = a.astype(np.float32)  # OpenCV resizes these four; _as_float refuses what is no image
+    # shrunk first, in the photo's own type (a full-size float copy of a 24-megapixel photo is 290 MB), then read
+    # as float in [0, 1] (uint16 as uint8 alike; NaN refused) and as gray
+    small = cv2.resize(
+        np.ascontiguousarray(a), (128, max(3, round(128 * h / w))), interpolation=cv2.INTER_AREA
+    )
+    small = to_gray(_as_float(small)) * 255.0
 
     def cue(a: np.ndarray) -> float:
         t = max(1, a.shape[0] // 3)
