@@ -243,6 +243,21 @@ def named(extract, name: str):
     return run
 
 
+def stopping(extract, name: str, at: int):
+    """``extract`` (named ``name``) that raises ``RuntimeError("stopped")`` on its ``at``-th image: a run stopped
+    part-way, its finished parts kept."""
+    seen = []
+
+    def run(image):
+        seen.append(1)
+        if len(seen) == at:
+            raise RuntimeError("stopped")
+        return extract(image)
+
+    run.name = name
+    return run
+
+
 @pytest.fixture(scope="module")
 def plane(tmp_path_factory):
     """Four views of a textured plane (``views``) and the same with the 2nd and 4th turned 90° clockwise (``turned``)."""
@@ -306,15 +321,7 @@ def test_an_unturned_run_resumes_with_its_turns_and_shards_merge(plane, tmp_path
     whole = groups(
         ex.extract_features(turned, tmp_path / "whole.h5", extract=feature, unturn=True, progress=False)
     )
-    seen = []
-
-    def stops_at_third(image):
-        seen.append(1)
-        if len(seen) == 3:
-            raise RuntimeError("stopped")
-        return upright_sift_extractor(image)
-
-    stops_at_third.name = feature.name
+    stops_at_third = stopping(upright_sift_extractor, feature.name, 3)
     with pytest.raises(RuntimeError, match="stopped"):
         ex.extract_features(turned, tmp_path / "f.h5", extract=stops_at_third, unturn=True, progress=False)
     assert (tmp_path / "f.h5.parts" / "turns.json").is_file()
@@ -416,15 +423,7 @@ def test_a_resume_votes_again_where_the_folder_changed_and_redoes_parts_of_other
         return real(*a, **k)
 
     monkeypatch.setattr(ex, "upright_collection", counted)
-    seen = []
-
-    def stops_at_third(image):
-        seen.append(1)
-        if len(seen) == 3:
-            raise RuntimeError("stopped")
-        return upright_sift_extractor(image)
-
-    stops_at_third.name = feature.name
+    stops_at_third = stopping(upright_sift_extractor, feature.name, 3)
     with pytest.raises(RuntimeError):
         ex.extract_features(turned, out, extract=stops_at_third, unturn=True, progress=False)
     saved = json.loads((parts / "turns.json").read_text())
@@ -450,7 +449,7 @@ def test_a_resume_votes_again_where_the_folder_changed_and_redoes_parts_of_other
         json.dumps(off),
     ):
         with pytest.raises(RuntimeError):
-            seen.clear()
+            stops_at_third = stopping(upright_sift_extractor, feature.name, 3)
             ex.extract_features(
                 turned, tmp_path / "g.h5", extract=stops_at_third, unturn=True, progress=False
             )
