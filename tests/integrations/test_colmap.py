@@ -492,23 +492,3 @@ def test_every_other_frame_turned_by_its_own_angle_says_its_angles(tmp_path):
         np.testing.assert_array_equal(cv2.imread(str(dest / n), cv2.IMREAD_COLOR), want)
     again = turn_every_other(src, tmp_path / "again", any_angle=True)
     assert json.loads((again / "turns.json").read_text()) == turns
-
-
-@needs_pycolmap
-def test_a_photo_without_a_voted_turn_is_tried_at_the_four_quarter_turns(plane_turned, tmp_path):
-    """Votes that find no turn for the 2nd view (turned 90° clockwise): it is extracted at the four quarter turns and
-    matched against the views whose turn was found; 90° (counter-clockwise, which shows it upright) is kept, every
-    view registered, and the statistics say so (``found`` False, ``fallback`` True)."""
-    from types import SimpleNamespace
-
-    def votes_miss_one(images):
-        return SimpleNamespace(
-            degrees=np.array([0.0, 0.0, 0.0, 90.0]), found=np.array([True, False, True, True])
-        )
-
-    s = cm.run_reconstruction(plane_turned, tmp_path / "o", {"t": 3}, extract=upright_sift_extractor,
-                              turns=votes_miss_one, max_keypoints=600, seed=0, threads=1)  # fmt: skip
-    t = s["turns"]["01.png"]
-    assert (t["found"], t["fallback"], t["applied"]) == (False, True, 90.0)
-    assert not s["turns"]["03.png"]["fallback"] and s["turns"]["03.png"]["applied"] == 90.0
-    assert s["registered"] == 4

@@ -488,28 +488,3 @@ def test_what_a_kill_in_the_join_or_after_it_leaves_the_rerun_removes(plane, tmp
     monkeypatch.undo()
     ex.extract_features(views, out, extract=feature, progress=False)
     assert not parts.exists()
-
-
-def test_an_image_without_a_voted_turn_is_extracted_at_the_quarter_turn_that_matches(
-    plane, tmp_path, monkeypatch
-):
-    """Votes that find no turn for ``01.png`` (turned 90° clockwise): ``extract`` tries it at the four quarter turns
-    against the images whose turn was found and keeps 90° (its descriptors then the upright view's); the group and
-    ``turns.json`` say ``fallback``; a resume keeps it (votes nothing)."""
-    from types import SimpleNamespace
-
-    from conftest import upright_sift_extractor
-
-    views, turned = plane
-    feature = named(upright_sift_extractor, "t")
-    monkeypatch.setattr(ex, "upright_collection", lambda photos, **k: SimpleNamespace(
-        degrees=np.array([0.0, 0.0, 0.0, 90.0]), found=np.array([True, False, True, True])))  # fmt: skip
-    got = groups(ex.extract_features(turned, tmp_path / "f.h5", extract=feature, unturn=True, progress=False))
-    g = got["01.png"]
-    assert (g["patchpose_turn_found"], g["patchpose_turn_fallback"], g["patchpose_turn_applied"]) == (
-        False,
-        True,
-        90.0,
-    )
-    upright = groups(ex.extract_features(views, tmp_path / "up.h5", extract=feature, progress=False))
-    np.testing.assert_array_equal(g["descriptors"], upright["01.png"]["descriptors"])

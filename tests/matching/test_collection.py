@@ -181,22 +181,3 @@ def test_sifts_turns_averaged_alike_are_the_model_free_peer():
     got = sift_collection_turns(turned)
     assert got.found.all() and len(got.pairs) == 6
     np.testing.assert_allclose(wrap(got.degrees - np.array([0.0, -90.0, -180.0, -30.0])), 0.0, atol=2.0)
-
-
-def test_a_photo_is_tried_at_the_four_quarter_turns_against_references():
-    """``quarter_turn_of``: a crop turned 90° counter-clockwise, against an upright crop of the same photo, is kept
-    at 270° (which shows it upright), with the features of that extraction; without references it stays at 0°."""
-    import cv2
-
-    from conftest import upright_sift_extractor
-    from patchpose.matching.upright import extract_turned, quarter_turn_of
-
-    gray = cv2.cvtColor(np.asarray(load_photo(demo_photo(), 480)), cv2.COLOR_RGB2GRAY)
-    turned = turn_image(gray[:, 40:440], 90.0)[0]
-    ref = upright_sift_extractor(gray[:, :400])
-    degrees, xy, d = quarter_turn_of(turned, upright_sift_extractor, [ref])
-    assert degrees == 270.0
-    want = extract_turned(turned, upright_sift_extractor, 270.0)
-    np.testing.assert_array_equal(xy, want[0])
-    np.testing.assert_array_equal(d, want[1])
-    assert quarter_turn_of(turned, upright_sift_extractor, [])[0] == 0.0

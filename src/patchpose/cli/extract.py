@@ -90,8 +90,7 @@ def colmap_command(a: argparse.Namespace) -> int:
         turned = [n for n, t in s["turns"].items() if t["applied"] != 0.0]
         lost = [n for n, t in s["turns"].items() if not t["found"]]
         print(f"un-turned {len(turned)} of {len(s['turns'])} photos"
-              + (f"; no turn voted for {', '.join(lost)}: tried at the four quarter turns" if lost else "")
-              + " (stats.json: turns)")  # fmt: skip
+              + (f"; no turn found for {', '.join(lost)}" if lost else "") + " (stats.json: turns)")  # fmt: skip
     print(f"wrote {a.out} (stats.json; project.ini and sparse/0 open in COLMAP's GUI)")
     return 0
 

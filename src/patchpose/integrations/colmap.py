@@ -172,10 +172,9 @@ def reconstruct(
         ``{"images", "registered", "points3D", "distinct_points3D", "observations", "track_length",
         "reprojection_px", "models", "keypoints", "matches", "verified_pairs", "inlier_matches", "seconds",
         "stage_seconds", "settings"}`` (``registered`` etc. of the model with the most registered images; 0 and None
-        without a model), and ``turns`` (``{name: {"degrees", "applied", "found", "fallback"}}``: the voted turn, the
-        turn the photo was extracted at, within :data:`~patchpose.matching.upright.SNAP_DEG` of a quarter turn that
-        quarter turn, whether a turn was found, and whether, none found, the four quarter turns were tried against
-        photos whose turn was, :func:`~patchpose.matching.upright.quarter_turn_of`) where photos were un-turned.
+        without a model), and ``turns`` (``{name: {"degrees", "applied", "found"}}``: the voted turn, the turn the
+        photo was extracted at, within :data:`~patchpose.matching.upright.SNAP_DEG` of a quarter turn that quarter
+        turn, and whether a turn was found) where photos were un-turned.
     """
     check_settings(max_keypoints, seed, threads)
     require("pycolmap", "colmap")
@@ -452,7 +451,7 @@ def _learned_features(
     from tqdm import tqdm
 
     from ..matching.matcher import mutual_nn
-    from ..matching.upright import FALLBACK_REFERENCES, extract_turned, quarter_turn_of
+    from ..matching.upright import extract_turned
 
     bar = dict(disable=not progress, file=sys.stderr)
     found = None if turns is None else np.ones(len(names), bool)
@@ -473,28 +472,14 @@ def _learned_features(
         db = pycolmap.Database.open(db_path)
         try:
             ids = {im.name: im.image_id for im in db.read_all_images()}
-            feats: list = [None] * len(images)
-            applied = None if turns is None else [applied_turn(float(t)) for t in turns]
-            fallback = np.zeros(len(names), bool)
-            # the photos whose turn was found first: a photo without one is tried at the four quarter turns
-            # against them (quarter_turn_of: 4 extractions instead of one)
-            order = np.argsort(~found, kind="stable") if found is not None else range(len(images))
-            for k in tqdm(order, desc="features", unit="image", **bar):
+            feats = []
+            for k in tqdm(range(len(images)), desc="features", unit="image", **bar):
                 name = names[k]
                 _loaded(images[k], folder / name, db.read_camera(db.read_image(ids[name]).camera_id))
-                refs = (
-                    [feats[r] for r in np.flatnonzero(found)[:FALLBACK_REFERENCES]]
-                    if found is not None
-                    else []
-                )
-                if found is not None and not found[k] and refs:
-                    applied[k], xy, d = quarter_turn_of(images[k], extract, refs)
-                    fallback[k] = True
-                else:
-                    xy, d = extract_turned(images[k], extract, applied[k] if applied is not None else 0.0)
-                feats[k] = (xy[:max_keypoints], d[:max_keypoints])
+                xy, d = extract_turned(images[k], extract, float(turns[k]) if turns is not None else 0.0)
+                feats.append((xy[:max_keypoints], d[:max_keypoints]))
                 db.write_keypoints(
-                    ids[name], np.ascontiguousarray(feats[k][0] + 0.5, np.float32)
+                    ids[name], np.ascontiguousarray(feats[-1][0] + 0.5, np.float32)
                 )  # COLMAP: 0.5
         finally:
             db.close()
@@ -523,8 +508,8 @@ def _learned_features(
     if turns is None:
         return None
     return {
-        n: {"degrees": round(float(t), 3), "applied": a, "found": bool(f), "fallback": bool(b)}
-        for n, t, a, f, b in zip(names, turns, applied, found, fallback)
+        n: {"degrees": round(float(t), 3), "applied": applied_turn(float(t)), "found": bool(f)}
+        for n, t, f in zip(names, turns, found)
     }
 
 

@@ -43,14 +43,7 @@ from ..fileio import atomic_copy, commit_temp, room_for, size_text, write_text_a
 from ..matching.candidates import recipe_poses
 from ..matching.collection import unturn_settings, upright_collection
 from ..matching.features import features_at, sift_features
-from ..matching.upright import (
-    FALLBACK_REFERENCES,
-    QUARTER_TURNS,
-    Extractor,
-    applied_turn,
-    extract_turned,
-    quarter_turn_of,
-)
+from ..matching.upright import Extractor, applied_turn, extract_turned
 from .formats import HlocFeaturesWriter
 from .opencv import keypoints_at_poses
 
@@ -199,15 +192,10 @@ def _learned_settings(extract, unturn, estimator, detector: str, descriptor: str
     }
 
 
-def _collection_turns(
-    parts: Path, everything: list[tuple[str, Path]], estimator, extract, progress: bool
-) -> dict:
+def _collection_turns(parts: Path, everything: list[tuple[str, Path]], estimator, progress: bool) -> dict:
     """Each image's turn in the collection of every image of the folder (all shards alike): ``{name: {"degrees":
-    voted, "applied": the turn extracted at, "found": bool, "fallback": bool}}``, voted once
-    (:func:`upright_collection`, the photos read one at a time) and kept in ``parts/turns.json`` for a resumed run. A
-    photo whose turn was not found is tried at the four quarter turns against up to
-    :data:`~patchpose.matching.upright.FALLBACK_REFERENCES` photos whose turn was (:func:`quarter_turn_of`:
-    ``fallback``)."""
+    voted, "applied": the turn extracted at, "found": bool}}``, voted once (:func:`upright_collection`, the photos
+    read one at a time) and kept in ``parts/turns.json`` for a resumed run."""
     saved = parts / "turns.json"
     names = [name for name, _ in everything]
     if saved.is_file():
@@ -216,8 +204,7 @@ def _collection_turns(
             ok = sorted(turns) == sorted(names) and all(
                 isinstance(t, dict) and {type(t.get(k)) for k in ("degrees", "applied")} <= {float, int}
                 and isinstance(t.get("found"), bool) and math.isfinite(t["degrees"])
-                and (abs(t["applied"] - applied_turn(float(t["degrees"]))) < 0.01
-                     or (t.get("fallback") is True and t["applied"] in QUARTER_TURNS)) for t in turns.values()
+                and abs(t["applied"] - applied_turn(float(t["degrees"]))) < 0.01 for t in turns.values()
             )  # fmt: skip
         except (ValueError, TypeError, AttributeError):  # a damaged file: voted again
             ok = False
@@ -226,20 +213,9 @@ def _collection_turns(
     photos = _Photos([path for _, path in everything])
     got = upright_collection(photos, estimator=estimator, progress=progress)
     turns = {
-        name: {
-            "degrees": round(float(t), 3),
-            "applied": applied_turn(float(t)),
-            "found": bool(f),
-            "fallback": False,
-        }
+        name: {"degrees": round(float(t), 3), "applied": applied_turn(float(t)), "found": bool(f)}
         for name, t, f in zip(names, got.degrees, got.found)
     }
-    found = [k for k, f in enumerate(got.found) if f][:FALLBACK_REFERENCES]
-    lost = [k for k, f in enumerate(got.found) if not f]
-    if lost and found:  # the references extracted at their turns once, then each lost photo at the four turns
-        refs = [extract_turned(photos[k], extract, turns[names[k]]["applied"]) for k in found]
-        for k in lost:
-            turns[names[k]].update(applied=quarter_turn_of(photos[k], extract, refs)[0], fallback=True)
     write_text_atomic(saved, json.dumps(turns, indent=1))
     return turns
 
@@ -370,7 +346,7 @@ def extract_features(
     for stale in parts.glob("*.tmp*"):  # a part a kill interrupted (the writer's own, and an older run's)
         stale.unlink()
     (parts / "joined.h5").unlink(missing_ok=True)  # a join a kill interrupted: its room is the rerun's
-    turns = _collection_turns(parts, everything, estimator, extract, progress) if unturn else None
+    turns = _collection_turns(parts, everything, estimator, progress) if unturn else None
     tqdm = require("tqdm", "hloc").tqdm if progress else None
     bar = todo if tqdm is None else tqdm(todo, desc="images", unit="image")
     for name, path in bar:

@@ -257,7 +257,6 @@ def unturn_settings(estimator: EstimatorLike = None) -> dict:
         "agree_deg": AGREE_DEG,
         "rounds": ROUNDS,
         "upright": "largest agreeing set; ties: the upright cue summed, then the set of the first photo",
-        "fallback": f"no turn found: the four quarter turns against up to {upright.FALLBACK_REFERENCES} found photos",
     }
 
 

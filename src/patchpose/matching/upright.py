@@ -259,31 +259,6 @@ def fundamental_support(xy1: np.ndarray, xy2: np.ndarray, matches: np.ndarray) -
     return 0 if F is None or mask is None else int(mask.sum())
 
 
-#: how many photos whose turn was found a photo without one is matched against at each quarter turn
-#: (:func:`quarter_turn_of`; set a priori, not tuned: its cost grows with it)
-FALLBACK_REFERENCES = 8
-
-
-def quarter_turn_of(
-    image: np.ndarray, extract: Extractor, references: list[tuple[np.ndarray, np.ndarray]]
-) -> tuple[float, np.ndarray, np.ndarray]:
-    """The fallback where no turn was voted for a photo of a collection: ``image`` extracted at each of
-    :data:`QUARTER_TURNS`, each matched (mutual nearest neighbours) against every photo of ``references`` (their
-    ``(xy, descriptors)`` as extracted at their own turns), the quarter turn whose matches fundamental matrices explain
-    most (:func:`fundamental_support`, summed) kept: ``(degrees, xy, descriptors)``, 4 extractions instead of one.
-    Without references (or no support at any turn) it is 0°, the photo as it is."""
-    best = None
-    for degrees in QUARTER_TURNS:
-        xy, d = extract_turned(image, extract, degrees)
-        score = 0
-        for rxy, rd in references:
-            if len(d) and len(rd) and d.shape[1:] == rd.shape[1:]:
-                score += fundamental_support(xy, rxy, mutual_nn(d, rd)[0])
-        if best is None or score > best[0]:
-            best = (score, degrees, xy, d)
-    return float(best[1]), best[2], best[3]
-
-
 def match_upright(
     image1: np.ndarray,
     image2: np.ndarray,
@@ -344,8 +319,6 @@ __all__ = [
     "UprightTurn",
     "extract_turned",
     "fundamental_support",
-    "quarter_turn_of",
-    "FALLBACK_REFERENCES",
     "match_upright",
     "turn_between",
     "turn_image",
