@@ -119,3 +119,6 @@ def test_a_homography_is_one_up_to_scale_even_at_huge_or_tiny_entries():
             np.testing.assert_allclose(reprojection_errors(H * factor, xy, xy + [5.0, -2.0]), want, atol=1e-9)
     with pytest.raises(InputError, match="not invertible"):
         check_homography(np.zeros((3, 3)))
+    # one entry of 1e300 among ones: invertible on paper, not in float64; the reason says why (it said "determinant 0")
+    with pytest.raises(InputError, match=r"not invertible in float64 .*condition number 1e\+300"):
+        check_homography(np.diag([1e300, 1.0, 1.0]))

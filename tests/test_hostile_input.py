@@ -700,6 +700,25 @@ def test_keypoint_files_of_booleans_or_strings_are_refused(tmp_path):
             read_keypoints(tmp_path / f"{name}.npy")
     np.save(tmp_path / "i.npy", np.array([[30, 40]], np.int16))
     assert read_keypoints(tmp_path / "i.npy").tolist() == [[30.0, 40.0]]
+    # a file of 192 bytes whose header claims 10⁹ keypoints: refused before numpy allocates 15 GiB for it (in a
+    # process limited to 4 GiB of address space, where the allocation was a raw MemoryError)
+    import subprocess
+    import sys
+
+    with open(tmp_path / "bomb.npy", "wb") as f:
+        np.lib.format.write_array_header_1_0(f, {"descr": "<f8", "fortran_order": False, "shape": (10**9, 2)})
+        f.write(bytes(64))
+    code = (
+        "import resource, sys; resource.setrlimit(resource.RLIMIT_AS, (4 << 30, resource.RLIM_INFINITY))\n"
+        "from patchpose.fileio import read_keypoints\n"
+        "from patchpose.errors import InputError\n"
+        "try:\n    read_keypoints(sys.argv[1])\nexcept InputError as e:\n    print('refused:', e)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path / "bomb.npy")], capture_output=True, text=True
+    )
+    assert done.returncode == 0 and done.stdout.startswith("refused:"), done.stderr[-1000:]
+    assert len(done.stdout.strip().splitlines()) == 1
 
 
 def test_numbers_past_float32_and_a_zero_top_k_are_refused_and_a_failed_write_leaves_no_temporary(tmp_path):

@@ -247,15 +247,16 @@ def read_keypoints(path: str | Path) -> np.ndarray:
         raise InputError(f"keypoints file not found: {path}")
     if path.suffix == ".npy":
         try:
-            raw = np.load(path, allow_pickle=False)
+            # mapped, not read: the header's shape is checked against the file's size before any copy (a file of a
+            # few bytes that claims 10⁹ rows would otherwise ask numpy for gigabytes)
+            raw = np.load(path, allow_pickle=False, mmap_mode="r")
             if raw.dtype.kind not in "iuf":  # booleans, strings and complex values are not coordinates
                 raise ValueError(f"{raw.dtype} values, not numbers")
-            kp = np.asarray(raw, dtype=np.float64)
+            if raw.ndim != 2 or raw.shape[1] < 2:
+                raise InputError(f"{path}: keypoints must be an (N, 2) array of x, y, got shape {raw.shape}")
+            kp = np.array(raw[:, :2], dtype=np.float64)
         except (ValueError, OSError, EOFError) as e:
             raise InputError(f"{path}: not a readable .npy array of keypoints ({e})") from None
-        if kp.ndim != 2 or kp.shape[1] < 2:
-            raise InputError(f"{path}: keypoints must be an (N, 2) array of x, y, got shape {kp.shape}")
-        kp = kp[:, :2]
     else:
         rows = []
         try:

@@ -33,7 +33,11 @@ def check_homography(H, where: str = "the homography", invertible: bool = True) 
     ):  # a homography is one up to scale: huge or tiny entries would overflow
         a = a / top
     if invertible and abs(np.linalg.det(a)) < 1e-12:
-        raise InputError(f"{where} is not invertible (its determinant is {np.linalg.det(a):.3g})")
+        # a singular matrix, or one so ill-conditioned (diag(1e300, 1, 1)) that float64 cannot tell it from one
+        raise InputError(
+            f"{where} is not invertible in float64 (determinant {np.linalg.det(a):.3g} with its largest entry "
+            f"scaled to 1; condition number {np.linalg.cond(a):.3g})"
+        )
     return a
 
 
