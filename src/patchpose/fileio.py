@@ -131,29 +131,15 @@ def write_bytes_atomic(path: str | Path, data: bytes, what: str = "file") -> Pat
     :class:`InputError` and the file is left as it was. Temporary siblings older than :data:`STALE_SECONDS` (a killed
     writer's) are removed."""
     path = Path(path)
-    real = _target(path, what)
-    room_for(real, len(data), what)
-    fd, tmp = _new_temp(real, path, what)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        commit_temp(tmp, real)
-    except OSError as e:
-        tmp.unlink(missing_ok=True)
-        raise _write_error(e, path, real, len(data), what) from None
-    except BaseException:  # an interrupt (Ctrl-C) while writing: no temporary file left behind
-        tmp.unlink(missing_ok=True)
-        raise
-    return path
+    room_for(_target(path, what), len(data), what)
+    return write_through(path, lambda tmp: tmp.write_bytes(data), what, nbytes=len(data))
 
 
-def write_through(path: str | Path, write, what: str = "file") -> Path:
+def write_through(path: str | Path, write, what: str = "file", nbytes: int | None = None) -> Path:
     """Write ``path`` by ``write(tmp)`` into a new temporary sibling that keeps ``path``'s suffix (for writers that
     choose the format by it: matplotlib, OpenCV), flushed and renamed, with :func:`write_bytes_atomic`'s guarantees:
     a failure or an interrupt leaves the old file (or none) and no temporary file; an ``OSError`` is a one-line
-    :class:`InputError` naming ``what``."""
+    :class:`InputError` naming ``what`` (and ``nbytes``, the size to be written, where known)."""
     path = Path(path)
     real = _target(path, what)
     fd, tmp = _new_temp(real, path, what, suffix=path.suffix)
@@ -164,9 +150,9 @@ def write_through(path: str | Path, write, what: str = "file") -> Path:
             os.fsync(f.fileno())
         commit_temp(tmp, real)
     except OSError as e:
-        written = tmp.stat().st_size if tmp.exists() else 0
+        size = nbytes if nbytes is not None else (tmp.stat().st_size if tmp.exists() else 0)
         tmp.unlink(missing_ok=True)
-        raise _write_error(e, path, real, written, what) from None
+        raise _write_error(e, path, real, size, what) from None
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise

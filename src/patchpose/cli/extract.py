@@ -71,10 +71,8 @@ def colmap_command(a: argparse.Namespace) -> int:
     from ..integrations.colmap import check_settings, reconstruct, summary_table
 
     check_settings(a.max_keypoints, a.seed, a.threads)
-    if a.aliked is None and (a.unturn or a.aliked_model is not None):
-        _aliked(a)  # the one-line error, before any thread is set
+    extract = _aliked(a)  # --unturn or --aliked-model without --aliked: its one-line error before any work
     set_threads(a.threads)  # torch's too (ALIKED, the votes)
-    extract = _aliked(a)
     s = reconstruct(
         a.images,
         a.out,
