@@ -146,6 +146,23 @@ def test_cli_generate_zoom_writes_viewpoint_sequences_only(tmp_path, capsys):
     assert main([*turn, "--out", str(tmp_path / "t"), "--no-progress"]) == 0
     m = json.loads((tmp_path / "t" / "manifest.json").read_text())
     assert m["kinds"] == "v" and m["config"]["turn_exact"] and m["config"]["max_zoom_octaves"] == 0.0
+    from patchpose.data.warps import read_homography
+
+    step = [*argv[:-2], "2", "--turn", "--turn-step", "90"]  # --targets 2: images 2, 3 turned 90°, 180°
+    assert main([*step, "--out", str(tmp_path / "t90"), "--no-progress"]) == 0
+    m = json.loads((tmp_path / "t90" / "manifest.json").read_text())
+    assert m["config"]["max_rotation_deg"] == 90.0 and m["config"]["turn_exact"]
+    for k, degrees in ((2, 90.0), (3, 180.0)):
+        H = read_homography(next((tmp_path / "t90").glob(f"v_*/H_1_{k}")))
+        assert abs(np.degrees(np.arctan2(H[1, 0], H[0, 0]))) == pytest.approx(degrees, abs=1e-6)
+    capsys.readouterr()
+    for bad, why in (
+        (["--turn-step", "15"], "give --turn too"),
+        (["--turn", "--turn-step", "nan"], "(0, 180]"),
+    ):
+        assert main([*[a for a in argv if a != "--zoom"], *bad, "--out", str(tmp_path / "b")]) == 2
+        err = capsys.readouterr().err.strip()
+        assert why in err and len(err.splitlines()) == 1 and not (tmp_path / "b").exists()
     tilt = [a for a in argv if a != "--zoom"] + ["--tilt"]
     assert main([*tilt, "--out", str(tmp_path / "s"), "--no-progress"]) == 0
     m = json.loads((tmp_path / "s" / "manifest.json").read_text())

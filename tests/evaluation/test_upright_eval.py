@@ -49,6 +49,26 @@ def test_the_summary_reports_ours_minus_each_row_over_sequences():
     assert as_is.startswith("| ALIKED-n16 as it comes | 101.8 |") and "| +40.2 [" in as_is  # ours minus as_is
 
 
+def test_the_report_splits_correct_matches_by_the_size_of_the_true_turn():
+    """Pairs turned either way by about the same angle fall in one line; one angle only: no table."""
+    pairs = []
+    for i, turn in enumerate((15.2, 345.1, 165.0, 194.7)):  # true turns in [0, 360): 345.1° is 14.9° the other way
+        rows = {row: {"correct": 10 * i + j, "matches": 50, "mma": 0.5, "extractions": 2, "seconds": 1.0,
+                      "degrees": turn, "found": True, "confidence": 20.0}
+                for j, row in enumerate(ROWS)}  # fmt: skip
+        pairs.append({"sequence": f"v_{i}", "k": 2, "rows": rows, "true_turn": turn})
+    doc = summarize(pairs, {f"v_{i}": f"v_{i}" for i in range(4)}, 0)
+    assert list(doc["by_turn"]) == ["15", "165"] and doc["by_turn"]["165"]["pairs"] == 2
+    assert doc["by_turn"]["15"]["ours"] == pytest.approx(5.0 + ROWS.index("ours"))
+    assert doc["by_turn"]["165"]["as_is"] == pytest.approx(25.0)
+    doc["setup"] = {"root": "r", "max_keypoints": 10, "cluster_pattern": None, "correct_px": 3.0}
+    md = results_markdown(doc)
+    assert "| 165° | 2 | 25.0 |" in md
+    one = summarize(pairs[:2], {"v_0": "v_0", "v_1": "v_1"}, 0)
+    one["setup"] = doc["setup"]
+    assert "by the size of the true turn" not in results_markdown(one)
+
+
 def test_each_extraction_is_charged_once_at_the_time_it_took():
     """The benchmark's memo: a new extraction is timed by the row that makes it (and not charged again), a reused
     one is charged at the time it first took; a new sequence forgets."""

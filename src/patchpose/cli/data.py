@@ -94,6 +94,13 @@ def generate_hpatches_command(a: argparse.Namespace) -> int:
     if preset and kinds != "v":
         raise InputError(f"{preset} makes viewpoint sequences only (--kinds v), got --kinds {kinds}")
     settings = ZOOM_SETTINGS if a.zoom else TURN_SETTINGS if a.turn else TILT_SETTINGS if a.tilt else {}
+    if a.turn_step is not None:
+        if not a.turn:
+            raise InputError("--turn-step is the step of --turn's turns: give --turn too")
+        step = a.turn_step
+        if not 0.0 < step <= 180.0:  # NaN fails too
+            raise InputError(f"--turn-step must be in (0, 180] degrees, got {a.turn_step}")
+        settings = {**settings, "max_rotation_deg": step}
     cfg = HPatchesGenConfig(max_side=a.max_side, targets=a.targets, seed=a.seed, **settings)
     names = generate_hpatches(photos, a.out, cfg, kinds=kinds, progress=not a.no_progress)
     print(f"wrote {len(names)} sequences and manifest.json to {a.out}")
@@ -212,8 +219,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     geometry.add_argument(
         "--turn",
         action="store_true",
-        help="viewpoint sequences of turned photos: image k turned by exactly ±30°·(k−1) (image 6 by 150°), no "
-        "zoom, no perspective (with --kinds v)",
+        help="viewpoint sequences of turned photos: image k turned by exactly ±30°·(k−1) (image 6 by 150°; "
+        "--turn-step), no zoom, no perspective (with --kinds v)",
     )
     geometry.add_argument(
         "--zoom",
@@ -227,6 +234,13 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         help="viewpoint sequences seen at a slant, where a keypoint's shape matters: image k squeezed by "
         "exactly 2^0.25·(k−1) across a drawn direction (image 6 by 2.4×), turned by up to ±3°·(k−1), no zoom "
         "(with --kinds v)",
+    )
+    gh.add_argument(
+        "--turn-step",
+        type=float,
+        metavar="DEG",
+        help="with --turn: image k turned by exactly ±DEG·(k−1) instead of ±30° (e.g. 15 with --targets 12: "
+        "every 15° up to 180°, as docs/results.md's turned pairs)",
     )
     gh.add_argument("--no-progress", action="store_true")
     gh.set_defaults(func=generate_hpatches_command)

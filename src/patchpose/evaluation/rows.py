@@ -692,11 +692,10 @@ ROWS: dict[str, Row] = {
         ),
         Row(
             "dominant_gradient_pooled_blend",
-            "dominant gradient, one descriptor blended over its top-4 peaks, each at 3 sizes (±0.5 octave), "
-            "fixed size",
+            "dominant gradient, one descriptor blended over its top-4 peaks, each at 3 sizes (±0.5 octave) about "
+            "the detector's scale (16 px without one)",
             candidates=_gradient_pooled_blend,
             group="handcrafted",
-            no_scale=True,
             ablation=True,
         ),
         Row(

@@ -53,6 +53,15 @@ LABELS = {
     "ours": "**ALIKED-n16, photo 1 un-turned by our voted turn** (`match_upright`)",
     "true_turn": "ALIKED-n16, photo 1 un-turned by the true turn (upper bound)",
 }
+#: the rows' names in the table by turn
+SHORT = {
+    "as_is": "as it comes",
+    "rotation_trained": "n16rot",
+    "best_of_4": "best of 4",
+    "sift_turn": "SIFT's turn",
+    "ours": "ours",
+    "true_turn": "true turn",
+}
 #: px: a match is correct within this of where the homography maps its first keypoint
 CORRECT_PX = 3.0
 
@@ -217,13 +226,27 @@ def summarize(pairs: list[dict], clusters: dict[str, str], bootstrap: int) -> di
         "median": float(np.median(errors)) if errors else None,
         "max": float(np.max(errors)) if errors else None,
     }
+    by_turn = {}  # correct per pair by the size of the true turn either way (0°–180°), in whole degrees
+    for p in pairs:
+        by_turn.setdefault(round(abs(math.remainder(p["true_turn"], 360.0))), []).append(p)
+    turns = {
+        str(deg): {row: float(np.mean([p["rows"][row]["correct"] for p in ps])) for row in ROWS}
+        | {"pairs": len(ps)}
+        for deg, ps in sorted(by_turn.items())
+    }
     intervals = {}
     if bootstrap and len(set(clusters.values())) >= 2:
         ids = {c: i for i, c in enumerate(dict.fromkeys(clusters.values()))}
         cl = np.array([ids[clusters[p["sequence"]]] for p in pairs])
         counts = {row: np.array([p["rows"][row]["correct"] for p in pairs], np.float64) for row in ROWS}
         intervals = count_intervals(counts, cl, "ours", bootstrap)
-    return {"pairs": pairs, "rows": rows, "correct_intervals": intervals, "n_pairs": len(pairs)}
+    return {
+        "pairs": pairs,
+        "rows": rows,
+        "by_turn": turns,
+        "correct_intervals": intervals,
+        "n_pairs": len(pairs),
+    }
 
 
 def results_markdown(doc: dict) -> str:
@@ -267,6 +290,19 @@ def results_markdown(doc: dict) -> str:
         ),
         "",
     ]
+    turns = doc.get("by_turn") or {}
+    if len(turns) > 1:
+        lines += [
+            "Correct per pair by the size of the true turn (degrees, either way):",
+            "",
+            "| turn | pairs | " + " | ".join(SHORT[row] for row in ROWS) + " |",
+            "|---" * (len(ROWS) + 2) + "|",
+        ]
+        lines += [
+            f"| {deg}° | {t['pairs']} | " + " | ".join(f"{t[row]:.1f}" for row in ROWS) + " |"
+            for deg, t in turns.items()
+        ]
+        lines.append("")
     return "\n".join(lines)
 
 
