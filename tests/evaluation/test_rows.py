@@ -40,21 +40,21 @@ def test_upper_row_takes_the_pose_that_h_makes():
 
 
 def test_the_registry_lists_the_rows_a_run_allows_in_report_order():
-    """``pose_rows``: SIFT's rows only at SIFT detections, Key.Net's only at Key.Net's, the pooled fixed-size
-    blend only without a detector's scale, the peers' only with peers, the hand-crafted ones on request; the
+    """``pose_rows``: SIFT's rows only at SIFT detections, Key.Net's only at Key.Net's, the pooled blend (our
+    shape blend with the network replaced) at every detector, the peers' only with peers, the hand-crafted ones on request; the
     default rows leave out the ablations; every row has a label of its own."""
     from patchpose.evaluation.rows import ROWS, default_rows, label, pair_rows, pose_rows
 
     sift = pose_rows(4, sift=True, peers=False)
     assert sift[:6] == ("lower", "sift", "sift_all", "ours", "ours_top4", "ours_adaptive")
-    assert "keynet" not in sift and "orinet" not in sift and "dominant_gradient_pooled_blend" not in sift
+    assert "keynet" not in sift and "orinet" not in sift and "dominant_gradient_pooled_blend" in sift
     corners = pose_rows(6, sift=False, peers=True)
     assert "sift" not in corners and "sift_resolved_by_ours" not in corners and "ours_top6" in corners
     assert {"orinet", "affnet+orinet", "affnet_pooled_blend", "dominant_gradient_pooled_blend"} <= set(
         corners
     )
     keynet = pose_rows(4, sift=False, keynet=True)
-    assert "keynet" in keynet and "dominant_gradient_pooled_blend" not in keynet
+    assert "keynet" in keynet and "dominant_gradient_pooled_blend" in keynet
     assert "dominant_gradient" not in pose_rows(4, handcrafted=False)
     assert default_rows(pose_rows(4, peers=True)) == (
         "lower", "sift", "sift_all", "ours", "ours_top4", "dominant_gradient", "pair_pose", "pair_pose_gradient",

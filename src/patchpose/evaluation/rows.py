@@ -270,10 +270,9 @@ class Row:
     describe: Callable[[Run, Image], np.ndarray] | None = None
     pair: Callable[[Run, Image, Image], tuple] | None = None
     redetect: Callable[[Run, Image, Image], tuple] | None = None
-    #: only at SIFT detections (it reads SIFT's pose) / only at Key.Net's / only at keypoints without a scale
+    #: only at SIFT detections (it reads SIFT's pose) / only at Key.Net's
     sift: bool = False
     keynet: bool = False
-    no_scale: bool = False
     #: which rows a run adds by a switch: "peers" (a peers folder), "handcrafted", or "" (always)
     group: str = ""
     #: an ablation: computed only when asked for by name or with ``--rows all``
@@ -808,12 +807,11 @@ def pose_rows(
 ) -> tuple[str, ...]:
     """Row names in report order: without ``sift`` (keypoints that come without a pose: corners, Key.Net, a
     file), the rows that read SIFT's pose are left out, and with ``keynet`` (Key.Net detections) the row of
-    Key.Net's own scale is added; ``handcrafted`` adds the hand-crafted rows and ``peers`` those of the peers.
-    The rows only for keypoints without a scale (``Row.no_scale``) need neither ``sift`` nor ``keynet``."""
+    Key.Net's own scale is added; ``handcrafted`` adds the hand-crafted rows and ``peers`` those of the peers."""
     out = []
     for name, r in ROWS.items():
         name = f"ours_top{top_k}" if name == "ours_top4" else name
-        if (r.sift and not sift) or (r.keynet and (sift or not keynet)) or (r.no_scale and (sift or keynet)):
+        if (r.sift and not sift) or (r.keynet and (sift or not keynet)):
             continue
         if (r.group == "handcrafted" and not handcrafted) or (r.group == "peers" and not peers):
             continue
