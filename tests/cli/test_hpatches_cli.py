@@ -155,12 +155,20 @@ def test_cli_generate_zoom_writes_viewpoint_sequences_only(tmp_path, capsys):
     for k, degrees in ((2, 90.0), (3, 180.0)):
         H = read_homography(next((tmp_path / "t90").glob(f"v_*/H_1_{k}")))
         assert abs(np.degrees(np.arctan2(H[1, 0], H[0, 0]))) == pytest.approx(degrees, abs=1e-6)
+    assert main([*argv[:-2], "1", "--turn", "--turn-step", "180", "--out", str(tmp_path / "t180")]) == 0
+    H = read_homography(next((tmp_path / "t180").glob("v_*/H_1_2")))
+    assert abs(np.degrees(np.arctan2(H[1, 0], H[0, 0]))) == pytest.approx(180.0, abs=1e-6)
     capsys.readouterr()
     for bad, why in (
         (["--turn-step", "15"], "give --turn too"),
         (["--turn", "--turn-step", "nan"], "(0, 180]"),
+        (["--turn", "--turn-step", "0"], "(0, 180]"),
+        (["--turn", "--turn-step", "-15"], "(0, 180]"),
+        (["--turn", "--turn-step", "180.5"], "(0, 180]"),
+        (["--turn", "--turn-step", "91"], "turns the last image by 182°"),  # --targets 2
+        (["--turn", "--turn-step", "180"], "turns the last image by 360°"),
     ):
-        assert main([*[a for a in argv if a != "--zoom"], *bad, "--out", str(tmp_path / "b")]) == 2
+        assert main([*argv[:-2], "2", *bad, "--out", str(tmp_path / "b")]) == 2
         err = capsys.readouterr().err.strip()
         assert why in err and len(err.splitlines()) == 1 and not (tmp_path / "b").exists()
     tilt = [a for a in argv if a != "--zoom"] + ["--tilt"]

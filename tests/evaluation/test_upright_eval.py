@@ -50,11 +50,12 @@ def test_the_summary_reports_ours_minus_each_row_over_sequences():
 
 
 def test_the_report_splits_correct_matches_by_the_size_of_the_true_turn():
-    """Pairs turned either way by about the same angle fall in one line; one angle only: no table."""
+    """Pairs turned either way by about the same angle fall in one line (to the nearest 15°); one angle only: no
+    table."""
     pairs = []
     for i, turn in enumerate(
-        (15.2, 345.1, 165.0, 194.7)
-    ):  # true turns in [0, 360): 345.1° is 14.9° the other way
+        (15.2, 338.0, 165.0, 194.7)
+    ):  # true turns in [0, 360): 338° is 22° the other way
         rows = {row: {"correct": 10 * i + j, "matches": 50, "mma": 0.5, "extractions": 2, "seconds": 1.0,
                       "degrees": turn, "found": True, "confidence": 20.0}
                 for j, row in enumerate(ROWS)}  # fmt: skip

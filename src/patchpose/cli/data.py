@@ -100,6 +100,11 @@ def generate_hpatches_command(a: argparse.Namespace) -> int:
         step = a.turn_step
         if not 0.0 < step <= 180.0:  # NaN fails too
             raise InputError(f"--turn-step must be in (0, 180] degrees, got {a.turn_step}")
+        if step * a.targets > 180.0:  # past 180° a turn is a smaller one the other way (360°: none)
+            raise InputError(
+                f"--turn-step {step:g} with --targets {a.targets} turns the last image by {step * a.targets:g}°: "
+                "keep --turn-step × --targets within 180"
+            )
         settings = {**settings, "max_rotation_deg": step}
     cfg = HPatchesGenConfig(max_side=a.max_side, targets=a.targets, seed=a.seed, **settings)
     names = generate_hpatches(photos, a.out, cfg, kinds=kinds, progress=not a.no_progress)

@@ -53,6 +53,8 @@ LABELS = {
     "ours": "**ALIKED-n16, photo 1 un-turned by our voted turn** (`match_upright`)",
     "true_turn": "ALIKED-n16, photo 1 un-turned by the true turn (upper bound)",
 }
+#: degrees: the table by turn groups the pairs by their true turn to the nearest multiple of this
+TURN_BIN_DEG = 15
 #: the rows' names in the table by turn
 SHORT = {
     "as_is": "as it comes",
@@ -226,9 +228,10 @@ def summarize(pairs: list[dict], clusters: dict[str, str], bootstrap: int) -> di
         "median": float(np.median(errors)) if errors else None,
         "max": float(np.max(errors)) if errors else None,
     }
-    by_turn = {}  # correct per pair by the size of the true turn either way (0°–180°), in whole degrees
+    by_turn = {}  # correct per pair by the size of the true turn either way (0°–180°), to the nearest TURN_BIN_DEG
     for p in pairs:
-        by_turn.setdefault(round(abs(math.remainder(p["true_turn"], 360.0))), []).append(p)
+        size = abs(math.remainder(p["true_turn"], 360.0))
+        by_turn.setdefault(int(TURN_BIN_DEG * round(size / TURN_BIN_DEG)), []).append(p)
     turns = {
         str(deg): {row: float(np.mean([p["rows"][row]["correct"] for p in ps])) for row in ROWS}
         | {"pairs": len(ps)}
@@ -293,7 +296,7 @@ def results_markdown(doc: dict) -> str:
     turns = doc.get("by_turn") or {}
     if len(turns) > 1:
         lines += [
-            "Correct per pair by the size of the true turn (degrees, either way):",
+            f"Correct per pair by the size of the true turn (either way, to the nearest {TURN_BIN_DEG:g}°):",
             "",
             "| turn | pairs | " + " | ".join(SHORT[row] for row in ROWS) + " |",
             "|---" * (len(ROWS) + 2) + "|",
