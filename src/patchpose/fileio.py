@@ -98,8 +98,10 @@ def _new_temp(real: Path, path: Path, what: str, suffix: str = "") -> tuple[int,
 
 
 def commit_temp(tmp: Path, real: Path) -> None:
-    """Rename the finished temporary file ``tmp`` (flushed) over ``real`` with ``real``'s permission bits (a new file:
-    the umask's), and the rename to the disk."""
+    """Flush the finished temporary file ``tmp`` to the disk and rename it over ``real`` with ``real``'s permission
+    bits (a new file: the umask's), and the rename to the disk."""
+    with open(tmp, "rb+") as f:
+        os.fsync(f.fileno())
     os.chmod(tmp, (real.stat().st_mode & 0o7777) if real.exists() else 0o666 & ~_umask())
     os.replace(tmp, real)
     try:
@@ -146,8 +148,6 @@ def write_through(path: str | Path, write, what: str = "file", nbytes: int | Non
     os.close(fd)
     try:
         write(tmp)
-        with open(tmp, "rb+") as f:
-            os.fsync(f.fileno())
         commit_temp(tmp, real)
     except OSError as e:
         size = nbytes if nbytes is not None else (tmp.stat().st_size if tmp.exists() else 0)
@@ -178,8 +178,6 @@ def atomic_copy(path: str | Path, what: str = "file"):
             raise _write_error(e, path, real, size, what) from None
         yield tmp
         try:
-            with open(tmp, "rb+") as f:
-                os.fsync(f.fileno())
             commit_temp(tmp, real)
         except OSError as e:
             raise _write_error(e, path, real, tmp.stat().st_size if tmp.exists() else size, what) from None

@@ -24,7 +24,6 @@ import hashlib
 import json
 import logging
 import math
-import os
 import re
 import shutil
 from collections.abc import Sequence
@@ -433,8 +432,6 @@ def _assemble(
             joined = work / "joined.h5"
             try:
                 join(joined)
-                with open(joined, "rb+") as f:
-                    os.fsync(f.fileno())
                 commit_temp(joined, out)
             finally:
                 joined.unlink(missing_ok=True)
