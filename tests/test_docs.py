@@ -205,3 +205,41 @@ def test_the_lab_log_gives_no_reason_for_a_default():
         str(p.relative_to(src)) for p in src.rglob("*.py") if re.search(r"peers\.md|docs/lab", p.read_text())
     ]
     assert not cited, f"docstrings that send readers to the lab log: {cited}"
+
+
+LAB_TAG = re.compile(r"lab-[a-z0-9-]*?20\d\d-\d\d-\d\d")
+TAGS = DOCS / "lab" / "tags.txt"
+
+
+def _tag_table() -> dict[str, str]:
+    rows = [
+        line.split() for line in TAGS.read_text().splitlines() if line.strip() and not line.startswith("#")
+    ]
+    return {row[0]: row[1] for row in rows}
+
+
+def test_every_cited_lab_tag_has_its_commit_listed():
+    """Tags do not travel with every clone, so each tag the docs cite is listed with its commit in docs/lab/tags.txt."""
+    cited = set()
+    for path in [*USER_DOCS, *sorted((DOCS / "lab").glob("*.md"))]:
+        cited |= set(LAB_TAG.findall(path.read_text()))
+    table = _tag_table()
+    assert cited, "no lab tag found: the pattern is wrong"
+    assert sorted(cited - set(table)) == []
+    assert all(re.fullmatch(r"[0-9a-f]{7,40}|-", c) for c in table.values()), table
+
+
+def test_the_listed_lab_commits_exist():
+    """Each commit of docs/lab/tags.txt is in this clone's history (skipped where the clone has no full history)."""
+    import shutil
+    import subprocess
+
+    def git(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run(["git", "-C", str(ROOT), *args], capture_output=True, text=True)
+
+    if shutil.which("git") is None or git("rev-parse", "--is-shallow-repository").stdout.strip() != "false":
+        pytest.skip("not a git clone with its full history")
+    missing = [
+        t for t, c in _tag_table().items() if c != "-" and git("cat-file", "-e", f"{c}^{{commit}}").returncode
+    ]
+    assert missing == []
