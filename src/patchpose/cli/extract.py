@@ -42,11 +42,12 @@ def extract_command(a: argparse.Namespace) -> int:
     return 0
 
 
-def _aliked(a: argparse.Namespace):
-    """``--aliked FILE [--aliked-model M]`` as an extractor (None without ``--aliked``); ``--unturn`` and
-    ``--aliked-model`` without it are one-line errors."""
+def _aliked(a: argparse.Namespace, sift_unturns: bool = False):
+    """``--aliked FILE [--aliked-model M]`` as an extractor (None without ``--aliked``); ``--aliked-model``
+    without it is a one-line error, and ``--unturn`` too unless ``sift_unturns`` (``colmap``: SIFT described
+    upright in the collection)."""
     if a.aliked is None:
-        if a.unturn or a.aliked_model is not None:
+        if (a.unturn and not sift_unturns) or a.aliked_model is not None:
             raise InputError(
                 f"{'--unturn' if a.unturn else '--aliked-model'} needs --aliked FILE: SIFT turns with the photo"
             )
@@ -71,7 +72,8 @@ def colmap_command(a: argparse.Namespace) -> int:
     from ..integrations.colmap import check_settings, reconstruct, summary_table
 
     check_settings(a.max_keypoints, a.seed, a.threads)
-    extract = _aliked(a)  # --unturn or --aliked-model without --aliked: its one-line error before any work
+    # --aliked-model without --aliked: its one-line error before any work
+    extract = _aliked(a, sift_unturns=True)
     set_threads(a.threads)  # torch's too (ALIKED, the votes)
     s = reconstruct(
         a.images,
@@ -87,8 +89,9 @@ def colmap_command(a: argparse.Namespace) -> int:
     if "turns" in s:
         turned = [n for n, t in s["turns"].items() if t["applied"] != 0.0]
         lost = [n for n, t in s["turns"].items() if not t["found"]]
-        print(f"un-turned {len(turned)} of {len(s['turns'])} photos"
-              + (f"; no turn found for {', '.join(lost)}" if lost else "") + " (stats.json: turns)")  # fmt: skip
+        head = (f"un-turned {len(turned)} of {len(s['turns'])} photos" if extract is not None
+                else f"described {len(s['turns'])} photos upright in the collection")  # fmt: skip
+        print(head + (f"; no turn found for {', '.join(lost)}" if lost else "") + " (stats.json: turns)")
     print(f"wrote {a.out} (stats.json; project.ini and sparse/0 open in COLMAP's GUI)")
     return 0
 
@@ -108,8 +111,9 @@ def set_threads(threads: int | None) -> None:
     torch.set_num_threads(threads)
 
 
-def add_aliked(p: argparse.ArgumentParser, what: str) -> None:
-    """``--aliked FILE``, ``--aliked-model M`` and ``--unturn``: a learned feature, its photos un-turned."""
+def add_aliked(p: argparse.ArgumentParser, what: str, unturn: str | None = None) -> None:
+    """``--aliked FILE``, ``--aliked-model M`` and ``--unturn``: a learned feature, its photos un-turned
+    (``unturn``: the help of ``--unturn``, where it does more than that)."""
     p.add_argument(
         "--aliked",
         default=None,
@@ -125,7 +129,8 @@ def add_aliked(p: argparse.ArgumentParser, what: str) -> None:
     p.add_argument(
         "--unturn",
         action="store_true",
-        help="with --aliked: each photo extracted un-turned by the turn our network votes for it over every pair "
+        help=unturn
+        or "with --aliked: each photo extracted un-turned by the turn our network votes for it over every pair "
         f"({MODELS['upright']}), so that photos taken sideways or rolled match",
     )
 
@@ -191,6 +196,10 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         c,
         "kornia's ALIKED instead of COLMAP's SIFT, mutual nearest neighbours of every pair, COLMAP's verification "
         "and mapping",
+        unturn="each photo's turn in the collection voted by our network over every pair "
+        f"({MODELS['upright']}); COLMAP's SIFT keypoints are then described upright in the collection (OpenCV's "
+        "SIFT, one descriptor per location, at the photo's turn) instead of at SIFT's own orientations; with "
+        "--aliked each photo is extracted un-turned",
     )
     c.add_argument("--no-progress", action="store_true", help="no stage lines")
     c.set_defaults(func=colmap_command)

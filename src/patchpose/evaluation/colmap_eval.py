@@ -11,6 +11,10 @@ each pose source (:data:`POSES`) in the stages of :func:`patchpose.integrations.
                 SIFT's window (what ``patchpose colmap`` described OpenCV's keypoints with, before COLMAP's own)
 ``network``     our scale and orientation at each location (``patchpose colmap`` before 2026-11-29)
 ``upright``     one keypoint per location, SIFT's size, orientation 0 (upright descriptors)
+``upright_ours`` one keypoint per location, SIFT's size, upright in the collection: each photo's keypoints at
+                the turn our votes find for the photo (``reconstruct(unturn=True)``,
+                :func:`~patchpose.integrations.colmap.describe_upright`; the photo is not resampled)
+``upright_sift`` the same, the pairwise turns SIFT's instead of our network's (:func:`sift_collection_turns`)
 =============== ==========================================================================================
 
 and, with ``peers`` (ALIKED's weights; :data:`LEARNED`), a learned feature in place of COLMAP's SIFT (kornia's ALIKED,
@@ -71,16 +75,18 @@ LEARNED = {
     "aliked_ours": "aliked-n16",
     "aliked_sift": "aliked-n16",
 }
-POSES = ("colmap", "sift", "pose", "network", "upright", *LEARNED)
+#: the rows that describe COLMAP's keypoints upright in the collection, and whose turns each reads
+UNTURNED = {"upright_ours": "ours", "upright_sift": "sift"}
+POSES = ("colmap", "sift", "pose", "network", "upright", *UNTURNED, *LEARNED)
 #: the poses that read the model
-OUR_POSES = ("network", "aliked_ours")
+OUR_POSES = ("network", "upright_ours", "aliked_ours")
 #: the frames: as they are; frames 1, 3, 5, … turned 90° clockwise; frames 0, 2, 4, … turned (the first photo
 #: sideways: where as many photos are turned as not, the upright cue decides which way is up); frames 1, 3, 5, …
 #: each turned by its own angle
 SETS = ("upright", "turned", "turned_first", "turned_any")
 #: the sets' default (``turned_first`` only where asked: it tests un-turning's tie rule)
 DEFAULT_SETS = ("upright", "turned")
-DEFAULT_POSES = ("colmap", "sift", "pose", "network", "upright")
+DEFAULT_POSES = ("colmap", "sift", "pose", "network", "upright", "upright_ours", "upright_sift")
 
 
 def pose_estimator(estimator: EstimatorLike = None):
@@ -92,10 +98,11 @@ def pose_estimator(estimator: EstimatorLike = None):
 def describe_at(feats: Features, pose: str, est=None) -> dict:
     """COLMAP's keypoints ``feats`` (:func:`~patchpose.integrations.colmap.colmap_sift_features`) described by
     OpenCV's SIFT (:func:`~patchpose.integrations.opencv.sift_descriptors`) at ``pose`` (one of :data:`POSES` but
-    ``colmap``), as the ``describe`` of :func:`~patchpose.integrations.colmap.run_reconstruction` takes them: one row per keypoint written
+    ``colmap``, :data:`UNTURNED` and :data:`LEARNED`), as the ``describe`` of :func:`~patchpose.integrations.colmap.run_reconstruction` takes them: one row per keypoint written
     (for ``sift`` one per orientation COLMAP found at a location); ``est`` for the poses that read our model."""
-    if pose not in POSES or pose == "colmap":
-        raise InputError(f"pose must be one of {POSES[1:]}, got {pose!r}")
+    if pose not in POSES or pose == "colmap" or pose in UNTURNED or pose in LEARNED:
+        described = [p for p in POSES if p != "colmap" and p not in UNTURNED and p not in LEARNED]
+        raise InputError(f"pose must be one of {described}, got {pose!r}")
     xy, scale = feats.xy, feats.sift_scale - SIFT_WINDOW
     described = scale  # the radius OpenCV's SIFT describes at (its window 5.3 times its size)
     if pose == "sift":
@@ -147,6 +154,14 @@ def reconstruct_at(
         raise InputError(f"pose must be one of {POSES}, got {pose!r}")
     if pose in LEARNED:
         return _reconstruct_learned(images, out, pose, est, peers, max_keypoints, seed, threads, progress)
+    if pose in UNTURNED:
+        settings = {"pose": pose, "keypoints": "colmap", "max_keypoints": int(max_keypoints),
+                    "model": est.name if est is not None else None, "unturn": unturn_settings(est)}  # fmt: skip
+        return run_reconstruction(
+            images, out, settings, unturn=pose == "upright_ours", estimator=est,
+            turns=sift_collection_turns if pose == "upright_sift" else None,
+            max_keypoints=max_keypoints, seed=seed, threads=threads, progress=progress,
+        )  # fmt: skip
     settings = {
         "pose": pose,
         "keypoints": "colmap",
@@ -395,6 +410,7 @@ def results_markdown(doc: dict) -> str:
 
 __all__ = [
     "POSES",
+    "UNTURNED",
     "LEARNED",
     "OUR_POSES",
     "sift_collection_turns",

@@ -2,11 +2,13 @@
 COLMAP's exhaustive matcher and geometric verification → its incremental mapping, with a line per stage, a summary
 and a project COLMAP's GUI opens (:func:`reconstruct`, ``patchpose colmap``).
 
-No description of ours goes in by default: at COLMAP's keypoints none beats COLMAP's own SIFT at equal cost
-(``patchpose eval colmap``, docs/results.md). The stages take any other description of COLMAP's keypoints
-(:func:`run_reconstruction`'s ``describe``: :func:`colmap_sift_features` in, keypoints and descriptors out,
-described by OpenCV's SIFT through :func:`~patchpose.integrations.opencv.sift_descriptors`), which the benchmark
-runs with SIFT's own pose, the recipe ``pose``, our network's and upright.
+No description of ours goes in by default: keypoint by keypoint none beats COLMAP's own SIFT at its keypoints
+(``patchpose eval colmap``, docs/results.md); with ``unturn`` each photo's keypoints are described upright in the
+collection (:func:`describe_upright`), at the turn our network votes for the photo. The stages take any other
+description of COLMAP's keypoints (:func:`run_reconstruction`'s ``describe``: :func:`colmap_sift_features` in,
+keypoints and descriptors out, described by OpenCV's SIFT through
+:func:`~patchpose.integrations.opencv.sift_descriptors`), which the benchmark runs with SIFT's own pose, the recipe
+``pose``, our network's and upright.
 
 Keypoints go into the database in COLMAP's conventions (:func:`colmap_keypoints`: top-left pixel centre at
 (0.5, 0.5), scale a radius in px, orientation radians clockwise as displayed), descriptors as COLMAP stores its
@@ -40,6 +42,7 @@ from ..matching.features import SIFT_REGION, Features, sift_features
 from ..matching.upright import Extractor, applied_turn
 from .extract import image_names
 from .formats import from_colmap_rows, to_colmap_rows
+from .opencv import sift_descriptors
 
 #: the file with the settings and statistics of a finished reconstruction
 STATS = "stats.json"
@@ -97,6 +100,22 @@ def colmap_descriptors(descriptors) -> np.ndarray:
     if d.ndim != 2 or d.shape[1] != 128:
         raise InputError(f"COLMAP's SIFT matcher takes (N, 128) descriptors, got shape {d.shape}")
     return np.clip(np.round(512.0 * d), 0, 255).astype(np.uint8)
+
+
+def describe_upright(feats: Features, degrees: float) -> dict:
+    """COLMAP's keypoints ``feats`` (:func:`colmap_sift_features`) described by OpenCV's SIFT upright in the
+    collection: one descriptor per location, every one at the angle that the photo's turn ``degrees``
+    (counter-clockwise, as :attr:`~patchpose.matching.collection.CollectionTurns.degrees`: 90 for a photo taken with
+    the camera turned 90° clockwise) shows upright; the photo is not resampled. ``{"xy", "scale", "ori",
+    "descriptors"}`` as :func:`run_reconstruction`'s ``describe`` gives them."""
+    xy, scale = feats.xy, feats.sift_scale - SIFT_WINDOW
+    ori = np.full(len(xy), -math.radians(float(degrees)))
+    return {
+        "xy": xy,
+        "scale": scale,
+        "ori": ori,
+        "descriptors": sift_descriptors(feats.image, xy, scale, ori),
+    }
 
 
 # ----------------------------------------------------------------------------- the reconstruction
@@ -160,9 +179,11 @@ def reconstruct(
             :func:`~patchpose.integrations.kornia.aliked_extractor`) whose keypoints are matched (mutual nearest
             neighbours of every pair) and verified and mapped by COLMAP. Its ``name`` attribute (a string) tells a
             finished ``out`` made with it from one made with another; without one, an existing ``out`` is refused.
-        unturn: with ``extract``, each photo extracted un-turned by the turn our network votes for it
-            (:func:`~patchpose.matching.collection.upright_collection`, reading ``estimator``): a feature trained
-            upright then matches photos taken sideways or rolled.
+        unturn: each photo's turn in the collection voted by our network
+            (:func:`~patchpose.matching.collection.upright_collection`, reading ``estimator``); with ``extract``
+            each photo is extracted un-turned, so that a feature trained upright matches photos taken sideways or
+            rolled; without, COLMAP's keypoints are described by OpenCV's SIFT upright in the collection
+            (:func:`describe_upright`, one descriptor per location), in place of SIFT's own orientations.
         max_keypoints: features per image at most (COLMAP's SIFT's ``max_num_features``, or the extractor's first).
         seed: COLMAP's random seed (RANSAC, mapping); threads: COLMAP's threads (None: all cores).
         progress: a line when each stage starts and ends (COLMAP's own stages give no finer progress), and bars
@@ -173,8 +194,9 @@ def reconstruct(
         "reprojection_px", "models", "keypoints", "matches", "verified_pairs", "inlier_matches", "seconds",
         "stage_seconds", "settings"}`` (``registered`` etc. of the model with the most registered images; 0 and None
         without a model), and ``turns`` (``{name: {"degrees", "applied", "found"}}``: the voted turn, the turn the
-        photo was extracted at, within :data:`~patchpose.matching.upright.SNAP_DEG` of a quarter turn that quarter
-        turn, and whether a turn was found) where photos were un-turned.
+        photo was extracted or described at (a learned feature's: within
+        :data:`~patchpose.matching.upright.SNAP_DEG` of a quarter turn that quarter turn), and whether a turn was
+        found) where photos were un-turned.
     """
     check_settings(max_keypoints, seed, threads)
     require("pycolmap", "colmap")
@@ -182,6 +204,10 @@ def reconstruct(
     # COLMAP's own since 2026-11-29 (OpenCV's keypoints at our poses and mutual nearest neighbours before): a
     # folder made then is not reused
     settings = {"keypoints": "colmap", "descriptors": "colmap", "max_keypoints": int(max_keypoints)}
+    if unturn is True and extract is None:
+        settings.update(
+            descriptors="opencv-sift upright in the collection", unturn=unturn_settings(estimator)
+        )
     if extract is not None:
         name = getattr(extract, "name", None)
         if not isinstance(name, str) and Path(out).exists():
@@ -208,8 +234,8 @@ def reconstruct(
     )
 
 
-#: the stages of a reconstruction, in order (``turns`` only where a learned feature's photos are un-turned,
-#: ``describe`` only where COLMAP's descriptors are replaced)
+#: the stages of a reconstruction, in order (``turns`` only where photos are un-turned, ``describe`` only where
+#: COLMAP's descriptors are replaced)
 STAGES = ("turns", "features", "describe", "matching", "mapping")
 
 
@@ -239,14 +265,18 @@ def run_reconstruction(
        verification (``pycolmap.match_exhaustive``);
     4. ``mapping``: COLMAP's incremental mapping.
 
-    With ``extract`` (an extractor, :data:`~patchpose.matching.upright.Extractor`: ``image -> (xy, descriptors)``)
-    instead: ``turns`` (with ``unturn``: each photo's turn, :func:`~patchpose.matching.collection.upright_collection`
-    reading ``estimator``; or ``turns``, one per photo in the order of the sorted names, as
+    With ``unturn`` (each photo's turn, :func:`~patchpose.matching.collection.upright_collection` reading
+    ``estimator``) or ``turns`` (one per photo in the order of the sorted names, as
     :attr:`~patchpose.matching.collection.CollectionTurns.degrees`: the turn counter-clockwise that shows the photo
     upright, 90 for a photo taken with the camera turned 90° clockwise; or a callable that finds them from the
-    photos, returning such degrees or a :class:`~patchpose.matching.collection.CollectionTurns`), ``features`` (COLMAP's cameras, ``pycolmap.import_images``; each photo's keypoints by
-    ``extract`` on the photo un-turned, mapped back, at most ``max_keypoints``), ``matching`` (mutual nearest
-    neighbours of every pair, then COLMAP's geometric verification) and ``mapping``.
+    photos, returning such degrees or a :class:`~patchpose.matching.collection.CollectionTurns`), a ``turns``
+    stage comes first, and the ``describe`` stage describes COLMAP's keypoints upright in the collection
+    (:func:`describe_upright`: one descriptor per location at the photo's turn) instead of ``describe``.
+
+    With ``extract`` (an extractor, :data:`~patchpose.matching.upright.Extractor`: ``image -> (xy, descriptors)``)
+    instead: ``turns`` as above, ``features`` (COLMAP's cameras, ``pycolmap.import_images``; each photo's
+    keypoints by ``extract`` on the photo un-turned, mapped back, at most ``max_keypoints``), ``matching`` (mutual
+    nearest neighbours of every pair, then COLMAP's geometric verification) and ``mapping``.
 
     ``settings``: what a rerun into ``out`` must match (with the images, the seed and pycolmap's version)."""
     if extract is not None and describe is not None:
@@ -259,8 +289,10 @@ def run_reconstruction(
         )
     if not isinstance(unturn, bool):
         raise InputError(f"unturn must be True or False, got {unturn!r}")
-    if (unturn or turns is not None) and extract is None:
-        raise InputError("un-turning needs a learned feature (extract); COLMAP's SIFT turns with the photo")
+    if (unturn or turns is not None) and describe is not None:
+        raise InputError(
+            "un-turning describes COLMAP's keypoints itself (describe_upright): give describe, or unturn or turns"
+        )
     if unturn and turns is not None:
         raise InputError("give unturn (our votes of the turns) or turns (known ones), not both")
     check_settings(max_keypoints, seed, threads)
@@ -282,7 +314,8 @@ def run_reconstruction(
             )
         return had
     # a photo that cannot be read stops the run before anything is written; a feature of one's own keeps them
-    photos = [load_image(folder / name) for name in names] if extract is not None else None
+    with_turns = unturn or turns is not None
+    photos = [load_image(folder / name) for name in names] if extract is not None or with_turns else None
     if photos is None:
         for name in names:
             load_image(folder / name)
@@ -311,14 +344,14 @@ def run_reconstruction(
     nthreads = -1 if threads is None else int(threads)
     stage: dict[str, float] = {}
     t0 = time.perf_counter()
-    turned = None
     with _quiet(pycolmap):
         pycolmap.set_random_seed(int(seed))
         tv = pycolmap.TwoViewGeometryOptions()
         tv.ransac.random_seed = int(seed)
+        degrees, found = _turns_stage(turns, photos, names, stage, progress, work)
         if extract is not None:
-            turned = _learned_features(
-                pycolmap, db_path, folder, names, photos, extract, turns, max_keypoints, tv, nthreads, stage, progress
+            _learned_features(
+                pycolmap, db_path, folder, names, photos, extract, degrees, max_keypoints, tv, nthreads, stage, progress
             )  # fmt: skip
         else:
             with _stage(stage, "features", progress, f"COLMAP's SIFT on {len(names)} images", work):
@@ -329,8 +362,22 @@ def run_reconstruction(
                     db_path, folder, image_names=names, camera_mode=pycolmap.CameraMode.AUTO,
                     extraction_options=ext, device=pycolmap.Device.cpu,
                 )  # fmt: skip
+            # each photo's keypoints upright in the collection, one descriptor a location
+            if degrees is not None:
+                by_name = dict(zip(names, degrees.tolist()))
+
+                def describe(feats: Features, name: str) -> dict:
+                    return describe_upright(feats, by_name[name])
+
+                what = "each photo's keypoints described upright in the collection"
+            elif describe is not None:
+                user_describe, what = describe, "each keypoint described at its pose"
+
+                def describe(feats: Features, name: str) -> dict:
+                    return user_describe(feats)
+
             if describe is not None:
-                with _stage(stage, "describe", progress, "each keypoint described at its pose", work):
+                with _stage(stage, "describe", progress, what, work):
                     _describe_into(pycolmap, db_path, folder, describe, progress)
             with _stage(stage, "matching", progress, "COLMAP's exhaustive matching and verification", work):
                 mo = pycolmap.FeatureMatchingOptions()
@@ -363,8 +410,12 @@ def run_reconstruction(
         "stage_seconds": {k: round(v, 2) for k, v in stage.items()},
         "settings": settings,
     }
-    if turned is not None:
-        stats["turns"] = turned
+    if degrees is not None:  # a learned feature extracts the photo turned, snapped to a quarter turn near one
+        applied = [applied_turn(t) if extract is not None else t % 360.0 for t in degrees.tolist()]
+        stats["turns"] = {
+            n: {"degrees": round(t, 3), "applied": round(a, 3), "found": bool(f)}
+            for n, t, a, f in zip(names, degrees.tolist(), applied, found)
+        }
     _write_project(work, out, folder)
     write_text_atomic(work / SUMMARY, summary_table(stats))
     write_text_atomic(work / STATS, json.dumps(stats, indent=1))
@@ -442,28 +493,35 @@ def _loaded(image: np.ndarray, path: Path, cam) -> np.ndarray:
     return image
 
 
+def _turns_stage(turns, images, names, stage, progress, work) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """:func:`run_reconstruction`'s ``turns`` stage: each photo's turn (degrees) from ``turns`` (None, known
+    turns, or a callable of the loaded ``images``) and whether it was found; ``(None, None)`` without turns."""
+    if turns is None:
+        return None, None
+    found = np.ones(len(names), bool)
+    if callable(turns):  # a source of turns over the photos: our votes (unturn), the benchmark's SIFT
+        with _stage(stage, "turns", progress, f"each photo's turn ({len(names)} photos, every pair)", work):
+            got = turns(images)
+            if hasattr(got, "found"):  # CollectionTurns
+                found = np.asarray(got.found, bool)
+                got = got.degrees
+    else:
+        got = turns
+    return _check_turns(got, len(names)), found
+
+
 def _learned_features(
     pycolmap, db_path, folder, names, images, extract, turns, max_keypoints, tv, nthreads, stage, progress
-) -> dict | None:
-    """:func:`run_reconstruction`'s stages with a feature of one's own (``turns``, ``features``, ``matching``) on
-    ``images`` (the photos ``names`` below ``folder``, loaded): returns each photo's turn (degrees) and whether it
-    was found (None without ``turns``)."""
+) -> None:
+    """:func:`run_reconstruction`'s stages with a feature of one's own (``features``, ``matching``) on ``images``
+    (the photos ``names`` below ``folder``, loaded), each extracted at its turn in ``turns`` (degrees; None:
+    as it is)."""
     from tqdm import tqdm
 
     from ..matching.matcher import mutual_nn
     from ..matching.upright import extract_turned
 
     bar = dict(disable=not progress, file=sys.stderr)
-    found = None if turns is None else np.ones(len(names), bool)
-    if callable(turns):  # a source of turns over the photos: our votes (unturn), the benchmark's SIFT
-        with _stage(
-            stage, "turns", progress, f"each photo's turn ({len(names)} photos, every pair)", db_path.parent
-        ):
-            got = turns(images)
-            if hasattr(got, "found"):  # CollectionTurns
-                found = np.asarray(got.found, bool)
-                got = got.degrees
-            turns = _check_turns(got, len(names))
     with _stage(
         stage, "features", progress, f"COLMAP's cameras, the feature on {len(names)} photos", db_path.parent
     ):
@@ -505,17 +563,11 @@ def _learned_features(
         gv = pycolmap.GeometricVerifierOptions()
         gv.num_threads = nthreads
         pycolmap.geometric_verification(str(db_path), verifier_options=gv, two_view_geometry_options=tv)
-    if turns is None:
-        return None
-    return {
-        n: {"degrees": round(float(t), 3), "applied": applied_turn(float(t)), "found": bool(f)}
-        for n, t, f in zip(names, turns, found)
-    }
 
 
 def _describe_into(pycolmap, db_path: Path, folder: Path, describe, progress: bool) -> None:
-    """Replace every image's keypoints and descriptors in the database by ``describe``'s at COLMAP's keypoints
-    (:func:`colmap_sift_features`)."""
+    """Replace every image's keypoints and descriptors in the database by ``describe(features, name)``'s at
+    COLMAP's keypoints (:func:`colmap_sift_features`; ``name``: the image's name in the database)."""
     from tqdm import tqdm  # the colmap extra's, not the core install's
 
     db = pycolmap.Database.open(db_path)
@@ -526,7 +578,7 @@ def _describe_into(pycolmap, db_path: Path, folder: Path, describe, progress: bo
         db.clear_descriptors()
         for im in tqdm(images, desc="describe", unit="image", disable=not progress, file=sys.stderr):
             image = _loaded(load_image(folder / im.name), folder / im.name, db.read_camera(im.camera_id))
-            f = describe(colmap_sift_features(image, rows[im.image_id]))
+            f = describe(colmap_sift_features(image, rows[im.image_id]), im.name)
             db.write_keypoints(im.image_id, colmap_keypoints(f["xy"], f["scale"], f["ori"]))
             d = colmap_descriptors(f["descriptors"])
             db.write_descriptors(
