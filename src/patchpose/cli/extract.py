@@ -42,15 +42,12 @@ def extract_command(a: argparse.Namespace) -> int:
     return 0
 
 
-def _aliked(a: argparse.Namespace, sift_unturns: bool = False):
+def _aliked(a: argparse.Namespace):
     """``--aliked FILE [--aliked-model M]`` as an extractor (None without ``--aliked``); ``--aliked-model``
-    without it is a one-line error, and ``--unturn`` too unless ``sift_unturns`` (``colmap``: SIFT described
-    upright in the collection)."""
+    without it is a one-line error."""
     if a.aliked is None:
-        if (a.unturn and not sift_unturns) or a.aliked_model is not None:
-            raise InputError(
-                f"{'--unturn' if a.unturn else '--aliked-model'} needs --aliked FILE: SIFT turns with the photo"
-            )
+        if a.aliked_model is not None:
+            raise InputError("--aliked-model needs --aliked FILE")
         return None
     from ..integrations.kornia import aliked_extractor
 
@@ -73,7 +70,7 @@ def colmap_command(a: argparse.Namespace) -> int:
 
     check_settings(a.max_keypoints, a.seed, a.threads)
     # --aliked-model without --aliked: its one-line error before any work
-    extract = _aliked(a, sift_unturns=True)
+    extract = _aliked(a)
     set_threads(a.threads)  # torch's too (ALIKED, the votes)
     s = reconstruct(
         a.images,
@@ -162,7 +159,13 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         help="only images i, i+n, i+2n, ... of the names sorted (0 <= i < n), into their own file; "
         "extract-merge joins the n files",
     )
-    add_aliked(e, "kornia's ALIKED's keypoints and descriptors instead of the recipe's (no scales or oris)")
+    add_aliked(
+        e,
+        "kornia's ALIKED's keypoints and descriptors instead of the recipe's (no scales or oris)",
+        unturn="each photo's turn in the folder voted by our network over every pair "
+        f"({MODELS['upright']}); every keypoint is then described at the angle that shows its photo upright "
+        "(upright in the collection) instead of the gradient's; with --aliked each photo is extracted un-turned",
+    )
     e.add_argument("--no-progress", action="store_true", help="no progress bar")
     add_weights(
         e,

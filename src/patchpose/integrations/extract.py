@@ -1,6 +1,7 @@
 """``patchpose extract``: a folder of images → one hloc features file with the recipe ``pose``'s poses (each
 keypoint described once at SIFT's scale, or our scale at Harris corners, and the dominant gradient's angle there,
-:data:`patchpose.recipes.RECIPES`), resumable and sharded.
+:data:`patchpose.recipes.RECIPES`; with ``unturn``, the angle that shows each photo upright in the collection),
+resumable and sharded.
 
 Each image is a group named by its path relative to the folder (``/`` makes nested groups, as in hloc) with
 what :func:`~patchpose.integrations.formats.write_hloc_features` writes: ``keypoints (N, 2)``, ``scales``,
@@ -27,7 +28,7 @@ import math
 import re
 import shutil
 from collections.abc import Sequence
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 
 import cv2
@@ -94,7 +95,7 @@ def check_choices(detector: str, descriptor: str) -> None:
 
 def features_of_image(
     image: np.ndarray, estimator: EstimatorLike = None, detector: str = "sift", descriptor: str = "sift",
-    max_keypoints: int = 2048,
+    max_keypoints: int = 2048, turn: float | None = None,
 ) -> dict:  # fmt: skip
     """Keypoints, the ``pose`` recipe's poses (:func:`~patchpose.matching.candidates.recipe_poses`: at SIFT's
     keypoints SIFT's scale, at Harris corners our scale; the dominant gradient's angle on the descriptor window at
@@ -105,7 +106,9 @@ def features_of_image(
     ``"harris"``; ``estimator``: at Harris corners, an estimator, a bundled model's name or a weights file
     (default: the recipe ``pose``'s, :data:`patchpose.recipes.MODELS`). ``descriptor``: ``"sift"``
     (``cv2.SIFT.compute`` at the poses, as :func:`~patchpose.integrations.opencv.assign` sizes them; a keypoint
-    OpenCV drops is dropped) or ``"none"``."""
+    OpenCV drops is dropped) or ``"none"``. ``turn``: the photo's turn in its collection (degrees counter-clockwise
+    that show it upright, :attr:`~patchpose.matching.collection.CollectionTurns.degrees`): every keypoint at the
+    angle that shows the photo upright instead of the gradient's (upright in the collection; not resampled)."""
     check_choices(detector, descriptor)
     est = _pose_estimator(estimator, detector)
     if detector == "sift":
@@ -116,6 +119,8 @@ def features_of_image(
         xy, scores = detect_harris(image, max_keypoints), None
         kps = [cv2.KeyPoint(float(x), float(y), 1.0) for x, y in xy]
         poses = recipe_poses(features_at(image, xy), est.estimate(image, xy))
+    if turn is not None:
+        poses = replace(poses, orientation=np.full(len(xy), -math.radians(float(turn))))
     scale, ori = poses.scale, poses.orientation
     desc = None
     if descriptor == "sift":
@@ -191,10 +196,18 @@ def _learned_settings(extract, unturn, estimator, detector: str, descriptor: str
     }
 
 
-def _collection_turns(parts: Path, everything: list[tuple[str, Path]], estimator, progress: bool) -> dict:
+def _collection_turns(
+    parts: Path, everything: list[tuple[str, Path]], estimator, progress: bool, snap: bool = True
+) -> dict:
     """Each image's turn in the collection of every image of the folder (all shards alike): ``{name: {"degrees":
-    voted, "applied": the turn extracted at, "found": bool}}``, voted once (:func:`upright_collection`, the photos
-    read one at a time) and kept in ``parts/turns.json`` for a resumed run."""
+    voted, "applied": the turn extracted or described at, "found": bool}}``, voted once (:func:`upright_collection`,
+    the photos read one at a time) and kept in ``parts/turns.json`` for a resumed run. ``snap``: within
+    :data:`~patchpose.matching.upright.SNAP_DEG` of a quarter turn that quarter turn is applied (a learned
+    feature's photo is turned); else the voted turn itself (a description at an angle)."""
+
+    def applied(degrees: float) -> float:
+        return applied_turn(degrees) if snap else round(round(degrees, 3) % 360.0, 3)
+
     saved = parts / "turns.json"
     names = [name for name, _ in everything]
     if saved.is_file():
@@ -203,7 +216,7 @@ def _collection_turns(parts: Path, everything: list[tuple[str, Path]], estimator
             ok = sorted(turns) == sorted(names) and all(
                 isinstance(t, dict) and {type(t.get(k)) for k in ("degrees", "applied")} <= {float, int}
                 and isinstance(t.get("found"), bool) and math.isfinite(t["degrees"])
-                and abs(t["applied"] - applied_turn(float(t["degrees"]))) < 0.01 for t in turns.values()
+                and abs(t["applied"] - applied(float(t["degrees"]))) < 0.01 for t in turns.values()
             )  # fmt: skip
         except (ValueError, TypeError, AttributeError):  # a damaged file: voted again
             ok = False
@@ -212,7 +225,7 @@ def _collection_turns(parts: Path, everything: list[tuple[str, Path]], estimator
     photos = _Photos([path for _, path in everything])
     got = upright_collection(photos, estimator=estimator, progress=progress)
     turns = {
-        name: {"degrees": round(float(t), 3), "applied": applied_turn(float(t)), "found": bool(f)}
+        name: {"degrees": round(float(t), 3), "applied": applied(round(float(t), 3)), "found": bool(f)}
         for name, t, f in zip(names, got.degrees, got.found)
     }
     write_text_atomic(saved, json.dumps(turns, indent=1))
@@ -280,7 +293,8 @@ def extract_features(
         out: the features file (``.h5``); while the run lasts, ``OUT.parts/`` holds the finished images.
         estimator: at Harris corners, a :class:`~patchpose.PatchPoseEstimator`, a bundled model's name or a
             weights file (default: the recipe ``pose``'s, :data:`patchpose.recipes.MODELS`); at SIFT's keypoints
-            the recipe reads no model, and one given is an :class:`InputError`.
+            the recipe reads no model, and one given is an :class:`InputError` but with ``unturn`` (the votes'
+            model).
         detector: ``"sift"`` or ``"harris"``; descriptor: ``"sift"`` or ``"none"`` (:func:`features_of_image`).
         max_keypoints: keypoints detected per image, at most.
         shard: ``"i/n"``: only images ``i, i + n, …`` of the sorted names (:func:`parse_shard`).
@@ -290,12 +304,14 @@ def extract_features(
             :func:`~patchpose.integrations.kornia.aliked_extractor`): its keypoints (at most ``max_keypoints``) and
             descriptors, no ``scales``/``oris`` (as hloc writes ALIKED's); ``detector`` and ``descriptor`` stay
             their defaults.
-        unturn: with ``extract``, each image extracted once, un-turned by its turn in the collection
+        unturn: each image's turn in the collection
             (:func:`~patchpose.matching.collection.upright_collection` over every image of the folder, reading
             ``estimator``, default :data:`patchpose.recipes.MODELS` ``["upright"]``; kept in ``OUT.parts/turns.json``
-            while the run lasts); each group's attributes say the turn voted, the turn applied and whether one was
-            found, and the file's root attribute ``patchpose_turns`` every image's applied turn (shards of one folder
-            must agree on it to merge).
+            while the run lasts). With ``extract`` each image is extracted once, un-turned by it; without, every
+            keypoint is described at the angle that shows its photo upright (upright in the collection,
+            :func:`features_of_image`'s ``turn``) instead of the gradient's. Each group's attributes say the turn
+            voted, the turn applied and whether one was found, and the file's root attribute ``patchpose_turns``
+            every image's applied turn (shards of one folder must agree on it to merge).
 
     A rerun with other settings than the parts on disk, or onto a finished file of other settings or
     images, is an :class:`InputError`; onto a finished file of the same ones it does nothing."""
@@ -310,12 +326,13 @@ def extract_features(
     everything = image_names(images)
     todo = everything[i::n]
     if extract is None:
-        if unturn is not False:
-            raise InputError(
-                "un-turning needs a learned feature (extract): SIFT's descriptors turn with the photo"
-            )
-        est = _pose_estimator(estimator, detector)
+        if not isinstance(unturn, bool):
+            raise InputError(f"unturn must be True or False, got {unturn!r}")
+        # un-turned at SIFT's keypoints, the model (estimator) is the votes'; at corners the scale's and the votes'
+        est = _pose_estimator(None if unturn and detector == "sift" else estimator, detector)
         settings = _settings(est, detector, descriptor, max_keypoints)
+        if unturn:
+            settings.update(angle="upright in the collection", unturn=unturn_settings(estimator))
     else:
         settings = _learned_settings(extract, unturn, estimator, detector, descriptor, max_keypoints)
     parts = out.with_name(out.name + ".parts")
@@ -345,7 +362,9 @@ def extract_features(
     for stale in parts.glob("*.tmp*"):  # a part a kill interrupted (the writer's own, and an older run's)
         stale.unlink()
     (parts / "joined.h5").unlink(missing_ok=True)  # a join a kill interrupted: its room is the rerun's
-    turns = _collection_turns(parts, everything, estimator, progress) if unturn else None
+    # a learned feature's photo is turned (a quarter turn near one exactly); a description is read at the angle
+    snap = extract is not None
+    turns = _collection_turns(parts, everything, estimator, progress, snap) if unturn else None
     tqdm = require("tqdm", "hloc").tqdm if progress else None
     bar = todo if tqdm is None else tqdm(todo, desc="images", unit="image")
     for name, path in bar:
@@ -353,15 +372,15 @@ def extract_features(
         if _part_done(h5py, part, name, None if turns is None else turns[name]["applied"]):
             continue
         image = load_image(path)
+        turn = turns[name] if turns is not None else None
+        attrs = {} if turn is None else {f"{TURN}_{k}": v for k, v in turn.items()}
         if extract is None:
-            feats = features_of_image(image, est, detector, descriptor, max_keypoints)
-            attrs = {}
+            at = None if turn is None else turn["applied"]
+            feats = features_of_image(image, est, detector, descriptor, max_keypoints, turn=at)
         else:
-            turn = turns[name] if turns is not None else None
             xy, d = extract_turned(image, extract, turn["applied"] if turn else 0.0)
             feats = {"xy": xy[:max_keypoints], "scale": None, "ori": None, "descriptors": d[:max_keypoints]}
             feats["scores"] = None
-            attrs = {} if turn is None else {f"{TURN}_{k}": v for k, v in turn.items()}
         # the part is written whole beside itself and renamed (HlocFeaturesWriter): never half a part; one that
         # is not finished (damaged) is made anew
         part.unlink(missing_ok=True)
