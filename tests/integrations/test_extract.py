@@ -401,6 +401,66 @@ def test_sift_described_upright_in_the_collection_reads_the_turned_views_as_the_
         )  # measured: 0.99997 (97 % and 98 % of the keypoints found again)
 
 
+def test_a_sift_unturned_run_resumes_with_its_turns_and_shards_merge(plane, tmp_path, monkeypatch):
+    """SIFT described upright in the collection (no learned feature): a run stopped part-way keeps its turns and
+    the rerun votes nothing and ends with the file of a run never stopped; shards merge into that file, also where
+    their turns differ in the last decimals (another machine's arithmetic), not where they differ by a degree."""
+    from patchpose.matching import collection
+
+    _, turned = plane
+    whole = groups(ex.extract_features(turned, tmp_path / "whole.h5", unturn=True, progress=False))
+    real, calls = ex.features_of_image, []
+
+    def stops_at_third(*a, **k):
+        calls.append(1)
+        if len(calls) == 3:
+            raise RuntimeError("stopped")
+        return real(*a, **k)
+
+    monkeypatch.setattr(ex, "features_of_image", stops_at_third)
+    with pytest.raises(RuntimeError, match="stopped"):
+        ex.extract_features(turned, tmp_path / "f.h5", unturn=True, progress=False)
+    monkeypatch.setattr(ex, "features_of_image", real)
+    monkeypatch.setattr(ex, "upright_collection", lambda *a, **k: pytest.fail("voted again"))
+    resumed = groups(ex.extract_features(turned, tmp_path / "f.h5", unturn=True, progress=False))
+    assert resumed.keys() == whole.keys()
+    for name in whole:
+        for k in whole[name]:
+            np.testing.assert_array_equal(resumed[name][k], whole[name][k])
+    monkeypatch.setattr(ex, "upright_collection", collection.upright_collection)
+    shards = [
+        ex.extract_features(turned, tmp_path / f"s{i}.h5", unturn=True, shard=f"{i}/2", progress=False)
+        for i in range(2)
+    ]
+    with h5py.File(shards[1], "a") as f:
+        turns = json.loads(f.attrs[ex.TURNS])
+        f.attrs[ex.TURNS] = json.dumps({k: (v + 0.002) % 360 for k, v in turns.items()})
+    merged = groups(ex.merge_features(shards, tmp_path / "merged.h5"))
+    assert all(np.array_equal(merged[n]["descriptors"], whole[n]["descriptors"]) for n in whole)
+    with h5py.File(shards[1], "a") as f:
+        f.attrs[ex.TURNS] = json.dumps({k: (v + 1.0) % 360 for k, v in turns.items()})
+    with pytest.raises(InputError, match="different turns"):
+        ex.merge_features(shards, tmp_path / "merged2.h5")
+
+
+def test_a_photo_without_a_found_turn_keeps_the_gradients_angle(plane, tmp_path, monkeypatch):
+    """SIFT described upright in the collection: a photo no pair found a turn for (it may be turned) is described as
+    without ``unturn`` (the gradient's angle), the others at their turns; its group says the turn was not found."""
+    from patchpose.matching.collection import CollectionTurns
+
+    _, turned = plane
+    none = np.zeros(0)
+    votes = CollectionTurns(np.array([0.0, 90.0, 0.0, 0.0]), np.array([True, True, True, False]),
+                            np.zeros((0, 2), int), none, none, np.array([0, 0, 0, -1]))  # fmt: skip
+    monkeypatch.setattr(ex, "upright_collection", lambda *a, **k: votes)
+    got = groups(ex.extract_features(turned, tmp_path / "un.h5", unturn=True, progress=False))
+    plain = groups(ex.extract_features(turned, tmp_path / "plain.h5", progress=False))
+    assert not got["03.png"]["patchpose_turn_found"]
+    np.testing.assert_array_equal(got["03.png"]["oris"], plain["03.png"]["oris"])
+    np.testing.assert_array_equal(got["03.png"]["descriptors"], plain["03.png"]["descriptors"])
+    assert not np.array_equal(got["01.png"]["oris"], plain["01.png"]["oris"])
+
+
 def test_a_learned_feature_refuses_what_does_not_apply_in_one_line(plane, tmp_path, capsys):
     from conftest import upright_sift_extractor
 

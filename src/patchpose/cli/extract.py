@@ -86,9 +86,8 @@ def colmap_command(a: argparse.Namespace) -> int:
     if "turns" in s:
         turned = [n for n, t in s["turns"].items() if t["applied"] != 0.0]
         lost = [n for n, t in s["turns"].items() if not t["found"]]
-        head = (f"un-turned {len(turned)} of {len(s['turns'])} photos" if extract is not None
-                else f"described {len(s['turns'])} photos upright in the collection")  # fmt: skip
-        print(head + (f"; no turn found for {', '.join(lost)}" if lost else "") + " (stats.json: turns)")
+        print(f"un-turned {len(turned)} of {len(s['turns'])} photos"
+              + (f"; no turn found for {', '.join(lost)}" if lost else "") + " (stats.json: turns)")  # fmt: skip
     print(f"wrote {a.out} (stats.json; project.ini and sparse/0 open in COLMAP's GUI)")
     return 0
 
@@ -199,10 +198,6 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         c,
         "kornia's ALIKED instead of COLMAP's SIFT, mutual nearest neighbours of every pair, COLMAP's verification "
         "and mapping",
-        unturn="each photo's turn in the collection voted by our network over every pair "
-        f"({MODELS['upright']}); COLMAP's SIFT keypoints are then described upright in the collection (OpenCV's "
-        "SIFT, one descriptor per location, at the photo's turn) instead of at SIFT's own orientations; with "
-        "--aliked each photo is extracted un-turned",
     )
     c.add_argument("--no-progress", action="store_true", help="no stage lines")
     c.set_defaults(func=colmap_command)

@@ -2,10 +2,9 @@
 COLMAP's exhaustive matcher and geometric verification → its incremental mapping, with a line per stage, a summary
 and a project COLMAP's GUI opens (:func:`reconstruct`, ``patchpose colmap``).
 
-No description of ours goes in by default: keypoint by keypoint none beats COLMAP's own SIFT at its keypoints
-(``patchpose eval colmap``, docs/results.md); with ``unturn`` each photo's keypoints are described upright in the
-collection (:func:`describe_upright`), at the turn our network votes for the photo. The stages take any other
-description of COLMAP's keypoints (:func:`run_reconstruction`'s ``describe``: :func:`colmap_sift_features` in,
+No description of ours goes in: at COLMAP's keypoints none beats COLMAP's own SIFT at its best (``patchpose eval
+colmap``, docs/results.md; described upright in the collection, :func:`describe_upright`, they gain less than
+COLMAP's domain-size pooling). The stages take any other description of COLMAP's keypoints (:func:`run_reconstruction`'s ``describe``: :func:`colmap_sift_features` in,
 keypoints and descriptors out, described by OpenCV's SIFT through
 :func:`~patchpose.integrations.opencv.sift_descriptors`), which the benchmark runs with SIFT's own pose, the recipe
 ``pose``, our network's and upright.
@@ -179,11 +178,11 @@ def reconstruct(
             :func:`~patchpose.integrations.kornia.aliked_extractor`) whose keypoints are matched (mutual nearest
             neighbours of every pair) and verified and mapped by COLMAP. Its ``name`` attribute (a string) tells a
             finished ``out`` made with it from one made with another; without one, an existing ``out`` is refused.
-        unturn: each photo's turn in the collection voted by our network
-            (:func:`~patchpose.matching.collection.upright_collection`, reading ``estimator``); with ``extract``
-            each photo is extracted un-turned, so that a feature trained upright matches photos taken sideways or
-            rolled; without, COLMAP's keypoints are described by OpenCV's SIFT upright in the collection
-            (:func:`describe_upright`, one descriptor per location), in place of SIFT's own orientations.
+        unturn: with ``extract``, each photo extracted un-turned by the turn our network votes for it
+            (:func:`~patchpose.matching.collection.upright_collection`, reading ``estimator``): a feature trained
+            upright then matches photos taken sideways or rolled. (COLMAP's SIFT turns with the photo; described
+            upright in the collection it gains less than COLMAP's own domain-size pooling: the benchmark's row
+            ``upright_ours``, docs/results.md.)
         max_keypoints: features per image at most (COLMAP's SIFT's ``max_num_features``, or the extractor's first).
         seed: COLMAP's random seed (RANSAC, mapping); threads: COLMAP's threads (None: all cores).
         progress: a line when each stage starts and ends (COLMAP's own stages give no finer progress), and bars
@@ -203,11 +202,11 @@ def reconstruct(
     _images(Path(images))  # a missing folder or one of fewer than 2 images
     # COLMAP's own since 2026-11-29 (OpenCV's keypoints at our poses and mutual nearest neighbours before): a
     # folder made then is not reused
-    settings = {"keypoints": "colmap", "descriptors": "colmap", "max_keypoints": int(max_keypoints)}
-    if unturn is True and extract is None:
-        settings.update(
-            descriptors="opencv-sift upright in the collection", unturn=unturn_settings(estimator)
+    if unturn is not False and extract is None:
+        raise InputError(
+            "un-turning needs a learned feature (extract; --aliked FILE): COLMAP's SIFT turns with the photo"
         )
+    settings = {"keypoints": "colmap", "descriptors": "colmap", "max_keypoints": int(max_keypoints)}
     if extract is not None:
         name = getattr(extract, "name", None)
         if not isinstance(name, str) and Path(out).exists():

@@ -142,7 +142,7 @@ def _pose_estimator(estimator: EstimatorLike, detector: str):
         if estimator is not None:
             raise InputError(
                 "at SIFT's keypoints the recipe pose reads no model (SIFT's scale, the gradient's angle); "
-                "a model applies to --detector harris"
+                "a model applies to --detector harris, or to --unturn (the votes')"
             )
         return None
     return as_estimator(estimator, "pose")
@@ -225,7 +225,11 @@ def _collection_turns(
     photos = _Photos([path for _, path in everything])
     got = upright_collection(photos, estimator=estimator, progress=progress)
     turns = {
-        name: {"degrees": round(float(t), 3), "applied": applied(round(float(t), 3)), "found": bool(f)}
+        name: {
+            "degrees": round(float(t), 3) % 360.0,
+            "applied": applied(round(float(t), 3)),
+            "found": bool(f),
+        }
         for name, t, f in zip(names, got.degrees, got.found)
     }
     write_text_atomic(saved, json.dumps(turns, indent=1))
@@ -243,6 +247,20 @@ class _Photos(Sequence):
 
     def __getitem__(self, k):
         return load_image(self.paths[k])
+
+
+#: turns of two shards that differ by less than this (degrees) are the same vote (a description at a turn is not
+#: snapped to a quarter turn: another machine's arithmetic may move its last decimal)
+TURN_TOLERANCE_DEG = 0.01
+
+
+def _same_turns(a: dict | None, b: dict | None) -> bool:
+    """Whether two files' applied turns (``patchpose_turns``: name → degrees, or None) are the same vote."""
+    if a is None or b is None:
+        return a is b
+    return a.keys() == b.keys() and all(
+        abs((a[k] - b[k] + 180.0) % 360.0 - 180.0) < TURN_TOLERANCE_DEG for k in a
+    )
 
 
 def _part_path(parts: Path, name: str) -> Path:
@@ -309,7 +327,8 @@ def extract_features(
             ``estimator``, default :data:`patchpose.recipes.MODELS` ``["upright"]``; kept in ``OUT.parts/turns.json``
             while the run lasts). With ``extract`` each image is extracted once, un-turned by it; without, every
             keypoint is described at the angle that shows its photo upright (upright in the collection,
-            :func:`features_of_image`'s ``turn``) instead of the gradient's. Each group's attributes say the turn
+            :func:`features_of_image`'s ``turn``) instead of the gradient's, but in a photo whose turn is not found
+            (no pair voted one), which keeps the gradient's. Each group's attributes say the turn
             voted, the turn applied and whether one was found, and the file's root attribute ``patchpose_turns``
             every image's applied turn (shards of one folder must agree on it to merge).
 
@@ -374,8 +393,8 @@ def extract_features(
         image = load_image(path)
         turn = turns[name] if turns is not None else None
         attrs = {} if turn is None else {f"{TURN}_{k}": v for k, v in turn.items()}
-        if extract is None:
-            at = None if turn is None else turn["applied"]
+        if extract is None:  # a photo without a found turn keeps the gradient's angle (it may be turned)
+            at = None if turn is None or not turn["found"] else turn["applied"]
             feats = features_of_image(image, est, detector, descriptor, max_keypoints, turn=at)
         else:
             xy, d = extract_turned(image, extract, turn["applied"] if turn else 0.0)
@@ -522,7 +541,7 @@ def merge_features(shards: Sequence[str | Path], out: str | Path) -> Path:
             raise InputError(
                 f"{path} was extracted with other settings or another shard count than {shards[0]}"
             )
-        elif u != turns:
+        elif not _same_turns(u, turns):
             raise InputError(
                 f"{path} and {shards[0]} un-turned the photos by different turns (their votes differ on these "
                 "machines): extract the folder in one run, or merge shards of one machine"
