@@ -243,3 +243,14 @@ def test_the_listed_lab_commits_exist():
         t for t, c in _tag_table().items() if c != "-" and git("cat-file", "-e", f"{c}^{{commit}}").returncode
     ]
     assert missing == []
+    # a tag this clone has points at the commit listed
+    elsewhere = []
+    for tag, commit in _tag_table().items():
+        here = git("rev-parse", "--verify", "--quiet", f"refs/tags/{tag}^{{commit}}").stdout.strip()
+        if (
+            here
+            and commit != "-"
+            and not here.startswith(git("rev-parse", f"{commit}^{{commit}}").stdout.strip())
+        ):
+            elsewhere.append(tag)
+    assert elsewhere == []
