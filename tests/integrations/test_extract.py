@@ -282,6 +282,14 @@ def groups(path) -> dict:
     return out
 
 
+def assert_same_groups(got: dict, want: dict) -> None:
+    """Two files' :func:`groups`: the same images, each with the same datasets and attributes."""
+    assert got.keys() == want.keys()
+    for name in want:
+        for k in want[name]:
+            np.testing.assert_array_equal(got[name][k], want[name][k], err_msg=f"{name}/{k}")
+
+
 def test_a_learned_feature_unturned_equals_it_on_the_upright_photos(plane, tmp_path):
     """``extract=`` a feature that does not turn with the photo, ``unturn=True``, on views of which two are turned
     90° clockwise: each is extracted once at the turn that shows it upright (voted, snapped to the quarter turn): its
@@ -337,10 +345,7 @@ def test_an_unturned_run_resumes_with_its_turns_and_shards_merge(plane, tmp_path
     resumed = groups(
         ex.extract_features(turned, tmp_path / "f.h5", extract=feature, unturn=True, progress=False)
     )
-    assert resumed.keys() == whole.keys()
-    for name in whole:
-        for k in whole[name]:
-            np.testing.assert_array_equal(resumed[name][k], whole[name][k])
+    assert_same_groups(resumed, whole)
     monkeypatch.setattr(ex, "upright_collection", collection.upright_collection)
     shards = [
         ex.extract_features(
@@ -423,10 +428,7 @@ def test_a_sift_unturned_run_resumes_with_its_turns_and_shards_merge(plane, tmp_
     monkeypatch.setattr(ex, "features_of_image", real)
     monkeypatch.setattr(ex, "upright_collection", lambda *a, **k: pytest.fail("voted again"))
     resumed = groups(ex.extract_features(turned, tmp_path / "f.h5", unturn=True, progress=False))
-    assert resumed.keys() == whole.keys()
-    for name in whole:
-        for k in whole[name]:
-            np.testing.assert_array_equal(resumed[name][k], whole[name][k])
+    assert_same_groups(resumed, whole)
     monkeypatch.setattr(ex, "upright_collection", collection.upright_collection)
     shards = [
         ex.extract_features(turned, tmp_path / f"s{i}.h5", unturn=True, shard=f"{i}/2", progress=False)
