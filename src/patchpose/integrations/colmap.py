@@ -39,7 +39,7 @@ from ..interop import to_cv2_keypoints
 from ..matching.collection import unturn_settings, upright_collection
 from ..matching.features import SIFT_REGION, Features, sift_features
 from ..matching.upright import Extractor, applied_turn
-from .extract import image_names
+from .extract import _Photos, image_names
 from .formats import from_colmap_rows, to_colmap_rows
 from .opencv import sift_descriptors
 
@@ -313,11 +313,12 @@ def run_reconstruction(
             )
         return had
     # a photo that cannot be read stops the run before anything is written; a feature of one's own keeps them
-    with_turns = unturn or turns is not None
-    photos = [load_image(folder / name) for name in names] if extract is not None or with_turns else None
+    photos = [load_image(folder / name) for name in names] if extract is not None else None
     if photos is None:
         for name in names:
             load_image(folder / name)
+        # the turns of COLMAP's keypoints described upright: each photo read again when the votes reach it
+        photos = _Photos([folder / name for name in names])
     if unturn:  # our votes are one source of turns among others
 
         def turns(images: list[np.ndarray]):
