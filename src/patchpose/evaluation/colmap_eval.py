@@ -12,7 +12,7 @@ each pose source (:data:`POSES`) in the stages of :func:`patchpose.integrations.
 ``network``     our scale and orientation at each location (``patchpose colmap`` before 2026-11-29)
 ``upright``     one keypoint per location, SIFT's size, orientation 0 (upright descriptors)
 ``upright_ours`` one keypoint per location, SIFT's size, upright in the collection: each photo's keypoints at
-                the turn our votes find for the photo (``reconstruct(unturn=True)``,
+                the turn our votes find for the photo (``run_reconstruction(unturn=True)``,
                 :func:`~patchpose.integrations.colmap.describe_upright`; the photo is not resampled)
 ``upright_sift`` the same, the pairwise turns SIFT's instead of our network's (:func:`sift_collection_turns`)
 =============== ==========================================================================================

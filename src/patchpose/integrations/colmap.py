@@ -2,12 +2,13 @@
 COLMAP's exhaustive matcher and geometric verification → its incremental mapping, with a line per stage, a summary
 and a project COLMAP's GUI opens (:func:`reconstruct`, ``patchpose colmap``).
 
-No description of ours goes in: at COLMAP's keypoints none beats COLMAP's own SIFT at its best (``patchpose eval
-colmap``, docs/results.md; described upright in the collection, :func:`describe_upright`, they gain less than
-COLMAP's domain-size pooling). The stages take any other description of COLMAP's keypoints (:func:`run_reconstruction`'s ``describe``: :func:`colmap_sift_features` in,
-keypoints and descriptors out, described by OpenCV's SIFT through
-:func:`~patchpose.integrations.opencv.sift_descriptors`), which the benchmark runs with SIFT's own pose, the recipe
-``pose``, our network's and upright.
+No description of ours goes in (``patchpose eval colmap``, docs/results.md: keypoint by keypoint none beats
+COLMAP's own; described upright in the collection, :func:`describe_upright`, they find as many distinct points as
+COLMAP's domain-size pooling on TUM, at a reprojection error #61 does not allow and with Sacré-Cœur's counts within
+its mapping's instability: a benchmark row, not an option). The stages take any other description of COLMAP's
+keypoints (:func:`run_reconstruction`'s ``describe``: :func:`colmap_sift_features` in, keypoints and descriptors
+out, described by OpenCV's SIFT through :func:`~patchpose.integrations.opencv.sift_descriptors`), which the
+benchmark runs with SIFT's own pose, the recipe ``pose``, our network's and upright.
 
 Keypoints go into the database in COLMAP's conventions (:func:`colmap_keypoints`: top-left pixel centre at
 (0.5, 0.5), scale a radius in px, orientation radians clockwise as displayed), descriptors as COLMAP stores its
@@ -180,9 +181,9 @@ def reconstruct(
             finished ``out`` made with it from one made with another; without one, an existing ``out`` is refused.
         unturn: with ``extract``, each photo extracted un-turned by the turn our network votes for it
             (:func:`~patchpose.matching.collection.upright_collection`, reading ``estimator``): a feature trained
-            upright then matches photos taken sideways or rolled. (COLMAP's SIFT turns with the photo; described
-            upright in the collection it gains less than COLMAP's own domain-size pooling: the benchmark's row
-            ``upright_ours``, docs/results.md.)
+            upright then matches photos taken sideways or rolled. Without ``extract`` it is refused: COLMAP's SIFT
+            described upright in the collection is the benchmark's row ``upright_ours``, not an option
+            (docs/results.md).
         max_keypoints: features per image at most (COLMAP's SIFT's ``max_num_features``, or the extractor's first).
         seed: COLMAP's random seed (RANSAC, mapping); threads: COLMAP's threads (None: all cores).
         progress: a line when each stage starts and ends (COLMAP's own stages give no finer progress), and bars
@@ -204,7 +205,7 @@ def reconstruct(
     # folder made then is not reused
     if unturn is not False and extract is None:
         raise InputError(
-            "un-turning needs a learned feature (extract; --aliked FILE): COLMAP's SIFT turns with the photo"
+            "un-turning needs a learned feature (extract; --aliked FILE): COLMAP's SIFT keeps its own orientations"
         )
     settings = {"keypoints": "colmap", "descriptors": "colmap", "max_keypoints": int(max_keypoints)}
     if extract is not None:
