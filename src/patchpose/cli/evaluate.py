@@ -476,8 +476,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     co = evs.add_parser(
         "colmap",
         help="COLMAP reconstructions (pycolmap), frames upright and every other one turned 90 degrees: "
-        "COLMAP's own pipeline, its keypoints described at SIFT's poses, the recipe pose, ours, upright, upright in "
-        "the collection (each photo's turn by our votes or SIFT's)",
+        "COLMAP's own pipeline (and with its SIFT's domain-size pooling), its keypoints described at SIFT's poses, the "
+        "recipe pose, ours, upright, upright in the collection (each photo's turn by our votes or SIFT's)",
     )
     co.add_argument("images", help="folder of frames (every image below it, at least 2)")
     co.add_argument("--out", default="outputs/eval_colmap")

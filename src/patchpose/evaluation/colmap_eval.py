@@ -5,6 +5,7 @@ each pose source (:data:`POSES`) in the stages of :func:`patchpose.integrations.
 
 =============== ==========================================================================================
 ``colmap``      COLMAP's own pipeline, ``patchpose colmap``: its SIFT's descriptors kept
+``colmap_dsp``  COLMAP's own with its SIFT's domain-size pooling (DSP-SIFT; :data:`COLMAP_OPTIONS`)
 ``sift``        SIFT's own pose: each of COLMAP's keypoints (a location's orientations each a keypoint, as COLMAP
                 stores them) described by OpenCV's SIFT at SIFT's size and that orientation
 ``pose``        the recipe ``pose``: one keypoint per location, SIFT's size, the dominant gradient's angle on
@@ -77,7 +78,9 @@ LEARNED = {
 }
 #: the rows that describe COLMAP's keypoints upright in the collection, and whose turns each reads
 UNTURNED = {"upright_ours": "ours", "upright_sift": "sift"}
-POSES = ("colmap", "sift", "pose", "network", "upright", *UNTURNED, *LEARNED)
+#: COLMAP's own pipeline at other settings of its SIFT (peers: COLMAP at its best)
+COLMAP_OPTIONS = {"colmap_dsp": {"domain_size_pooling": True}}
+POSES = ("colmap", *COLMAP_OPTIONS, "sift", "pose", "network", "upright", *UNTURNED, *LEARNED)
 #: the poses that read the model
 OUR_POSES = ("network", "upright_ours", "aliked_ours")
 #: the frames: as they are; frames 1, 3, 5, … turned 90° clockwise; frames 0, 2, 4, … turned (the first photo
@@ -86,7 +89,7 @@ OUR_POSES = ("network", "upright_ours", "aliked_ours")
 SETS = ("upright", "turned", "turned_first", "turned_any")
 #: the sets' default (``turned_first`` only where asked: it tests un-turning's tie rule)
 DEFAULT_SETS = ("upright", "turned")
-DEFAULT_POSES = ("colmap", "sift", "pose", "network", "upright", "upright_ours", "upright_sift")
+DEFAULT_POSES = ("colmap", "colmap_dsp", "sift", "pose", "network", "upright", "upright_ours", "upright_sift")
 
 
 def pose_estimator(estimator: EstimatorLike = None):
@@ -100,8 +103,8 @@ def describe_at(feats: Features, pose: str, est=None) -> dict:
     OpenCV's SIFT (:func:`~patchpose.integrations.opencv.sift_descriptors`) at ``pose`` (one of :data:`POSES` but
     ``colmap``, :data:`UNTURNED` and :data:`LEARNED`), as the ``describe`` of :func:`~patchpose.integrations.colmap.run_reconstruction` takes them: one row per keypoint written
     (for ``sift`` one per orientation COLMAP found at a location); ``est`` for the poses that read our model."""
-    if pose not in POSES or pose == "colmap" or pose in UNTURNED or pose in LEARNED:
-        described = [p for p in POSES if p != "colmap" and p not in UNTURNED and p not in LEARNED]
+    if pose not in POSES or pose in ("colmap", *COLMAP_OPTIONS, *UNTURNED, *LEARNED):
+        described = [p for p in POSES if p not in ("colmap", *COLMAP_OPTIONS, *UNTURNED, *LEARNED)]
         raise InputError(f"pose must be one of {described}, got {pose!r}")
     xy, scale = feats.xy, feats.sift_scale - SIFT_WINDOW
     described = scale  # the radius OpenCV's SIFT describes at (its window 5.3 times its size)
@@ -154,6 +157,12 @@ def reconstruct_at(
         raise InputError(f"pose must be one of {POSES}, got {pose!r}")
     if pose in LEARNED:
         return _reconstruct_learned(images, out, pose, est, peers, max_keypoints, seed, threads, progress)
+    if pose in COLMAP_OPTIONS:
+        return run_reconstruction(
+            images, out, {"pose": pose, "keypoints": "colmap", "max_keypoints": int(max_keypoints)},
+            sift_options=COLMAP_OPTIONS[pose], max_keypoints=max_keypoints, seed=seed, threads=threads,
+            progress=progress,
+        )  # fmt: skip
     if pose in UNTURNED:
         settings = {"pose": pose, "keypoints": "colmap", "max_keypoints": int(max_keypoints),
                     "model": est.name if est is not None else None, "unturn": unturn_settings(est)}  # fmt: skip
@@ -411,6 +420,7 @@ def results_markdown(doc: dict) -> str:
 __all__ = [
     "POSES",
     "UNTURNED",
+    "COLMAP_OPTIONS",
     "LEARNED",
     "OUR_POSES",
     "sift_collection_turns",

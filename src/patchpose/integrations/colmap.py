@@ -253,6 +253,7 @@ def run_reconstruction(
     seed: int = 0,
     threads: int | None = None,
     progress: bool = False,
+    sift_options: dict | None = None,
 ) -> dict:
     """The stages of :func:`reconstruct` (:data:`STAGES`), COLMAP's own but for ``describe`` or ``extract``:
 
@@ -278,7 +279,11 @@ def run_reconstruction(
     keypoints by ``extract`` on the photo un-turned, mapped back, at most ``max_keypoints``), ``matching`` (mutual
     nearest neighbours of every pair, then COLMAP's geometric verification) and ``mapping``.
 
-    ``settings``: what a rerun into ``out`` must match (with the images, the seed and pycolmap's version)."""
+    ``sift_options``: COLMAP's SIFT options other than its defaults (``pycolmap.SiftExtractionOptions`` attributes,
+    e.g. ``{"domain_size_pooling": True}``; the benchmark's peer at its best), with COLMAP's SIFT only.
+
+    ``settings``: what a rerun into ``out`` must match (with the images, the seed, pycolmap's version and
+    ``sift_options``)."""
     if extract is not None and describe is not None:
         raise InputError(
             "give describe (COLMAP's keypoints described) or extract (keypoints of one's own), not both"
@@ -297,6 +302,9 @@ def run_reconstruction(
         raise InputError("give unturn (our votes of the turns) or turns (known ones), not both")
     check_settings(max_keypoints, seed, threads)
     pycolmap = require("pycolmap", "colmap")
+    sift_options = _check_sift_options(pycolmap, sift_options, extract)
+    if sift_options:
+        settings = {**settings, "sift_options": sift_options}
     folder = Path(images)
     names = _images(folder)
     if turns is not None and not callable(turns):
@@ -359,6 +367,8 @@ def run_reconstruction(
                 ext = pycolmap.FeatureExtractionOptions()
                 ext.num_threads = nthreads
                 ext.sift.max_num_features = int(max_keypoints)
+                for name, value in sift_options.items():
+                    setattr(ext.sift, name, value)
                 pycolmap.extract_features(
                     db_path, folder, image_names=names, camera_mode=pycolmap.CameraMode.AUTO,
                     extraction_options=ext, device=pycolmap.Device.cpu,
@@ -492,6 +502,29 @@ def _loaded(image: np.ndarray, path: Path, cam) -> np.ndarray:
             "in the wrong places"
         )
     return image
+
+
+def _check_sift_options(pycolmap, options, extract) -> dict:
+    """``sift_options`` checked: a dict of ``pycolmap.SiftExtractionOptions`` attributes and values of their type
+    (an :class:`InputError` for an unknown name, a value of another type, or options with a feature of one's
+    own)."""
+    if not options:
+        return {}
+    if extract is not None:
+        raise InputError("sift_options set COLMAP's SIFT; a learned feature (extract) has none")
+    if not isinstance(options, dict):
+        raise InputError(
+            f"sift_options must be a dict of COLMAP's SIFT options, got {type(options).__name__}"
+        )
+    known = pycolmap.SiftExtractionOptions()
+    for name, value in options.items():
+        if not isinstance(name, str) or name.startswith("_") or not hasattr(known, name):
+            raise InputError(f"COLMAP's SIFT has no option {name!r}")
+        if type(value) is not type(getattr(known, name)):
+            raise InputError(
+                f"COLMAP's SIFT option {name} takes a {type(getattr(known, name)).__name__}, got {value!r}"
+            )
+    return dict(options)
 
 
 def _turns_stage(turns, images, names, stage, progress, work) -> tuple[np.ndarray | None, np.ndarray | None]:
