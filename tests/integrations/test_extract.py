@@ -445,6 +445,39 @@ def test_a_sift_unturned_run_resumes_with_its_turns_and_shards_merge(plane, tmp_
         ex.merge_features(shards, tmp_path / "merged2.h5")
 
 
+def test_a_window_of_neighbours_votes_fewer_pairs_for_the_same_turns(plane, tmp_path, monkeypatch, capsys):
+    """``unturn_window=1`` (``--unturn-window 1``): only neighbouring photos in the sorted names are voted (3 pairs
+    of 4 photos instead of 6), the turns within 1° of every pair's, the window in the settings; a window below 1, or
+    one without ``unturn``, is a one-line error before anything is written."""
+    _, turned = plane
+    real, asked = ex.upright_collection, []
+
+    def recording(photos, pairs=None, **kw):
+        asked.append(pairs)
+        return real(photos, pairs=pairs, **kw)
+
+    monkeypatch.setattr(ex, "upright_collection", recording)
+    window = groups(
+        ex.extract_features(turned, tmp_path / "w.h5", unturn=True, unturn_window=1, progress=False)
+    )
+    every = groups(ex.extract_features(turned, tmp_path / "a.h5", unturn=True, progress=False))
+    assert asked == [[(0, 1), (1, 2), (2, 3)], None]
+    for name in every:
+        a, b = window[name]["patchpose_turn_degrees"], every[name]["patchpose_turn_degrees"]
+        assert abs((a - b + 180) % 360 - 180) < 1.0, name
+    with h5py.File(tmp_path / "w.h5", "r") as f:
+        assert json.loads(f.attrs[ex.SETTINGS])["unturn"]["window"] == 1
+    with h5py.File(tmp_path / "a.h5", "r") as f:
+        assert "window" not in json.loads(f.attrs[ex.SETTINGS])["unturn"]
+    for kw in (dict(unturn=True, unturn_window=0), dict(unturn_window=2)):
+        with pytest.raises(InputError, match="--unturn-window must be a whole number >= 1") as e:
+            ex.extract_features(turned, tmp_path / "x.h5", progress=False, **kw)
+        assert len(str(e.value).splitlines()) == 1
+    assert main(["extract", str(turned), "--out", str(tmp_path / "y.h5"), "--unturn-window", "2"]) == 2
+    assert "without --unturn" in capsys.readouterr().err
+    assert not (tmp_path / "x.h5").exists() and not (tmp_path / "y.h5").exists()
+
+
 def test_a_photo_without_a_found_turn_keeps_the_gradients_angle(plane, tmp_path, monkeypatch):
     """SIFT described upright in the collection: a photo no pair found a turn for (it may be turned) is described as
     without ``unturn`` (the gradient's angle), the others at their turns; its group says the turn was not found."""

@@ -37,6 +37,7 @@ def extract_command(a: argparse.Namespace) -> int:
         progress=not a.no_progress,
         extract=extract,
         unturn=a.unturn,
+        unturn_window=a.unturn_window,
     )
     print(f"wrote {out}")
     return 0
@@ -164,6 +165,14 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         unturn="each photo's turn in the folder voted by our network over every pair "
         f"({MODELS['upright']}); every keypoint is then described at the angle that shows its photo upright "
         "(upright in the collection) instead of the gradient's; with --aliked each photo is extracted un-turned",
+    )
+    e.add_argument(
+        "--unturn-window",
+        type=int,
+        default=None,
+        metavar="N",
+        help="with --unturn: vote only pairs of photos at most N apart in the sorted names (a sequence's "
+        "neighbours; default: every pair)",
     )
     e.add_argument("--no-progress", action="store_true", help="no progress bar")
     add_weights(

@@ -197,13 +197,19 @@ def _learned_settings(extract, unturn, estimator, detector: str, descriptor: str
 
 
 def _collection_turns(
-    parts: Path, everything: list[tuple[str, Path]], estimator, progress: bool, snap: bool = True
+    parts: Path,
+    everything: list[tuple[str, Path]],
+    estimator,
+    progress: bool,
+    snap: bool = True,
+    window: int | None = None,
 ) -> dict:
     """Each image's turn in the collection of every image of the folder (all shards alike): ``{name: {"degrees":
     voted, "applied": the turn extracted or described at, "found": bool}}``, voted once (:func:`upright_collection`,
     the photos read one at a time) and kept in ``parts/turns.json`` for a resumed run. ``snap``: within
     :data:`~patchpose.matching.upright.SNAP_DEG` of a quarter turn that quarter turn is applied (a learned
-    feature's photo is turned); else the voted turn itself (a description at an angle)."""
+    feature's photo is turned); else the voted turn itself (a description at an angle). ``window``: only the pairs
+    of images at most this many apart in ``everything``'s order (None: every pair)."""
 
     def applied(degrees: float) -> float:
         return applied_turn(degrees) if snap else round(round(degrees, 3) % 360.0, 3)
@@ -223,7 +229,11 @@ def _collection_turns(
         if ok:  # the same folder: the same turns (another folder's, or a damaged file's, are voted again)
             return turns
     photos = _Photos([path for _, path in everything])
-    got = upright_collection(photos, estimator=estimator, progress=progress)
+    n = len(everything)
+    pairs = (
+        None if window is None else [(i, j) for i in range(n) for j in range(i + 1, min(n, i + window + 1))]
+    )
+    got = upright_collection(photos, pairs=pairs, estimator=estimator, progress=progress)
     turns = {
         name: {
             "degrees": round(float(t), 3) % 360.0,
@@ -302,6 +312,7 @@ def extract_features(
     progress: bool = True,
     extract: Extractor | None = None,
     unturn: bool = False,
+    unturn_window: int | None = None,
 ) -> Path:
     """Write the hloc features file ``out`` for the images below the folder ``images`` (the module
     docstring: groups, resuming after a kill, shards) and return its path.
@@ -331,6 +342,8 @@ def extract_features(
             (no pair voted one), which keeps the gradient's. Each group's attributes say the turn
             voted, the turn applied and whether one was found, and the file's root attribute ``patchpose_turns``
             every image's applied turn (shards of one folder must agree on it to merge).
+        unturn_window: with ``unturn``, vote only the pairs of images at most this many apart in the sorted names
+            (a sequence's neighbours: ``N·window`` pairs instead of every one of the ``N(N−1)/2``); None: every pair.
 
     A rerun with other settings than the parts on disk, or onto a finished file of other settings or
     images, is an :class:`InputError`; onto a finished file of the same ones it does nothing."""
@@ -342,6 +355,11 @@ def extract_features(
         )
     check_choices(detector, descriptor)
     out = _check_out(out)
+    if unturn_window is not None and (unturn is not True or not is_int_in(unturn_window, 1)):
+        raise InputError(
+            f"--unturn-window must be a whole number >= 1 with --unturn, got {unturn_window!r}"
+            + ("" if unturn is True else " without --unturn")
+        )
     everything = image_names(images)
     todo = everything[i::n]
     if extract is None:
@@ -354,6 +372,10 @@ def extract_features(
             settings.update(angle="upright in the collection", unturn=unturn_settings(estimator))
     else:
         settings = _learned_settings(extract, unturn, estimator, detector, descriptor, max_keypoints)
+    if (
+        unturn_window is not None
+    ):  # recorded only where given: files voted over every pair keep their settings
+        settings["unturn"] = {**settings["unturn"], "window": int(unturn_window)}
     parts = out.with_name(out.name + ".parts")
     stated = {**settings, "shard": f"{i}/{n}"}
     if out.exists():
@@ -383,7 +405,7 @@ def extract_features(
     (parts / "joined.h5").unlink(missing_ok=True)  # a join a kill interrupted: its room is the rerun's
     # a learned feature's photo is turned (a quarter turn near one exactly); a description is read at the angle
     snap = extract is not None
-    turns = _collection_turns(parts, everything, estimator, progress, snap) if unturn else None
+    turns = _collection_turns(parts, everything, estimator, progress, snap, unturn_window) if unturn else None
     tqdm = require("tqdm", "hloc").tqdm if progress else None
     bar = todo if tqdm is None else tqdm(todo, desc="images", unit="image")
     for name, path in bar:
