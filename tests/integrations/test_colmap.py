@@ -286,6 +286,10 @@ def test_colmap_cli_refuses_bad_input_in_one_line(tmp_path, capsys):
         ([str(tmp_path / "one"), "--max-keypoints", "99999999999"], "up to 10,000,000"),
         ([str(tmp_path / "two"), "--unturn"], "un-turning needs a learned feature (extract; --aliked FILE)"),
         ([str(tmp_path / "one"), "--aliked-model", "aliked-n32"], "--aliked-model needs --aliked FILE"),
+        (
+            [str(tmp_path / "two"), "--unturn-window", "2"],
+            "--unturn-window must be a whole number >= 1 with --unturn",
+        ),
         ([str(tmp_path / "one"), "--aliked", str(tmp_path / "no.pth")], "no.pth"),
         ([str(tmp_path / "one"), "--threads", "1000000"], "from 1 to 1024"),  # crashed in torch (#62)
     ]
@@ -472,6 +476,22 @@ def test_a_feature_that_does_not_turn_registers_every_view_once_the_photos_are_u
         with pytest.raises(InputError, match=match):
             cm.run_reconstruction(plane_turned, tmp_path / "bad", {}, **bad, **kw)
     assert not (tmp_path / "bad").exists()
+
+
+@needs_pycolmap
+def test_a_window_of_neighbours_unturns_the_views_as_every_pair_does(plane_turned, tmp_path):
+    """``reconstruct(extract=..., unturn=True, unturn_window=1)`` (``--unturn-window 1``): the votes of neighbouring
+    views only turn the 2nd and 4th views back by 90° as every pair's do, every view registered, the window in the
+    settings."""
+
+    def feature(image):
+        return upright_sift_extractor(image)
+
+    feature.name = "upright SIFT (test)"
+    stats = cm.reconstruct(plane_turned, tmp_path / "w", extract=feature, unturn=True, unturn_window=1,
+                           max_keypoints=600, threads=1)  # fmt: skip
+    assert stats["registered"] == 4 and stats["settings"]["unturn"]["window"] == 1
+    assert [stats["turns"][n]["applied"] for n in sorted(stats["turns"])] == [0.0, 90.0, 0.0, 90.0]
 
 
 @needs_pycolmap

@@ -78,6 +78,7 @@ def colmap_command(a: argparse.Namespace) -> int:
         a.out,
         extract=extract,
         unturn=a.unturn,
+        unturn_window=a.unturn_window,
         max_keypoints=a.max_keypoints,
         seed=a.seed,
         threads=a.threads,
@@ -132,6 +133,18 @@ def add_aliked(p: argparse.ArgumentParser, what: str, unturn: str | None = None)
     )
 
 
+def add_unturn_window(p: argparse.ArgumentParser) -> None:
+    """``--unturn-window N``: the votes of ``--unturn`` over a sequence's neighbours only."""
+    p.add_argument(
+        "--unturn-window",
+        type=int,
+        default=None,
+        metavar="N",
+        help="with --unturn: vote only pairs of photos at most N apart in the sorted names (a sequence's "
+        "neighbours; default: every pair)",
+    )
+
+
 def add_commands(sub: argparse._SubParsersAction) -> None:
     """Register ``extract``, ``extract-merge`` and ``colmap`` on the top-level subparsers."""
     e = sub.add_parser(
@@ -166,14 +179,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         f"({MODELS['upright']}); every keypoint is then described at the angle that shows its photo upright "
         "(upright in the collection) instead of the gradient's; with --aliked each photo is extracted un-turned",
     )
-    e.add_argument(
-        "--unturn-window",
-        type=int,
-        default=None,
-        metavar="N",
-        help="with --unturn: vote only pairs of photos at most N apart in the sorted names (a sequence's "
-        "neighbours; default: every pair)",
-    )
+    add_unturn_window(e)
     e.add_argument("--no-progress", action="store_true", help="no progress bar")
     add_weights(
         e,
@@ -208,5 +214,6 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         "kornia's ALIKED instead of COLMAP's SIFT, mutual nearest neighbours of every pair, COLMAP's verification "
         "and mapping",
     )
+    add_unturn_window(c)
     c.add_argument("--no-progress", action="store_true", help="no stage lines")
     c.set_defaults(func=colmap_command)

@@ -37,7 +37,7 @@ from ..errors import InputError, is_int_in, require
 from ..estimator import EstimatorLike
 from ..fileio import room_for, size_text, write_text_atomic
 from ..interop import to_cv2_keypoints
-from ..matching.collection import unturn_settings, upright_collection
+from ..matching.collection import neighbour_pairs, unturn_settings, upright_collection
 from ..matching.features import SIFT_REGION, Features, sift_features
 from ..matching.upright import Extractor, applied_turn
 from .extract import _Photos, image_names
@@ -165,6 +165,7 @@ def reconstruct(
     threads: int | None = None,
     progress: bool = False,
     estimator: EstimatorLike = None,
+    unturn_window: int | None = None,
 ) -> dict:
     """Reconstruct the images below the folder ``images`` with COLMAP's own pipeline (:func:`run_reconstruction`
     without a description of ours), or with a learned feature of one's own, and return the statistics of the
@@ -186,6 +187,8 @@ def reconstruct(
             (docs/results.md).
         max_keypoints: features per image at most (COLMAP's SIFT's ``max_num_features``, or the extractor's first).
         seed: COLMAP's random seed (RANSAC, mapping); threads: COLMAP's threads (None: all cores).
+        unturn_window: with ``unturn``, vote only the pairs of photos at most this many apart in the sorted names
+            (:func:`~patchpose.matching.collection.neighbour_pairs`: a sequence's neighbours); None: every pair.
         progress: a line when each stage starts and ends (COLMAP's own stages give no finer progress), and bars
             over photos and pairs in ours.
 
@@ -203,6 +206,7 @@ def reconstruct(
     _images(Path(images))  # a missing folder or one of fewer than 2 images
     # COLMAP's own since 2026-11-29 (OpenCV's keypoints at our poses and mutual nearest neighbours before): a
     # folder made then is not reused
+    neighbour_pairs(0, unturn_window, unturn)  # a bad window: its one-line error before any work
     if unturn is not False and extract is None:
         raise InputError(
             "un-turning needs a learned feature (extract; --aliked FILE): COLMAP's SIFT keeps its own orientations"
@@ -220,12 +224,23 @@ def reconstruct(
             "max_keypoints": int(max_keypoints),
             "unturn": unturn_settings(estimator) if unturn is True else None,
         }
+    turns = None
+    if (
+        unturn_window is not None
+    ):  # recorded only where given: outputs voted over every pair keep their settings
+        settings["unturn"] = {**settings["unturn"], "window": int(unturn_window)}
+
+        def turns(photos):
+            pairs = neighbour_pairs(len(photos), unturn_window)
+            return upright_collection(photos, pairs=pairs, estimator=estimator, progress=progress)
+
     return run_reconstruction(
         images,
         out,
         settings,
         extract=extract,
-        unturn=unturn,
+        unturn=unturn and turns is None,
+        turns=turns,
         estimator=estimator,
         max_keypoints=max_keypoints,
         seed=seed,

@@ -41,7 +41,7 @@ from ..errors import InputError, is_int_in, require
 from ..estimator import EstimatorLike, as_estimator
 from ..fileio import atomic_copy, commit_temp, room_for, size_text, write_text_atomic
 from ..matching.candidates import recipe_poses
-from ..matching.collection import unturn_settings, upright_collection
+from ..matching.collection import neighbour_pairs, unturn_settings, upright_collection
 from ..matching.features import features_at, sift_features
 from ..matching.upright import Extractor, applied_turn, extract_turned
 from .formats import HlocFeaturesWriter
@@ -229,10 +229,7 @@ def _collection_turns(
         if ok:  # the same folder: the same turns (another folder's, or a damaged file's, are voted again)
             return turns
     photos = _Photos([path for _, path in everything])
-    n = len(everything)
-    pairs = (
-        None if window is None else [(i, j) for i in range(n) for j in range(i + 1, min(n, i + window + 1))]
-    )
+    pairs = neighbour_pairs(len(everything), window)
     got = upright_collection(photos, pairs=pairs, estimator=estimator, progress=progress)
     turns = {
         name: {
@@ -355,11 +352,7 @@ def extract_features(
         )
     check_choices(detector, descriptor)
     out = _check_out(out)
-    if unturn_window is not None and (unturn is not True or not is_int_in(unturn_window, 1)):
-        raise InputError(
-            f"--unturn-window must be a whole number >= 1 with --unturn, got {unturn_window!r}"
-            + ("" if unturn is True else " without --unturn")
-        )
+    neighbour_pairs(0, unturn_window, unturn)  # a bad window: its one-line error before any work
     everything = image_names(images)
     todo = everything[i::n]
     if extract is None:
@@ -372,9 +365,8 @@ def extract_features(
             settings.update(angle="upright in the collection", unturn=unturn_settings(estimator))
     else:
         settings = _learned_settings(extract, unturn, estimator, detector, descriptor, max_keypoints)
-    if (
-        unturn_window is not None
-    ):  # recorded only where given: files voted over every pair keep their settings
+    # recorded only where given: files voted over every pair keep their settings
+    if unturn_window is not None:
         settings["unturn"] = {**settings["unturn"], "window": int(unturn_window)}
     parts = out.with_name(out.name + ".parts")
     stated = {**settings, "shard": f"{i}/{n}"}

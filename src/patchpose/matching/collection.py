@@ -260,6 +260,22 @@ def unturn_settings(estimator: EstimatorLike = None) -> dict:
     }
 
 
+def neighbour_pairs(n: int, window: int | None, unturn: bool = True) -> list[tuple[int, int]] | None:
+    """The pairs of ``n`` photos at most ``window`` apart in their order (a sequence's neighbours), for
+    :func:`upright_collection`'s ``pairs``; None where ``window`` is None (every pair). A ``window`` below 1, or one
+    given without ``unturn``, is a one-line :class:`InputError` (``--unturn-window``)."""
+    from ..errors import is_int_in
+
+    if window is None:
+        return None
+    if unturn is not True or not is_int_in(window, 1):
+        raise InputError(
+            f"--unturn-window must be a whole number >= 1 with --unturn, got {window!r}"
+            + ("" if unturn is True else " without --unturn")
+        )
+    return [(i, j) for i in range(n) for j in range(i + 1, min(n, i + int(window) + 1))]
+
+
 __all__ = [
     "AGREE_DEG",
     "ROUNDS",
@@ -267,4 +283,5 @@ __all__ = [
     "collection_turns",
     "unturn_settings",
     "upright_collection",
+    "neighbour_pairs",
 ]
