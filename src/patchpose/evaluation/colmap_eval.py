@@ -76,11 +76,13 @@ LEARNED = {
     "aliked_ours": "aliked-n16",
     "aliked_sift": "aliked-n16",
 }
-#: the rows that describe COLMAP's keypoints upright in the collection, and whose turns each reads
-UNTURNED = {"upright_ours": "ours", "upright_sift": "sift"}
+#: the rows that describe COLMAP's keypoints upright in the collection (our votes' turns; SIFT's)
+UNTURNED = ("upright_ours", "upright_sift")
 #: COLMAP's own pipeline at other settings of its SIFT (peers: COLMAP at its best)
 COLMAP_OPTIONS = {"colmap_dsp": {"domain_size_pooling": True}}
-POSES = ("colmap", *COLMAP_OPTIONS, "sift", "pose", "network", "upright", *UNTURNED, *LEARNED)
+#: the rows :func:`describe_at` describes COLMAP's keypoints for
+DESCRIBED = ("sift", "pose", "network", "upright")
+POSES = ("colmap", *COLMAP_OPTIONS, *DESCRIBED, *UNTURNED, *LEARNED)
 #: the poses that read the model
 OUR_POSES = ("network", "upright_ours", "aliked_ours")
 #: the frames: as they are; frames 1, 3, 5, … turned 90° clockwise; frames 0, 2, 4, … turned (the first photo
@@ -100,12 +102,11 @@ def pose_estimator(estimator: EstimatorLike = None):
 
 def describe_at(feats: Features, pose: str, est=None) -> dict:
     """COLMAP's keypoints ``feats`` (:func:`~patchpose.integrations.colmap.colmap_sift_features`) described by
-    OpenCV's SIFT (:func:`~patchpose.integrations.opencv.sift_descriptors`) at ``pose`` (one of :data:`POSES` but
-    ``colmap``, :data:`UNTURNED` and :data:`LEARNED`), as the ``describe`` of :func:`~patchpose.integrations.colmap.run_reconstruction` takes them: one row per keypoint written
-    (for ``sift`` one per orientation COLMAP found at a location); ``est`` for the poses that read our model."""
-    if pose not in POSES or pose in ("colmap", *COLMAP_OPTIONS, *UNTURNED, *LEARNED):
-        described = [p for p in POSES if p not in ("colmap", *COLMAP_OPTIONS, *UNTURNED, *LEARNED)]
-        raise InputError(f"pose must be one of {described}, got {pose!r}")
+    OpenCV's SIFT (:func:`~patchpose.integrations.opencv.sift_descriptors`) at ``pose`` (one of :data:`DESCRIBED`), as the
+    ``describe`` of :func:`~patchpose.integrations.colmap.run_reconstruction` takes them: one row per keypoint
+    written (for ``sift`` one per orientation COLMAP found at a location); ``est`` for the poses that read our model."""
+    if pose not in DESCRIBED:
+        raise InputError(f"pose must be one of {list(DESCRIBED)}, got {pose!r}")
     xy, scale = feats.xy, feats.sift_scale - SIFT_WINDOW
     described = scale  # the radius OpenCV's SIFT describes at (its window 5.3 times its size)
     if pose == "sift":
@@ -420,6 +421,7 @@ def results_markdown(doc: dict) -> str:
 __all__ = [
     "POSES",
     "UNTURNED",
+    "DESCRIBED",
     "COLMAP_OPTIONS",
     "LEARNED",
     "OUR_POSES",

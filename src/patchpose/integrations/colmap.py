@@ -224,23 +224,16 @@ def reconstruct(
             "max_keypoints": int(max_keypoints),
             "unturn": unturn_settings(estimator) if unturn is True else None,
         }
-    turns = None
-    if (
-        unturn_window is not None
-    ):  # recorded only where given: outputs voted over every pair keep their settings
+    # recorded only where given: outputs voted over every pair keep their settings
+    if unturn_window is not None:
         settings["unturn"] = {**settings["unturn"], "window": int(unturn_window)}
-
-        def turns(photos):
-            pairs = neighbour_pairs(len(photos), unturn_window)
-            return upright_collection(photos, pairs=pairs, estimator=estimator, progress=progress)
-
     return run_reconstruction(
         images,
         out,
         settings,
         extract=extract,
-        unturn=unturn and turns is None,
-        turns=turns,
+        unturn=unturn,
+        unturn_window=unturn_window,
         estimator=estimator,
         max_keypoints=max_keypoints,
         seed=seed,
@@ -269,6 +262,7 @@ def run_reconstruction(
     threads: int | None = None,
     progress: bool = False,
     sift_options: dict | None = None,
+    unturn_window: int | None = None,
 ) -> dict:
     """The stages of :func:`reconstruct` (:data:`STAGES`), COLMAP's own but for ``describe`` or ``extract``:
 
@@ -293,6 +287,9 @@ def run_reconstruction(
     instead: ``turns`` as above, ``features`` (COLMAP's cameras, ``pycolmap.import_images``; each photo's
     keypoints by ``extract`` on the photo un-turned, mapped back, at most ``max_keypoints``), ``matching`` (mutual
     nearest neighbours of every pair, then COLMAP's geometric verification) and ``mapping``.
+
+    ``unturn_window``: with ``unturn``, only the pairs of photos at most this many apart in the sorted names are
+    voted (:func:`~patchpose.matching.collection.neighbour_pairs`).
 
     ``sift_options``: COLMAP's SIFT options other than its defaults (``pycolmap.SiftExtractionOptions`` attributes,
     e.g. ``{"domain_size_pooling": True}``; the benchmark's peer at its best), with COLMAP's SIFT only.
@@ -346,7 +343,8 @@ def run_reconstruction(
     if unturn:  # our votes are one source of turns among others
 
         def turns(images: list[np.ndarray]):
-            return upright_collection(images, estimator=estimator, progress=progress)
+            pairs = neighbour_pairs(len(images), unturn_window)
+            return upright_collection(images, pairs=pairs, estimator=estimator, progress=progress)
 
     work = out.with_name(out.name + ".partial")
     # a run a kill interrupted: start again, but only in a folder a run made (its mark inside)

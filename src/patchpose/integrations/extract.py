@@ -28,7 +28,7 @@ import math
 import re
 import shutil
 from collections.abc import Sequence
-from dataclasses import asdict, replace
+from dataclasses import asdict
 from pathlib import Path
 
 import cv2
@@ -114,13 +114,13 @@ def features_of_image(
     if detector == "sift":
         xy, kps = detect_sift(image, max_keypoints)
         scores = np.array([k.response for k in kps], np.float64)
-        poses = recipe_poses(sift_features(image, xy, kps))
+        feats, ours = sift_features(image, xy, kps), None
     else:
         xy, scores = detect_harris(image, max_keypoints), None
         kps = [cv2.KeyPoint(float(x), float(y), 1.0) for x, y in xy]
-        poses = recipe_poses(features_at(image, xy), est.estimate(image, xy))
-    if turn is not None:
-        poses = replace(poses, orientation=np.full(len(xy), -math.radians(float(turn))))
+        feats, ours = features_at(image, xy), est.estimate(image, xy)
+    upright = None if turn is None else np.full(len(xy), -math.radians(float(turn)))
+    poses = recipe_poses(feats, ours, orientation=upright)
     scale, ori = poses.scale, poses.orientation
     desc = None
     if descriptor == "sift":

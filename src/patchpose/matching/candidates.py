@@ -194,7 +194,7 @@ def _recipe_window(feats: Features, ours) -> np.ndarray:
     return np.log2(np.maximum(radius, 1e-12) / REFERENCE_RADIUS)
 
 
-def recipe_poses(feats: Features, ours: Poses | None = None) -> Poses:
+def recipe_poses(feats: Features, ours: Poses | None = None, orientation: np.ndarray | None = None) -> Poses:
     """The ``pose`` recipe's poses (:data:`patchpose.recipes.RECIPES`), one per keypoint of ``feats``: the
     detector's scale where it gives one (:attr:`Features.detector_scale`: SIFT's, or sizes given with the
     keypoints; no network read), else our strongest scale (``ours``: the estimator's poses at the keypoints, its
@@ -207,7 +207,8 @@ def recipe_poses(feats: Features, ours: Poses | None = None) -> Poses:
     Chosen on the val photos (≤ 1,000 keypoints, viewpoint, zoomed, turned; CHANGELOG.md 1.0.0): where the detector
     gives a scale (SIFT, Key.Net's, scale-space corners) its own finds more correct matches than ours in every cell
     (at Key.Net's at a lower MMA@3), and the gradient's angle beats ours at SIFT's scale; where it gives none our
-    scale is what follows a zoom."""
+    scale is what follows a zoom. ``orientation`` ``(N,)`` (radians CCW): that angle instead of the gradient's, which
+    is then not read (``extract --unturn``: each photo's keypoints upright in the collection)."""
     from ..reading import Poses
 
     n = len(feats)
@@ -243,6 +244,8 @@ def recipe_poses(feats: Features, ours: Poses | None = None) -> Poses:
             scale_confidence=first(ours.scale_confidence),
             descriptor_radius=first(ours.descriptor_radius),
         )
+    if orientation is not None:  # an angle given (upright in the collection): no gradient read
+        return replace(base, orientation=np.asarray(orientation, np.float64).reshape(n))
     mass, hist = _gradient_histograms(feats, frame)
     return replace(base, orientation=gradient_angles(feats, frame), confidence=mass, orientation_hist=hist)
 
