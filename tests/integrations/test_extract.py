@@ -478,6 +478,77 @@ def test_a_window_of_neighbours_votes_fewer_pairs_for_the_same_turns(plane, tmp_
     assert not (tmp_path / "x.h5").exists() and not (tmp_path / "y.h5").exists()
 
 
+def test_given_pairs_are_the_only_ones_voted_and_a_photo_in_none_keeps_its_angle(
+    plane, tmp_path, monkeypatch
+):
+    """``unturn_pairs`` (``--unturn-pairs FILE``, hloc's pairs format): only those pairs are voted (each unordered
+    pair once, in the sorted names' indices), their turns are every pair's where the pairs join the photos, a photo
+    in no pair keeps the gradient's angle (no turn found), the pairs' count and digest are in the settings (so a
+    rerun with other pairs is refused, not resumed), and the CLI reads the file."""
+    _, turned = plane
+    names = [n for n, _ in ex.image_names(turned)]
+    real, asked = ex.upright_collection, []
+
+    def recording(photos, pairs=None, **kw):
+        asked.append(pairs)
+        return real(photos, pairs=pairs, **kw)
+
+    monkeypatch.setattr(ex, "upright_collection", recording)
+    pairs = tmp_path / "pairs.txt"
+    # hloc writes one pair a line; a pair given both ways and a comment count once / not at all
+    pairs.write_text(f"# retrieval\n{names[1]} {names[0]}\n\n{names[0]} {names[1]}\n{names[2]} {names[1]}\n")
+    got = groups(
+        ex.extract_features(turned, tmp_path / "p.h5", unturn=True, unturn_pairs=pairs, progress=False)
+    )
+    every = groups(ex.extract_features(turned, tmp_path / "a.h5", unturn=True, progress=False))
+    assert asked == [[(0, 1), (1, 2)], None]
+    for name in names[:3]:
+        assert got[name]["patchpose_turn_found"]
+        a, b = got[name]["patchpose_turn_degrees"], every[name]["patchpose_turn_degrees"]
+        assert abs((a - b + 180) % 360 - 180) < 1.0, name
+    assert not got[names[3]]["patchpose_turn_found"] and every[names[3]]["patchpose_turn_found"]
+    plain = groups(ex.extract_features(turned, tmp_path / "g.h5", progress=False))  # the gradient's angle
+    np.testing.assert_array_equal(got[names[3]]["oris"], plain[names[3]]["oris"])
+    with h5py.File(tmp_path / "p.h5", "r") as f:
+        stated = json.loads(f.attrs[ex.SETTINGS])["unturn"]["pairs"]
+    assert stated["count"] == 2 and len(stated["sha256"]) == 64
+    # other pairs are other settings: the finished file is not taken for theirs
+    with pytest.raises(InputError, match="other settings"):
+        ex.extract_features(turned, tmp_path / "p.h5", unturn=True, unturn_pairs=[(names[0], names[3])])
+    assert main(["extract", str(turned), "--out", str(tmp_path / "c.h5"), "--unturn", "--unturn-pairs",
+                 str(pairs), "--no-progress"]) == 0  # fmt: skip
+    assert_same_groups(groups(tmp_path / "c.h5"), got)
+
+
+@pytest.mark.parametrize(
+    ("lines", "kw", "message"),
+    [
+        ("a.png\n", {}, "line 1: a pair is two image names"),
+        ("x y z\n", {}, "line 1: a pair is two image names"),
+        ("{0} {0}\n", {}, "line 1: '{0}' is paired with itself"),
+        ("{0} nowhere.png\n", {}, "'nowhere.png' is not an image of the folder"),
+        ("# nothing\n", {}, "no pairs"),
+        ("{0} {1}\n", {"unturn": False}, "give --unturn too"),
+        ("{0} {1}\n", {"unturn_window": 1}, "give one of them"),
+    ],
+)
+def test_bad_pairs_are_one_line_errors_before_any_work(plane, tmp_path, lines, kw, message):
+    """A pairs file that is not two names a line, names an image not in the folder or none, pairs given without
+    ``unturn`` or with a window: a one-line error, nothing written."""
+    _, turned = plane
+    names = [n for n, _ in ex.image_names(turned)]
+    pairs = tmp_path / "pairs.txt"
+    pairs.write_text(lines.format(*names))
+    with pytest.raises(InputError, match=message.format(*names)) as e:
+        ex.extract_features(
+            turned, tmp_path / "x.h5", unturn_pairs=pairs, progress=False, **{"unturn": True, **kw}
+        )
+    assert len(str(e.value).splitlines()) == 1
+    with pytest.raises(InputError, match="cannot read the pairs file"):
+        ex.extract_features(turned, tmp_path / "x.h5", unturn=True, unturn_pairs=tmp_path / "none.txt")
+    assert not (tmp_path / "x.h5").exists() and not (tmp_path / "x.h5.parts").exists()
+
+
 def test_a_photo_without_a_found_turn_keeps_the_gradients_angle(plane, tmp_path, monkeypatch):
     """SIFT described upright in the collection: a photo no pair found a turn for (it may be turned) is described as
     without ``unturn`` (the gradient's angle), the others at their turns; its group says the turn was not found."""

@@ -38,6 +38,7 @@ def extract_command(a: argparse.Namespace) -> int:
         extract=extract,
         unturn=a.unturn,
         unturn_window=a.unturn_window,
+        unturn_pairs=a.unturn_pairs,
     )
     print(f"wrote {out}")
     return 0
@@ -180,6 +181,13 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         "(upright in the collection) instead of the gradient's; with --aliked each photo is extracted un-turned",
     )
     add_unturn_window(e)
+    e.add_argument(
+        "--unturn-pairs",
+        default=None,
+        metavar="FILE",
+        help="with --unturn: vote only the pairs of this hloc pairs file (two image names a line, relative to the "
+        "folder; e.g. hloc's retrieval pairs, for an unordered folder; default: every pair)",
+    )
     e.add_argument("--no-progress", action="store_true", help="no progress bar")
     add_weights(
         e,

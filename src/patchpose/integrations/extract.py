@@ -44,7 +44,7 @@ from ..matching.candidates import recipe_poses
 from ..matching.collection import neighbour_pairs, unturn_settings, upright_collection
 from ..matching.features import features_at, sift_features
 from ..matching.upright import Extractor, applied_turn, extract_turned
-from .formats import HlocFeaturesWriter
+from .formats import HlocFeaturesWriter, read_pairs
 from .opencv import keypoints_at_poses
 
 log = logging.getLogger(__name__)
@@ -196,20 +196,63 @@ def _learned_settings(extract, unturn, estimator, detector: str, descriptor: str
     }
 
 
+def vote_pairs(
+    names: list[str],
+    unturn: bool,
+    window: int | None = None,
+    pairs: str | Path | Sequence[tuple[str, str]] | None = None,
+) -> tuple[list[tuple[int, int]] | None, dict | None]:
+    """The pairs of the images ``names`` whose turns are voted (indices, each unordered pair once, sorted; None:
+    every pair) and what the settings record of given ``pairs`` (their count and a digest; None where none are
+    given): a sequence's neighbours (``window``, :func:`~patchpose.matching.collection.neighbour_pairs`) or given
+    ``pairs`` (an hloc pairs file or ``(name, name)`` pairs). A pair naming an image not among ``names``, pairs
+    without ``unturn``, none at all, or pairs and a window together, is a one-line :class:`InputError`."""
+    if pairs is None:
+        return neighbour_pairs(len(names), window, unturn), None
+    if unturn is not True:
+        raise InputError("--unturn-pairs are the pairs whose turns --unturn votes: give --unturn too")
+    if window is not None:
+        raise InputError("--unturn-window and --unturn-pairs both choose the pairs voted: give one of them")
+    if isinstance(pairs, (str, Path)):
+        source, named = str(pairs), read_pairs(pairs)
+    else:
+        source = "unturn_pairs"
+        if isinstance(pairs, (bytes, np.ndarray)) or not isinstance(pairs, Sequence):
+            raise InputError(
+                f"unturn_pairs must be a pairs file or (name, name) pairs, got {type(pairs).__name__}"
+            )
+        named = [tuple(p) if isinstance(p, (tuple, list)) else (p,) for p in pairs]
+        for p in named:
+            if len(p) != 2 or not all(isinstance(k, str) for k in p) or p[0] == p[1]:
+                raise InputError(f"unturn_pairs must be pairs of two different image names, got {p!r}")
+    index = {name: k for k, name in enumerate(names)}
+    unknown = sorted({k for p in named for k in p if k not in index})
+    if unknown:
+        more = f" (and {len(unknown) - 1} more)" if len(unknown) > 1 else ""
+        raise InputError(
+            f"{source}: {unknown[0]!r}{more} is not an image of the folder (names are relative to it)"
+        )
+    voted = sorted({(min(index[a], index[b]), max(index[a], index[b])) for a, b in named})
+    if not voted:
+        raise InputError(f"{source}: no pairs")
+    text = "\n".join(f"{names[i]} {names[j]}" for i, j in voted)
+    return voted, {"count": len(voted), "sha256": hashlib.sha256(text.encode()).hexdigest()}
+
+
 def _collection_turns(
     parts: Path,
     everything: list[tuple[str, Path]],
     estimator,
     progress: bool,
     snap: bool = True,
-    window: int | None = None,
+    pairs: list[tuple[int, int]] | None = None,
 ) -> dict:
     """Each image's turn in the collection of every image of the folder (all shards alike): ``{name: {"degrees":
     voted, "applied": the turn extracted or described at, "found": bool}}``, voted once (:func:`upright_collection`,
     the photos read one at a time) and kept in ``parts/turns.json`` for a resumed run. ``snap``: within
     :data:`~patchpose.matching.upright.SNAP_DEG` of a quarter turn that quarter turn is applied (a learned
-    feature's photo is turned); else the voted turn itself (a description at an angle). ``window``: only the pairs
-    of images at most this many apart in ``everything``'s order (None: every pair)."""
+    feature's photo is turned); else the voted turn itself (a description at an angle). ``pairs``: the pairs voted,
+    indices into ``everything`` (None: every pair; :func:`vote_pairs`)."""
 
     def applied(degrees: float) -> float:
         return applied_turn(degrees) if snap else round(round(degrees, 3) % 360.0, 3)
@@ -229,7 +272,6 @@ def _collection_turns(
         if ok:  # the same folder: the same turns (another folder's, or a damaged file's, are voted again)
             return turns
     photos = _Photos([path for _, path in everything])
-    pairs = neighbour_pairs(len(everything), window)
     got = upright_collection(photos, pairs=pairs, estimator=estimator, progress=progress)
     turns = {
         name: {
@@ -310,6 +352,7 @@ def extract_features(
     extract: Extractor | None = None,
     unturn: bool = False,
     unturn_window: int | None = None,
+    unturn_pairs: str | Path | Sequence[tuple[str, str]] | None = None,
 ) -> Path:
     """Write the hloc features file ``out`` for the images below the folder ``images`` (the module
     docstring: groups, resuming after a kill, shards) and return its path.
@@ -341,6 +384,10 @@ def extract_features(
             every image's applied turn (shards of one folder must agree on it to merge).
         unturn_window: with ``unturn``, vote only the pairs of images at most this many apart in the sorted names
             (a sequence's neighbours: ``N·window`` pairs instead of every one of the ``N(N−1)/2``); None: every pair.
+        unturn_pairs: with ``unturn``, vote only these pairs of images: an hloc pairs file (e.g. hloc's
+            ``pairs_from_retrieval``'s, for an unordered folder; :func:`~patchpose.integrations.formats.read_pairs`)
+            or ``(name, name)`` pairs, names relative to ``images``; a photo in no pair keeps its own angle
+            (the gradient's) or is extracted as it is. Not with ``unturn_window``.
 
     A rerun with other settings than the parts on disk, or onto a finished file of other settings or
     images, is an :class:`InputError`; onto a finished file of the same ones it does nothing."""
@@ -354,6 +401,7 @@ def extract_features(
     out = _check_out(out)
     neighbour_pairs(0, unturn_window, unturn)  # a bad window: its one-line error before any work
     everything = image_names(images)
+    voted, pairs_stated = vote_pairs([name for name, _ in everything], unturn, unturn_window, unturn_pairs)
     todo = everything[i::n]
     if extract is None:
         if not isinstance(unturn, bool):
@@ -368,6 +416,8 @@ def extract_features(
     # recorded only where given: files voted over every pair keep their settings
     if unturn_window is not None:
         settings["unturn"] = {**settings["unturn"], "window": int(unturn_window)}
+    if pairs_stated is not None:
+        settings["unturn"] = {**settings["unturn"], "pairs": pairs_stated}
     parts = out.with_name(out.name + ".parts")
     stated = {**settings, "shard": f"{i}/{n}"}
     if out.exists():
@@ -397,7 +447,7 @@ def extract_features(
     (parts / "joined.h5").unlink(missing_ok=True)  # a join a kill interrupted: its room is the rerun's
     # a learned feature's photo is turned (a quarter turn near one exactly); a description is read at the angle
     snap = extract is not None
-    turns = _collection_turns(parts, everything, estimator, progress, snap, unturn_window) if unturn else None
+    turns = _collection_turns(parts, everything, estimator, progress, snap, voted) if unturn else None
     tqdm = require("tqdm", "hloc").tqdm if progress else None
     bar = todo if tqdm is None else tqdm(todo, desc="images", unit="image")
     for name, path in bar:
@@ -578,4 +628,11 @@ def merge_features(shards: Sequence[str | Path], out: str | Path) -> Path:
     return out
 
 
-__all__ = ["extract_features", "merge_features", "features_of_image", "parse_shard", "image_names"]
+__all__ = [
+    "extract_features",
+    "merge_features",
+    "features_of_image",
+    "parse_shard",
+    "image_names",
+    "vote_pairs",
+]

@@ -481,7 +481,31 @@ def read_colmap_keypoints(path) -> dict:
     return {**from_colmap_rows(data[:, :4], str(path)), "descriptors": desc.astype(np.uint8) if d else None}
 
 
+def read_pairs(path) -> list[tuple[str, str]]:
+    """The image pairs of an hloc pairs file (what hloc's ``pairs_from_retrieval``, ``pairs_from_exhaustive`` and
+    ``pairs_from_sequence`` write): one pair a line, two image names separated by white space; blank lines and lines
+    starting with ``#`` are skipped. A missing file, a line without exactly two names, or a photo paired with
+    itself is a one-line :class:`InputError` naming the line."""
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except (OSError, UnicodeDecodeError) as e:
+        raise InputError(f"cannot read the pairs file {path}: {_one_line(e)}") from None
+    pairs = []
+    for i, line in enumerate(text.splitlines(), start=1):
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        names = line.split()
+        if len(names) != 2:
+            raise InputError(f"{path}, line {i}: a pair is two image names, got {line.strip()!r}")
+        if names[0] == names[1]:
+            raise InputError(f"{path}, line {i}: {names[0]!r} is paired with itself")
+        pairs.append((names[0], names[1]))
+    return pairs
+
+
 __all__ = [
+    "read_pairs",
     "to_lightglue",
     "write_hloc_features",
     "HlocFeaturesWriter",
