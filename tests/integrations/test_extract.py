@@ -510,14 +510,52 @@ def test_given_pairs_are_the_only_ones_voted_and_a_photo_in_none_keeps_its_angle
     plain = groups(ex.extract_features(turned, tmp_path / "g.h5", progress=False))  # the gradient's angle
     np.testing.assert_array_equal(got[names[3]]["oris"], plain[names[3]]["oris"])
     with h5py.File(tmp_path / "p.h5", "r") as f:
-        stated = json.loads(f.attrs[ex.SETTINGS])["unturn"]["pairs"]
-    assert stated["count"] == 2 and len(stated["sha256"]) == 64
+        stated = json.loads(f.attrs[ex.SETTINGS])["unturn"]
+    assert stated["pairs"] == 2 and len(stated["sha256"]) == 64
     # other pairs are other settings: the finished file is not taken for theirs
     with pytest.raises(InputError, match="other settings"):
         ex.extract_features(turned, tmp_path / "p.h5", unturn=True, unturn_pairs=[(names[0], names[3])])
     assert main(["extract", str(turned), "--out", str(tmp_path / "c.h5"), "--unturn", "--unturn-pairs",
                  str(pairs), "--no-progress"]) == 0  # fmt: skip
     assert_same_groups(groups(tmp_path / "c.h5"), got)
+
+
+def test_retrieval_pairs_vote_each_photos_nearest_with_every_pairs_turns(plane, tmp_path, capsys):
+    """``unturn_retrieval=K`` (``--unturn-retrieval K``): the turns of each photo's K most similar photos, here
+    within 1° of every pair's, K and the codebook's words in the settings; with a window or pairs, or without
+    ``unturn``, a one-line error before anything is written."""
+    from patchpose.matching.retrieval import WORDS
+
+    _, turned = plane
+    got = groups(
+        ex.extract_features(turned, tmp_path / "r.h5", unturn=True, unturn_retrieval=1, progress=False)
+    )
+    every = groups(ex.extract_features(turned, tmp_path / "a.h5", unturn=True, progress=False))
+    for name in every:
+        assert got[name]["patchpose_turn_found"]
+        a, b = got[name]["patchpose_turn_degrees"], every[name]["patchpose_turn_degrees"]
+        assert abs((a - b + 180) % 360 - 180) < 1.0, name
+    with h5py.File(tmp_path / "r.h5", "r") as f:
+        stated = json.loads(f.attrs[ex.SETTINGS])["unturn"]
+    assert (stated["retrieval"], stated["words"]) == (1, WORDS)
+    for kw, message in (
+        (dict(unturn=True, unturn_retrieval=0), "--unturn-retrieval must be a whole number >= 1"),
+        (dict(unturn_retrieval=2), "give --unturn too"),
+        (
+            dict(unturn=True, unturn_retrieval=2, unturn_window=1),
+            "--unturn-window and --unturn-retrieval each",
+        ),
+        (
+            dict(unturn=True, unturn_retrieval=2, unturn_pairs=[("a", "b")]),
+            "--unturn-pairs and --unturn-retrieval",
+        ),
+    ):
+        with pytest.raises(InputError, match=message) as e:
+            ex.extract_features(turned, tmp_path / "x.h5", progress=False, **kw)
+        assert len(str(e.value).splitlines()) == 1
+    assert main(["extract", str(turned), "--out", str(tmp_path / "y.h5"), "--unturn-retrieval", "2"]) == 2
+    assert "give --unturn too" in capsys.readouterr().err
+    assert not (tmp_path / "x.h5").exists() and not (tmp_path / "y.h5").exists()
 
 
 @pytest.mark.parametrize(

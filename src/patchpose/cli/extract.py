@@ -39,6 +39,7 @@ def extract_command(a: argparse.Namespace) -> int:
         unturn=a.unturn,
         unturn_window=a.unturn_window,
         unturn_pairs=a.unturn_pairs,
+        unturn_retrieval=a.unturn_retrieval,
     )
     print(f"wrote {out}")
     return 0
@@ -187,6 +188,14 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         metavar="FILE",
         help="with --unturn: vote only the pairs of this hloc pairs file (two image names a line, relative to the "
         "folder; e.g. hloc's retrieval pairs, for an unordered folder; default: every pair)",
+    )
+    e.add_argument(
+        "--unturn-retrieval",
+        type=int,
+        default=None,
+        metavar="K",
+        help="with --unturn: vote only each photo's K most similar photos (VLAD of the votes' own descriptors; for "
+        "an unordered folder, 10 a documented choice; default: every pair)",
     )
     e.add_argument("--no-progress", action="store_true", help="no progress bar")
     add_weights(

@@ -43,6 +43,7 @@ from ..fileio import atomic_copy, commit_temp, room_for, size_text, write_text_a
 from ..matching.candidates import recipe_poses
 from ..matching.collection import neighbour_pairs, unturn_settings, upright_collection
 from ..matching.features import features_at, sift_features
+from ..matching.retrieval import WORDS
 from ..matching.upright import Extractor, applied_turn, extract_turned
 from .formats import HlocFeaturesWriter, read_pairs
 from .opencv import keypoints_at_poses
@@ -201,18 +202,27 @@ def vote_pairs(
     unturn: bool,
     window: int | None = None,
     pairs: str | Path | Sequence[tuple[str, str]] | None = None,
+    retrieval: int | None = None,
 ) -> tuple[list[tuple[int, int]] | None, dict | None]:
     """The pairs of the images ``names`` whose turns are voted (indices, each unordered pair once, sorted; None:
-    every pair) and what the settings record of given ``pairs`` (their count and a digest; None where none are
-    given): a sequence's neighbours (``window``, :func:`~patchpose.matching.collection.neighbour_pairs`) or given
-    ``pairs`` (an hloc pairs file or ``(name, name)`` pairs). A pair naming an image not among ``names``, pairs
-    without ``unturn``, none at all, or pairs and a window together, is a one-line :class:`InputError`."""
-    if pairs is None:
+    every pair, or with ``retrieval`` the pairs retrieval chooses) and what the settings record of the choice
+    (given ``pairs``: their count and a digest; ``retrieval``: its k and words; None for every pair or a window):
+    a sequence's neighbours (``window``, :func:`~patchpose.matching.collection.neighbour_pairs`), given ``pairs``
+    (an hloc pairs file or ``(name, name)`` pairs) or each image's ``retrieval`` most similar ones
+    (:func:`~patchpose.matching.collection.upright_collection`'s). A pair naming an image not among ``names``, no
+    pairs at all, a choice without ``unturn``, or two choices, is a one-line :class:`InputError`."""
+    given = [f for f, v in (("--unturn-window", window), ("--unturn-pairs", pairs), ("--unturn-retrieval", retrieval))
+             if v is not None]  # fmt: skip
+    if len(given) > 1:
+        raise InputError(f"{' and '.join(given)} each choose the pairs voted: give one of them")
+    if pairs is None and retrieval is None:
         return neighbour_pairs(len(names), window, unturn), None
     if unturn is not True:
-        raise InputError("--unturn-pairs are the pairs whose turns --unturn votes: give --unturn too")
-    if window is not None:
-        raise InputError("--unturn-window and --unturn-pairs both choose the pairs voted: give one of them")
+        raise InputError(f"{given[0]} chooses the pairs whose turns --unturn votes: give --unturn too")
+    if retrieval is not None:
+        if not is_int_in(retrieval, 1):
+            raise InputError(f"--unturn-retrieval must be a whole number >= 1, got {retrieval!r}")
+        return None, {"retrieval": int(retrieval), "words": WORDS}
     if isinstance(pairs, (str, Path)):
         source, named = str(pairs), read_pairs(pairs)
     else:
@@ -236,7 +246,7 @@ def vote_pairs(
     if not voted:
         raise InputError(f"{source}: no pairs")
     text = "\n".join(f"{names[i]} {names[j]}" for i, j in voted)
-    return voted, {"count": len(voted), "sha256": hashlib.sha256(text.encode()).hexdigest()}
+    return voted, {"pairs": len(voted), "sha256": hashlib.sha256(text.encode()).hexdigest()}
 
 
 def _collection_turns(
@@ -246,13 +256,15 @@ def _collection_turns(
     progress: bool,
     snap: bool = True,
     pairs: list[tuple[int, int]] | None = None,
+    retrieval: int | None = None,
 ) -> dict:
     """Each image's turn in the collection of every image of the folder (all shards alike): ``{name: {"degrees":
     voted, "applied": the turn extracted or described at, "found": bool}}``, voted once (:func:`upright_collection`,
     the photos read one at a time) and kept in ``parts/turns.json`` for a resumed run. ``snap``: within
     :data:`~patchpose.matching.upright.SNAP_DEG` of a quarter turn that quarter turn is applied (a learned
     feature's photo is turned); else the voted turn itself (a description at an angle). ``pairs``: the pairs voted,
-    indices into ``everything`` (None: every pair; :func:`vote_pairs`)."""
+    indices into ``everything`` (None: every pair; :func:`vote_pairs`); ``retrieval``: instead, each image's
+    ``retrieval`` most similar images."""
 
     def applied(degrees: float) -> float:
         return applied_turn(degrees) if snap else round(round(degrees, 3) % 360.0, 3)
@@ -272,7 +284,7 @@ def _collection_turns(
         if ok:  # the same folder: the same turns (another folder's, or a damaged file's, are voted again)
             return turns
     photos = _Photos([path for _, path in everything])
-    got = upright_collection(photos, pairs=pairs, estimator=estimator, progress=progress)
+    got = upright_collection(photos, pairs=pairs, estimator=estimator, progress=progress, retrieval=retrieval)
     turns = {
         name: {
             "degrees": round(float(t), 3) % 360.0,
@@ -353,6 +365,7 @@ def extract_features(
     unturn: bool = False,
     unturn_window: int | None = None,
     unturn_pairs: str | Path | Sequence[tuple[str, str]] | None = None,
+    unturn_retrieval: int | None = None,
 ) -> Path:
     """Write the hloc features file ``out`` for the images below the folder ``images`` (the module
     docstring: groups, resuming after a kill, shards) and return its path.
@@ -387,7 +400,10 @@ def extract_features(
         unturn_pairs: with ``unturn``, vote only these pairs of images: an hloc pairs file (e.g. hloc's
             ``pairs_from_retrieval``'s, for an unordered folder; :func:`~patchpose.integrations.formats.read_pairs`)
             or ``(name, name)`` pairs, names relative to ``images``; a photo in no pair keeps its own angle
-            (the gradient's) or is extracted as it is. Not with ``unturn_window``.
+            (the gradient's) or is extracted as it is.
+        unturn_retrieval: with ``unturn``, vote only each image's ``k`` most similar images (retrieval by the
+            votes' own descriptors, :mod:`patchpose.matching.retrieval`), for an unordered folder. One of
+            ``unturn_window``, ``unturn_pairs`` and ``unturn_retrieval`` at most.
 
     A rerun with other settings than the parts on disk, or onto a finished file of other settings or
     images, is an :class:`InputError`; onto a finished file of the same ones it does nothing."""
@@ -401,7 +417,9 @@ def extract_features(
     out = _check_out(out)
     neighbour_pairs(0, unturn_window, unturn)  # a bad window: its one-line error before any work
     everything = image_names(images)
-    voted, pairs_stated = vote_pairs([name for name, _ in everything], unturn, unturn_window, unturn_pairs)
+    voted, pairs_stated = vote_pairs(
+        [name for name, _ in everything], unturn, unturn_window, unturn_pairs, unturn_retrieval
+    )
     todo = everything[i::n]
     if extract is None:
         if not isinstance(unturn, bool):
@@ -417,7 +435,7 @@ def extract_features(
     if unturn_window is not None:
         settings["unturn"] = {**settings["unturn"], "window": int(unturn_window)}
     if pairs_stated is not None:
-        settings["unturn"] = {**settings["unturn"], "pairs": pairs_stated}
+        settings["unturn"] = {**settings["unturn"], **pairs_stated}
     parts = out.with_name(out.name + ".parts")
     stated = {**settings, "shard": f"{i}/{n}"}
     if out.exists():
@@ -447,7 +465,11 @@ def extract_features(
     (parts / "joined.h5").unlink(missing_ok=True)  # a join a kill interrupted: its room is the rerun's
     # a learned feature's photo is turned (a quarter turn near one exactly); a description is read at the angle
     snap = extract is not None
-    turns = _collection_turns(parts, everything, estimator, progress, snap, voted) if unturn else None
+    turns = (
+        _collection_turns(parts, everything, estimator, progress, snap, voted, unturn_retrieval)
+        if unturn
+        else None
+    )
     tqdm = require("tqdm", "hloc").tqdm if progress else None
     bar = todo if tqdm is None else tqdm(todo, desc="images", unit="image")
     for name, path in bar:

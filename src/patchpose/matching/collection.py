@@ -25,7 +25,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..data.patches import _as_float, check_image, check_image_shape, to_gray
-from ..errors import InputError
+from ..errors import InputError, is_int_in
+from .retrieval import nearest_pairs, vlad
 from .upright import VOTE_KEYPOINTS, UprightTurn, _check_degrees, turn_between, voters
 
 if TYPE_CHECKING:
@@ -193,13 +194,16 @@ def upright_collection(
     max_keypoints: int = VOTE_KEYPOINTS,
     estimator: EstimatorLike = None,
     progress: bool = False,
+    retrieval: int | None = None,
 ) -> CollectionTurns:
     """Each photo's turn in ``images`` (a sequence of ``H×W×3`` uint8 RGB or ``H×W`` gray arrays): the turns our
     votes find between the photos of ``pairs`` (None: every pair; each photo's corners detected and described
     once, each pair then matched and voted as :func:`~.upright.upright_pair` votes one), averaged by
     :func:`collection_turns`, ties between as many photos sideways as upright broken by each photo's
     :func:`upright_cue`. Pairs whose votes show no turn do not count. ``estimator``: as
-    :func:`~.upright.upright_pair`'s. ``progress``: a bar per photo and per pair on stderr."""
+    :func:`~.upright.upright_pair`'s. ``progress``: a bar per photo and per pair on stderr. ``retrieval``: instead
+    of ``pairs``, each photo paired with its ``retrieval`` most similar photos (:func:`~.retrieval.nearest_pairs`
+    by :func:`~.retrieval.vlad` of the votes' own descriptors: no more reading), for an unordered collection."""
     from tqdm import tqdm
 
     from ..estimator import as_estimator
@@ -207,7 +211,15 @@ def upright_collection(
     if isinstance(images, np.ndarray) or not isinstance(images, Sequence):
         raise InputError(f"images must be a list of photos (arrays), got {type(images).__name__}")
     n = len(images)
-    if pairs is None:
+    if retrieval is not None and (pairs is not None or not is_int_in(retrieval, 1)):
+        raise InputError(
+            "retrieval chooses the pairs: give it or pairs, not both"
+            if pairs is not None
+            else f"--unturn-retrieval must be a whole number >= 1, got {retrieval!r}"
+        )
+    if retrieval is not None:
+        pairs = []  # every photo votes; the pairs are chosen once the votes' descriptors are there
+    elif pairs is None:
         pairs = list(itertools.combinations(range(n), 2))
     else:
         if isinstance(pairs, (str, bytes)) or not isinstance(pairs, Sequence):
@@ -223,7 +235,7 @@ def upright_collection(
             ):
                 raise InputError(f"pairs must be two different photo indices from 0 to {n - 1}, got {p!r}")
     est = as_estimator(estimator, "upright")
-    used = {int(k) for p in pairs for k in p}
+    used = set(range(n)) if retrieval is not None else {int(k) for p in pairs for k in p}
     bar = dict(disable=not progress, file=sys.stderr)
     votes = {}
     up = np.zeros((n, 4))
@@ -236,6 +248,8 @@ def upright_collection(
         if k in used:
             votes[k] = voters(im, max_keypoints, est)
             up[k] = upright_cue(im)
+    if retrieval is not None:
+        pairs = nearest_pairs(vlad([votes[k][2] for k in range(n)]), retrieval) if n > 1 else []
     found = []
     for i, j in tqdm(pairs, desc="turn votes: pairs", unit="pair", **bar):
         t: UprightTurn = turn_between(votes[int(i)], votes[int(j)])
@@ -264,8 +278,6 @@ def neighbour_pairs(n: int, window: int | None, unturn: bool = True) -> list[tup
     """The pairs of ``n`` photos at most ``window`` apart in their order (a sequence's neighbours), for
     :func:`upright_collection`'s ``pairs``; None where ``window`` is None (every pair). A ``window`` below 1, or one
     given without ``unturn``, is a one-line :class:`InputError` (``--unturn-window``)."""
-    from ..errors import is_int_in
-
     if window is None:
         return None
     if unturn is not True or not is_int_in(window, 1):
