@@ -520,24 +520,36 @@ def test_given_pairs_are_the_only_ones_voted_and_a_photo_in_none_keeps_its_angle
     assert_same_groups(groups(tmp_path / "c.h5"), got)
 
 
-def test_retrieval_pairs_vote_each_photos_nearest_with_every_pairs_turns(plane, tmp_path, capsys):
+def test_retrieval_pairs_vote_each_photos_nearest_with_every_pairs_turns(
+    plane, tmp_path, capsys, monkeypatch
+):
     """``unturn_retrieval=K`` (``--unturn-retrieval K``): the turns of each photo's K most similar photos, here
     within 1° of every pair's, K and the codebook's words in the settings; with a window or pairs, or without
     ``unturn``, a one-line error before anything is written."""
-    from patchpose.matching.retrieval import WORDS
+    from patchpose.matching import collection
+    from patchpose.matching.retrieval import retrieval_settings
 
     _, turned = plane
+    real, voted = collection.nearest_pairs, []
+
+    def recording(v, k):
+        voted.append((len(v), k, real(v, k)))
+        return voted[-1][2]
+
+    monkeypatch.setattr(collection, "nearest_pairs", recording)
     got = groups(
         ex.extract_features(turned, tmp_path / "r.h5", unturn=True, unturn_retrieval=1, progress=False)
     )
     every = groups(ex.extract_features(turned, tmp_path / "a.h5", unturn=True, progress=False))
+    # the four photos' vectors, each paired with its nearest: fewer pairs than every one (6), and every pair's turns
+    assert [(n, k) for n, k, _ in voted] == [(4, 1)] and 2 <= len(voted[0][2]) < 6
     for name in every:
         assert got[name]["patchpose_turn_found"]
         a, b = got[name]["patchpose_turn_degrees"], every[name]["patchpose_turn_degrees"]
         assert abs((a - b + 180) % 360 - 180) < 1.0, name
     with h5py.File(tmp_path / "r.h5", "r") as f:
         stated = json.loads(f.attrs[ex.SETTINGS])["unturn"]
-    assert (stated["retrieval"], stated["words"]) == (1, WORDS)
+    assert {k: stated[k] for k in retrieval_settings(1)} == retrieval_settings(1)
     for kw, message in (
         (dict(unturn=True, unturn_retrieval=0), "--unturn-retrieval must be a whole number >= 1"),
         (dict(unturn_retrieval=2), "give --unturn too"),

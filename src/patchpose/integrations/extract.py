@@ -43,7 +43,7 @@ from ..fileio import atomic_copy, commit_temp, room_for, size_text, write_text_a
 from ..matching.candidates import recipe_poses
 from ..matching.collection import neighbour_pairs, unturn_settings, upright_collection
 from ..matching.features import features_at, sift_features
-from ..matching.retrieval import WORDS
+from ..matching.retrieval import retrieval_settings
 from ..matching.upright import Extractor, applied_turn, extract_turned
 from .formats import HlocFeaturesWriter, read_pairs
 from .opencv import keypoints_at_poses
@@ -206,7 +206,7 @@ def vote_pairs(
 ) -> tuple[list[tuple[int, int]] | None, dict | None]:
     """The pairs of the images ``names`` whose turns are voted (indices, each unordered pair once, sorted; None:
     every pair, or with ``retrieval`` the pairs retrieval chooses) and what the settings record of the choice
-    (given ``pairs``: their count and a digest; ``retrieval``: its k and words; None for every pair or a window):
+    (given ``pairs``: their count and a digest; ``retrieval``: :func:`~patchpose.matching.retrieval.retrieval_settings`; None for every pair or a window):
     a sequence's neighbours (``window``, :func:`~patchpose.matching.collection.neighbour_pairs`), given ``pairs``
     (an hloc pairs file or ``(name, name)`` pairs) or each image's ``retrieval`` most similar ones
     (:func:`~patchpose.matching.collection.upright_collection`'s). A pair naming an image not among ``names``, no
@@ -222,7 +222,7 @@ def vote_pairs(
     if retrieval is not None:
         if not is_int_in(retrieval, 1):
             raise InputError(f"--unturn-retrieval must be a whole number >= 1, got {retrieval!r}")
-        return None, {"retrieval": int(retrieval), "words": WORDS}
+        return None, retrieval_settings(retrieval)
     if isinstance(pairs, (str, Path)):
         source, named = str(pairs), read_pairs(pairs)
     else:

@@ -28,6 +28,13 @@ KMEANS_SAMPLE = 50_000
 SEED, ROUNDS, ATTEMPTS = 0, 20, 1
 
 
+def retrieval_settings(k: int) -> dict:
+    """What a run's settings record of retrieval with ``k`` neighbours: ``k`` and every constant of the vectors, so
+    that turns voted under other rules are not reused."""
+    return {"retrieval": int(k), "words": WORDS, "kmeans_sample": KMEANS_SAMPLE, "seed": SEED, "rounds": ROUNDS,
+            "attempts": ATTEMPTS}  # fmt: skip
+
+
 def vlad(descriptors: Sequence[np.ndarray], words: int = WORDS) -> np.ndarray:
     """``(N, words·D)`` L2-normalised VLAD vectors of ``N`` photos' local descriptors (each ``(n_i, D)``; a photo
     without any gets zeros), over a codebook k-means learns from them all (at most :data:`KMEANS_SAMPLE` of them,
@@ -72,11 +79,13 @@ def vlad(descriptors: Sequence[np.ndarray], words: int = WORDS) -> np.ndarray:
 
 def nearest_pairs(vectors: np.ndarray, k: int) -> list[tuple[int, int]]:
     """Each of ``N`` photos (``(N, E)`` global vectors, :func:`vlad`) paired with its ``k`` most similar others
-    (cosine; ties: the earlier photo), each unordered pair once, sorted: at most ``N·k`` pairs, every pair where
-    ``k ≥ N − 1``."""
+    (cosine: the vectors are normalised here; a zero vector is least similar to all; ties: the earlier photo), each
+    unordered pair once, sorted: at most ``N·k`` pairs, every pair where ``k ≥ N − 1``."""
     v = np.asarray(vectors, np.float64)
     if v.ndim != 2 or not np.isfinite(v).all():
         raise InputError(f"vectors must be a finite (N, E) array, got shape {v.shape}")
+    norms = np.linalg.norm(v, axis=1, keepdims=True)
+    v = np.where(norms > 0, v / np.maximum(norms, 1e-300), 0.0)
     if not is_int_in(k, 1):
         raise InputError(f"k must be a whole number >= 1, got {k!r}")
     n = len(v)
@@ -89,4 +98,4 @@ def nearest_pairs(vectors: np.ndarray, k: int) -> list[tuple[int, int]]:
     return sorted(pairs)
 
 
-__all__ = ["WORDS", "vlad", "nearest_pairs"]
+__all__ = ["WORDS", "vlad", "nearest_pairs", "retrieval_settings"]
