@@ -541,8 +541,10 @@ def test_retrieval_pairs_vote_each_photos_nearest_with_every_pairs_turns(
         ex.extract_features(turned, tmp_path / "r.h5", unturn=True, unturn_retrieval=1, progress=False)
     )
     every = groups(ex.extract_features(turned, tmp_path / "a.h5", unturn=True, progress=False))
-    # the four photos' vectors, each paired with its nearest: fewer pairs than every one (6), and every pair's turns
-    assert [(n, k) for n, k, _ in voted] == [(4, 1)] and 2 <= len(voted[0][2]) < 6
+    # the four photos' vectors, each paired with its nearest: fewer pairs than every one (6), and every pair's turns;
+    # the default, 10 neighbours, is every pair of four photos
+    assert [(n, k) for n, k, _ in voted] == [(4, 1), (4, 10)] and 2 <= len(voted[0][2]) < 6
+    assert len(voted[1][2]) == 6
     for name in every:
         assert got[name]["patchpose_turn_found"]
         a, b = got[name]["patchpose_turn_degrees"], every[name]["patchpose_turn_degrees"]

@@ -143,7 +143,7 @@ def add_unturn_window(p: argparse.ArgumentParser) -> None:
         default=None,
         metavar="N",
         help="with --unturn: vote only pairs of photos at most N apart in the sorted names (a sequence's "
-        "neighbours; default: every pair)",
+        "neighbours; extract's default: --unturn-retrieval 10; colmap's: every pair)",
     )
 
 
@@ -177,7 +177,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     add_aliked(
         e,
         "kornia's ALIKED's keypoints and descriptors instead of the recipe's (no scales or oris)",
-        unturn="each photo's turn in the folder voted by our network over every pair "
+        unturn="each photo's turn in the folder voted by our network over each photo's 10 most similar photos "
         f"({MODELS['upright']}); every keypoint is then described at the angle that shows its photo upright "
         "(upright in the collection) instead of the gradient's; with --aliked each photo is extracted un-turned",
     )
@@ -187,15 +187,15 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         default=None,
         metavar="FILE",
         help="with --unturn: vote only the pairs of this hloc pairs file (two image names a line, relative to the "
-        "folder; e.g. hloc's retrieval pairs, for an unordered folder; default: every pair)",
+        "folder; e.g. hloc's retrieval pairs; default: --unturn-retrieval 10)",
     )
     e.add_argument(
         "--unturn-retrieval",
         type=int,
         default=None,
         metavar="K",
-        help="with --unturn: vote only each photo's K most similar photos (VLAD of the votes' own descriptors; for "
-        "an unordered folder, 10 a documented choice; default: every pair)",
+        help="with --unturn: vote only each photo's K most similar photos (VLAD of the votes' own descriptors; "
+        "default 10, chosen on val; K >= the photos - 1: every pair)",
     )
     e.add_argument("--no-progress", action="store_true", help="no progress bar")
     add_weights(

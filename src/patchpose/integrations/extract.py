@@ -43,7 +43,7 @@ from ..fileio import atomic_copy, commit_temp, room_for, size_text, write_text_a
 from ..matching.candidates import recipe_poses
 from ..matching.collection import neighbour_pairs, unturn_settings, upright_collection
 from ..matching.features import features_at, sift_features
-from ..matching.retrieval import retrieval_settings
+from ..matching.retrieval import NEIGHBOURS, retrieval_settings
 from ..matching.upright import Extractor, applied_turn, extract_turned
 from .formats import HlocFeaturesWriter, read_pairs
 from .opencv import keypoints_at_poses
@@ -203,26 +203,31 @@ def vote_pairs(
     window: int | None = None,
     pairs: str | Path | Sequence[tuple[str, str]] | None = None,
     retrieval: int | None = None,
-) -> tuple[list[tuple[int, int]] | None, dict | None]:
-    """The pairs of the images ``names`` whose turns are voted (indices, each unordered pair once, sorted; None:
-    every pair, or with ``retrieval`` the pairs retrieval chooses) and what the settings record of the choice
-    (given ``pairs``: their count and a digest; ``retrieval``: :func:`~patchpose.matching.retrieval.retrieval_settings`; None for every pair or a window):
-    a sequence's neighbours (``window``, :func:`~patchpose.matching.collection.neighbour_pairs`), given ``pairs``
-    (an hloc pairs file or ``(name, name)`` pairs) or each image's ``retrieval`` most similar ones
-    (:func:`~patchpose.matching.collection.upright_collection`'s). A pair naming an image not among ``names``, no
-    pairs at all, a choice without ``unturn``, or two choices, is a one-line :class:`InputError`."""
+) -> tuple[list[tuple[int, int]] | None, int | None, dict | None]:
+    """Which pairs of the images ``names`` have their turns voted: ``(pairs, k, stated)`` — the pairs (indices, each
+    unordered pair once, sorted; None where retrieval chooses them, or without ``unturn``), ``k`` (retrieval's
+    neighbours, else None) and what the settings record of given ``pairs`` (their count and a digest) or of retrieval
+    (:func:`~patchpose.matching.retrieval.retrieval_settings`) (None for a window, recorded by the caller). The
+    choice: a sequence's neighbours (``window``, :func:`~patchpose.matching.collection.neighbour_pairs`), given
+    ``pairs`` (an hloc pairs file or ``(name, name)`` pairs), or each image's ``retrieval`` most similar images
+    (:func:`~patchpose.matching.collection.upright_collection`'s; :data:`~patchpose.matching.retrieval.NEIGHBOURS`
+    where nothing is chosen). A pair naming an image not among ``names``, no pairs at all, a choice without
+    ``unturn``, or two choices, is a one-line :class:`InputError`."""
     given = [f for f, v in (("--unturn-window", window), ("--unturn-pairs", pairs), ("--unturn-retrieval", retrieval))
              if v is not None]  # fmt: skip
     if len(given) > 1:
         raise InputError(f"{' and '.join(given)} each choose the pairs voted: give one of them")
-    if pairs is None and retrieval is None:
-        return neighbour_pairs(len(names), window, unturn), None
-    if unturn is not True:
+    if window is not None:
+        return neighbour_pairs(len(names), window, unturn), None, None
+    if given and unturn is not True:
         raise InputError(f"{given[0]} chooses the pairs whose turns --unturn votes: give --unturn too")
-    if retrieval is not None:
+    if unturn is not True:
+        return None, None, None
+    if pairs is None:
+        retrieval = NEIGHBOURS if retrieval is None else retrieval
         if not is_int_in(retrieval, 1):
             raise InputError(f"--unturn-retrieval must be a whole number >= 1, got {retrieval!r}")
-        return None, retrieval_settings(retrieval)
+        return None, int(retrieval), retrieval_settings(retrieval)
     if isinstance(pairs, (str, Path)):
         source, named = str(pairs), read_pairs(pairs)
     else:
@@ -246,7 +251,7 @@ def vote_pairs(
     if not voted:
         raise InputError(f"{source}: no pairs")
     text = "\n".join(f"{names[i]} {names[j]}" for i, j in voted)
-    return voted, {"pairs": len(voted), "sha256": hashlib.sha256(text.encode()).hexdigest()}
+    return voted, None, {"pairs": len(voted), "sha256": hashlib.sha256(text.encode()).hexdigest()}
 
 
 def _collection_turns(
@@ -402,8 +407,9 @@ def extract_features(
             or ``(name, name)`` pairs, names relative to ``images``; a photo in no pair keeps its own angle
             (the gradient's) or is extracted as it is.
         unturn_retrieval: with ``unturn``, vote only each image's ``k`` most similar images (retrieval by the
-            votes' own descriptors, :mod:`patchpose.matching.retrieval`), for an unordered folder. One of
-            ``unturn_window``, ``unturn_pairs`` and ``unturn_retrieval`` at most.
+            votes' own descriptors, :mod:`patchpose.matching.retrieval`; every pair where ``k`` ≥ the images − 1).
+            Where none of ``unturn_window``, ``unturn_pairs`` and ``unturn_retrieval`` is given (one at most),
+            :data:`~patchpose.matching.retrieval.NEIGHBOURS`.
 
     A rerun with other settings than the parts on disk, or onto a finished file of other settings or
     images, is an :class:`InputError`; onto a finished file of the same ones it does nothing."""
@@ -417,7 +423,7 @@ def extract_features(
     out = _check_out(out)
     neighbour_pairs(0, unturn_window, unturn)  # a bad window: its one-line error before any work
     everything = image_names(images)
-    voted, pairs_stated = vote_pairs(
+    voted, neighbours, pairs_stated = vote_pairs(
         [name for name, _ in everything], unturn, unturn_window, unturn_pairs, unturn_retrieval
     )
     todo = everything[i::n]
@@ -466,9 +472,7 @@ def extract_features(
     # a learned feature's photo is turned (a quarter turn near one exactly); a description is read at the angle
     snap = extract is not None
     turns = (
-        _collection_turns(parts, everything, estimator, progress, snap, voted, unturn_retrieval)
-        if unturn
-        else None
+        _collection_turns(parts, everything, estimator, progress, snap, voted, neighbours) if unturn else None
     )
     tqdm = require("tqdm", "hloc").tqdm if progress else None
     bar = todo if tqdm is None else tqdm(todo, desc="images", unit="image")

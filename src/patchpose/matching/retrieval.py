@@ -20,6 +20,11 @@ import numpy as np
 
 from ..errors import InputError, is_int_in
 
+#: the neighbours `extract --unturn` votes each photo with where no other pairs are chosen: chosen on val (the val
+#: photos' generated sequences, 24 images a scene, 192 in one folder; git tag ``lab-unturn-retrieval-v2-2026-11-29``)
+#: as the smallest K with every scene one group, every photo a turn and no photo further from the truth than the worst
+#: of every pair of each scene alone + 5°; every pair up to K + 1 photos
+NEIGHBOURS = 10
 #: words of the codebook (set before any run, not tuned; fewer where the collection has fewer descriptors)
 WORDS = 32
 #: descriptors at most that k-means reads (an even sample of the collection's)
@@ -98,4 +103,4 @@ def nearest_pairs(vectors: np.ndarray, k: int) -> list[tuple[int, int]]:
     return sorted(pairs)
 
 
-__all__ = ["WORDS", "vlad", "nearest_pairs", "retrieval_settings"]
+__all__ = ["NEIGHBOURS", "WORDS", "vlad", "nearest_pairs", "retrieval_settings"]
