@@ -23,7 +23,8 @@ from ..errors import InputError, is_int_in
 #: the neighbours `extract --unturn` votes each photo with where no other pairs are chosen: chosen on val (the val
 #: photos' generated sequences, 24 images a scene, 192 in one folder; git tag ``lab-unturn-retrieval-v2-2026-11-29``)
 #: as the smallest K with every scene one group, every photo a turn and no photo further from the truth than the worst
-#: of every pair of each scene alone + 5°; every pair up to K + 1 photos
+#: of every pair of each scene alone + 5° (a rule written after a first val run); every pair up to K + 1 photos. On test
+#: one photo whose only found turn was to another scene was left 87° off (every pair of that folder: 22 over 10°)
 NEIGHBOURS = 10
 #: words of the codebook (set before any run, not tuned; fewer where the collection has fewer descriptors)
 WORDS = 32
