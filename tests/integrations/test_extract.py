@@ -496,7 +496,10 @@ def test_given_pairs_are_the_only_ones_voted_and_a_photo_in_none_keeps_its_angle
     monkeypatch.setattr(ex, "upright_collection", recording)
     pairs = tmp_path / "pairs.txt"
     # hloc writes one pair a line; a pair given both ways and a comment count once / not at all
-    pairs.write_text(f"# retrieval\n{names[1]} {names[0]}\n\n{names[0]} {names[1]}\n{names[2]} {names[1]}\n")
+    # (written with a BOM, as some editors do, and Windows line ends)
+    pairs.write_bytes(
+        f"\ufeff# retrieval\r\n{names[1]} {names[0]}\r\n\r\n{names[0]} {names[1]}\r\n{names[2]} {names[1]}\n".encode()
+    )
     got = groups(
         ex.extract_features(turned, tmp_path / "p.h5", unturn=True, unturn_pairs=pairs, progress=False)
     )

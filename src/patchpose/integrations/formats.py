@@ -484,11 +484,11 @@ def read_colmap_keypoints(path) -> dict:
 def read_pairs(path) -> list[tuple[str, str]]:
     """The image pairs of an hloc pairs file (what hloc's ``pairs_from_retrieval``, ``pairs_from_exhaustive`` and
     ``pairs_from_sequence`` write): one pair a line, two image names separated by white space; blank lines and lines
-    starting with ``#`` are skipped. A missing file, a line without exactly two names, or a photo paired with
+    starting with ``#`` are skipped (hloc writes neither), and a leading BOM. A missing file, a line without exactly two names, or a photo paired with
     itself is a one-line :class:`InputError` naming the line."""
     path = Path(path)
     try:
-        text = path.read_text()
+        text = path.read_text(encoding="utf-8-sig")  # a BOM some editors write is not part of the first name
     except (OSError, UnicodeDecodeError) as e:
         raise InputError(f"cannot read the pairs file {path}: {_one_line(e)}") from None
     pairs = []
