@@ -483,9 +483,9 @@ def read_colmap_keypoints(path) -> dict:
 
 def read_pairs(path) -> list[tuple[str, str]]:
     """The image pairs of an hloc pairs file (what hloc's ``pairs_from_retrieval``, ``pairs_from_exhaustive`` and
-    ``pairs_from_sequence`` write): one pair a line, two image names separated by white space; blank lines and lines
-    starting with ``#`` are skipped (hloc writes neither), and a leading BOM. A missing file, a line without exactly two names, or a photo paired with
-    itself is a one-line :class:`InputError` naming the line."""
+    ``pairs_from_sequence`` write): one pair a line, two image names separated by white space; blank lines, lines
+    starting with ``#`` (hloc writes neither) and a leading BOM are skipped. A missing file, a line without exactly two
+    names, or a photo paired with itself is a one-line :class:`InputError` naming the line."""
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8-sig")  # a BOM some editors write is not part of the first name
