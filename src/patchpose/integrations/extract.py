@@ -207,8 +207,8 @@ def vote_pairs(
     """Which pairs of the images ``names`` have their turns voted: ``(pairs, k, stated)`` — the pairs (indices, each
     unordered pair once, sorted; None where retrieval chooses them, or without ``unturn``), ``k`` (retrieval's
     neighbours, else None) and what the settings record of given ``pairs`` (their count and a digest) or of retrieval
-    (:func:`~patchpose.matching.retrieval.retrieval_settings`) (None for a window, recorded by the caller). The
-    choice: a sequence's neighbours (``window``, :func:`~patchpose.matching.collection.neighbour_pairs`), given
+    (:func:`~patchpose.matching.retrieval.retrieval_settings`) or of a window (``{"window": N}``); None without
+    ``unturn``. The choice: a sequence's neighbours (``window``, :func:`~patchpose.matching.collection.neighbour_pairs`), given
     ``pairs`` (an hloc pairs file or ``(name, name)`` pairs), or each image's ``retrieval`` most similar images
     (:func:`~patchpose.matching.collection.upright_collection`'s; :data:`~patchpose.matching.retrieval.NEIGHBOURS`
     where nothing is chosen). A pair naming an image not among ``names``, no pairs at all, a choice without
@@ -218,7 +218,7 @@ def vote_pairs(
     if len(given) > 1:
         raise InputError(f"{' and '.join(given)} each choose the pairs voted: give one of them")
     if window is not None:
-        return neighbour_pairs(len(names), window, unturn), None, None
+        return neighbour_pairs(len(names), window, unturn), None, {"window": int(window)}
     if given and unturn is not True:
         raise InputError(f"{given[0]} chooses the pairs whose turns --unturn votes: give --unturn too")
     if unturn is not True:
@@ -401,7 +401,7 @@ def extract_features(
             voted, the turn applied and whether one was found, and the file's root attribute ``patchpose_turns``
             every image's applied turn (shards of one folder must agree on it to merge).
         unturn_window: with ``unturn``, vote only the pairs of images at most this many apart in the sorted names
-            (a sequence's neighbours: ``N·window`` pairs instead of every one of the ``N(N−1)/2``); None: every pair.
+            (a sequence's neighbours: ``N·window`` pairs instead of every one of the ``N(N−1)/2``).
         unturn_pairs: with ``unturn``, vote only these pairs of images: an hloc pairs file (e.g. hloc's
             ``pairs_from_retrieval``'s, for an unordered folder; :func:`~patchpose.integrations.formats.read_pairs`)
             or ``(name, name)`` pairs, names relative to ``images``; a photo in no pair keeps its own angle
@@ -437,10 +437,7 @@ def extract_features(
             settings.update(angle="upright in the collection", unturn=unturn_settings(estimator))
     else:
         settings = _learned_settings(extract, unturn, estimator, detector, descriptor, max_keypoints)
-    # recorded only where given: files voted over every pair keep their settings
-    if unturn_window is not None:
-        settings["unturn"] = {**settings["unturn"], "window": int(unturn_window)}
-    if pairs_stated is not None:
+    if pairs_stated is not None:  # which pairs were voted: a rerun with others is not a resume
         settings["unturn"] = {**settings["unturn"], **pairs_stated}
     parts = out.with_name(out.name + ".parts")
     stated = {**settings, "shard": f"{i}/{n}"}

@@ -211,13 +211,11 @@ def upright_collection(
     if isinstance(images, np.ndarray) or not isinstance(images, Sequence):
         raise InputError(f"images must be a list of photos (arrays), got {type(images).__name__}")
     n = len(images)
-    if retrieval is not None and (pairs is not None or not is_int_in(retrieval, 1)):
-        raise InputError(
-            "retrieval chooses the pairs: give it or pairs, not both"
-            if pairs is not None
-            else f"--unturn-retrieval must be a whole number >= 1, got {retrieval!r}"
-        )
     if retrieval is not None:
+        if pairs is not None:
+            raise InputError("retrieval chooses the pairs: give it or pairs, not both")
+        if not is_int_in(retrieval, 1):
+            raise InputError(f"--unturn-retrieval must be a whole number >= 1, got {retrieval!r}")
         pairs = []  # every photo votes; the pairs are chosen once the votes' descriptors are there
     elif pairs is None:
         pairs = list(itertools.combinations(range(n), 2))
