@@ -420,6 +420,7 @@ def test_cli_refuses_an_image_bomb_in_one_line(tmp_path, capsys, monkeypatch):
         ["generate", "hpatches", "--out", "{o}"],
         ["generate", "hpatches", "--split", "all", "--out", "{o}"],
         ["generate", "posed-pairs", "--out", "{o}"],
+        ["generate", "scenes", "--out", "{o}"],
         ["eval", "rotation", "--out", "{o}"],
         ["eval", "synthetic", "--out", "{o}"],
     ],

@@ -1,5 +1,5 @@
 """``patchpose photos ...`` and ``patchpose generate ...``: the photo pool, and the benchmark datasets made
-from it (PatchPose patches, HPatches-layout sequences, posed image pairs)."""
+from it (PatchPose patches, HPatches-layout sequences, posed image pairs, rendered scenes)."""
 
 from __future__ import annotations
 
@@ -139,9 +139,23 @@ def generate_posed_command(a: argparse.Namespace) -> int:
     return 0
 
 
+def generate_scenes_command(a: argparse.Namespace) -> int:
+    from ..data.photos import photos_of
+    from ..evaluation.datasets.scenes import generate_scenes
+
+    photos = photos_of(a.images, a.split or None)
+    kinds = tuple(a.kinds.split(","))
+    folders = generate_scenes(photos, a.out, kinds=kinds, scenes=a.scenes, frames=a.frames,
+                              size=(a.width, a.height), seed=a.seed, progress=not a.no_progress)  # fmt: skip
+    print(
+        f"wrote {len(folders)} scenes to {a.out} (each: frames and cameras.json; 'patchpose eval colmap SCENE')"
+    )
+    return 0
+
+
 def add_commands(sub: argparse._SubParsersAction) -> None:
     """Register ``photos {fetch, graffiti}`` and ``generate {patchpose, merge, hpatches, hpatches-pool,
-    posed-pairs}`` on the top-level subparsers."""
+    posed-pairs, scenes}`` on the top-level subparsers."""
     ph = sub.add_parser("photos", help="photo pool for training and evaluation")
     phs = ph.add_subparsers(dest="photos_cmd", required=True)
     f = phs.add_parser("fetch", help="copy the photo pool (wheels + Debian packages) into a folder")
@@ -276,3 +290,21 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     gq.add_argument("--seed", type=int, default=0)
     gq.add_argument("--no-progress", action="store_true")
     gq.set_defaults(func=generate_posed_command)
+    gc = gs.add_parser(
+        "scenes",
+        help="multi-view scenes rendered from photos (a textured room, a walk or photos around it) with known "
+        "cameras, for 'patchpose eval colmap'",
+    )
+    gc.add_argument("--images", default="data/photos", help="photo folder")
+    gc.add_argument("--split", choices=SPLITS, default="test", help="photos of this split")
+    gc.add_argument("--out", required=True, help="receives one folder per scene and manifest.json")
+    gc.add_argument(
+        "--kinds", default="walk,orbit", help="'walk', 'orbit' or both, comma-separated (default both)"
+    )
+    gc.add_argument("--scenes", type=int, default=4, help="scenes of each kind")
+    gc.add_argument("--frames", type=int, default=12, help="frames a scene")
+    gc.add_argument("--width", type=int, default=640)
+    gc.add_argument("--height", type=int, default=480)
+    gc.add_argument("--seed", type=int, default=0)
+    gc.add_argument("--no-progress", action="store_true")
+    gc.set_defaults(func=generate_scenes_command)

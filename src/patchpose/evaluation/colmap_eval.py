@@ -37,7 +37,9 @@ interrupted evaluation continues where it stopped. The turned copies are made on
 (frames 1, 3, 5, … of the sorted names turned by 90° clockwise, names kept; ``turned_first``: frames 0, 2, …;
 ``turned_any``: frames 1, 3, … each turned by its own angle, :func:`turn_every_other`). Outputs ``results.json`` (every run's
 statistics) and ``results.md`` (per set and pose: registered images, 3-D points, observations, mean track length,
-mean reprojection error, each stage's seconds; the mean over seeds with the range).
+mean reprojection error, each stage's seconds; the mean over seeds with the range); for a scene of ``patchpose
+generate scenes`` (a ``cameras.json`` beside the frames) also the camera centres' error against the truth
+(:func:`camera_errors`).
 """
 
 from __future__ import annotations
@@ -66,6 +68,7 @@ from ..matching.describe import Describer
 from ..matching.features import Features, sift_detected
 from ..matching.rectify import first_pass_affine
 from ..matching.upright import turn_image
+from .datasets.scenes import centre_errors, read_cameras
 from .report import write_results
 from .upright_eval import affine_turn
 
@@ -273,6 +276,38 @@ def turn_every_other(images: str | Path, dest: str | Path, first: int = 1, any_a
     return dest
 
 
+def camera_errors(run_dir: str | Path, cameras: dict[str, dict]) -> dict:
+    """Where the truth is known (``cameras``, :func:`~patchpose.evaluation.datasets.scenes.read_cameras`): the
+    camera centres of the model with the most registered images in ``run_dir/sparse/`` against the true ones after
+    the best similarity (:func:`~patchpose.evaluation.datasets.scenes.centre_errors`; the centres do not move when
+    a frame is turned): ``centre_error_median`` and ``centre_error_max`` in the truth's units (metres), None with
+    fewer than 3 registered frames."""
+    import pycolmap
+
+    best = None
+    sparse = Path(run_dir) / "sparse"
+    for d in sorted(sparse.iterdir()) if sparse.is_dir() else []:
+        rec = pycolmap.Reconstruction(str(d))
+        if best is None or (rec.num_reg_images(), rec.num_points3D()) > (
+            best.num_reg_images(),
+            best.num_points3D(),
+        ):
+            best = rec
+    found, true = [], []
+    for image in best.images.values() if best is not None else []:
+        if image.has_pose and image.name in cameras:
+            found.append(image.projection_center())
+            c = cameras[image.name]
+            true.append(-c["R"].T @ c["t"])
+    if len(found) < 3:
+        return {"centre_error_median": None, "centre_error_max": None}
+    err = centre_errors(np.array(true), np.array(found))
+    return {
+        "centre_error_median": round(float(np.median(err)), 4),
+        "centre_error_max": round(float(err.max()), 4),
+    }
+
+
 def _run_name(pose: str, model: str | None, seed: int) -> str:
     return f"{pose}@{model}-seed{seed}" if model else f"{pose}-seed{seed}"
 
@@ -309,6 +344,7 @@ def evaluate_colmap(
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     est = pose_estimator(weights) if any(p in OUR_POSES for p in poses) else None
+    cameras = read_cameras(folder)  # a rendered scene's ('generate scenes'): the cameras' errors too
     folders = {"upright": folder}
     if "turned" in sets:
         folders["turned"] = turn_every_other(folder, out / "turned_images")
@@ -336,6 +372,8 @@ def evaluate_colmap(
                     progress,
                     peers,
                 )
+                if cameras is not None:
+                    stats = {**stats, **camera_errors(run_dir, cameras)}
                 runs.append({"set": s, "pose": pose, "model": model, "seed": seed, **stats})
     doc = {
         "images": str(folder),
@@ -359,6 +397,8 @@ STATISTICS = (
     "observations",
     "track_length",
     "reprojection_px",
+    "centre_error_median",
+    "centre_error_max",
     *(f"{stage}_seconds" for stage in STAGES),
     "seconds",
 )
@@ -374,7 +414,7 @@ def summarize(runs: list[dict]) -> list[dict]:
         row = {"set": s, "pose": pose, "model": model, "runs": len(rs), "images": rs[0]["images"]}
         for key in STATISTICS:
             got = [
-                r["stage_seconds"].get(key[: -len("_seconds")]) if key.endswith("_seconds") else r[key]
+                r["stage_seconds"].get(key[: -len("_seconds")]) if key.endswith("_seconds") else r.get(key)
                 for r in rs
             ]
             v = np.array([np.nan if x is None else x for x in got], np.float64)
@@ -397,13 +437,17 @@ def _cell(v: dict, fmt: str, spread: bool = True) -> str:
 
 
 def results_markdown(doc: dict) -> str:
+    truth = any(r["centre_error_median"]["mean"] is not None for r in doc["summary"])
     lines = [
         f"COLMAP incremental mapping of {doc['images']} (mean over seeds {doc['seeds']}, min–max in brackets; "
         f"{doc['threads'] or 'all'} thread(s))",
         "",
         "| frames | pose | registered | 3-D points (distinct) | observations | track length | reproj. px | "
-        "seconds: " + " / ".join(STAGES) + " / all |",
-        "|---|---|---|---|---|---|---|---|",
+        + ("camera centre error m: median / max | " if truth else "")
+        + "seconds: "
+        + " / ".join(STAGES)
+        + " / all |",
+        "|---|---|---|---|---|---|---|---|" + ("---|" if truth else ""),
     ]
     for r in doc["summary"]:
         name = f"{r['pose']} ({r['model']})" if r["model"] else r["pose"]
@@ -413,7 +457,13 @@ def results_markdown(doc: dict) -> str:
         lines.append(
             f"| {r['set']} | {name} | {reg_cell} | {_cell(r['points3D'], ',.0f')} "
             f"({_cell(r['distinct_points3D'], ',.0f', False)}) | {_cell(r['observations'], ',.0f')} | "
-            f"{_cell(r['track_length'], '.2f', False)} | {_cell(r['reprojection_px'], '.2f', False)} | {times} |"
+            f"{_cell(r['track_length'], '.2f', False)} | {_cell(r['reprojection_px'], '.2f', False)} | "
+            + (
+                f"{_cell(r['centre_error_median'], '.3f')} / {_cell(r['centre_error_max'], '.3f')} | "
+                if truth
+                else ""
+            )
+            + f"{times} |"
         )
     return "\n".join(lines) + "\n"
 
@@ -437,4 +487,5 @@ __all__ = [
     "DEFAULT_SETS",
     "DEFAULT_POSES",
     "pose_estimator",
+    "camera_errors",
 ]
