@@ -30,21 +30,23 @@ def _project(K, R, t, X):
     return x[:2] / x[2]
 
 
-def test_a_texture_pixel_lands_where_the_camera_projects_its_point():
-    yy, xx = np.mgrid[:50, :100]
-    blob = 255 * np.exp(-((xx - 70) ** 2 + (yy - 20) ** 2) / (2 * 3.0**2))
-    tex = np.repeat(blob[..., None], 3, -1).astype(np.uint8)  # centred on texture pixel (70, 20): the point
-    # origin + (70.5/100)·W·u + (20.5/50)·H·v (pixel centres at integers)
+@pytest.mark.parametrize("fine", [1, 4, 16])  # texture pixels per image pixel: pyramid levels 0, 2, 4
+def test_a_texture_pixel_lands_where_the_camera_projects_its_point(fine):
+    yy, xx = np.mgrid[: 50 * fine, : 100 * fine]
+    cx, cy = 70 * fine, 20 * fine
+    blob = 255 * np.exp(-((xx - cx) ** 2 + (yy - cy) ** 2) / (2 * (3.0 * fine) ** 2))
+    tex = np.repeat(blob[..., None], 3, -1).astype(np.uint8)  # centred on texture pixel (cx, cy): the point
+    # origin + ((cx + 0.5) / width)·W·u + ((cy + 0.5) / height)·H·v (pixel centres at integers)
     face = Face(np.array([-1.0, -0.5, 4.0]), np.array([1.0, 0, 0]), np.array([0, 1.0, 0]), 2.0, 1.0, tex)
     R, t = look_at(np.array([0.3, -0.2, 0.0]), np.array([0.0, 0.0, 4.0]), roll_deg=20.0)
     img = render([face], K, R, t, SIZE)
-    X = face.origin + (70.5 / 100) * 2.0 * face.u + (20.5 / 50) * 1.0 * face.v
+    X = face.origin + (cx + 0.5) / (100 * fine) * 2.0 * face.u + (cy + 0.5) / (50 * fine) * 1.0 * face.v
     want = _project(K, R, t, X)
     bright = img.sum(-1) - 3 * 40.0  # above the background
     ys, xs = np.nonzero(bright > 0.05 * bright.max())
     w = bright[ys, xs]
     got = np.array([np.sum(xs * w) / w.sum(), np.sum(ys * w) / w.sum()])
-    assert np.linalg.norm(got - want) < 0.25, (got, want)
+    assert np.linalg.norm(got - want) < 0.1, (got, want)
 
 
 def test_the_nearer_face_hides_the_farther_and_nothing_is_drawn_behind_the_camera():
@@ -73,8 +75,14 @@ def test_look_at_puts_the_target_at_the_principal_point_and_rolls_about_it():
     X = target + R0.T @ np.array([1.0, 0, 0])  # to the image's right of the target
     a = _project(K, R0, t0, X) - K[:2, 2]
     b = _project(K, R1, t1, X) - K[:2, 2]
-    turned = math.degrees(math.atan2(a[0] * b[1] - a[1] * b[0], a @ b))
-    assert abs(abs(turned) - 30.0) < 1e-6 and np.linalg.norm(a) == pytest.approx(np.linalg.norm(b))
+    turned = math.degrees(
+        math.atan2(a[1] * b[0] - a[0] * b[1], a @ b)
+    )  # counter-clockwise as seen (rows down)
+    assert turned == pytest.approx(30.0) and np.linalg.norm(a) == pytest.approx(np.linalg.norm(b))
+    below = (
+        _project(K, R0, t0, target + np.array([0.0, 1.0, 0.0])) - K[:2, 2]
+    )  # world +y is the picture's down
+    assert below[1] > 10 * abs(below[0])
 
 
 def test_centre_errors_are_zero_up_to_a_similarity_and_measure_a_moved_camera():
@@ -90,6 +98,9 @@ def test_centre_errors_are_zero_up_to_a_similarity_and_measure_a_moved_camera():
     assert err[3] > 0.7 and np.argmax(err) == 3 and np.median(err) < 0.1
     with pytest.raises(InputError, match="N >= 3"):
         centre_errors(true[:2], found[:2])
+    line = np.outer(np.arange(5.0), [1.0, 2.0, 0.5])
+    with pytest.raises(InputError, match="no similarity"):
+        centre_errors(line, 2 * line)
 
 
 @pytest.fixture
@@ -106,8 +117,15 @@ def test_generated_scenes_write_frames_and_their_cameras_and_resume_only_their_o
     out = tmp_path / "scenes"
     folders = generate_scenes(photos, out, kinds=("walk",), scenes=1, frames=3, size=(96, 64), progress=False)
     assert [f.name for f in folders] == ["walk_0"]
+    (
+        folders[0] / "cameras.json"
+    ).unlink()  # an unfinished scene: its frames are kept, a missing one rendered again
+    before = (folders[0] / "frame_002.jpg").read_bytes()
+    (folders[0] / "frame_002.jpg").unlink()
+    generate_scenes(photos, out, kinds=("walk",), scenes=1, frames=3, size=(96, 64), progress=False)
+    assert (folders[0] / "frame_002.jpg").read_bytes() == before
     cams = read_cameras(folders[0])
-    assert sorted(cams) == ["frame_00.jpg", "frame_01.jpg", "frame_02.jpg"]
+    assert sorted(cams) == ["frame_000.jpg", "frame_001.jpg", "frame_002.jpg"]
     for name, c in cams.items():
         img = cv2.imread(str(folders[0] / name))
         assert img.shape == (64, 96, 3) and img.std() > 5  # textured, not blank
@@ -115,23 +133,43 @@ def test_generated_scenes_write_frames_and_their_cameras_and_resume_only_their_o
         assert c["size"].tolist() == [96, 64]
     centres = np.array([-c["R"].T @ c["t"] for c in cams.values()])
     assert np.ptp(centres[:, 0]) == pytest.approx(3.0)  # the walk slides 3 m sideways
-    stamp = (folders[0] / "frame_01.jpg").stat().st_mtime_ns
+    stamp = (folders[0] / "frame_001.jpg").stat().st_mtime_ns
     generate_scenes(photos, out, kinds=("walk",), scenes=1, frames=3, size=(96, 64), progress=False)
-    assert (folders[0] / "frame_01.jpg").stat().st_mtime_ns == stamp  # kept
+    assert (folders[0] / "frame_001.jpg").stat().st_mtime_ns == stamp  # kept
     with pytest.raises(InputError, match="other settings"):
         generate_scenes(photos, out, kinds=("walk",), scenes=1, frames=4, size=(96, 64), progress=False)
-    with pytest.raises(InputError, match="kinds"):
-        generate_scenes(photos, tmp_path / "x", kinds=("fly",), progress=False)
+    with pytest.raises(InputError, match="other settings or photos"):
+        generate_scenes(photos[:2], out, kinds=("walk",), scenes=1, frames=3, size=(96, 64), progress=False)
+    for kinds in (("fly",), ("walk", "walk"), ()):
+        with pytest.raises(InputError, match="kinds"):
+            generate_scenes(photos, tmp_path / "x", kinds=kinds, progress=False)
     (tmp_path / "bad").mkdir()
-    (tmp_path / "bad" / "cameras.json").write_text(json.dumps({"a.jpg": {"K": 1}}))
-    with pytest.raises(InputError, match="not a cameras file"):
-        read_cameras(tmp_path / "bad")
+    for doc in ({"a.jpg": {"K": 1}}, {"a.jpg": {"K": np.eye(3).tolist(), "R": [[1, 0], [0, 1]], "t": [0, 0, 0],
+                                               "size": [4, 4]}}):  # fmt: skip
+        (tmp_path / "bad" / "cameras.json").write_text(json.dumps(doc))
+        with pytest.raises(InputError, match="not a cameras file"):
+            read_cameras(tmp_path / "bad")
     assert read_cameras(tmp_path) is None
+
+
+def test_orbit_cameras_look_at_the_boxes_from_around_them_rolled_and_zoomed(photos, tmp_path):
+    folder = generate_scenes(photos, tmp_path / "o", kinds=("orbit",), scenes=1, frames=6, size=(96, 64),
+                             progress=False)[0]  # fmt: skip
+    cams = read_cameras(folder)
+    focal = np.array([c["K"][0, 0] for c in cams.values()]) / (0.78 * 96)
+    assert ((focal > 0.74) & (focal < 1.51)).all() and np.ptp(focal) > 0.05  # each zoomed its own way
+    rolls = []
+    for c in cams.values():
+        centre = -c["R"].T @ c["t"]
+        assert 3.9 < np.linalg.norm(centre - np.array([0.0, centre[1], 5.5])) < 8.1  # 4-8 m from the boxes
+        assert abs(centre[0]) < 4.6 and centre[2] < 5.5  # inside the room, in front of the boxes
+        rolls.append(math.degrees(math.asin(np.clip(c["R"][0, 1], -1, 1))))  # image right's downward tilt
+    assert max(abs(r) for r in rolls) < 9.5 and np.ptp(rolls) > 1.0
 
 
 def test_eval_colmap_on_a_rendered_walk_finds_the_cameras_where_they_are(photos, tmp_path):
     pytest.importorskip("pycolmap")
-    from patchpose.evaluation.colmap_eval import evaluate_colmap
+    from patchpose.evaluation.colmap_eval import camera_errors, evaluate_colmap
 
     scene = generate_scenes(photos, tmp_path / "s", kinds=("walk",), scenes=1, frames=5, size=(320, 240),
                             progress=False)[0]  # fmt: skip
@@ -140,5 +178,11 @@ def test_eval_colmap_on_a_rendered_walk_finds_the_cameras_where_they_are(photos,
     )
     run = doc["runs"][0]
     assert run["registered"] == 5
-    assert run["centre_error_median"] is not None and run["centre_error_max"] < 0.1  # metres, on a 3 m walk
+    assert run["centre_error_max"] < 0.1 and run["view_error_max"] < 2.0  # metres on a 3 m walk; degrees
     assert "camera centre error" in (tmp_path / "ev" / "results.md").read_text()
+    cams = json.loads((scene / "cameras.json").read_text())
+    cams["frame_002.jpg"]["t"] = (np.array(cams["frame_002.jpg"]["t"]) + [0.0, 1.0, 0.0]).tolist()  # 1 m off
+    moved = camera_errors(tmp_path / "ev" / "runs" / "upright" / "colmap-seed0", {
+        n: {k: np.asarray(v, np.float64) for k, v in c.items()} for n, c in cams.items()})  # fmt: skip
+    assert moved["centre_error_max"] > 0.3 > run["centre_error_max"]
+    assert camera_errors(tmp_path / "nothing", cams)["centre_error_median"] is None  # no model

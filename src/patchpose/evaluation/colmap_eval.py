@@ -38,8 +38,8 @@ interrupted evaluation continues where it stopped. The turned copies are made on
 ``turned_any``: frames 1, 3, … each turned by its own angle, :func:`turn_every_other`). Outputs ``results.json`` (every run's
 statistics) and ``results.md`` (per set and pose: registered images, 3-D points, observations, mean track length,
 mean reprojection error, each stage's seconds; the mean over seeds with the range); for a scene of ``patchpose
-generate scenes`` (a ``cameras.json`` beside the frames) also the camera centres' error against the truth
-(:func:`camera_errors`).
+generate scenes`` (a ``cameras.json`` beside the frames; a folder with a ``cameras.json`` of another format is
+refused) also the cameras' errors against the truth (:func:`camera_errors`: centres and optical axes).
 """
 
 from __future__ import annotations
@@ -68,7 +68,7 @@ from ..matching.describe import Describer
 from ..matching.features import Features, sift_detected
 from ..matching.rectify import first_pass_affine
 from ..matching.upright import turn_image
-from .datasets.scenes import centre_errors, read_cameras
+from .datasets.scenes import fit_similarity, read_cameras
 from .report import write_results
 from .upright_eval import affine_turn
 
@@ -278,12 +278,20 @@ def turn_every_other(images: str | Path, dest: str | Path, first: int = 1, any_a
 
 def camera_errors(run_dir: str | Path, cameras: dict[str, dict]) -> dict:
     """Where the truth is known (``cameras``, :func:`~patchpose.evaluation.datasets.scenes.read_cameras`): the
-    camera centres of the model with the most registered images in ``run_dir/sparse/`` against the true ones after
-    the best similarity (:func:`~patchpose.evaluation.datasets.scenes.centre_errors`; the centres do not move when
-    a frame is turned): ``centre_error_median`` and ``centre_error_max`` in the truth's units (metres), None with
-    fewer than 3 registered frames."""
+    cameras of the model with the most registered images (then points) in ``run_dir/sparse/`` against the true ones
+    after the similarity that best maps the found centres, and a point 1 m ahead of each, onto the true ones
+    (:func:`~patchpose.evaluation.datasets.scenes.fit_similarity`): ``centre_error_median`` / ``_max`` (metres) and
+    ``view_error_median`` / ``_max`` (degrees between each camera's optical axis and the truth's: blind to a turn
+    of the frame about it, so the turned sets compare as the upright one). None where fewer than 3 frames are
+    registered or their centres fix no similarity (a line); with few frames the fit takes up most of an error."""
     import pycolmap
 
+    none = {
+        "centre_error_median": None,
+        "centre_error_max": None,
+        "view_error_median": None,
+        "view_error_max": None,
+    }
     best = None
     sparse = Path(run_dir) / "sparse"
     for d in sorted(sparse.iterdir()) if sparse.is_dir() else []:
@@ -293,18 +301,34 @@ def camera_errors(run_dir: str | Path, cameras: dict[str, dict]) -> dict:
             best.num_points3D(),
         ):
             best = rec
-    found, true = [], []
+    found, true, axes, true_axes = [], [], [], []
     for image in best.images.values() if best is not None else []:
         if image.has_pose and image.name in cameras:
-            found.append(image.projection_center())
             c = cameras[image.name]
+            found.append(image.projection_center())
             true.append(-c["R"].T @ c["t"])
+            axes.append(image.cam_from_world().rotation.matrix()[2])  # the optical axis in the model's world
+            true_axes.append(c["R"][2])
     if len(found) < 3:
-        return {"centre_error_median": None, "centre_error_max": None}
-    err = centre_errors(np.array(true), np.array(found))
+        return none
+    found, true, axes, true_axes = (np.array(a) for a in (found, true, axes, true_axes))
+    try:
+        # centres alone leave the turn about their line free where they lie near one (a walk): the fit also takes a
+        # point 1 m ahead of each camera (in the model's units by the centres' scale)
+        s0 = fit_similarity(found, true)[0]
+        scale, R, t = fit_similarity(
+            np.concatenate([found, found + axes / s0]), np.concatenate([true, true + true_axes])
+        )
+    except InputError:
+        return none
+    centre = np.linalg.norm(scale * found @ R.T + t - true, axis=1)
+    cos = np.clip(np.sum((axes @ R.T) * true_axes, axis=1), -1.0, 1.0)
+    view = np.degrees(np.arccos(cos))
     return {
-        "centre_error_median": round(float(np.median(err)), 4),
-        "centre_error_max": round(float(err.max()), 4),
+        "centre_error_median": round(float(np.median(centre)), 4),
+        "centre_error_max": round(float(centre.max()), 4),
+        "view_error_median": round(float(np.median(view)), 3),
+        "view_error_max": round(float(view.max()), 3),
     }
 
 
@@ -399,6 +423,8 @@ STATISTICS = (
     "reprojection_px",
     "centre_error_median",
     "centre_error_max",
+    "view_error_median",
+    "view_error_max",
     *(f"{stage}_seconds" for stage in STAGES),
     "seconds",
 )
@@ -443,7 +469,7 @@ def results_markdown(doc: dict) -> str:
         f"{doc['threads'] or 'all'} thread(s))",
         "",
         "| frames | pose | registered | 3-D points (distinct) | observations | track length | reproj. px | "
-        + ("camera centre error m: median / max | " if truth else "")
+        + ("camera centre error m; optical axis error °: median / max | " if truth else "")
         + "seconds: "
         + " / ".join(STAGES)
         + " / all |",

@@ -43,6 +43,9 @@ KINDS = ("walk", "orbit")
 ROOM = {"half_width": 5.0, "floor": 1.5, "top": 4.0, "depth": 10.0}
 #: the longest side a photo is read at for texture
 TEXTURE_SIDE = 1024
+#: the renderer's version, in the manifest: a folder rendered by another is not resumed (1: a pyramid level k
+#: sampled half a pixel of level k off; 2: level k's pixel j is level 0's pixel j·2**k, as cv2.pyrDown keeps them)
+RENDERER = 2
 
 
 @dataclass
@@ -201,7 +204,7 @@ def render(
         frac = (level - lo)[..., None].astype(np.float32)
         colour = np.zeros((h, w, 3), np.float32)
         for k in np.unique(np.concatenate([lo[seen], np.minimum(lo[seen] + 1, len(pyr) - 1)])):
-            sx, sy = (mx + 0.5) / np.float32(2**k) - 0.5, (my + 0.5) / np.float32(2**k) - 0.5
+            sx, sy = mx / np.float32(2**k), my / np.float32(2**k)  # pyrDown keeps the even samples
             sample = cv2.remap(pyr[k], sx, sy, cv2.INTER_LINEAR, borderMode=cv2.BORDER_REFLECT)
             colour += np.where((lo == k)[..., None], (1 - frac) * sample, 0)
             colour += np.where((np.minimum(lo + 1, len(pyr) - 1) == k)[..., None], frac * sample, 0)
@@ -219,7 +222,7 @@ def generate_scenes(
     photos: list[Path],
     out: str | Path,
     kinds: tuple[str, ...] = KINDS,
-    scenes: int = 2,
+    scenes: int = 4,
     frames: int = 12,
     size: tuple[int, int] = (640, 480),
     seed: int = 0,
@@ -229,7 +232,7 @@ def generate_scenes(
     (module docstring) into ``out``; returns the scenes' folders."""
     tqdm = require("tqdm", "eval").tqdm
     bad = [k for k in kinds if k not in KINDS]
-    if not kinds or bad:
+    if not kinds or bad or len(set(kinds)) < len(kinds):
         raise InputError(f"kinds must be some of {KINDS}, got {list(kinds)}")
     if not (
         isinstance(scenes, int) and 1 <= scenes <= 100 and isinstance(frames, int) and 3 <= frames <= 200
@@ -242,7 +245,7 @@ def generate_scenes(
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     sources = sorted(str(Path(p).resolve()) for p in photos)
-    settings = {"kinds": list(kinds), "scenes": scenes, "frames": frames, "size": list(size), "seed": seed,
+    settings = {"renderer": RENDERER, "kinds": list(kinds), "scenes": scenes, "frames": frames, "size": list(size), "seed": seed,
                 "texture_side": TEXTURE_SIDE, "room": ROOM, "photos": sources}  # fmt: skip
     manifest = out / "manifest.json"
     if manifest.is_file():
@@ -267,7 +270,7 @@ def generate_scenes(
         cams = scene_cameras(kind, frames, size, rng)
         record = {}
         for i, cam in enumerate(cams):
-            name = f"frame_{i:02d}.jpg"
+            name = f"frame_{i:03d}.jpg"
             record[name] = {"K": cam["K"].tolist(), "R": cam["R"].tolist(), "t": cam["t"].tolist(),
                             "size": list(size)}  # fmt: skip
             if (folder / name).is_file():
@@ -292,24 +295,50 @@ def read_cameras(folder: str | Path) -> dict[str, dict] | None:
         return None
     try:
         doc = json.loads(path.read_text())
-        return {n: {k: np.asarray(c[k], np.float64) for k in ("K", "R", "t", "size")} for n, c in doc.items()}
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError, AttributeError) as e:
+        cams = {n: {k: np.asarray(c[k], np.float64) for k in ("K", "R", "t", "size")} for n, c in doc.items()}
+    except (
+        OSError,
+        UnicodeDecodeError,
+        json.JSONDecodeError,
+        KeyError,
+        TypeError,
+        AttributeError,
+        ValueError,
+    ) as e:
         raise InputError(f"{path}: not a cameras file of 'generate scenes' ({type(e).__name__})") from None
+    shapes = {"K": (3, 3), "R": (3, 3), "t": (3,), "size": (2,)}
+    for n, c in cams.items():
+        bad = [k for k, shape in shapes.items() if c[k].shape != shape or not np.isfinite(c[k]).all()]
+        if bad:
+            raise InputError(f"{path}: not a cameras file of 'generate scenes' ({n}: {', '.join(bad)})")
+    return cams
+
+
+def fit_similarity(found: np.ndarray, true: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
+    """``(scale, R, t)`` of the similarity that best maps the points ``found`` onto ``true`` (both ``(N, 3)``,
+    N ≥ 3; least squares, Umeyama, by OpenCV: ``true ≈ scale·R·found + t``). An :class:`InputError` where the
+    points do not fix one (fewer than 3, or all on a line)."""
+    src, dst = np.asarray(found, np.float64), np.asarray(true, np.float64)
+    if len(src) < 3 or len(src) != len(dst):
+        raise InputError(
+            f"a similarity needs the same N >= 3 points on both sides, got {len(src)}, {len(dst)}"
+        )
+    try:
+        T, scale = cv2.estimateAffine3D(src, dst, force_rotation=True)
+    except cv2.error:
+        T, scale = None, 0.0
+    if T is None or not np.isfinite(scale) or scale <= 0:
+        raise InputError("the points fix no similarity (all on a line or at one place)")
+    return float(scale), T[:, :3], T[:, 3]
 
 
 def centre_errors(true_centres: np.ndarray, found_centres: np.ndarray) -> np.ndarray:
-    """Each camera centre's distance from the truth after the similarity (scale, rotation, shift; Umeyama, by
-    OpenCV) that best maps ``found_centres`` onto ``true_centres`` (both ``(N, 3)``, N ≥ 3), in the truth's
-    units."""
-    src, dst = np.asarray(found_centres, np.float64), np.asarray(true_centres, np.float64)
-    if len(src) < 3 or len(src) != len(dst):
-        raise InputError(
-            f"centre_errors needs the same N >= 3 centres on both sides, got {len(src)}, {len(dst)}"
-        )
-    T, scale = cv2.estimateAffine3D(src, dst, force_rotation=True)
-    mapped = scale * src @ T[:, :3].T + T[:, 3]
-    return np.linalg.norm(mapped - dst, axis=1)
+    """Each camera centre's distance from the truth after the similarity that best maps ``found_centres`` onto
+    ``true_centres`` (:func:`fit_similarity`), in the truth's units."""
+    scale, R, t = fit_similarity(found_centres, true_centres)
+    mapped = scale * np.asarray(found_centres, np.float64) @ R.T + t
+    return np.linalg.norm(mapped - np.asarray(true_centres, np.float64), axis=1)
 
 
 __all__ = ["KINDS", "ROOM", "Face", "room_faces", "look_at", "scene_cameras", "render", "generate_scenes",
-           "read_cameras", "centre_errors"]  # fmt: skip
+           "read_cameras", "fit_similarity", "centre_errors", "RENDERER"]  # fmt: skip
