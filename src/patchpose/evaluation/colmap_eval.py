@@ -58,7 +58,7 @@ from ..conventions import REFERENCE_RADIUS
 from ..data.keypoints import MAX_KEYPOINTS
 from ..errors import InputError, is_int_in, require
 from ..estimator import EstimatorLike, as_estimator
-from ..integrations.colmap import SIFT_WINDOW, STAGES, check_settings, run_reconstruction
+from ..integrations.colmap import SIFT_WINDOW, STAGES, best_model, check_settings, run_reconstruction
 from ..integrations.extract import image_names
 from ..integrations.kornia import aliked_extractor
 from ..integrations.opencv import sift_descriptors
@@ -292,15 +292,9 @@ def camera_errors(run_dir: str | Path, cameras: dict[str, dict]) -> dict:
         "view_error_median": None,
         "view_error_max": None,
     }
-    best = None
     sparse = Path(run_dir) / "sparse"
-    for d in sorted(sparse.iterdir()) if sparse.is_dir() else []:
-        rec = pycolmap.Reconstruction(str(d))
-        if best is None or (rec.num_reg_images(), rec.num_points3D()) > (
-            best.num_reg_images(),
-            best.num_points3D(),
-        ):
-            best = rec
+    folders = [d for d in sparse.iterdir() if d.name.isdigit()] if sparse.is_dir() else []
+    best = best_model(pycolmap.Reconstruction(str(d)) for d in sorted(folders, key=lambda d: int(d.name)))
     found, true, axes, true_axes = [], [], [], []
     for image in best.images.values() if best is not None else []:
         if image.has_pose and image.name in cameras:

@@ -670,6 +670,13 @@ def _finished(out: Path) -> dict | None:
     return had if isinstance(had, dict) else None
 
 
+def best_model(models):
+    """The model (``pycolmap.Reconstruction``) with the most registered images, then the most points, among
+    ``models`` in COLMAP's order (the first of a tie); None if there is none."""
+    models = list(models)
+    return max(models, key=lambda r: (r.num_reg_images(), r.num_points3D())) if models else None
+
+
 def model_stats(models) -> dict:
     """Statistics of the model with the most registered images (then the most points) among ``models``
     (``pycolmap.Reconstruction``s): ``registered``, ``points3D``, ``distinct_points3D`` (points that share
@@ -679,7 +686,7 @@ def model_stats(models) -> dict:
     if not models:
         return {"registered": 0, "points3D": 0, "distinct_points3D": 0, "observations": 0, "track_length": None,
                 "reprojection_px": None, "models": 0}  # fmt: skip
-    best = max(models, key=lambda r: (r.num_reg_images(), r.num_points3D()))
+    best = best_model(models)
     return {
         "registered": int(best.num_reg_images()),
         "points3D": int(best.num_points3D()),
@@ -730,5 +737,6 @@ __all__ = [
     "colmap_keypoints",
     "from_colmap_keypoints",
     "model_stats",
+    "best_model",
     "distinct_points",
 ]
