@@ -179,7 +179,12 @@ def test_eval_colmap_on_a_rendered_walk_finds_the_cameras_where_they_are(photos,
     run = doc["runs"][0]
     assert run["registered"] == 5
     assert run["centre_error_max"] < 0.1 and run["view_error_max"] < 2.0  # metres on a 3 m walk; degrees
-    assert "camera centre error" in (tmp_path / "ev" / "results.md").read_text()
+    table = (tmp_path / "ev" / "results.md").read_text()
+    assert "camera centre error m; optical axis error" in table
+    assert (
+        f"{run['centre_error_max']:.3f}; {run['view_error_median']:.2f} / {run['view_error_max']:.2f} |"
+        in table
+    )
     cams = json.loads((scene / "cameras.json").read_text())
     cams["frame_002.jpg"]["t"] = (np.array(cams["frame_002.jpg"]["t"]) + [0.0, 1.0, 0.0]).tolist()  # 1 m off
     moved = camera_errors(tmp_path / "ev" / "runs" / "upright" / "colmap-seed0", {

@@ -479,7 +479,8 @@ def results_markdown(doc: dict) -> str:
             f"({_cell(r['distinct_points3D'], ',.0f', False)}) | {_cell(r['observations'], ',.0f')} | "
             f"{_cell(r['track_length'], '.2f', False)} | {_cell(r['reprojection_px'], '.2f', False)} | "
             + (
-                f"{_cell(r['centre_error_median'], '.3f')} / {_cell(r['centre_error_max'], '.3f')} | "
+                f"{_cell(r['centre_error_median'], '.3f')} / {_cell(r['centre_error_max'], '.3f')}; "
+                f"{_cell(r['view_error_median'], '.2f')} / {_cell(r['view_error_max'], '.2f')} | "
                 if truth
                 else ""
             )
