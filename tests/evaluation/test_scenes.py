@@ -138,8 +138,11 @@ def test_generated_scenes_write_frames_and_their_cameras_and_resume_only_their_o
     assert (folders[0] / "frame_001.jpg").stat().st_mtime_ns == stamp  # kept
     with pytest.raises(InputError, match="other settings"):
         generate_scenes(photos, out, kinds=("walk",), scenes=1, frames=4, size=(96, 64), progress=False)
-    with pytest.raises(InputError, match="other settings or photos"):
+    with pytest.raises(InputError, match="other settings"):
         generate_scenes(photos[:2], out, kinds=("walk",), scenes=1, frames=3, size=(96, 64), progress=False)
+    (tmp_path / "stray" / "walk_0").mkdir(parents=True)  # a scene no manifest accounts for
+    with pytest.raises(InputError, match="no manifest says what made it"):
+        generate_scenes(photos, tmp_path / "stray", kinds=("walk",), scenes=1, frames=3, progress=False)
     for kinds in (("fly",), ("walk", "walk"), ()):
         with pytest.raises(InputError, match="kinds"):
             generate_scenes(photos, tmp_path / "x", kinds=kinds, progress=False)

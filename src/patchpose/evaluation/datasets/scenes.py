@@ -22,6 +22,7 @@ look is not a real photo's (flat faces, no parallax inside a face, no occlusion 
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import math
@@ -34,7 +35,7 @@ import numpy as np
 
 from ...data.patches import load_photo
 from ...errors import InputError, require
-from ...fileio import write_text_atomic
+from ...fileio import check_resume_plan, write_text_atomic
 
 #: the kinds of scene
 KINDS = ("walk", "orbit")
@@ -60,6 +61,12 @@ class Face:
     height: float
     texture: np.ndarray
     light: float = 1.0
+
+    @functools.cached_property
+    def pyramid(self) -> list[np.ndarray]:
+        """The texture's Gaussian pyramid (float32, ``cv2.pyrDown`` until a side is 8 px or 8 levels), built once
+        for every frame that sees the face."""
+        return _pyramid(self.texture, 8)
 
 
 def _rng(seed: int, name: str) -> np.random.Generator:
@@ -198,7 +205,7 @@ def render(
         gy_y, gx_y = np.gradient(my)
         foot = np.maximum(np.hypot(gx_x, gx_y), np.hypot(gy_x, gy_y))
         level = np.log2(np.clip(np.nan_to_num(foot, nan=1.0, posinf=1.0), 1.0, None))
-        pyr = _pyramid(face.texture, 8)
+        pyr = face.pyramid
         level = np.minimum(level, len(pyr) - 1)
         lo = np.floor(level).astype(np.int64)
         frac = (level - lo)[..., None].astype(np.float32)
@@ -248,23 +255,27 @@ def generate_scenes(
     settings = {"renderer": RENDERER, "kinds": list(kinds), "scenes": scenes, "frames": frames, "size": list(size), "seed": seed,
                 "texture_side": TEXTURE_SIDE, "room": ROOM, "photos": sources}  # fmt: skip
     manifest = out / "manifest.json"
+    old = None
     if manifest.is_file():
         try:
             old = json.loads(manifest.read_text())
         except (OSError, UnicodeDecodeError, json.JSONDecodeError):
-            old = None
-        if not isinstance(old, dict) or {k: old.get(k) for k in settings} != settings:
-            raise InputError(f"{out} holds scenes made with other settings or photos: choose a new --out")
-    write_text_atomic(manifest, json.dumps(settings, indent=1))  # the plan first
-    loaded = [_photo_rgb(Path(p)) for p in sources]
-    folders = []
+            old = {}
+        old = old if isinstance(old, dict) else {}
     jobs = [(kind, k) for kind in kinds for k in range(scenes)]
+    scene_names = {f"{kind}_{k}": "scene" for kind, k in jobs}
+    check_resume_plan(out, "scenes", None if old is None else {k: old.get(k) for k in settings}, settings,
+                      {} if old is None else scene_names, scene_names, lambda name: (out / name).exists())  # fmt: skip
+    write_text_atomic(manifest, json.dumps(settings, indent=1))  # the plan first
+    loaded: list[np.ndarray] = []  # the photos, read once a scene is to be rendered
+    folders = []
     for kind, k in tqdm(jobs, desc="scenes", disable=not progress):
         folder = out / f"{kind}_{k}"
         folders.append(folder)
         if (folder / "cameras.json").is_file():  # written last: the scene is finished
             continue
         folder.mkdir(exist_ok=True)
+        loaded = loaded or [_photo_rgb(Path(p)) for p in sources]
         rng = _rng(seed, f"{kind}_{k}")
         faces = room_faces(loaded, rng)
         cams = scene_cameras(kind, frames, size, rng)
