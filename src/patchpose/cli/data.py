@@ -144,9 +144,7 @@ def generate_scenes_command(a: argparse.Namespace) -> int:
     from ..evaluation.datasets.scenes import generate_scenes
 
     photos = photos_of(a.images, a.split or None)
-    kinds = tuple(a.kinds.split(","))
-    folders = generate_scenes(photos, a.out, kinds=kinds, scenes=a.scenes, frames=a.frames,
-                              size=(a.width, a.height), seed=a.seed, progress=not a.no_progress)  # fmt: skip
+    folders = generate_scenes(photos, a.out, progress=not a.no_progress)  # 4 walks and 4 orbits of 12 frames
     print(
         f"wrote {len(folders)} scenes to {a.out} (each: frames and cameras.json; 'patchpose eval colmap SCENE')"
     )
@@ -298,13 +296,5 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     gc.add_argument("--images", default="data/photos", help="photo folder")
     gc.add_argument("--split", choices=SPLITS, default="test", help="photos of this split")
     gc.add_argument("--out", required=True, help="receives one folder per scene and manifest.json")
-    gc.add_argument(
-        "--kinds", default="walk,orbit", help="'walk', 'orbit' or both, comma-separated (default both)"
-    )
-    gc.add_argument("--scenes", type=int, default=4, help="scenes of each kind")
-    gc.add_argument("--frames", type=int, default=12, help="frames a scene")
-    gc.add_argument("--width", type=int, default=640)
-    gc.add_argument("--height", type=int, default=480)
-    gc.add_argument("--seed", type=int, default=0)
     gc.add_argument("--no-progress", action="store_true")
     gc.set_defaults(func=generate_scenes_command)
