@@ -14,7 +14,7 @@ from conftest import make_textured_image
 from patchpose.errors import InputError
 from patchpose.evaluation.datasets.scenes import (
     Face,
-    centre_errors,
+    fit_similarity,
     generate_scenes,
     look_at,
     read_cameras,
@@ -85,22 +85,30 @@ def test_look_at_puts_the_target_at_the_principal_point_and_rolls_about_it():
     assert below[1] > 10 * abs(below[0])
 
 
-def test_centre_errors_are_zero_up_to_a_similarity_and_measure_a_moved_camera():
+def test_fit_similarity_recovers_a_similarity_and_a_moved_camera_stands_out():
     rng = np.random.default_rng(0)
     true = rng.normal(size=(20, 3))
     a = 0.7
     Rz = np.array([[math.cos(a), -math.sin(a), 0], [math.sin(a), math.cos(a), 0], [0, 0, 1]])
     found = 3.0 * true @ Rz.T + np.array([5.0, -1.0, 2.0])
-    np.testing.assert_allclose(centre_errors(true, found), 0.0, atol=1e-9)
+
+    def errors(true, found):
+        scale, R, t = fit_similarity(found, true)
+        return np.linalg.norm(scale * found @ R.T + t - true, axis=1)
+
+    scale, R, _ = fit_similarity(found, true)
+    np.testing.assert_allclose([scale], [1 / 3.0], rtol=1e-9)
+    np.testing.assert_allclose(R, Rz.T, atol=1e-9)
+    np.testing.assert_allclose(errors(true, found), 0.0, atol=1e-9)
     moved = found.copy()
     moved[3] += np.array([0.0, 0.0, 3.0])  # 1 m in the truth's units (the fit takes some of it)
-    err = centre_errors(true, moved)
+    err = errors(true, moved)
     assert err[3] > 0.7 and np.argmax(err) == 3 and np.median(err) < 0.1
     with pytest.raises(InputError, match="N >= 3"):
-        centre_errors(true[:2], found[:2])
+        fit_similarity(found[:2], true[:2])
     line = np.outer(np.arange(5.0), [1.0, 2.0, 0.5])
     with pytest.raises(InputError, match="no similarity"):
-        centre_errors(line, 2 * line)
+        fit_similarity(2 * line, line)
 
 
 @pytest.fixture

@@ -276,6 +276,10 @@ def turn_every_other(images: str | Path, dest: str | Path, first: int = 1, any_a
     return dest
 
 
+#: what :func:`camera_errors` gives a run
+CAMERA_ERRORS = ("centre_error_median", "centre_error_max", "view_error_median", "view_error_max")
+
+
 def camera_errors(run_dir: str | Path, cameras: dict[str, dict]) -> dict:
     """Where the truth is known (``cameras``, :func:`~patchpose.evaluation.datasets.scenes.read_cameras`): the
     cameras of the model with the most registered images (then points) in ``run_dir/sparse/`` against the true ones
@@ -286,12 +290,7 @@ def camera_errors(run_dir: str | Path, cameras: dict[str, dict]) -> dict:
     registered or their centres fix no similarity (a line); with few frames the fit takes up most of an error."""
     import pycolmap
 
-    none = {
-        "centre_error_median": None,
-        "centre_error_max": None,
-        "view_error_median": None,
-        "view_error_max": None,
-    }
+    none = dict.fromkeys(CAMERA_ERRORS)
     sparse = Path(run_dir) / "sparse"
     folders = [d for d in sparse.iterdir() if d.name.isdigit()] if sparse.is_dir() else []
     best = best_model(pycolmap.Reconstruction(str(d)) for d in sorted(folders, key=lambda d: int(d.name)))
@@ -415,10 +414,7 @@ STATISTICS = (
     "observations",
     "track_length",
     "reprojection_px",
-    "centre_error_median",
-    "centre_error_max",
-    "view_error_median",
-    "view_error_max",
+    *CAMERA_ERRORS,
     *(f"{stage}_seconds" for stage in STAGES),
     "seconds",
 )

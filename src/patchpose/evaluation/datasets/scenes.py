@@ -343,13 +343,5 @@ def fit_similarity(found: np.ndarray, true: np.ndarray) -> tuple[float, np.ndarr
     return float(scale), T[:, :3], T[:, 3]
 
 
-def centre_errors(true_centres: np.ndarray, found_centres: np.ndarray) -> np.ndarray:
-    """Each camera centre's distance from the truth after the similarity that best maps ``found_centres`` onto
-    ``true_centres`` (:func:`fit_similarity`), in the truth's units."""
-    scale, R, t = fit_similarity(found_centres, true_centres)
-    mapped = scale * np.asarray(found_centres, np.float64) @ R.T + t
-    return np.linalg.norm(mapped - np.asarray(true_centres, np.float64), axis=1)
-
-
 __all__ = ["KINDS", "ROOM", "Face", "room_faces", "look_at", "scene_cameras", "render", "generate_scenes",
-           "read_cameras", "fit_similarity", "centre_errors", "RENDERER"]  # fmt: skip
+           "read_cameras", "fit_similarity", "RENDERER"]  # fmt: skip
