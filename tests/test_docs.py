@@ -25,7 +25,7 @@ DOCS = ROOT / "docs"
 USER_DOCS = [README, ROOT / "CHANGELOG.md", *sorted(DOCS.glob("*.md"))]
 MAX_LINES = {README: 120}
 # results.md is capped in characters, and its prose wrapped, so that unwrapping lines cannot make it look shorter
-MAX_CHARS = {DOCS / "results.md": 45_000}
+MAX_CHARS = {DOCS / "results.md": 48_000}
 PROSE_WIDTH = 120
 
 
