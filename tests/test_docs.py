@@ -117,7 +117,9 @@ def prose_lines(text: str) -> list[tuple[int, str]]:
 @pytest.mark.parametrize("path", sorted(MAX_CHARS), ids=lambda p: p.name)
 def test_results_stay_short(path):
     text = path.read_text()
-    assert len(text) <= MAX_CHARS[path], f"{path.name} has {len(text):,} characters, at most {MAX_CHARS[path]:,}"
+    assert len(text) <= MAX_CHARS[path], (
+        f"{path.name} has {len(text):,} characters, at most {MAX_CHARS[path]:,}"
+    )
     long = [f"line {i}: {len(line)}" for i, line in prose_lines(text) if len(line) > PROSE_WIDTH]
     assert not long, f"{path.name}: prose lines over {PROSE_WIDTH} characters: {long}"
 
@@ -151,6 +153,17 @@ def shell_commands(text: str, full_prose: bool = False) -> list[str]:
         for para in paragraphs:
             lines += [" ".join(span.split()) for span in re.findall(r"`(patchpose [^`]+)`", para)]
     return lines
+
+
+def test_shell_commands_are_found_in_blocks_tables_and_prose():
+    """A prose span that runs over a line break is joined; prose counts only where asked (results.md)."""
+    text = "Run `patchpose eval hpatches --root\ndata/x --rows a` now.\n\n| `patchpose demo` |\n```bash\npatchpose bench\n```\n"
+    assert shell_commands(text) == ["patchpose bench", "patchpose demo"]
+    assert shell_commands(text, full_prose=True) == [
+        "patchpose bench",
+        "patchpose demo",
+        "patchpose eval hpatches --root data/x --rows a",
+    ]
 
 
 def patchpose_argvs(line: str) -> list[list[str]]:
