@@ -1,4 +1,5 @@
-"""``patchpose bench --recipes``: each recipe of match_pair timed beside SIFT's own pipeline on one known pair."""
+"""``patchpose bench --recipes``: each recipe of match_pair (and pair-pose at corners) timed beside SIFT's own
+pipeline on one known pair."""
 
 import json
 
@@ -28,7 +29,8 @@ def test_the_bench_pair_is_the_photo_seen_through_its_homography():
 
 def test_recipes_are_timed_beside_sift_and_written(tmp_path):
     res = bench_recipes(150, size=(320, 240), repeats=1, out=tmp_path)
-    assert list(res["rows"]) == ["sift", "sift_ratio", *RECIPES]
+    # pair-pose also at corners, where our network votes
+    assert list(res["rows"]) == ["sift", "sift_ratio", *RECIPES, "pair-pose@gftt"]
     for r in res["rows"].values():
         assert r["seconds"] > 0 and 0 <= r["correct@3px"] <= r["matches"]
         assert r["matches"] > 20 and r["correct@3px"] > 0.5 * r["matches"]  # the known map is found again

@@ -39,10 +39,10 @@ def bench_command(a: argparse.Namespace) -> int:
         print(
             f"{res['pair']}; at most {res['max_keypoints']} keypoints per photo, {res['torch_threads']} threads"
         )
-        print(f"{'':<11}  {'seconds':>8}  {'× SIFT':>7}  {'matches':>7}  {'correct@3px':>11}")
+        print(f"{'':<14}  {'seconds':>8}  {'× SIFT':>7}  {'matches':>7}  {'correct@3px':>11}")
         for name, r in res["rows"].items():
             print(
-                f"{name:<11}  {r['seconds']:>8.2f}  {r['ratio_to_sift']:>7.2f}  {r['matches']:>7}  "
+                f"{name:<14}  {r['seconds']:>8.2f}  {r['ratio_to_sift']:>7.2f}  {r['matches']:>7}  "
                 f"{r['correct@3px']:>11}"
             )
         print(f"wrote {a.out}/recipes.json")

@@ -236,8 +236,9 @@ def bench_recipes(
 ) -> dict:
     """``patchpose bench --recipes``: seconds of each recipe of :func:`patchpose.match_pair` on one pair
     (:func:`bench_pair`; detection of at most ``num_keypoints`` SIFT keypoints per photo, description and matching,
-    the model's load included, as a call pays it) next to OpenCV SIFT's detection, description and matching of the
-    same pair (a brute-force matcher with cross check, and Lowe's ratio test at 0.8), medians of ``repeats`` runs
+    the model's load included, as a call pays it), and of ``pair-pose`` at Shi-Tomasi corners (``pair-pose@gftt``,
+    :func:`~patchpose.matching.pair.default_recipe` there, where our network votes), next to OpenCV SIFT's
+    detection, description and matching of the same pair (a brute-force matcher with cross check, and Lowe's ratio test at 0.8), medians of ``repeats`` runs
     timed in turn, on this process's torch and OpenCV threads; each with its matches and correct matches within 3 px.
     Writes ``OUT/recipes.json`` atomically when ``out`` is given."""
     from ..data.keypoints import MAX_KEYPOINTS
@@ -270,15 +271,21 @@ def bench_recipes(
 
         return run
 
-    def recipe(name: str):
+    def recipe(name: str, detector: str = "sift"):
         def run():
-            found[name] = match_pair(
-                img1, img2, recipe=name, max_keypoints=int(num_keypoints), homography=H
+            key = name if detector == "sift" else f"{name}@{detector}"
+            found[key] = match_pair(
+                img1, img2, recipe=name, detector=detector, max_keypoints=int(num_keypoints), homography=H
             ).error_px
 
         return run
 
-    fns = {"sift": sift(False), "sift_ratio": sift(True), **{name: recipe(name) for name in RECIPES}}
+    fns = {
+        "sift": sift(False),
+        "sift_ratio": sift(True),
+        **{name: recipe(name) for name in RECIPES},
+        "pair-pose@gftt": recipe("pair-pose", "gftt"),
+    }
     t = _median_times_interleaved(fns, repeats)
     rows = {}
     for name, seconds in t.items():
