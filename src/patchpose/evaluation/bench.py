@@ -238,8 +238,9 @@ def bench_recipes(
     (:func:`bench_pair`; detection of at most ``num_keypoints`` SIFT keypoints per photo, description and matching,
     the model's load included, as a call pays it), and of ``pair-pose`` at Shi-Tomasi corners (``pair-pose@gftt``,
     :func:`~patchpose.matching.pair.default_recipe` there, where our network votes), next to OpenCV SIFT's
-    detection, description and matching of the same pair (a brute-force matcher with cross check, and Lowe's ratio test at 0.8), medians of ``repeats`` runs
-    timed in turn, on this process's torch and OpenCV threads; each with its matches and correct matches within 3 px.
+    detection, description and matching of the same pair (a brute-force matcher with cross check, and Lowe's ratio
+    test at 0.8), medians of ``repeats`` runs timed in turn, on this process's torch and OpenCV threads; each with its
+    matches and correct matches within 3 px.
     Writes ``OUT/recipes.json`` atomically when ``out`` is given."""
     from ..data.keypoints import MAX_KEYPOINTS
     from ..errors import InputError, is_int_in
