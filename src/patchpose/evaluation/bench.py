@@ -272,10 +272,9 @@ def bench_recipes(
 
         return run
 
-    def recipe(name: str, detector: str = "sift"):
+    def recipe(row: str, name: str, detector: str = "sift"):
         def run():
-            key = name if detector == "sift" else f"{name}@{detector}"
-            found[key] = match_pair(
+            found[row] = match_pair(
                 img1, img2, recipe=name, detector=detector, max_keypoints=int(num_keypoints), homography=H
             ).error_px
 
@@ -284,8 +283,8 @@ def bench_recipes(
     fns = {
         "sift": sift(False),
         "sift_ratio": sift(True),
-        **{name: recipe(name) for name in RECIPES},
-        "pair-pose@gftt": recipe("pair-pose", "gftt"),
+        **{name: recipe(name, name) for name in RECIPES},
+        "pair-pose@gftt": recipe("pair-pose@gftt", "pair-pose", "gftt"),
     }
     t = _median_times_interleaved(fns, repeats)
     rows = {}
