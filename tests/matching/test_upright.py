@@ -75,6 +75,33 @@ def test_a_turned_canvas_holds_the_photo_and_maps_back_exactly(photo):
             turn_image(photo, bad)
 
 
+def test_a_capped_canvas_is_cropped_about_its_centre_and_still_maps_back(photo):
+    """Turned by 45° the whole photo needs about 1.9× its pixels; capped at 1.3× the canvas has at most that many,
+    in the whole canvas's proportions, its centre on the photo's centre, and every canvas pixel inside the photo
+    shows the photo's pixel there; quarter turns (the photo's own pixels) and small caps are refused or unchanged."""
+    h, w = photo.shape[:2]
+    full, _ = turn_image(photo, 45.0)
+    assert full.shape[0] * full.shape[1] > 1.8 * h * w
+    t, M = turn_image(photo, 45.0, max_pixels=1.3)
+    assert 1.25 * h * w < t.shape[0] * t.shape[1] <= 1.3 * h * w
+    assert abs(t.shape[1] / t.shape[0] - full.shape[1] / full.shape[0]) < 0.01
+    centre = np.array([(t.shape[1] - 1) / 2, (t.shape[0] - 1) / 2]) @ M[:, :2].T + M[:, 2]
+    np.testing.assert_allclose(centre, [(w - 1) / 2, (h - 1) / 2], atol=1e-9)
+    ys, xs = np.mgrid[2 : t.shape[0] - 2 : 11, 2 : t.shape[1] - 2 : 13]
+    back = np.stack([xs.ravel(), ys.ravel()], 1) @ M[:, :2].T + M[:, 2]
+    inside = (back[:, 0] > 2) & (back[:, 0] < w - 3) & (back[:, 1] > 2) & (back[:, 1] < h - 3)
+    kept = inside.mean() * t.shape[0] * t.shape[1] / (h * w)
+    assert 0.85 < kept < 0.99, kept  # the photo's far corners cut off, most of it kept
+    gray = cv2.cvtColor(photo, cv2.COLOR_RGB2GRAY).astype(np.float32)
+    expected = cv2.remap(gray, back[inside, :1].astype(np.float32), back[inside, 1:].astype(np.float32), cv2.INTER_LINEAR)
+    got = cv2.cvtColor(t, cv2.COLOR_RGB2GRAY).astype(np.float32)[ys.ravel()[inside], xs.ravel()[inside]]
+    assert np.median(np.abs(got - expected.ravel())) < 2.0
+    np.testing.assert_array_equal(turn_image(photo, 90.0, max_pixels=1.0)[0], turn_image(photo, 90.0)[0])
+    for bad in (0.5, float("nan"), "1.3", True):
+        with pytest.raises(InputError, match="max_pixels must be"):
+            turn_image(photo, 30.0, max_pixels=bad)
+
+
 def test_the_votes_find_the_turn_or_say_there_is_none(photo):
     """Turned by 135°: found within 2°, far past the threshold; a photo and noise: none found (0°, confidence under
     the threshold)."""

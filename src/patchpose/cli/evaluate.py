@@ -47,6 +47,24 @@ def bench_command(a: argparse.Namespace) -> int:
             )
         print(f"wrote {a.out}/recipes.json")
         return 0
+    if a.upright:
+        from ..evaluation.bench import bench_upright
+
+        if a.peers is None:
+            raise InputError("--upright needs --peers DIR (the folder with ALIKED-n16's weights, never bundled)")
+        _set_threads(a.threads)
+        res = bench_upright(a.peers, repeats=5 if a.repeats is None else a.repeats, out=a.out)
+        print(
+            f"{res['extractor']}; a canvas of at most {res['canvas_pixels']:g}x the photo's pixels; "
+            f"{res['torch_threads']} threads; per photo = (its half of a pair's votes + its un-turned extraction) "
+            "/ one extraction"
+        )
+        for size, r in res["sizes"].items():
+            secs = "  ".join(f"{k} {v:.2f} s" for k, v in r["seconds"].items())
+            per = "  ".join(f"{k}: {v:.2f}x" for k, v in r["per_photo"].items())
+            print(f"{size}: {secs}\n  per photo  {per}")
+        print(f"wrote {a.out}/upright.json")
+        return 0
     if a.scaling or a.scaling_max is not None:
         rows = scaling(a.weights, a.scaling_max, threads=a.threads, out=a.out)["rows"]
         print(f"{'keypoints':>10}  {'keypoints/s':>11}  {'peak RSS MB':>11}  {'bytes/keypoint':>14}  threads")
@@ -265,7 +283,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         "--repeats",
         type=int,
         default=None,
-        help="timed runs, the median reported (default 7; 3 with --recipes)",
+        help="timed runs, the median reported (default 7; 3 with --recipes, 5 with --upright)",
     )
     b.add_argument("--out", default="outputs/bench", help="folder that receives bench.json (scaling.json)")
     b.add_argument(
@@ -274,6 +292,13 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         help="instead: seconds of each match_pair recipe on one pair (at most --keypoints SIFT keypoints per "
         "photo) against OpenCV SIFT's detection, description and matching of it, with their correct matches",
     )
+    b.add_argument(
+        "--upright",
+        action="store_true",
+        help="instead: what un-turning costs a photo (#63): the votes and a learned feature's extraction of the "
+        "bundled photo un-turned at 30°, 45° and 90°, against one extraction as it comes (needs --peers)",
+    )
+    add_peers(b, "with --upright, ALIKED-n16 (required there)")
     b.add_argument(
         "--scaling",
         action="store_true",

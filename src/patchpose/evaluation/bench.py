@@ -310,6 +310,83 @@ def bench_recipes(
     return res
 
 
+#: photo sizes ``patchpose bench --upright`` times (the bundled photo resized to each)
+UPRIGHT_SIZES = ((640, 480), (1024, 768))
+#: turns (degrees) at which ``patchpose bench --upright`` times a photo un-turned
+UPRIGHT_TURNS = (30.0, 45.0, 90.0)
+
+
+def bench_upright(
+    peers: str | Path,
+    repeats: int = 5,
+    out: str | Path | None = None,
+    *,
+    extract=None,
+    sizes=UPRIGHT_SIZES,
+) -> dict:
+    """``patchpose bench --upright`` (#63's cost): on the bundled photo at each of ``sizes``, the seconds of one
+    extraction of a learned feature (kornia's ALIKED-n16, ≤ 2,000 keypoints, weights from the ``peers`` folder; or
+    any ``extract`` callable) as it comes, of the votes of a pair (:func:`patchpose.upright_pair`, the photo against
+    itself turned by 30°: each photo's share is half), and of the photo extracted un-turned at each of
+    :data:`UPRIGHT_TURNS` (:func:`~patchpose.matching.upright.extract_turned`, on a canvas of at most
+    :data:`~patchpose.matching.upright.CANVAS_PIXELS` times its pixels; at 45° also on the whole canvas), medians of
+    ``repeats`` runs timed in turn on this process's threads. ``per_photo`` is what un-turning costs a photo against
+    one extraction: (its share of the votes + its un-turned extraction) / one extraction.
+    Writes ``OUT/upright.json`` atomically when ``out`` is given."""
+    from ..data.patches import load_image
+    from ..data.photos import demo_photo
+    from ..errors import InputError, is_int_in
+    from ..fileio import write_text_atomic
+    from ..matching.upright import CANVAS_PIXELS, extract_turned, turn_image, upright_pair
+
+    if not is_int_in(repeats, 1, None):
+        raise InputError(f"repeats must be an integer from 1, got {repeats!r}")
+    if out is not None and not str(out).strip():
+        raise InputError("--out must name a folder (or be left out)")
+    if extract is None:
+        from ..integrations.kornia import aliked_extractor
+        from .peers import Peers
+
+        extract = aliked_extractor(Peers(peers).path("aliked"), "aliked-n16", 2000)
+    photo = load_image(demo_photo())
+    res: dict = {
+        "extractor": getattr(extract, "name", "aliked-n16, 2000 keypoints"),
+        "canvas_pixels": CANVAS_PIXELS,
+        "repeats": int(repeats),
+        "torch_threads": torch.get_num_threads(),
+        "opencv_threads": cv2.getNumThreads(),
+        "sizes": {},
+    }
+    for w, h in sizes:
+        img = cv2.resize(photo, (int(w), int(h)), interpolation=cv2.INTER_CUBIC)
+        other = turn_image(img, 30.0)[0]
+
+        def whole(img=img):
+            extract(turn_image(img, 45.0)[0])
+
+        fns = {
+            "extraction": lambda img=img: extract(img),
+            "votes_of_a_pair": lambda img=img, other=other: upright_pair(img, other),
+            **{f"unturned_{d:g}": (lambda img=img, d=d: extract_turned(img, extract, d)) for d in UPRIGHT_TURNS},
+            "unturned_45_whole_canvas": whole,
+        }
+        t = _median_times_interleaved(fns, repeats)
+        one, share = t["extraction"], t["votes_of_a_pair"] / 2.0
+        res["sizes"][f"{w}x{h}"] = {
+            "seconds": t,
+            "per_photo": {
+                name[len("unturned_") :]: (share + seconds) / one
+                for name, seconds in t.items()
+                if name.startswith("unturned_")
+            },
+            "votes_share": share / one,
+        }
+    if out:
+        Path(out).mkdir(parents=True, exist_ok=True)
+        write_text_atomic(Path(out) / "upright.json", json.dumps(res, indent=1))
+    return res
+
+
 #: keypoint counts ``patchpose bench --scaling`` measures by default (×4 apart; ``--scaling-max`` goes further)
 SCALING_SIZES = (2048, 8192, 32768, 131072)
 

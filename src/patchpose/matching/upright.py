@@ -6,7 +6,8 @@ their structures the same way up.
   described at our poses (our network's scale and its strongest orientations, blended: a description that turns
   with the photo, ``pair-pose``'s first pass, :class:`~.pairpose.OurVotes`), with how far the votes stand out
   (:attr:`UprightTurn.confidence`; :attr:`UprightTurn.found`: past :data:`~.zoom.TURN_SIGNIFICANCE`).
-* :func:`turn_image` — a photo turned on a canvas that holds all of it, and the map back.
+* :func:`turn_image` — a photo turned on a canvas that holds all of it (or at most some multiple of its
+  pixels), and the map back.
 * :func:`extract_turned` — an extractor's keypoints and descriptors of a photo turned by some degrees, the
   keypoints mapped back into the photo.
 * :func:`match_upright` — the three together: photo 1 extracted once at the voted turn and matched with photo 2
@@ -48,8 +49,15 @@ QUARTER_TURNS = (0.0, 90.0, 180.0, 270.0)
 #: correct matches of about 776 at small r; `lab/upright/snap.py`, CHANGELOG): as it comes beats un-turned at r = 2–7°
 #: (by 11–27), ties at 8° (−3.6, 8 of 16 wins), loses from 10° (+9.4 for un-turning; +44.5 at 15°)
 SNAP_DEG = 8.0
-#: how a photo is resampled at other turns (OpenCV's flag)
+#: how a photo is resampled at other turns (OpenCV's flag); cubic and Lanczos tie with it on val (within 2.7 correct
+#: matches a pair of 639–654 at every canvas below; `lab/unturn_val`, CHANGELOG)
 INTERPOLATION = cv2.INTER_LINEAR
+#: the most pixels, as a multiple of the photo's, of the canvas a turned photo is extracted on (:func:`extract_turned`;
+#: a whole photo turned by 45° needs up to 2.1×, so its extraction took up to 2.3× one): the canvas is cropped about
+#: its centre and the photo's far corners are cut off. Chosen on val and the two shared real sets (`lab/unturn_val`,
+#: git tag `lab-canvas-cap-2026-11-30`; CHANGELOG): on val +11.4 correct matches a pair over the whole canvas (the
+#: keypoint budget spent off the black corners), on real pairs −4.7 % (TUM) and +4.5 % (Sacré-Cœur)
+CANVAS_PIXELS = 1.3
 #: px: the epipolar distance within which a match supports a fundamental matrix (choosing among quarter turns;
 #: not chosen on val, where our votes found every turn: at 3 px wrong matches of a turn 150° off reached the
 #: support of a turn 30° off, at 1 px a third of it)
@@ -150,12 +158,23 @@ def _quarter(degrees: float) -> int | None:
     return quarter % 4 if abs(degrees - 90.0 * quarter) <= SNAP_DEG else None
 
 
-def turn_image(image: np.ndarray, degrees: float) -> tuple[np.ndarray, np.ndarray]:
+def turn_image(
+    image: np.ndarray, degrees: float, *, max_pixels: float | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """``image`` turned by ``degrees`` counter-clockwise as displayed about its centre, on a canvas just large enough
     to hold all of it (black around it; quarter turns exactly, without resampling), and the ``(2, 3)`` map ``M``
-    from the turned canvas's pixels to the image's: ``xy_image = xy_turned @ M[:, :2].T + M[:, 2]``."""
+    from the turned canvas's pixels to the image's: ``xy_image = xy_turned @ M[:, :2].T + M[:, 2]``.
+    ``max_pixels``: where that canvas has more than this many times the image's pixels, it is cropped about its
+    centre, both sides by one factor, to at most that many (the turned image's corners cut off; at least 1;
+    :func:`extract_turned` uses :data:`CANVAS_PIXELS`)."""
     check_image(image)
     d = _check_degrees(degrees)
+    if max_pixels is not None and (
+        isinstance(max_pixels, bool)
+        or not isinstance(max_pixels, (int, float, np.floating, np.integer))
+        or not max_pixels >= 1.0
+    ):
+        raise InputError(f"max_pixels must be a number of at least 1 (times the image's pixels), got {max_pixels!r}")
     h, w = image.shape[:2]
     quarter = _quarter(d)
     exact = quarter is not None  # (nearly) a quarter turn: made exactly, no resampling
@@ -170,6 +189,9 @@ def turn_image(image: np.ndarray, degrees: float) -> tuple[np.ndarray, np.ndarra
     else:
         W = int(math.ceil(abs(w * math.cos(a)) + abs(h * math.sin(a)) - 1e-6))
         H = int(math.ceil(abs(w * math.sin(a)) + abs(h * math.cos(a)) - 1e-6))
+        if max_pixels is not None and W * H > max_pixels * h * w:
+            f = math.sqrt(max_pixels * h * w / (W * H))
+            W, H = max(1, int(W * f)), max(1, int(H * f))
     c = np.array([(w - 1) / 2.0, (h - 1) / 2.0])
     c2 = np.array([(W - 1) / 2.0, (H - 1) / 2.0])
     if not exact:
@@ -185,11 +207,12 @@ def turn_image(image: np.ndarray, degrees: float) -> tuple[np.ndarray, np.ndarra
 
 
 def extract_turned(image: np.ndarray, extract: Extractor, degrees: float) -> tuple[np.ndarray, np.ndarray]:
-    """``extract``'s ``(xy, descriptors)`` of ``image`` turned by ``degrees`` (:func:`turn_image`), the keypoints
-    mapped back into ``image`` and those that fall outside it (the canvas's corners) left out. Keypoints on the edge
+    """``extract``'s ``(xy, descriptors)`` of ``image`` turned by ``degrees`` (:func:`turn_image`, on a canvas of at
+    most :data:`CANVAS_PIXELS` times its pixels), the keypoints mapped back into ``image`` and those that fall outside
+    it (the canvas's corners) left out. Keypoints on the edge
     of the black canvas are kept: dropping those within 8 px of the photo's edge lost 15.6 correct matches per pair
     on val (CHANGELOG.md)."""
-    turned, M = turn_image(image, degrees)
+    turned, M = turn_image(image, degrees, max_pixels=CANVAS_PIXELS)
     xy, d = _check_extracted(extract(turned), f"a photo turned by {degrees:g}°")
     xy = xy @ M[:, :2].T + M[:, 2]
     h, w = image.shape[:2]
@@ -309,6 +332,7 @@ def match_upright(
 
 
 __all__ = [
+    "CANVAS_PIXELS",
     "SNAP_DEG",
     "applied_turn",
     "QUARTER_TURNS",
