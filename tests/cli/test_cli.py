@@ -438,6 +438,7 @@ def test_only_the_cli_imports_argparse_or_the_cli():
         ["eval", "hpatches", "--root", "R"],
         ["eval", "rotation"],
         ["eval", "pose", "--pairs", "P", "--images", "I"],
+        ["bench", "--upright"],
     ],
 )
 def test_peers_folder_is_one_option_wherever_it_is_taken(argv, capsys):

@@ -40,3 +40,35 @@ def test_recipes_are_timed_beside_sift_and_written(tmp_path):
         with pytest.raises(InputError, match="keypoints must be an integer"):
             bench_recipes(bad)
     assert main(["bench", "--recipes", "--repeats", "0", "--out", str(tmp_path)]) == 2
+
+
+def test_upright_cost_is_timed_per_photo_against_one_extraction_and_written(tmp_path, capsys):
+    """``patchpose bench --upright`` (#63's cost): any extractor; a photo un-turned at a quarter turn costs its
+    extraction, off it a canvas of at most CANVAS_PIXELS (the whole canvas, larger, beside it); per photo = (half a
+    pair's votes + the un-turned extraction) / one extraction, computed from the seconds it prints."""
+    from patchpose.evaluation.bench import UPRIGHT_TURNS, bench_upright
+    from patchpose.matching.upright import CANVAS_PIXELS
+
+    seen = []
+
+    def extract(image):  # remembers the pixels it was given: the canvas's size is what the cost follows
+        seen.append(image.shape[0] * image.shape[1])
+        return np.zeros((0, 2)), np.zeros((0, 8), np.float32)
+
+    res = bench_upright(None, repeats=1, out=tmp_path, extract=extract, sizes=((160, 120),))
+    r = res["sizes"]["160x120"]
+    names = ["extraction", "votes_of_a_pair", *(f"unturned_{d:g}" for d in UPRIGHT_TURNS), "unturned_45_whole_canvas"]
+    assert list(r["seconds"]) == names and all(s > 0 for s in r["seconds"].values())
+    share = r["seconds"]["votes_of_a_pair"] / 2
+    for name, ratio in r["per_photo"].items():
+        assert ratio == pytest.approx((share + r["seconds"][f"unturned_{name}"]) / r["seconds"]["extraction"])
+    assert res["canvas_pixels"] == CANVAS_PIXELS
+    # warm-up and one timed run of each: photo, 30°, 45°, 90° (the photo's own pixels), the whole 45° canvas
+    assert seen[:5] == seen[5:] and seen[0] == seen[3] == 160 * 120
+    assert seen[1] <= CANVAS_PIXELS * 160 * 120 < seen[4]
+    assert json.loads((tmp_path / "upright.json").read_text()) == res
+    with pytest.raises(InputError, match="repeats must be"):
+        bench_upright(None, repeats=0, extract=extract)
+    assert main(["bench", "--upright", "--out", str(tmp_path)]) == 2
+    assert "--upright needs --peers" in capsys.readouterr().err
+    assert main(["bench", "--upright", "--peers", str(tmp_path / "none")]) == 2
