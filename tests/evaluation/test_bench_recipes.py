@@ -65,10 +65,11 @@ def test_upright_cost_is_timed_per_photo_against_one_extraction_and_written(tmp_
     assert res["canvas_pixels"] == CANVAS_PIXELS
     # warm-up and one timed run of each: photo, 30°, 45°, 90° (the photo's own pixels), the whole 45° canvas
     assert seen[:5] == seen[5:] and seen[0] == seen[3] == 160 * 120
-    assert seen[1] <= CANVAS_PIXELS * 160 * 120 < seen[4]
+    assert seen[1] <= CANVAS_PIXELS * 160 * 120 < seen[4] and seen[2] <= CANVAS_PIXELS * 160 * 120
     assert json.loads((tmp_path / "upright.json").read_text()) == res
     with pytest.raises(InputError, match="repeats must be"):
         bench_upright(None, repeats=0, extract=extract)
     assert main(["bench", "--upright", "--out", str(tmp_path)]) == 2
     assert "--upright needs --peers" in capsys.readouterr().err
     assert main(["bench", "--upright", "--peers", str(tmp_path / "none")]) == 2
+    assert main(["bench", "--upright", "--recipes", "--peers", str(tmp_path)]) == 2

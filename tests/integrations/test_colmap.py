@@ -574,6 +574,7 @@ def test_colmap_cli_with_aliked_unturns_the_sideways_views(plane_turned, tmp_pat
     )
     assert stats["settings"]["unturn"]["model"] == "patchpose-v10" and stats["registered"] == 4
     assert stats["settings"]["unturn"]["snap_deg"] == 8.0
+    assert stats["settings"]["unturn"]["canvas_pixels"] == 1.3  # the turned canvas is a rule of the output
 
 
 def test_every_other_frame_turned_from_the_second_or_the_first(tmp_path):

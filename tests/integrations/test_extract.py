@@ -337,6 +337,12 @@ def test_an_unturned_run_resumes_with_its_turns_and_shards_merge(plane, tmp_path
     with pytest.raises(RuntimeError, match="stopped"):
         ex.extract_features(turned, tmp_path / "f.h5", extract=stops_at_third, unturn=True, progress=False)
     assert (tmp_path / "f.h5.parts" / "turns.json").is_file()
+    from patchpose.matching import upright
+
+    with monkeypatch.context() as m:  # parts extracted on another canvas are not resumed
+        m.setattr(upright, "CANVAS_PIXELS", upright.CANVAS_PIXELS + 0.2)
+        with pytest.raises(InputError, match="other settings"):
+            ex.extract_features(turned, tmp_path / "f.h5", extract=feature, unturn=True, progress=False)
 
     def no_votes(*a, **k):
         raise AssertionError("voted again")

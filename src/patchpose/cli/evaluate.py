@@ -31,6 +31,8 @@ def bench_command(a: argparse.Namespace) -> int:
     """``bench``: seconds for our poses of N keypoints and for OpenCV SIFT's detection, and their ratios."""
     from ..evaluation.bench import bench, scaling
 
+    if a.recipes and a.upright:
+        raise InputError("--recipes and --upright are two benchmarks: give one")
     if a.recipes:
         from ..evaluation.bench import bench_recipes
 

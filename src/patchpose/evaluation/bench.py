@@ -327,7 +327,8 @@ def bench_upright(
     """``patchpose bench --upright`` (#63's cost): on the bundled photo at each of ``sizes``, the seconds of one
     extraction of a learned feature (kornia's ALIKED-n16, ≤ 2,000 keypoints, weights from the ``peers`` folder; or
     any ``extract`` callable) as it comes, of the votes of a pair (:func:`patchpose.upright_pair`, the photo against
-    itself turned by 30°: each photo's share is half), and of the photo extracted un-turned at each of
+    itself turned by 30° on a canvas that holds it; the vote model loaded once, as a collection loads it; each photo's
+    share is half), and of the photo extracted un-turned at each of
     :data:`UPRIGHT_TURNS` (:func:`~patchpose.matching.upright.extract_turned`, on a canvas of at most
     :data:`~patchpose.matching.upright.CANVAS_PIXELS` times its pixels; at 45° also on the whole canvas), medians of
     ``repeats`` runs timed in turn on this process's threads. ``per_photo`` is what un-turning costs a photo against
@@ -348,6 +349,9 @@ def bench_upright(
         from .peers import Peers
 
         extract = aliked_extractor(Peers(peers).path("aliked"), "aliked-n16", 2000)
+    from ..estimator import as_estimator
+
+    est = as_estimator(None, "upright")  # loaded once, as a collection does
     photo = load_image(demo_photo())
     res: dict = {
         "extractor": getattr(extract, "name", "aliked-n16, 2000 keypoints"),
@@ -366,7 +370,7 @@ def bench_upright(
 
         fns = {
             "extraction": lambda img=img: extract(img),
-            "votes_of_a_pair": lambda img=img, other=other: upright_pair(img, other),
+            "votes_of_a_pair": lambda img=img, other=other: upright_pair(img, other, estimator=est),
             **{f"unturned_{d:g}": (lambda img=img, d=d: extract_turned(img, extract, d)) for d in UPRIGHT_TURNS},
             "unturned_45_whole_canvas": whole,
         }

@@ -227,7 +227,7 @@ def _reconstruct_learned(images, out, pose, est, peers, max_keypoints, seed, thr
     settings = {"pose": pose, "feature": model, "weights_sha256": extract.name.split("sha256:")[1].split()[0],
                 "model": est.name if est is not None else None, "max_keypoints": int(max_keypoints)}  # fmt: skip
     if pose in ("aliked_ours", "aliked_sift"):  # the rules of the turns and the canvas
-        settings["unturn"] = unturn_settings(est)
+        settings["unturn"] = unturn_settings(est, canvas=True)
     return run_reconstruction(
         images, out, settings, extract=extract, unturn=pose == "aliked_ours",
         turns=sift_collection_turns if pose == "aliked_sift" else None, estimator=est,

@@ -222,7 +222,7 @@ def reconstruct(
         settings = {
             "feature": name if isinstance(name, str) else None,
             "max_keypoints": int(max_keypoints),
-            "unturn": unturn_settings(estimator) if unturn is True else None,
+            "unturn": unturn_settings(estimator, canvas=True) if unturn is True else None,
         }
     # recorded only where given: outputs voted over every pair keep their settings
     if unturn_window is not None:

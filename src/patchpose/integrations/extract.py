@@ -193,7 +193,7 @@ def _learned_settings(extract, unturn, estimator, detector: str, descriptor: str
     return {
         "feature": name,
         "max_keypoints": int(max_keypoints),
-        "unturn": unturn_settings(estimator) if unturn else None,
+        "unturn": unturn_settings(estimator, canvas=True) if unturn else None,
     }
 
 

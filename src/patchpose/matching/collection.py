@@ -256,13 +256,15 @@ def upright_collection(
     return collection_turns(n, found, up)
 
 
-def unturn_settings(estimator: EstimatorLike = None) -> dict:
+def unturn_settings(estimator: EstimatorLike = None, canvas: bool = False) -> dict:
     """What a reconstruction's or an extraction's settings record of un-turning (the vote model and every constant
-    of the turns and the turned canvas), so that a finished output made under other rules is not reused."""
+    of the turns; with ``canvas``, where a learned feature runs on the turned photos, also the turned canvas's
+    :data:`~.upright.CANVAS_PIXELS` and :data:`~.upright.INTERPOLATION`), so that a finished output made under other
+    rules is not reused."""
     from ..estimator import as_estimator
     from . import upright
 
-    return {
+    out = {
         "model": as_estimator(estimator, "upright").name,
         "vote_keypoints": upright.VOTE_KEYPOINTS,
         "snap_deg": upright.SNAP_DEG,
@@ -270,6 +272,9 @@ def unturn_settings(estimator: EstimatorLike = None) -> dict:
         "rounds": ROUNDS,
         "upright": "largest agreeing set; ties: the upright cue summed, then the set of the first photo",
     }
+    if canvas:
+        out.update(canvas_pixels=upright.CANVAS_PIXELS, interpolation_cv2=int(upright.INTERPOLATION))
+    return out
 
 
 def neighbour_pairs(n: int, window: int | None, unturn: bool = True) -> list[tuple[int, int]] | None:
