@@ -57,7 +57,12 @@ def test_upright_cost_is_timed_per_photo_against_one_extraction_and_written(tmp_
 
     res = bench_upright(None, repeats=1, out=tmp_path, extract=extract, sizes=((160, 120),))
     r = res["sizes"]["160x120"]
-    names = ["extraction", "votes_of_a_pair", *(f"unturned_{d:g}" for d in UPRIGHT_TURNS), "unturned_45_whole_canvas"]
+    names = [
+        "extraction",
+        "votes_of_a_pair",
+        *(f"unturned_{d:g}" for d in UPRIGHT_TURNS),
+        "unturned_45_whole_canvas",
+    ]
     assert list(r["seconds"]) == names and all(s > 0 for s in r["seconds"].values())
     share = r["seconds"]["votes_of_a_pair"] / 2
     for name, ratio in r["per_photo"].items():

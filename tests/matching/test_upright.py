@@ -93,7 +93,9 @@ def test_a_capped_canvas_is_cropped_about_its_centre_and_still_maps_back(photo):
     kept = inside.mean() * t.shape[0] * t.shape[1] / (h * w)
     assert 0.85 < kept < 0.99, kept  # the photo's far corners cut off, most of it kept
     gray = cv2.cvtColor(photo, cv2.COLOR_RGB2GRAY).astype(np.float32)
-    expected = cv2.remap(gray, back[inside, :1].astype(np.float32), back[inside, 1:].astype(np.float32), cv2.INTER_LINEAR)
+    expected = cv2.remap(
+        gray, back[inside, :1].astype(np.float32), back[inside, 1:].astype(np.float32), cv2.INTER_LINEAR
+    )
     got = cv2.cvtColor(t, cv2.COLOR_RGB2GRAY).astype(np.float32)[ys.ravel()[inside], xs.ravel()[inside]]
     assert np.median(np.abs(got - expected.ravel())) < 2.0
     np.testing.assert_array_equal(turn_image(photo, 90.0, max_pixels=1.0)[0], turn_image(photo, 90.0)[0])

@@ -53,7 +53,9 @@ def bench_command(a: argparse.Namespace) -> int:
         from ..evaluation.bench import bench_upright
 
         if a.peers is None:
-            raise InputError("--upright needs --peers DIR (the folder with ALIKED-n16's weights, never bundled)")
+            raise InputError(
+                "--upright needs --peers DIR (the folder with ALIKED-n16's weights, never bundled)"
+            )
         _set_threads(a.threads)
         res = bench_upright(a.peers, repeats=5 if a.repeats is None else a.repeats, out=a.out)
         print(

@@ -371,7 +371,10 @@ def bench_upright(
         fns = {
             "extraction": lambda img=img: extract(img),
             "votes_of_a_pair": lambda img=img, other=other: upright_pair(img, other, estimator=est),
-            **{f"unturned_{d:g}": (lambda img=img, d=d: extract_turned(img, extract, d)) for d in UPRIGHT_TURNS},
+            **{
+                f"unturned_{d:g}": (lambda img=img, d=d: extract_turned(img, extract, d))
+                for d in UPRIGHT_TURNS
+            },
             "unturned_45_whole_canvas": whole,
         }
         t = _median_times_interleaved(fns, repeats)

@@ -13,7 +13,8 @@ Rows, each matching photo 1 with photo k by mutual nearest neighbours:
   where there is no map (2, or 5);
 * ``ours`` — :func:`patchpose.match_upright`: photo 1 un-turned by our votes (:func:`patchpose.upright_pair`), the
   quarter turns where they show none (2, or 5);
-* ``true_turn`` — photo 1 un-turned by the turn the homography makes (an upper bound: what a perfect vote gives).
+* ``true_turn`` — photo 1 un-turned by the turn the homography makes: what a perfect vote gives (not a strict bound:
+  a turn a fraction of a degree off resamples the photo differently, and ALIKED's matches move by a few).
 
 Per pair: correct matches (within 3 px of where the homography maps photo 1's keypoint), matches, MMA@3, the
 extractions and the seconds of the whole row (votes included; an extraction of a photo reused by several rows is
@@ -51,7 +52,7 @@ LABELS = {
     "best_of_4": "ALIKED-n16, photo 1 at the best of 4 quarter turns (fundamental-matrix support)",
     "sift_turn": "ALIKED-n16, photo 1 un-turned by SIFT's turn (ratio test → RANSAC affine)",
     "ours": "**ALIKED-n16, photo 1 un-turned by our voted turn** (`match_upright`)",
-    "true_turn": "ALIKED-n16, photo 1 un-turned by the true turn (upper bound)",
+    "true_turn": "ALIKED-n16, photo 1 un-turned by the true turn (a perfect vote)",
 }
 #: degrees: the table by turn groups the pairs by their true turn to the nearest multiple of this
 TURN_BIN_DEG = 15

@@ -49,15 +49,16 @@ QUARTER_TURNS = (0.0, 90.0, 180.0, 270.0)
 #: correct matches of about 776 at small r; `lab/upright/snap.py`, CHANGELOG): as it comes beats un-turned at r = 2–7°
 #: (by 11–27), ties at 8° (−3.6, 8 of 16 wins), loses from 10° (+9.4 for un-turning; +44.5 at 15°)
 SNAP_DEG = 8.0
-#: how a photo is resampled at other turns (OpenCV's flag); cubic and Lanczos tie with it on val (within 4.3 correct
-#: matches a pair of 779–794 on every canvas; git tag `lab-unturn-val-2026-11-30`, CHANGELOG)
+#: how a photo is resampled at other turns (OpenCV's flag). On val (git tag `lab-unturn-val-2026-11-30`, CHANGELOG)
+#: cubic gains +4.3 [+0.0, +9.3] correct matches a pair of ~790 (0.5 %) on the canvas below, −0.8 on a whole canvas,
+#: Lanczos +2.3 [−2.4, +7.1]: kept bilinear, as every table was measured
 INTERPOLATION = cv2.INTER_LINEAR
 #: the most pixels, as a multiple of the photo's, of the canvas a turned photo is extracted on (:func:`extract_turned`;
 #: a whole photo turned by 45° needs up to 2.1×, so its extraction took up to 2.3× one): the canvas is cropped about
 #: its centre and the photo's far corners are cut off. Chosen on val and the two shared real sets (git tags
 #: `lab-unturn-val-2026-11-30`, `lab-canvas-cap-2026-11-30`; CHANGELOG): on val +9.1 [−1.1, +21.9] correct matches a
 #: pair over the whole canvas (the keypoint budget no longer spent on the black corners), 1.31× an extraction against
-#: 2.05×; on real turned pairs −4.7 % (TUM) and +4.5 % (Sacré-Cœur)
+#: 2.05×; 1.2× −4.8 [−7.8, −1.8] against 1.3×; on real turned pairs −4.7 % (TUM) and +4.5 % (Sacré-Cœur)
 CANVAS_PIXELS = 1.3
 #: px: the epipolar distance within which a match supports a fundamental matrix (choosing among quarter turns;
 #: not chosen on val, where our votes found every turn: at 3 px wrong matches of a turn 150° off reached the
@@ -175,7 +176,9 @@ def turn_image(
         or not isinstance(max_pixels, (int, float, np.floating, np.integer))
         or not max_pixels >= 1.0
     ):
-        raise InputError(f"max_pixels must be a number of at least 1 (times the image's pixels), got {max_pixels!r}")
+        raise InputError(
+            f"max_pixels must be a number of at least 1 (times the image's pixels), got {max_pixels!r}"
+        )
     h, w = image.shape[:2]
     quarter = _quarter(d)
     exact = quarter is not None  # (nearly) a quarter turn: made exactly, no resampling
