@@ -78,3 +78,5 @@ def test_upright_cost_is_timed_per_photo_against_one_extraction_and_written(tmp_
     assert "--upright needs --peers" in capsys.readouterr().err
     assert main(["bench", "--upright", "--peers", str(tmp_path / "none")]) == 2
     assert main(["bench", "--upright", "--recipes", "--peers", str(tmp_path)]) == 2
+    assert main(["bench", "--recipes", "--peers", str(tmp_path)]) == 2
+    assert "--peers is read only by --upright" in capsys.readouterr().err

@@ -33,6 +33,8 @@ def bench_command(a: argparse.Namespace) -> int:
 
     if a.recipes and a.upright:
         raise InputError("--recipes and --upright are two benchmarks: give one")
+    if a.peers is not None and not a.upright:
+        raise InputError("--peers is read only by --upright (the other benchmarks time our own models)")
     if a.recipes:
         from ..evaluation.bench import bench_recipes
 
@@ -289,7 +291,11 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         default=None,
         help="timed runs, the median reported (default 7; 3 with --recipes, 5 with --upright)",
     )
-    b.add_argument("--out", default="outputs/bench", help="folder that receives bench.json (scaling.json)")
+    b.add_argument(
+        "--out",
+        default="outputs/bench",
+        help="folder that receives bench.json (recipes.json, upright.json, scaling.json)",
+    )
     b.add_argument(
         "--recipes",
         action="store_true",
