@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import time
 from dataclasses import asdict
 from pathlib import Path
@@ -34,6 +33,23 @@ def _median_times_interleaved(fns: dict, repeats: int) -> dict:
 def _median_time(fn, repeats: int) -> float:
     """Median seconds of ``fn`` over ``repeats`` calls after one warm-up."""
     return _median_times_interleaved({"fn": fn}, repeats)["fn"]
+
+
+def _check_out(out) -> None:
+    """A benchmark's ``out``: a folder or None; an empty name is a one-line error."""
+    from ..errors import InputError
+
+    if out is not None and not str(out).strip():
+        raise InputError("--out must name a folder (or be left out)")
+
+
+def _write_result(out, name: str, res: dict) -> None:
+    """``res`` as ``OUT/name`` (JSON), written atomically, when ``out`` is given."""
+    from ..fileio import write_text_atomic
+
+    if out:
+        Path(out).mkdir(parents=True, exist_ok=True)
+        write_text_atomic(Path(out) / name, json.dumps(res, indent=1))
 
 
 def conv_flops_per_keypoint(est, image: np.ndarray, xy: np.ndarray) -> float:
@@ -140,8 +156,7 @@ def bench(
     for name, v, hi in (("keypoints", num_keypoints, MAX_KEYPOINTS // 4), ("repeats", repeats, None)):
         if not is_int_in(v, 1, hi):  # SIFT is asked for 4× the keypoints timed
             raise InputError(f"{name} must be an integer from 1{f' to {hi:,}' if hi else ''}, got {v!r}")
-    if out is not None and not str(out).strip():
-        raise InputError("--out must name a folder (or be left out)")
+    _check_out(out)
     img = cv2.resize(load_image(demo_photo()), size, interpolation=cv2.INTER_CUBIC)
     gray = cv2.cvtColor(img, cv2.COLOR_RGB2GRAY)
     sift = cv2.SIFT_create()
@@ -204,12 +219,7 @@ def bench(
 
     res["kornia_dominant_gradient_s"] = _median_time(kornia_ori, repeats)
     res["kornia_dominant_gradient_keypoints_per_s"] = n / res["kornia_dominant_gradient_s"]
-    if out:
-        out = Path(out)
-        out.mkdir(parents=True, exist_ok=True)
-        tmp = out / "bench.json.tmp"
-        tmp.write_text(json.dumps(res, indent=1))
-        os.replace(tmp, out / "bench.json")
+    _write_result(out, "bench.json", res)
     return res
 
 
@@ -244,7 +254,6 @@ def bench_recipes(
     Writes ``OUT/recipes.json`` atomically when ``out`` is given."""
     from ..data.keypoints import MAX_KEYPOINTS
     from ..errors import InputError, is_int_in
-    from ..fileio import write_text_atomic
     from ..geometry import reprojection_errors
     from ..matching.pair import match_pair
     from ..recipes import RECIPES
@@ -252,8 +261,7 @@ def bench_recipes(
     for name, v, hi in (("keypoints", num_keypoints, MAX_KEYPOINTS), ("repeats", repeats, None)):
         if not is_int_in(v, 1, hi):
             raise InputError(f"{name} must be an integer from 1{f' to {hi:,}' if hi else ''}, got {v!r}")
-    if out is not None and not str(out).strip():
-        raise InputError("--out must name a folder (or be left out)")
+    _check_out(out)
     img1, img2, H = bench_pair(size)
     found: dict = {}
 
@@ -304,9 +312,7 @@ def bench_recipes(
         "opencv_threads": cv2.getNumThreads(),
         "rows": rows,
     }
-    if out:
-        Path(out).mkdir(parents=True, exist_ok=True)
-        write_text_atomic(Path(out) / "recipes.json", json.dumps(res, indent=1))
+    _write_result(out, "recipes.json", res)
     return res
 
 
@@ -337,20 +343,17 @@ def bench_upright(
     from ..data.patches import load_image
     from ..data.photos import demo_photo
     from ..errors import InputError, is_int_in
-    from ..fileio import write_text_atomic
+    from ..estimator import as_estimator
     from ..matching.upright import CANVAS_PIXELS, extract_turned, turn_image, upright_pair
 
     if not is_int_in(repeats, 1, None):
         raise InputError(f"repeats must be an integer from 1, got {repeats!r}")
-    if out is not None and not str(out).strip():
-        raise InputError("--out must name a folder (or be left out)")
+    _check_out(out)
     if extract is None:
         from ..integrations.kornia import aliked_extractor
         from .peers import Peers
 
         extract = aliked_extractor(Peers(peers).path("aliked"), "aliked-n16", 2000)
-    from ..estimator import as_estimator
-
     est = as_estimator(None, "upright")  # loaded once, as a collection does
     photo = load_image(demo_photo())
     res: dict = {
@@ -364,10 +367,6 @@ def bench_upright(
     for w, h in sizes:
         img = cv2.resize(photo, (int(w), int(h)), interpolation=cv2.INTER_CUBIC)
         other = turn_image(img, 30.0)[0]
-
-        def whole(img=img):
-            extract(turn_image(img, 45.0)[0])
-
         fns = {
             "extraction": lambda img=img: extract(img),
             "votes_of_a_pair": lambda img=img, other=other: upright_pair(img, other, estimator=est),
@@ -375,7 +374,7 @@ def bench_upright(
                 f"unturned_{d:g}": (lambda img=img, d=d: extract_turned(img, extract, d))
                 for d in UPRIGHT_TURNS
             },
-            "unturned_45_whole_canvas": whole,
+            "unturned_45_whole_canvas": lambda img=img: extract(turn_image(img, 45.0)[0]),
         }
         t = _median_times_interleaved(fns, repeats)
         one, share = t["extraction"], t["votes_of_a_pair"] / 2.0
@@ -388,9 +387,7 @@ def bench_upright(
             },
             "votes_share": share / one,
         }
-    if out:
-        Path(out).mkdir(parents=True, exist_ok=True)
-        write_text_atomic(Path(out) / "upright.json", json.dumps(res, indent=1))
+    _write_result(out, "upright.json", res)
     return res
 
 
@@ -489,12 +486,10 @@ def scaling(
 
     from ..checks import MAX_THREADS
     from ..errors import InputError, is_int_in
-    from ..fileio import write_text_atomic
 
     if threads is not None and not is_int_in(threads, 1, MAX_THREADS):
         raise InputError(f"--threads must be a whole number from 1 to {MAX_THREADS}, got {threads!r}")
-    if out is not None and not str(out).strip():
-        raise InputError("--out must name a folder (or be left out)")
+    _check_out(out)
     sizes = scaling_sizes(max_keypoints)
     rows = []
     for n in sizes:
@@ -506,10 +501,7 @@ def scaling(
             raise InputError(f"the scaling run of {n:,} keypoints failed (exit {done.returncode}): {tail}")
         rows.append(json.loads(done.stdout.strip().splitlines()[-1]))
     res = {"image": "the bundled photo resized to 1024x768, random keypoints (seed 0)", "rows": rows}
-    if out:
-        out = Path(out)
-        out.mkdir(parents=True, exist_ok=True)
-        write_text_atomic(out / "scaling.json", json.dumps(res, indent=1))
+    _write_result(out, "scaling.json", res)
     return res
 
 

@@ -138,8 +138,12 @@ def _check_extracted(out, what: str) -> tuple[np.ndarray, np.ndarray]:
     return xy, d.astype(np.float32)
 
 
+def _is_number(v) -> bool:
+    return not isinstance(v, bool) and isinstance(v, (int, float, np.floating, np.integer))
+
+
 def _check_degrees(degrees) -> float:
-    if isinstance(degrees, bool) or not isinstance(degrees, (int, float, np.floating, np.integer)):
+    if not _is_number(degrees):
         raise InputError(f"degrees must be a number, got {type(degrees).__name__}")
     if not math.isfinite(degrees):
         raise InputError(f"degrees must be finite, got {degrees!r}")
@@ -171,11 +175,7 @@ def turn_image(
     :func:`extract_turned` uses :data:`CANVAS_PIXELS`)."""
     check_image(image)
     d = _check_degrees(degrees)
-    if max_pixels is not None and (
-        isinstance(max_pixels, bool)
-        or not isinstance(max_pixels, (int, float, np.floating, np.integer))
-        or not max_pixels >= 1.0
-    ):
+    if max_pixels is not None and not (_is_number(max_pixels) and max_pixels >= 1.0):
         raise InputError(
             f"max_pixels must be a number of at least 1 (times the image's pixels), got {max_pixels!r}"
         )
