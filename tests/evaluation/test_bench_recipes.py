@@ -45,7 +45,8 @@ def test_recipes_are_timed_beside_sift_and_written(tmp_path):
 def test_upright_cost_is_timed_per_photo_against_one_extraction_and_written(tmp_path, capsys):
     """``patchpose bench --upright`` (#63's cost): any extractor; a photo un-turned at a quarter turn costs its
     extraction, off it a canvas of at most CANVAS_PIXELS (the whole canvas, larger, beside it); per photo = (half a
-    pair's votes + the un-turned extraction) / one extraction, computed from the seconds it prints."""
+    pair's votes + the un-turned extraction) / one extraction, computed from the seconds it prints; the same with
+    the votes retried with more corners, which take longer."""
     from patchpose.evaluation.bench import UPRIGHT_TURNS, bench_upright
     from patchpose.matching.upright import CANVAS_PIXELS
 
@@ -60,13 +61,19 @@ def test_upright_cost_is_timed_per_photo_against_one_extraction_and_written(tmp_
     names = [
         "extraction",
         "votes_of_a_pair",
+        "votes_retried",
         *(f"unturned_{d:g}" for d in UPRIGHT_TURNS),
         "unturned_45_whole_canvas",
     ]
     assert list(r["seconds"]) == names and all(s > 0 for s in r["seconds"].values())
-    share = r["seconds"]["votes_of_a_pair"] / 2
-    for name, ratio in r["per_photo"].items():
-        assert ratio == pytest.approx((share + r["seconds"][f"unturned_{name}"]) / r["seconds"]["extraction"])
+    for votes, key in (("votes_of_a_pair", "per_photo"), ("votes_retried", "per_photo_retried")):
+        share = r["seconds"][votes] / 2
+        assert list(r[key]) == [f"{d:g}" for d in UPRIGHT_TURNS] + ["45_whole_canvas"]
+        for name, ratio in r[key].items():
+            assert ratio == pytest.approx(
+                (share + r["seconds"][f"unturned_{name}"]) / r["seconds"]["extraction"]
+            )
+    assert r["seconds"]["votes_retried"] > r["seconds"]["votes_of_a_pair"]
     assert res["canvas_pixels"] == CANVAS_PIXELS
     # warm-up and one timed run of each: photo, 30°, 45°, 90° (the photo's own pixels), the whole 45° canvas
     assert seen[:5] == seen[5:] and seen[0] == seen[3] == 160 * 120

@@ -117,6 +117,22 @@ def test_the_votes_find_the_turn_or_say_there_is_none(photo):
     assert UprightTurn(0.0, 0.0, 0, 0, False).confidence == 0.0
 
 
+def test_where_few_corners_show_no_turn_more_corners_vote_again(photo, monkeypatch):
+    """Ten corners a photo are too few to show a turn of 135°: the votes are taken again with
+    VOTE_RETRY_KEYPOINTS corners and find it (``retried``); 500 need no second vote; with the retry at ten corners
+    too, none is found and nothing is retried."""
+    import patchpose.matching.upright as upright
+
+    img2, _ = turned_photo(photo, 135.0)
+    turn = upright_pair(photo, img2, max_keypoints=10)
+    assert turn.found and turn.retried and turn.matches > 100, turn
+    assert abs((turn.degrees - 135.0 + 180.0) % 360.0 - 180.0) < 2.0, turn
+    assert not upright_pair(photo, img2).retried
+    monkeypatch.setattr(upright, "VOTE_RETRY_KEYPOINTS", 10)
+    few = upright_pair(photo, img2, max_keypoints=10)
+    assert not few.found and not few.retried and few.degrees == 0.0, few
+
+
 def test_a_feature_that_does_not_turn_matches_a_turned_photo_once_photo_1_is_unturned(photo):
     """Upright SIFT on the photo turned by 120°: as it comes a few correct matches; ``match_upright`` extracts photo
     1 once at the voted turn and finds most of them correct; told no turn was found, it tries the 4 quarter turns

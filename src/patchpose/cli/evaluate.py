@@ -67,8 +67,11 @@ def bench_command(a: argparse.Namespace) -> int:
         )
         for size, r in res["sizes"].items():
             secs = "  ".join(f"{k} {v:.2f} s" for k, v in r["seconds"].items())
-            per = "  ".join(f"{k}: {v:.2f}x" for k, v in r["per_photo"].items())
-            print(f"{size}: {secs}\n  per photo  {per}")
+            per, again = (
+                "  ".join(f"{k}: {v:.2f}x" for k, v in r[key].items())
+                for key in ("per_photo", "per_photo_retried")
+            )
+            print(f"{size}: {secs}\n  per photo  {per}\n  per photo, the votes retried  {again}")
         print(f"wrote {a.out}/upright.json")
         return 0
     if a.scaling or a.scaling_max is not None:

@@ -334,17 +334,27 @@ def bench_upright(
     extraction of a learned feature (kornia's ALIKED-n16, ≤ 2,000 keypoints, weights from the ``peers`` folder; or
     any ``extract`` callable) as it comes, of the votes of a pair (:func:`patchpose.upright_pair`, the photo against
     itself turned by 30° on a canvas that holds it; the vote model loaded once, as a collection loads it; each photo's
-    share is half), and of the photo extracted un-turned at each of
+    share is half; ``votes_retried``: the same votes taken again with
+    :data:`~patchpose.matching.upright.VOTE_RETRY_KEYPOINTS` corners, as where the first show no turn), and of the
+    photo extracted un-turned at each of
     :data:`UPRIGHT_TURNS` (:func:`~patchpose.matching.upright.extract_turned`, on a canvas of at most
     :data:`~patchpose.matching.upright.CANVAS_PIXELS` times its pixels; at 45° also on the whole canvas), medians of
     ``repeats`` runs timed in turn on this process's threads. ``per_photo`` is what un-turning costs a photo against
-    one extraction: (its share of the votes + its un-turned extraction) / one extraction.
+    one extraction: (its share of the votes + its un-turned extraction) / one extraction; ``per_photo_retried`` the
+    same where the votes are retried.
     Writes ``OUT/upright.json`` atomically when ``out`` is given."""
     from ..data.patches import load_image
     from ..data.photos import demo_photo
     from ..errors import InputError, is_int_in
     from ..estimator import as_estimator
-    from ..matching.upright import CANVAS_PIXELS, extract_turned, turn_image, upright_pair
+    from ..matching.upright import (
+        CANVAS_PIXELS,
+        VOTE_KEYPOINTS,
+        VOTE_RETRY_KEYPOINTS,
+        extract_turned,
+        turn_image,
+        upright_pair,
+    )
 
     if not is_int_in(repeats, 1, None):
         raise InputError(f"repeats must be an integer from 1, got {repeats!r}")
@@ -370,6 +380,10 @@ def bench_upright(
         fns = {
             "extraction": lambda img=img: extract(img),
             "votes_of_a_pair": lambda img=img, other=other: upright_pair(img, other, estimator=est),
+            "votes_retried": lambda img=img, other=other: [
+                upright_pair(img, other, max_keypoints=k, estimator=est)
+                for k in (VOTE_KEYPOINTS, VOTE_RETRY_KEYPOINTS)
+            ],
             **{
                 f"unturned_{d:g}": (lambda img=img, d=d: extract_turned(img, extract, d))
                 for d in UPRIGHT_TURNS
@@ -377,15 +391,17 @@ def bench_upright(
             "unturned_45_whole_canvas": lambda img=img: extract(turn_image(img, 45.0)[0]),
         }
         t = _median_times_interleaved(fns, repeats)
-        one, share = t["extraction"], t["votes_of_a_pair"] / 2.0
+        one = t["extraction"]
+        unturned = {
+            name[len("unturned_") :]: seconds for name, seconds in t.items() if name.startswith("unturned_")
+        }
+        share, retried = t["votes_of_a_pair"] / 2.0, t["votes_retried"] / 2.0
         res["sizes"][f"{w}x{h}"] = {
             "seconds": t,
-            "per_photo": {
-                name[len("unturned_") :]: (share + seconds) / one
-                for name, seconds in t.items()
-                if name.startswith("unturned_")
-            },
+            "per_photo": {name: (share + seconds) / one for name, seconds in unturned.items()},
+            "per_photo_retried": {name: (retried + seconds) / one for name, seconds in unturned.items()},
             "votes_share": share / one,
+            "votes_share_retried": retried / one,
         }
     _write_result(out, "upright.json", res)
     return res

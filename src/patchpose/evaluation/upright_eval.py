@@ -38,7 +38,7 @@ from ..matching.describe import Describer
 from ..matching.features import sift_detected
 from ..matching.matcher import mutual_nn
 from ..matching.rectify import first_pass_affine
-from ..matching.upright import UprightTurn, match_upright, upright_pair
+from ..matching.upright import VOTE_RETRY_KEYPOINTS, UprightTurn, match_upright, upright_pair
 from .datasets.hpatches import load_hpatches
 from .hpatches_eval import sequence_clusters, true_turn
 from .intervals import DEFAULT_REPLICATES, check_bootstrap, count_intervals, format_interval
@@ -185,7 +185,7 @@ def evaluate_upright(
                     xy1, xy2, m = r.xy1, r.xy2, r.matches
                     extra = {"extractions": r.extractions, "degrees": r.degrees, "found": turn.found}
                     if row == "ours":
-                        extra["confidence"] = turn.confidence
+                        extra.update(confidence=turn.confidence, retried=turn.retried)
                 # the time of this row: its own work, its new extractions' time counted once, its reused ones
                 # at the time they took
                 own = time.perf_counter() - t
@@ -222,6 +222,7 @@ def summarize(pairs: list[dict], clusters: dict[str, str], bootstrap: int) -> di
         }
     ours = [p["rows"]["ours"] for p in pairs]
     rows["ours"]["not_found"] = int(sum(not r["found"] for r in ours))
+    rows["ours"]["retried"] = int(sum(bool(r.get("retried")) for r in ours))
     errors = [
         abs(math.remainder(r["degrees"] - p["true_turn"], 360.0)) for r, p in zip(ours, pairs) if r["found"]
     ]
@@ -286,7 +287,8 @@ def results_markdown(doc: dict) -> str:
     e = o["turn_error_deg"]
     lines += [
         "",
-        f"Our votes found no turn in {o['not_found']} of {doc['n_pairs']} pairs (there: the 4 quarter turns); "
+        f"Our votes found no turn in {o['not_found']} of {doc['n_pairs']} pairs (there: the 4 quarter turns; "
+        f"voted again with {VOTE_RETRY_KEYPOINTS:,} corners in {o.get('retried', 0)}); "
         + (
             ""
             if e["median"] is None

@@ -25,7 +25,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 import cv2
@@ -42,6 +42,16 @@ from .zoom import TURN_BAND, pair_turn, pair_zoom
 #: corners (Shi-Tomasi) per photo that vote the turn (set before any run, not tuned): the votes of a pair take about
 #: a third of one ALIKED extraction's time on 2 cores (0.19 s against 0.54 s at 640 × 425)
 VOTE_KEYPOINTS = 500
+#: corners per photo :func:`upright_pair` votes again with where :data:`VOTE_KEYPOINTS` corners show no turn: on large
+#: photos of one place by different cameras too few of 500 corners match. Chosen on the dev set's real pairs (git tag
+#: `lab-vote-retry-2026-11-30`, CHANGELOG: the 45 Sacré-Cœur pairs, photo 2 turned by a random angle; val's 640 × 480
+#: pairs find every turn with 500): a turn found in 44 of 45 pairs (1,000: 33; 500: 22), ALIKED's correct matches
+#: +17.7 [+2.4, +40.8] a pair (1,000: +13.0), 100.0 % of the turn applied's (500: 92.6 %); the two photos voted again
+#: in 1.2 s on one thread (one ALIKED extraction of one of them: 2.6 s), where the four quarter turns cost three more
+#: extractions. Not in :func:`~.collection.upright_collection`, where a pair without a turn is only left out of the
+#: average: there the retried pairs' rougher turns cost 0.6–4.5 % of ALIKED's points in COLMAP on 8 of 9 sets, 28 % on
+#: one (Sacré-Cœur turned: the turned photos became the largest agreeing set; same tag)
+VOTE_RETRY_KEYPOINTS = 2000
 #: the turns (degrees) tried where the votes show none
 QUARTER_TURNS = (0.0, 90.0, 180.0, 270.0)
 #: degrees: a turn this close to a quarter turn is made as that quarter turn, exactly: a photo a few degrees off is left
@@ -85,6 +95,8 @@ class UprightTurn:
     votes: int  #: tentative matches within ±15° of the turn
     matches: int  #: tentative matches that voted
     found: bool  #: whether the votes show one turn (:attr:`confidence` past the threshold, enough votes)
+    #: whether these are the votes of :data:`VOTE_RETRY_KEYPOINTS` corners, taken where fewer showed no turn
+    retried: bool = False
 
     @classmethod
     def known(cls, degrees: float) -> UprightTurn:
@@ -266,12 +278,17 @@ def upright_pair(
     """The turn from ``image1`` to ``image2`` (and the zoom) that our poses vote for (the module docstring):
     ``max_keypoints`` Shi-Tomasi corners per photo described at our scale and 4 strongest orientations, blended,
     matched (mutual nearest neighbours), each match voting the difference of its keypoints' strongest angles
-    (:func:`~.zoom.pair_turn`) and scales (:func:`~.zoom.pair_zoom`). ``estimator``: the model that reads the
-    poses (None: the bundled one :data:`patchpose.recipes.MODELS` names for ``"upright"``)."""
+    (:func:`~.zoom.pair_turn`) and scales (:func:`~.zoom.pair_zoom`); where they show no turn, the votes of
+    :data:`VOTE_RETRY_KEYPOINTS` corners (if more; :attr:`UprightTurn.retried`). ``estimator``: the model that
+    reads the poses (None: the bundled one :data:`patchpose.recipes.MODELS` names for ``"upright"``)."""
     from ..estimator import as_estimator
 
     est = as_estimator(estimator, "upright")
-    return turn_between(voters(image1, max_keypoints, est), voters(image2, max_keypoints, est))
+    turn = turn_between(voters(image1, max_keypoints, est), voters(image2, max_keypoints, est))
+    if turn.found or max_keypoints >= VOTE_RETRY_KEYPOINTS:
+        return turn
+    more = (voters(image, VOTE_RETRY_KEYPOINTS, est) for image in (image1, image2))
+    return replace(turn_between(*more), retried=True)
 
 
 def fundamental_support(xy1: np.ndarray, xy2: np.ndarray, matches: np.ndarray) -> int:
@@ -342,6 +359,7 @@ __all__ = [
     "QUARTER_TURNS",
     "SUPPORT_PX",
     "VOTE_KEYPOINTS",
+    "VOTE_RETRY_KEYPOINTS",
     "Extractor",
     "UprightMatches",
     "UprightTurn",
