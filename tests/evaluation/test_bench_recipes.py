@@ -42,7 +42,7 @@ def test_recipes_are_timed_beside_sift_and_written(tmp_path):
     assert main(["bench", "--recipes", "--repeats", "0", "--out", str(tmp_path)]) == 2
 
 
-def test_upright_cost_is_timed_per_photo_against_one_extraction_and_written(tmp_path, capsys):
+def test_upright_cost_is_timed_per_photo_against_one_extraction_and_written(tmp_path, capsys, monkeypatch):
     """``patchpose bench --upright`` (#63's cost): any extractor; a photo un-turned at a quarter turn costs its
     extraction, off it a canvas of at most CANVAS_PIXELS (the whole canvas, larger, beside it); per photo = (half a
     pair's votes + the un-turned extraction) / one extraction, computed from the seconds it prints; the same with
@@ -56,7 +56,18 @@ def test_upright_cost_is_timed_per_photo_against_one_extraction_and_written(tmp_
         seen.append(image.shape[0] * image.shape[1])
         return np.zeros((0, 2)), np.zeros((0, 8), np.float32)
 
+    import patchpose.matching.upright as upright
+
+    corners, voters = [], upright.voters
+
+    def counted(image, max_keypoints=upright.VOTE_KEYPOINTS, estimator=None):
+        corners.append(max_keypoints)
+        return voters(image, max_keypoints, estimator)
+
+    monkeypatch.setattr(upright, "voters", counted)
     res = bench_upright(None, repeats=1, out=tmp_path, extract=extract, sizes=((160, 120),))
+    # warm-up and one timed run: a pair's votes (500 corners), then both rounds of the retried votes, each once
+    assert corners == [500, 500, 500, 500, 2000, 2000] * 2, corners
     r = res["sizes"]["160x120"]
     names = [
         "extraction",

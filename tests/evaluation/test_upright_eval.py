@@ -34,8 +34,10 @@ def test_the_summary_reports_ours_minus_each_row_over_sequences():
                       "seconds": 1.0, "degrees": 30.0, "found": True, "confidence": 20.0}
                 for i, row in enumerate(ROWS)
             }  # fmt: skip
+            rows["ours"] = {**rows["ours"], "retried": s == 0 and k < 4, "found": not (s == 0 and k == 2)}
             pairs.append({"sequence": f"v_{s}", "k": k, "rows": rows, "true_turn": 30.5})
     doc = summarize(pairs, {f"v_{s}": f"v_{s}" for s in range(6)}, 500)
+    assert (doc["rows"]["ours"]["not_found"], doc["rows"]["ours"]["retried"]) == (1, 2)
     d = doc["correct_intervals"]["minus_reference"]
     # ROWS[i] counts 10·i more: the row minus ours is 10·(i − 4) give or take the noise
     for i, row in enumerate(ROWS):
@@ -47,6 +49,7 @@ def test_the_summary_reports_ours_minus_each_row_over_sequences():
     md = results_markdown(doc)
     as_is = next(line for line in md.splitlines() if line.startswith("| ALIKED-n16 as it comes |"))
     assert as_is.startswith("| ALIKED-n16 as it comes | 101.8 |") and "| +40.2 [" in as_is  # ours minus as_is
+    assert "no turn in 1 of 18 pairs (there: the 4 quarter turns; voted again with 2,000 corners in 2)" in md
 
 
 def test_the_report_splits_correct_matches_by_the_size_of_the_true_turn():

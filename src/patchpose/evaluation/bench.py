@@ -352,8 +352,10 @@ def bench_upright(
         VOTE_KEYPOINTS,
         VOTE_RETRY_KEYPOINTS,
         extract_turned,
+        turn_between,
         turn_image,
         upright_pair,
+        voters,
     )
 
     if not is_int_in(repeats, 1, None):
@@ -380,8 +382,8 @@ def bench_upright(
         fns = {
             "extraction": lambda img=img: extract(img),
             "votes_of_a_pair": lambda img=img, other=other: upright_pair(img, other, estimator=est),
-            "votes_retried": lambda img=img, other=other: [
-                upright_pair(img, other, max_keypoints=k, estimator=est)
+            "votes_retried": lambda img=img, other=other: [  # both rounds, each once
+                turn_between(voters(img, k, est), voters(other, k, est))
                 for k in (VOTE_KEYPOINTS, VOTE_RETRY_KEYPOINTS)
             ],
             **{

@@ -47,10 +47,10 @@ VOTE_KEYPOINTS = 500
 #: `lab-vote-retry-2026-11-30`, CHANGELOG: the 45 Sacré-Cœur pairs, photo 2 turned by a random angle; val's 640 × 480
 #: pairs find every turn with 500): a turn found in 44 of 45 pairs (1,000: 33; 500: 22), ALIKED's correct matches
 #: +17.7 [+2.4, +40.8] a pair (1,000: +13.0), 100.0 % of the turn applied's (500: 92.6 %); the two photos voted again
-#: in 1.2 s on one thread (one ALIKED extraction of one of them: 2.6 s), where the four quarter turns cost three more
-#: extractions. Not in :func:`~.collection.upright_collection`, where a pair without a turn is only left out of the
-#: average: there the retried pairs' rougher turns cost 0.6–4.5 % of ALIKED's points in COLMAP on 8 of 9 sets, 28 % on
-#: one (Sacré-Cœur turned: the turned photos became the largest agreeing set; same tag)
+#: in 1.2 s on one thread, where the four quarter turns cost three more extractions. Not in
+#: :func:`~.collection.upright_collection`, where a pair without a turn is only left out of the average: there the
+#: retried pairs' rougher turns cost 0.6–4.5 % of ALIKED's points in COLMAP on 8 of 9 sets (one within the seeds'
+#: spread), 28 % on one (Sacré-Cœur turned: the turned photos became the largest agreeing set; same tag)
 VOTE_RETRY_KEYPOINTS = 2000
 #: the turns (degrees) tried where the votes show none
 QUARTER_TURNS = (0.0, 90.0, 180.0, 270.0)
@@ -279,7 +279,8 @@ def upright_pair(
     ``max_keypoints`` Shi-Tomasi corners per photo described at our scale and 4 strongest orientations, blended,
     matched (mutual nearest neighbours), each match voting the difference of its keypoints' strongest angles
     (:func:`~.zoom.pair_turn`) and scales (:func:`~.zoom.pair_zoom`); where they show no turn, the votes of
-    :data:`VOTE_RETRY_KEYPOINTS` corners (if more; :attr:`UprightTurn.retried`). ``estimator``: the model that
+    :data:`VOTE_RETRY_KEYPOINTS` corners (if more: ``max_keypoints`` of at least as many vote once;
+    :attr:`UprightTurn.retried`). ``estimator``: the model that
     reads the poses (None: the bundled one :data:`patchpose.recipes.MODELS` names for ``"upright"``)."""
     from ..estimator import as_estimator
 
