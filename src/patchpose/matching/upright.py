@@ -278,18 +278,18 @@ def upright_pair(
     """The turn from ``image1`` to ``image2`` (and the zoom) that our poses vote for (the module docstring):
     ``max_keypoints`` Shi-Tomasi corners per photo described at our scale and 4 strongest orientations, blended,
     matched (mutual nearest neighbours), each match voting the difference of its keypoints' strongest angles
-    (:func:`~.zoom.pair_turn`) and scales (:func:`~.zoom.pair_zoom`); where they show no turn, the votes of
-    :data:`VOTE_RETRY_KEYPOINTS` corners (if more: ``max_keypoints`` of at least as many vote once;
-    :attr:`UprightTurn.retried`). ``estimator``: the model that
-    reads the poses (None: the bundled one :data:`patchpose.recipes.MODELS` names for ``"upright"``)."""
+    (:func:`~.zoom.pair_turn`) and scales (:func:`~.zoom.pair_zoom`). Where they show no turn and
+    ``max_keypoints`` is under :data:`VOTE_RETRY_KEYPOINTS`, the photos vote again with that many corners
+    (:attr:`UprightTurn.retried`). ``estimator``: the model that reads the poses (None: the bundled one
+    :data:`patchpose.recipes.MODELS` names for ``"upright"``)."""
     from ..estimator import as_estimator
 
     est = as_estimator(estimator, "upright")
     turn = turn_between(voters(image1, max_keypoints, est), voters(image2, max_keypoints, est))
     if turn.found or max_keypoints >= VOTE_RETRY_KEYPOINTS:
         return turn
-    more = (voters(image, VOTE_RETRY_KEYPOINTS, est) for image in (image1, image2))
-    return replace(turn_between(*more), retried=True)
+    again = turn_between(voters(image1, VOTE_RETRY_KEYPOINTS, est), voters(image2, VOTE_RETRY_KEYPOINTS, est))
+    return replace(again, retried=True)
 
 
 def fundamental_support(xy1: np.ndarray, xy2: np.ndarray, matches: np.ndarray) -> int:
