@@ -22,3 +22,34 @@ def test_keypoint_files_that_are_not_keypoints_are_clear_errors(tmp_path):
         read_keypoints(tmp_path / "bin.txt")
     np.save(tmp_path / "ok.npy", np.array([[1.0, 2.0, 0.5]]))  # extra columns (e.g. a score) are dropped
     assert read_keypoints(tmp_path / "ok.npy").tolist() == [[1.0, 2.0]]
+
+
+def test_a_header_that_names_x_and_y_is_followed_wherever_they_stand(tmp_path):
+    """A pandas CSV (its index first), a ``y, x`` file and a commented header are read by their names; a header
+    without those names leaves x, y first; extra columns are dropped."""
+    from patchpose.fileio import read_keypoints
+
+    cases = {
+        "pandas.csv": (",x,y\n0,100.0,50.0\n1,3,4\n", [[100.0, 50.0], [3.0, 4.0]]),
+        "yx.csv": ("Y;X\n50;100\n", [[100.0, 50.0]]),
+        "comment.txt": ("# x y score\n1 2 0.5\n3 4 0.1\n", [[1.0, 2.0], [3.0, 4.0]]),
+        "other.csv": ("u,v\n1,2\n", [[1.0, 2.0]]),
+        "tabs.tsv": ("score\tx\ty\n0.5\t1\t2\n", [[1.0, 2.0]]),
+    }
+    for name, (text, want) in cases.items():
+        (tmp_path / name).write_text(text)
+        assert read_keypoints(tmp_path / name).tolist() == want, name
+
+
+def test_a_transposed_array_is_refused_and_a_wrong_shape_is_not_called_unreadable(tmp_path):
+    from patchpose.fileio import read_keypoints
+
+    np.save(tmp_path / "t.npy", np.zeros((2, 5)))  # 5 keypoints saved as (2, N)
+    with pytest.raises(InputError, match=r"got shape \(2, 5\): transposed"):
+        read_keypoints(tmp_path / "t.npy")
+    np.save(tmp_path / "flat.npy", np.arange(6.0))
+    with pytest.raises(InputError) as e:
+        read_keypoints(tmp_path / "flat.npy")
+    assert "not a readable" not in str(e.value) and str(e.value).count("flat.npy") == 1
+    np.save(tmp_path / "scored.npy", np.ones((2, 3)))  # two keypoints with a score: not refused
+    assert read_keypoints(tmp_path / "scored.npy").shape == (2, 2)

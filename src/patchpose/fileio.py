@@ -222,10 +222,30 @@ def check_resume_plan(
             raise InputError(f"{out}/{name} exists but no manifest says what made it; choose another --out")
 
 
+def _fields(line: str) -> list[str]:
+    """A line's fields: split at commas, else semicolons, else tabs, else runs of spaces (so that a CSV's empty
+    first header field, as pandas writes for its index, stays a field)."""
+    for sep in (",", ";", "\t"):
+        if sep in line:
+            return [f.strip() for f in line.split(sep)]
+    return line.split()
+
+
+def _header_columns(line: str) -> tuple[int, int] | None:
+    """The x and y columns a header line names (``x`` and ``y``, any case), or None where it names neither."""
+    names = [f.strip().strip("\"'").lower() for f in _fields(line.strip().lstrip("#%").strip())]
+    if "x" in names and "y" in names:
+        return names.index("x"), names.index("y")
+    return None
+
+
 def read_keypoints(path: str | Path) -> np.ndarray:
-    """Keypoints ``(N, 2)`` x, y from a ``.npy`` array ``(N, ≥2)`` or a text/CSV file, whose first two
-    columns are x, y (further columns, e.g. a score, are ignored; header lines before the first keypoint
-    are skipped; separators: spaces, tabs, commas or semicolons)."""
+    """Keypoints ``(N, 2)`` x, y from a ``.npy`` array ``(N, ≥2)`` or a text/CSV file.
+
+    The columns are x, y then anything else (e.g. a score, ignored), unless a header line names columns ``x``
+    and ``y`` (any case): then those are read wherever they stand (a pandas file with its index first, or
+    ``y, x``). Header lines before the first keypoint are skipped; separators: commas, semicolons, tabs or
+    spaces. A ``.npy`` array of 2 rows and more than 3 columns looks transposed (``(2, N)``) and is refused."""
     path = Path(path)
     if not path.is_file():
         raise InputError(f"keypoints file not found: {path}")
@@ -234,34 +254,37 @@ def read_keypoints(path: str | Path) -> np.ndarray:
             # mapped, not read: the header's shape is checked against the file's size before any copy (a file of a
             # few bytes that claims 10⁹ rows would otherwise ask numpy for gigabytes)
             raw = np.load(path, allow_pickle=False, mmap_mode="r")
-            if raw.dtype.kind not in "iuf":  # booleans, strings and complex values are not coordinates
-                raise ValueError(f"{raw.dtype} values, not numbers")
-            if raw.ndim != 2 or raw.shape[1] < 2:
-                raise InputError(f"{path}: keypoints must be an (N, 2) array of x, y, got shape {raw.shape}")
-            kp = np.array(raw[:, :2], dtype=np.float64)
         except (ValueError, OSError, EOFError) as e:
             raise InputError(f"{path}: not a readable .npy array of keypoints ({e})") from None
-    else:
-        rows = []
+        if raw.dtype.kind not in "iuf":  # booleans, strings and complex values are not coordinates
+            raise InputError(f"{path}: {raw.dtype} values, not numbers (keypoints are x, y)")
+        if raw.ndim != 2 or raw.shape[1] < 2:
+            raise InputError(f"{path}: keypoints must be an (N, 2) array of x, y, got shape {raw.shape}")
+        if raw.shape[0] == 2 and raw.shape[1] > 3:
+            raise InputError(
+                f"{path}: keypoints must be an (N, 2) array of x, y, got shape {raw.shape}: transposed? "
+                "save array.T"
+            )
+        return np.array(raw[:, :2], dtype=np.float64)
+    try:
+        text = path.read_text()
+    except UnicodeDecodeError:
+        raise InputError(f"{path}: not a text file of x, y keypoints (nor a .npy array)") from None
+    rows, cols = [], (0, 1)
+    for n, line in enumerate(text.splitlines(), start=1):
+        parts = _fields(line)
+        if not any(parts):
+            continue
         try:
-            text = path.read_text()
-        except UnicodeDecodeError:
-            raise InputError(f"{path}: not a text file of x, y keypoints (nor a .npy array)") from None
-        for n, line in enumerate(text.splitlines(), start=1):
-            parts = line.replace(",", " ").replace(";", " ").replace("\t", " ").split()
-            if not parts:
-                continue
-            try:
-                if len(parts) < 2:
-                    raise ValueError
-                rows.append([float(parts[0]), float(parts[1])])
-            except ValueError:
-                if rows:  # non-numeric lines are a header only before the first keypoint
-                    raise InputError(f"{path}, line {n}: cannot parse {line.strip()!r} as x, y") from None
-        if not rows and text.strip():
-            raise InputError(f"{path}: no line of x, y numbers (separators: space, tab, comma or semicolon)")
-        kp = np.array(rows, dtype=np.float64).reshape(-1, 2)
-    return kp
+            rows.append([float(parts[cols[0]]), float(parts[cols[1]])])
+        except (ValueError, IndexError):
+            if rows:  # non-numeric lines are a header only before the first keypoint
+                raise InputError(f"{path}, line {n}: cannot parse {line.strip()!r} as x, y") from None
+            named = _header_columns(line)
+            cols = named if named is not None else cols
+    if not rows and text.strip():
+        raise InputError(f"{path}: no line of x, y numbers (separators: comma, semicolon, tab or space)")
+    return np.array(rows, dtype=np.float64).reshape(-1, 2)
 
 
 __all__ = ["check_resume_plan", "read_keypoints", "write_text_atomic"]

@@ -127,7 +127,8 @@ def write_poses(path: str | Path, xy: np.ndarray, poses, fmt: str = "json") -> P
     if fmt == "json":
         doc = {
             "conventions": "x, y: pixels, pixel centres at integers; orientation: radians in [0, 2pi), counter-clockwise "
-            "as displayed; scale: log2, radius_px = 16 * 2**scale; candidates strongest first",
+            "as displayed; scale: log2, radius_px = 16 * 2**scale; candidates strongest first; valid: false where the "
+            "model's window crossed the image border (mirrored there)",
             "keypoints": [
                 {
                     "x": float(p[0]),

@@ -461,3 +461,36 @@ def test_peers_folder_is_one_option_wherever_it_is_taken(argv, capsys):
     ):
         with pytest.raises(SystemExit):
             parser.parse_args([*user, "--peers", "PEERS"])
+
+
+def test_mistakes_a_newcomer_makes_are_one_line_that_says_what_is_wrong(tmp_path, capsys):
+    """A folder given as the image, a binary homography, a misspelt model name: each a line naming the problem
+    (and the bundled models), exit 2; `--version` answers."""
+    cases = [
+        (["estimate", str(tmp_path)], "is a folder, not an image file"),
+        (
+            ["estimate", str(demo_photo()), "--weights", "patchpose-fast", "--out", str(tmp_path)],
+            "patchpose-fast-v1",
+        ),
+    ]
+    np.save(tmp_path / "h.npy", np.eye(3))
+    photo = str(demo_photo())
+    cases.append((["match", photo, photo, "--homography", str(tmp_path / "h.npy"), "--out", str(tmp_path)],
+                  "not a text file (a 3×3 matrix"))  # fmt: skip
+    for argv, match in cases:
+        assert main(argv) == 2
+        err = capsys.readouterr().err.strip()
+        assert match in err and len(err.splitlines()) == 1, (argv, err)
+    with pytest.raises(SystemExit) as e:
+        main(["--version"])
+    assert e.value.code == 0 and capsys.readouterr().out.startswith("patchpose 1.")
+
+
+def test_help_shows_each_options_default():
+    from patchpose.cli.main import build_parser
+
+    sub = next(a for a in build_parser()._actions if a.choices and "estimate" in a.choices)
+    text = " ".join(sub.choices["match"].format_help().split())
+    assert "keypoints detected per image (default: 2000)" in text
+    assert "(default: None)" not in text and "(default: False)" not in text
+    assert "output folder (default: ./patchpose_match)" in text  # a help that says its default says it once

@@ -73,7 +73,9 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         if name == "estimate":
             s.add_argument("image", help="image file")
             s.add_argument(
-                "--keypoints", help="keypoints file (.npy (N,2) or .csv/.txt with x,y columns); default: SIFT"
+                "--keypoints",
+                help="keypoints file: .npy (N, 2), or .csv/.txt of x, y columns (or those a header names x and y); "
+                "default: SIFT",
             )
         else:
             s.add_argument("--image", help="another image instead of the bundled photo")
@@ -83,7 +85,9 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
             "--max-keypoints",
             type=int,
             default=300,
-            help="the strongest SIFT keypoints kept (without --keypoints)",
+            help="the strongest SIFT detections kept"
+            + (" (without --keypoints)" if name == "estimate" else "")
+            + "; a location SIFT gives several orientations is one keypoint, so there may be fewer",
         )
         s.add_argument(
             "--top-k", type=int, default=1, help="pose candidates written per keypoint, strongest first"

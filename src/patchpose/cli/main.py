@@ -19,10 +19,32 @@ log = logging.getLogger("patchpose")
 GROUPS = (train, estimate, extract, data, evaluate)
 
 
+class _ShowDefaults(argparse.HelpFormatter):
+    """Each option's help ends with its default where it has one worth saying (not None, a flag's False, an empty
+    list) and the help does not already say it."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        d = action.default
+        if not action.option_strings or d is None or d is argparse.SUPPRESS or isinstance(d, bool) or d == []:
+            return text
+        return text if "default" in text.lower() else f"{text} (default: %(default)s)"
+
+
+class _Parser(argparse.ArgumentParser):
+    """Every ``patchpose`` parser, its subcommands' too (``add_subparsers`` makes them of this class): options
+    show their defaults."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("formatter_class", _ShowDefaults)
+        super().__init__(*args, **kwargs)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="patchpose", description="Keypoint scale and orientation, learned without labels."
-    )
+    from .. import __version__
+
+    p = _Parser(prog="patchpose", description="Keypoint scale and orientation, learned without labels.")
+    p.add_argument("--version", action="version", version=f"patchpose {__version__}")
     p.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     p.add_argument(
         "--max-image-pixels",

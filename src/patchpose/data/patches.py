@@ -33,6 +33,8 @@ def load_image(path: str | Path) -> np.ndarray:
     least its largest value, so that 10- or 12-bit data stored in 16 bits (cameras, scientific images)
     keeps its contrast instead of being cut to its top 8 of 16 bits."""
     path = Path(path)
+    if path.is_dir():
+        raise InputError(f"{path} is a folder, not an image file")
     if not path.is_file():
         raise InputError(f"image not found: {path}")
     check_image_file(path)  # more pixels than the limit: refused before decoding

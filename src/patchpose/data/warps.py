@@ -42,6 +42,10 @@ def read_homography(path: str | Path) -> np.ndarray:
         with warnings.catch_warnings():  # an empty file: numpy warns, then the shape check says why
             warnings.simplefilter("ignore", UserWarning)
             H = np.loadtxt(path, dtype=np.float64, ndmin=2)
+    except UnicodeDecodeError:
+        raise InputError(
+            f"cannot read homography {path}: not a text file (a 3×3 matrix of numbers)"
+        ) from None
     except (OSError, ValueError) as e:
         raise InputError(f"cannot read homography {path}: {e}") from None
     return check_homography(H, str(path))
