@@ -35,6 +35,14 @@ def test_a_header_that_names_x_and_y_is_followed_wherever_they_stand(tmp_path):
         "comment.txt": ("# x y score\n1 2 0.5\n3 4 0.1\n", [[1.0, 2.0], [3.0, 4.0]]),
         "other.csv": ("u,v\n1,2\n", [[1.0, 2.0]]),
         "tabs.tsv": ("score\tx\ty\n0.5\t1\t2\n", [[1.0, 2.0]]),
+        "to_string.txt": (
+            "       x     y\n0  100.0  50.0\n1    3.0   4.0\n",
+            [[100.0, 50.0], [3.0, 4.0]],
+        ),  # pandas
+        "short_header.csv": (
+            "x,y\n0,100,50\n",
+            [[100.0, 50.0]],
+        ),  # as pandas reads it: the unnamed field an index
     }
     for name, (text, want) in cases.items():
         (tmp_path / name).write_text(text)
@@ -45,11 +53,25 @@ def test_a_transposed_array_is_refused_and_a_wrong_shape_is_not_called_unreadabl
     from patchpose.fileio import read_keypoints
 
     np.save(tmp_path / "t.npy", np.zeros((2, 5)))  # 5 keypoints saved as (2, N)
-    with pytest.raises(InputError, match=r"got shape \(2, 5\): transposed"):
+    with pytest.raises(InputError, match="5 keypoints saved transposed"):
         read_keypoints(tmp_path / "t.npy")
     np.save(tmp_path / "flat.npy", np.arange(6.0))
     with pytest.raises(InputError) as e:
         read_keypoints(tmp_path / "flat.npy")
     assert "not a readable" not in str(e.value) and str(e.value).count("flat.npy") == 1
-    np.save(tmp_path / "scored.npy", np.ones((2, 3)))  # two keypoints with a score: not refused
-    assert read_keypoints(tmp_path / "scored.npy").shape == (2, 2)
+    # 2 keypoints with a score, or 3 saved transposed: not guessed
+    np.save(tmp_path / "scored.npy", np.ones((2, 3)))
+    with pytest.raises(InputError, match="2 keypoints with 3 columns or 3 keypoints saved transposed"):
+        read_keypoints(tmp_path / "scored.npy")
+    np.save(tmp_path / "scored.npy", np.ones((3, 3)))  # 3 keypoints with a score
+    assert read_keypoints(tmp_path / "scored.npy").shape == (3, 2)
+
+
+def test_a_byte_order_mark_does_not_hide_the_header_and_unfilled_named_columns_are_said(tmp_path):
+    from patchpose.fileio import read_keypoints
+
+    (tmp_path / "excel.csv").write_bytes("y,x\r\n50,100\r\n".encode("utf-8-sig"))  # Excel's "CSV UTF-8"
+    assert read_keypoints(tmp_path / "excel.csv").tolist() == [[100.0, 50.0]]
+    (tmp_path / "short.csv").write_text("id,x,y\n1,2\n")
+    with pytest.raises(InputError, match="no line of x, y numbers in the columns its header names"):
+        read_keypoints(tmp_path / "short.csv")

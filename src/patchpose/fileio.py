@@ -231,11 +231,12 @@ def _fields(line: str) -> list[str]:
     return line.split()
 
 
-def _header_columns(line: str) -> tuple[int, int] | None:
-    """The x and y columns a header line names (``x`` and ``y``, any case), or None where it names neither."""
+def _header_columns(line: str) -> tuple[int, int, int] | None:
+    """The x and y columns a header line names (``x`` and ``y``, any case) and its number of fields, or None where
+    it names neither."""
     names = [f.strip().strip("\"'").lower() for f in _fields(line.strip().lstrip("#%").strip())]
     if "x" in names and "y" in names:
-        return names.index("x"), names.index("y")
+        return names.index("x"), names.index("y"), len(names)
     return None
 
 
@@ -243,9 +244,11 @@ def read_keypoints(path: str | Path) -> np.ndarray:
     """Keypoints ``(N, 2)`` x, y from a ``.npy`` array ``(N, ≥2)`` or a text/CSV file.
 
     The columns are x, y then anything else (e.g. a score, ignored), unless a header line names columns ``x``
-    and ``y`` (any case): then those are read wherever they stand (a pandas file with its index first, or
-    ``y, x``). Header lines before the first keypoint are skipped; separators: commas, semicolons, tabs or
-    spaces. A ``.npy`` array of 2 rows and more than 3 columns looks transposed (``(2, N)``) and is refused."""
+    and ``y`` (any case): then those are read wherever they stand (``y, x``; a pandas file, whose index column
+    has no name: rows with more fields than the header have their extra fields first, as pandas reads them).
+    Header lines before the first keypoint are skipped; separators: commas, semicolons, tabs or spaces; a UTF-8
+    byte-order mark is dropped. A ``.npy`` array of 2 rows and more than 2 columns is refused: it may be 2
+    keypoints with more columns or keypoints saved transposed (``(2, N)``)."""
     path = Path(path)
     if not path.is_file():
         raise InputError(f"keypoints file not found: {path}")
@@ -260,29 +263,34 @@ def read_keypoints(path: str | Path) -> np.ndarray:
             raise InputError(f"{path}: {raw.dtype} values, not numbers (keypoints are x, y)")
         if raw.ndim != 2 or raw.shape[1] < 2:
             raise InputError(f"{path}: keypoints must be an (N, 2) array of x, y, got shape {raw.shape}")
-        if raw.shape[0] == 2 and raw.shape[1] > 3:
+        if raw.shape[0] == 2 and raw.shape[1] > 2:
             raise InputError(
-                f"{path}: keypoints must be an (N, 2) array of x, y, got shape {raw.shape}: transposed? "
-                "save array.T"
+                f"{path}: shape {raw.shape} is 2 keypoints with {raw.shape[1]} columns or {raw.shape[1]} keypoints "
+                "saved transposed; save the x, y columns alone, as (N, 2)"
             )
         return np.array(raw[:, :2], dtype=np.float64)
     try:
-        text = path.read_text()
+        text = path.read_text(encoding="utf-8-sig")
     except UnicodeDecodeError:
         raise InputError(f"{path}: not a text file of x, y keypoints (nor a .npy array)") from None
-    rows, cols = [], (0, 1)
+    rows, header = [], None
     for n, line in enumerate(text.splitlines(), start=1):
         parts = _fields(line)
         if not any(parts):
             continue
+        cx, cy = 0, 1
+        if header is not None:  # fields a header does not name come first (pandas' unnamed index)
+            shift = max(0, len(parts) - header[2])
+            cx, cy = header[0] + shift, header[1] + shift
         try:
-            rows.append([float(parts[cols[0]]), float(parts[cols[1]])])
+            rows.append([float(parts[cx]), float(parts[cy])])
         except (ValueError, IndexError):
             if rows:  # non-numeric lines are a header only before the first keypoint
                 raise InputError(f"{path}, line {n}: cannot parse {line.strip()!r} as x, y") from None
-            named = _header_columns(line)
-            cols = named if named is not None else cols
+            header = _header_columns(line) or header
     if not rows and text.strip():
+        if header is not None:
+            raise InputError(f"{path}: no line of x, y numbers in the columns its header names")
         raise InputError(f"{path}: no line of x, y numbers (separators: comma, semicolon, tab or space)")
     return np.array(rows, dtype=np.float64).reshape(-1, 2)
 

@@ -438,6 +438,10 @@ def load_model(name_or_path: str | Path | None = None) -> tuple[PoseNet, dict]:
         return load_bundled(str(name_or_path))
     if str(name_or_path) in REMOVED_MODELS and not Path(name_or_path).exists():
         raise _no_longer_bundled(str(name_or_path))
+    if Path(name_or_path).is_dir():
+        raise WeightsError(
+            f"{name_or_path} is a folder: give a weights file or a bundled model ({sorted(BUNDLED)})"
+        )
     if not Path(name_or_path).exists():
         raise WeightsError(f"weights file not found: {name_or_path} (nor a bundled model: {sorted(BUNDLED)})")
     return load_weights(name_or_path)

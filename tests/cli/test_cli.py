@@ -464,13 +464,17 @@ def test_peers_folder_is_one_option_wherever_it_is_taken(argv, capsys):
 
 
 def test_mistakes_a_newcomer_makes_are_one_line_that_says_what_is_wrong(tmp_path, capsys):
-    """A folder given as the image, a binary homography, a misspelt model name: each a line naming the problem
+    """A folder given as the image or the weights, a binary homography, a misspelt model name: each a line naming the problem
     (and the bundled models), exit 2; `--version` answers."""
     cases = [
         (["estimate", str(tmp_path)], "is a folder, not an image file"),
         (
             ["estimate", str(demo_photo()), "--weights", "patchpose-fast", "--out", str(tmp_path)],
             "patchpose-fast-v1",
+        ),
+        (
+            ["estimate", str(demo_photo()), "--weights", str(tmp_path), "--out", str(tmp_path)],
+            "is a folder: give a",
         ),
     ]
     np.save(tmp_path / "h.npy", np.eye(3))
