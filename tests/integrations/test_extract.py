@@ -227,6 +227,41 @@ def test_an_empty_or_missing_folder_is_a_one_line_error(tmp_path, capsys):
     assert not (tmp_path / "f.h5").exists()
 
 
+def test_unreadable_images_are_named_after_the_others_are_extracted_and_the_rerun_finishes(
+    images, tmp_path, capsys
+):
+    """Two broken files among four: the two good images are extracted, then one line names both broken ones and
+    no features file is written; once they are removed the rerun extracts nothing again and writes the file a
+    clean run writes."""
+    folder = tmp_path / "photos"
+    folder.mkdir()
+    for k in (1, 2):
+        shutil.copy(images / f"{k:03d}.png", folder / f"{k:03d}.png")
+    (folder / "broken.jpg").write_bytes(b"\xff\xd8 not a jpeg")
+    (folder / "empty.png").write_bytes(b"")
+    out = tmp_path / "f.h5"
+    argv = ["extract", str(folder), "--out", str(out), "--max-keypoints", str(KEYPOINTS), "--no-progress"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "2 of 4 images could not be read" in err
+    assert "broken.jpg" in err and "empty.png" in err and not out.exists()
+    parts = sorted(p.name for p in (tmp_path / "f.h5.parts").glob("*.h5"))
+    assert len(parts) == 2  # the good images are done
+    (folder / "broken.jpg").unlink()
+    (folder / "empty.png").unlink()
+    done = {p: p.stat().st_mtime_ns for p in (tmp_path / "f.h5.parts").glob("*.h5")}
+    calls = []
+    real = ex.load_image
+    ex.load_image = lambda path: calls.append(path) or real(path)
+    try:
+        assert main(argv) == 0
+    finally:
+        ex.load_image = real
+    assert calls == [] and len(done) == 2  # nothing extracted twice
+    ex.extract_features(folder, tmp_path / "clean.h5", max_keypoints=KEYPOINTS, progress=False)
+    assert_same_features(out, tmp_path / "clean.h5")
+
+
 @pytest.mark.parametrize("n", ["0", "-1", "99999999999"])
 def test_a_keypoint_budget_out_of_range_is_refused_before_anything_is_written(images, tmp_path, capsys, n):
     assert main(["extract", str(images), "--out", str(tmp_path / "f.h5"), "--max-keypoints", n]) == 2

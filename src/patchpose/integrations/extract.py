@@ -473,11 +473,16 @@ def extract_features(
     )
     tqdm = require("tqdm", "hloc").tqdm if progress else None
     bar = todo if tqdm is None else tqdm(todo, desc="images", unit="image")
+    unreadable = []  # (name, why): the others are extracted first, then the run stops naming these
     for name, path in bar:
         part = _part_path(parts, name)
         if _part_done(h5py, part, name, None if turns is None else turns[name]["applied"]):
             continue
-        image = load_image(path)
+        try:
+            image = load_image(path)
+        except InputError as e:
+            unreadable.append((name, str(e)))
+            continue
         turn = turns[name] if turns is not None else None
         attrs = {} if turn is None else {f"{TURN}_{k}": v for k, v in turn.items()}
         if extract is None:  # a photo without a found turn keeps the gradient's angle (it may be turned)
@@ -502,6 +507,13 @@ def extract_features(
                 poses_only=descriptor == "none",
                 attrs={**attrs, COMPLETE: True},
             )
+    if unreadable:
+        others = [n for n, _ in unreadable[1:4]] + (["…"] if len(unreadable) > 4 else [])
+        raise InputError(
+            f"{len(unreadable)} of {len(todo)} images could not be read ({unreadable[0][1]}"
+            + (f"; and {', '.join(others)}" if others else "")
+            + f"); the others are extracted in {parts}: mend or remove those and run again to finish {out.name}"
+        )
     sources = [(name, _part_path(parts, name)) for name, _ in todo]
     applied = None if turns is None else {name: turns[name]["applied"] for name, _ in everything}
     _assemble(
