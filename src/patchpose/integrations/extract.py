@@ -412,7 +412,9 @@ def extract_features(
             :data:`~patchpose.matching.retrieval.NEIGHBOURS`.
 
     A rerun with other settings than the parts on disk, or onto a finished file of other settings or
-    images, is an :class:`InputError`; onto a finished file of the same ones it does nothing."""
+    images, is an :class:`InputError`; onto a finished file of the same ones it does nothing. Images that cannot
+    be read are one :class:`InputError` naming them once every other image is extracted (no file is written; the
+    rerun, once they are mended or removed, takes the finished images as they are)."""
     h5py = require("h5py", "hloc")
     i, n = parse_shard(shard)
     if not is_int_in(max_keypoints, 1, MAX_KEYPOINTS, integral_floats=True):
