@@ -368,6 +368,8 @@ def _write_safetensors(model: torch.nn.Module, path: str | Path, meta: dict, exa
 def _read_safetensors(path: Path, expected_sha256: str | None) -> tuple[dict, dict]:
     """``(metadata, state dict)`` of a safetensors file, its sha256 checked first when given; a missing,
     unreadable or tampered file is a one-line :class:`WeightsError`."""
+    if path.is_dir():
+        raise WeightsError(f"{path} is a folder, not a weights file")
     if not path.is_file():
         raise WeightsError(f"weights file not found: {path}")
     if expected_sha256 and sha256_of(path) != expected_sha256:
@@ -438,10 +440,6 @@ def load_model(name_or_path: str | Path | None = None) -> tuple[PoseNet, dict]:
         return load_bundled(str(name_or_path))
     if str(name_or_path) in REMOVED_MODELS and not Path(name_or_path).exists():
         raise _no_longer_bundled(str(name_or_path))
-    if Path(name_or_path).is_dir():
-        raise WeightsError(
-            f"{name_or_path} is a folder: give a weights file or a bundled model ({sorted(BUNDLED)})"
-        )
     if not Path(name_or_path).exists():
         raise WeightsError(f"weights file not found: {name_or_path} (nor a bundled model: {sorted(BUNDLED)})")
     return load_weights(name_or_path)

@@ -474,7 +474,7 @@ def test_mistakes_a_newcomer_makes_are_one_line_that_says_what_is_wrong(tmp_path
         ),
         (
             ["estimate", str(demo_photo()), "--weights", str(tmp_path), "--out", str(tmp_path)],
-            "is a folder: give a",
+            "is a folder, not a weights file",
         ),
     ]
     np.save(tmp_path / "h.npy", np.eye(3))
