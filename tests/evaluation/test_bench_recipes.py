@@ -46,7 +46,7 @@ def test_upright_cost_is_timed_per_photo_against_one_extraction_and_written(tmp_
     """``patchpose bench --upright`` (#63's cost): any extractor; a photo un-turned at a quarter turn costs its
     extraction, off it a canvas of at most CANVAS_PIXELS (the whole canvas, larger, beside it); per photo = (half a
     pair's votes + the un-turned extraction) / one extraction, computed from the seconds it prints; the same with
-    the votes retried with more corners, which take longer."""
+    the votes retried with more corners (both rounds run: counted, not timed against each other)."""
     from patchpose.evaluation.bench import UPRIGHT_TURNS, bench_upright
     from patchpose.matching.upright import CANVAS_PIXELS
 
@@ -84,7 +84,6 @@ def test_upright_cost_is_timed_per_photo_against_one_extraction_and_written(tmp_
             assert ratio == pytest.approx(
                 (share + r["seconds"][f"unturned_{name}"]) / r["seconds"]["extraction"]
             )
-    assert r["seconds"]["votes_retried"] > r["seconds"]["votes_of_a_pair"]
     assert res["canvas_pixels"] == CANVAS_PIXELS
     # warm-up and one timed run of each: photo, 30°, 45°, 90° (the photo's own pixels), the whole 45° canvas
     assert seen[:5] == seen[5:] and seen[0] == seen[3] == 160 * 120
