@@ -86,7 +86,12 @@ def to_lightglue(xy, scale, ori, descriptors=None, scores=None, image_size=None)
     ``descriptors (1, N, D)``, ``keypoint_scores (1, N)``, ``image_size (1, 2)`` as (width, height).
 
     ``xy`` must be ``(N, 2)`` (N may be 0), ``scale`` and ``ori`` a number or ``(N,)`` each, finite, the scale
-    within ±:data:`~patchpose.checks.SCALE_LIMIT` octaves; anything else is an :class:`InputError`."""
+    within ±:data:`~patchpose.checks.SCALE_LIMIT` octaves; anything else is an :class:`InputError`.
+
+    ``scales`` is :func:`~patchpose.conventions.to_cv2_size_angle` of ``scale``: for keypoints described by
+    OpenCV's SIFT (e.g. :func:`~patchpose.assign`'s) pass ``from_cv2_size_angle(sizes, angles)`` of those
+    keypoints, so that ``scales`` is the ``size`` they were described at, as LightGlue's SIFT extractor reports it;
+    :attr:`~patchpose.Poses.scale` itself gives our region's diameter, about 4.7 times that size."""
     import torch
 
     xy, scale, ori, descriptors = _check(xy, scale, ori, descriptors)
