@@ -326,6 +326,11 @@ def test_colmap_cli_refuses_bad_input_in_one_line(tmp_path, capsys):
     assert main(["colmap", str(bad), "--out", str(tmp_path / "n")]) == 2
     err = capsys.readouterr().err.strip()
     assert "not UTF-8" in err and len(err.splitlines()) == 1, err
+    # a run that places no photo (two views of unrelated noise) is a one-line error, not a model to open
+    assert main(["colmap", str(tmp_path / "two"), "--out", str(tmp_path / "none"), "--no-progress"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "COLMAP placed none of the 2 images" in err and len(err.splitlines()) == 1, err
+    assert (tmp_path / "none" / "stats.json").is_file() and not list((tmp_path / "none" / "sparse").iterdir())
     # a photo that cannot be read stops the run before any folder is written
     (tmp_path / "two" / "bad.png").write_bytes(b"not a png")
     assert main(["colmap", str(tmp_path / "two"), "--out", str(tmp_path / "out")]) == 2

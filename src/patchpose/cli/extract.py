@@ -92,7 +92,18 @@ def colmap_command(a: argparse.Namespace) -> int:
         lost = [n for n, t in s["turns"].items() if not t["found"]]
         print(f"un-turned {len(turned)} of {len(s['turns'])} photos"
               + (f"; no turn found for {', '.join(lost)}" if lost else "") + " (stats.json: turns)")  # fmt: skip
-    print(f"wrote {a.out} (stats.json; project.ini and sparse/0 open in COLMAP's GUI)")
+    if not s["registered"]:  # nothing to open: not a result to take for one (a script sees the exit status)
+        from ..errors import InputError
+
+        raise InputError(
+            f"COLMAP placed none of the {s['images']} images ({s['verified_pairs']} pairs verified): no model; "
+            f"{a.out} keeps the database and stats.json. Photos of one scene that overlap more, or more keypoints"
+        )
+    placed = "" if s["registered"] == s["images"] else f"; {s['registered']} of {s['images']} images placed"
+    model = (
+        "sparse/0" if s["models"] == 1 else f"sparse/ ({s['models']} models; the summary is the largest's)"
+    )
+    print(f"wrote {a.out} (stats.json; project.ini and {model} open in COLMAP's GUI{placed})")
     return 0
 
 
