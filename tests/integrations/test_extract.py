@@ -795,3 +795,15 @@ def test_what_a_kill_in_the_join_or_after_it_leaves_the_rerun_removes(plane, tmp
     monkeypatch.undo()
     ex.extract_features(views, out, extract=feature, progress=False)
     assert not parts.exists()
+
+
+def test_hidden_files_and_folders_are_not_images(tmp_path):
+    """A folder copied from a Mac holds ``._NAME.JPG`` beside each photo (metadata, not an image): it made the
+    whole folder fail as unreadable. Hidden files and folders are skipped; upper-case extensions still count."""
+    good = (np.arange(64 * 64) % 251).astype(np.uint8).reshape(64, 64)
+    (tmp_path / "sub").mkdir()
+    (tmp_path / ".thumbnails").mkdir()
+    for name in ("A.JPG", "sub/b.png", ".thumbnails/c.png"):
+        cv2.imwrite(str(tmp_path / name), good)
+    (tmp_path / "._A.JPG").write_bytes(b"\x00\x05\x16\x07 mac metadata")
+    assert [n for n, _ in ex.image_names(tmp_path)] == ["A.JPG", "sub/b.png"]

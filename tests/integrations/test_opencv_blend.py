@@ -125,3 +125,24 @@ def test_pooling_over_sizes_matches_a_zoomed_copy_better_at_one_fixed_size(scene
     for bad in (-0.5, 3.0, float("nan"), "0.5"):
         with pytest.raises(InputError, match="octaves"):
             compute_blended(sift, img, kps1[:5], pool_octaves=bad)
+
+
+def test_a_colour_image_is_described_as_the_gray_image_the_histograms_read():
+    """OpenCV would take an RGB image as BGR and describe another gray than the one whose histograms set the
+    orientations: a colour image is turned gray as RGB for both (before: cosine down to 0.94 on the astronaut)."""
+    import skimage.data
+
+    from patchpose.data.keypoints import as_uint8_gray
+
+    rgb = skimage.data.astronaut()[100:356, 100:356]
+    gray = as_uint8_gray(rgb)
+    sift = cv2.SIFT_create(nfeatures=150)
+    kps = list({k.pt: k for k in sift.detect(gray, None)}.values())  # one per location
+    _, from_rgb = compute_blended(sift, rgb, kps)
+    _, from_gray = compute_blended(sift, gray, kps)
+    cos = (from_rgb * from_gray).sum(1)
+    assert len(cos) > 50 and cos.mean() > 0.999, (len(cos), cos.mean())
+    # what OpenCV alone would have done with the colour image (taken as BGR) is measurably another description
+    bgr_gray = cv2.cvtColor(rgb, cv2.COLOR_BGR2GRAY)
+    _, from_bgr = compute_blended(sift, bgr_gray, kps)
+    assert ((from_rgb * from_bgr).sum(1)).mean() < cos.mean()

@@ -74,8 +74,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
             s.add_argument("image", help="image file")
             s.add_argument(
                 "--keypoints",
-                help="keypoints file: .npy (N, 2), or .csv/.txt of x, y columns (or those a header names x and y); "
-                "default: SIFT",
+                help="keypoints file: .npy (N, 2), or .csv/.txt whose first two columns are x, y (or those a header "
+                "names x and y; other columns, e.g. a score, are ignored, as in an (N, >2) .npy); default: SIFT",
             )
         else:
             s.add_argument("--image", help="another image instead of the bundled photo")

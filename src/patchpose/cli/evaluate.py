@@ -535,7 +535,10 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         "turned_any: frames 1, 3, 5, ... each turned by its own angle (seeded), on a canvas that holds it",
     )
     co.add_argument(
-        "--max-keypoints", type=int, default=8192, help="COLMAP's SIFT features per image, at most"
+        "--max-keypoints",
+        type=int,
+        default=8192,
+        help="COLMAP's SIFT detections per image (its max_num_features; each with up to 2 orientations as keypoints)",
     )
     co.add_argument("--threads", type=int, default=1, help="COLMAP's and torch's threads (default: 1)")
     add_weights(co, model=f"the recipe pose's, {MODELS['pose']}")

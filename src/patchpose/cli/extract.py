@@ -175,7 +175,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         "--descriptor",
         choices=DESCRIPTORS,
         default=None,
-        help="sift (the default): OpenCV SIFT computed at our poses (the recipe pose); none: keypoints and poses only",
+        help="sift (the default): OpenCV SIFT at the recipe pose's poses (at SIFT keypoints SIFT's scale and the "
+        "gradient's angle, no model read; at Harris corners our scale); none: keypoints and poses only",
     )
     e.add_argument("--max-keypoints", type=int, default=2048, help="keypoints per image, at most")
     e.add_argument(
@@ -232,7 +233,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         "--max-keypoints",
         type=int,
         default=8192,
-        help="features per image, at most (COLMAP's SIFT's or ALIKED's)",
+        help="keypoints per image: ALIKED's, at most; COLMAP's SIFT's detections (its max_num_features), each with up "
+        "to 2 orientations stored as keypoints, so up to twice as many",
     )
     c.add_argument(
         "--threads", type=int, default=None, help="COLMAP's and torch's threads (default: all cores)"

@@ -170,10 +170,18 @@ def split_by_image(paths, val_frac: float = 0.1, test_frac: float = 0.1, salt: s
 
 
 def list_images(folder: str | Path) -> list[Path]:
+    """Every image file below ``folder`` (by extension, any case), sorted; hidden files and folders (a name that
+    starts with a dot: macOS's ``._IMG.JPG`` beside each photo copied from a Mac, ``.thumbnails/``) are not images."""
     folder = Path(folder)
     if not folder.is_dir():
         raise FileNotFoundError(f"photo folder not found: {folder}")
-    return sorted(p for p in folder.rglob("*") if p.suffix.lower() in IMAGE_EXTS and p.is_file())
+    return sorted(
+        p
+        for p in folder.rglob("*")
+        if p.suffix.lower() in IMAGE_EXTS
+        and not any(part.startswith(".") for part in p.relative_to(folder).parts)
+        and p.is_file()
+    )
 
 
 def load_splits(folder: str | Path) -> dict[str, list[Path]]:

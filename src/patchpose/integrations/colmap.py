@@ -266,7 +266,8 @@ def run_reconstruction(
 ) -> dict:
     """The stages of :func:`reconstruct` (:data:`STAGES`), COLMAP's own but for ``describe`` or ``extract``:
 
-    1. ``features``: COLMAP's SIFT (``pycolmap.extract_features``: at most ``max_keypoints`` a photo) and its
+    1. ``features``: COLMAP's SIFT (``pycolmap.extract_features``: at most ``max_keypoints`` detections a photo, as its
+       ``max_num_features``; each with up to 2 orientations, each stored as a keypoint) and its
        cameras (``CameraMode.AUTO``: one per image, its focal length from EXIF where the photo has it);
     2. ``describe``: each photo's keypoints (:func:`colmap_sift_features`) given to ``describe``, whose ``{"xy",
        "scale" (log2 radius / 16 px), "ori" (radians CCW), "descriptors" (M, 128) float}`` (each row a keypoint)

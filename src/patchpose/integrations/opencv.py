@@ -184,8 +184,8 @@ def compute_blended(
     Args:
         extractor: an OpenCV float descriptor with ``compute(image, keypoints)``, e.g. ``cv2.SIFT_create()``
             (not a binary one such as ORB: bits cannot be averaged).
-        image: ``H×W`` gray (recommended: OpenCV reads a colour image as BGR, the histograms as RGB) or
-            ``H×W×3`` uint8 RGB; given to ``extractor.compute`` as it is.
+        image: ``H×W`` gray or ``H×W×3`` RGB (uint8, or float in [0, 1]); ``extractor.compute`` gets the 8-bit gray
+            image (a colour one turned gray as RGB, as the histograms read it: OpenCV alone would take it as BGR).
         keypoints: ``cv2.KeyPoint``s, one per location (``cv2.SIFT.detect`` gives a location once per
             orientation: keep one, e.g. the first, as every orientation is read here anyway).
         estimator: as for :func:`assign` (read only for ``orientations="ours"`` or ``keep_size=False``).
@@ -247,9 +247,10 @@ def compute_blended(
         for i, p in enumerate(kps)
         for j in range(k)
     ]
-    # OpenCV's extractors take 8-bit images: a float [0, 1] or 16-bit one is handed over as 8-bit gray
+    # OpenCV's extractors take 8-bit images: a float [0, 1] or 16-bit one is handed over as 8-bit gray, and so is
+    # a colour one (RGB, as the histograms read it; OpenCV would take it as BGR and describe another gray)
     out_kps, desc = extractor.compute(
-        image if image.dtype == np.uint8 else as_uint8_gray(check_image(image)), cands
+        image if image.dtype == np.uint8 and image.ndim == 2 else as_uint8_gray(check_image(image)), cands
     )
     if desc is not None and not isinstance(desc, np.ndarray):
         raise InputError(
