@@ -24,6 +24,17 @@ if TYPE_CHECKING:
     from .matching.pair import PairMatches
 
 
+def output_folder(out_dir: str | Path) -> Path:
+    """``out_dir`` as the folder the outputs go into: an :class:`InputError` where a file is in its place (checked
+    before any work; the folder itself is made when the outputs are written)."""
+    out = Path(out_dir)
+    if out.exists() and not out.is_dir():
+        raise InputError(
+            f"the output folder {out} is a file; give a folder (the outputs are written inside it)"
+        )
+    return out
+
+
 def run_estimate(
     image_path: str | Path,
     keypoints_path: str | Path | None = None,
@@ -54,6 +65,7 @@ def run_estimate(
         raise InputError(f"max_keypoints (--max-keypoints) must be a positive integer, got {max_keypoints}")
     if not is_int_in(top_k, 1, integral_floats=True):
         raise InputError(f"top_k (--top-k) must be a positive integer, got {top_k}")
+    output_folder(out_dir)
     image = load_image(image_path)
     # before detection: load_image gives checked uint8 RGB, so its size is all that is left to check
     check_image_shape(image)
@@ -88,7 +100,7 @@ def write_match_outputs(
 ) -> dict:
     """Write ``OUT/matches.png`` (the pair with its matches), ``OUT/matches.csv`` (one row per match) and
     ``OUT/summary.json`` (:meth:`PairMatches.summary`); return the summary."""
-    out = Path(out_dir)
+    out = output_folder(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     r = result
     write_matches_picture(out / "matches.png", image1, image2, r.xy1, r.xy2, r.matches, r.correct)

@@ -127,6 +127,16 @@ def test_match_threshold_and_bench_counts_are_checked(tmp_path, capsys):
     photo = str(demo_photo())
     assert main(["match", photo, photo, "--threshold", "-1", "--out", str(tmp_path)]) == 2
     assert "threshold must be a positive number of pixels" in capsys.readouterr().err
+    # a threshold without a homography would be ignored: said, before any work
+    assert main(["match", photo, photo, "--threshold", "2", "--out", str(tmp_path)]) == 2
+    assert "--threshold needs --homography" in capsys.readouterr().err
+    # an output "folder" that is a file: one line naming it, before any work (was a raw "[Errno 17] File exists")
+    (tmp_path / "afile").write_text("mine")
+    for cmd in (["match", photo, photo], ["estimate", photo]):
+        assert main([*cmd, "--out", str(tmp_path / "afile")]) == 2
+        err = capsys.readouterr().err.strip()
+        assert "output folder" in err and "is a file" in err and len(err.splitlines()) == 1, err
+    assert (tmp_path / "afile").read_text() == "mine"
     assert main(["bench", "--repeats", "0", "--out", str(tmp_path)]) == 2
     assert "repeats" in capsys.readouterr().err
 

@@ -414,7 +414,12 @@ def test_sift_described_upright_in_the_collection_reads_the_turned_views_as_the_
     gradient angle is replaced, the detector's keypoints and scales kept."""
     views, turned = plane
     assert main(["extract", str(turned), "--out", str(tmp_path / "un.h5"), "--unturn", "--no-progress"]) == 0
-    capsys.readouterr()
+    assert "wrote" in capsys.readouterr().out
+    # the same run again finds the file finished: says so, and does not claim to have written it
+    stamp = (tmp_path / "un.h5").stat().st_mtime_ns
+    assert main(["extract", str(turned), "--out", str(tmp_path / "un.h5"), "--unturn", "--no-progress"]) == 0
+    assert "was complete already: nothing written" in capsys.readouterr().out
+    assert (tmp_path / "un.h5").stat().st_mtime_ns == stamp
     got = groups(tmp_path / "un.h5")
     up = groups(ex.extract_features(views, tmp_path / "up.h5", unturn=True, progress=False))
     plain = groups(ex.extract_features(turned, tmp_path / "plain.h5", progress=False))

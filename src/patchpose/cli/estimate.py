@@ -34,17 +34,21 @@ def estimate_command(a: argparse.Namespace) -> int:
 
 def match_command(a: argparse.Namespace) -> int:
     """``match IMAGE1 IMAGE2``: read the files, match, write the picture, the matches and a summary."""
+    from ..apps import output_folder
     from ..data.patches import load_image
     from ..data.warps import read_homography
+    from ..errors import InputError
     from ..fileio import read_keypoints
 
-    check_threshold(a.threshold)  # before any work
+    threshold = CORRECT_PX if a.threshold is None else a.threshold
+    check_threshold(threshold)  # before any work
+    if a.threshold is not None and not a.homography:
+        raise InputError("--threshold needs --homography (it says which matches are correct)")
+    out = output_folder(a.out or "patchpose_match")
     img1, img2 = load_image(a.image1), load_image(a.image2)
     keypoints = None
     if a.keypoints1 or a.keypoints2:
         if not (a.keypoints1 and a.keypoints2):
-            from ..errors import InputError
-
             raise InputError("give keypoints for both images (--keypoints1 and --keypoints2) or for none")
         keypoints = (read_keypoints(a.keypoints1), read_keypoints(a.keypoints2))
     res = match_pair(
@@ -55,8 +59,7 @@ def match_command(a: argparse.Namespace) -> int:
         max_keypoints=a.max_keypoints,
         keypoints=keypoints,
         homography=read_homography(a.homography) if a.homography else None,
-    ).with_threshold(a.threshold)
-    out = a.out or "patchpose_match"
+    ).with_threshold(threshold)
     summary = write_match_outputs(out, img1, img2, res)
     print(json.dumps(summary))
     print(f"wrote {out}/matches.png, matches.csv, summary.json")
@@ -122,7 +125,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     mt.add_argument(
         "--threshold",
         type=float,
-        default=CORRECT_PX,
-        help="px: with --homography, a match is correct within this",
+        default=None,
+        help=f"px: with --homography, a match is correct within this (default {CORRECT_PX:g})",
     )
     mt.set_defaults(func=match_command)

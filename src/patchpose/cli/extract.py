@@ -26,6 +26,7 @@ def extract_command(a: argparse.Namespace) -> int:
     extract = _aliked(a)
     if extract is not None and (a.detector is not None or a.descriptor is not None):
         raise InputError("--aliked brings its own keypoints and descriptors: no --detector or --descriptor")
+    before = _stamp(a.out)
     out = extract_features(
         a.images,
         a.out,
@@ -41,8 +42,22 @@ def extract_command(a: argparse.Namespace) -> int:
         unturn_pairs=a.unturn_pairs,
         unturn_retrieval=a.unturn_retrieval,
     )
-    print(f"wrote {out}")
+    if before is not None and _stamp(out) == before:  # a finished file of these settings: left as it was
+        print(f"{out} was complete already: nothing written")
+    else:
+        print(f"wrote {out}")
     return 0
+
+
+def _stamp(path) -> tuple[int, int] | None:
+    """A file's (size, modification time in ns), or None where there is no file."""
+    from pathlib import Path
+
+    try:
+        st = Path(path).stat()
+    except OSError:
+        return None
+    return (st.st_size, st.st_mtime_ns) if Path(path).is_file() else None
 
 
 def _aliked(a: argparse.Namespace):
