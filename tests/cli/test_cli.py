@@ -116,6 +116,10 @@ def test_semicolon_separated_keypoints_are_read(tmp_path):
     [
         (["--max-keypoints", "0"], "--max-keypoints"),
         (["--top-k", "0"], "--top-k"),
+        (
+            ["--top-k", "99"],
+            "(--top-k) must be a whole number from 1 to",
+        ),  # past the model's bins: the option named
     ],
 )
 def test_estimate_rejects_bad_counts(tmp_path, capsys, args, match):

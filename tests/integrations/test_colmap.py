@@ -292,6 +292,10 @@ def test_colmap_cli_refuses_bad_input_in_one_line(tmp_path, capsys):
         ),
         ([str(tmp_path / "one"), "--aliked", str(tmp_path / "no.pth")], "no.pth"),
         ([str(tmp_path / "one"), "--threads", "1000000"], "from 1 to 1024"),  # crashed in torch (#62)
+        (
+            [str(tmp_path / "one"), "--threads", "0"],
+            "--threads must be a whole number",
+        ),  # the option, not Python's None
     ]
     for args, message in cases:
         assert main(["colmap", *args, "--out", str(tmp_path / "out")]) == 2

@@ -86,10 +86,10 @@ def colmap_command(a: argparse.Namespace) -> int:
     """``colmap IMAGES --out DIR``: one COLMAP reconstruction (COLMAP's own pipeline); prints its summary."""
     from ..integrations.colmap import check_settings, reconstruct, summary_table
 
+    set_threads(a.threads)  # torch's too (ALIKED, the votes); first: its message names the option
     check_settings(a.max_keypoints, a.seed, a.threads)
     # --aliked-model without --aliked: its one-line error before any work
     extract = _aliked(a)
-    set_threads(a.threads)  # torch's too (ALIKED, the votes)
     s = reconstruct(
         a.images,
         a.out,
