@@ -410,6 +410,10 @@ def test_cli_refuses_an_image_bomb_in_one_line(tmp_path, capsys, monkeypatch):
     assert os.environ[MAX_PIXELS_ENV] == ""  # the flag held for that command only
     assert main(["--max-image-pixels", "0", "estimate", str(small), "--out", str(tmp_path)]) == 2
     assert "--max-image-pixels" in one_line_error(capsys)
+    # given after the command, argparse knows it not: the error says where it goes
+    with pytest.raises(SystemExit) as e:
+        main(["estimate", str(small), "--out", str(tmp_path), "--max-image-pixels", "100"])
+    assert e.value.code == 2 and "goes before the command" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(

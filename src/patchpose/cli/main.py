@@ -39,6 +39,14 @@ class _Parser(argparse.ArgumentParser):
         kwargs.setdefault("formatter_class", _ShowDefaults)
         super().__init__(*args, **kwargs)
 
+    def error(self, message: str):
+        # the one option of the whole program, given after the command: say where it goes
+        if "unrecognized arguments" in message and "--max-image-pixels" in message:
+            message += (
+                " (--max-image-pixels goes before the command: patchpose --max-image-pixels N COMMAND ...)"
+            )
+        super().error(message)
+
 
 def build_parser() -> argparse.ArgumentParser:
     from .. import __version__
