@@ -28,10 +28,15 @@ def output_folder(out_dir: str | Path) -> Path:
     """``out_dir`` as the folder the outputs go into: an :class:`InputError` where a file is in its place (checked
     before any work; the folder itself is made when the outputs are written)."""
     out = Path(out_dir)
-    if out.exists() and not out.is_dir():
-        raise InputError(
-            f"the output folder {out} is a file; give a folder (the outputs are written inside it)"
-        )
+    for p in (out, *out.parents):  # the nearest part of the path that exists must be a folder
+        if p.exists():
+            if p.is_dir():
+                break
+            if p == out:
+                raise InputError(
+                    f"the output folder {out} is a file; give a folder (the outputs are written inside it)"
+                )
+            raise InputError(f"{p}, in the output folder's path, is a file; give a folder there")
     return out
 
 

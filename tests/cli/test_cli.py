@@ -140,6 +140,10 @@ def test_match_threshold_and_bench_counts_are_checked(tmp_path, capsys):
         assert main([*cmd, "--out", str(tmp_path / "afile")]) == 2
         err = capsys.readouterr().err.strip()
         assert "output folder" in err and "is a file" in err and len(err.splitlines()) == 1, err
+        # a file further up the path: named, before any work (was a raw "[Errno 20] Not a directory" after it)
+        assert main([*cmd, "--out", str(tmp_path / "afile" / "sub")]) == 2
+        err = capsys.readouterr().err.strip()
+        assert "in the output folder's path, is a file" in err and len(err.splitlines()) == 1, err
     assert (tmp_path / "afile").read_text() == "mine"
     assert main(["bench", "--repeats", "0", "--out", str(tmp_path)]) == 2
     assert "repeats" in capsys.readouterr().err

@@ -111,7 +111,8 @@ def colmap_command(a: argparse.Namespace) -> int:
         from ..errors import InputError
 
         raise InputError(
-            f"COLMAP placed none of the {s['images']} images ({s['verified_pairs']} pairs verified): no model; "
+            f"COLMAP placed none of the {s['images']} images ({s['verified_pairs']} verified pair"
+            f"{'' if s['verified_pairs'] == 1 else 's'}): no model; "
             f"{a.out} keeps the database and stats.json. Photos of one scene that overlap more, or more keypoints"
         )
     placed = "" if s["registered"] == s["images"] else f"; {s['registered']} of {s['images']} images placed"
