@@ -75,3 +75,16 @@ def test_a_byte_order_mark_does_not_hide_the_header_and_unfilled_named_columns_a
     (tmp_path / "short.csv").write_text("id,x,y\n1,2\n")
     with pytest.raises(InputError, match="no line of x, y numbers in the columns its header names"):
         read_keypoints(tmp_path / "short.csv")
+
+
+def test_a_header_alone_is_no_keypoints_as_an_empty_file_is(tmp_path):
+    """pandas writes ``x,y`` for a frame with no rows: that is no keypoints (as an empty file and a ``(0, 2)`` array
+    are), not an unreadable file; a header followed by a line of text stays an error."""
+    from patchpose.fileio import read_keypoints
+
+    for name, text in (("pandas.csv", ",x,y\n"), ("plain.csv", "x,y\n\n"), ("empty.csv", "")):
+        (tmp_path / name).write_text(text)
+        assert read_keypoints(tmp_path / name).shape == (0, 2), name
+    (tmp_path / "notes.csv").write_text("x,y\nnone found today\n")
+    with pytest.raises(InputError, match="no line of x, y numbers"):
+        read_keypoints(tmp_path / "notes.csv")

@@ -246,8 +246,8 @@ def read_keypoints(path: str | Path) -> np.ndarray:
     The columns are x, y then anything else (e.g. a score, ignored), unless a header line names columns ``x``
     and ``y`` (any case): then those are read wherever they stand (``y, x``; a pandas file, whose index column
     has no name: rows with more fields than the header have their extra fields first, as pandas reads them).
-    Header lines before the first keypoint are skipped; separators: commas, semicolons, tabs or spaces; a UTF-8
-    byte-order mark is dropped. A ``.npy`` array of 2 rows and more than 2 columns is refused: it may be 2
+    Header lines before the first keypoint are skipped (a header naming ``x`` and ``y`` with no row is no keypoints,
+    as an empty file is); separators: commas, semicolons, tabs or spaces; a UTF-8 byte-order mark is dropped. A ``.npy`` array of 2 rows and more than 2 columns is refused: it may be 2
     keypoints with more columns or keypoints saved transposed (``(2, N)``)."""
     path = Path(path)
     if not path.is_file():
@@ -273,11 +273,12 @@ def read_keypoints(path: str | Path) -> np.ndarray:
         text = path.read_text(encoding="utf-8-sig")
     except UnicodeDecodeError:
         raise InputError(f"{path}: not a text file of x, y keypoints (nor a .npy array)") from None
-    rows, header = [], None
+    rows, header, lines = [], None, 0
     for n, line in enumerate(text.splitlines(), start=1):
         parts = _fields(line)
         if not any(parts):
             continue
+        lines += 1
         cx, cy = 0, 1
         if header is not None:  # fields a header does not name come first (pandas' unnamed index)
             shift = max(0, len(parts) - header[2])
@@ -289,6 +290,8 @@ def read_keypoints(path: str | Path) -> np.ndarray:
                 raise InputError(f"{path}, line {n}: cannot parse {line.strip()!r} as x, y") from None
             header = _header_columns(line) or header
     if not rows and text.strip():
+        if header is not None and lines == 1:  # a header alone (pandas writes one for no rows): no keypoints
+            return np.zeros((0, 2), np.float64)
         if header is not None:
             raise InputError(f"{path}: no line of x, y numbers in the columns its header names")
         raise InputError(f"{path}: no line of x, y numbers (separators: comma, semicolon, tab or space)")
