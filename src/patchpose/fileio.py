@@ -247,8 +247,9 @@ def read_keypoints(path: str | Path) -> np.ndarray:
     and ``y`` (any case): then those are read wherever they stand (``y, x``; a pandas file, whose index column
     has no name: rows with more fields than the header have their extra fields first, as pandas reads them).
     Header lines before the first keypoint are skipped (a header naming ``x`` and ``y`` with no row is no keypoints,
-    as an empty file is); separators: commas, semicolons, tabs or spaces; a UTF-8 byte-order mark is dropped. A ``.npy`` array of 2 rows and more than 2 columns is refused: it may be 2
-    keypoints with more columns or keypoints saved transposed (``(2, N)``)."""
+    as an empty file is); separators: commas, semicolons, tabs or spaces; a UTF-8 byte-order mark is dropped. A
+    ``.npy`` array of 2 rows and more than 2 columns is refused: it may be 2 keypoints with more columns or keypoints
+    saved transposed (``(2, N)``)."""
     path = Path(path)
     if not path.is_file():
         raise InputError(f"keypoints file not found: {path}")
