@@ -88,8 +88,9 @@ def test_scale_learns_over_all_bins_but_not_over_shared_bins(photos, tmp_path):
     assert good["val"]["scale"]["scale_acc@1/3"] > trap["val"]["scale"]["scale_acc@1/3"] + 15.0
 
 
-def test_checkpoint_round_trip_and_resume(photos, tmp_path):
-    """A run stopped early resumes from its checkpoint: the step, model and optimizer state carry over."""
+def test_checkpoint_round_trip_and_resume(photos, tmp_path, caplog):
+    """A run stopped early resumes from its checkpoint: the step, model and optimizer state carry over; a setting
+    a resume may change (here the steps) is said, as a command that leaves out the first run's value changes it."""
     out = tmp_path / "run"
     cfg = small_cfg(photos, 6, "data.val_pairs=0")
     first = train(small_cfg(photos, 3, "data.val_pairs=0"), out, progress=False)
@@ -99,8 +100,10 @@ def test_checkpoint_round_trip_and_resume(photos, tmp_path):
     assert (out / "config.yaml").is_file() and not list(out.glob("*.tmp"))
     with pytest.raises(FileExistsError):
         train(cfg, out, progress=False)  # refuses to overwrite without --resume
-    second = train(cfg, out, resume=True, progress=False)
+    with caplog.at_level("WARNING", logger="patchpose.training.trainer"):
+        second = train(cfg, out, resume=True, progress=False)
     assert second["step"] == 6
+    assert "this command changes optim.steps: 3 -> 6" in caplog.text
     ck2 = load_checkpoint(out / "checkpoint.pt")
     changed = any(
         not torch.equal(ck["model"][k], ck2["model"][k]) for k in ck["model"] if k.endswith("weight")

@@ -180,6 +180,19 @@ def _check_resumed_config(path: Path, stored: dict, given: dict) -> None:
             f"--resume continues {path} as it was trained; this command changes {', '.join(changed[:6])}"
             f"{' …' if len(changed) > 6 else ''} (only optim.steps, data.num_workers and run.* may change)"
         )
+    # what may change, said: a resume that leaves out an override of the first run takes the default instead
+    moved = [
+        f"{section}.{key}: {stored[section][key]!r} -> {given[section][key]!r}"
+        for section in ("optim", "data", "run")
+        for key in sorted(set(stored.get(section, {})) & set(given.get(section, {})))
+        if (section == "run" or (section, key) in RESUME_MAY_CHANGE)
+        and stored[section][key] != given[section][key]
+    ]
+    if moved:
+        log.warning(
+            "--resume: this command changes %s (give the first run's values to continue it as it was)",
+            ", ".join(moved),
+        )
 
 
 def score(val: dict) -> float:
