@@ -795,3 +795,18 @@ def test_a_checkpoint_that_uses_a_removed_setting_is_refused(tmp_path):
     bad = _checkpoint(tmp_path / "bad.pt", m, config={"model": {**legacy, "polar_ori_window": 9}})
     with pytest.raises(WeightsError, match="polar_ori_window.*removed"):
         load_checkpoint(bad)
+
+
+def test_a_training_checkpoint_given_as_weights_says_how_to_export_it(tmp_path):
+    """A newcomer passes OUT/checkpoint.pt where weights are asked: the one-line error names `patchpose export`;
+    another unreadable file gets no such hint."""
+    from patchpose.errors import WeightsError
+    from patchpose.weights import load_model
+
+    torch.save({"step": 1}, tmp_path / "checkpoint.pt")
+    with pytest.raises(WeightsError, match="patchpose export RUN_FOLDER"):
+        load_model(tmp_path / "checkpoint.pt")
+    (tmp_path / "junk.safetensors").write_bytes(b"not weights at all")
+    with pytest.raises(WeightsError) as e:
+        load_model(tmp_path / "junk.safetensors")
+    assert "export" not in str(e.value)

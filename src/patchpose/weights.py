@@ -379,7 +379,12 @@ def _read_safetensors(path: Path, expected_sha256: str | None) -> tuple[dict, di
             meta = f.metadata() or {}
         state = load_file(str(path))
     except (SafetensorError, OSError, ValueError) as e:
-        raise WeightsError(f"{path} is not a readable safetensors file ({one_line(e)})") from None
+        hint = (
+            " (a training checkpoint? 'patchpose export RUN_FOLDER' writes its weights)"
+            if path.suffix == ".pt"
+            else ""
+        )
+        raise WeightsError(f"{path} is not a readable safetensors file ({one_line(e)}){hint}") from None
     return meta, state
 
 

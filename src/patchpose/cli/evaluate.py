@@ -331,12 +331,13 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     ev = sub.add_parser("eval", help="evaluations")
     evs = ev.add_subparsers(dest="eval_cmd", required=True)
     sy = evs.add_parser(
-        "synthetic", help="scale-only / rotation-only / joint pairs on held-out photos, vs hand-crafted"
+        "synthetic", help="scale-only / rotation-only / joint pairs of photos, vs hand-crafted"
     )
     sy.add_argument(
         "--images",
         default=None,
-        help="photo folder (default: the 15 test photos shipped with the dependencies)",
+        help="photo folder, every image in it (a pool's splits.json is not read: give a folder of held-out photos); "
+        "default: the 15 test photos shipped with the dependencies, which no model trained on",
     )
     add_weights(sy, read=False)  # its pairs are fixed crops: one read
     sy.add_argument("--pairs", type=int, default=1000, help="pairs per protocol")
