@@ -75,10 +75,9 @@ def run_estimate(
     # before detection: load_image gives checked uint8 RGB, so its size is all that is left to check
     check_image_shape(image)
     est = PatchPoseEstimator.load(weights)
-    bins = min(est.cfg.num_scale_bins, est.cfg.num_ori_bins)
-    if top_k > bins:  # the estimator's own message speaks Python (None); say it as the option
+    if top_k > est.max_top_k:  # the estimator's own message speaks Python (None); say it as the option
         raise InputError(
-            f"top_k (--top-k) must be a whole number from 1 to {bins} (the model's bins), got {top_k}"
+            f"top_k (--top-k) must be a whole number from 1 to {est.max_top_k} (the model's bins), got {top_k}"
         )
     if keypoints_path:
         xy = read_keypoints(keypoints_path)

@@ -220,6 +220,11 @@ class PatchPoseEstimator:
             f"plan={self.plan})"
         )
 
+    @property
+    def max_top_k(self) -> int:
+        """The largest ``top_k`` :meth:`estimate` takes: the fewer of the model's scale and orientation bins."""
+        return min(self.cfg.num_scale_bins, self.cfg.num_ori_bins)
+
     def estimate(
         self,
         image: np.ndarray,
@@ -241,7 +246,7 @@ class PatchPoseEstimator:
         Returns:
             :class:`~patchpose.reading.Poses`.
         """
-        n_bins = min(self.cfg.num_scale_bins, self.cfg.num_ori_bins)
+        n_bins = self.max_top_k
         if top_k is not None and not is_int_in(top_k, 1, n_bins):
             raise InputError(f"top_k must be None or an integer from 1 to {n_bins} (the bins), got {top_k!r}")
         img, kp, fs0 = self._checked(image, keypoints, detector_scale)

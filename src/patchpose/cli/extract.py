@@ -51,13 +51,14 @@ def extract_command(a: argparse.Namespace) -> int:
 
 def _stamp(path) -> tuple[int, int] | None:
     """A file's (size, modification time in ns), or None where there is no file."""
-    from pathlib import Path
+    import os
+    import stat
 
     try:
-        st = Path(path).stat()
+        st = os.stat(path)
     except OSError:
         return None
-    return (st.st_size, st.st_mtime_ns) if Path(path).is_file() else None
+    return (st.st_size, st.st_mtime_ns) if stat.S_ISREG(st.st_mode) else None
 
 
 def _aliked(a: argparse.Namespace):
@@ -108,8 +109,6 @@ def colmap_command(a: argparse.Namespace) -> int:
         print(f"un-turned {len(turned)} of {len(s['turns'])} photos"
               + (f"; no turn found for {', '.join(lost)}" if lost else "") + " (stats.json: turns)")  # fmt: skip
     if not s["registered"]:  # nothing to open: not a result to take for one (a script sees the exit status)
-        from ..errors import InputError
-
         raise InputError(
             f"COLMAP placed none of the {s['images']} images ({s['verified_pairs']} verified pair"
             f"{'' if s['verified_pairs'] == 1 else 's'}): no model; "
