@@ -534,3 +534,21 @@ def test_help_shows_each_options_default():
     assert "keypoints detected per image (default: 2000)" in text
     assert "(default: None)" not in text and "(default: False)" not in text
     assert "output folder (default: ./patchpose_match)" in text  # a help that says its default says it once
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["eval", "hpatches", "--root", "R"],
+        ["eval", "upright", "--root", "R", "--peers", "P"],
+        ["eval", "colmap", "I"],
+    ],
+)
+@pytest.mark.parametrize("n", ["0", "-5"])
+def test_a_benchmarks_max_keypoints_below_1_is_one_line_naming_the_option(tmp_path, capsys, argv, n):
+    """``eval hpatches --max-keypoints 0`` once fell through to the protocol's 2,000 (``0 or 2000``) and -5 failed
+    mid-run; 0 or less is a line naming the option, before any work (the folders here do not exist)."""
+    assert main([*argv, "--out", str(tmp_path / "o"), "--max-keypoints", n]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "--max-keypoints" in err and f"got {n}" in err and len(err.splitlines()) == 1, err
+    assert not (tmp_path / "o").exists()

@@ -27,6 +27,15 @@ def _set_threads(threads) -> None:
     cv2.setNumThreads(threads)
 
 
+def _check_max_keypoints(n) -> None:
+    """``--max-keypoints N`` of a benchmark: a whole number from 1 (0 is no budget: a one-line error, before any
+    work, never a silent default); None (left out) is the benchmark's own."""
+    from ..data.keypoints import MAX_KEYPOINTS
+
+    if n is not None and not is_int_in(n, 1, MAX_KEYPOINTS):
+        raise InputError(f"--max-keypoints must be a whole number from 1 to {MAX_KEYPOINTS:,}, got {n!r}")
+
+
 def bench_command(a: argparse.Namespace) -> int:
     """``bench``: seconds for our poses of N keypoints and for OpenCV SIFT's detection, and their ratios."""
     from ..evaluation.bench import bench, scaling
@@ -196,6 +205,7 @@ def eval_upright_command(a: argparse.Namespace) -> int:
     from ..errors import InputError
     from ..evaluation.upright_eval import evaluate_upright
 
+    _check_max_keypoints(a.max_keypoints)
     if not a.peers:
         raise InputError(
             "eval upright needs --peers DIR (ALIKED's weights: aliked-n16.pth, aliked-n16rot.pth)"
@@ -238,6 +248,7 @@ def eval_colmap_command(a: argparse.Namespace) -> int:
     from ..evaluation.colmap_eval import evaluate_colmap, pose_estimator
     from .extract import set_threads
 
+    _check_max_keypoints(a.max_keypoints)
     set_threads(a.threads)
     weights = a.weights
     if a.read:

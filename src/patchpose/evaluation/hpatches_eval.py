@@ -45,7 +45,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..data.keypoints import detect_harris, detect_sift
+from ..data.keypoints import MAX_KEYPOINTS, detect_harris, detect_sift
 from ..errors import InputError, is_int_in, require
 from ..fileio import read_keypoints, write_text_atomic
 from ..geometry import apply_homography, inside, pose_change, reprojection_errors
@@ -676,6 +676,12 @@ def evaluate_hpatches(
         raise InputError(f"matcher must be one of {MATCHERS}, got {matcher!r}")
     if not is_int_in(top_k, 2, integral_floats=True):
         raise InputError(f"top_k must be an integer of at least 2 (the top-k row), got {top_k!r}")
+    # 0 is no budget of its own (it once fell through to the protocol's): None alone means the protocol's
+    if max_keypoints is not None and not is_int_in(max_keypoints, 1, MAX_KEYPOINTS, integral_floats=True):
+        raise InputError(
+            f"max_keypoints (--max-keypoints) must be a whole number from 1 to {MAX_KEYPOINTS:,} (leave it out for "
+            f"the protocol's: {', '.join(f'{k} {v.max_keypoints}' for k, v in PROTOCOLS.items())}), got {max_keypoints!r}"
+        )
     if detector not in DETECTORS:
         raise InputError(f"detector must be one of {DETECTORS}, got {detector!r}")
     if detector in PEER_DETECTORS and peers is None and keypoints_dir is None:
@@ -692,7 +698,7 @@ def evaluate_hpatches(
     clusters = sequence_clusters([s.name for s in seqs], cluster_pattern)  # before any work: fail early
     est = PatchPoseEstimator.load(weights).with_plan(**(read_plan or {}))
     cfg = MatchConfig(
-        max_keypoints=max_keypoints or proto.max_keypoints,
+        max_keypoints=proto.max_keypoints if max_keypoints is None else int(max_keypoints),
         descriptor=descriptor,
         descriptor_weights=descriptor_weights,
         top_k=int(top_k),
