@@ -552,3 +552,15 @@ def test_a_benchmarks_max_keypoints_below_1_is_one_line_naming_the_option(tmp_pa
     err = capsys.readouterr().err.strip()
     assert "--max-keypoints" in err and f"got {n}" in err and len(err.splitlines()) == 1, err
     assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("which", ["--recipes", "--upright"])
+def test_bench_recipes_and_upright_refuse_weights_they_would_not_read(tmp_path, capsys, which):
+    """``bench --recipes`` times match_pair's recipes and ``--upright`` the votes, each with the bundled models they
+    read (as ``patchpose match`` runs them): a ``--weights`` given there was ignored without a word (the default
+    models timed under its name's expectations). One line, before any work."""
+    peers = ["--peers", str(tmp_path)] if which == "--upright" else []
+    assert main(["bench", which, *peers, "--weights", "patchpose-v9", "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert f"--weights is not read by {which}" in err and len(err.splitlines()) == 1, err
+    assert not (tmp_path / "o").exists()

@@ -44,6 +44,13 @@ def bench_command(a: argparse.Namespace) -> int:
         raise InputError("--recipes and --upright are two benchmarks: give one")
     if a.peers is not None and not a.upright:
         raise InputError("--peers is read only by --upright (the other benchmarks time our own models)")
+    if a.weights is not None and (a.recipes or a.upright):
+        # what these time is a recipe or the votes as a user runs them: each with its bundled model
+        what = "match_pair's recipes, as 'patchpose match' runs them" if a.recipes else "upright_pair's votes"
+        raise InputError(
+            f"--weights is not read by {'--recipes' if a.recipes else '--upright'}: it times {what}, with the "
+            "bundled models they read (patchpose.recipes.MODELS); 'patchpose bench --weights W' times a model of yours"
+        )
     if a.recipes:
         from ..evaluation.bench import bench_recipes
 
@@ -297,7 +304,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     """Register ``bench`` and ``eval {synthetic, patchpose, patchpose-official, bins, hpatches, rotation, pose,
     colmap}`` on the top-level subparsers."""
     b = sub.add_parser("bench", help="speed: our poses for N keypoints vs OpenCV SIFT detection, one run")
-    add_weights(b, read=False)  # it times the model's own read plan and a single read
+    # it times the model's own read plan and a single read; --recipes and --upright time the bundled models
+    add_weights(b, read=False, model="the default bundled model; not with --recipes or --upright")
     b.add_argument("--keypoints", type=int, default=2048, help="keypoints timed (N)")
     b.add_argument(
         "--repeats",
@@ -313,8 +321,9 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     b.add_argument(
         "--recipes",
         action="store_true",
-        help="instead: seconds of each match_pair recipe on one pair (at most --keypoints SIFT keypoints per "
-        "photo) against OpenCV SIFT's detection, description and matching of it, with their correct matches",
+        help="instead: seconds of each match_pair recipe (with its bundled model) on one pair (at most --keypoints "
+        "SIFT keypoints per photo) against OpenCV SIFT's detection, description and matching of it, with their correct "
+        "matches",
     )
     b.add_argument(
         "--upright",
