@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from patchpose.cli.main import main
-from patchpose.data.photos import demo_photo
+from patchpose.data.photos import demo_photo, wheel_photo_paths
 
 
 def run_cli(*args):
@@ -564,3 +564,71 @@ def test_bench_recipes_and_upright_refuse_weights_they_would_not_read(tmp_path, 
     err = capsys.readouterr().err.strip()
     assert f"--weights is not read by {which}" in err and len(err.splitlines()) == 1, err
     assert not (tmp_path / "o").exists()
+
+
+def _small_pool(root, val: bool):
+    """A photo folder of two small train photos (and, with ``val``, one val photo) and its splits.json."""
+    root.mkdir()
+    splits = {"train": [], "val": [], "test": []}
+    for name, split in (("astronaut", "train"), ("coffee", "train"), ("chelsea", "val")):
+        if split == "val" and not val:
+            continue
+        src = next(p for p in wheel_photo_paths() if p.stem == name)
+        cv2.imwrite(str(root / f"{name}.png"), cv2.resize(cv2.imread(str(src)), (256, 256)))
+        splits[split].append(f"{name}.png")
+    (root / "splits.json").write_text(json.dumps(splits))
+    return root
+
+
+#: a few steps of a small network, as fast as a training run goes
+TINY_RUN = [
+    "model.windows=[1.0]",
+    "model.width=0.5",
+    "model.embed_dim=128",
+    "optim.steps=2",
+    "optim.batch_size=8",
+    "optim.warmup_steps=1",
+    "optim.amp=none",
+    "data.num_workers=0",
+    "data.long_side=256",
+    "run.threads=2",
+    "run.log_every=1",
+]
+
+
+def test_train_no_progress_hides_the_bar_not_the_logs(tmp_path, caplog, capsys):
+    """``--no-progress`` ("no progress bar (logs only)") hid the bar, and with it the only running account of the
+    run (step, losses, validation accuracies): nothing came between the first warnings and the end. The bar's line
+    is now a log line every run.log_every steps; the warnings and info lines print as before; no bar is drawn."""
+    photos = _small_pool(tmp_path / "photos", val=False)
+    argv = ["train", "--config", "v1", "--out", str(tmp_path / "r"), "--resume", "--no-progress"]
+    with caplog.at_level("INFO", logger="patchpose"):
+        assert main([*argv, f"data.photos={photos}", "data.val_pairs=0", *TINY_RUN]) == 0
+    logged = [(r.levelname, r.getMessage()) for r in caplog.records if r.name.startswith("patchpose")]
+    assert any(lv == "WARNING" and "--resume: no checkpoint" in m for lv, m in logged), logged
+    steps = [m for lv, m in logged if lv == "INFO" and m.startswith("step ")]
+    assert [m.split(":")[0] for m in steps] == ["step 1/2", "step 2/2"] and "total" in steps[-1], logged
+    assert "train:" not in capsys.readouterr().err  # no bar
+
+
+def test_train_shape_no_progress_logs_the_bars_line(tmp_path, caplog):
+    """``train-shape --no-progress`` alike: its bar's loss line is a log line every log_every steps."""
+    photos = _small_pool(tmp_path / "photos", val=False)
+    tiny = [
+        "steps=2",
+        "batch=8",
+        "photos_per_batch=2",
+        "long_side=256",
+        "keypoints=50",
+        "margin=20",
+        "log_every=1",
+    ]
+    with caplog.at_level("INFO", logger="patchpose"):
+        assert (
+            main(
+                ["train-shape", "--photos", str(photos), "--out", str(tmp_path / "s"), "--no-progress", *tiny]
+            )
+            == 0
+        )
+    steps = [r.getMessage() for r in caplog.records if r.getMessage().startswith("step ")]
+    assert [m.split(":")[0] for m in steps] == ["step 1/2", "step 2/2"] and "identity" in steps[-1], steps

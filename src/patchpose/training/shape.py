@@ -314,6 +314,8 @@ def train_shape(
                 if step % cfg.log_every == 0 or step == cfg.steps:
                     base = float(shape_alignment_loss(identity, identity, B))
                     bar.set_postfix(loss=f"{running:.4f}", identity=f"{base:.4f}")
+                    if not progress:  # --no-progress: the bar's line as a log line (logs only, not nothing)
+                        log.info("step %d/%d: loss %.4f, identity %.4f", step, cfg.steps, running, base)
                     rec = {"step": step, "time": round(time.time() - t0, 1), "loss": round(running, 5)}
                     metrics.write(json.dumps({**rec, "identity_loss": round(base, 5)}) + "\n")
                     metrics.flush()

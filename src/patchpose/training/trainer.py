@@ -489,6 +489,8 @@ def _train(cfg, out_dir, resume: bool, progress: bool, dd) -> dict:
                     if metric in val.get(proto, {}):
                         post[short] = f"{val[proto][metric]:.1f}%"
                 bar.set_postfix(post)
+                if dd.main and not progress:  # --no-progress: the bar's line as a log line (logs only)
+                    log.info("step %d/%d: %s", step, oc.steps, ", ".join(f"{k} {v}" for k, v in post.items()))
                 metrics_f.write(
                     json.dumps(
                         {
