@@ -632,3 +632,20 @@ def test_train_shape_no_progress_logs_the_bars_line(tmp_path, caplog):
         )
     steps = [r.getMessage() for r in caplog.records if r.getMessage().startswith("step ")]
     assert [m.split(":")[0] for m in steps] == ["step 1/2", "step 2/2"] and "identity" in steps[-1], steps
+
+
+@pytest.mark.parametrize("val", [False, True])
+def test_train_warns_when_the_val_split_is_empty(tmp_path, caplog, val):
+    """A photo folder whose val split holds no photo, with data.val_pairs > 0, trained without a word: nothing was
+    validated and best.pt was simply the last step's. Training goes on (checkpoint.pt is what a recipe's next stage
+    and export read) with a warning naming the folder; a folder with val photos gives none."""
+    photos = _small_pool(tmp_path / "photos", val=val)
+    argv = ["train", "--config", "v1", "--out", str(tmp_path / "r"), "--no-progress", f"data.photos={photos}"]
+    with caplog.at_level("INFO", logger="patchpose"):
+        assert main([*argv, "data.val_pairs=8", *TINY_RUN]) == 0
+    warned = [r.getMessage() for r in caplog.records if r.levelname == "WARNING" and "val" in r.getMessage()]
+    if val:
+        assert not warned, warned
+    else:
+        assert len(warned) == 1 and f"{photos} holds no val photos" in warned[0], warned
+        assert (tmp_path / "r" / "best.pt").is_file() and (tmp_path / "r" / "checkpoint.pt").is_file()

@@ -362,6 +362,14 @@ def _train(cfg, out_dir, resume: bool, progress: bool, dd) -> dict:
     splits = load_splits(cfg.data.photos)
     if not splits.get("train"):
         raise InputError(f"no training photos in {cfg.data.photos} (run 'patchpose photos fetch' first)")
+    if dd.main and cfg.data.val_pairs > 0 and not splits.get("val"):
+        # training goes on (the recipe's next stage and export read checkpoint.pt), but nothing is validated
+        log.warning(
+            "%s holds no val photos (its val split is empty): no validation, so best.pt is the last step's "
+            "weights, not a chosen checkpoint; give a photo folder with a val split (patchpose photos fetch), or "
+            "data.val_pairs=0 to train without validation",
+            cfg.data.photos,
+        )
     pcfg = _pair_config(c["data"])
     val_pairs = None
     if dd.main and splits.get("val") and cfg.data.val_pairs > 0:
