@@ -53,6 +53,22 @@ def test_the_default_is_fast_v1_with_v9s_plan_but_the_first_reads_scale(legacy_w
     assert PatchPoseEstimator.load(legacy_weights["v2"]).plan == patchpose.ReadPlan()
 
 
+def test_the_fingerprint_is_the_weights_not_the_name():
+    """Same weights: one fingerprint (loaded twice, another read plan); one weight changed under the same name:
+    another; the ONNX backend's is its file's."""
+    import copy
+
+    import torch
+
+    a, b = PatchPoseEstimator.load("patchpose-v10"), PatchPoseEstimator.load("patchpose-v10")
+    assert a.fingerprint == b.fingerprint == a.with_plan(passes=1).fingerprint and len(a.fingerprint) == 16
+    other = copy.deepcopy(a.model)
+    with torch.no_grad():
+        next(other.parameters()).view(-1)[0] += 1e-6
+    assert PatchPoseEstimator(other, a.meta).fingerprint != a.fingerprint
+    assert PatchPoseEstimator.load("patchpose-fast-v1").fingerprint != a.fingerprint
+
+
 @pytest.fixture(scope="module")
 def photo():
     return skimage.data.astronaut()

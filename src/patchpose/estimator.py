@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 import threading
@@ -143,6 +144,7 @@ class PatchPoseEstimator:
         self.batch_size, self.border, self.meta = int(batch_size), border, dict(meta or {})
         self.chunk_size = -(-int(chunk_size) // self.batch_size) * self.batch_size
         self.plan = plan if plan is not None else ReadPlan.from_meta(self.meta)
+        self._fingerprint: str | None = None
 
     @classmethod
     def from_pretrained(cls, name: str | None = None, device: str = "cpu") -> PatchPoseEstimator:
@@ -206,6 +208,23 @@ class PatchPoseEstimator:
     def name(self) -> str:
         """The weights' name (``"custom"`` when the file gives none)."""
         return str(self.meta.get("name", "custom"))
+
+    @property
+    def fingerprint(self) -> str:
+        """The first 16 hex digits of the SHA-256 of the network's weights (each tensor's name, shape, dtype and
+        bytes, in order; an ONNX model's file bytes): what finished outputs record beside :attr:`name`, so that two
+        models of one name (two runs of one recipe, or two files without a name) are not taken for each other."""
+        if self._fingerprint is None:
+            digest = getattr(self.model, "digest", None)
+            if digest is None:
+                h = hashlib.sha256()
+                for key, t in self.model.state_dict().items():
+                    t = t.detach().cpu().contiguous()
+                    h.update(f"{key}:{tuple(t.shape)}:{t.dtype};".encode())
+                    h.update(t.reshape(-1).view(torch.uint8).numpy().tobytes() if t.numel() else b"")
+                digest = h.hexdigest()
+            self._fingerprint = digest[:16]
+        return self._fingerprint
 
     def margin(self) -> float:
         """Distance (px) from the border beyond which every window, at any rotation, lies inside the image

@@ -15,6 +15,7 @@ may be an ``.onnx`` file written by the command above, or any patchpose weights 
 from __future__ import annotations
 
 import copy
+import hashlib
 import io
 import json
 from pathlib import Path
@@ -109,6 +110,8 @@ class OnnxPoseNet(nn.Module):
             raise WeightsError(
                 f"cannot read ONNX model {source if not isinstance(source, bytes) else ''}: {one_line(e)}"
             ) from None
+        #: SHA-256 of the ONNX model's bytes (:attr:`patchpose.PatchPoseEstimator.fingerprint`)
+        self.digest = hashlib.sha256(data).hexdigest()
         meta = {p.key: p.value for p in proto.metadata_props}
         if "patchpose_model_config" not in meta:
             raise WeightsError("this ONNX file is not a patchpose model (no patchpose_model_config metadata)")

@@ -1,5 +1,6 @@
 """``patchpose extract``: hloc features of a folder, sharded and merged, resumed after SIGKILL, bad input."""
 
+import copy
 import json
 import os
 import shutil
@@ -202,6 +203,16 @@ def test_at_harris_corners_the_recipe_takes_our_scale_and_the_gradients_angle(im
     assert (
         np.mean(np.abs(np.angle(np.exp(1j * (got["ori"] - ours.orientation)))) > 0.1) > 0.3
     )  # not our angle
+    # another network of the same name (a retrained copy, a file without a name) does not resume this file
+    other = copy.deepcopy(est.model)
+    with torch.no_grad():
+        next(other.parameters()).add_(0.01)
+    twin = PatchPoseEstimator(other, est.meta)
+    assert twin.name == est.name and twin.fingerprint != est.fingerprint == settings["model_fingerprint"]
+    with pytest.raises(InputError, match="other settings"):
+        ex.extract_features(
+            images, out, detector="harris", max_keypoints=KEYPOINTS, estimator=twin, progress=False
+        )
     with h5py.File(out, "a") as f:
         del settings["angle"]
         f.attrs[ex.SETTINGS] = json.dumps(settings, sort_keys=True)

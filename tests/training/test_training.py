@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from patchpose.data.photos import wheel_photo_paths
+from patchpose.errors import InputError
 from patchpose.training.checkpoint import load_checkpoint
 from patchpose.training.config import load_config
 from patchpose.training.trainer import train
@@ -225,7 +226,7 @@ def test_recipe_runs_its_stages_in_order_resumes_and_exports(photos, tmp_path):
     finished stages are skipped on a rerun, and an unfinished one needs --resume."""
     from patchpose.estimator import PatchPoseEstimator
     from patchpose.reading import ReadPlan
-    from patchpose.training.recipe import load_recipe, train_recipe
+    from patchpose.training.recipe import export_name, load_recipe, train_recipe
 
     rec = tmp_path / "tiny.yaml"
     rec.write_text(
@@ -254,11 +255,20 @@ def test_recipe_runs_its_stages_in_order_resumes_and_exports(photos, tmp_path):
     mtime = (out / "stage2" / "checkpoint.pt").stat().st_mtime_ns
     again = train_recipe(str(rec), out, common, resume=True, progress=False)  # nothing left to do
     assert again["finished"] and (out / "stage2" / "checkpoint.pt").stat().st_mtime_ns == mtime
+    # a rerun with other settings does not take the finished stages for its own; workers and run.* may differ
+    with pytest.raises(
+        InputError, match=r"stage1 is finished with other settings.*data.long_side: 384 -> 320"
+    ):
+        train_recipe(str(rec), out, [*common, "data.long_side=320"], progress=False)
+    same = [*common, "data.num_workers=1", "run.threads=1"]
+    assert train_recipe(str(rec), out, same, progress=False)["finished"]
     (out / "stage2" / "done.json").unlink()  # as if stage 2 had been stopped
     with pytest.raises(FileExistsError, match="--resume"):
         train_recipe(str(rec), out, common, progress=False)
     assert train_recipe(str(rec), out, common, resume=True, progress=False)["stages"][1]["step"] == 2
     assert [s["config"] for s in load_recipe("patchpose-v9")["stages"]] == ["polar"] * 4
+    # a bundled model's recipe exports under another name, so that reports do not take it for the bundled model
+    assert export_name("patchpose-v10") == "patchpose-v10-retrained" and export_name("tiny") == "tiny"
 
 
 def test_every_shipped_recipe_resolves(tmp_path):

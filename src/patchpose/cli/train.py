@@ -110,7 +110,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         "--recipe",
         default=None,
         help="several stages in one command (patchpose/configs/recipes/*.yaml): OUT/stage1, OUT/stage2, ..., "
-        f"then OUT/NAME.safetensors (default without --config: {DEFAULT_RECIPE}, the default model's recipe)",
+        "then OUT/NAME.safetensors (NAME-retrained for a bundled model's recipe; default without --config: "
+        f"{DEFAULT_RECIPE}, the default model's recipe)",
     )
     _add_run_arguments(
         t,

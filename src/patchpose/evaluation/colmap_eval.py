@@ -179,6 +179,7 @@ def reconstruct_at(
         "pose": pose,
         "keypoints": "colmap",
         "model": est.name if est is not None else None,
+        "model_fingerprint": est.fingerprint if est is not None else None,
         "plan": est.plan.__dict__ if est is not None else None,
         "max_keypoints": int(max_keypoints),
     }
@@ -225,7 +226,9 @@ def _reconstruct_learned(images, out, pose, est, peers, max_keypoints, seed, thr
     weights = Path(peers) / f"{model}.pth"
     extract = aliked_extractor(weights, model, max_keypoints=min(int(max_keypoints), MAX_KEYPOINTS))
     settings = {"pose": pose, "feature": model, "weights_sha256": extract.name.split("sha256:")[1].split()[0],
-                "model": est.name if est is not None else None, "max_keypoints": int(max_keypoints)}  # fmt: skip
+                "model": est.name if est is not None else None,
+                "model_fingerprint": est.fingerprint if est is not None else None,
+                "max_keypoints": int(max_keypoints)}  # fmt: skip
     if pose in ("aliked_ours", "aliked_sift"):  # the rules of the turns and the canvas
         settings["unturn"] = unturn_settings(est, canvas=True)
     return run_reconstruction(

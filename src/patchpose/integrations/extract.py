@@ -163,7 +163,7 @@ def _settings(est, detector: str, descriptor: str, max_keypoints: int) -> dict:
     if detector == "sift":
         settings["scale"] = "detector"
     else:
-        settings.update(model=est.name, plan=asdict(est.plan))
+        settings.update(model=est.name, model_fingerprint=est.fingerprint, plan=asdict(est.plan))
     settings["angle"] = "gradient"
     return settings
 

@@ -264,8 +264,10 @@ def unturn_settings(estimator: EstimatorLike = None, canvas: bool = False) -> di
     from ..estimator import as_estimator
     from . import upright
 
+    est = as_estimator(estimator, "upright")
     out = {
-        "model": as_estimator(estimator, "upright").name,
+        "model": est.name,
+        "model_fingerprint": est.fingerprint,
         "vote_keypoints": upright.VOTE_KEYPOINTS,
         "snap_deg": upright.SNAP_DEG,
         "agree_deg": AGREE_DEG,

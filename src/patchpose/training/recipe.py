@@ -6,7 +6,9 @@ preset with its own ``key=value`` overrides. Stage ``k`` trains into ``OUT/stage
 recipe's own.
 A finished stage leaves ``OUT/stage{k}/done.json`` and is skipped when the command runs again; an unfinished
 one (stopped by Ctrl-C, SIGTERM or ``run.max_minutes``) continues from its checkpoint under ``--resume``. When
-the last stage is done, its weights are exported to ``OUT/NAME.safetensors`` (``patchpose export``'s format).
+the last stage is done, its weights are exported to ``OUT/NAME.safetensors`` (``patchpose export``'s format;
+``NAME-retrained`` for a bundled model's recipe: :func:`export_name`). A finished stage trained with other
+settings than the command's is refused (:func:`_check_finished_stage`), not taken for the command's.
 """
 
 from __future__ import annotations
@@ -91,6 +93,48 @@ def stage_configs(recipe: dict, out_dir: str | Path, overrides=()) -> list:
     return cfgs
 
 
+def export_name(recipe_name: str) -> str:
+    """The name a recipe's weights are exported under: the recipe's, but ``NAME-retrained`` where it is a bundled
+    model's (``patchpose train`` with the default recipe), so that reports and settings do not take a model
+    trained here for the bundled one."""
+    from ..weights import BUNDLED, BUNDLED_SHAPES
+
+    return (
+        f"{recipe_name}-retrained" if recipe_name in BUNDLED or recipe_name in BUNDLED_SHAPES else recipe_name
+    )
+
+
+#: settings a finished stage may have been trained with otherwise and still be taken as done (they do not change
+#: what it learned): its data loaders' workers and the run's own settings (threads, progress, the checkpoint it
+#: started from, which the recipe sets)
+FINISHED_MAY_DIFFER = {("data", "num_workers")}
+
+
+def _check_finished_stage(sdir: Path, cfg) -> None:
+    """An :class:`~patchpose.errors.InputError` where the finished stage in ``sdir`` was trained with other
+    settings than ``cfg`` (other than :data:`FINISHED_MAY_DIFFER` and ``run.*``): a rerun into the folder with
+    other overrides would otherwise return the old stage's weights without a word."""
+    from ..errors import InputError
+    from .config import to_container
+
+    path = sdir / "config.yaml"
+    if not path.is_file():
+        return  # a stage finished before config.yaml was written: nothing to compare
+    stored = OmegaConf.to_container(OmegaConf.load(path), resolve=True)
+    given = to_container(cfg)
+    changed = [
+        f"{section}.{key}: {stored[section][key]!r} -> {given[section][key]!r}"
+        for section in ("model", "loss", "data", "optim")
+        for key in sorted(set(stored.get(section) or {}) & set(given.get(section) or {}))
+        if (section, key) not in FINISHED_MAY_DIFFER and stored[section][key] != given[section][key]
+    ]
+    if changed:
+        raise InputError(
+            f"{sdir} is finished with other settings; this command changes {', '.join(changed[:4])}"
+            f"{' …' if len(changed) > 4 else ''}: choose another --out (or repeat the first run's overrides)"
+        )
+
+
 def train_recipe(
     recipe: str | dict, out_dir: str | Path, overrides=(), resume: bool = False, progress: bool = True
 ) -> dict:
@@ -108,6 +152,7 @@ def train_recipe(
         sdir = out / f"stage{i}"
         done = sdir / "done.json"
         if done.is_file():
+            _check_finished_stage(sdir, cfg)
             results.append(json.loads(done.read_text()))
             continue
         if (sdir / "checkpoint.pt").is_file() and not resume:
@@ -122,15 +167,16 @@ def train_recipe(
             tmp = sdir / "done.json.tmp"
             tmp.write_text(json.dumps(res))
             os.replace(tmp, done)
-    weights = out / f"{rec['name']}.safetensors"
+    name = export_name(rec["name"])
+    weights = out / f"{name}.safetensors"
     if not weights.is_file() and results[-1].get("rank", 0) == 0:  # rank 0 alone writes files
         export_checkpoint(
             out / f"stage{len(cfgs)}" / "checkpoint.pt",
             weights,
-            name=rec["name"],
+            name=name,
             **{k: rec.get(k) for k in PLAN_KEYS},
         )
-    return {"name": rec["name"], "stages": results, "finished": True, "weights": str(weights)}
+    return {"name": name, "stages": results, "finished": True, "weights": str(weights)}
 
 
-__all__ = ["list_recipes", "load_recipe", "stage_configs", "train_recipe"]
+__all__ = ["export_name", "list_recipes", "load_recipe", "stage_configs", "train_recipe"]
