@@ -9,6 +9,7 @@ the library imports it.
 from __future__ import annotations
 
 import json
+import os
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -18,7 +19,7 @@ import numpy as np
 from .errors import InputError, is_int_in
 from .estimator import PatchPoseEstimator
 from .fileio import read_keypoints, write_text_atomic
-from .outputs import draw_poses, write_matches_csv, write_matches_picture, write_poses
+from .outputs import POSE_FORMATS, draw_poses, write_matches_csv, write_matches_picture, write_poses
 
 if TYPE_CHECKING:
     from .matching.pair import PairMatches
@@ -40,6 +41,30 @@ def output_folder(out_dir: str | Path) -> Path:
     return out
 
 
+#: the files ``patchpose match`` writes in its output folder
+MATCH_OUTPUTS = ("matches.png", "matches.csv", "summary.json")
+
+
+def estimate_outputs(out_dir: str | Path, image_path: str | Path, fmt: str = "json") -> tuple[Path, Path]:
+    """The poses file and the picture :func:`run_estimate` writes for ``image_path`` into ``out_dir``."""
+    stem = Path(out_dir) / f"{Path(image_path).stem}_poses"
+    return stem.with_name(f"{stem.name}.{fmt}"), stem.with_name(f"{stem.name}.png")
+
+
+def check_outputs_free(paths, overwrite: bool = False) -> None:
+    """An :class:`InputError` where one of ``paths`` (the files a command is about to write) is already there and
+    ``overwrite`` is not set, checked before any work: a command run again into the same folder replaced an earlier
+    run's outputs without a word. (Each file is still written whole: a new file beside it, then renamed.)"""
+    if overwrite:
+        return
+    there = [Path(p) for p in paths if os.path.lexists(p)]
+    if there:
+        more = f" (and {len(there) - 1} more of its outputs)" if len(there) > 1 else ""
+        raise InputError(
+            f"{there[0]} exists{more}: pass --overwrite to replace it (overwrite=True), or choose another --out"
+        )
+
+
 def run_estimate(
     image_path: str | Path,
     keypoints_path: str | Path | None = None,
@@ -49,6 +74,7 @@ def run_estimate(
     max_keypoints: int = 300,
     top_k: int = 1,
     fmt: str = "json",
+    overwrite: bool = False,
 ) -> dict:
     """Estimate the poses of an image's keypoints and write ``OUT/<stem>_poses.{json,csv}`` and a picture
     ``OUT/<stem>_poses.png`` (:func:`~patchpose.outputs.write_poses`, :func:`~patchpose.outputs.draw_poses`).
@@ -61,6 +87,8 @@ def run_estimate(
         weights: a bundled model's name or a weights file; None: the default model.
         top_k: candidates per keypoint written (1: one pose each); the picture shows the strongest.
         fmt: ``"json"`` or ``"csv"``.
+        overwrite: replace the poses file and picture of an earlier run; without it their being there is an
+            :class:`InputError`, before any work (:func:`check_outputs_free`).
 
     Returns ``{"poses": path, "picture": path, "n": keypoints, "seconds": estimation time}``."""
     from .data.keypoints import detect_sift
@@ -71,6 +99,9 @@ def run_estimate(
     if not is_int_in(top_k, 1, integral_floats=True):
         raise InputError(f"top_k (--top-k) must be a positive integer, got {top_k}")
     output_folder(out_dir)
+    if fmt not in POSE_FORMATS:  # before the names of its outputs are made of it
+        raise InputError(f"poses format must be one of {POSE_FORMATS}, got {fmt!r}")
+    check_outputs_free(estimate_outputs(out_dir, image_path, fmt), overwrite)
     image = load_image(image_path)
     # before detection: load_image gives checked uint8 RGB, so its size is all that is left to check
     check_image_shape(image)
@@ -105,11 +136,19 @@ def run_estimate(
 
 
 def write_match_outputs(
-    out_dir: str | Path, image1: np.ndarray, image2: np.ndarray, result: PairMatches
+    out_dir: str | Path,
+    image1: np.ndarray,
+    image2: np.ndarray,
+    result: PairMatches,
+    *,
+    overwrite: bool = False,
 ) -> dict:
     """Write ``OUT/matches.png`` (the pair with its matches), ``OUT/matches.csv`` (one row per match) and
-    ``OUT/summary.json`` (:meth:`PairMatches.summary`); return the summary."""
+    ``OUT/summary.json`` (:meth:`PairMatches.summary`), each whole (a new file, then renamed); return the summary.
+    Those of an earlier run are replaced only with ``overwrite`` (:func:`check_outputs_free`; ``patchpose match``
+    checks before it matches)."""
     out = output_folder(out_dir)
+    check_outputs_free([out / name for name in MATCH_OUTPUTS], overwrite)
     out.mkdir(parents=True, exist_ok=True)
     r = result
     write_matches_picture(out / "matches.png", image1, image2, r.xy1, r.xy2, r.matches, r.correct)
@@ -120,6 +159,7 @@ def write_match_outputs(
 
 
 __all__ = [
+    "check_outputs_free",
     "run_estimate",
     "write_match_outputs",
 ]

@@ -86,11 +86,10 @@ def test_flat_image_has_no_keypoints(tmp_path):
 def test_empty_keypoint_file(tmp_path):
     """No keypoints (an empty file, or a header alone as pandas writes an empty frame) give 0 poses, not an error;
     rows that are not numbers are one line. (This test once passed on "empty" in its own folder's name.)"""
-    for name, text in (("empty.csv", ""), ("header.csv", "x,y\n")):
+    for k, (name, text) in enumerate((("empty.csv", ""), ("header.csv", "x,y\n"))):
         (tmp_path / name).write_text(text)
-        r = run_cli(
-            "estimate", str(demo_photo()), "--keypoints", str(tmp_path / name), "--out", str(tmp_path / "o")
-        )
+        out = str(tmp_path / f"o{k}")  # a folder each: a second run would not replace the first's outputs
+        r = run_cli("estimate", str(demo_photo()), "--keypoints", str(tmp_path / name), "--out", out)
         assert r.returncode == 0 and r.stdout.startswith("0 keypoints"), r.stdout + r.stderr
     (tmp_path / "words.csv").write_text("x,y\nnone found today\n")
     r = run_cli(
@@ -333,7 +332,7 @@ def test_output_paths_that_cannot_be_written_exit_2(tmp_path, capsys):
     (tmp_path / "afile").write_text("x")
     assert main(["estimate", img, "--out", str(tmp_path / "afile" / "sub")]) == 2
     (tmp_path / "o" / "astronaut_poses.json").mkdir(parents=True)  # a folder where the file goes
-    assert main(["estimate", img, "--out", str(tmp_path / "o")]) == 2
+    assert main(["estimate", img, "--out", str(tmp_path / "o"), "--overwrite"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 2 and all(e.startswith("patchpose estimate: error:") for e in err)
 
@@ -649,3 +648,47 @@ def test_train_warns_when_the_val_split_is_empty(tmp_path, caplog, val):
     else:
         assert len(warned) == 1 and f"{photos} holds no val photos" in warned[0], warned
         assert (tmp_path / "r" / "best.pt").is_file() and (tmp_path / "r" / "checkpoint.pt").is_file()
+
+
+def test_estimate_and_match_refuse_to_replace_an_earlier_runs_outputs(tmp_path, capsys):
+    """``estimate`` and ``match`` run again into the same folder replaced the earlier run's files without a word
+    (``extract`` and ``colmap`` refuse). They are now one line naming the file, before any work, unless
+    ``--overwrite``; other files in the folder (another image's poses) are not in the way; every file is still
+    written whole (no temporary file left)."""
+    small = tmp_path / "small.png"
+    cv2.imwrite(str(small), cv2.imread(str(demo_photo()))[::4, ::4])
+    out = tmp_path / "o"
+    (out / "notes.txt").parent.mkdir()
+    (out / "notes.txt").write_text("mine")  # a folder that holds something else: not in the way
+    est = ["estimate", str(small), "--out", str(out), "--max-keypoints", "20"]
+    assert main(est) == 0
+    first = (out / "small_poses.json").read_bytes()
+    assert main(est) == 2
+    err = capsys.readouterr().err.strip()
+    assert f"{out / 'small_poses.json'} exists (and 1 more of its outputs): pass --overwrite" in err, err
+    assert len(err.splitlines()) == 1 and (out / "small_poses.json").read_bytes() == first
+    assert main([*est, "--format", "csv"]) == 2  # the picture is the same file
+    assert "small_poses.png exists: pass --overwrite" in capsys.readouterr().err
+    assert main([*est, "--max-keypoints", "10", "--overwrite"]) == 0
+    assert len(json.loads((out / "small_poses.json").read_text())["keypoints"]) <= 10
+    mt = ["match", str(small), str(small), "--out", str(out), "--max-keypoints", "50"]
+    assert main(mt) == 0
+    (out / "summary.json").write_text("an earlier summary")
+    capsys.readouterr()
+    assert main(mt) == 2
+    err = capsys.readouterr().err.strip()
+    assert (
+        f"{out / 'matches.png'} exists (and 2 more of its outputs)" in err and len(err.splitlines()) == 1
+    ), err
+    assert (out / "summary.json").read_text() == "an earlier summary"
+    assert main([*mt, "--overwrite"]) == 0 and json.loads((out / "summary.json").read_text())["matches"] > 0
+    names = sorted(p.name for p in out.iterdir())
+    assert names == [
+        "matches.csv",
+        "matches.png",
+        "notes.txt",
+        "small_poses.json",
+        "small_poses.png",
+        "summary.json",
+    ]
+    assert (out / "notes.txt").read_text() == "mine"

@@ -65,7 +65,8 @@ def test_cli_generate_eval_and_match(tmp_path, capsys):
     # the default at SIFT's detections: photo 2 warped through the map found, detected again
     assert summary["recipe"] == "rectify" and np.shape(summary["affine"]) == (2, 3)
     for recipe in ("pose", "blend"):  # one descriptor per keypoint, one photo at a time
-        h = ["--homography", str(seq / "H_1_2"), "--out", str(out), "--detector", "harris"]
+        # into the folder of the run above: its outputs replaced, as asked
+        h = ["--homography", str(seq / "H_1_2"), "--out", str(out), "--detector", "harris", "--overwrite"]
         rc = main(
             [
                 "match",
@@ -83,9 +84,23 @@ def test_cli_generate_eval_and_match(tmp_path, capsys):
     np.savetxt(tmp_path / "kp.csv", [[50.0, 60.0], [80.0, 90.0]], delimiter=",")
     capsys.readouterr()
     kp = ["--keypoints1", str(tmp_path / "kp.csv"), "--keypoints2", str(tmp_path / "kp.csv")]
-    rc = main(["match", str(seq / "1.ppm"), str(seq / "2.ppm"), "--recipe", "blend", *kp, "--out", str(out)])
+    rc = main(
+        [
+            "match",
+            str(seq / "1.ppm"),
+            str(seq / "2.ppm"),
+            "--recipe",
+            "blend",
+            *kp,
+            "--out",
+            str(out),
+            "--overwrite",
+        ]
+    )
     assert rc == 0 and json.loads((out / "summary.json").read_text())["keypoints"] == [2, 2]
-    rc = main(["match", str(seq / "1.ppm"), str(seq / "2.ppm"), kp[0], kp[1], "--out", str(out)])
+    rc = main(
+        ["match", str(seq / "1.ppm"), str(seq / "2.ppm"), kp[0], kp[1], "--out", str(out), "--overwrite"]
+    )
     assert rc == 2 and "--keypoints2" in capsys.readouterr().err  # keypoints for both images or for none
     (tmp_path / "badH").write_text("not a matrix")
     rc = main(
@@ -97,6 +112,7 @@ def test_cli_generate_eval_and_match(tmp_path, capsys):
             str(tmp_path / "badH"),
             "--out",
             str(out),
+            "--overwrite",
         ]
     )
     assert rc == 2 and "cannot read homography" in capsys.readouterr().err

@@ -27,6 +27,7 @@ def estimate_command(a: argparse.Namespace) -> int:
         max_keypoints=a.max_keypoints,
         top_k=a.top_k,
         fmt=a.format,
+        overwrite=a.overwrite,
     )
     print(f"{res['n']} keypoints in {res['seconds']:.2f} s -> {res['poses']} and {res['picture']}")
     return 0
@@ -34,7 +35,7 @@ def estimate_command(a: argparse.Namespace) -> int:
 
 def match_command(a: argparse.Namespace) -> int:
     """``match IMAGE1 IMAGE2``: read the files, match, write the picture, the matches and a summary."""
-    from ..apps import output_folder
+    from ..apps import MATCH_OUTPUTS, check_outputs_free, output_folder
     from ..data.patches import load_image
     from ..data.warps import read_homography
     from ..errors import InputError
@@ -45,6 +46,7 @@ def match_command(a: argparse.Namespace) -> int:
     if a.threshold is not None and not a.homography:
         raise InputError("--threshold needs --homography (it says which matches are correct)")
     out = output_folder(a.out or "patchpose_match")
+    check_outputs_free([out / name for name in MATCH_OUTPUTS], a.overwrite)  # before any work
     img1, img2 = load_image(a.image1), load_image(a.image2)
     keypoints = None
     if a.keypoints1 or a.keypoints2:
@@ -60,10 +62,21 @@ def match_command(a: argparse.Namespace) -> int:
         keypoints=keypoints,
         homography=read_homography(a.homography) if a.homography else None,
     ).with_threshold(threshold)
-    summary = write_match_outputs(out, img1, img2, res)
+    summary = write_match_outputs(out, img1, img2, res, overwrite=a.overwrite)
     print(json.dumps(summary))
     print(f"wrote {out}/matches.png, matches.csv, summary.json")
     return 0
+
+
+def _add_overwrite(p: argparse.ArgumentParser, what: str) -> None:
+    """``--overwrite``: replace an earlier run's outputs in the output folder (without it, their being there is a
+    one-line error before any work; other files in the folder are never touched)."""
+    p.add_argument(
+        "--overwrite",
+        action="store_true",
+        help=f"replace {what} where an earlier run left them in the output folder (without it: an error, before any "
+        "work; nothing else in the folder is touched)",
+    )
 
 
 def add_commands(sub: argparse._SubParsersAction) -> None:
@@ -96,6 +109,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
             "--top-k", type=int, default=1, help="pose candidates written per keypoint, strongest first"
         )
         s.add_argument("--format", choices=("json", "csv"), default="json", help="poses file format")
+        _add_overwrite(s, "the image's poses file and picture (NAME_poses.json or .csv, NAME_poses.png)")
         s.set_defaults(func=estimate_command)
 
     mt = sub.add_parser("match", help="match two photos described with a recipe; picture + matches file")
@@ -128,4 +142,5 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         default=None,
         help=f"px: with --homography, a match is correct within this (default {CORRECT_PX:g})",
     )
+    _add_overwrite(mt, "matches.png, matches.csv and summary.json")
     mt.set_defaults(func=match_command)
