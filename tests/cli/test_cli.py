@@ -3,6 +3,7 @@
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import cv2
 import numpy as np
@@ -307,6 +308,11 @@ class _Reached(Exception):
             ["eval", "pose", "--pairs", "P", "--images", "I"],
         ),
         ("patchpose.evaluation.rotation_eval", "evaluate_rotation", ["eval", "rotation"]),
+        (
+            "patchpose.evaluation.synthetic",
+            "eval_synthetic",
+            ["eval", "synthetic", "--images", "I", "--split", "val"],
+        ),
     ],
 )
 def test_every_eval_command_calls_its_function_with_arguments_it_takes(monkeypatch, module, func, argv):
@@ -692,3 +698,26 @@ def test_estimate_and_match_refuse_to_replace_an_earlier_runs_outputs(tmp_path, 
         "summary.json",
     ]
     assert (out / "notes.txt").read_text() == "mine"
+
+
+def test_eval_synthetic_split_picks_the_photos_of_one_split(tmp_path, capsys):
+    """``eval synthetic --images`` read every photo of a pool (its train photos too) with no way to ask for one
+    split; ``--split`` picks one as ``generate hpatches --split`` does, and its default, ``all``, reads the folder
+    as before (the documented numbers stay reproducible)."""
+    photos = _small_pool(tmp_path / "photos", val=True)
+    base = ["eval", "synthetic", "--images", str(photos), "--pairs", "8"]
+    assert main([*base, "--split", "val", "--out", str(tmp_path / "val")]) == 0
+    doc = json.loads((tmp_path / "val" / "results.json").read_text())
+    assert doc["split"] == "val" and [Path(p).name for p in doc["photos"]] == ["chelsea.png"]
+    assert "1 photos of the val split" in (tmp_path / "val" / "results.md").read_text()
+    assert main([*base, "--out", str(tmp_path / "all")]) == 0
+    doc = json.loads((tmp_path / "all" / "results.json").read_text())
+    assert doc["split"] == "all" and len(doc["photos"]) == 3
+    capsys.readouterr()
+    for argv, match in (
+        (["eval", "synthetic", "--split", "test"], "give --images"),
+        (["eval", "synthetic", "--images", str(photos), "--split", "test"], "no photos of the 'test' split"),
+    ):
+        assert main([*argv, "--out", str(tmp_path / "x")]) == 2
+        err = capsys.readouterr().err.strip()
+        assert match in err and len(err.splitlines()) == 1, err

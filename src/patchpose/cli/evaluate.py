@@ -112,7 +112,7 @@ def bench_command(a: argparse.Namespace) -> int:
 def eval_synthetic_command(a: argparse.Namespace) -> int:
     from ..evaluation.synthetic import eval_synthetic
 
-    doc = eval_synthetic(a.images, a.weights, a.pairs, a.seed, a.out)
+    doc = eval_synthetic(a.images, a.weights, a.pairs, a.seed, a.out, split=a.split)
     print_results(a.out, f"wrote {a.out}/results.json and results.md in {doc['seconds']:.0f} s")
     return 0
 
@@ -356,8 +356,15 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     sy.add_argument(
         "--images",
         default=None,
-        help="photo folder, every image in it (a pool's splits.json is not read: give a folder of held-out photos); "
-        "default: the 15 test photos shipped with the dependencies, which no model trained on",
+        help="photo folder (every image in it, or with --split those of one split); default: the 15 test photos "
+        "shipped with the dependencies, which no model trained on",
+    )
+    sy.add_argument(
+        "--split",
+        choices=("train", "val", "test", "all"),
+        default="all",
+        help="only the photos of this split of --images (its splits.json, else split by image, as generate "
+        "hpatches --split reads it), or all the folder's photos (a folder of held-out photos)",
     )
     add_weights(sy, read=False)  # its pairs are fixed crops: one read
     sy.add_argument("--pairs", type=int, default=1000, help="pairs per protocol")

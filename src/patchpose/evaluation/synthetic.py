@@ -14,6 +14,9 @@ from ..accuracy import accuracies, relative_errors
 from ..data.pairs import PhotoPool
 from .report import write_results
 
+#: the splits ``eval synthetic --split`` picks from a photo folder (``"all"``: every photo), as ``generate hpatches``
+SPLITS = ("train", "val", "test")
+
 
 def _gray_patches(pool: PhotoPool, b: dict, which: str, patch_size: int, windows) -> np.ndarray:
     from ..data.patches import extract_patches
@@ -83,20 +86,31 @@ def eval_synthetic(
     n_pairs: int,
     seed: int,
     out_dir: str | Path,
+    split: str | None = None,
 ) -> dict:
     """Scale-only, rotation-only and joint pairs at SIFT keypoints of held-out photos (the keypoint at the
     centre of the window), ours (refined and argmax) against the hand-crafted pair.
 
-    ``images``: a photo folder; None: the test photos shipped with the dependencies. Writes
+    ``images``: a photo folder; None: the test photos shipped with the dependencies. ``split``: only the photos of
+    this split of ``images`` (``"train"``, ``"val"``, ``"test"``: its ``splits.json``, else split by image, as
+    :func:`~patchpose.data.photos.load_splits` reads it); None or ``"all"``: every photo of the folder. Writes
     ``OUT/results.json`` and ``OUT/results.md``; returns the results document."""
     from ..data.pairs import PairConfig
     from ..data.photos import photos_of, wheel_photo_paths
+    from ..errors import InputError
     from ..estimator import PatchPoseEstimator
     from ..training.validation import evaluate_model, make_protocol_pairs
 
+    if split == "all":
+        split = None
+    if split is not None and split not in SPLITS:
+        raise InputError(f"split must be one of {(*SPLITS, 'all')}, got {split!r}")
+    if split is not None and not images:
+        raise InputError("--split picks a split of --images: give --images DIR (e.g. data/photos) too")
     t0 = time.time()
+    # a folder without photos (of the split): one line before the model loads
+    paths = photos_of(images, split) if images else wheel_photo_paths()
     est = PatchPoseEstimator.load(weights)
-    paths = photos_of(images) if images else wheel_photo_paths()
     pcfg = PairConfig(long_side=0, margin=24)
     pool = PhotoPool(paths, pcfg, est.cfg.color)
     pairs = make_protocol_pairs(
@@ -110,13 +124,15 @@ def eval_synthetic(
     results = {proto: {m: r[proto] for m, r in by_method.items()} for proto in pairs}
     doc = {
         "model": est.meta.get("name", str(weights)),
+        "split": split or "all",
         "photos": [str(p) for p in paths],
         "n_photos": len(pool),
         "seed": seed,
         "results": results,
         "seconds": time.time() - t0,
     }
-    title = f"# Synthetic pose pairs ({doc['model']}, {len(pool)} photos, seed {seed})\n"
+    of = f" of the {split} split" if split else ""
+    title = f"# Synthetic pose pairs ({doc['model']}, {len(pool)} photos{of}, seed {seed})\n"
     write_results(out_dir, doc, title + _synthetic_table(results))
     return doc
 
