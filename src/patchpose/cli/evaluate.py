@@ -33,7 +33,10 @@ def _check_max_keypoints(n) -> None:
     from ..data.keypoints import MAX_KEYPOINTS
 
     if n is not None and not is_int_in(n, 1, MAX_KEYPOINTS):
-        raise InputError(f"--max-keypoints must be a whole number from 1 to {MAX_KEYPOINTS:,}, got {n!r}")
+        # worded as the library's checks of it (max_keypoints), the option named
+        raise InputError(
+            f"max_keypoints (--max-keypoints) must be a whole number from 1 to {MAX_KEYPOINTS:,}, got {n!r}"
+        )
 
 
 def bench_command(a: argparse.Namespace) -> int:
