@@ -28,6 +28,9 @@ def test_demo_writes_poses_and_picture(tmp_path):
     assert 0 <= k["orientation"] < 2 * np.pi and -4 <= k["scale"] <= 4
     img = cv2.imread(str(tmp_path / "astronaut_poses.png"))
     assert img is not None and img.shape[0] > 100
+    # the README's set-up command run again: the demo replaces its own outputs
+    assert main(["demo", "--out", str(tmp_path), "--max-keypoints", "20"]) == 0
+    assert 0 < len(json.loads((tmp_path / "astronaut_poses.json").read_text())["keypoints"]) <= 20
 
 
 def test_estimate_with_keypoint_file_csv_top_k(tmp_path):

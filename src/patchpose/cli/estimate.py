@@ -15,6 +15,8 @@ from .options import add_weights
 def estimate_command(a: argparse.Namespace) -> int:
     """``estimate IMAGE`` and ``demo`` (whose image defaults to a photo shipped with the dependencies)."""
     image = getattr(a, "image", None)
+    # the demo's own photo: its outputs are the demo's, replaced on every run (the README's set-up runs it again)
+    overwrite = a.overwrite or image is None
     if image is None:
         from ..data.photos import demo_photo
 
@@ -27,7 +29,7 @@ def estimate_command(a: argparse.Namespace) -> int:
         max_keypoints=a.max_keypoints,
         top_k=a.top_k,
         fmt=a.format,
-        overwrite=a.overwrite,
+        overwrite=overwrite,
     )
     print(f"{res['n']} keypoints in {res['seconds']:.2f} s -> {res['poses']} and {res['picture']}")
     return 0
@@ -109,7 +111,11 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
             "--top-k", type=int, default=1, help="pose candidates written per keypoint, strongest first"
         )
         s.add_argument("--format", choices=("json", "csv"), default="json", help="poses file format")
-        _add_overwrite(s, "the image's poses file and picture (NAME_poses.json or .csv, NAME_poses.png)")
+        _add_overwrite(
+            s,
+            "the image's poses file and picture (NAME_poses.json or .csv, NAME_poses.png)"
+            + ("; the demo's own photo's are replaced on every run" if name == "demo" else ""),
+        )
         s.set_defaults(func=estimate_command)
 
     mt = sub.add_parser("match", help="match two photos described with a recipe; picture + matches file")
