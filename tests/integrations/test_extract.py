@@ -72,6 +72,8 @@ def test_one_run_writes_every_image_in_hlocs_format(images, reference):
     assert 0 < n <= KEYPOINTS and g["keypoints"].dtype == np.float32
     assert g["descriptors"].shape == (128, n) and g["scales"].shape == g["oris"].shape == (n,)
     assert list(g["image_size"]) == [64, 64]
+    # unit length, as hloc's SIFT: its matchers read 2 - 2·cosine as the distance (OpenCV's are ~512 long)
+    np.testing.assert_allclose(np.linalg.norm(g["descriptors"], axis=0), 1.0, atol=1e-5)
     assert len(c["007.png"]["keypoints"]) == 0  # a flat image: no keypoints, still a group
     back = read_hloc_features(reference, "sub/000.png")
     assert back["descriptors"].shape[1] == 128 and np.isfinite(back["scale"]).all()
