@@ -378,3 +378,21 @@ def test_sixteen_bit_files_keep_the_contrast_of_their_bit_depth(tmp_path):
         img = load_image(tmp_path / name)
         assert img.dtype == np.uint8 and img.shape == (40, 256, 3)
         assert np.abs(img.astype(int) - ref).max() <= 1
+
+
+def test_load_image_turns_by_exif_orientation_unless_asked_for_the_stored_pixels(tmp_path):
+    """A JPEG stored 60 wide, 40 high with EXIF orientation 6 (turn 90° clockwise to view) reads 40 wide as photo
+    viewers show it; with ``exif_orientation=False`` as stored, as COLMAP reads it (``patchpose colmap``)."""
+    Image = pytest.importorskip("PIL.Image")
+    from patchpose.data.patches import load_image
+
+    stored = np.zeros((40, 60, 3), np.uint8)
+    stored[:, :30] = 255  # the left half white
+    exif = Image.Exif()
+    exif[0x0112] = 6
+    path = tmp_path / "portrait.jpg"
+    Image.fromarray(stored).save(path, exif=exif.tobytes(), quality=95)
+    viewed, raw = load_image(path), load_image(path, exif_orientation=False)
+    assert raw.shape == (40, 60, 3) and raw[:, :30].mean() > 200 and raw[:, 30:].mean() < 50
+    # turned 90° clockwise: the stored left half is now the top
+    assert viewed.shape == (60, 40, 3) and viewed[:30].mean() > 200 and viewed[30:].mean() < 50

@@ -614,3 +614,35 @@ def test_every_other_frame_turned_by_its_own_angle_says_its_angles(tmp_path):
         np.testing.assert_array_equal(cv2.imread(str(dest / n), cv2.IMREAD_COLOR), want)
     again = turn_every_other(src, tmp_path / "again", any_angle=True)
     assert json.loads((again / "turns.json").read_text()) == turns
+
+
+@needs_pycolmap
+def test_a_learned_feature_reads_the_pixels_colmap_reads_not_the_exif_turned_ones(tmp_path):
+    """A JPEG stored upside down with EXIF orientation 3 (viewers show it upright): COLMAP reads the pixels as
+    stored, so the feature runs on those, and its keypoints in the database lie where it finds them there (they
+    were found on the EXIF-turned photo, every one in the wrong place)."""
+    import pycolmap
+
+    Image = pytest.importorskip("PIL.Image")
+    from patchpose.data.patches import load_image
+
+    folder = tmp_path / "exif"
+    folder.mkdir()
+    for i, p in enumerate(sorted(plane_views(tmp_path / "views").glob("*.png"))):
+        img, exif = cv2.cvtColor(cv2.imread(str(p)), cv2.COLOR_BGR2RGB), Image.Exif()
+        if i == 1:
+            img, exif[0x0112] = np.ascontiguousarray(img[::-1, ::-1]), 3
+        Image.fromarray(img).save(folder / f"{i:02d}.jpg", exif=exif.tobytes(), quality=95)
+    out = tmp_path / "recon"
+    cm.run_reconstruction(
+        folder, out, {"t": 1}, extract=upright_sift_extractor, max_keypoints=600, seed=0, threads=1
+    )
+    db = pycolmap.Database.open(out / "database.db")
+    try:
+        ids = {im.name: im.image_id for im in db.read_all_images()}
+        stored = db.read_keypoints(ids["01.jpg"])[:, :2] - 0.5  # COLMAP's top-left pixel centre: (0.5, 0.5)
+    finally:
+        db.close()
+    found = upright_sift_extractor(load_image(folder / "01.jpg", exif_orientation=False))[0]
+    near = np.linalg.norm(stored[:, None] - found[None], axis=2).min(1)
+    assert len(stored) > 50 and np.mean(near < 1.0) > 0.9

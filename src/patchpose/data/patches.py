@@ -24,10 +24,11 @@ MIN_IMAGE_SIDE = 16
 LEVELS_PER_OCTAVE = 3
 
 
-def load_image(path: str | Path) -> np.ndarray:
+def load_image(path: str | Path, exif_orientation: bool = True) -> np.ndarray:
     """Read an image file as ``H×W×3`` uint8 RGB; raise :class:`InputError` if it cannot be read, or if it
     has more pixels than :func:`~patchpose.data.image_header.max_image_pixels` (read from its header first,
-    before anything is decoded).
+    before anything is decoded). ``exif_orientation``: turn the pixels as the file's EXIF orientation says (as
+    photo viewers show them); False keeps them as stored, as COLMAP reads them.
 
     A 16-bit file is brought to 8 bits by its *bit depth*, the smallest ``b ≥ 8`` with ``2**b − 1`` at
     least its largest value, so that 10- or 12-bit data stored in 16 bits (cameras, scientific images)
@@ -40,7 +41,10 @@ def load_image(path: str | Path) -> np.ndarray:
     check_image_file(path)  # more pixels than the limit: refused before decoding
     data = np.fromfile(str(path), dtype=np.uint8)
     try:
-        img = cv2.imdecode(data, cv2.IMREAD_COLOR | cv2.IMREAD_ANYDEPTH) if data.size else None
+        flags = cv2.IMREAD_COLOR | cv2.IMREAD_ANYDEPTH
+        if not exif_orientation:
+            flags |= cv2.IMREAD_IGNORE_ORIENTATION
+        img = cv2.imdecode(data, flags) if data.size else None
         del data  # the file's bytes: not needed once decoded
     except cv2.error as e:  # e.g. over OpenCV's own pixel limit (OPENCV_IO_MAX_IMAGE_PIXELS)
         raise InputError(f"cannot decode image {path}: {' '.join(str(e).split())[-160:]}") from None

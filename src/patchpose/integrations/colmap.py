@@ -335,12 +335,15 @@ def run_reconstruction(
             )
         return had
     # a photo that cannot be read stops the run before anything is written; a feature of one's own keeps them
-    photos = [load_image(folder / name) for name in names] if extract is not None else None
+    # the pixels as stored, as COLMAP reads them (no EXIF orientation): keypoints in COLMAP's frame
+    photos = (
+        [load_image(folder / name, exif_orientation=False) for name in names] if extract is not None else None
+    )
     if photos is None:
         for name in names:
-            load_image(folder / name)
+            load_image(folder / name, exif_orientation=False)
         # the turns of COLMAP's keypoints described upright: each photo read again when the votes reach it
-        photos = _Photos([folder / name for name in names])
+        photos = _Photos([folder / name for name in names], exif_orientation=False)
     if unturn:  # our votes are one source of turns among others
 
         def turns(images: list[np.ndarray]):
@@ -625,7 +628,11 @@ def _describe_into(pycolmap, db_path: Path, folder: Path, describe, progress: bo
         db.clear_keypoints()
         db.clear_descriptors()
         for im in tqdm(images, desc="describe", unit="image", disable=not progress, file=sys.stderr):
-            image = _loaded(load_image(folder / im.name), folder / im.name, db.read_camera(im.camera_id))
+            image = _loaded(
+                load_image(folder / im.name, exif_orientation=False),
+                folder / im.name,
+                db.read_camera(im.camera_id),
+            )
             f = describe(colmap_sift_features(image, rows[im.image_id]), im.name)
             db.write_keypoints(im.image_id, colmap_keypoints(f["xy"], f["scale"], f["ori"]))
             d = colmap_descriptors(f["descriptors"])

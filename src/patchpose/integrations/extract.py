@@ -308,16 +308,17 @@ def _collection_turns(
 
 
 class _Photos(Sequence):
-    """Photos read from their files when indexed (a collection's votes read each once, not all at a time)."""
+    """Photos read from their files when indexed (a collection's votes read each once, not all at a time);
+    ``exif_orientation`` as :func:`~patchpose.data.patches.load_image` takes it (COLMAP's pixels: False)."""
 
-    def __init__(self, paths: list[Path]) -> None:
-        self.paths = paths
+    def __init__(self, paths: list[Path], exif_orientation: bool = True) -> None:
+        self.paths, self.exif_orientation = paths, exif_orientation
 
     def __len__(self) -> int:
         return len(self.paths)
 
     def __getitem__(self, k):
-        return load_image(self.paths[k])
+        return load_image(self.paths[k], exif_orientation=self.exif_orientation)
 
 
 #: turns of two shards that differ by less than this (degrees) are the same vote (a description at a turn is not
