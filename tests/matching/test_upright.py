@@ -168,6 +168,19 @@ def test_a_bad_extractor_or_turn_is_one_line(photo):
     with pytest.raises(InputError, match="extract must be a callable"):
         match_upright(photo, photo, "aliked", turn=turn)
 
+    def far(image):  # keypoints not in the image it was given: they were dropped without a word
+        xy, d = upright_sift(image)
+        return xy + 1000.0, d
+
+    for degrees in (0.0, 33.0):
+        with pytest.raises(InputError, match=r"keypoints outside the \d+×\d+ image it was given"):
+            extract_turned(photo, far, degrees)
+    with pytest.raises(InputError, match="outside .* for photo 2"):
+        match_upright(photo, photo, far, turn=turn)
+    h, w = photo.shape[:2]
+    edge = extract_turned(photo, lambda image: (np.array([[-0.5, -0.5], [w - 0.5, h - 0.5]]), np.eye(2)), 0.0)
+    assert len(edge[0]) == 0  # on the border: not an error (and not inside)
+
 
 def test_a_known_turn_and_odd_images(photo):
     """A turn known otherwise is found with no votes; near a quarter turn (within SNAP_DEG) the photo is turned by
@@ -207,6 +220,10 @@ def test_aliked_extractor_loads_a_state_dict_of_ones_own_and_refuses_bad_argumen
         assert (xy >= 0).all() and (xy[:, 0] <= 199).all() and (xy[:, 1] <= 159).all()
     with pytest.raises(InputError, match="uint8"):
         extract(small.astype(np.float32))
+    with pytest.raises(
+        InputError, match=r"not aliked_extractor itself"
+    ):  # the factory passed as the extractor
+        aliked_extractor(small)
     for kw, message in [
         ({"model": "aliked-x"}, "model must be one of"),
         ({"max_keypoints": 0}, "max_keypoints must be an integer"),

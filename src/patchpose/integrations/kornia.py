@@ -31,6 +31,7 @@ counter-clockwise as displayed (the same sign as ours). The model runs in eval m
 from __future__ import annotations
 
 import hashlib
+import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -361,6 +362,11 @@ def aliked_extractor(
     from ..weights import load_state_into
 
     kf = require("kornia.feature", "kornia")
+    if not isinstance(weights, (str, os.PathLike)):
+        raise InputError(
+            f"weights must be the path of ALIKED's .pth file, got {type(weights).__name__} (an extractor is "
+            "aliked_extractor(PATH), not aliked_extractor itself)"
+        )
     if model not in ALIKED_MODELS:
         raise InputError(f"model must be one of {list(ALIKED_MODELS)}, got {model!r}")
     if not is_int_in(max_keypoints, 1, MAX_KEYPOINTS):

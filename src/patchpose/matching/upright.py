@@ -14,9 +14,10 @@ their structures the same way up.
   (mutual nearest neighbours); where the votes show no turn, the four quarter turns tried and the one whose
   matches one fundamental matrix explains most kept (:data:`QUARTER_TURNS`).
 
-An extractor is any callable ``image -> (xy, descriptors)``: ``image`` an ``H×W×3`` uint8 RGB (or ``H×W`` gray, as
-given) array, ``xy`` ``(N, 2)`` pixels (x right, y down, pixel centres at integers), ``descriptors`` ``(N, D)``
-compared by Euclidean distance. kornia's ALIKED with weights of one's own:
+An extractor is any callable ``image -> (xy, descriptors)``: ``image`` the photo as it was given (of the dtype and
+channels given: ``H×W×3`` uint8 RGB or ``H×W`` gray for :func:`~patchpose.integrations.kornia.aliked_extractor`),
+turned where it is un-turned; ``xy`` ``(N, 2)`` pixels in that image (x right, y down, pixel centres at integers:
+keypoints outside it are a one-line error), ``descriptors`` ``(N, D)`` compared by Euclidean distance. kornia's ALIKED with weights of one's own:
 :func:`patchpose.integrations.kornia.aliked_extractor`.
 """
 
@@ -136,8 +137,10 @@ class UprightMatches:
         return 1 + len(self.tried)
 
 
-def _check_extracted(out, what: str) -> tuple[np.ndarray, np.ndarray]:
-    """An extractor's ``(xy, descriptors)`` as float arrays, or a one-line :class:`InputError`."""
+def _check_extracted(out, what: str, shape: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
+    """An extractor's ``(xy, descriptors)`` of an image of ``shape`` as float arrays, or a one-line
+    :class:`InputError` (also for keypoints more than a pixel outside that image: not x, y pixel coordinates in the
+    image it was given, which would otherwise be dropped without a word)."""
     if not isinstance(out, tuple) or len(out) != 2:
         raise InputError(f"the extractor must return (xy, descriptors) for {what}, got {type(out).__name__}")
     xy, d = (np.asarray(a, np.float64) for a in out)
@@ -147,6 +150,14 @@ def _check_extracted(out, what: str) -> tuple[np.ndarray, np.ndarray]:
         )
     if not (np.isfinite(xy).all() and np.isfinite(d).all()):
         raise InputError(f"the extractor returned non-finite keypoints or descriptors for {what}")
+    h, w = shape[:2]
+    out_of = (xy[:, 0] < -1.5) | (xy[:, 0] > w + 0.5) | (xy[:, 1] < -1.5) | (xy[:, 1] > h + 0.5)
+    if out_of.any():
+        x, y = xy[np.argmax(out_of)]
+        raise InputError(
+            f"the extractor returned {int(out_of.sum())} keypoints outside the {w}×{h} image it was given for {what}, "
+            f"e.g. ({x:.1f}, {y:.1f}): xy must be x, y pixel coordinates in that image"
+        )
     return xy, d.astype(np.float32)
 
 
@@ -229,7 +240,7 @@ def extract_turned(image: np.ndarray, extract: Extractor, degrees: float) -> tup
     of the black canvas are kept: dropping those within 8 px of the photo's edge lost 15.6 correct matches per pair
     on val (CHANGELOG.md)."""
     turned, M = turn_image(image, degrees, max_pixels=CANVAS_PIXELS)
-    xy, d = _check_extracted(extract(turned), f"a photo turned by {degrees:g}°")
+    xy, d = _check_extracted(extract(turned), f"a photo turned by {degrees:g}°", turned.shape)
     xy = xy @ M[:, :2].T + M[:, 2]
     h, w = image.shape[:2]
     inside = (xy[:, 0] > -0.5) & (xy[:, 0] < w - 0.5) & (xy[:, 1] > -0.5) & (xy[:, 1] < h - 0.5)
@@ -329,7 +340,7 @@ def match_upright(
         turn = upright_pair(image1, image2, estimator=estimator)
     elif not isinstance(turn, UprightTurn):
         raise InputError(f"turn must be an UprightTurn (upright_pair's), got {type(turn).__name__}")
-    xy2, d2 = _check_extracted(extract(image2), "photo 2")
+    xy2, d2 = _check_extracted(extract(image2), "photo 2", np.shape(image2))
     tries = (turn.degrees,) if turn.found else QUARTER_TURNS
     best = None
     for degrees in tries:
