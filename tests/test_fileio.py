@@ -88,3 +88,17 @@ def test_a_header_alone_is_no_keypoints_as_an_empty_file_is(tmp_path):
     (tmp_path / "notes.csv").write_text("x,y\nnone found today\n")
     with pytest.raises(InputError, match="no line of x, y numbers"):
         read_keypoints(tmp_path / "notes.csv")
+
+
+def test_settings_difference_names_what_differs_nested_and_cut():
+    from patchpose.fileio import settings_difference
+
+    had = {"a": 1, "b": {"c": "x", "d": [1, 2]}, "e": None, "long": "y" * 60}
+    want = {"a": 2, "b": {"c": "x", "d": [1, 3]}, "e": None, "long": "z" * 60, "new": True}
+    text = settings_difference(had, want, limit=10)
+    assert text.startswith(" (a: 1 -> 2; b.d: [1, 2] -> [1, 3]; long: yyy") and text.endswith(
+        "new: none -> true)"
+    )
+    assert "..." in text and "e:" not in text and "b.c" not in text
+    assert settings_difference(had, want, limit=2).endswith("; …)")
+    assert settings_difference(None, want) == settings_difference(had, had) == ""

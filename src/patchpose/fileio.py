@@ -202,6 +202,34 @@ def _umask() -> int:
     return mask
 
 
+def settings_difference(had, want: dict, limit: int = 3) -> str:
+    """What differs between the ``had`` settings a finished or partial output recorded and this run's ``want``
+    (JSON-like dicts), for an error message: ``" (max_keypoints: 2048 -> 1000; unturn: none -> {...})"``, nested
+    keys dotted, a setting both hold before one only one holds, long values cut; ``""`` where ``had`` is not a
+    dict."""
+    if not isinstance(had, dict):
+        return ""
+    want = json.loads(json.dumps(want))
+
+    def short(v) -> str:
+        t = "none" if v is None else json.dumps(v) if not isinstance(v, str) else v
+        return t if len(t) <= 40 else t[:37] + "..."
+
+    def walk(a: dict, b: dict, prefix: str):
+        for key in sorted(set(a) | set(b)):
+            x, y = a.get(key), b.get(key)
+            if isinstance(x, dict) and isinstance(y, dict):
+                yield from walk(x, y, f"{prefix}{key}.")
+            elif x != y:
+                yield key in a and key in b, f"{prefix}{key}: {short(x)} -> {short(y)}"
+
+    # a setting both hold, changed, before one that only one of them holds
+    diff = [text for both, text in sorted(walk(had, want, ""), key=lambda t: not t[0])]
+    if not diff:
+        return ""
+    return f" ({'; '.join(diff[:limit])}{'; …' if len(diff) > limit else ''})"
+
+
 def check_resume_plan(
     out: Path, what: str, had_settings, settings: dict, had_sources: dict, sources: dict, exists
 ) -> None:
@@ -299,4 +327,4 @@ def read_keypoints(path: str | Path) -> np.ndarray:
     return np.array(rows, dtype=np.float64).reshape(-1, 2)
 
 
-__all__ = ["check_resume_plan", "read_keypoints", "write_text_atomic"]
+__all__ = ["check_resume_plan", "read_keypoints", "settings_difference", "write_text_atomic"]

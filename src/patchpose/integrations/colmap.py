@@ -35,7 +35,7 @@ from ..data.keypoints import MAX_KEYPOINTS
 from ..data.patches import load_image
 from ..errors import InputError, is_int_in, require
 from ..estimator import EstimatorLike
-from ..fileio import room_for, size_text, write_text_atomic
+from ..fileio import room_for, settings_difference, size_text, write_text_atomic
 from ..interop import to_cv2_keypoints
 from ..matching.collection import neighbour_pairs, unturn_settings, upright_collection
 from ..matching.features import SIFT_REGION, Features, sift_features
@@ -330,8 +330,9 @@ def run_reconstruction(
     if out.exists():
         had = _finished(out)
         if had is None or had.get("settings") != settings:
+            why = settings_difference(had.get("settings") if had else None, settings)
             raise InputError(
-                f"{out} exists and is not this reconstruction's output; remove it or choose another --out"
+                f"{out} exists and is not this reconstruction's output{why}; remove it or choose another --out"
             )
         return had
     # a photo that cannot be read stops the run before anything is written; a feature of one's own keeps them

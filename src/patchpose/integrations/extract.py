@@ -39,7 +39,7 @@ from ..data.patches import load_image
 from ..data.photos import IMAGE_EXTS, photos_of
 from ..errors import InputError, is_int_in, require
 from ..estimator import EstimatorLike, as_estimator
-from ..fileio import atomic_copy, commit_temp, room_for, size_text, write_text_atomic
+from ..fileio import atomic_copy, commit_temp, room_for, settings_difference, size_text, write_text_atomic
 from ..matching.candidates import recipe_poses
 from ..matching.collection import neighbour_pairs, unturn_settings, upright_collection
 from ..matching.features import features_at, sift_features
@@ -460,10 +460,11 @@ def extract_features(
     parts.mkdir(exist_ok=True)
     manifest = parts / "settings.json"
     if manifest.is_file():
-        if json.loads(manifest.read_text()) != json.loads(json.dumps(stated)):
+        had = json.loads(manifest.read_text())
+        if had != json.loads(json.dumps(stated)):
             raise InputError(
-                f"{parts} holds images extracted with other settings or another shard; remove it or choose "
-                "another --out"
+                f"{parts} holds images extracted with other settings or another shard"
+                f"{settings_difference(had, stated)}; remove it or choose another --out"
             )
     elif any(parts.iterdir()):  # not ours (no manifest): its files would be deleted with it when the run ends
         raise InputError(
@@ -611,8 +612,18 @@ def _check_finished(h5py, out: Path, settings: dict, names: list[str]) -> None:
             have = sorted(_groups(h5py, f))
     except (OSError, ValueError):
         raise InputError(f"{out} exists and is not a features file of patchpose extract; remove it") from None
-    if had != json.loads(json.dumps(settings)) or have != sorted(names):
-        raise InputError(f"{out} exists with other settings or images; remove it or choose another --out")
+    if had != json.loads(json.dumps(settings)):
+        raise InputError(
+            f"{out} exists with other settings{settings_difference(had, settings)}; remove it or choose another --out"
+        )
+    if have != sorted(names):
+        added, gone = sorted(set(names) - set(have)), sorted(set(have) - set(names))
+        what = "; ".join(
+            f"{len(v)} {k}, e.g. {v[0]}"
+            for k, v in (("images here that it lacks", added), ("images in it not here", gone))
+            if v
+        )
+        raise InputError(f"{out} exists with other images ({what}); remove it or choose another --out")
 
 
 def merge_features(shards: Sequence[str | Path], out: str | Path) -> Path:
