@@ -46,7 +46,34 @@ def extract_command(a: argparse.Namespace) -> int:
         print(f"{out} was complete already: nothing written")
     else:
         print(f"wrote {out}")
+    if a.unturn:
+        print(_turns_line(out))
     return 0
+
+
+def _turns_line(path) -> str:
+    """What ``--unturn`` did, as ``colmap`` says it: how many photos were turned, and which had no turn found."""
+    import json
+
+    import h5py
+
+    from ..integrations.extract import TURN, TURNS
+    from ..matching.upright import SNAP_DEG
+
+    with h5py.File(path, "r") as f:
+        applied = json.loads(f.attrs.get(TURNS, "{}"))
+        lost = [n for n in sorted(applied) if n in f and not bool(f[n].attrs.get(f"{TURN}_found", True))]
+    # SIFT described upright takes each voted turn as it is: a few degrees is no turn (as for a learned feature)
+    turned = [n for n, t in applied.items() if abs((float(t) + 180.0) % 360.0 - 180.0) > SNAP_DEG]
+    return (
+        f"un-turned {len(turned)} of {len(applied)} photos (by more than {SNAP_DEG:g}°)"
+        + (
+            f"; no turn found for {len(lost)}: {', '.join(lost[:5])}{' …' if len(lost) > 5 else ''}"
+            if lost
+            else ""
+        )
+        + "; each group's patchpose_turn_* attributes say its turn"
+    )
 
 
 def _stamp(path) -> tuple[int, int] | None:
