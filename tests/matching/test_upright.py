@@ -251,3 +251,29 @@ def test_aliked_unturned_by_our_vote_matches_a_photo_turned_by_150_degrees(photo
     as_is = int((reprojection_errors(H, xy1[m0[:, 0]], xy2[m0[:, 1]]) <= 3.0).sum())
     m = patchpose.match_upright(photo, img2, extract)
     assert correct(H, m) > max(4 * as_is, 100), (correct(H, m), as_is)
+
+
+def test_match_results_print_their_arrays_by_shape():
+    """A result's repr names each field, an array by its dtype and shape (the dataclass's printed every keypoint:
+    16 KB for one pair)."""
+    from patchpose.matching.collection import CollectionTurns
+    from patchpose.matching.upright import UprightMatches
+
+    turns = CollectionTurns(
+        np.zeros(500),
+        np.ones(500, bool),
+        np.zeros((9, 2), np.int64),
+        *np.zeros((2, 9)),
+        np.zeros(500, np.int64),
+    )
+    assert repr(turns).startswith("CollectionTurns(degrees=float64[500], found=bool[500], pairs=int64[9, 2]")
+    m = UprightMatches(np.zeros((1000, 2)), np.zeros((900, 2)), np.zeros((700, 2), np.int64), np.zeros(700),
+                       UprightTurn(90.0, 0.0, 40, 100, True), 90.0, (90.0,), 1.25)  # fmt: skip
+    text = repr(m)
+    assert (
+        len(text) < 300
+        and "xy1=float64[1000, 2]" in text
+        and "degrees=90," in text
+        and "seconds=1.25)" in text
+    )
+    assert "UprightTurn(degrees=90.0" in text

@@ -26,6 +26,7 @@ import numpy as np
 
 from ..data.patches import _as_float, check_image, check_image_shape, to_gray
 from ..errors import InputError, is_int_in
+from .matcher import short_repr
 from .retrieval import nearest_pairs, vlad
 from .upright import VOTE_KEYPOINTS, UprightTurn, _check_degrees, turn_between, voters
 
@@ -40,7 +41,7 @@ AGREE_DEG = 10.0
 ROUNDS = 10
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class CollectionTurns:
     """Each photo's turn: :func:`~.upright.turn_image` of photo ``i`` by ``degrees[i]`` shows it as the collection's
     upright photos are shown."""
@@ -55,6 +56,8 @@ class CollectionTurns:
         np.ndarray
     )  #: (P,) degrees in (−180, 180]: each pair's turn minus the one the photos' turns make
     group: np.ndarray  #: (N,) which connected group of found pairs each photo is in (−1: none)
+
+    __repr__ = short_repr
 
     @property
     def consistent(self) -> np.ndarray:

@@ -117,4 +117,21 @@ def ratio_matches(
     return np.stack([i, nn12[i]], 1).astype(np.int64), best12[i]
 
 
-__all__ = ["RATIO", "keypoint_distances", "mutual_nn", "ratio_matches"]
+def short_repr(result) -> str:
+    """A match result's ``repr`` (a dataclass of :class:`~.pair.PairMatches`' kind) that names each field with its
+    value, an array by its dtype and shape only: ``UprightMatches(xy1=float64[1000, 2], ..., degrees=90, ...)``
+    where the dataclass's own repr printed every keypoint."""
+    import dataclasses
+
+    def one(v) -> str:
+        if isinstance(v, np.ndarray):
+            return f"{v.dtype}{list(v.shape)}"
+        if isinstance(v, float):
+            return f"{v:.6g}"
+        return repr(v)
+
+    fields = ", ".join(f"{f.name}={one(getattr(result, f.name))}" for f in dataclasses.fields(result))
+    return f"{type(result).__name__}({fields})"
+
+
+__all__ = ["RATIO", "keypoint_distances", "mutual_nn", "ratio_matches", "short_repr"]

@@ -32,7 +32,7 @@ from .blend import blend_descriptors
 from .candidates import gradient_blend_candidates, pose_descriptors, pose_needs_network
 from .describe import Describer
 from .features import detect
-from .matcher import mutual_nn
+from .matcher import mutual_nn, short_repr
 from .pairpose import pair_pose_descriptors, pair_pose_needs_network
 from .rectify import rectified_pair
 
@@ -44,7 +44,7 @@ DEFAULT_RECIPES = MappingProxyType({"sift": "rectify", "other": "pair-pose"})
 CORRECT_PX = 3.0
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class PairMatches:
     """Mutual nearest-neighbour matches between two images' keypoints, described with one recipe."""
 
@@ -73,6 +73,8 @@ class PairMatches:
     #: ``rectify``: which image's keypoints were detected again in its view warped into the other's frame (1 or
     #: 2; None: none, no map found); else None
     redetected: int | None = None
+
+    __repr__ = short_repr
 
     def with_threshold(self, threshold: float) -> PairMatches:
         """These matches with a match correct within ``threshold`` px (:func:`check_threshold`) instead."""

@@ -36,7 +36,7 @@ from ..data.patches import check_image
 from ..errors import InputError
 from .describe import Describer
 from .features import detect
-from .matcher import mutual_nn
+from .matcher import mutual_nn, short_repr
 from .pairpose import OurVotes
 from .zoom import TURN_BAND, pair_turn, pair_zoom
 
@@ -118,7 +118,7 @@ class UprightTurn:
         return float((self.votes - even) / math.sqrt(even * (1.0 - p)))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class UprightMatches:
     """Matches of two photos' features, photo 1 extracted turned by :attr:`degrees` (its keypoints mapped back)."""
 
@@ -130,6 +130,8 @@ class UprightMatches:
     degrees: float  #: the turn photo 1 was extracted at (the voted one, or the best quarter turn)
     tried: tuple[float, ...] = field(default=())  #: the turns extracted (one where the votes found a turn)
     seconds: float = 0.0  #: votes, extractions and matching
+
+    __repr__ = short_repr
 
     @property
     def extractions(self) -> int:
