@@ -1,6 +1,7 @@
 """The command line: outputs written, bad input gives one clear line and exit status 2 (no traceback)."""
 
 import json
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -724,3 +725,17 @@ def test_eval_synthetic_split_picks_the_photos_of_one_split(tmp_path, capsys):
         assert main([*argv, "--out", str(tmp_path / "x")]) == 2
         err = capsys.readouterr().err.strip()
         assert match in err and len(err.splitlines()) == 1, err
+
+
+def test_a_killed_colmap_command_ends_without_pycolmaps_stack_trace():
+    """pycolmap, imported, puts glog's failure handler on SIGTERM (some 24 lines of native stack trace on a kill);
+    the commands that run COLMAP put the default back first: a kill ends them as it ends any process."""
+    pytest.importorskip("pycolmap")
+    code = (
+        "import os, signal\n"
+        "from patchpose.cli.options import plain_sigterm\n"
+        "plain_sigterm()\n"
+        "os.kill(os.getpid(), signal.SIGTERM)\n"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == -signal.SIGTERM and "stack trace" not in r.stderr and r.stderr == ""

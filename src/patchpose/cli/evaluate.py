@@ -11,7 +11,7 @@ from ..checks import MAX_THREADS
 from ..errors import InputError, is_int_in
 from ..evaluation.colmap_eval import DEFAULT_POSES, DEFAULT_SETS, POSES, SETS
 from ..recipes import MODELS
-from .options import add_descriptor, add_peers, add_weights, print_results, read_plan
+from .options import add_descriptor, add_peers, add_weights, plain_sigterm, print_results, read_plan
 
 
 def _set_threads(threads) -> None:
@@ -258,6 +258,7 @@ def eval_colmap_command(a: argparse.Namespace) -> int:
     from ..evaluation.colmap_eval import evaluate_colmap, pose_estimator
     from .extract import set_threads
 
+    plain_sigterm()  # a kill ends it without pycolmap's native stack trace
     _check_max_keypoints(a.max_keypoints)
     set_threads(a.threads)
     weights = a.weights

@@ -12,7 +12,7 @@ from ..errors import InputError
 from ..integrations.extract import DESCRIPTORS, DETECTORS
 from ..integrations.kornia import ALIKED_MODELS
 from ..recipes import MODELS
-from .options import add_weights
+from .options import add_weights, plain_sigterm
 
 #: the ALIKED ``--aliked`` reads where ``--aliked-model`` is not given
 ALIKED_DEFAULT = "aliked-n16"
@@ -114,6 +114,7 @@ def colmap_command(a: argparse.Namespace) -> int:
     """``colmap IMAGES --out DIR``: one COLMAP reconstruction (COLMAP's own pipeline); prints its summary."""
     from ..integrations.colmap import check_settings, reconstruct, summary_table
 
+    plain_sigterm()  # a kill ends it without pycolmap's native stack trace
     set_threads(a.threads)  # torch's too (ALIKED, the votes); first: its message names the option
     check_settings(a.max_keypoints, a.seed, a.threads)
     # --aliked-model without --aliked: its one-line error before any work

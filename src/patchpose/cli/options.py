@@ -65,6 +65,22 @@ def read_plan(a: argparse.Namespace) -> dict[str, float | bool]:
     return ReadPlan.parse(a.read)
 
 
+def plain_sigterm() -> None:
+    """A kill (SIGTERM) ends a command that runs COLMAP as it ends any other: pycolmap installs glog's failure
+    handler when imported, which printed a native stack trace of some 24 lines. Its handlers of crashes stay.
+    Nothing where pycolmap is not installed (the command then says so in one line)."""
+    import signal
+
+    import cv2  # noqa: F401 - before pycolmap: pycolmap imported first breaks OpenCV's PNG writer
+
+    try:
+        import pycolmap  # noqa: F401 - imported here so that its handler is in place before it is replaced
+    except ImportError:
+        return
+    if signal.getsignal(signal.SIGTERM) in (signal.SIG_DFL, None):  # glog's C handler, or the default
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
 def print_line(text: str) -> None:
     """Write ``text`` and a newline in one call and flush: under torchrun every rank prints its own line, and
     a pipe keeps writes under 4 KiB whole, so the ranks' lines never interleave."""
