@@ -256,8 +256,13 @@ def test_real_frames_turned_register_and_the_command_is_not_worse_than_sifts_own
     assert sift["registered"] == 5
     # measured: 830 points / 3,119 observations against 811 / 3,047
     assert stats["points3D"] >= sift["points3D"] and stats["observations"] >= sift["observations"]
-    # a rerun into the finished folder returns its statistics; other settings are refused
+    # a rerun into the finished folder returns its statistics (and says it wrote nothing); other settings are refused
     assert cm.reconstruct(tum_turned, out, max_keypoints=1500, threads=1) == stats
+    capsys.readouterr()
+    assert (
+        main(["colmap", str(tum_turned), "--out", str(out), "--max-keypoints", "1500", "--threads", "1"]) == 0
+    )
+    assert f"{out} was complete already: nothing written (stats.json;" in capsys.readouterr().out
     with pytest.raises(InputError, match="exists and is not this reconstruction"):
         reconstruct_at(tum_turned, out, "upright", max_keypoints=1500, threads=1)
     # the benchmark's row upright_ours (each photo described upright in the collection; it reads the votes' model):

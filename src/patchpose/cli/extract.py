@@ -6,6 +6,7 @@ describes keypoints with the recipe ``pose`` (:data:`patchpose.recipes.RECIPES`)
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from ..data.keypoints import MAX_KEYPOINTS
 from ..errors import InputError
@@ -119,6 +120,7 @@ def colmap_command(a: argparse.Namespace) -> int:
     check_settings(a.max_keypoints, a.seed, a.threads)
     # --aliked-model without --aliked: its one-line error before any work
     extract = _aliked(a)
+    before = _stamp(Path(a.out) / "stats.json")
     s = reconstruct(
         a.images,
         a.out,
@@ -146,7 +148,11 @@ def colmap_command(a: argparse.Namespace) -> int:
     model = (
         "sparse/0" if s["models"] == 1 else f"sparse/ ({s['models']} models; the summary is the largest's)"
     )
-    print(f"wrote {a.out} (stats.json; project.ini and {model} open in COLMAP's GUI{placed})")
+    done = (
+        before is not None and _stamp(Path(a.out) / "stats.json") == before
+    )  # a finished one, left as it was
+    print(f"{a.out} was complete already: nothing written" if done else f"wrote {a.out}", end="")
+    print(f" (stats.json; project.ini and {model} open in COLMAP's GUI{placed})")
     return 0
 
 
