@@ -733,6 +733,7 @@ def test_a_killed_colmap_command_ends_without_pycolmaps_stack_trace():
     pytest.importorskip("pycolmap")
     code = (
         "import os, signal\n"
+        "import cv2, pycolmap\n"  # glog's handler in place first: a plain_sigterm that did nothing would fail
         "from patchpose.cli.options import plain_sigterm\n"
         "plain_sigterm()\n"
         "os.kill(os.getpid(), signal.SIGTERM)\n"

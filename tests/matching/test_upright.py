@@ -177,6 +177,13 @@ def test_a_bad_extractor_or_turn_is_one_line(photo):
             extract_turned(photo, far, degrees)
     with pytest.raises(InputError, match="outside .* for photo 2"):
         match_upright(photo, photo, far, turn=turn)
+
+    def normalised(image):  # kornia's and LightGlue's [-1, 1]: inside the image, all at its corner
+        xy, d = upright_sift(image)
+        return xy / np.array(image.shape[1::-1]) * 2.0 - 1.0, d
+
+    with pytest.raises(InputError, match="normalised coordinates"):
+        extract_turned(photo, normalised, 30.0)
     h, w = photo.shape[:2]
     edge = extract_turned(photo, lambda image: (np.array([[-0.5, -0.5], [w - 0.5, h - 0.5]]), np.eye(2)), 0.0)
     assert len(edge[0]) == 0  # on the border: not an error (and not inside)

@@ -48,23 +48,17 @@ def extract_command(a: argparse.Namespace) -> int:
     else:
         print(f"wrote {out}")
     if a.unturn:
-        print(_turns_line(out))
+        print(_turns_line(*_file_turns(out), "each group's patchpose_turn_* attributes say its turn"))
     return 0
 
 
-def _turns_line(path) -> str:
-    """What ``--unturn`` did, as ``colmap`` says it: how many photos were turned, and which had no turn found."""
-    import json
-
-    import h5py
-
-    from ..integrations.extract import TURN, TURNS
+def _turns_line(applied: dict, lost: list[str], where: str) -> str:
+    """What un-turning did, one line for ``extract --unturn`` and ``colmap --unturn`` alike: how many photos were
+    turned by more than :data:`~patchpose.matching.upright.SNAP_DEG` (SIFT described upright takes each voted turn as
+    it is: a few degrees is no turn, as for a learned feature), and which had no turn found; ``where`` says where
+    each photo's turn is kept."""
     from ..matching.upright import SNAP_DEG
 
-    with h5py.File(path, "r") as f:
-        applied = json.loads(f.attrs.get(TURNS, "{}"))
-        lost = [n for n in sorted(applied) if n in f and not bool(f[n].attrs.get(f"{TURN}_found", True))]
-    # SIFT described upright takes each voted turn as it is: a few degrees is no turn (as for a learned feature)
     turned = [n for n, t in applied.items() if abs((float(t) + 180.0) % 360.0 - 180.0) > SNAP_DEG]
     return (
         f"un-turned {len(turned)} of {len(applied)} photos (by more than {SNAP_DEG:g}°)"
@@ -73,8 +67,22 @@ def _turns_line(path) -> str:
             if lost
             else ""
         )
-        + "; each group's patchpose_turn_* attributes say its turn"
+        + f"; {where}"
     )
+
+
+def _file_turns(path) -> tuple[dict, list[str]]:
+    """An ``extract --unturn`` file's applied turns (name → degrees) and the photos without a found turn."""
+    import json
+
+    import h5py
+
+    from ..integrations.extract import TURN, TURNS
+
+    with h5py.File(path, "r") as f:
+        applied = json.loads(f.attrs.get(TURNS, "{}"))
+        lost = [n for n in sorted(applied) if n in f and not bool(f[n].attrs.get(f"{TURN}_found", True))]
+    return applied, lost
 
 
 def _stamp(path) -> tuple[int, int] | None:
@@ -134,10 +142,9 @@ def colmap_command(a: argparse.Namespace) -> int:
     )
     print(summary_table(s))
     if "turns" in s:
-        turned = [n for n, t in s["turns"].items() if t["applied"] != 0.0]
-        lost = [n for n, t in s["turns"].items() if not t["found"]]
-        print(f"un-turned {len(turned)} of {len(s['turns'])} photos"
-              + (f"; no turn found for {', '.join(lost)}" if lost else "") + " (stats.json: turns)")  # fmt: skip
+        applied = {n: t["applied"] for n, t in s["turns"].items()}
+        lost = sorted(n for n, t in s["turns"].items() if not t["found"])
+        print(_turns_line(applied, lost, "stats.json: turns"))
     if not s["registered"]:  # nothing to open: not a result to take for one (a script sees the exit status)
         raise InputError(
             f"COLMAP placed none of the {s['images']} images ({s['verified_pairs']} verified pair"

@@ -263,7 +263,9 @@ def turn_every_other(images: str | Path, dest: str | Path, first: int = 1, any_a
         if i % 2 != first:
             shutil.copyfile(path, target)
             continue
-        image = cv2.imread(str(path), cv2.IMREAD_COLOR if any_angle else cv2.IMREAD_UNCHANGED)
+        # the pixels as stored (as COLMAP reads the frames copied as they are), not turned by an EXIF orientation
+        flags = cv2.IMREAD_COLOR | cv2.IMREAD_IGNORE_ORIENTATION if any_angle else cv2.IMREAD_UNCHANGED
+        image = cv2.imread(str(path), flags)
         if image is None:
             raise InputError(f"cannot read image {path}")
         if any_angle:

@@ -141,8 +141,9 @@ class UprightMatches:
 
 def _check_extracted(out, what: str, shape: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
     """An extractor's ``(xy, descriptors)`` of an image of ``shape`` as float arrays, or a one-line
-    :class:`InputError` (also for keypoints more than a pixel outside that image: not x, y pixel coordinates in the
-    image it was given, which would otherwise be dropped without a word)."""
+    :class:`InputError` (also for keypoints more than a pixel outside that image, or 8 or more all within 1.5 px of
+    its corner, as normalised coordinates are: not x, y pixel coordinates in the image it was given, which would
+    otherwise be dropped or matched without a word)."""
     if not isinstance(out, tuple) or len(out) != 2:
         raise InputError(f"the extractor must return (xy, descriptors) for {what}, got {type(out).__name__}")
     xy, d = (np.asarray(a, np.float64) for a in out)
@@ -159,6 +160,11 @@ def _check_extracted(out, what: str, shape: tuple[int, ...]) -> tuple[np.ndarray
         raise InputError(
             f"the extractor returned {int(out_of.sum())} keypoints outside the {w}×{h} image it was given for {what}, "
             f"e.g. ({x:.1f}, {y:.1f}): xy must be x, y pixel coordinates in that image"
+        )
+    if len(xy) >= 8 and min(h, w) > 16 and np.abs(xy).max() <= 1.5:  # coordinates in [-1, 1] or [0, 1]
+        raise InputError(
+            f"the extractor's {len(xy)} keypoints for {what} all lie within 1.5 px of the corner of the {w}×{h} image "
+            "it was given: normalised coordinates? xy must be x, y pixel coordinates in that image"
         )
     return xy, d.astype(np.float32)
 
