@@ -44,18 +44,24 @@ ROUNDS = 10
 @dataclass(frozen=True, repr=False)
 class CollectionTurns:
     """Each photo's turn: :func:`~.upright.turn_image` of photo ``i`` by ``degrees[i]`` shows it as the collection's
-    upright photos are shown."""
+    upright photos are shown.
 
-    degrees: (
-        np.ndarray
-    )  #: (N,) degrees counter-clockwise as displayed, in [0, 360) (0 where not :attr:`found`)
-    found: np.ndarray  #: (N,) bool: the photo is joined to others by found pairwise turns
-    pairs: np.ndarray  #: (P, 2) the pairs whose turn was found (photo indices)
-    pair_degrees: np.ndarray  #: (P,) their turns, degrees (photo j shows photo i's structures turned by this)
-    residual: (
-        np.ndarray
-    )  #: (P,) degrees in (−180, 180]: each pair's turn minus the one the photos' turns make
-    group: np.ndarray  #: (N,) which connected group of found pairs each photo is in (−1: none)
+    Attributes:
+        degrees: ``(N,)`` degrees counter-clockwise as displayed, in [0, 360) (0 where not ``found``).
+        found: ``(N,)`` bool: the photo is joined to others by found pairwise turns.
+        pairs: ``(P, 2)`` the pairs whose turn was found (photo indices).
+        pair_degrees: ``(P,)`` their turns, degrees (photo j shows photo i's structures turned by this).
+        residual: ``(P,)`` degrees in (−180, 180]: each pair's turn minus the one the photos' turns make.
+        group: ``(N,)`` which connected group of found pairs each photo is in (−1: none); turns are relative
+            within a group (photos of two groups share no found pair, so no turn relates them).
+    """
+
+    degrees: np.ndarray
+    found: np.ndarray
+    pairs: np.ndarray
+    pair_degrees: np.ndarray
+    residual: np.ndarray
+    group: np.ndarray
 
     __repr__ = short_repr
 

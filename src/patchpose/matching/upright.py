@@ -120,16 +120,27 @@ class UprightTurn:
 
 @dataclass(frozen=True, repr=False)
 class UprightMatches:
-    """Matches of two photos' features, photo 1 extracted turned by :attr:`degrees` (its keypoints mapped back)."""
+    """Matches of two photos' features, photo 1 extracted turned by ``degrees`` (its keypoints mapped back).
 
-    xy1: np.ndarray  #: (N, 2) photo 1's keypoints, pixels of photo 1 as given
-    xy2: np.ndarray  #: (M, 2) photo 2's keypoints
-    matches: np.ndarray  #: (L, 2) indices into xy1, xy2 (mutual nearest neighbours)
-    distances: np.ndarray  #: (L,) descriptor distances
-    turn: UprightTurn  #: what the votes found
-    degrees: float  #: the turn photo 1 was extracted at (the voted one, or the best quarter turn)
-    tried: tuple[float, ...] = field(default=())  #: the turns extracted (one where the votes found a turn)
-    seconds: float = 0.0  #: votes, extractions and matching
+    Attributes:
+        xy1: ``(N, 2)`` photo 1's keypoints, pixels of photo 1 as given.
+        xy2: ``(M, 2)`` photo 2's keypoints.
+        matches: ``(L, 2)`` indices into ``xy1``, ``xy2`` (mutual nearest neighbours).
+        distances: ``(L,)`` descriptor distances.
+        turn: what the votes found (:class:`UprightTurn`).
+        degrees: the turn photo 1 was extracted at (the voted one, or the best quarter turn).
+        tried: the turns extracted (one where the votes found a turn).
+        seconds: votes, extractions and matching.
+    """
+
+    xy1: np.ndarray
+    xy2: np.ndarray
+    matches: np.ndarray
+    distances: np.ndarray
+    turn: UprightTurn
+    degrees: float
+    tried: tuple[float, ...] = field(default=())
+    seconds: float = 0.0
 
     __repr__ = short_repr
 
