@@ -46,32 +46,42 @@ CORRECT_PX = 3.0
 
 @dataclass(frozen=True, repr=False)
 class PairMatches:
-    """Mutual nearest-neighbour matches between two images' keypoints, described with one recipe."""
+    """Mutual nearest-neighbour matches between two images' keypoints, described with one recipe.
 
-    recipe: str  #: the recipe the keypoints were described with (a key of :data:`patchpose.recipes.RECIPES`)
-    xy1: (
-        np.ndarray
-    )  #: (N, 2) keypoints of image 1, pixels (``rectify``: found again if :attr:`redetected` is 1)
-    xy2: np.ndarray  #: (M, 2) keypoints of image 2 (found again if :attr:`redetected` is 2)
-    matches: np.ndarray  #: (L, 2) indices into xy1, xy2
-    distances: np.ndarray  #: (L,) descriptor distances
-    error_px: np.ndarray | None  #: (L,) reprojection error under the homography; None without one
-    correct: np.ndarray | None  #: (L,) error within the threshold; None without a homography
-    threshold: float  #: px: a match is correct within this
-    seconds: float  #: detection, poses, description and matching
-    #: ``pair-pose``: the pair's zoom (log2: structures in image 2 look ``2**zoom`` times as large) that the
-    #: keypoints' scales voted (ours; at SIFT's detections SIFT's); else None
+    Attributes:
+        recipe: the recipe the keypoints were described with (a key of :data:`patchpose.recipes.RECIPES`).
+        xy1: ``(N, 2)`` keypoints of image 1, pixels (``rectify``: found again if ``redetected`` is 1).
+        xy2: ``(M, 2)`` keypoints of image 2 (found again if ``redetected`` is 2).
+        matches: ``(L, 2)`` indices into ``xy1``, ``xy2``.
+        distances: ``(L,)`` descriptor distances.
+        error_px: ``(L,)`` reprojection error under the homography; None without one.
+        correct: ``(L,)`` error within the threshold; None without a homography.
+        threshold: px: a match is correct within this.
+        seconds: detection, poses, description and matching.
+        zoom: ``pair-pose``: the pair's zoom (log2: structures in image 2 look ``2**zoom`` times as large) that
+            the keypoints' scales voted (ours; at SIFT's detections SIFT's); else None.
+        turn: ``pair-pose``: the pair's turn (degrees, CCW as displayed, in [0, 360)) that their angles voted;
+            None for the other recipes, and where the votes showed no one turn (each keypoint then at its own poses).
+        affine: ``pair-pose``: the ``(2, 2)`` affine map from image 1 to image 2 (pixels, y down) that the matches
+            which voted for the turn agree on, where it cut photo 2 through it (a slant besides the turn and zoom);
+            ``rectify``: the ``(2, 3)`` map from image 1 to image 2 that a photo was warped through (None: none
+            found, each photo matched as SIFT with all its orientations); else None.
+        redetected: ``rectify``: which image's keypoints were detected again in its view warped into the other's
+            frame (1 or 2; None: none, no map found); else None.
+    """
+
+    recipe: str
+    xy1: np.ndarray
+    xy2: np.ndarray
+    matches: np.ndarray
+    distances: np.ndarray
+    error_px: np.ndarray | None
+    correct: np.ndarray | None
+    threshold: float
+    seconds: float
     zoom: float | None = None
-    #: ``pair-pose``: the pair's turn (degrees, CCW as displayed, in [0, 360)) that their angles voted; None for
-    #: the other recipes, and where the votes showed no one turn (each keypoint then at its own poses)
     turn: float | None = None
-    #: ``(2, 2)``: the affine map from image 1 to image 2 (pixels, y down) that the matches which voted for the
-    #: turn agree on, where ``pair-pose`` cut photo 2 through it (a slant besides the turn and zoom); ``rectify``:
-    #: the ``(2, 3)`` map from image 1 to image 2 that a photo was warped through (None: none found, each photo
-    #: matched as SIFT with all its orientations); else None
     affine: np.ndarray | None = None
-    #: ``rectify``: which image's keypoints were detected again in its view warped into the other's frame (1 or
-    #: 2; None: none, no map found); else None
     redetected: int | None = None
 
     __repr__ = short_repr

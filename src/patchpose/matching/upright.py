@@ -86,17 +86,24 @@ Voters = tuple[np.ndarray, np.ndarray, np.ndarray]
 
 @dataclass(frozen=True)
 class UprightTurn:
-    """The turn from photo 1 to photo 2 that :func:`upright_pair` found."""
+    """The turn from photo 1 to photo 2 that :func:`upright_pair` found.
 
-    #: photo 2 shows photo 1's structures turned by this, degrees counter-clockwise as displayed, in [0, 360)
-    #: (0 where the votes show no turn)
+    Attributes:
+        degrees: photo 2 shows photo 1's structures turned by this, degrees counter-clockwise as displayed, in
+            [0, 360) (0 where the votes show no turn).
+        zoom: log2: structures in photo 2 look ``2**zoom`` times as large as in photo 1 (0: no evidence).
+        votes: tentative matches within ±15° of the turn.
+        matches: tentative matches that voted.
+        found: whether the votes show one turn (``confidence`` past the threshold, enough votes).
+        retried: whether these are the votes of :data:`VOTE_RETRY_KEYPOINTS` corners, taken where fewer showed no
+            turn.
+    """
+
     degrees: float
-    #: log2: structures in photo 2 look ``2**zoom`` times as large as in photo 1 (0: no evidence)
     zoom: float
-    votes: int  #: tentative matches within ±15° of the turn
-    matches: int  #: tentative matches that voted
-    found: bool  #: whether the votes show one turn (:attr:`confidence` past the threshold, enough votes)
-    #: whether these are the votes of :data:`VOTE_RETRY_KEYPOINTS` corners, taken where fewer showed no turn
+    votes: int
+    matches: int
+    found: bool
     retried: bool = False
 
     @classmethod
