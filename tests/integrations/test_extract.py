@@ -828,3 +828,32 @@ def test_hidden_files_and_folders_are_not_images(tmp_path):
         cv2.imwrite(str(tmp_path / name), good)
     (tmp_path / "._A.JPG").write_bytes(b"\x00\x05\x16\x07 mac metadata")
     assert [n for n, _ in ex.image_names(tmp_path)] == ["A.JPG", "sub/b.png"]
+
+
+def test_overwrite_replaces_a_features_file_of_other_settings_and_nothing_else(images, reference, tmp_path):
+    """``--overwrite``: a features file of other settings (and its OUT.parts of other settings) is replaced by this
+    run's, whole; one of the same settings is left as it is; a file that is not ours is refused still."""
+    out = tmp_path / "o.h5"
+    shutil.copy(reference, out)  # made with max_keypoints=KEYPOINTS
+    parts = tmp_path / "o.h5.parts"
+    parts.mkdir()
+    (parts / "settings.json").write_text('{"detector": "harris"}')
+    with pytest.raises(InputError, match="or pass --overwrite"):
+        ex.extract_features(images, out, max_keypoints=KEYPOINTS - 1, progress=False)
+    ex.extract_features(images, out, max_keypoints=KEYPOINTS - 1, progress=False, overwrite=True)
+    with h5py.File(out, "r") as f:
+        assert json.loads(f.attrs[ex.SETTINGS])["max_keypoints"] == KEYPOINTS - 1
+    assert not parts.exists() and max(len(g["keypoints"]) for g in contents(out).values()) <= KEYPOINTS - 1
+    stamp = out.stat().st_mtime_ns
+    ex.extract_features(images, out, max_keypoints=KEYPOINTS - 1, progress=False, overwrite=True)
+    assert out.stat().st_mtime_ns == stamp  # the same settings: finished, nothing to replace
+    theirs = tmp_path / "theirs.h5"
+    theirs.write_text("a user's notes")
+    assert main(["extract", str(images), "--out", str(theirs), "--overwrite", "--no-progress"]) == 2
+    assert theirs.read_text() == "a user's notes"
+    with h5py.File(tmp_path / "plain.h5", "w") as f:  # HDF5, but not a features file of ours
+        f.create_dataset("x", data=np.zeros(3))
+    with pytest.raises(InputError, match="is not a features file of patchpose extract"):
+        ex.extract_features(
+            images, tmp_path / "plain.h5", max_keypoints=KEYPOINTS, progress=False, overwrite=True
+        )

@@ -42,6 +42,7 @@ def extract_command(a: argparse.Namespace) -> int:
         unturn_window=a.unturn_window,
         unturn_pairs=a.unturn_pairs,
         unturn_retrieval=a.unturn_retrieval,
+        overwrite=a.overwrite,
     )
     if before is not None and _stamp(out) == before:  # a finished file of these settings: left as it was
         print(f"{out} was complete already: nothing written")
@@ -241,6 +242,12 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         metavar="i/n",
         help="only images i, i+n, i+2n, ... of the names sorted (0 <= i < n), into their own file; "
         "extract-merge joins the n files",
+    )
+    e.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace a features file of patchpose extract made with other settings or images (and begin its "
+        "OUT.parts again); the new file replaces it when whole. Without it: an error naming what differs",
     )
     add_aliked(
         e,

@@ -377,6 +377,7 @@ def extract_features(
     unturn_window: int | None = None,
     unturn_pairs: str | Path | Sequence[tuple[str, str]] | None = None,
     unturn_retrieval: int | None = None,
+    overwrite: bool = False,
 ) -> Path:
     """Write the hloc features file ``out`` for the images below the folder ``images`` (the module
     docstring: groups, resuming after a kill, shards) and return its path.
@@ -418,7 +419,9 @@ def extract_features(
             :data:`~patchpose.matching.retrieval.NEIGHBOURS`.
 
     A rerun with other settings than the parts on disk, or onto a finished file of other settings or
-    images, is an :class:`InputError`; onto a finished file of the same ones it does nothing. Images that cannot
+    images, is an :class:`InputError` naming what differs, unless ``overwrite`` (``--overwrite``): then those parts
+    are removed and the file is replaced when the new one is whole (a file that is not a features file of
+    ``patchpose extract`` is refused still); onto a finished file of the same ones it does nothing. Images that cannot
     be read are one :class:`InputError` naming them once every other image is extracted (no file is written; the
     rerun, once they are mended or removed, takes the finished images as they are)."""
     h5py = require("h5py", "hloc")
@@ -449,7 +452,7 @@ def extract_features(
         settings["unturn"] = {**settings["unturn"], **pairs_stated}
     parts = out.with_name(out.name + ".parts")
     stated = {**settings, "shard": f"{i}/{n}"}
-    if out.exists():
+    if out.exists() and not (overwrite and _replaceable(h5py, out, settings, [name for name, _ in todo])):
         _check_finished(h5py, out, settings, [name for name, _ in todo])
         manifest = parts / "settings.json"
         if manifest.is_file() and json.loads(manifest.read_text()) == json.loads(json.dumps(stated)):
@@ -461,10 +464,14 @@ def extract_features(
     manifest = parts / "settings.json"
     if manifest.is_file():
         had = json.loads(manifest.read_text())
-        if had != json.loads(json.dumps(stated)):
+        if had != json.loads(json.dumps(stated)) and overwrite:  # ours, of other settings: begun again
+            shutil.rmtree(parts)
+            parts.mkdir()
+            write_text_atomic(manifest, json.dumps(stated, indent=1))
+        elif had != json.loads(json.dumps(stated)):
             raise InputError(
                 f"{parts} holds images extracted with other settings or another shard"
-                f"{settings_difference(had, stated)}; remove it or choose another --out"
+                f"{settings_difference(had, stated)}; remove it, choose another --out or pass --overwrite"
             )
     elif any(parts.iterdir()):  # not ours (no manifest): its files would be deleted with it when the run ends
         raise InputError(
@@ -604,6 +611,18 @@ def _groups(h5py, f) -> dict[str, object]:
     return found
 
 
+def _replaceable(h5py, out: Path, settings: dict, names: list[str]) -> bool:
+    """Whether ``--overwrite`` replaces ``out``: a features file of ``patchpose extract`` made with other settings
+    or images (one of these very settings and images is finished: nothing to replace; any other file is refused)."""
+    try:
+        with h5py.File(out, "r") as f:
+            had = json.loads(f.attrs.get(SETTINGS, "null"))
+            have = sorted(_groups(h5py, f))
+    except (OSError, ValueError):
+        return False  # not a features file: refused
+    return isinstance(had, dict) and (had != json.loads(json.dumps(settings)) or have != sorted(names))
+
+
 def _check_finished(h5py, out: Path, settings: dict, names: list[str]) -> None:
     """Refuse an existing ``out`` unless it is this run's result: the same settings and images."""
     try:
@@ -611,10 +630,13 @@ def _check_finished(h5py, out: Path, settings: dict, names: list[str]) -> None:
             had = json.loads(f.attrs.get(SETTINGS, "null"))
             have = sorted(_groups(h5py, f))
     except (OSError, ValueError):
-        raise InputError(f"{out} exists and is not a features file of patchpose extract; remove it") from None
+        had = None
+    if not isinstance(had, dict):  # not HDF5, or HDF5 without our settings: a file of someone else's
+        raise InputError(f"{out} exists and is not a features file of patchpose extract; remove it")
     if had != json.loads(json.dumps(settings)):
         raise InputError(
-            f"{out} exists with other settings{settings_difference(had, settings)}; remove it or choose another --out"
+            f"{out} exists with other settings{settings_difference(had, settings)}; remove it, choose another --out "
+            "or pass --overwrite"
         )
     if have != sorted(names):
         added, gone = sorted(set(names) - set(have)), sorted(set(have) - set(names))
@@ -623,7 +645,9 @@ def _check_finished(h5py, out: Path, settings: dict, names: list[str]) -> None:
             for k, v in (("images here that it lacks", added), ("images in it not here", gone))
             if v
         )
-        raise InputError(f"{out} exists with other images ({what}); remove it or choose another --out")
+        raise InputError(
+            f"{out} exists with other images ({what}); remove it, choose another --out or pass --overwrite"
+        )
 
 
 def merge_features(shards: Sequence[str | Path], out: str | Path) -> Path:
