@@ -156,9 +156,8 @@ def colmap_command(a: argparse.Namespace) -> int:
     model = (
         "sparse/0" if s["models"] == 1 else f"sparse/ ({s['models']} models; the summary is the largest's)"
     )
-    done = (
-        before is not None and _stamp(Path(a.out) / "stats.json") == before
-    )  # a finished one, left as it was
+    # a finished one, left as it was
+    done = before is not None and _stamp(Path(a.out) / "stats.json") == before
     print(f"{a.out} was complete already: nothing written" if done else f"wrote {a.out}", end="")
     print(f" (stats.json; project.ini and {model} open in COLMAP's GUI{placed})")
     return 0

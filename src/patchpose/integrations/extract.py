@@ -464,15 +464,15 @@ def extract_features(
     manifest = parts / "settings.json"
     if manifest.is_file():
         had = json.loads(manifest.read_text())
-        if had != json.loads(json.dumps(stated)) and overwrite:  # ours, of other settings: begun again
-            shutil.rmtree(parts)
+        if had != json.loads(json.dumps(stated)):
+            if not overwrite:
+                raise InputError(
+                    f"{parts} holds images extracted with other settings or another shard"
+                    f"{settings_difference(had, stated)}; remove it, choose another --out or pass --overwrite"
+                )
+            shutil.rmtree(parts)  # ours, of other settings: begun again
             parts.mkdir()
             write_text_atomic(manifest, json.dumps(stated, indent=1))
-        elif had != json.loads(json.dumps(stated)):
-            raise InputError(
-                f"{parts} holds images extracted with other settings or another shard"
-                f"{settings_difference(had, stated)}; remove it, choose another --out or pass --overwrite"
-            )
     elif any(parts.iterdir()):  # not ours (no manifest): its files would be deleted with it when the run ends
         raise InputError(
             f"{parts} exists and was not made by patchpose extract; remove it or choose another --out"
@@ -611,27 +611,29 @@ def _groups(h5py, f) -> dict[str, object]:
     return found
 
 
-def _replaceable(h5py, out: Path, settings: dict, names: list[str]) -> bool:
-    """Whether ``--overwrite`` replaces ``out``: a features file of ``patchpose extract`` made with other settings
-    or images (one of these very settings and images is finished: nothing to replace; any other file is refused)."""
+def _finished_state(h5py, out: Path) -> tuple[dict | None, list[str]]:
+    """An existing ``out``'s recorded settings (None where it is not a features file of ``patchpose extract``: not
+    HDF5, or HDF5 without our settings) and its image names, sorted."""
     try:
         with h5py.File(out, "r") as f:
             had = json.loads(f.attrs.get(SETTINGS, "null"))
             have = sorted(_groups(h5py, f))
     except (OSError, ValueError):
-        return False  # not a features file: refused
-    return isinstance(had, dict) and (had != json.loads(json.dumps(settings)) or have != sorted(names))
+        return None, []
+    return (had if isinstance(had, dict) else None), have
+
+
+def _replaceable(h5py, out: Path, settings: dict, names: list[str]) -> bool:
+    """Whether ``--overwrite`` replaces ``out``: a features file of ``patchpose extract`` made with other settings
+    or images (one of these very settings and images is finished: nothing to replace; any other file is refused)."""
+    had, have = _finished_state(h5py, out)
+    return had is not None and (had != json.loads(json.dumps(settings)) or have != sorted(names))
 
 
 def _check_finished(h5py, out: Path, settings: dict, names: list[str]) -> None:
     """Refuse an existing ``out`` unless it is this run's result: the same settings and images."""
-    try:
-        with h5py.File(out, "r") as f:
-            had = json.loads(f.attrs.get(SETTINGS, "null"))
-            have = sorted(_groups(h5py, f))
-    except (OSError, ValueError):
-        had = None
-    if not isinstance(had, dict):  # not HDF5, or HDF5 without our settings: a file of someone else's
+    had, have = _finished_state(h5py, out)
+    if had is None:  # a file of someone else's
         raise InputError(f"{out} exists and is not a features file of patchpose extract; remove it")
     if had != json.loads(json.dumps(settings)):
         raise InputError(

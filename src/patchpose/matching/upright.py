@@ -17,8 +17,8 @@ their structures the same way up.
 An extractor is any callable ``image -> (xy, descriptors)``: ``image`` the photo as it was given (of the dtype and
 channels given: ``H×W×3`` uint8 RGB or ``H×W`` gray for :func:`~patchpose.integrations.kornia.aliked_extractor`),
 turned where it is un-turned; ``xy`` ``(N, 2)`` pixels in that image (x right, y down, pixel centres at integers:
-keypoints outside it are a one-line error), ``descriptors`` ``(N, D)`` compared by Euclidean distance. kornia's ALIKED with weights of one's own:
-:func:`patchpose.integrations.kornia.aliked_extractor`.
+keypoints outside it are a one-line error), ``descriptors`` ``(N, D)`` compared by Euclidean distance. kornia's
+ALIKED with weights of one's own: :func:`patchpose.integrations.kornia.aliked_extractor`.
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ import numpy as np
 
 from ..data.patches import check_image
 from ..errors import InputError
+from ..geometry import inside
 from .describe import Describer
 from .features import detect
 from .matcher import mutual_nn, short_repr
@@ -172,7 +173,7 @@ def _check_extracted(out, what: str, shape: tuple[int, ...]) -> tuple[np.ndarray
     if not (np.isfinite(xy).all() and np.isfinite(d).all()):
         raise InputError(f"the extractor returned non-finite keypoints or descriptors for {what}")
     h, w = shape[:2]
-    out_of = (xy[:, 0] < -1.5) | (xy[:, 0] > w + 0.5) | (xy[:, 1] < -1.5) | (xy[:, 1] > h + 0.5)
+    out_of = ~inside(xy, shape, margin=-1.0)  # more than a pixel past the outermost pixel centres
     if out_of.any():
         x, y = xy[np.argmax(out_of)]
         raise InputError(

@@ -171,3 +171,19 @@ def _quote_if_str(base, override: str) -> str:
 
 def to_container(cfg) -> dict:
     return OmegaConf.to_container(cfg, resolve=True)
+
+
+#: a config's sections that make what a run learns (``run.*`` says how it runs)
+LEARNING_SECTIONS = ("model", "loss", "data", "optim")
+
+
+def config_changes(stored: dict, given: dict, sections, counts=lambda section, key: True) -> list[str]:
+    """``"section.key: old -> new"`` for each setting of ``sections`` that two resolved configs both hold with
+    different values and that ``counts(section, key)``, in order (a key that only one of them has is not compared):
+    what a resume or a rerun into a finished run would change."""
+    return [
+        f"{section}.{key}: {stored[section][key]!r} -> {given[section][key]!r}"
+        for section in sections
+        for key in sorted(set(stored.get(section) or {}) & set(given.get(section) or {}))
+        if counts(section, key) and stored[section][key] != given[section][key]
+    ]

@@ -115,19 +115,15 @@ def _check_finished_stage(sdir: Path, cfg) -> None:
     settings than ``cfg`` (other than :data:`FINISHED_MAY_DIFFER` and ``run.*``): a rerun into the folder with
     other overrides would otherwise return the old stage's weights without a word."""
     from ..errors import InputError
-    from .config import to_container
+    from .config import LEARNING_SECTIONS, config_changes, to_container
 
     path = sdir / "config.yaml"
     if not path.is_file():
         return  # a stage finished before config.yaml was written: nothing to compare
-    stored = OmegaConf.to_container(OmegaConf.load(path), resolve=True)
-    given = to_container(cfg)
-    changed = [
-        f"{section}.{key}: {stored[section][key]!r} -> {given[section][key]!r}"
-        for section in ("model", "loss", "data", "optim")
-        for key in sorted(set(stored.get(section) or {}) & set(given.get(section) or {}))
-        if (section, key) not in FINISHED_MAY_DIFFER and stored[section][key] != given[section][key]
-    ]
+    stored = to_container(OmegaConf.load(path))
+    changed = config_changes(
+        stored, to_container(cfg), LEARNING_SECTIONS, lambda s, k: (s, k) not in FINISHED_MAY_DIFFER
+    )
     if changed:
         raise InputError(
             f"{sdir} is finished with other settings; this command changes {', '.join(changed[:4])}"

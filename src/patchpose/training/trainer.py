@@ -27,7 +27,7 @@ from ..inference import autocast_ctx
 from ..losses import LossConfig, distillation_loss, pose_loss
 from ..models import ModelConfig, PoseNet
 from .checkpoint import load_checkpoint, save_checkpoint, set_random_states
-from .config import to_container
+from .config import LEARNING_SECTIONS, config_changes, to_container
 from .validation import evaluate_model, make_protocol_pairs
 
 log = logging.getLogger(__name__)
@@ -169,25 +169,16 @@ def _check_resumed_config(path: Path, stored: dict, given: dict) -> None:
             f"--resume: {path} was trained with {', '.join(removed)}, a setting that was removed (git tag "
             "lab-2026-11-25 of patchpose continues it)"
         )
-    changed = []
-    for section in ("model", "loss", "data", "optim"):
-        old, new = stored.get(section, {}), given.get(section, {})
-        for key in sorted(set(old) & set(new)):
-            if (section, key) not in RESUME_MAY_CHANGE and old[key] != new[key]:
-                changed.append(f"{section}.{key}: {old[key]!r} -> {new[key]!r}")
+    changed = config_changes(stored, given, LEARNING_SECTIONS, lambda s, k: (s, k) not in RESUME_MAY_CHANGE)
     if changed:
         raise InputError(
             f"--resume continues {path} as it was trained; this command changes {', '.join(changed[:6])}"
             f"{' …' if len(changed) > 6 else ''} (only optim.steps, data.num_workers and run.* may change)"
         )
     # what may change, said: a resume that leaves out an override of the first run takes the default instead
-    moved = [
-        f"{section}.{key}: {stored[section][key]!r} -> {given[section][key]!r}"
-        for section in ("optim", "data", "run")
-        for key in sorted(set(stored.get(section, {})) & set(given.get(section, {})))
-        if (section == "run" or (section, key) in RESUME_MAY_CHANGE)
-        and stored[section][key] != given[section][key]
-    ]
+    moved = config_changes(
+        stored, given, ("optim", "data", "run"), lambda s, k: s == "run" or (s, k) in RESUME_MAY_CHANGE
+    )
     if moved:
         log.warning(
             "--resume: this command changes %s (give the first run's values to continue it as it was)",
