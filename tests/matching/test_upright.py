@@ -154,7 +154,7 @@ def test_a_feature_that_does_not_turn_matches_a_turned_photo_once_photo_1_is_unt
     assert correct(H, quarter) > 300, correct(H, quarter)  # measured: 447 of 451 supporting
 
 
-def test_a_bad_extractor_or_turn_is_one_line(photo):
+def test_a_bad_extractor_or_turn_is_one_line(photo, monkeypatch):
     def flat(image):
         return np.zeros(5), np.zeros((5, 8))
 
@@ -167,6 +167,17 @@ def test_a_bad_extractor_or_turn_is_one_line(photo):
         match_upright(photo, photo, upright_sift, turn=90.0)
     with pytest.raises(InputError, match="extract must be a callable"):
         match_upright(photo, photo, "aliked", turn=turn)
+
+    def refuses(image):  # as ALIKED refuses a float image: said before the votes are taken
+        raise InputError("this extractor takes uint8 photos")
+
+    import patchpose.matching.upright as upright
+
+    voted = []
+    monkeypatch.setattr(upright, "upright_pair", lambda *a, **k: voted.append(1))
+    with pytest.raises(InputError, match="takes uint8 photos"):
+        match_upright(photo, photo, refuses)
+    assert not voted
 
     def far(image):  # keypoints not in the image it was given: they were dropped without a word
         xy, d = upright_sift(image)

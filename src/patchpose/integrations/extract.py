@@ -457,7 +457,7 @@ def extract_features(
         manifest = parts / "settings.json"
         if manifest.is_file() and json.loads(manifest.read_text()) == json.loads(json.dumps(stated)):
             shutil.rmtree(parts)  # the parts of this very file, left by a kill after its rename
-        log.info("%s is complete already (%d images)", out, len(todo))
+        log.debug("%s is complete already (%d images)", out, len(todo))  # the CLI says so on stdout
         return out
     out.parent.mkdir(parents=True, exist_ok=True)
     parts.mkdir(exist_ok=True)

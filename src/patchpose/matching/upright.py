@@ -363,11 +363,12 @@ def match_upright(
         raise InputError(
             f"extract must be a callable image -> (xy, descriptors), got {type(extract).__name__}"
         )
+    if turn is not None and not isinstance(turn, UprightTurn):
+        raise InputError(f"turn must be an UprightTurn (upright_pair's), got {type(turn).__name__}")
+    # photo 2 first: an extractor that refuses the photos (ALIKED a float image, say) says so before the votes
+    xy2, d2 = _check_extracted(extract(image2), "photo 2", np.shape(image2))
     if turn is None:
         turn = upright_pair(image1, image2, estimator=estimator)
-    elif not isinstance(turn, UprightTurn):
-        raise InputError(f"turn must be an UprightTurn (upright_pair's), got {type(turn).__name__}")
-    xy2, d2 = _check_extracted(extract(image2), "photo 2", np.shape(image2))
     tries = (turn.degrees,) if turn.found else QUARTER_TURNS
     best = None
     for degrees in tries:
