@@ -179,10 +179,19 @@ def from_laf(
     return xy, scale, ori
 
 
-def check_laf(laf, batch: int | None = None, nondegenerate: bool = True) -> torch.Tensor:
+def laf_padding(laf: torch.Tensor) -> torch.Tensor:
+    """``(B, N)`` (bool) True where a LAF ``(B, N, 2, 3)`` is all zeros: the padding kornia's detectors append where an
+    image has fewer features than asked for (their responses 0 there)."""
+    return (laf.detach() == 0).flatten(2).all(2)
+
+
+def check_laf(
+    laf, batch: int | None = None, nondegenerate: bool = True, padding: bool = False
+) -> torch.Tensor:
     """kornia LAFs: a float torch tensor ``(B, N, 2, 3)`` (``B = batch`` if given; N may be 0), finite, and
     with ``nondegenerate`` each with an affine part of determinant != 0 (a LAF of scale 0 has no scale to
-    read); an :class:`InputError` otherwise."""
+    read), but with ``padding`` the all-zero LAFs of kornia's padding (:func:`laf_padding`), which the caller
+    passes through; an :class:`InputError` otherwise."""
     if not isinstance(laf, torch.Tensor):
         raise InputError(f"laf must be a torch tensor (B, N, 2, 3), got {type(laf).__name__}")
     if laf.dim() != 4 or tuple(laf.shape[2:]) != (2, 3) or (batch is not None and laf.shape[0] != batch):
@@ -196,6 +205,8 @@ def check_laf(laf, batch: int | None = None, nondegenerate: bool = True) -> torc
     if not bool(torch.isfinite(a).all()):
         raise InputError("laf holds NaN or infinite values")
     det = a[..., 0, 0] * a[..., 1, 1] - a[..., 0, 1] * a[..., 1, 0]
-    if nondegenerate and bool((det.abs() < 1e-12).any()):
-        raise InputError("laf holds degenerate frames (scale 0: the 2×2 affine part has determinant 0)")
+    if nondegenerate and bool(((det.abs() < 1e-12) & ~(laf_padding(a) if padding else False)).any()):
+        raise InputError(
+            "laf holds degenerate frames (scale 0: the 2×2 affine part has determinant 0): leave them out"
+        )
     return laf

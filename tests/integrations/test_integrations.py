@@ -470,3 +470,56 @@ def test_kornia_pose_assigner_writes_the_descriptor_window_as_laf_scale():
         LAFPoseAssigner(est)(torch.zeros(1, 3, 3, 3), timg)
     with pytest.raises(InputError, match="torch tensors"):
         LAFPoseAssigner(est)(laf.numpy(), timg)
+
+
+def test_kornia_pose_assigner_keeps_an_affine_shape_and_passes_kornias_padding_through():
+    """As kornia's ``ori_module`` after an ``aff_module`` (kornia runs the shape first): the shape is kept (it was
+    replaced by an isotropic frame), the LAF's first axis points along our angle, its scale is ours; the all-zero
+    LAFs kornia's detectors pad with where an image has fewer features stay zero (they were refused as
+    degenerate), in ``LAFAffineShape`` and ``describe_blended`` too."""
+    import kornia.feature as KF
+
+    from patchpose.integrations.kornia import LAFAffineShape, LAFPoseAssigner, describe_blended
+
+    img = (make_textured_image(200, seed=2) * 255).astype(np.uint8)
+    xy = np.stack(np.meshgrid(np.linspace(70, 130, 4), np.linspace(70, 130, 4)), -1).reshape(-1, 2)
+    est = patchpose.PatchPoseEstimator.from_pretrained()
+    poses = est.estimate(img, xy)
+    timg = torch.from_numpy(img.astype(np.float32) / 255.0)[None, None]
+    rng = np.random.default_rng(0)
+    a = rng.normal(size=(len(xy), 2, 2)) * 4.0
+    a[np.linalg.det(a) < 0, :, 0] *= -1.0
+    laf = torch.from_numpy(np.concatenate([a, xy[:, :, None]], 2)).float()[None]
+    pad = torch.zeros(1, 3, 2, 3)
+    with torch.no_grad():
+        kept = LAFPoseAssigner(est, scale=False)(torch.cat([laf, pad], 1), timg)
+        both = LAFPoseAssigner(est)(laf, timg)
+    assert (kept[0, len(xy) :] == 0).all()
+
+    def shape(m):  # A·Aᵀ over its determinant: the affine shape, whatever the scale and the turn
+        g = m @ m.transpose(-1, -2)
+        return g / torch.det(g).sqrt()[..., None, None]
+
+    aff = laf[0, :, :, :2].double()
+    for out in (kept[0, : len(xy)], both[0]):
+        torch.testing.assert_close(shape(out[:, :, :2].double()), shape(aff), rtol=1e-4, atol=1e-4)
+        axis = out[:, :, 0].double().numpy()
+        np.testing.assert_allclose(
+            np.arctan2(-axis[:, 1], axis[:, 0]) % (2 * np.pi), poses.orientation, atol=1e-3
+        )
+    torch.testing.assert_close(torch.det(kept[0, : len(xy), :, :2]).abs(), torch.det(laf[0, :, :, :2]).abs())
+    np.testing.assert_allclose(
+        torch.det(both[0, :, :, :2]).sqrt().numpy(), poses.descriptor_radius, rtol=1e-4
+    )
+    upright = KF.laf_from_center_scale_ori(
+        torch.from_numpy(xy).float()[None], torch.full((1, len(xy), 1, 1), 8.0)
+    )
+    with torch.no_grad():
+        shaped = LAFAffineShape()(torch.cat([upright, pad], 1), timg)
+        d = describe_blended(
+            timg, torch.cat([upright, pad], 1), KF.LAFDescriptor(KF.SIFTDescriptor(32), patch_size=32)
+        )
+        alone = describe_blended(timg, upright, KF.LAFDescriptor(KF.SIFTDescriptor(32), patch_size=32))
+    assert (shaped[0, len(xy) :] == 0).all() and torch.isfinite(shaped).all()
+    assert (d[0, len(xy) :] == 0).all()
+    torch.testing.assert_close(d[0, : len(xy)], alone[0])

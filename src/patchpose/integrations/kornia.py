@@ -3,8 +3,9 @@
 * :class:`LAFPoseAssigner` — ``forward(laf (B, N, 2, 3), img (B, C, H, W)) -> laf``: the interface of
   kornia's ``ori_module`` / ``aff_module`` (e.g. ``KF.KeyNetDetector(ori_module=..., aff_module=...)``,
   ``KF.MultiResolutionDetector``). It reads the model's full input (its log-polar grid reaches far past
-  the LAF) from the image at each LAF centre, and writes our scale and/or orientation into the LAF
-  (upright isotropic frames: an affine shape in the input LAF is replaced). ``laf_frame=True`` reads the
+  the LAF) from the image at each LAF centre, and writes our scale and/or orientation into the LAF, its
+  affine shape kept (an ``aff_module``'s, kornia runs it first): the LAF's first axis points along our
+  orientation and ``sqrt(det)`` is our scale (:func:`posed_affine`). ``laf_frame=True`` reads the
   model's input in each LAF's own frame (its scale) instead of at scale 0; which of the two suits a detector
   depends on how well its scales match the content, so measure it on your data.
 * :class:`LAFAffineShape` — ``forward(laf, img) -> laf``, kornia's ``aff_module`` interface (as its
@@ -44,7 +45,7 @@ from .. import checks
 from ..conventions import REFERENCE_RADIUS, TWO_PI
 from ..errors import InputError, require
 from ..estimator import EstimatorLike, as_estimator, check_keypoints
-from ..interop import check_laf
+from ..interop import check_laf, laf_padding
 from ..matching.blend import (
     BLEND_K,
     affine_parts,
@@ -109,34 +110,67 @@ class LAFPoseAssigner(nn.Module):
         if not isinstance(laf, torch.Tensor) or not isinstance(img, torch.Tensor):
             raise InputError("laf and img must be torch tensors (B, N, 2, 3) and (B, 1 or 3, H, W)")
         # a LAF's scale is read only in its own frame (laf_frame) or kept (scale=False)
-        check_laf(laf, nondegenerate=self.laf_frame or not self.set_scale)
+        check_laf(laf, nondegenerate=self.laf_frame or not self.set_scale, padding=True)
         _image_batch(img, laf.shape[0])
         est = self.est
-        out = []
+        out = laf.detach().double().cpu().clone()
         h, w = img.shape[2:]
         for b in range(laf.shape[0]):
-            lb = laf[b : b + 1].detach().float().cpu()
-            xy = KF.get_laf_center(lb)[0].double().numpy()
-            scale = KF.get_laf_scale(lb)
-            ori = KF.get_laf_orientation(lb)
-            if len(xy):
-                im = img[b].detach().float().cpu().clamp(0, 1).numpy()
-                im = im[0] if im.shape[0] == 1 else im.transpose(1, 2, 0)
-                kp = check_keypoints(xy, (h, w), allow_empty=True)  # LAF centres inside the image
-                frame = None
-                if self.laf_frame:
-                    # the LAF's scale is a descriptor window: our radius is that over the plan's region
-                    r = scale[0, :, 0, 0].double().numpy() / (REFERENCE_RADIUS * est.plan.descriptor_region)
-                    frame = np.log2(np.clip(r, 2.0**-12, 2.0**12))
-                # the LAF's own scale kept: read the angle in its frame only (one pass)
-                keep = self.laf_frame and not self.set_scale
-                res = (est.with_plan(passes=1) if keep else est).estimate(im, kp, detector_scale=frame)
-                if self.set_scale:
-                    scale = torch.from_numpy(res.descriptor_radius).float().view(1, -1, 1, 1)
-                if self.set_orientation:
-                    ori = torch.from_numpy(np.degrees(res.orientation)).float().view(1, -1, 1)
-            out.append(KF.laf_from_center_scale_ori(KF.get_laf_center(lb), scale, ori))
-        return torch.cat(out).to(device=laf.device, dtype=laf.dtype)
+            # kornia's detectors pad with all-zero LAFs where an image has fewer features: passed through
+            live = torch.nonzero(~laf_padding(laf[b : b + 1])[0]).flatten()
+            if len(live) == 0:
+                continue
+            lb = out[b : b + 1, live]
+            xy = lb[0, :, :, 2].numpy()
+            im = img[b].detach().float().cpu().clamp(0, 1).numpy()
+            im = im[0] if im.shape[0] == 1 else im.transpose(1, 2, 0)
+            kp = check_keypoints(xy, (h, w), allow_empty=True)  # LAF centres inside the image
+            frame = None
+            if self.laf_frame:
+                # the LAF's scale is a descriptor window: our radius is that over the plan's region
+                r = KF.get_laf_scale(lb)[0, :, 0, 0].numpy() / (REFERENCE_RADIUS * est.plan.descriptor_region)
+                frame = np.log2(np.clip(r, 2.0**-12, 2.0**12))
+            # the LAF's own scale kept: read the angle in its frame only (one pass)
+            keep = self.laf_frame and not self.set_scale
+            res = (est.with_plan(passes=1) if keep else est).estimate(im, kp, detector_scale=frame)
+            scale = torch.from_numpy(res.descriptor_radius).double() if self.set_scale else None
+            theta = (
+                torch.from_numpy(np.asarray(res.orientation, np.float64)) if self.set_orientation else None
+            )
+            out[b, live, :, :2] = posed_affine(lb[0, :, :, :2], scale, theta)
+        return out.to(device=laf.device, dtype=laf.dtype)
+
+
+def posed_affine(a: torch.Tensor, scale: torch.Tensor | None, theta: torch.Tensor | None) -> torch.Tensor:
+    """LAFs' affine parts ``a`` ``(N, 2, 2)`` (double) given a new ``scale`` (``sqrt(det)``, px) and/or
+    orientation ``theta`` (radians, CCW as displayed, in the image): their affine shape kept, as kornia's
+    orientation modules keep it. With ``a = U·R(φ)`` (kornia's factorisation: ``U`` upright, ``R`` its
+    rotation), ``φ`` is set so that the LAF's first axis ``a·e_x`` points along ``theta`` in the image (for an
+    isotropic LAF, ``φ = theta``), and ``a`` is scaled by ``scale / sqrt(det a)``. A degenerate ``a`` (scale 0,
+    no shape to keep) is made isotropic at ``scale`` and ``theta`` (0 where not given)."""
+    det = a[:, 0, 0] * a[:, 1, 1] - a[:, 0, 1] * a[:, 1, 0]
+    flat = det.abs() < 1e-12
+    out = a.clone()
+    if theta is not None:
+        phi = torch.atan2(a[:, 0, 1], a[:, 0, 0])  # kornia's get_laf_orientation, in radians
+        upright = a @ _rotation(phi).transpose(1, 2)  # U = a·R(φ)ᵀ
+        d = torch.stack([torch.cos(theta), -torch.sin(theta)], 1)  # the direction in the image (y down)
+        v = torch.linalg.solve(torch.where(flat[:, None, None], torch.eye(2, dtype=a.dtype), upright), d)
+        out = upright @ _rotation(torch.atan2(-v[:, 1], v[:, 0]))
+    if scale is not None:
+        out = out * (scale / det.abs().clamp_min(1e-300).sqrt())[:, None, None]
+    if bool(flat.any()):  # rebuilt isotropic (only where the scale is set: check_laf refuses them otherwise)
+        s = scale[flat] if scale is not None else torch.zeros(int(flat.sum()), dtype=a.dtype)
+        t = theta[flat] if theta is not None else torch.zeros(int(flat.sum()), dtype=a.dtype)
+        out[flat] = s[:, None, None] * _rotation(t)
+    return out
+
+
+def _rotation(angle: torch.Tensor) -> torch.Tensor:
+    """kornia's rotation matrices ``(N, 2, 2)`` ``[[cos, sin], [−sin, cos]]`` of ``angle`` (radians), as
+    ``laf_from_center_scale_ori`` builds a LAF of orientation ``angle``."""
+    c, s = torch.cos(angle), torch.sin(angle)
+    return torch.stack([torch.stack([c, s], 1), torch.stack([-s, c], 1)], 1)
 
 
 class LAFAffineShape(nn.Module):
@@ -161,11 +195,17 @@ class LAFAffineShape(nn.Module):
         KF = require("kornia.feature", "kornia")
         from ..data.patches import Pyramid, to_gray
 
-        check_laf(laf)
+        check_laf(laf, padding=True)
         _image_batch(img, laf.shape[0])
         out = []
         for b in range(laf.shape[0]):
             lb = laf[b : b + 1].detach().double().cpu()
+            pad = laf_padding(lb)[0]
+            if bool(pad.any()):  # kornia's padding passed through, as zeros
+                full = torch.zeros_like(lb)
+                full[:, ~pad] = self.forward(lb[:, ~pad], img[b : b + 1]).double().cpu()
+                out.append(full)
+                continue
             if lb.shape[1] == 0:
                 out.append(lb)
                 continue
@@ -299,7 +339,8 @@ def describe_blended(
 
     Args:
         img: ``(1, 1 or 3, H, W)`` float image in [0, 1], as ``descriptor`` takes it.
-        laf: ``(1, N, 2, 3)`` kornia LAFs (pixel centres at integers, as kornia's).
+        laf: ``(1, N, 2, 3)`` kornia LAFs (pixel centres at integers, as kornia's); all-zero LAFs (the padding
+            of kornia's detectors) get zero descriptors.
         descriptor: a module ``(img, laf) -> (1, N, D)`` float descriptors.
         pool_octaves: 0 (default: each peak at the LAF's own size) or a number in (0, 2], as
             :func:`~patchpose.integrations.opencv.compute_blended`'s.
@@ -308,13 +349,20 @@ def describe_blended(
     from ..data.patches import Pyramid, to_gray
 
     k = BLEND_K
-    laf = check_laf(laf, batch=1)
+    laf = check_laf(laf, batch=1, padding=True)
     _image_batch(img, 1)
     if not callable(descriptor):
         raise InputError("descriptor must be a module (img, laf) -> (1, N, D), e.g. kornia's LAFDescriptor")
     if pool_octaves != 0.0:
         check_pool_octaves(pool_octaves)
     n = laf.shape[1]
+    pad = laf_padding(laf)[0]
+    if bool(pad.any()):  # kornia's padding: zero descriptors, the others as if it were not there
+        live = torch.nonzero(~pad).flatten().to(laf.device)
+        d = describe_blended(img, laf[:, live], descriptor, pool_octaves)
+        out = torch.zeros(1, n, d.shape[2], dtype=d.dtype)
+        out[0, live.cpu()] = d[0]
+        return out
     if n == 0:
         return descriptor(img, laf).float()
     gray = img[0].detach().float().cpu().permute(1, 2, 0).numpy()
