@@ -234,6 +234,9 @@ def test_cv2_no_angle_maps_to_zero():
     """cv2 angle −1 (no orientation) maps to θ = 0."""
     _, t = C.from_cv2_size_angle(32.0, -1.0)
     assert float(t) == 0.0
+    # any other negative angle is an angle (it became 0 too): −30° is 330°, as OpenCV's SIFT describes it
+    _, t = C.from_cv2_size_angle([32.0, 32.0, 32.0], [-30.0, 330.0, -1.5])
+    np.testing.assert_allclose(t, [np.radians(30.0), np.radians(30.0), np.radians(1.5)], atol=1e-12)
 
 
 def _sift_positions_under_half_turn(precise: bool) -> tuple[np.ndarray, np.ndarray]:

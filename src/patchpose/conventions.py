@@ -202,11 +202,13 @@ def to_cv2_size_angle(log2_scale, theta, size_factor: float = CV2_SIZE_FACTOR):
 
 
 def from_cv2_size_angle(size, angle_deg, size_factor: float = CV2_SIZE_FACTOR):
-    """OpenCV ``(size, angle)`` → our ``(log2 scale, θ)``. ``angle == −1`` (none) maps to θ = 0."""
+    """OpenCV ``(size, angle)`` → our ``(log2 scale, θ)``. ``angle == −1`` (OpenCV's "none") maps to θ = 0;
+    any other angle, negative ones included (kornia's (−180, 180], ``np.degrees(np.arctan2(...))``), is read
+    modulo 360°, as OpenCV's descriptors read it."""
     size = np.asarray(size, dtype=np.float64)
     angle_deg = np.asarray(angle_deg, dtype=np.float64)
     log2_scale = np.log2(size / (2.0 * REFERENCE_RADIUS * size_factor))
-    theta = np.where(angle_deg < 0, 0.0, np.mod(-np.radians(angle_deg), TWO_PI))
+    theta = np.where(angle_deg == -1.0, 0.0, np.mod(-np.radians(angle_deg), TWO_PI))
     return log2_scale, theta
 
 
