@@ -848,3 +848,25 @@ def test_a_budget_of_zero_keypoints_finds_none_and_a_nan_image_is_refused_withou
         with pytest.raises(InputError, match="NaN"):
             call()
     assert not [w for w in recwarn if issubclass(w.category, RuntimeWarning)]
+
+
+def test_an_image_too_large_for_opencvs_warps_is_one_line(tmp_path, capsys, est):
+    """OpenCV's remap and warpAffine take sides under SHRT_MAX (32,767 px): such an image was a cv2.error traceback
+    in ``estimate``, ``match`` and the estimator; it is refused where images are checked, in one line naming the
+    limit (and, on the command line, the file)."""
+    from patchpose.cli.main import main
+
+    wide = np.zeros((16, 32_767), np.uint8)
+    with pytest.raises(InputError, match=r"too large \(32767×16\).* at most 32,766 px"):
+        est.estimate(wide, np.array([[100.0, 8.0]]))
+    cv2.imwrite(str(tmp_path / "wide.png"), wide)
+    cv2.imwrite(str(tmp_path / "ok.png"), texture())
+    np.save(tmp_path / "kp.npy", np.array([[100.0, 8.0]]))
+    for argv in (
+        ["estimate", str(tmp_path / "wide.png"), "--keypoints", str(tmp_path / "kp.npy")],
+        ["match", str(tmp_path / "ok.png"), str(tmp_path / "wide.png"), "--detector", "harris"],
+    ):
+        assert main([*argv, "--out", str(tmp_path / "o")]) == 2
+        err = one_line_error(capsys)
+        assert "wide.png: image is too large" in err and "32,766 px" in err, err
+    assert not (tmp_path / "o").exists()

@@ -104,7 +104,10 @@ def run_estimate(
     check_outputs_free(estimate_outputs(out_dir, image_path, fmt), overwrite)
     image = load_image(image_path)
     # before detection: load_image gives checked uint8 RGB, so its size is all that is left to check
-    check_image_shape(image)
+    try:
+        check_image_shape(image)
+    except InputError as e:
+        raise InputError(f"{image_path}: {e}") from None
     est = PatchPoseEstimator.load(weights)
     if top_k > est.max_top_k:  # the estimator's own message speaks Python (None); say it as the option
         raise InputError(

@@ -228,6 +228,7 @@ def test_check_image_uint8_scaled_to_unit_range():
     [
         np.zeros((10, 10), np.uint8),  # too small
         np.zeros((15, 100), np.float32),  # one side too small
+        np.zeros((16, 32_767), np.uint8),  # too wide for OpenCV's warps (SHRT_MAX)
         np.full((20, 20), np.nan, np.float32),  # NaN
         np.full((20, 20), np.inf, np.float64),  # inf
         np.zeros((20, 20, 2), np.uint8),  # 2 channels
@@ -238,7 +239,20 @@ def test_check_image_uint8_scaled_to_unit_range():
         [[0.0] * 20] * 20,  # not an array
         None,
     ],
-    ids=["10x10", "15x100", "nan", "inf", "HxWx2", "4d", "float>1", "float<0", "int32", "list", "none"],
+    ids=[
+        "10x10",
+        "15x100",
+        "32767x16",
+        "nan",
+        "inf",
+        "HxWx2",
+        "4d",
+        "float>1",
+        "float<0",
+        "int32",
+        "list",
+        "none",
+    ],
 )
 def test_check_image_rejects_bad_input(bad):
     """Bad images raise InputError (a ValueError) with a message; check_gray raises the same one."""

@@ -38,7 +38,7 @@ def estimate_command(a: argparse.Namespace) -> int:
 def match_command(a: argparse.Namespace) -> int:
     """``match IMAGE1 IMAGE2``: read the files, match, write the picture, the matches and a summary."""
     from ..apps import MATCH_OUTPUTS, check_outputs_free, output_folder
-    from ..data.patches import load_image
+    from ..data.patches import check_image_shape, load_image
     from ..data.warps import read_homography
     from ..errors import InputError
     from ..fileio import read_keypoints
@@ -50,6 +50,11 @@ def match_command(a: argparse.Namespace) -> int:
     out = output_folder(a.out or "patchpose_match")
     check_outputs_free([out / name for name in MATCH_OUTPUTS], a.overwrite)  # before any work
     img1, img2 = load_image(a.image1), load_image(a.image2)
+    for path, img in ((a.image1, img1), (a.image2, img2)):  # which image is too small or too large
+        try:
+            check_image_shape(img)
+        except InputError as e:
+            raise InputError(f"{path}: {e}") from None
     keypoints = None
     if a.keypoints1 or a.keypoints2:
         if not (a.keypoints1 and a.keypoints2):

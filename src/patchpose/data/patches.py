@@ -21,6 +21,9 @@ from ..errors import InputError
 from .image_header import check_image_file, check_pixels
 
 MIN_IMAGE_SIDE = 16
+#: the longest side an image may have: OpenCV's warps (``remap``, ``warpAffine``), which cut the patches, take
+#: images under ``SHRT_MAX`` (32,767) pixels a side
+MAX_IMAGE_SIDE = 32_766
 LEVELS_PER_OCTAVE = 3
 
 
@@ -73,7 +76,8 @@ def load_image(path: str | Path, exif_orientation: bool = True) -> np.ndarray:
 
 def check_image_shape(image) -> tuple[int, int]:
     """``(H, W)`` of a user image, checked as :func:`check_image` checks it (a numpy array, ``H×W`` or
-    ``H×W×{1,3,4}``, both sides at least ``MIN_IMAGE_SIDE``), without reading its pixels."""
+    ``H×W×{1,3,4}``, both sides at least ``MIN_IMAGE_SIDE`` and at most ``MAX_IMAGE_SIDE``), without reading its
+    pixels."""
     if not isinstance(image, np.ndarray):
         raise InputError(f"image must be a numpy array (H×W or H×W×3), got {type(image).__name__}")
     if image.ndim not in (2, 3) or (image.ndim == 3 and image.shape[2] not in (1, 3, 4)):
@@ -81,6 +85,11 @@ def check_image_shape(image) -> tuple[int, int]:
     h, w = image.shape[:2]
     if min(h, w) < MIN_IMAGE_SIDE:
         raise InputError(f"image is too small ({w}×{h}); both sides must be at least {MIN_IMAGE_SIDE} px")
+    if max(h, w) > MAX_IMAGE_SIDE:
+        raise InputError(
+            f"image is too large ({w}×{h}): OpenCV's warps take sides of at most {MAX_IMAGE_SIDE:,} px "
+            "(under SHRT_MAX); resize or crop it"
+        )
     return int(h), int(w)
 
 
