@@ -519,6 +519,22 @@ def test_a_large_photos_picture_shows_it_shrunk_over_the_same_pixel_coordinates(
     assert shown[1] == ((400, 600, 3), (-0.5, 599.5, 399.5, -0.5))
 
 
+def test_the_picture_of_an_image_of_any_shape_is_of_bounded_size_and_not_empty(tmp_path):
+    """draw_poses sized its figure by the width alone (8 × 8·h/w inches): an image 20 px wide and 32,000 high asked
+    for 40 GiB, one 16 wide and 320 high for 960 × 19,200 pixels, and one 32,000 wide and 20 high for a figure of
+    no pixel rows ("cannot write empty image"). The long side is 8 inches, the short side at least 4: at most
+    960 × 960 pixels, at least 480 on a side, whatever the image's shape."""
+    from patchpose.outputs import draw_poses
+
+    xy, s, o = np.array([[5.0, 5.0]]), np.zeros(1), np.zeros(1)
+    for h, w in ((320, 16), (16, 320), (20, 32_000), (600, 800)):
+        path = draw_poses(np.zeros((h, w), np.uint8), xy, s, o, tmp_path / f"p{h}x{w}.png")
+        shape = cv2.imread(str(path)).shape[:2]
+        assert max(shape) == 960 and min(shape) >= 480, (h, w, shape)
+        assert (shape[0] > shape[1]) == (h > w), (h, w, shape)  # a tall image's picture is tall
+    assert shape == (720, 960)  # a photo's picture is as it was
+
+
 def test_the_picture_draws_every_keypoints_circle_in_pixels_as_one_collection(tmp_path, monkeypatch):
     """draw_poses draws the circles of all keypoints as one collection of arrays (a patch object per keypoint
     took 190 MiB for 100,000), centred on the keypoints with the radius 16·2^scale in the photo's pixels."""

@@ -17,6 +17,9 @@ from .errors import InputError
 from .fileio import write_text_atomic, write_through
 
 POSE_FORMATS = ("json", "csv")
+#: :func:`draw_poses`'s figure: its long side and, at least, its short side (in inches; an image 1,000 times as long
+#: as it is wide still leaves its title room), at 120 dots per inch: at most 960 × 960 pixels whatever the image
+PICTURE_INCHES, PICTURE_MIN_INCHES, PICTURE_DPI = 8.0, 4.0, 120
 
 
 def _picture_path(path) -> Path:
@@ -52,7 +55,9 @@ def draw_poses(
 
     A circle of the characteristic radius ``REFERENCE_RADIUS · 2**scale`` and an arrow along the
     orientation (radians, counter-clockwise as displayed), like the paper's Figure 1. ``xy``: ``(N, 2)``
-    pixels; ``scale``, ``orientation``: ``(N,)``, one pose per keypoint."""
+    pixels; ``scale``, ``orientation``: ``(N,)``, one pose per keypoint. The figure's long side is
+    :data:`PICTURE_INCHES` and its short side follows the image's, but never under :data:`PICTURE_MIN_INCHES`: a
+    picture of at most 960 × 960 pixels for an image of any shape, the image kept undistorted inside it."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -60,14 +65,17 @@ def draw_poses(
     from matplotlib.collections import EllipseCollection
 
     h, w = image.shape[:2]
-    width_in, dpi = 8, 120
-    fig, ax = plt.subplots(figsize=(width_in, width_in * h / w), dpi=dpi)
-    # the photo at no more than twice the figure's width in pixels (matplotlib resamples what it is given as
+    # sized by the long side, in both directions: sized by the width alone, an image 20 px wide and 32,000 high
+    # asked for a figure 8 × 12,800 inches (40 GiB), one 32,000 wide and 20 high for one of no pixel rows
+    short = min(max(PICTURE_INCHES * min(h, w) / max(h, w), PICTURE_MIN_INCHES), PICTURE_INCHES)
+    figsize = (PICTURE_INCHES, short) if w >= h else (short, PICTURE_INCHES)
+    fig, ax = plt.subplots(figsize=figsize, dpi=PICTURE_DPI)
+    # the photo at no more than twice the figure's long side in pixels (matplotlib resamples what it is given as
     # float RGBA: 1.5 GB for a 48-megapixel photo), laid over the same pixel coordinates
-    shown = image
+    shown, most = image, 2 * PICTURE_INCHES * PICTURE_DPI
     resizable = image.dtype in (np.uint8, np.uint16, np.float32, np.float64)  # what cv2.resize takes
-    if w > 2 * width_in * dpi and resizable:
-        f = 2 * width_in * dpi / w
+    if max(h, w) > most and resizable:
+        f = most / max(h, w)
         shown = cv2.resize(image, (max(1, round(w * f)), max(1, round(h * f))), interpolation=cv2.INTER_AREA)
     ax.imshow(shown, cmap="gray" if image.ndim == 2 else None, extent=(-0.5, w - 0.5, h - 0.5, -0.5))
     r = REFERENCE_RADIUS * np.power(2.0, scale)
@@ -101,7 +109,7 @@ def draw_poses(
     ax.set_xlim(-0.5, w - 0.5)
     ax.set_ylim(h - 0.5, -0.5)
     ax.set_axis_off()
-    ax.set_title(title or f"{len(xy)} keypoints: circle = scale, arrow = orientation", fontsize=10)
+    ax.set_title(title or f"{len(xy)} keypoints: circle = scale, arrow = orientation", fontsize=10, wrap=True)
     fig.tight_layout()
     path = _picture_path(path)
     try:
