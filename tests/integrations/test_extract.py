@@ -712,11 +712,11 @@ def test_the_writer_leaves_out_scales_and_oris_for_a_feature_without_poses(tmp_p
     from patchpose.integrations.formats import write_hloc_features
 
     xy, d = np.array([[1.0, 2.0], [3.0, 4.0]]), np.ones((2, 8), np.float32)
-    write_hloc_features(tmp_path / "f.h5", "a.jpg", xy, None, None, d)
+    write_hloc_features(tmp_path / "f.h5", "a.jpg", xy, None, None, d, image_size=(8, 8))
     got = read_hloc_features(tmp_path / "f.h5", "a.jpg")
     assert got["scale"] is None and got["ori"] is None and got["descriptors"].shape == (2, 8)
     with pytest.raises(InputError, match="both scale and ori, or neither"):
-        write_hloc_features(tmp_path / "f.h5", "b.jpg", xy, None, 0.0, d)
+        write_hloc_features(tmp_path / "f.h5", "b.jpg", xy, None, 0.0, d, image_size=(8, 8))
 
 
 def test_a_users_file_beside_the_output_is_never_touched(plane, tmp_path):

@@ -35,7 +35,7 @@ import numpy as np
 def image(i, n=400):
     rng = np.random.default_rng(i)
     return (rng.uniform(0, 500, (n, 2)), rng.uniform(-1, 1, n), rng.uniform(0, 6.28, n),
-            rng.random((n, 128)).astype(np.float32))
+            rng.random((n, 128)).astype(np.float32), None, (500, 500))
 """
 namespace: dict = {}
 exec(DATA, namespace)
@@ -102,7 +102,7 @@ def test_a_kill_during_appends_leaves_the_old_file_or_the_new_one_whole(tmp_path
     path = tmp_path / "f.h5"
     rng = random.Random(0)
     for _ in range(5):
-        have = len(datasets(path)) // 4 if path.exists() else 0
+        have = len(datasets(path)) // 5 if path.exists() else 0
         child = run_child(APPEND, str(path), str(have), where)
         assert child.stdout.readline().strip() == "ready"
         assert child.stdout.readline().strip() == "wrote"  # one append at least, however busy the machine
@@ -110,7 +110,7 @@ def test_a_kill_during_appends_leaves_the_old_file_or_the_new_one_whole(tmp_path
         child.send_signal(signal.SIGKILL)
         child.wait()
         got = datasets(path) if path.exists() else {}
-        n = len(got) // 4  # keypoints, descriptors, scales, oris per image
+        n = len(got) // 5  # keypoints, descriptors, scales, oris, image_size per image
         assert sorted({k.split("/")[0] for k in got}) == [f"im{i:04d}" for i in range(n)]
         want = expected(tmp_path, range(n))
         assert got.keys() == want.keys() and all(np.array_equal(got[k], want[k]) for k in got)
@@ -238,7 +238,7 @@ def test_an_error_inside_a_writer_leaves_the_file_as_it_was(tmp_path):
         with HlocFeaturesWriter(path) as w:
             w.add("b.jpg", *image(2))
             w.add(
-                "c.jpg", np.zeros((3, 2)), np.zeros(3), np.zeros(3), np.full((3, 8), np.nan)
+                "c.jpg", np.zeros((3, 2)), np.zeros(3), np.zeros(3), np.full((3, 8), np.nan), None, (8, 8)
             )  # bad descriptors
     assert path.read_bytes() == before
     with pytest.raises(InputError, match="needs the writer open"):

@@ -47,7 +47,14 @@ def test_hloc_file_round_trips_and_stores_its_units(tmp_path):
     desc = np.random.default_rng(1).random((3, 8)).astype(np.float32)
     path = tmp_path / "feats.h5"
     write_hloc_features(path, "a/img.jpg", XY, SCALE, ORI, desc, scores=[0.1, 0.2, 0.3], image_size=(100, 50))
-    write_hloc_features(path, "b.jpg", XY[:1], SCALE[:1], ORI[:1], desc[:1])
+    write_hloc_features(path, "b.jpg", XY[:1], SCALE[:1], ORI[:1], desc[:1], image_size=(100, 50))
+    # hloc's matchers read each image's size: a file without it broke them (KeyError 'image_size')
+    with pytest.raises(InputError, match="image_size .* is needed"):
+        write_hloc_features(path, "c.jpg", XY, SCALE, ORI, desc)
+    with pytest.raises(InputError, match=r"outside image_size 20×100 .* is it \(height, width\)"):
+        write_hloc_features(path, "c.jpg", XY, SCALE, ORI, desc, image_size=(20, 100))
+    with pytest.raises(InputError, match="outside image_size"):
+        to_lightglue(XY, SCALE, ORI, image_size=(20, 100))
     with h5py.File(path) as f:
         g = f["a/img.jpg"]
         assert g["keypoints"].shape == (3, 2) and g["descriptors"].shape == (8, 3)
@@ -134,7 +141,9 @@ def test_exported_angles_stay_below_360_degrees_in_float32(tmp_path):
 
     kps = to_cv2_keypoints(np.zeros((3, 2)) + 5.0, np.zeros(3), theta)
     assert all(0.0 <= k.angle < 360.0 for k in kps) and kps[0].angle == 0.0
-    write_hloc_features(tmp_path / "f.h5", "a", np.zeros((3, 2)), np.zeros(3), theta, np.ones((3, 4)))
+    write_hloc_features(
+        tmp_path / "f.h5", "a", np.zeros((3, 2)), np.zeros(3), theta, np.ones((3, 4)), image_size=(8, 8)
+    )
     with h5py.File(tmp_path / "f.h5") as f:
         assert (f["a/oris"][()] < 360.0).all()
     oris = to_lightglue(np.zeros((3, 2)), np.zeros(3), theta)["oris"]

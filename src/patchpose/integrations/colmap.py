@@ -105,8 +105,8 @@ def colmap_descriptors(descriptors) -> np.ndarray:
 def describe_upright(feats: Features, degrees: float) -> dict:
     """COLMAP's keypoints ``feats`` (:func:`colmap_sift_features`) described by OpenCV's SIFT upright in the
     collection: one descriptor per location, every one at the angle that the photo's turn ``degrees``
-    (counter-clockwise, as :attr:`~patchpose.matching.collection.CollectionTurns.degrees`: 90 for a photo taken with
-    the camera turned 90° clockwise) shows upright; the photo is not resampled. ``{"xy", "scale", "ori",
+    (counter-clockwise, as :attr:`~patchpose.matching.collection.CollectionTurns.degrees`: 90 for a photo whose
+    content is turned 90° clockwise, as ``cv2.ROTATE_90_CLOCKWISE`` turns it: a camera rolled counter-clockwise) shows upright; the photo is not resampled. ``{"xy", "scale", "ori",
     "descriptors"}`` as :func:`run_reconstruction`'s ``describe`` gives them."""
     xy, scale = feats.xy, feats.sift_scale - SIFT_WINDOW
     ori = np.full(len(xy), -math.radians(float(degrees)))
@@ -279,7 +279,7 @@ def run_reconstruction(
     With ``unturn`` (each photo's turn, :func:`~patchpose.matching.collection.upright_collection` reading
     ``estimator``) or ``turns`` (one per photo in the order of the sorted names, as
     :attr:`~patchpose.matching.collection.CollectionTurns.degrees`: the turn counter-clockwise that shows the photo
-    upright, 90 for a photo taken with the camera turned 90° clockwise; or a callable that finds them from the
+    upright, 90 for a photo whose content is turned 90° clockwise (``cv2.ROTATE_90_CLOCKWISE``); or a callable that finds them from the
     photos, returning such degrees or a :class:`~patchpose.matching.collection.CollectionTurns`), a ``turns``
     stage comes first, and the ``describe`` stage describes COLMAP's keypoints upright in the collection
     (:func:`describe_upright`: one descriptor per location at the photo's turn) instead of ``describe``.

@@ -96,7 +96,7 @@ def to_lightglue(xy, scale, ori, descriptors=None, scores=None, image_size=None)
 
     xy, scale, ori, descriptors = _check(xy, scale, ori, descriptors)
     scores = None if scores is None else _scores(scores, len(xy))
-    image_size = None if image_size is None else checks.image_size(image_size)
+    image_size = None if image_size is None else _sized(image_size, xy)
     size, angle_deg = to_cv2_size_angle(scale, ori)
     out = {
         "keypoints": torch.from_numpy(xy.reshape(1, -1, 2)).float(),
@@ -112,12 +112,28 @@ def to_lightglue(xy, scale, ori, descriptors=None, scores=None, image_size=None)
     return out
 
 
+def _sized(image_size, xy: np.ndarray) -> tuple[int, int]:
+    """``image_size`` checked (:func:`~patchpose.checks.image_size`) and holding the keypoints ``xy`` (pixel
+    centres at integers, so from −0.5 to width − 0.5; a pixel of slack): a swapped (height, width) is an
+    :class:`InputError`, not a file whose keypoints lie outside its image."""
+    w, h = checks.image_size(image_size)
+    out = (xy[:, 0] < -1.0) | (xy[:, 0] > w) | (xy[:, 1] < -1.0) | (xy[:, 1] > h)
+    if out.any():
+        i = int(np.flatnonzero(out)[0])
+        raise InputError(
+            f"{int(out.sum())} keypoint(s) lie outside image_size {w}×{h} (width, height), e.g. #{i} at "
+            f"({xy[i, 0]:g}, {xy[i, 1]:g}): is it (height, width)?"
+        )
+    return w, h
+
+
 def write_hloc_features(
     path, name: str, xy, scale, ori, descriptors, scores=None, image_size=None, *, poses_only: bool = False
 ) -> None:
     """Add (or replace) image ``name`` in an hloc features file: a group with ``keypoints (N, 2)`` (centre
     of the top-left pixel at 0, as hloc stores them), ``descriptors (D, N)``, ``scales (N,)`` radius px,
-    ``oris (N,)`` degrees clockwise as displayed, and ``scores``/``image_size`` if given.
+    ``oris (N,)`` degrees clockwise as displayed, ``image_size`` (width, height; needed: hloc's matchers read it, and
+    the keypoints must lie inside it) and ``scores`` if given.
 
     ``scale`` and ``ori`` None: the group has no ``scales`` and ``oris`` (a feature without poses, as hloc writes
     SuperPoint's or ALIKED's). ``poses_only``: ``descriptors`` may be None, and the group then has none (keypoints
@@ -199,7 +215,11 @@ class HlocFeaturesWriter:
         if descriptors is None and not poses_only:
             raise InputError("hloc features need descriptors")
         scores = None if scores is None else _scores(scores, len(xy))
-        image_size = None if image_size is None else checks.image_size(image_size)
+        if image_size is None:
+            raise InputError(
+                f"image {name!r}: image_size (width, height) is needed: hloc's matchers read each image's size"
+            )
+        image_size = _sized(image_size, xy)
         _check_group_name(name)
         f = self._file
         _check_replaceable(self.h5py, f, self.path, name)
