@@ -199,7 +199,7 @@ def test_hloc_reader_refuses_bad_values(tmp_path, datasets, match):
 
 
 def test_hloc_writer_refuses_bad_paths_and_names_and_round_trips_empty(tmp_path):
-    args = (np.ones((2, 2)), 0.0, 0.0, np.ones((2, 8), np.float32))
+    args = (np.ones((2, 2)), 0.0, 0.0, np.ones((2, 8), np.float32), None, (4, 4))
     with pytest.raises(InputError, match="does not exist"):
         F.write_hloc_features(tmp_path / "no" / "f.h5", "im.jpg", *args)
     with pytest.raises(InputError, match="folder"):
@@ -210,8 +210,10 @@ def test_hloc_writer_refuses_bad_paths_and_names_and_round_trips_empty(tmp_path)
     with pytest.raises(InputError, match="name"):
         F.write_hloc_features(tmp_path / "f.h5", "", *args)
     with pytest.raises(InputError, match="need descriptors"):
-        F.write_hloc_features(tmp_path / "f.h5", "im.jpg", np.ones((2, 2)), 0.0, 0.0, None)
-    F.write_hloc_features(tmp_path / "f.h5", "db/e.jpg", np.zeros((0, 2)), 0.0, 0.0, np.zeros((0, 8)))
+        F.write_hloc_features(tmp_path / "f.h5", "im.jpg", np.ones((2, 2)), 0.0, 0.0, None, None, (4, 4))
+    F.write_hloc_features(
+        tmp_path / "f.h5", "db/e.jpg", np.zeros((0, 2)), 0.0, 0.0, np.zeros((0, 8)), None, (4, 4)
+    )
     r = F.read_hloc_features(tmp_path / "f.h5", "db/e.jpg")
     assert r["xy"].shape == (0, 2) and r["scale"].shape == (0,) and r["descriptors"].shape == (0, 8)
 
@@ -599,6 +601,8 @@ def test_opencv_keypoint_functions_refuse_what_is_not_keypoints_and_bad_flags(es
     ):
         with pytest.raises(InputError, match="keypoints must be a sequence of cv2.KeyPoint, got int"):
             call()
+    with pytest.raises(InputError, match=r"got ndarray: for an \(N, 2\) array of x, y use est.estimate"):
+        patchpose.assign(img, np.array([[40.0, 40.0]]), est)
     kp = [cv2.KeyPoint(40, 40, 8, 10)]
     with pytest.raises(InputError, match="keep_size must be True or False, got 'False'"):
         patchpose.assign(img, kp, est, keep_size="False")
@@ -788,7 +792,7 @@ def test_every_writer_into_a_place_it_cannot_write_is_one_line_and_leaves_nothin
         "matches file": lambda p: write_matches_csv(p / "m.csv", xy, xy, np.array([[0, 0]]), np.zeros(1)),
         "COLMAP keypoint file": lambda p: write_colmap_keypoints(p / "k.txt", xy, 0.0, 0.0),
         "hloc features file": lambda p: write_hloc_features(
-            p / "f.h5", "a.jpg", xy, 0.0, 0.0, np.ones((1, 4))
+            p / "f.h5", "a.jpg", xy, 0.0, 0.0, np.ones((1, 4)), image_size=(64, 64)
         ),
     }
     (tmp_path / "a_file").write_text("not a folder")

@@ -28,7 +28,14 @@ def check_cv2_keypoints(keypoints) -> list[cv2.KeyPoint]:
         or isinstance(keypoints, (str, bytes, np.ndarray))
         or not hasattr(keypoints, "__iter__")
     ):
-        raise InputError(f"keypoints must be a sequence of cv2.KeyPoint, got {type(keypoints).__name__}")
+        hint = (
+            ": for an (N, 2) array of x, y use est.estimate(image, xy)"
+            if isinstance(keypoints, np.ndarray)
+            else ""
+        )
+        raise InputError(
+            f"keypoints must be a sequence of cv2.KeyPoint, got {type(keypoints).__name__}{hint}"
+        )
     kps = list(keypoints)
     if not all(isinstance(k, cv2.KeyPoint) for k in kps):
         raise InputError("keypoints must be cv2.KeyPoint objects (for (N, 2) arrays use the estimator)")

@@ -87,6 +87,8 @@ def test_describe_blended_refuses_bad_input():
         describe_blended(torch.zeros(64, 64), laf, _Recorder())
     with pytest.raises(InputError, match="laf"):
         describe_blended(img, torch.zeros(1, 1, 3, 3), _Recorder())
+    with pytest.raises(InputError, match="wrap a patch descriptor in KF.LAFDescriptor"):
+        describe_blended(img, laf, KF.SIFTDescriptor(32))  # a raw TypeError from kornia before
 
 
 def test_affine_lafs_are_read_and_turned_in_their_own_frame_and_pooled_over_sizes():

@@ -380,7 +380,13 @@ def describe_blended(
     angles = torch.as_tensor(np.degrees(ori).reshape(1, n * m, 1), dtype=lafs.dtype)
     lafs = KF.rotate_laf(lafs, angles).to(laf.device)
     with torch.inference_mode():
-        d = descriptor(img, lafs)
+        try:
+            d = descriptor(img, lafs)
+        except TypeError as e:  # a patch descriptor (KF.SIFTDescriptor) given where one of LAFs is needed
+            raise InputError(
+                f"descriptor must take (img, laf), as kornia's LAFDescriptor does: wrap a patch descriptor in "
+                f"KF.LAFDescriptor(...) ({e})"
+            ) from None
     if not isinstance(d, torch.Tensor) or d.dim() != 3 or tuple(d.shape[:2]) != (1, n * m):
         raise InputError(
             f"descriptor must give a (1, {n * m}, D) tensor for {n * m} LAFs, got "
