@@ -490,6 +490,7 @@ def test_read_plan_overrides_parse_key_value_strings():
         (["descriptor_region=inf"], "descriptor_region"),
         (["reread_scale=no"], "reread_scale. must be true or false"),
         (["reread_scale="], "reread_scale. must be true or false"),
+        ("passes=1", r"a list of KEY=VALUE strings, e.g. \['passes=1'\]"),  # was read letter by letter
     ],
 )
 def test_bad_read_plans_are_clear_errors(items, match):

@@ -28,8 +28,8 @@ def test_onnx_backend_matches_pytorch(name, tmp_path, legacy_weights):
     xy = np.random.default_rng(0).uniform(40, 260, (70, 2))
     ref = PatchPoseEstimator.load(name).estimate(img, xy, top_k=2)
     mem = PatchPoseEstimator.load(name, backend="onnx").estimate(img, xy, top_k=2)
-    assert main(["export", "onnx", "--weights", name, "--out", str(tmp_path / "m.onnx")]) == 0
-    est = PatchPoseEstimator.load(tmp_path / "m.onnx", backend="onnx")
+    assert main(["export", "onnx", "--weights", name, "--out", str(tmp_path / "m.ONNX")]) == 0
+    est = PatchPoseEstimator.load(tmp_path / "m.ONNX", backend="onnx")  # the suffix in any case
     base = PatchPoseEstimator.load(name)
     assert est.cfg.to_dict() == base.cfg.to_dict()
     # the file carries what the weights recommend: it reads and describes as they do

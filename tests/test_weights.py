@@ -518,10 +518,13 @@ def test_describer_weights_that_are_not_its_state_dict(tmp_path):
 def test_export_to_a_folder_is_a_clear_error_and_leaves_nothing(tmp_path):
     from patchpose.cli.main import main
 
-    out = tmp_path / "odir"
+    out = tmp_path / "odir.onnx"
     out.mkdir()
     assert main(["export", "onnx", "--weights", "patchpose-v10", "--out", str(out)]) == 2
     assert not list(tmp_path.glob("*.tmp")) and not list(out.iterdir())
+    # load(backend="onnx") tells an ONNX file by its suffix: another suffix made a file it could not load
+    assert main(["export", "onnx", "--weights", "patchpose-v10", "--out", str(tmp_path / "m.txt")]) == 2
+    assert not (tmp_path / "m.txt").exists()
 
 
 def test_kornia_angle_detector_takes_a_model_name():

@@ -176,7 +176,7 @@ class PatchPoseEstimator:
         if backend == "onnx":
             from .onnx_backend import OnnxPoseNet, export_bytes
 
-            if weights and str(weights).endswith(".onnx"):
+            if weights and str(weights).lower().endswith(".onnx"):
                 if not Path(weights).is_file():
                     raise WeightsError(f"ONNX file not found: {weights}")
                 net = OnnxPoseNet(weights)  # it carries its weights' name and read plan

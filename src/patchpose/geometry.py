@@ -25,8 +25,10 @@ def check_homography(H, where: str = "the homography", invertible: bool = True) 
     """``H`` as a float64 3×3 array; a one-line :class:`~patchpose.errors.InputError` unless it is a finite
     3×3 matrix of real numbers, and with ``invertible`` (a map between two images) an invertible one."""
     a = real_array(H, where, "a 3×3 matrix of real numbers")
-    if a.shape != (3, 3) or not np.isfinite(a).all():
+    if a.shape != (3, 3):
         raise InputError(f"{where} must be a finite 3×3 matrix, got shape {a.shape}")
+    if not np.isfinite(a).all():
+        raise InputError(f"{where} must be a finite 3×3 matrix, got NaN or infinite entries")
     top = np.abs(a).max()
     if (
         top > 1e100 or 0 < top < 1e-100

@@ -122,6 +122,10 @@ class ReadPlan:
         """``KEY=VALUE`` strings (the CLI's ``--read``) as the changes :meth:`replace` takes, later items
         winning; a malformed item, an unknown name or a value out of range is an
         :class:`~patchpose.InputError` (checked against the default plan)."""
+        if isinstance(items, (str, bytes)):  # "passes=1" was read one character at a time ("got 'p'")
+            raise InputError(
+                f"read plan overrides are a list of KEY=VALUE strings, e.g. [{items!r}]; got a string"
+            )
         changes: dict = {}
         for item in items:
             key, sep, value = str(item).partition("=")

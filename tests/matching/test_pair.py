@@ -169,7 +169,10 @@ def test_keypoints_given_with_their_sizes_are_described_as_a_detectors(photo):
     [
         ({"sizes": 1e9}, r"sizes must be finite region half-widths from .* to 65536 pixels"),
         ({"sizes": 8 + 1j}, "sizes must be real numbers"),
-        ({"homography": np.full((3, 3), np.nan)}, "the homography must be a finite 3×3 matrix"),
+        (
+            {"homography": np.full((3, 3), np.nan)},
+            "the homography must be a finite 3×3 matrix, got NaN or infinite",
+        ),
         ({"homography": np.zeros((3, 3))}, "the homography is not invertible"),
         ({"homography": "abc"}, "the homography must be a 3×3 matrix of real numbers, got str"),
         ({"recipe": ["pose"]}, "recipe must be one of"),

@@ -94,5 +94,7 @@ def test_turns_voted_over_retrieval_pairs_are_every_pairs(monkeypatch):
     img = np.zeros((64, 64, 3), np.uint8)
     with pytest.raises(InputError, match="not both"):
         collection.upright_collection([img, img], pairs=[(0, 1)], retrieval=1)
-    with pytest.raises(InputError, match="--unturn-retrieval must be a whole number >= 1"):
+    with pytest.raises(
+        InputError, match="^retrieval must be a whole number >= 1"
+    ):  # the argument's name, not the CLI's
         collection.upright_collection([img, img], retrieval=0)

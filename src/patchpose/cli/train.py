@@ -55,8 +55,12 @@ def train_shape_command(a: argparse.Namespace) -> int:
 def export_command(a: argparse.Namespace) -> int:
     """``export CHECKPOINT`` → safetensors weights; ``export onnx --weights W`` → an ONNX model."""
     if a.checkpoint == "onnx":
+        from ..errors import InputError
         from ..estimator import PatchPoseEstimator
         from ..onnx_backend import export_onnx
+
+        if not str(a.out).lower().endswith(".onnx"):  # load(backend="onnx") tells an ONNX file by its suffix
+            raise InputError(f"--out must end in .onnx, got {a.out}")
 
         est = PatchPoseEstimator.load(a.weights)
         meta = dict(est.meta)  # what the weights carry, unless the command line says otherwise

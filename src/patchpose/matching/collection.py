@@ -224,7 +224,7 @@ def upright_collection(
         if pairs is not None:
             raise InputError("retrieval chooses the pairs: give it or pairs, not both")
         if not is_int_in(retrieval, 1):
-            raise InputError(f"--unturn-retrieval must be a whole number >= 1, got {retrieval!r}")
+            raise InputError(f"retrieval must be a whole number >= 1, got {retrieval!r}")
         pairs = []  # every photo votes; the pairs are chosen once the votes' descriptors are there
     elif pairs is None:
         pairs = list(itertools.combinations(range(n), 2))
