@@ -1,6 +1,10 @@
-"""Keypoint files (``patchpose.fileio``): what is not a keypoint array is a clear error."""
+"""``patchpose.fileio``: what is not a keypoint array is a clear error; writes leave a file whole or as it was."""
 
 from __future__ import annotations
+
+import signal
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -102,3 +106,54 @@ def test_settings_difference_names_what_differs_nested_and_cut():
     assert "..." in text and "e:" not in text and "b.c" not in text
     assert settings_difference(had, want, limit=2).endswith("; …)")
     assert settings_difference(None, want) == settings_difference(had, had) == ""
+
+
+def test_files_written_together_appear_together_or_not_at_all(tmp_path):
+    """estimate and match wrote their outputs one after another: an interrupt in between left a part of them (and
+    their rerun refused, "exists: pass --overwrite"). Files written in a written_together block are renamed into
+    place only once the block ends without an error; an error or Ctrl-C removes them all, the old files kept."""
+    from patchpose.fileio import write_text_atomic, write_through, written_together
+
+    (tmp_path / "b.txt").write_text("old")
+    with pytest.raises(KeyboardInterrupt):
+        with written_together():
+            write_text_atomic(tmp_path / "a.txt", "new a")
+            assert not (tmp_path / "a.txt").exists()  # not before the block ends
+            write_text_atomic(tmp_path / "b.txt", "new b")
+            raise KeyboardInterrupt
+    assert [p.name for p in tmp_path.iterdir()] == ["b.txt"] and (tmp_path / "b.txt").read_text() == "old"
+    with written_together():
+        write_text_atomic(tmp_path / "a.txt", "new a")
+        write_through(tmp_path / "c.png", lambda tmp: tmp.write_bytes(b"png"))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.txt", "b.txt", "c.png"]
+    assert (tmp_path / "a.txt").read_text() == "new a" and (tmp_path / "c.png").read_bytes() == b"png"
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="SIGTERM is POSIX's")
+def test_a_sigterm_while_writing_leaves_no_temporary_file(tmp_path):
+    """SIGTERM ended a process writing a file at once: its hidden temporary sibling (``.NAME.tmp-XXXX.png``)
+    stayed. While a file is written SIGTERM now raises SystemExit (status 143, that of a process it ends), so that
+    the temporary file is removed, as on Ctrl-C; in a written_together block the others written before it too."""
+    code = (
+        "import os, signal, sys, time\n"
+        "from patchpose.fileio import write_through, written_together\n"
+        "def killed(tmp):\n"
+        "    tmp.write_bytes(b'part')\n"
+        "    os.kill(os.getpid(), signal.SIGTERM)\n"
+        "    time.sleep(60)\n"
+        "out = sys.argv[1]\n"
+        "if sys.argv[2] == 'one':\n"
+        "    write_through(out + '/a.png', killed)\n"
+        "else:\n"
+        "    with written_together():\n"
+        "        write_through(out + '/a.json', lambda tmp: tmp.write_bytes(b'{}'))\n"
+        "        write_through(out + '/b.png', killed)\n"
+    )
+    for case in ("one", "set"):
+        out = tmp_path / case
+        out.mkdir()
+        r = subprocess.run(
+            [sys.executable, "-c", code, str(out), case], capture_output=True, text=True, timeout=120
+        )
+        assert r.returncode == 128 + signal.SIGTERM and "Traceback" not in r.stderr, (r.returncode, r.stderr)
+        assert [p.name for p in out.iterdir()] == [], case

@@ -18,7 +18,7 @@ import numpy as np
 
 from .errors import InputError, is_int_in
 from .estimator import PatchPoseEstimator
-from .fileio import read_keypoints, write_text_atomic
+from .fileio import read_keypoints, write_text_atomic, written_together
 from .outputs import POSE_FORMATS, draw_poses, write_matches_csv, write_matches_picture, write_poses
 
 if TYPE_CHECKING:
@@ -77,7 +77,8 @@ def run_estimate(
     overwrite: bool = False,
 ) -> dict:
     """Estimate the poses of an image's keypoints and write ``OUT/<stem>_poses.{json,csv}`` and a picture
-    ``OUT/<stem>_poses.png`` (:func:`~patchpose.outputs.write_poses`, :func:`~patchpose.outputs.draw_poses`).
+    ``OUT/<stem>_poses.png`` (:func:`~patchpose.outputs.write_poses`, :func:`~patchpose.outputs.draw_poses`),
+    together (both renamed into place once both are written: :func:`~patchpose.fileio.written_together`).
 
     Args:
         image_path: the image file.
@@ -125,16 +126,19 @@ def run_estimate(
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     stem = Path(image_path).stem
-    poses = write_poses(out / f"{stem}_poses", xy, res, fmt)
     first = lambda a: a[:, 0] if a.ndim == 2 else a  # noqa: E731
-    pic = draw_poses(
-        image,
-        xy,
-        first(res.scale),
-        first(res.orientation),
-        out / f"{stem}_poses.png",
-        title=f"{Path(image_path).name}: {len(xy)} keypoints (circle = scale, arrow = orientation)",
-    )
+    with (
+        written_together()
+    ):  # both files or neither: a kill in between left the poses alone, and a rerun refused
+        poses = write_poses(out / f"{stem}_poses", xy, res, fmt)
+        pic = draw_poses(
+            image,
+            xy,
+            first(res.scale),
+            first(res.orientation),
+            out / f"{stem}_poses.png",
+            title=f"{Path(image_path).name}: {len(xy)} keypoints (circle = scale, arrow = orientation)",
+        )
     return {"poses": str(poses), "picture": str(pic), "n": len(xy), "seconds": dt}
 
 
@@ -147,17 +151,19 @@ def write_match_outputs(
     overwrite: bool = False,
 ) -> dict:
     """Write ``OUT/matches.png`` (the pair with its matches), ``OUT/matches.csv`` (one row per match) and
-    ``OUT/summary.json`` (:meth:`PairMatches.summary`), each whole (a new file, then renamed); return the summary.
+    ``OUT/summary.json`` (:meth:`PairMatches.summary`), together (new files, renamed once all three are written:
+    :func:`~patchpose.fileio.written_together`); return the summary.
     Those of an earlier run are replaced only with ``overwrite`` (:func:`check_outputs_free`; ``patchpose match``
     checks before it matches)."""
     out = output_folder(out_dir)
     check_outputs_free([out / name for name in MATCH_OUTPUTS], overwrite)
     out.mkdir(parents=True, exist_ok=True)
     r = result
-    write_matches_picture(out / "matches.png", image1, image2, r.xy1, r.xy2, r.matches, r.correct)
-    write_matches_csv(out / "matches.csv", r.xy1, r.xy2, r.matches, r.distances, r.error_px)
     summary = r.summary()
-    write_text_atomic(out / "summary.json", json.dumps(summary, indent=1))
+    with written_together():  # the three files or none (a kill in between left a part, and a rerun refused)
+        write_matches_picture(out / "matches.png", image1, image2, r.xy1, r.xy2, r.matches, r.correct)
+        write_matches_csv(out / "matches.csv", r.xy1, r.xy2, r.matches, r.distances, r.error_px)
+        write_text_atomic(out / "summary.json", json.dumps(summary, indent=1))
     return summary
 
 

@@ -1,8 +1,10 @@
-"""Small file helpers: atomic writes (a temporary sibling, then a rename) and reading keypoint files."""
+"""Small file helpers: atomic writes (a temporary sibling, then a rename; several files together) and reading keypoint
+files."""
 
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import errno
 import glob
 import json
@@ -140,23 +142,109 @@ def write_bytes_atomic(path: str | Path, data: bytes, what: str = "file") -> Pat
 def write_through(path: str | Path, write, what: str = "file", nbytes: int | None = None) -> Path:
     """Write ``path`` by ``write(tmp)`` into a new temporary sibling that keeps ``path``'s suffix (for writers that
     choose the format by it: matplotlib, OpenCV), flushed and renamed, with :func:`write_bytes_atomic`'s guarantees:
-    a failure or an interrupt leaves the old file (or none) and no temporary file; an ``OSError`` is a one-line
-    :class:`InputError` naming ``what`` (and ``nbytes``, the size to be written, where known)."""
+    a failure or an interrupt (Ctrl-C, and SIGTERM where nothing else handles it: :func:`_terminate_raises`) leaves
+    the old file (or none) and no temporary file; an ``OSError`` is a one-line :class:`InputError` naming ``what``
+    (and ``nbytes``, the size to be written, where known). Within :func:`written_together` the rename waits for
+    the block's end."""
     path = Path(path)
     real = _target(path, what)
-    fd, tmp = _new_temp(real, path, what, suffix=path.suffix)
-    os.close(fd)
-    try:
-        write(tmp)
-        commit_temp(tmp, real)
-    except OSError as e:
-        size = nbytes if nbytes is not None else (tmp.stat().st_size if tmp.exists() else 0)
-        tmp.unlink(missing_ok=True)
-        raise _write_error(e, path, real, size, what) from None
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+    tmp = None
+    with _terminate_raises():
+        try:
+            fd, tmp = _new_temp(real, path, what, suffix=path.suffix)
+            os.close(fd)
+            write(tmp)
+            staged = _STAGED.get()
+            if staged is None:
+                commit_temp(tmp, real)
+            else:
+                staged.append((tmp, real, path, what))
+        except OSError as e:
+            size = nbytes if nbytes is not None else (tmp.stat().st_size if tmp and tmp.exists() else 0)
+            if tmp is not None:
+                tmp.unlink(missing_ok=True)
+            raise _write_error(e, path, real, size, what) from None
+        except BaseException:
+            if tmp is not None:
+                tmp.unlink(missing_ok=True)
+            raise
     return path
+
+
+#: the files a :func:`written_together` block has written, not yet renamed: ``(tmp, real, path, what)``
+_STAGED: contextvars.ContextVar[list | None] = contextvars.ContextVar("patchpose_staged", default=None)
+
+
+@contextlib.contextmanager
+def written_together():
+    """A ``with`` block whose files appear together or not at all: what :func:`write_through` (and so
+    :func:`write_bytes_atomic`, :func:`write_text_atomic`) writes in it stays a temporary sibling until the block
+    ends without an error; then each is renamed over its path, one after the other, with Ctrl-C and SIGTERM held
+    back meanwhile (they act once the last is renamed). An error or an interrupt in the block (SIGTERM too,
+    :func:`_terminate_raises`) removes the temporary files and leaves every old file as it was: a command killed
+    while it writes its outputs leaves none of them, and its rerun is not refused for a part of them."""
+    staged: list[tuple[Path, Path, Path, str]] = []
+    token = _STAGED.set(staged)
+    try:
+        with _terminate_raises():
+            yield
+            _STAGED.reset(token)
+            token = None
+            with _signals_held():
+                for tmp, real, path, what in staged:
+                    try:
+                        commit_temp(tmp, real)
+                    except OSError as e:
+                        raise _write_error(
+                            e, path, real, tmp.stat().st_size if tmp.exists() else 0, what
+                        ) from None
+    finally:
+        if token is not None:
+            _STAGED.reset(token)
+        for tmp, *_ in staged:  # none is left where all were renamed
+            tmp.unlink(missing_ok=True)
+
+
+@contextlib.contextmanager
+def _terminate_raises():
+    """While the block runs, SIGTERM raises ``SystemExit(143)`` (the status of a process it ends) instead of ending
+    the process at once, so that the ``finally`` clauses that remove temporary files run, as they do for Ctrl-C;
+    only in the main thread, and only where SIGTERM has its default action (a handler of the program's own is
+    left alone)."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread() or (
+        signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL
+    ):
+        yield
+        return
+
+    def stop(signum, frame):
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGTERM, stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+@contextlib.contextmanager
+def _signals_held():
+    """Ctrl-C and SIGTERM held back (blocked) while the block runs, delivered when it ends (where the system can
+    block signals)."""
+    import signal
+
+    if not hasattr(signal, "pthread_sigmask"):
+        yield
+        return
+    held = {signal.SIGINT, signal.SIGTERM}
+    before = signal.pthread_sigmask(signal.SIG_BLOCK, held)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, before)
 
 
 @contextlib.contextmanager
@@ -327,4 +415,10 @@ def read_keypoints(path: str | Path) -> np.ndarray:
     return np.array(rows, dtype=np.float64).reshape(-1, 2)
 
 
-__all__ = ["check_resume_plan", "read_keypoints", "settings_difference", "write_text_atomic"]
+__all__ = [
+    "check_resume_plan",
+    "read_keypoints",
+    "settings_difference",
+    "write_text_atomic",
+    "written_together",
+]

@@ -704,6 +704,36 @@ def test_estimate_and_match_refuse_to_replace_an_earlier_runs_outputs(tmp_path, 
     assert (out / "notes.txt").read_text() == "mine"
 
 
+def test_an_interrupt_while_estimate_or_match_writes_leaves_none_of_their_outputs(
+    tmp_path, monkeypatch, capsys
+):
+    """estimate and match wrote their files one at a time: Ctrl-C between them left the poses without the picture
+    (matches.png without the rest), and the rerun was refused ("exists: pass --overwrite"). The files are renamed
+    into place together: an interrupt leaves none of them, no temporary file, and the rerun works as a first run."""
+    import patchpose.apps as apps
+
+    small = tmp_path / "small.png"
+    cv2.imwrite(str(small), cv2.imread(str(demo_photo()))[::4, ::4])
+    out = tmp_path / "o"
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    runs = (
+        ("draw_poses", ["estimate", str(small), "--max-keypoints", "20"]),
+        ("write_matches_csv", ["match", str(small), str(small), "--max-keypoints", "50"]),
+    )
+    names = lambda: sorted(p.name for p in out.iterdir()) if out.exists() else []  # noqa: E731
+    for writer, argv in runs:
+        before = names()
+        with monkeypatch.context() as m:
+            m.setattr(apps, writer, interrupted)  # after the poses file, or the matches' picture, is written
+            assert main([*argv, "--out", str(out)]) == 130
+        assert names() == before, writer
+        assert main([*argv, "--out", str(out)]) == 0, capsys.readouterr().err
+    assert names() == ["matches.csv", "matches.png", "small_poses.json", "small_poses.png", "summary.json"]
+
+
 def test_eval_synthetic_split_picks_the_photos_of_one_split(tmp_path, capsys):
     """``eval synthetic --images`` read every photo of a pool (its train photos too) with no way to ask for one
     split; ``--split`` picks one as ``generate hpatches --split`` does, and its default, ``all``, reads the folder
