@@ -394,6 +394,31 @@ def test_sixteen_bit_files_keep_the_contrast_of_their_bit_depth(tmp_path):
         assert np.abs(img.astype(int) - ref).max() <= 1
 
 
+def test_uint16_arrays_are_read_by_their_bit_depth_as_16_bit_files_are(tmp_path, monkeypatch):
+    """A uint16 array was divided by 65535 (and cut to white past 1 by the detectors' 8-bit gray): 12-bit data
+    read nearly black and gave almost no keypoints, where the same data saved as a 16-bit PNG read as its 8-bit
+    picture. Arrays are now read by their bit depth, as files are (in strips, by the whole image's)."""
+    import patchpose.data.patches as patches
+    from patchpose.data.keypoints import as_uint8_gray, detect_sift
+    from patchpose.data.patches import check_gray, load_image, uint16_white
+
+    g = cv2.GaussianBlur((np.random.default_rng(0).random((64, 64)) * 255).astype(np.uint8), (3, 3), 1.0)
+    g12 = g.astype(np.uint16) * 16  # 12-bit data: 0…4080
+    cv2.imwrite(str(tmp_path / "g12.png"), g12)
+    from_file = load_image(tmp_path / "g12.png")[:, :, 0]
+    assert uint16_white(g12) == 4095 and uint16_white(g.astype(np.uint16)) == 255
+    assert uint16_white(np.full((4, 4), 65535, np.uint16)) == 65535
+    assert np.abs(as_uint8_gray(g12).astype(int) - from_file).max() <= 1
+    assert np.abs(as_uint8_gray(np.dstack([g12] * 3)).astype(int) - from_file).max() <= 1
+    np.testing.assert_allclose(check_image(g12), check_image(from_file), atol=1.0 / 255)
+    np.testing.assert_array_equal(check_image(g.astype(np.uint16)), check_image(g))  # 8-bit values: as uint8
+    monkeypatch.setattr(patches, "_STRIP_PIXELS", 64 * 5)  # strips of 5 rows: each its own largest value
+    dim = np.dstack([g12] * 3)
+    dim[:32] //= 16  # the top half darker: its strips alone would read as 8-bit data
+    np.testing.assert_array_equal(check_gray(dim), patches.to_gray(check_image(dim)))
+    assert len(detect_sift(g12, 100)[0]) == len(detect_sift(from_file, 100)[0]) > 10
+
+
 def test_load_image_turns_by_exif_orientation_unless_asked_for_the_stored_pixels(tmp_path):
     """A JPEG stored 60 wide, 40 high with EXIF orientation 6 (turn 90° clockwise to view) reads 40 wide as photo
     viewers show it; with ``exif_orientation=False`` as stored, as COLMAP reads it (``patchpose colmap``)."""

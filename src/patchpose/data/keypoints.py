@@ -7,6 +7,7 @@ import numpy as np
 
 from ..conventions import from_opencv_sift_xy
 from ..errors import InputError, is_int_in
+from .patches import uint16_white
 
 #: the most keypoints a detector is asked for (OpenCV takes a C int; far more than any image holds)
 MAX_KEYPOINTS = 10_000_000
@@ -20,9 +21,11 @@ def _check_budget(max_keypoints) -> None:
 
 
 def as_uint8_gray(image: np.ndarray) -> np.ndarray:
-    """The 8-bit gray image OpenCV's detectors and ``cv2.SIFT.compute`` take (an RGB or gray image, uint8 or
-    float in [0, 1])."""
+    """The 8-bit gray image OpenCV's detectors and ``cv2.SIFT.compute`` take (an RGB or gray image: uint8; uint16,
+    read by its bit depth as 16-bit files are, :func:`~patchpose.data.patches.uint16_white`; or float in [0, 1])."""
     g = image if image.ndim == 2 else cv2.cvtColor(image, cv2.COLOR_RGB2GRAY)
+    if g.dtype == np.uint16:  # by its bit depth (it was taken as [0, 1]: every value past 1 cut to white)
+        g = g.astype(np.float32) / np.float32(uint16_white(image))
     if g.dtype != np.uint8:
         if g.dtype.kind == "f" and not np.isfinite(g).all():  # the cast would warn and give garbage
             raise InputError("image contains NaN or infinite values")

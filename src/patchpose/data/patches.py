@@ -33,9 +33,9 @@ def load_image(path: str | Path, exif_orientation: bool = True) -> np.ndarray:
     before anything is decoded). ``exif_orientation``: turn the pixels as the file's EXIF orientation says (as
     photo viewers show them); False keeps them as stored, as COLMAP reads them.
 
-    A 16-bit file is brought to 8 bits by its *bit depth*, the smallest ``b ≥ 8`` with ``2**b − 1`` at
-    least its largest value, so that 10- or 12-bit data stored in 16 bits (cameras, scientific images)
-    keeps its contrast instead of being cut to its top 8 of 16 bits."""
+    A 16-bit file is brought to 8 bits by its *bit depth* (:func:`uint16_white`), so that 10- or 12-bit data
+    stored in 16 bits (cameras, scientific images) keeps its contrast instead of being cut to its top 8 of 16
+    bits; a uint16 array given to the library is read by the same rule."""
     path = Path(path)
     if path.is_dir():
         raise InputError(f"{path} is a folder, not an image file")
@@ -55,8 +55,7 @@ def load_image(path: str | Path, exif_orientation: bool = True) -> np.ndarray:
         raise InputError(f"cannot decode image (unreadable or not an image): {path}")
     check_pixels(img.shape[1], img.shape[0], path)  # formats whose header is not read before
     if img.dtype == np.uint16:
-        bits = max(8, int(np.ceil(np.log2(float(img.max()) + 1.0))))
-        img = np.clip(np.rint(img.astype(np.float64) * (255.0 / (2.0**bits - 1.0))), 0, 255).astype(np.uint8)
+        img = np.clip(np.rint(img.astype(np.float64) * (255.0 / uint16_white(img))), 0, 255).astype(np.uint8)
     elif img.dtype.kind == "f":  # float files (e.g. TIFF, EXR) are taken as [0, 1], as float arrays are
         try:
             f = _checked_float(img)
@@ -72,6 +71,16 @@ def load_image(path: str | Path, exif_orientation: bool = True) -> np.ndarray:
         strip = img[i : i + step]
         cv2.cvtColor(strip, cv2.COLOR_BGR2RGB, dst=strip)
     return img
+
+
+def uint16_white(image: np.ndarray) -> float:
+    """The value at which a uint16 image is white, for 16-bit files (:func:`load_image`) and uint16 arrays alike:
+    ``2**b − 1`` for its *bit depth* ``b``, the smallest ``b ≥ 8`` with ``2**b − 1`` at least its largest value
+    (a 4th channel, alpha, not counted). 12-bit data (values up to 4095) is white at 4095, not 65535 (where it
+    read nearly black and gave almost no keypoints); a uint16 array of 8-bit values reads as the uint8 array."""
+    if image.ndim == 3 and image.shape[2] == 4:
+        image = image[:, :, :3]
+    return float(2 ** max(8, int(image.max(initial=0)).bit_length()) - 1)
 
 
 def check_image_shape(image) -> tuple[int, int]:
@@ -109,8 +118,9 @@ def _checked_float(image: np.ndarray) -> np.ndarray:
 def check_image(image) -> np.ndarray:
     """Validate a user image and return it as float32 ``H×W`` (gray) or ``H×W×3`` (RGB) in [0, 1].
 
-    Accepts uint8 (0–255), uint16 or float arrays (assumed in [0, 1]); ``H×W``, ``H×W×1``, ``H×W×3`` or
-    ``H×W×4`` (alpha dropped).
+    Accepts uint8 (0–255), uint16 (white at its bit depth's largest value, :func:`uint16_white`, as
+    :func:`load_image` reads a 16-bit file) or float arrays (assumed in [0, 1]); ``H×W``, ``H×W×1``, ``H×W×3``
+    or ``H×W×4`` (alpha dropped).
     """
     check_image_shape(image)
     return _as_float(image)
@@ -153,17 +163,19 @@ def _gray_strips(image: np.ndarray, dtype, convert) -> np.ndarray:
     ``H×W`` array of ``dtype``; an error names the whole image's values."""
     out = np.empty(image.shape[:2], dtype)
     step = max(1, _STRIP_PIXELS // image.shape[1])
+    white = uint16_white(image) if image.dtype == np.uint16 else None  # the whole image's, not a strip's
     try:
         for i in range(0, len(out), step):
-            out[i : i + step] = convert(to_gray(_as_float(image[i : i + step])))
+            out[i : i + step] = convert(to_gray(_as_float(image[i : i + step], white)))
     except InputError:
         _as_float(image)  # the whole image's message (a strip's would name the strip's values)
         raise
     return out
 
 
-def _as_float(image: np.ndarray) -> np.ndarray:
-    """An image of a checked shape as float32 ``H×W`` or ``H×W×3`` in [0, 1] (its dtype checked)."""
+def _as_float(image: np.ndarray, white: float | None = None) -> np.ndarray:
+    """An image of a checked shape as float32 ``H×W`` or ``H×W×3`` in [0, 1] (its dtype checked); a uint16 one
+    divided by ``white`` (default: its own :func:`uint16_white`)."""
     if image.ndim == 3 and image.shape[2] == 1:
         image = image[:, :, 0]
     if image.ndim == 3 and image.shape[2] == 4:
@@ -175,7 +187,7 @@ def _as_float(image: np.ndarray) -> np.ndarray:
         out /= np.float32(255.0)
     elif image.dtype == np.uint16:
         out = image.astype(np.float32)
-        out /= np.float32(65535.0)
+        out /= np.float32(uint16_white(image) if white is None else white)
     elif np.issubdtype(image.dtype, np.floating):
         out = _checked_float(image)
     else:
