@@ -890,3 +890,27 @@ def test_an_image_too_large_for_opencvs_warps_is_one_line(tmp_path, capsys, est)
         err = one_line_error(capsys)
         assert "wide.png: image is too large" in err and "32,766 px" in err, err
     assert not (tmp_path / "o").exists()
+
+
+def test_extract_names_images_too_small_or_too_large_once_the_others_are_extracted(tmp_path, capsys):
+    """``extract`` stopped at an image too small (8×8) without naming it, the images after it never extracted (with
+    ``--unturn``: "photo 1", an index); at Harris corners one too large for OpenCV's warps was a cv2.error. They are
+    now named as undecodable files are, in one line once the others are extracted (their parts kept for the rerun,
+    none for them); with ``--unturn`` the votes, which read every image first, stop naming the file."""
+    from patchpose.cli.main import main
+
+    folder = tmp_path / "photos"
+    folder.mkdir()
+    cv2.imwrite(str(folder / "a.png"), texture())
+    cv2.imwrite(str(folder / "b.png"), np.zeros((8, 8), np.uint8))
+    cv2.imwrite(str(folder / "c.png"), texture(80, 100))
+    cv2.imwrite(str(folder / "d.png"), np.zeros((16, 32_767), np.uint8))
+    argv = ["extract", str(folder), "--no-progress", "--max-keypoints", "50"]
+    assert main([*argv, "--detector", "harris", "--out", str(tmp_path / "f.h5")]) == 2
+    err = one_line_error(capsys)
+    assert "2 of 4 images could not be read or used" in err and "b.png: image is too small (8×8)" in err, err
+    assert "d.png" in err and not (tmp_path / "f.h5").exists()
+    assert len(list((tmp_path / "f.h5.parts").glob("*.h5"))) == 2  # a.png's and c.png's
+    assert main([*argv, "--unturn", "--out", str(tmp_path / "u.h5")]) == 2
+    err = one_line_error(capsys)
+    assert "b.png: image is too small (8×8)" in err and "photo 1" not in err, err

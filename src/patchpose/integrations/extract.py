@@ -35,7 +35,7 @@ import cv2
 import numpy as np
 
 from ..data.keypoints import MAX_KEYPOINTS, as_uint8_gray, detect_harris, detect_sift
-from ..data.patches import load_image
+from ..data.patches import check_image_shape, load_image
 from ..data.photos import IMAGE_EXTS, photos_of
 from ..errors import InputError, is_int_in, require
 from ..estimator import EstimatorLike, as_estimator
@@ -318,7 +318,19 @@ class _Photos(Sequence):
         return len(self.paths)
 
     def __getitem__(self, k):
-        return load_image(self.paths[k], exif_orientation=self.exif_orientation)
+        image = load_image(self.paths[k], exif_orientation=self.exif_orientation)
+        return _usable(image, self.paths[k])
+
+
+def _usable(image: np.ndarray, path: Path) -> np.ndarray:
+    """``image``, read from ``path``, if its size is one the extraction takes (:func:`check_image_shape`: not too
+    small, not too large for OpenCV's warps); else a one-line :class:`InputError` naming the file, as
+    :func:`load_image` names a file it cannot decode (the error said ``photo 5``, or no file at all)."""
+    try:
+        check_image_shape(image)
+    except InputError as e:
+        raise InputError(f"{path}: {e}") from None
+    return image
 
 
 #: turns of two shards that differ by less than this (degrees) are the same vote (a description at a turn is not
@@ -422,8 +434,10 @@ def extract_features(
     images, is an :class:`InputError` naming what differs, unless ``overwrite`` (``--overwrite``): then those parts
     are removed and the file is replaced when the new one is whole (a file that is not a features file of
     ``patchpose extract`` is refused still); onto a finished file of the same ones it does nothing. Images that cannot
-    be read are one :class:`InputError` naming them once every other image is extracted (no file is written; the
-    rerun, once they are mended or removed, takes the finished images as they are)."""
+    be read, or are too small or too large to extract (:func:`~patchpose.data.patches.check_image_shape`), are one
+    :class:`InputError` naming them once every other image is extracted (no file is written; the rerun, once they
+    are mended or removed, takes the finished images as they are); with ``unturn``, the votes, which read every
+    image first, stop at the first of them, naming it."""
     h5py = require("h5py", "hloc")
     i, n = parse_shard(shard)
     if not is_int_in(max_keypoints, 1, MAX_KEYPOINTS, integral_floats=True):
@@ -495,7 +509,7 @@ def extract_features(
         if _part_done(h5py, part, name, None if turns is None else turns[name]["applied"]):
             continue
         try:
-            image = load_image(path)
+            image = _usable(load_image(path), path)
         except InputError as e:
             unreadable.append((name, str(e)))
             continue
@@ -526,7 +540,7 @@ def extract_features(
     if unreadable:
         others = [n for n, _ in unreadable[1:4]] + (["…"] if len(unreadable) > 4 else [])
         raise InputError(
-            f"{len(unreadable)} of {len(todo)} images could not be read ({unreadable[0][1]}"
+            f"{len(unreadable)} of {len(todo)} images could not be read or used ({unreadable[0][1]}"
             + (f"; and {', '.join(others)}" if others else "")
             + f"); the others are extracted in {parts}: mend or remove those and run again to finish {out.name}"
         )
