@@ -754,10 +754,12 @@ def test_a_resume_votes_again_where_the_folder_changed_and_redoes_parts_of_other
     stops_at_third = stopping(upright_sift_extractor, feature.name, 3)
     with pytest.raises(RuntimeError):
         ex.extract_features(turned, out, extract=stops_at_third, unturn=True, progress=False)
-    saved = json.loads((parts / "turns.json").read_text())
+    # the turns, and the stamps (size, mtime) of the images they were voted on
+    doc = json.loads((parts / "turns.json").read_text())
+    saved = doc["turns"]
     # the turns change under the finished parts (as if the folder had changed): 01.png now un-turned by 0
     saved["01.png"].update(degrees=0.0, applied=0.0)
-    (parts / "turns.json").write_text(json.dumps(saved))
+    (parts / "turns.json").write_text(json.dumps(doc))
     monkeypatch.setattr(ex, "upright_collection", lambda *a, **k: pytest.fail("voted again"))
     got = groups(ex.extract_features(turned, out, extract=feature, unturn=True, progress=False))
     assert got["01.png"]["patchpose_turn_applied"] == 0.0  # redone at the file's turn, not kept at 90
@@ -769,12 +771,17 @@ def test_a_resume_votes_again_where_the_folder_changed_and_redoes_parts_of_other
     off = {
         n: {"degrees": 90.0, "applied": 0.0, "found": True} for n in saved
     }  # not the turn its vote applies
+    stamps = doc["stamps"]
     for bad in (
         "{not json",
         "[1, 2]",
-        json.dumps({n: {"degrees": "x"} for n in saved}),
-        json.dumps(nan),
-        json.dumps(off),
+        json.dumps(saved),  # the turns alone (as before the stamps were kept)
+        json.dumps(
+            {"stamps": {**stamps, "01.png": [1, 1]}, "turns": saved}
+        ),  # an image changed since the votes
+        json.dumps({"stamps": stamps, "turns": {n: {"degrees": "x"} for n in saved}}),
+        json.dumps({"stamps": stamps, "turns": nan}),
+        json.dumps({"stamps": stamps, "turns": off}),
     ):
         with pytest.raises(RuntimeError):
             stops_at_third = stopping(upright_sift_extractor, feature.name, 3)
@@ -857,3 +864,39 @@ def test_overwrite_replaces_a_features_file_of_other_settings_and_nothing_else(i
         ex.extract_features(
             images, tmp_path / "plain.h5", max_keypoints=KEYPOINTS, progress=False, overwrite=True
         )
+
+
+def test_an_image_replaced_under_its_name_is_extracted_again_or_refused_naming_it(images, tmp_path, capsys):
+    """extract knew images by name alone: an image replaced by another of the same name kept its old part in a
+    resumed run, and a finished file of it reran as "complete already". Each group records its file's size and
+    modification time (ns): a resumed run extracts a changed image again, and a finished file of one is refused in
+    one line naming it, as other settings are (``--overwrite`` makes it anew)."""
+    folder = tmp_path / "photos"
+    folder.mkdir()
+    for k in (1, 2, 4):
+        shutil.copy(images / f"{k:03d}.png", folder / f"{k:03d}.png")
+    (folder / "broken.jpg").write_bytes(b"not a jpeg")  # the run stops once the others' parts are made
+    out, clean = tmp_path / "f.h5", tmp_path / "clean.h5"
+    argv = ["extract", str(folder), "--out", str(out), "--max-keypoints", str(KEYPOINTS), "--no-progress"]
+    assert main(argv) == 2 and len(list((tmp_path / "f.h5.parts").glob("*.h5"))) == 3
+    capsys.readouterr()
+
+    def replace(name: str, by: str) -> None:
+        later = (folder / name).stat().st_mtime_ns + 10**9
+        shutil.copy(images / by, folder / name)
+        os.utime(folder / name, ns=(later, later))
+
+    replace("002.png", "005.png")
+    (folder / "broken.jpg").unlink()
+    assert main(argv) == 0
+    ex.extract_features(folder, clean, max_keypoints=KEYPOINTS, progress=False)
+    assert_same_features(out, clean)  # 002.png's features are the new image's
+    replace("004.png", "008.png")
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "1 of its images changed since it was made (004.png." in err, err
+    assert "pass --overwrite" in err
+    assert main([*argv, "--overwrite"]) == 0
+    clean.unlink()
+    ex.extract_features(folder, clean, max_keypoints=KEYPOINTS, progress=False)
+    assert_same_features(out, clean)

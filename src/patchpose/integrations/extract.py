@@ -11,8 +11,9 @@ and ``image_size``.
 How a run survives a kill: every finished image is committed as its own small HDF5 file in
 ``OUT.parts/`` (written under a temporary name, then renamed: a part exists whole or not at all, and its
 group carries :data:`COMPLETE` as its last write). A rerun with the same settings skips the images whose part
-is there. When every image of the run is done, the parts are copied into ``OUT.parts/joined.h5``, renamed to
-``OUT``, and the parts are removed; ``OUT`` itself is never half-written.
+is there, unless the image's file has changed since (its size and modification time, :data:`STAMP`). When every
+image of the run is done, the parts are copied into ``OUT.parts/joined.h5``, renamed to ``OUT``, and the parts are
+removed; ``OUT`` itself is never half-written.
 
 ``shard=(i, n)`` takes images ``i, i + n, i + 2n, …`` of the folder's images sorted by relative path, so that
 ``n`` machines (or processes) each write their own file; :func:`merge_features` joins the ``n`` files, and
@@ -25,6 +26,7 @@ import hashlib
 import json
 import logging
 import math
+import os
 import re
 import shutil
 from collections.abc import Sequence
@@ -59,6 +61,9 @@ SETTINGS, SHARD, TOTAL = "patchpose_settings", "patchpose_shard", "patchpose_ima
 #: root attribute of an un-turned extraction: every image's applied turn (JSON); each group's ``TURN_degrees``,
 #: ``TURN_applied`` and ``TURN_found`` attributes: its voted turn, the turn extracted at, whether one was found
 TURNS, TURN = "patchpose_turns", "patchpose_turn"
+#: attribute of each image group: its image file's size and modification time in ns (:func:`_image_stamp`) when it
+#: was extracted; a rerun redoes (a part) or refuses (a finished file) an image whose file has changed since
+STAMP = "patchpose_image_stamp"
 
 
 def parse_shard(spec: str | Sequence[int] | None) -> tuple[int, int]:
@@ -270,7 +275,8 @@ def _collection_turns(
 ) -> dict:
     """Each image's turn in the collection of every image of the folder (all shards alike): ``{name: {"degrees":
     voted, "applied": the turn extracted or described at, "found": bool}}``, voted once (:func:`upright_collection`,
-    the photos read one at a time) and kept in ``parts/turns.json`` for a resumed run. ``snap``: within
+    the photos read one at a time) and kept in ``parts/turns.json`` for a resumed run (with every image's
+    :func:`_image_stamp`: a changed image is voted again with the others). ``snap``: within
     :data:`~patchpose.matching.upright.SNAP_DEG` of a quarter turn that quarter turn is applied (a learned
     feature's photo is turned); else the voted turn itself (a description at an angle). ``pairs``: the pairs voted,
     indices into ``everything`` (None: every pair; :func:`vote_pairs`); ``retrieval``: instead, each image's
@@ -281,17 +287,19 @@ def _collection_turns(
 
     saved = parts / "turns.json"
     names = [name for name, _ in everything]
+    stamps = {name: _image_stamp(path) for name, path in everything}
     if saved.is_file():
         try:
-            turns = json.loads(saved.read_text())
-            ok = sorted(turns) == sorted(names) and all(
+            doc = json.loads(saved.read_text())
+            turns = doc["turns"]
+            ok = doc["stamps"] == stamps and sorted(turns) == sorted(names) and all(
                 isinstance(t, dict) and {type(t.get(k)) for k in ("degrees", "applied")} <= {float, int}
                 and isinstance(t.get("found"), bool) and math.isfinite(t["degrees"])
                 and abs(t["applied"] - applied(float(t["degrees"]))) < 0.01 for t in turns.values()
             )  # fmt: skip
-        except (ValueError, TypeError, AttributeError):  # a damaged file: voted again
+        except (ValueError, TypeError, AttributeError, KeyError):  # a damaged file: voted again
             ok = False
-        if ok:  # the same folder: the same turns (another folder's, or a damaged file's, are voted again)
+        if ok:  # the same folder: the same turns (another folder's, a changed one's or a damaged file's: voted again)
             return turns
     photos = _Photos([path for _, path in everything])
     got = upright_collection(photos, pairs=pairs, estimator=estimator, progress=progress, retrieval=retrieval)
@@ -303,7 +311,7 @@ def _collection_turns(
         }
         for name, t, f in zip(names, got.degrees, got.found)
     }
-    write_text_atomic(saved, json.dumps(turns, indent=1))
+    write_text_atomic(saved, json.dumps({"stamps": stamps, "turns": turns}, indent=1))
     return turns
 
 
@@ -351,14 +359,28 @@ def _part_path(parts: Path, name: str) -> Path:
     return parts / (hashlib.sha1(name.encode()).hexdigest()[:20] + ".h5")
 
 
-def _part_done(h5py, path: Path, name: str, turn: float | None = None) -> bool:
-    """Whether ``path`` is a finished part of image ``name`` (its group carries :data:`COMPLETE`), extracted at the
-    turn ``turn`` where one is given (a part of an earlier vote, before the folder changed, is made again)."""
+def _image_stamp(path: Path) -> list[int]:
+    """An image file's size and modification time in ns: what tells a rerun that the file has changed since (``[]``
+    where it cannot be read: a broken link, which the extraction names)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return []
+    return [int(st.st_size), int(st.st_mtime_ns)]
+
+
+def _part_done(h5py, path: Path, name: str, stamp: list[int], turn: float | None = None) -> bool:
+    """Whether ``path`` is a finished part of image ``name`` (its group carries :data:`COMPLETE`) of its file as it
+    is (``stamp``, :func:`_image_stamp`: a part of a file replaced since is made again), extracted at the turn
+    ``turn`` where one is given (a part of an earlier vote, before the folder changed, is made again)."""
     if not path.is_file():
         return False
     try:
         with h5py.File(path, "r") as f:
             if name not in f or not bool(f[name].attrs.get(COMPLETE, False)):
+                return False
+            if [int(v) for v in f[name].attrs.get(STAMP, [])] != stamp:
+                log.info("%s changed since its part was made: extracted again", name)
                 return False
             return turn is None or float(f[name].attrs.get(f"{TURN}_applied", float("nan"))) == float(turn)
     except OSError:  # a damaged part is made again
@@ -464,10 +486,13 @@ def extract_features(
         settings = _learned_settings(extract, unturn, estimator, detector, descriptor, max_keypoints)
     if pairs_stated is not None:  # which pairs were voted: a rerun with others is not a resume
         settings["unturn"] = {**settings["unturn"], **pairs_stated}
+    # each group records its image's size and modification time (STAMP): a file or parts without them is not resumed
+    settings["image_stamp"] = "size, mtime_ns"
     parts = out.with_name(out.name + ".parts")
     stated = {**settings, "shard": f"{i}/{n}"}
-    if out.exists() and not (overwrite and _replaceable(h5py, out, settings, [name for name, _ in todo])):
-        _check_finished(h5py, out, settings, [name for name, _ in todo])
+    stamps = {name: _image_stamp(path) for name, path in todo}
+    if out.exists() and not (overwrite and _replaceable(h5py, out, settings, stamps)):
+        _check_finished(h5py, out, settings, stamps)
         manifest = parts / "settings.json"
         if manifest.is_file() and json.loads(manifest.read_text()) == json.loads(json.dumps(stated)):
             shutil.rmtree(parts)  # the parts of this very file, left by a kill after its rename
@@ -506,7 +531,7 @@ def extract_features(
     unreadable = []  # (name, why): the others are extracted first, then the run stops naming these
     for name, path in bar:
         part = _part_path(parts, name)
-        if _part_done(h5py, part, name, None if turns is None else turns[name]["applied"]):
+        if _part_done(h5py, part, name, stamps[name], None if turns is None else turns[name]["applied"]):
             continue
         try:
             image = _usable(load_image(path), path)
@@ -535,7 +560,7 @@ def extract_features(
                 scores=feats["scores"],
                 image_size=(image.shape[1], image.shape[0]),
                 poses_only=descriptor == "none",
-                attrs={**attrs, COMPLETE: True},
+                attrs={**attrs, STAMP: np.array(stamps[name], np.int64), COMPLETE: True},
             )
     if unreadable:
         others = [n for n, _ in unreadable[1:4]] + (["…"] if len(unreadable) > 4 else [])
@@ -625,27 +650,46 @@ def _groups(h5py, f) -> dict[str, object]:
     return found
 
 
-def _finished_state(h5py, out: Path) -> tuple[dict | None, list[str]]:
+def _finished_state(h5py, out: Path) -> tuple[dict | None, dict[str, list[int]]]:
     """An existing ``out``'s recorded settings (None where it is not a features file of ``patchpose extract``: not
-    HDF5, or HDF5 without our settings) and its image names, sorted."""
+    HDF5, or HDF5 without our settings) and its images: name → the :data:`STAMP` its group records (``[]``: none)."""
     try:
         with h5py.File(out, "r") as f:
             had = json.loads(f.attrs.get(SETTINGS, "null"))
-            have = sorted(_groups(h5py, f))
+            have = {name: [int(v) for v in g.attrs.get(STAMP, [])] for name, g in _groups(h5py, f).items()}
     except (OSError, ValueError):
-        return None, []
+        return None, {}
     return (had if isinstance(had, dict) else None), have
 
 
-def _replaceable(h5py, out: Path, settings: dict, names: list[str]) -> bool:
+def _changed(have: dict[str, list[int]], stamps: dict[str, list[int]]) -> tuple[dict, dict]:
+    """The images of a finished file (``have``: name → stamp) whose files have changed since (``stamps``: as they
+    are now), as :func:`~patchpose.fileio.settings_difference` takes them: ``({name: {size, mtime_ns}} as recorded,
+    the same as they are)``."""
+    keys = ("size", "mtime_ns")
+    changed = sorted(name for name in stamps if name in have and have[name] != stamps[name])
+    return (
+        {name: dict(zip(keys, have[name])) for name in changed},
+        {name: dict(zip(keys, stamps[name])) for name in changed},
+    )
+
+
+def _replaceable(h5py, out: Path, settings: dict, stamps: dict[str, list[int]]) -> bool:
     """Whether ``--overwrite`` replaces ``out``: a features file of ``patchpose extract`` made with other settings
-    or images (one of these very settings and images is finished: nothing to replace; any other file is refused)."""
+    or images, or of image files changed since (one of these very settings and images is finished: nothing to
+    replace; any other file is refused)."""
     had, have = _finished_state(h5py, out)
-    return had is not None and (had != json.loads(json.dumps(settings)) or have != sorted(names))
+    return had is not None and (
+        had != json.loads(json.dumps(settings))
+        or sorted(have) != sorted(stamps)
+        or bool(_changed(have, stamps)[0])
+    )
 
 
-def _check_finished(h5py, out: Path, settings: dict, names: list[str]) -> None:
-    """Refuse an existing ``out`` unless it is this run's result: the same settings and images."""
+def _check_finished(h5py, out: Path, settings: dict, stamps: dict[str, list[int]]) -> None:
+    """Refuse an existing ``out`` unless it is this run's result: the same settings and images (``stamps``: name →
+    :func:`_image_stamp`), none changed since."""
+    names = list(stamps)
     had, have = _finished_state(h5py, out)
     if had is None:  # a file of someone else's
         raise InputError(f"{out} exists and is not a features file of patchpose extract; remove it")
@@ -654,7 +698,7 @@ def _check_finished(h5py, out: Path, settings: dict, names: list[str]) -> None:
             f"{out} exists with other settings{settings_difference(had, settings)}; remove it, choose another --out "
             "or pass --overwrite"
         )
-    if have != sorted(names):
+    if sorted(have) != sorted(names):
         added, gone = sorted(set(names) - set(have)), sorted(set(have) - set(names))
         what = "; ".join(
             f"{len(v)} {k}, e.g. {v[0]}"
@@ -663,6 +707,12 @@ def _check_finished(h5py, out: Path, settings: dict, names: list[str]) -> None:
         )
         raise InputError(
             f"{out} exists with other images ({what}); remove it, choose another --out or pass --overwrite"
+        )
+    was, now = _changed(have, stamps)
+    if was:
+        raise InputError(
+            f"{out} exists, but {len(was)} of its images changed since it was made{settings_difference(was, now)}; "
+            "remove it, choose another --out or pass --overwrite"
         )
 
 
