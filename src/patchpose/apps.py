@@ -51,10 +51,18 @@ def estimate_outputs(out_dir: str | Path, image_path: str | Path, fmt: str = "js
     return stem.with_name(f"{stem.name}.{fmt}"), stem.with_name(f"{stem.name}.png")
 
 
-def check_outputs_free(paths, overwrite: bool = False) -> None:
+def check_outputs_free(paths, overwrite: bool = False, inputs=()) -> None:
     """An :class:`InputError` where one of ``paths`` (the files a command is about to write) is already there and
     ``overwrite`` is not set, checked before any work: a command run again into the same folder replaced an earlier
-    run's outputs without a word. (Each file is still written whole: a new file beside it, then renamed.)"""
+    run's outputs without a word. (Each file is still written whole: a new file beside it, then renamed.) One that
+    is one of ``inputs`` (the files the command reads; None: not given), by any name or link, is refused even with
+    ``overwrite``: ``--overwrite`` replaced the photo or keypoints file it read."""
+    for path in paths:
+        for given in inputs:
+            if given is not None and _same_file(path, given):
+                raise InputError(
+                    f"{path} would be written over {given}, which this run reads; choose another --out"
+                )
     if overwrite:
         return
     there = [Path(p) for p in paths if os.path.lexists(p)]
@@ -63,6 +71,14 @@ def check_outputs_free(paths, overwrite: bool = False) -> None:
         raise InputError(
             f"{there[0]} exists{more}: pass --overwrite to replace it (overwrite=True), or choose another --out"
         )
+
+
+def _same_file(a, b) -> bool:
+    """Whether the paths ``a`` and ``b`` name one file that exists (through a link, another spelling)."""
+    try:
+        return os.path.samefile(a, b)
+    except (OSError, ValueError):  # either is missing (or not a path)
+        return False
 
 
 def run_estimate(
@@ -89,7 +105,8 @@ def run_estimate(
         top_k: candidates per keypoint written (1: one pose each); the picture shows the strongest.
         fmt: ``"json"`` or ``"csv"``.
         overwrite: replace the poses file and picture of an earlier run; without it their being there is an
-            :class:`InputError`, before any work (:func:`check_outputs_free`).
+            :class:`InputError`, before any work (:func:`check_outputs_free`); an output that is an input (the
+            image, the keypoints or weights file) is an error either way.
 
     Returns ``{"poses": path, "picture": path, "n": keypoints, "seconds": estimation time}``."""
     from .data.keypoints import detect_sift
@@ -102,7 +119,9 @@ def run_estimate(
     output_folder(out_dir)
     if fmt not in POSE_FORMATS:  # before the names of its outputs are made of it
         raise InputError(f"poses format must be one of {POSE_FORMATS}, got {fmt!r}")
-    check_outputs_free(estimate_outputs(out_dir, image_path, fmt), overwrite)
+    check_outputs_free(
+        estimate_outputs(out_dir, image_path, fmt), overwrite, (image_path, keypoints_path, weights)
+    )
     image = load_image(image_path)
     # before detection: load_image gives checked uint8 RGB, so its size is all that is left to check
     try:

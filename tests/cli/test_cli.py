@@ -734,6 +734,36 @@ def test_an_interrupt_while_estimate_or_match_writes_leaves_none_of_their_output
     assert names() == ["matches.csv", "matches.png", "small_poses.json", "small_poses.png", "summary.json"]
 
 
+def test_an_output_that_is_an_input_is_refused_even_with_overwrite(tmp_path, capsys):
+    """``match OUT/matches.png b.png --out OUT --overwrite`` wrote its picture over the photo it read, and ``estimate
+    … --keypoints OUT/x_poses.csv --format csv --overwrite`` its poses over the keypoints file; an output that is
+    one of the files a run reads (by any name: a link to the folder) is one line before any work, files unchanged."""
+    small = cv2.imread(str(demo_photo()))[::4, ::4]
+    out = tmp_path / "o"
+    out.mkdir()
+    (tmp_path / "link").symlink_to(out)
+    photo, other = out / "matches.png", tmp_path / "small.png"
+    cv2.imwrite(str(photo), small)
+    cv2.imwrite(str(other), small)
+    keypoints = out / "small_poses.csv"
+    keypoints.write_text("x,y\n100,120\n")
+    before = {p: p.read_bytes() for p in (photo, keypoints)}
+    for argv, named in (
+        (["match", str(photo), str(other), "--out", str(out)], "matches.png"),
+        (["match", str(tmp_path / "link" / "matches.png"), str(other), "--out", str(out)], "matches.png"),
+        (
+            ["estimate", str(other), "--keypoints", str(keypoints), "--format", "csv", "--out", str(out)],
+            "csv",
+        ),
+    ):
+        assert main([*argv, "--overwrite", "--max-keypoints", "20"]) == 2
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and "which this run reads; choose another --out" in err, err
+        assert named in err
+    assert {p: p.read_bytes() for p in (photo, keypoints)} == before
+    assert sorted(p.name for p in out.iterdir()) == ["matches.png", "small_poses.csv"]
+
+
 def test_eval_synthetic_split_picks_the_photos_of_one_split(tmp_path, capsys):
     """``eval synthetic --images`` read every photo of a pool (its train photos too) with no way to ask for one
     split; ``--split`` picks one as ``generate hpatches --split`` does, and its default, ``all``, reads the folder

@@ -48,7 +48,8 @@ def match_command(a: argparse.Namespace) -> int:
     if a.threshold is not None and not a.homography:
         raise InputError("--threshold needs --homography (it says which matches are correct)")
     out = output_folder(a.out or "patchpose_match")
-    check_outputs_free([out / name for name in MATCH_OUTPUTS], a.overwrite)  # before any work
+    inputs = (a.image1, a.image2, a.keypoints1, a.keypoints2, a.homography)
+    check_outputs_free([out / name for name in MATCH_OUTPUTS], a.overwrite, inputs)  # before any work
     img1, img2 = load_image(a.image1), load_image(a.image2)
     for path, img in ((a.image1, img1), (a.image2, img2)):  # which image is too small or too large
         try:
@@ -77,12 +78,13 @@ def match_command(a: argparse.Namespace) -> int:
 
 def _add_overwrite(p: argparse.ArgumentParser, what: str) -> None:
     """``--overwrite``: replace an earlier run's outputs in the output folder (without it, their being there is a
-    one-line error before any work; other files in the folder are never touched)."""
+    one-line error before any work; other files in the folder, and the files the command reads, are never
+    touched)."""
     p.add_argument(
         "--overwrite",
         action="store_true",
         help=f"replace {what} where an earlier run left them in the output folder (without it: an error, before any "
-        "work; nothing else in the folder is touched)",
+        "work; nothing else in the folder is touched, nor, with it, a file the command reads)",
     )
 
 
