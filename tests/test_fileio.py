@@ -26,6 +26,11 @@ def test_keypoint_files_that_are_not_keypoints_are_clear_errors(tmp_path):
         read_keypoints(tmp_path / "bin.txt")
     np.save(tmp_path / "ok.npy", np.array([[1.0, 2.0, 0.5]]))  # extra columns (e.g. a score) are dropped
     assert read_keypoints(tmp_path / "ok.npy").tolist() == [[1.0, 2.0]]
+    (tmp_path / "ok.npy").rename(tmp_path / "OK.NPY")  # the suffix in any case (it was "not a text file")
+    assert read_keypoints(tmp_path / "OK.NPY").tolist() == [[1.0, 2.0]]
+    (tmp_path / "kp").mkdir()
+    with pytest.raises(InputError, match="is a folder, not a keypoints file"):  # it was "not found"
+        read_keypoints(tmp_path / "kp")
 
 
 def test_a_header_that_names_x_and_y_is_followed_wherever_they_stand(tmp_path):

@@ -367,9 +367,11 @@ def read_keypoints(path: str | Path) -> np.ndarray:
     ``.npy`` array of 2 rows and more than 2 columns is refused: it may be 2 keypoints with more columns or keypoints
     saved transposed (``(2, N)``)."""
     path = Path(path)
+    if path.is_dir():
+        raise InputError(f"{path} is a folder, not a keypoints file")
     if not path.is_file():
         raise InputError(f"keypoints file not found: {path}")
-    if path.suffix == ".npy":
+    if path.suffix.lower() == ".npy":
         try:
             # mapped, not read: the header's shape is checked against the file's size before any copy (a file of a
             # few bytes that claims 10⁹ rows would otherwise ask numpy for gigabytes)

@@ -378,6 +378,18 @@ def test_load_image_returns_rgb_uint8(tmp_path):
     assert rgb[0, 0].tolist() == [0, 0, 200]
 
 
+def test_one_channel_float_tiffs_are_read_and_other_floats_are_told_the_range(tmp_path, capfd):
+    """OpenCV reads a gray float32 TIFF only as it is: it was "cannot decode" after an OpenCV [ERROR] line; a
+    float file in [0, 255] is told that floats are read in [0, 1] (it was told to pass uint8 arrays)."""
+    g = np.arange(256, dtype=np.float32)[None, :].repeat(40, 0)
+    assert cv2.imwrite(str(tmp_path / "g.tif"), g / 255.0) and cv2.imwrite(str(tmp_path / "g255.tif"), g)
+    img = load_image(tmp_path / "g.tif")
+    assert img.shape == (40, 256, 3) and np.abs(img[:, :, 1].astype(int) - np.arange(256)).max() <= 1
+    assert "ERROR" not in capfd.readouterr().err
+    with pytest.raises(InputError, match=r"read as values in \[0, 1\].*holds values in \[0, 255\]"):
+        load_image(tmp_path / "g255.tif")
+
+
 def test_sixteen_bit_files_keep_the_contrast_of_their_bit_depth(tmp_path):
     """12-bit data in a 16-bit PNG reads like the same picture in 8 bits (not cut to 16 grey levels); full
     16-bit range too."""

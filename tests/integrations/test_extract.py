@@ -240,6 +240,11 @@ def test_an_empty_or_missing_folder_is_a_one_line_error(tmp_path, capsys):
         err = capsys.readouterr().err.strip()
         assert msg in err and len(err.splitlines()) == 1
     assert not (tmp_path / "f.h5").exists()
+    (tmp_path / "a_file").write_text("not a folder")  # under a file: it was "[Errno 17] File exists: ..."
+    cv2.imwrite(str(tmp_path / "empty" / "a.png"), np.full((32, 32), 128, np.uint8))
+    assert main(["extract", str(tmp_path / "empty"), "--out", str(tmp_path / "a_file" / "f.h5")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "a_file is a file, not a folder" in err and len(err.splitlines()) == 1
 
 
 def test_unreadable_images_are_named_after_the_others_are_extracted_and_the_rerun_finishes(

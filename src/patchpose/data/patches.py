@@ -47,7 +47,18 @@ def load_image(path: str | Path, exif_orientation: bool = True) -> np.ndarray:
         flags = cv2.IMREAD_COLOR | cv2.IMREAD_ANYDEPTH
         if not exif_orientation:
             flags |= cv2.IMREAD_IGNORE_ORIENTATION
-        img = cv2.imdecode(data, flags) if data.size else None
+        level = cv2.utils.logging.getLogLevel()
+        cv2.utils.logging.setLogLevel(
+            cv2.utils.logging.LOG_LEVEL_SILENT
+        )  # a failed decode says so below, once
+        try:
+            img = cv2.imdecode(data, flags) if data.size else None
+        finally:
+            cv2.utils.logging.setLogLevel(level)
+        if img is None and data.size:  # OpenCV reads a one-channel float TIFF only as it is (not as colour)
+            one = cv2.imdecode(data, cv2.IMREAD_UNCHANGED)
+            if one is not None and one.dtype.kind == "f" and (one.ndim == 2 or one.shape[2] == 1):
+                img = cv2.cvtColor(one.reshape(one.shape[:2]), cv2.COLOR_GRAY2BGR)
         del data  # the file's bytes: not needed once decoded
     except cv2.error as e:  # e.g. over OpenCV's own pixel limit (OPENCV_IO_MAX_IMAGE_PIXELS)
         raise InputError(f"cannot decode image {path}: {' '.join(str(e).split())[-160:]}") from None
@@ -59,8 +70,13 @@ def load_image(path: str | Path, exif_orientation: bool = True) -> np.ndarray:
     elif img.dtype.kind == "f":  # float files (e.g. TIFF, EXR) are taken as [0, 1], as float arrays are
         try:
             f = _checked_float(img)
-        except InputError as e:
-            raise InputError(f"{e}: {path}") from None
+        except InputError as e:  # the array's message speaks of uint8 arrays: a file is told what is read
+            raise InputError(
+                f"{path}: a float image file is read as values in [0, 1] (0 black, 1 white); this one holds values "
+                f"in [{float(np.nanmin(img)):.4g}, {float(np.nanmax(img)):.4g}]: save it scaled to [0, 1], or as 8 or 16 bits"
+                if np.isfinite(img).all()
+                else f"{e}: {path}"
+            ) from None
         img = np.clip(np.rint(f * 255.0), 0, 255).astype(np.uint8)
     elif img.dtype != np.uint8:
         raise InputError(f"unsupported pixel type {img.dtype} (8 or 16 bits, or float in [0, 1]): {path}")

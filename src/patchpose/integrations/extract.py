@@ -359,6 +359,17 @@ def _part_path(parts: Path, name: str) -> Path:
     return parts / (hashlib.sha1(name.encode()).hexdigest()[:20] + ".h5")
 
 
+def _make_folder(path: Path, parents: bool = False) -> None:
+    """``path`` made a folder if it is none (an existing one kept); where it cannot be (a file of that name on the
+    way, no permission, a read-only disk) a one-line :class:`InputError` naming it."""
+    try:
+        path.mkdir(parents=parents, exist_ok=True)
+    except OSError as e:
+        on_way = next((p for p in (path, *path.parents) if p.exists() and not p.is_dir()), None)
+        why = f"{on_way} is a file, not a folder" if on_way is not None else (e.strerror or str(e))
+        raise InputError(f"cannot make the folder {path}: {why}") from None
+
+
 def _image_stamp(path: Path) -> list[int]:
     """An image file's size and modification time in ns: what tells a rerun that the file has changed since (``[]``
     where it cannot be read: a broken link, which the extraction names)."""
@@ -498,8 +509,8 @@ def extract_features(
             shutil.rmtree(parts)  # the parts of this very file, left by a kill after its rename
         log.debug("%s is complete already (%d images)", out, len(todo))  # the CLI says so on stdout
         return out
-    out.parent.mkdir(parents=True, exist_ok=True)
-    parts.mkdir(exist_ok=True)
+    _make_folder(out.parent, parents=True)
+    _make_folder(parts)
     manifest = parts / "settings.json"
     if manifest.is_file():
         had = json.loads(manifest.read_text())
@@ -767,7 +778,7 @@ def merge_features(shards: Sequence[str | Path], out: str | Path) -> Path:
         raise InputError(f"missing shard(s) {', '.join(f'{m}/{n}' for m in missing)} of the {n}")
     if len(owner) != total:
         raise InputError(f"the shards hold {len(owner)} images, the folder had {total}")
-    out.parent.mkdir(parents=True, exist_ok=True)
+    _make_folder(out.parent, parents=True)
     _assemble(h5py, out, sorted(sources), settings, (0, 1), total, "the shard files are as they were", turns)
     return out
 
