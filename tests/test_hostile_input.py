@@ -817,6 +817,13 @@ def test_every_writer_into_a_place_it_cannot_write_is_one_line_and_leaves_nothin
         with pytest.raises(patchpose.InputError, match="stopped the write") as e:
             write(out)
         assert what in str(e.value)
+    from patchpose.outputs import draw_poses
+
+    with pytest.raises(patchpose.InputError, match="stopped the write") as e:
+        draw_poses(np.zeros((32, 32), np.uint8), xy, np.zeros(1), np.zeros(1), out / "p.png")
+    assert "cannot write it" not in str(
+        e.value
+    )  # it was wrapped twice: "cannot write it (picture ...: the disk"
     monkeypatch.setattr(os, "fsync", real)
     assert not list(out.iterdir())
 

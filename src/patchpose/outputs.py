@@ -39,6 +39,8 @@ def _write_picture(path: Path, write) -> Path:
     one-line :class:`InputError` too."""
     try:
         return write_through(path, write, "picture")
+    except InputError:  # said already (a full disk: write_through's own line), not wrapped again
+        raise
     except (ValueError, cv2.error) as e:  # matplotlib's and OpenCV's refusals of a format
         raise InputError(f"picture {path}: cannot write it ({' '.join(str(e).split())[:160]})") from None
 

@@ -112,7 +112,8 @@ def features_of_image(
     ``"harris"``; ``estimator``: at Harris corners, an estimator, a bundled model's name or a weights file
     (default: the recipe ``pose``'s, :data:`patchpose.recipes.MODELS`). ``descriptor``: ``"sift"``
     (``cv2.SIFT.compute`` at the poses, as :func:`~patchpose.integrations.opencv.assign` sizes them, each
-    descriptor scaled to unit length as hloc's SIFT writes them; a keypoint OpenCV drops is dropped) or ``"none"``. ``turn``: the photo's turn in its collection (degrees counter-clockwise
+    descriptor scaled to unit length, as hloc's matchers read SIFT, 2 − 2·cosine; hloc's own ``sift`` configuration
+    writes RootSIFT, so match a file with files of its own settings; a keypoint OpenCV drops is dropped) or ``"none"``. ``turn``: the photo's turn in its collection (degrees counter-clockwise
     that show it upright, :attr:`~patchpose.matching.collection.CollectionTurns.degrees`): every keypoint at the
     angle that shows the photo upright instead of the gradient's (upright in the collection; not resampled)."""
     check_choices(detector, descriptor)
@@ -135,7 +136,7 @@ def features_of_image(
         kept, desc = cv2.SIFT_create().compute(as_uint8_gray(image), keypoints_at_poses(kps, poses))
         keep = np.array([k.class_id for k in kept], np.int64)
         desc = np.zeros((0, 128), np.float32) if desc is None else np.asarray(desc, np.float32)
-        # unit length, as hloc's own SIFT writes them: hloc's matchers read 2 - 2·cosine as the distance
+        # unit length: hloc's matchers read 2 - 2·cosine as the distance (its own sift configuration writes RootSIFT)
         desc = desc / np.maximum(np.linalg.norm(desc, axis=1, keepdims=True), 1e-12)
         xy, scale, ori = xy[keep], scale[keep], ori[keep]
         scores = None if scores is None else scores[keep]
