@@ -360,7 +360,7 @@ def test_float_image_files_outside_0_1_and_huge_budgets_exit_2(tmp_path, capsys)
     f = (np.random.default_rng(0).random((120, 160, 3)) * 2 + 0.5).astype(np.float32)
     assert cv2.imwrite(str(tmp_path / "f.tiff"), f)
     assert main(["estimate", str(tmp_path / "f.tiff"), "--out", str(tmp_path / "o")]) == 2
-    assert "must be in [0, 1]" in capsys.readouterr().err
+    assert "is read as values in [0, 1]" in capsys.readouterr().err
     cv2.imwrite(str(tmp_path / "ok.tiff"), f / 3.0)  # within [0, 1]: read
     assert main(["estimate", str(tmp_path / "ok.tiff"), "--out", str(tmp_path / "o")]) == 0
     capsys.readouterr()
