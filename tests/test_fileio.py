@@ -135,6 +135,49 @@ def test_files_written_together_appear_together_or_not_at_all(tmp_path):
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="SIGTERM is POSIX's")
+def test_a_signal_during_the_renames_acts_after_the_last_and_a_nested_block_joins_the_outer(
+    tmp_path, monkeypatch
+):
+    """Signals were held by blocking them in the calling thread only: with torch's and OpenCV's threads in the
+    process the system gave SIGTERM to another thread and only the first of three files was renamed. Now a SIGTERM
+    or Ctrl-C during the renames acts once all are renamed; a block inside another renamed its files at its own end,
+    and they stayed when the outer block then failed."""
+    import os
+    import signal
+    import threading
+
+    import patchpose.fileio as fileio
+
+    real_rename = fileio._rename
+
+    def rename(tmp, real):
+        real_rename(tmp, real)
+        if real.name == "a.txt":
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    monkeypatch.setattr(fileio, "_rename", rename)
+    keep = threading.Thread(
+        target=threading.Event().wait, args=(5,), daemon=True
+    )  # another thread, as torch's
+    keep.start()
+    with pytest.raises(SystemExit) as e:
+        with fileio.written_together():
+            for name in "abc":
+                fileio.write_text_atomic(tmp_path / f"{name}.txt", name)
+    assert e.value.code == 143 and sorted(p.name for p in tmp_path.iterdir()) == ["a.txt", "b.txt", "c.txt"]
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+    monkeypatch.setattr(fileio, "_rename", real_rename)
+    with pytest.raises(RuntimeError):
+        with fileio.written_together():
+            fileio.write_text_atomic(tmp_path / "outer.txt", "x")
+            with fileio.written_together():
+                fileio.write_text_atomic(tmp_path / "inner.txt", "x")
+            assert not (tmp_path / "inner.txt").exists()  # the outer block renames it
+            raise RuntimeError("the outer block fails")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.txt", "b.txt", "c.txt"]
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="SIGTERM is POSIX's")
 def test_a_sigterm_while_writing_leaves_no_temporary_file(tmp_path):
     """SIGTERM ended a process writing a file at once: its hidden temporary sibling (``.NAME.tmp-XXXX.png``)
     stayed. While a file is written SIGTERM now raises SystemExit (status 143, that of a process it ends), so that

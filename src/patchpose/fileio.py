@@ -102,10 +102,22 @@ def _new_temp(real: Path, path: Path, what: str, suffix: str = "") -> tuple[int,
 def commit_temp(tmp: Path, real: Path) -> None:
     """Flush the finished temporary file ``tmp`` to the disk and rename it over ``real`` with ``real``'s permission
     bits (a new file: the umask's), and the rename to the disk."""
+    _flush(tmp)
+    _rename(tmp, real)
+    _flush_folder(real)
+
+
+def _flush(tmp: Path) -> None:
     with open(tmp, "rb+") as f:
         os.fsync(f.fileno())
+
+
+def _rename(tmp: Path, real: Path) -> None:
     os.chmod(tmp, (real.stat().st_mode & 0o7777) if real.exists() else 0o666 & ~_umask())
     os.replace(tmp, real)
+
+
+def _flush_folder(real: Path) -> None:
     try:
         dfd = os.open(real.parent, os.O_RDONLY)
         try:
@@ -179,25 +191,39 @@ _STAGED: contextvars.ContextVar[list | None] = contextvars.ContextVar("patchpose
 def written_together():
     """A ``with`` block whose files appear together or not at all: what :func:`write_through` (and so
     :func:`write_bytes_atomic`, :func:`write_text_atomic`) writes in it stays a temporary sibling until the block
-    ends without an error; then each is renamed over its path, one after the other, with Ctrl-C and SIGTERM held
-    back meanwhile (they act once the last is renamed). An error or an interrupt in the block (SIGTERM too,
-    :func:`_terminate_raises`) removes the temporary files and leaves every old file as it was: a command killed
-    while it writes its outputs leaves none of them, and its rerun is not refused for a part of them."""
+    ends without an error; then all are flushed to the disk and renamed over their paths, one after the other, with
+    Ctrl-C and SIGTERM held back during the renames (in the main thread: :func:`_signals_held`; they act once the
+    last is renamed). An error or an interrupt in the block (SIGTERM too, :func:`_terminate_raises`) removes the
+    temporary files and leaves every old file as it was: a command killed while it writes its outputs leaves none
+    of them, and its rerun is not refused for a part of them. A block inside another adds its files to the outer
+    block's, which renames them all."""
+    if _STAGED.get() is not None:  # nested: the outer block renames, or removes, these too
+        yield
+        return
     staged: list[tuple[Path, Path, Path, str]] = []
     token = _STAGED.set(staged)
+
+    def failed(e: OSError, tmp: Path, real: Path, path: Path, what: str) -> InputError:
+        return _write_error(e, path, real, tmp.stat().st_size if tmp.exists() else 0, what)
+
     try:
         with _terminate_raises():
             yield
             _STAGED.reset(token)
             token = None
+            for tmp, real, path, what in staged:  # the slow part, before the renames
+                try:
+                    _flush(tmp)
+                except OSError as e:
+                    raise failed(e, tmp, real, path, what) from None
             with _signals_held():
                 for tmp, real, path, what in staged:
                     try:
-                        commit_temp(tmp, real)
+                        _rename(tmp, real)
                     except OSError as e:
-                        raise _write_error(
-                            e, path, real, tmp.stat().st_size if tmp.exists() else 0, what
-                        ) from None
+                        raise failed(e, tmp, real, path, what) from None
+            for real in {real.parent: real for _, real, _, _ in staged}.values():
+                _flush_folder(real)
     finally:
         if token is not None:
             _STAGED.reset(token)
@@ -232,19 +258,29 @@ def _terminate_raises():
 
 @contextlib.contextmanager
 def _signals_held():
-    """Ctrl-C and SIGTERM held back (blocked) while the block runs, delivered when it ends (where the system can
-    block signals)."""
+    """Ctrl-C and SIGTERM held back while the block runs and acted on when it ends: their handlers replaced by ones
+    that only note the signal, the old ones put back after the block, and a noted signal raised again then. Python
+    runs signal handlers in the main thread whichever thread the system delivers a signal to (torch's and OpenCV's
+    threads included), which blocking the signal in one thread would not cover; off the main thread, where handlers
+    cannot be set, nothing is held."""
     import signal
+    import threading
 
-    if not hasattr(signal, "pthread_sigmask"):
+    if threading.current_thread() is not threading.main_thread():
         yield
         return
-    held = {signal.SIGINT, signal.SIGTERM}
-    before = signal.pthread_sigmask(signal.SIG_BLOCK, held)
+    noted: list[int] = []
+    held = (signal.SIGINT, signal.SIGTERM)
+    before = {s: signal.getsignal(s) for s in held}
+    for s in held:
+        signal.signal(s, lambda signum, frame: noted.append(signum))
     try:
         yield
     finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, before)
+        for s, handler in before.items():
+            signal.signal(s, signal.SIG_DFL if handler is None else handler)  # None: not set from Python
+        for signum in dict.fromkeys(noted):
+            signal.raise_signal(signum)
 
 
 @contextlib.contextmanager
