@@ -110,7 +110,7 @@ def run_estimate(
 
     Returns ``{"poses": path, "picture": path, "n": keypoints, "seconds": estimation time}``."""
     from .data.keypoints import detect_sift
-    from .data.patches import check_image_shape, load_image
+    from .data.patches import check_image_shape, check_warp_size, load_image
 
     if not is_int_in(max_keypoints, 1, integral_floats=True):
         raise InputError(f"max_keypoints (--max-keypoints) must be a positive integer, got {max_keypoints}")
@@ -126,6 +126,7 @@ def run_estimate(
     # before detection: load_image gives checked uint8 RGB, so its size is all that is left to check
     try:
         check_image_shape(image)
+        check_warp_size(image.shape)  # the model reads it through OpenCV's remap
     except InputError as e:
         raise InputError(f"{image_path}: {e}") from None
     est = PatchPoseEstimator.load(weights)

@@ -228,7 +228,6 @@ def test_check_image_uint8_scaled_to_unit_range():
     [
         np.zeros((10, 10), np.uint8),  # too small
         np.zeros((15, 100), np.float32),  # one side too small
-        np.zeros((16, 32_767), np.uint8),  # too wide for OpenCV's warps (SHRT_MAX)
         np.full((20, 20), np.nan, np.float32),  # NaN
         np.full((20, 20), np.inf, np.float64),  # inf
         np.zeros((20, 20, 2), np.uint8),  # 2 channels
@@ -242,7 +241,6 @@ def test_check_image_uint8_scaled_to_unit_range():
     ids=[
         "10x10",
         "15x100",
-        "32767x16",
         "nan",
         "inf",
         "HxWx2",

@@ -101,8 +101,8 @@ def uint16_white(image: np.ndarray) -> float:
 
 def check_image_shape(image) -> tuple[int, int]:
     """``(H, W)`` of a user image, checked as :func:`check_image` checks it (a numpy array, ``H×W`` or
-    ``H×W×{1,3,4}``, both sides at least ``MIN_IMAGE_SIDE`` and at most ``MAX_IMAGE_SIDE``), without reading its
-    pixels."""
+    ``H×W×{1,3,4}``, both sides at least ``MIN_IMAGE_SIDE``), without reading its pixels. (A side past
+    ``MAX_IMAGE_SIDE`` is refused where the whole image is warped: :func:`check_warp_size`.)"""
     if not isinstance(image, np.ndarray):
         raise InputError(f"image must be a numpy array (H×W or H×W×3), got {type(image).__name__}")
     if image.ndim not in (2, 3) or (image.ndim == 3 and image.shape[2] not in (1, 3, 4)):
@@ -110,12 +110,20 @@ def check_image_shape(image) -> tuple[int, int]:
     h, w = image.shape[:2]
     if min(h, w) < MIN_IMAGE_SIDE:
         raise InputError(f"image is too small ({w}×{h}); both sides must be at least {MIN_IMAGE_SIDE} px")
+    return int(h), int(w)
+
+
+def check_warp_size(shape) -> None:
+    """A one-line :class:`InputError` where an image of ``shape`` ``(H, W, ...)`` has a side past
+    :data:`MAX_IMAGE_SIDE`: OpenCV's ``remap`` (the model's log-polar read) and ``warpAffine`` into an image of its
+    size (``rectify``'s warp, an un-turned canvas) take sides under ``SHRT_MAX``. SIFT's keypoints described where
+    they are, and the gradient's angle, cut small patches and take panoramas of any width."""
+    h, w = int(shape[0]), int(shape[1])
     if max(h, w) > MAX_IMAGE_SIDE:
         raise InputError(
             f"image is too large ({w}×{h}): OpenCV's warps take sides of at most {MAX_IMAGE_SIDE:,} px "
             "(under SHRT_MAX); resize or crop it"
         )
-    return int(h), int(w)
 
 
 def _checked_float(image: np.ndarray) -> np.ndarray:

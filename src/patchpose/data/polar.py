@@ -31,7 +31,7 @@ import cv2
 import numpy as np
 
 from ..conventions import REFERENCE_RADIUS, TWO_PI, rotation_matrix
-from .patches import LEVELS_PER_OCTAVE, Pyramid, as_frames
+from .patches import LEVELS_PER_OCTAVE, Pyramid, as_frames, check_warp_size
 
 _REMAP_ROWS = 30000  # cv2.remap wants maps smaller than 32767 in each dimension
 
@@ -134,6 +134,7 @@ def _sample(
     Where every keypoint has the same rings and directions (one frame, upright: a plan's first read), each
     pyramid level is sampled as one block (:func:`_sample_one_frame`), else ring by ring (:func:`_sample_rows`);
     the numbers are the same either way."""
+    check_warp_size(pyramid.levels[0].shape)  # OpenCV's remap takes sides under SHRT_MAX
     n, K = r.shape
     A = cos_a.shape[1]
     one_frame = len(cos_a) == 1 and K * A <= _REMAP_ROWS and bool(np.all(r == r[0]) and np.all(lev == lev[0]))

@@ -37,7 +37,7 @@ import cv2
 import numpy as np
 
 from ..data.keypoints import MAX_KEYPOINTS, as_uint8_gray, detect_harris, detect_sift
-from ..data.patches import check_image_shape, load_image
+from ..data.patches import check_image_shape, check_warp_size, load_image
 from ..data.photos import IMAGE_EXTS, photos_of
 from ..errors import InputError, is_int_in, require
 from ..estimator import EstimatorLike, as_estimator
@@ -331,12 +331,16 @@ class _Photos(Sequence):
         return _usable(image, self.paths[k])
 
 
-def _usable(image: np.ndarray, path: Path) -> np.ndarray:
+def _usable(image: np.ndarray, path: Path, warps: bool = True) -> np.ndarray:
     """``image``, read from ``path``, if its size is one the extraction takes (:func:`check_image_shape`: not too
-    small, not too large for OpenCV's warps); else a one-line :class:`InputError` naming the file, as
-    :func:`load_image` names a file it cannot decode (the error said ``photo 5``, or no file at all)."""
+    small; with ``warps``, where a model or an un-turned extraction reads the whole image through OpenCV's warps,
+    not too large for them: SIFT's own keypoints, described where they are, take panoramas of any width); else a
+    one-line :class:`InputError` naming the file, as :func:`load_image` names a file it cannot decode (the error said
+    ``photo 5``, or no file at all)."""
     try:
         check_image_shape(image)
+        if warps:
+            check_warp_size(image.shape)
     except InputError as e:
         raise InputError(f"{path}: {e}") from None
     return image
@@ -546,7 +550,7 @@ def extract_features(
         if _part_done(h5py, part, name, stamps[name], None if turns is None else turns[name]["applied"]):
             continue
         try:
-            image = _usable(load_image(path), path)
+            image = _usable(load_image(path), path, warps=detector != "sift" or unturn or extract is not None)
         except InputError as e:
             unreadable.append((name, str(e)))
             continue

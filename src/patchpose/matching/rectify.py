@@ -32,7 +32,7 @@ from dataclasses import dataclass
 import cv2
 import numpy as np
 
-from ..data.patches import to_gray
+from ..data.patches import check_warp_size, to_gray
 from ..errors import InputError
 from .blend import blend_descriptors, pool_sizes
 from .candidates import sift_all_counts, sift_all_descriptors, sift_detections
@@ -94,6 +94,8 @@ def warp_into(image: np.ndarray, A: np.ndarray, shape: tuple[int, int]) -> tuple
     the image (pixel centres at integers, both), blurred first by the Gaussian that keeps the warp from aliasing
     where it shrinks the image; and the ``uint8`` mask of the warped pixels at least :data:`BORDER_PX` inside it."""
     h, w = shape
+    check_warp_size(image.shape)
+    check_warp_size(shape)
     shrink = float(np.linalg.svd(A[:, :2], compute_uv=False).max())  # image px per warped px, at most
     src = np.ascontiguousarray(image, np.float32)
     if shrink > 1.0:

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING
 import cv2
 import numpy as np
 
-from ..data.patches import check_image
+from ..data.patches import check_image, check_warp_size
 from ..errors import InputError
 from ..geometry import inside
 from .describe import Describer
@@ -249,6 +249,8 @@ def turn_image(
     c = np.array([(w - 1) / 2.0, (h - 1) / 2.0])
     c2 = np.array([(W - 1) / 2.0, (H - 1) / 2.0])
     if not exact:
+        check_warp_size(image.shape)
+        check_warp_size((H, W))
         forward = np.hstack([R, (c2 - R @ c)[:, None]])
         src = image.astype(np.float32) if image.dtype == np.float16 else image  # OpenCV has no float16 warp
         turned = cv2.warpAffine(
