@@ -759,7 +759,7 @@ def test_a_resume_votes_again_where_the_folder_changed_and_redoes_parts_of_other
     stops_at_third = stopping(upright_sift_extractor, feature.name, 3)
     with pytest.raises(RuntimeError):
         ex.extract_features(turned, out, extract=stops_at_third, unturn=True, progress=False)
-    # the turns, and the stamps (size, mtime) of the images they were voted on
+    # the turns, and the stamps (size, hash) of the images they were voted on
     doc = json.loads((parts / "turns.json").read_text())
     saved = doc["turns"]
     # the turns change under the finished parts (as if the folder had changed): 01.png now un-turned by 0
@@ -873,9 +873,9 @@ def test_overwrite_replaces_a_features_file_of_other_settings_and_nothing_else(i
 
 def test_an_image_replaced_under_its_name_is_extracted_again_or_refused_naming_it(images, tmp_path, capsys):
     """extract knew images by name alone: an image replaced by another of the same name kept its old part in a
-    resumed run, and a finished file of it reran as "complete already". Each group records its file's size and
-    modification time (ns): a resumed run extracts a changed image again, and a finished file of one is refused in
-    one line naming it, as other settings are (``--overwrite`` makes it anew)."""
+    resumed run, and a finished file of it reran as "complete already". Each group records its file's size and a
+    hash of its bytes: a resumed run extracts a changed image again, and a finished file of one is refused in one
+    line naming it, as other settings are (``--overwrite`` makes it anew); new times alone change nothing."""
     folder = tmp_path / "photos"
     folder.mkdir()
     for k in (1, 2, 4):
@@ -905,3 +905,8 @@ def test_an_image_replaced_under_its_name_is_extracted_again_or_refused_naming_i
     clean.unlink()
     ex.extract_features(folder, clean, max_keypoints=KEYPOINTS, progress=False)
     assert_same_features(out, clean)
+    capsys.readouterr()
+    for path in folder.iterdir():  # new times, the same bytes (a cp -r, a git checkout): nothing changed
+        later = path.stat().st_mtime_ns + 10**10
+        os.utime(path, ns=(later, later))
+    assert main(argv) == 0 and "complete already" in capsys.readouterr().out

@@ -26,7 +26,6 @@ import hashlib
 import json
 import logging
 import math
-import os
 import re
 import shutil
 from collections.abc import Sequence
@@ -61,8 +60,9 @@ SETTINGS, SHARD, TOTAL = "patchpose_settings", "patchpose_shard", "patchpose_ima
 #: root attribute of an un-turned extraction: every image's applied turn (JSON); each group's ``TURN_degrees``,
 #: ``TURN_applied`` and ``TURN_found`` attributes: its voted turn, the turn extracted at, whether one was found
 TURNS, TURN = "patchpose_turns", "patchpose_turn"
-#: attribute of each image group: its image file's size and modification time in ns (:func:`_image_stamp`) when it
-#: was extracted; a rerun redoes (a part) or refuses (a finished file) an image whose file has changed since
+#: attribute of each image group: its image file's size and a hash of its bytes (:func:`_image_stamp`) when it was
+#: extracted; a rerun redoes (a part) or refuses (a finished file) an image whose file has changed since (a copy of
+#: the folder, whose files have new times, has not)
 STAMP = "patchpose_image_stamp"
 
 
@@ -376,13 +376,18 @@ def _make_folder(path: Path, parents: bool = False) -> None:
 
 
 def _image_stamp(path: Path) -> list[int]:
-    """An image file's size and modification time in ns: what tells a rerun that the file has changed since (``[]``
-    where it cannot be read: a broken link, which the extraction names)."""
+    """An image file's size and the first 8 bytes of its BLAKE2b hash (as a signed 64-bit number): what tells a rerun
+    that the file has changed since, whatever its times say (a ``cp -r`` or a git checkout gives every file new ones;
+    hashing reads each file once more, a few ms a photo against its extraction's hundreds); ``[]`` where it cannot be
+    read (a broken link, which the extraction names)."""
     try:
-        st = os.stat(path)
+        h = hashlib.blake2b(digest_size=8)
+        with open(path, "rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                h.update(block)
+        return [int(path.stat().st_size), int.from_bytes(h.digest(), "little", signed=True)]
     except OSError:
         return []
-    return [int(st.st_size), int(st.st_mtime_ns)]
 
 
 def _part_done(h5py, path: Path, name: str, stamp: list[int], turn: float | None = None) -> bool:
@@ -503,7 +508,7 @@ def extract_features(
     if pairs_stated is not None:  # which pairs were voted: a rerun with others is not a resume
         settings["unturn"] = {**settings["unturn"], **pairs_stated}
     # each group records its image's size and modification time (STAMP): a file or parts without them is not resumed
-    settings["image_stamp"] = "size, mtime_ns"
+    settings["image_stamp"] = "size, blake2b-64"
     parts = out.with_name(out.name + ".parts")
     stated = {**settings, "shard": f"{i}/{n}"}
     stamps = {name: _image_stamp(path) for name, path in todo}
@@ -680,9 +685,9 @@ def _finished_state(h5py, out: Path) -> tuple[dict | None, dict[str, list[int]]]
 
 def _changed(have: dict[str, list[int]], stamps: dict[str, list[int]]) -> tuple[dict, dict]:
     """The images of a finished file (``have``: name → stamp) whose files have changed since (``stamps``: as they
-    are now), as :func:`~patchpose.fileio.settings_difference` takes them: ``({name: {size, mtime_ns}} as recorded,
+    are now), as :func:`~patchpose.fileio.settings_difference` takes them: ``({name: {size, blake2b}} as recorded,
     the same as they are)``."""
-    keys = ("size", "mtime_ns")
+    keys = ("size", "blake2b")
     changed = sorted(name for name in stamps if name in have and have[name] != stamps[name])
     return (
         {name: dict(zip(keys, have[name])) for name in changed},
