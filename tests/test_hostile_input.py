@@ -488,7 +488,7 @@ def test_scale_limit_is_the_estimators_frame_limit():
 def test_keypoint_files_that_are_folders_or_binary_are_one_line(tmp_path):
     from patchpose.fileio import read_keypoints
 
-    with pytest.raises(InputError, match="not found"):
+    with pytest.raises(InputError, match="is a folder, not a keypoints file"):
         read_keypoints(tmp_path)
     (tmp_path / "kp.txt").write_bytes(bytes(range(256)) * 4)
     with pytest.raises(InputError, match="not a text file"):

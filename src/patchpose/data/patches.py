@@ -9,7 +9,9 @@ faster than kornia's ``extract_patches_from_pyramid`` on a CPU and samples the s
 
 from __future__ import annotations
 
+import contextlib
 import math
+import threading
 from pathlib import Path
 
 import cv2
@@ -47,18 +49,12 @@ def load_image(path: str | Path, exif_orientation: bool = True) -> np.ndarray:
         flags = cv2.IMREAD_COLOR | cv2.IMREAD_ANYDEPTH
         if not exif_orientation:
             flags |= cv2.IMREAD_IGNORE_ORIENTATION
-        level = cv2.utils.logging.getLogLevel()
-        cv2.utils.logging.setLogLevel(
-            cv2.utils.logging.LOG_LEVEL_SILENT
-        )  # a failed decode says so below, once
-        try:
+        with _opencv_quiet():  # a failed decode is said once, below, not also in OpenCV's log lines
             img = cv2.imdecode(data, flags) if data.size else None
-        finally:
-            cv2.utils.logging.setLogLevel(level)
-        if img is None and data.size:  # OpenCV reads a one-channel float TIFF only as it is (not as colour)
-            one = cv2.imdecode(data, cv2.IMREAD_UNCHANGED)
-            if one is not None and one.dtype.kind == "f" and (one.ndim == 2 or one.shape[2] == 1):
-                img = cv2.cvtColor(one.reshape(one.shape[:2]), cv2.COLOR_GRAY2BGR)
+            if img is None and bytes(data[:4]) in (b"II*\0", b"MM\0*"):  # a TIFF: a one-channel float one is
+                one = cv2.imdecode(data, cv2.IMREAD_UNCHANGED)  # read by OpenCV only as it is, not as colour
+                if one is not None and one.dtype.kind == "f" and (one.ndim == 2 or one.shape[2] == 1):
+                    img = cv2.cvtColor(one.reshape(one.shape[:2]), cv2.COLOR_GRAY2BGR)
         del data  # the file's bytes: not needed once decoded
     except cv2.error as e:  # e.g. over OpenCV's own pixel limit (OPENCV_IO_MAX_IMAGE_PIXELS)
         raise InputError(f"cannot decode image {path}: {' '.join(str(e).split())[-160:]}") from None
@@ -87,6 +83,22 @@ def load_image(path: str | Path, exif_orientation: bool = True) -> np.ndarray:
         strip = img[i : i + step]
         cv2.cvtColor(strip, cv2.COLOR_BGR2RGB, dst=strip)
     return img
+
+
+_OPENCV_LOG = threading.Lock()
+
+
+@contextlib.contextmanager
+def _opencv_quiet():
+    """OpenCV's log silenced while the block runs (its level is the process's: one block at a time, the level put
+    back after)."""
+    with _OPENCV_LOG:
+        level = cv2.utils.logging.getLogLevel()
+        cv2.utils.logging.setLogLevel(cv2.utils.logging.LOG_LEVEL_SILENT)
+        try:
+            yield
+        finally:
+            cv2.utils.logging.setLogLevel(level)
 
 
 def uint16_white(image: np.ndarray) -> float:
