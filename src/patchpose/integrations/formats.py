@@ -114,7 +114,8 @@ def to_lightglue(xy, scale, ori, descriptors=None, scores=None, image_size=None)
 
 def _sized(image_size, xy: np.ndarray) -> tuple[int, int]:
     """``image_size`` checked (:func:`~patchpose.checks.image_size`) and holding the keypoints ``xy`` (pixel
-    centres at integers, so from −0.5 to width − 0.5; a pixel of slack): a swapped (height, width) is an
+    centres at integers, so from −0.5 to width − 0.5; half a pixel of slack each side): a swapped (height, width),
+    where a keypoint lies past the smaller side, is an
     :class:`InputError`, not a file whose keypoints lie outside its image."""
     w, h = checks.image_size(image_size)
     out = (xy[:, 0] < -1.0) | (xy[:, 0] > w) | (xy[:, 1] < -1.0) | (xy[:, 1] > h)
