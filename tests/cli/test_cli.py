@@ -167,6 +167,15 @@ def test_match_threshold_and_bench_counts_are_checked(tmp_path, capsys):
         err = capsys.readouterr().err.strip()
         assert "in the output folder's path, is a file" in err and len(err.splitlines()) == 1, err
     assert (tmp_path / "afile").read_text() == "mine"
+    # keypoints files: the one at fault named (it said "keypoints is empty", "lie outside", of neither image)
+    (tmp_path / "k1.csv").write_text("10,10\n20,20\n")
+    (tmp_path / "k2.csv").write_text("x,y\n")
+    (tmp_path / "k3.csv").write_text("10,10\n99999,5\n")
+    for k2, what in (("k2.csv", "is empty"), ("k3.csv", "outside")):
+        argv = ["--keypoints1", str(tmp_path / "k1.csv"), "--keypoints2", str(tmp_path / k2)]
+        assert main(["match", photo, photo, *argv, "--out", str(tmp_path / "m")]) == 2
+        err = capsys.readouterr().err.strip()
+        assert f"{k2}: " in err and what in err and len(err.splitlines()) == 1, err
     assert main(["bench", "--repeats", "0", "--out", str(tmp_path)]) == 2
     assert "repeats" in capsys.readouterr().err
 

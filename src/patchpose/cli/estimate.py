@@ -41,6 +41,7 @@ def match_command(a: argparse.Namespace) -> int:
     from ..data.patches import check_image_shape, load_image
     from ..data.warps import read_homography
     from ..errors import InputError
+    from ..estimator import check_keypoints
     from ..fileio import read_keypoints
 
     threshold = CORRECT_PX if a.threshold is None else a.threshold
@@ -61,6 +62,11 @@ def match_command(a: argparse.Namespace) -> int:
         if not (a.keypoints1 and a.keypoints2):
             raise InputError("give keypoints for both images (--keypoints1 and --keypoints2) or for none")
         keypoints = (read_keypoints(a.keypoints1), read_keypoints(a.keypoints2))
+        for path, xy, img in ((a.keypoints1, keypoints[0], img1), (a.keypoints2, keypoints[1], img2)):
+            try:  # checked here so that the message names the file (match_pair's says "keypoints")
+                check_keypoints(xy, img.shape[:2])
+            except InputError as e:
+                raise InputError(f"{path}: {e}") from None
     res = match_pair(
         img1,
         img2,
