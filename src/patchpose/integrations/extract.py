@@ -11,7 +11,7 @@ and ``image_size``.
 How a run survives a kill: every finished image is committed as its own small HDF5 file in
 ``OUT.parts/`` (written under a temporary name, then renamed: a part exists whole or not at all, and its
 group carries :data:`COMPLETE` as its last write). A rerun with the same settings skips the images whose part
-is there, unless the image's file has changed since (its size and modification time, :data:`STAMP`). When every
+is there, unless the image's file has changed since (its size and a hash of its bytes, :data:`STAMP`). When every
 image of the run is done, the parts are copied into ``OUT.parts/joined.h5``, renamed to ``OUT``, and the parts are
 removed; ``OUT`` itself is never half-written.
 
@@ -507,7 +507,7 @@ def extract_features(
         settings = _learned_settings(extract, unturn, estimator, detector, descriptor, max_keypoints)
     if pairs_stated is not None:  # which pairs were voted: a rerun with others is not a resume
         settings["unturn"] = {**settings["unturn"], **pairs_stated}
-    # each group records its image's size and modification time (STAMP): a file or parts without them is not resumed
+    # each group records its image's size and a BLAKE2b hash of its bytes (STAMP): a file or parts without them is not resumed
     settings["image_stamp"] = "size, blake2b-64"
     parts = out.with_name(out.name + ".parts")
     stated = {**settings, "shard": f"{i}/{n}"}
