@@ -96,8 +96,11 @@ def pair_zoom(scale1, scale2, matches) -> PairZoom:
 AFFINE_TOLERANCE = 0.03
 #: inliers the pair's affine map needs (three matches fix one; :data:`MIN_VOTES` per degree of freedom pair)
 AFFINE_MIN_INLIERS = 15
-#: the largest ratio of the affine map's two singular values taken as a slant (past it: a poor fit)
-MAX_ANISOTROPY = 4.0
+#: the largest ratio of the affine map's two singular values taken as a slant (past it: a poor fit). 3, not 4: on the
+#: dev set's real pairs (Sacré-Cœur, 90 ordered pairs at corners) each of the 6 maps past 3 (3.2–4.0) kept 18–95
+#: matches, where the photos swapped kept 171–357 without a map (one pair had a map past 3 both ways); on val's
+#: generated pairs (200) no map passed 2.4 (CHANGELOG, 2026-11-30, night)
+MAX_ANISOTROPY = 3.0
 #: the ratio of the affine map's singular values from which ``pair-pose`` cuts photo 2 through the map; below it
 #: the voted turn and zoom serve (a map fitted to noisy matches costs accuracy where the view is hardly slanted)
 MIN_SLANT = 1.15
