@@ -176,6 +176,10 @@ def test_match_threshold_and_bench_counts_are_checked(tmp_path, capsys):
         assert main(["match", photo, photo, *argv, "--out", str(tmp_path / "m")]) == 2
         err = capsys.readouterr().err.strip()
         assert f"{k2}: " in err and what in err and len(err.splitlines()) == 1, err
+    # --detector and --max-keypoints choose detected keypoints: with yours they were ignored without a word
+    argv = ["--keypoints1", str(tmp_path / "k1.csv"), "--keypoints2", str(tmp_path / "k1.csv")]
+    assert main(["match", photo, photo, *argv, "--detector", "gftt", "--out", str(tmp_path / "m")]) == 2
+    assert "--detector chooses detected keypoints: not with --keypoints1/2" in capsys.readouterr().err
     assert main(["bench", "--repeats", "0", "--out", str(tmp_path)]) == 2
     assert "repeats" in capsys.readouterr().err
 

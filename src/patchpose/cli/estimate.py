@@ -61,6 +61,13 @@ def match_command(a: argparse.Namespace) -> int:
     if a.keypoints1 or a.keypoints2:
         if not (a.keypoints1 and a.keypoints2):
             raise InputError("give keypoints for both images (--keypoints1 and --keypoints2) or for none")
+        given = [
+            o for o, v in (("--detector", a.detector), ("--max-keypoints", a.max_keypoints)) if v is not None
+        ]
+        if given:  # they choose detected keypoints: with yours they were ignored without a word
+            raise InputError(
+                f"{' and '.join(given)} choose{'' if len(given) > 1 else 's'} detected keypoints: not with --keypoints1/2"
+            )
         keypoints = (read_keypoints(a.keypoints1), read_keypoints(a.keypoints2))
         for path, xy, img in ((a.keypoints1, keypoints[0], img1), (a.keypoints2, keypoints[1], img2)):
             try:  # checked here so that the message names the file (match_pair's says "keypoints")
@@ -71,8 +78,8 @@ def match_command(a: argparse.Namespace) -> int:
         img1,
         img2,
         recipe=a.recipe,
-        detector=a.detector,
-        max_keypoints=a.max_keypoints,
+        detector=a.detector or "sift",
+        max_keypoints=2000 if a.max_keypoints is None else a.max_keypoints,
         keypoints=keypoints,
         homography=read_homography(a.homography) if a.homography else None,
     ).with_threshold(threshold)
@@ -146,10 +153,15 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     mt.add_argument(
         "--detector",
         choices=("sift", "gftt", "harris"),
-        default="sift",
-        help="keypoints detected without --keypoints1/2: OpenCV SIFT, or Shi-Tomasi (gftt) or Harris corners",
+        default=None,
+        help="keypoints detected without --keypoints1/2: OpenCV SIFT (default), or Shi-Tomasi (gftt) or Harris corners",
     )
-    mt.add_argument("--max-keypoints", type=int, default=2000, help="keypoints detected per image")
+    mt.add_argument(
+        "--max-keypoints",
+        type=int,
+        default=None,
+        help="keypoints detected per image (default 2000; not with --keypoints1/2)",
+    )
     mt.add_argument(
         "--keypoints1", default=None, help="your keypoints of image 1 (.npy or x,y text) instead of detecting"
     )
