@@ -553,7 +553,7 @@ def test_help_shows_each_options_default():
 
     sub = next(a for a in build_parser()._actions if a.choices and "estimate" in a.choices)
     text = " ".join(sub.choices["match"].format_help().split())
-    assert "keypoints detected per image (default: 2000)" in text
+    assert "keypoints detected per image, not with --keypoints1/2 (default: 2000)" in text
     assert "(default: None)" not in text and "(default: False)" not in text
     assert "output folder (default: ./patchpose_match)" in text  # a help that says its default says it once
 

@@ -154,13 +154,13 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         "--detector",
         choices=("sift", "gftt", "harris"),
         default=None,
-        help="keypoints detected without --keypoints1/2: OpenCV SIFT (default), or Shi-Tomasi (gftt) or Harris corners",
+        help="keypoints detected without --keypoints1/2: OpenCV SIFT, or Shi-Tomasi (gftt) or Harris corners (default: sift)",
     )
     mt.add_argument(
         "--max-keypoints",
         type=int,
         default=None,
-        help="keypoints detected per image (default 2000; not with --keypoints1/2)",
+        help="keypoints detected per image, not with --keypoints1/2 (default: 2000)",
     )
     mt.add_argument(
         "--keypoints1", default=None, help="your keypoints of image 1 (.npy or x,y text) instead of detecting"
