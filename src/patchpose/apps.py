@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .errors import InputError, is_int_in
+from .errors import InputError, about, is_int_in
 from .estimator import PatchPoseEstimator
 from .fileio import read_keypoints, write_text_atomic, written_together
 from .outputs import POSE_FORMATS, draw_poses, write_matches_csv, write_matches_picture, write_poses
@@ -124,11 +124,9 @@ def run_estimate(
     )
     image = load_image(image_path)
     # before detection: load_image gives checked uint8 RGB, so its size is all that is left to check
-    try:
+    with about(image_path):
         check_image_shape(image)
         check_warp_size(image.shape)  # the model reads it through OpenCV's remap
-    except InputError as e:
-        raise InputError(f"{image_path}: {e}") from None
     est = PatchPoseEstimator.load(weights)
     if top_k > est.max_top_k:  # the estimator's own message speaks Python (None); say it as the option
         raise InputError(
@@ -147,9 +145,8 @@ def run_estimate(
     out.mkdir(parents=True, exist_ok=True)
     stem = Path(image_path).stem
     first = lambda a: a[:, 0] if a.ndim == 2 else a  # noqa: E731
-    with (
-        written_together()
-    ):  # both files or neither: a kill in between left the poses alone, and a rerun refused
+    # both files or neither: a kill in between left the poses alone, and a rerun refused
+    with written_together():
         poses = write_poses(out / f"{stem}_poses", xy, res, fmt)
         pic = draw_poses(
             image,

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib
+from collections.abc import Iterator
 from types import ModuleType
 
 
@@ -33,6 +35,16 @@ def is_int_in(value, lo: int, hi: int | None = None, integral_floats: bool = Fal
         if not (integral_floats and float(value).is_integer()):
             return False
     return lo <= value and (hi is None or value <= hi)
+
+
+@contextlib.contextmanager
+def about(where) -> Iterator[None]:
+    """An :class:`InputError` raised in the block says ``where`` (the file or option it is about) first: one line
+    that names the file at fault, where the check itself only sees an array."""
+    try:
+        yield
+    except InputError as e:
+        raise InputError(f"{where}: {e}") from None
 
 
 def require(module: str, extra: str) -> ModuleType:

@@ -40,7 +40,7 @@ def match_command(a: argparse.Namespace) -> int:
     from ..apps import MATCH_OUTPUTS, check_outputs_free, output_folder
     from ..data.patches import check_image_shape, load_image
     from ..data.warps import read_homography
-    from ..errors import InputError
+    from ..errors import InputError, about
     from ..estimator import check_keypoints
     from ..fileio import read_keypoints
 
@@ -53,10 +53,8 @@ def match_command(a: argparse.Namespace) -> int:
     check_outputs_free([out / name for name in MATCH_OUTPUTS], a.overwrite, inputs)  # before any work
     img1, img2 = load_image(a.image1), load_image(a.image2)
     for path, img in ((a.image1, img1), (a.image2, img2)):  # which image is too small or too large
-        try:
+        with about(path):
             check_image_shape(img)
-        except InputError as e:
-            raise InputError(f"{path}: {e}") from None
     keypoints = None
     if a.keypoints1 or a.keypoints2:
         if not (a.keypoints1 and a.keypoints2):
@@ -70,10 +68,10 @@ def match_command(a: argparse.Namespace) -> int:
             )
         keypoints = (read_keypoints(a.keypoints1), read_keypoints(a.keypoints2))
         for path, xy, img in ((a.keypoints1, keypoints[0], img1), (a.keypoints2, keypoints[1], img2)):
-            try:  # checked here so that the message names the file (match_pair's says "keypoints")
+            with about(
+                path
+            ):  # checked here so that the message names the file (match_pair's says "keypoints")
                 check_keypoints(xy, img.shape[:2])
-            except InputError as e:
-                raise InputError(f"{path}: {e}") from None
     res = match_pair(
         img1,
         img2,

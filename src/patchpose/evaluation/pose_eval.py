@@ -41,7 +41,7 @@ from pathlib import Path
 import cv2
 import numpy as np
 
-from ..errors import InputError, is_int_in, require
+from ..errors import InputError, about, is_int_in, require
 from .datasets.posed_pairs import read_pairs_file
 from .report import write_results
 from .rows import get_row
@@ -254,14 +254,10 @@ def check_pose_inputs(pairs_file: str | Path, pairs: list, images: Path) -> None
         for name in (p.name0, p.name1):
             if name in checked:
                 continue
-            try:
+            with about(where):
                 img = load_image(images / name)  # its messages name the file
-            except InputError as e:
-                raise InputError(f"{where}: {e}") from None
-            try:
+            with about(f"{where}: {images / name}"):
                 check_image(img)
-            except InputError as e:
-                raise InputError(f"{where}: {images / name}: {e}") from None
             del img
             checked.add(name)
 

@@ -38,7 +38,7 @@ import numpy as np
 from ..data.keypoints import MAX_KEYPOINTS, as_uint8_gray, detect_harris, detect_sift
 from ..data.patches import check_image_shape, check_warp_size, load_image
 from ..data.photos import IMAGE_EXTS, photos_of
-from ..errors import InputError, is_int_in, require
+from ..errors import InputError, about, is_int_in, require
 from ..estimator import EstimatorLike, as_estimator
 from ..fileio import atomic_copy, commit_temp, room_for, settings_difference, size_text, write_text_atomic
 from ..matching.candidates import recipe_poses
@@ -337,12 +337,10 @@ def _usable(image: np.ndarray, path: Path, warps: bool = True) -> np.ndarray:
     not too large for them: SIFT's own keypoints, described where they are, take panoramas of any width); else a
     one-line :class:`InputError` naming the file, as :func:`load_image` names a file it cannot decode (the error said
     ``photo 5``, or no file at all)."""
-    try:
+    with about(path):
         check_image_shape(image)
         if warps:
             check_warp_size(image.shape)
-    except InputError as e:
-        raise InputError(f"{path}: {e}") from None
     return image
 
 

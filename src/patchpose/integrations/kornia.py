@@ -141,6 +141,16 @@ class LAFPoseAssigner(nn.Module):
         return out.to(device=laf.device, dtype=laf.dtype)
 
 
+def _padding_kept(laf: torch.Tensor, run) -> torch.Tensor:
+    """``run`` on the LAFs ``(1, N, 2, 3)`` that are not kornia's all-zero padding (:func:`~patchpose.interop.laf_padding`),
+    its ``(1, L, ...)`` result put back in their places and zeros in the padding's: ``(1, N, ...)``."""
+    live = torch.nonzero(~laf_padding(laf)[0]).flatten()
+    got = run(laf[:, live.to(laf.device)])
+    out = torch.zeros((1, laf.shape[1], *got.shape[2:]), dtype=got.dtype, device=got.device)
+    out[0, live.to(got.device)] = got[0]
+    return out
+
+
 def posed_affine(a: torch.Tensor, scale: torch.Tensor | None, theta: torch.Tensor | None) -> torch.Tensor:
     """LAFs' affine parts ``a`` ``(N, 2, 2)`` (double) given a new ``scale`` (``sqrt(det)``, px) and/or
     orientation ``theta`` (radians, CCW as displayed, in the image): their affine shape kept, as kornia's
@@ -200,11 +210,9 @@ class LAFAffineShape(nn.Module):
         out = []
         for b in range(laf.shape[0]):
             lb = laf[b : b + 1].detach().double().cpu()
-            pad = laf_padding(lb)[0]
-            if bool(pad.any()):  # kornia's padding passed through, as zeros
-                full = torch.zeros_like(lb)
-                full[:, ~pad] = self.forward(lb[:, ~pad], img[b : b + 1]).double().cpu()
-                out.append(full)
+            if bool(laf_padding(lb).any()):  # kornia's padding passed through, as zeros
+                one = img[b : b + 1]
+                out.append(_padding_kept(lb, lambda live, one=one: self.forward(live, one).double().cpu()))
                 continue
             if lb.shape[1] == 0:
                 out.append(lb)
@@ -356,13 +364,8 @@ def describe_blended(
     if pool_octaves != 0.0:
         check_pool_octaves(pool_octaves)
     n = laf.shape[1]
-    pad = laf_padding(laf)[0]
-    if bool(pad.any()):  # kornia's padding: zero descriptors, the others as if it were not there
-        live = torch.nonzero(~pad).flatten().to(laf.device)
-        d = describe_blended(img, laf[:, live], descriptor, pool_octaves)
-        out = torch.zeros(1, n, d.shape[2], dtype=d.dtype)
-        out[0, live.cpu()] = d[0]
-        return out
+    if bool(laf_padding(laf).any()):  # kornia's padding: zero descriptors, the others as if it were not there
+        return _padding_kept(laf, lambda live: describe_blended(img, live, descriptor, pool_octaves))
     if n == 0:
         return descriptor(img, laf).float()
     gray = img[0].detach().float().cpu().permute(1, 2, 0).numpy()
