@@ -14,6 +14,7 @@ import patchpose  # noqa: E402
 from patchpose.data.patches import load_photo, to_gray  # noqa: E402
 from patchpose.data.photos import demo_photo  # noqa: E402
 from patchpose.matching.pair import DEFAULT_RECIPES, default_recipe  # noqa: E402
+from patchpose.matching.zoom import MIN_VOTES  # noqa: E402
 from patchpose.recipes import MODELS, RECIPES  # noqa: E402
 
 
@@ -91,6 +92,16 @@ def test_the_pair_pose_reports_the_turn_and_zoom_and_a_threshold_of_ones_own(pho
     )
     with pytest.raises(patchpose.InputError, match="positive number of pixels"):
         res.with_threshold(0)
+
+
+def test_the_pair_pose_reports_no_zoom_where_none_was_voted(photo):
+    """Too few matches to vote a zoom (4 SIFT keypoints: fewer than ``MIN_VOTES`` matches): ``zoom`` is None, as
+    the turn, and ``summary.json``'s ``zoom_octaves`` null (it was 0.0, a zoom of 1× nobody voted)."""
+    res = patchpose.match_pair(photo, photo[::-1].copy(), recipe="pair-pose", max_keypoints=4)
+    assert len(res.matches) < MIN_VOTES
+    assert res.zoom is None and res.turn is None
+    summary = res.summary()
+    assert summary["zoom_octaves"] is None and summary["turn_deg"] is None
 
 
 def test_pair_pose_reads_the_network_only_where_keypoints_have_no_scale(photo, monkeypatch):

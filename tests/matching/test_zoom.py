@@ -40,6 +40,10 @@ def test_too_few_agreeing_votes_give_no_zoom():
     assert pair_zoom(s1, s2, m) == PairZoom(0.0, MIN_VOTES - 1, MIN_VOTES - 1)
     assert pair_zoom(s1, s2, np.zeros((0, 2), np.int64)) == PairZoom(0.0, 0, 0)
     assert PairZoom(0.0, 0, 0).frames == (0.0, 0.0)
+    assert not pair_zoom(s1, s2, m).found and not PairZoom(0.0, 0, 0).found
+    assert pair_zoom(
+        np.zeros(MIN_VOTES), np.full(MIN_VOTES, 1.5), np.stack([np.arange(MIN_VOTES)] * 2, 1)
+    ).found
 
 
 @pytest.mark.parametrize(

@@ -59,7 +59,8 @@ class PairMatches:
         threshold: px: a match is correct within this.
         seconds: detection, poses, description and matching.
         zoom: ``pair-pose``: the pair's zoom (log2: structures in image 2 look ``2**zoom`` times as large) that
-            the keypoints' scales voted (ours; at SIFT's detections SIFT's); else None.
+            the keypoints' scales voted (ours; at SIFT's detections SIFT's); None for the other recipes, and where
+            too few votes agreed on one (:attr:`~patchpose.matching.zoom.PairZoom.found`).
         turn: ``pair-pose``: the pair's turn (degrees, CCW as displayed, in [0, 360)) that their angles voted;
             None for the other recipes, and where the votes showed no one turn (each keypoint then at its own poses).
         affine: ``pair-pose``: the ``(2, 2)`` affine map from image 1 to image 2 (pixels, y down) that the matches
@@ -219,7 +220,7 @@ def match_pair(
         correct=None if err is None else err <= CORRECT_PX,
         threshold=CORRECT_PX,
         seconds=time.time() - t0,
-        zoom=None if zoom is None else zoom.log2,
+        zoom=None if zoom is None or not zoom.found else zoom.log2,
         turn=None if turn is None or not turn.found else float(np.degrees(turn.radians)),
         affine=None if affine is None else np.array(affine),
         redetected=redetected,

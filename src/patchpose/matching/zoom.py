@@ -51,6 +51,12 @@ class PairZoom:
         window would be read below the photo's resolution)."""
         return max(0.0, -self.log2), max(0.0, self.log2)
 
+    @property
+    def found(self) -> bool:
+        """Whether the votes show a zoom: at least :data:`MIN_VOTES` of them within :data:`ZOOM_BAND` of the winner
+        (else :attr:`log2` is 0, no evidence)."""
+        return self.votes >= MIN_VOTES
+
 
 def _votes(values1, values2, matches, what: str) -> np.ndarray | None:
     """``values2[j] − values1[i]`` for each tentative match ``(i, j)`` (None for no match), the arguments checked:
