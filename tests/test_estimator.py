@@ -366,6 +366,34 @@ def test_border_policy(est, photo):
         strict.estimate(photo, xy)
 
 
+def test_a_flat_patch_gives_a_pose_marked_invalid(equivariant, photo, kps):
+    """A uniform image (gray, colour, float) and a flat square inside noise (trained models): the orientation
+    histogram is uniform (no orientation to read), so the pose is marked invalid though its window lies inside the
+    image; a keypoint in the noise beside it, and every keypoint of a real photo, stays valid."""
+    from patchpose.reading import informative
+
+    centre = [[150.0, 150.0]]
+    for image in (
+        np.full((300, 300), 77, np.uint8),
+        np.full((300, 300, 3), (10, 200, 30), np.uint8),
+        np.full((300, 300), 0.3, np.float32),
+    ):
+        out = equivariant.estimate(image, centre)
+        assert not out.valid[0] and not informative(out.orientation_hist)[0]
+    # a flat square inside noise (an untrained network's scale may take its window past the square)
+    if equivariant.meta["name"] in TRAINED:
+        noise = np.random.default_rng(1).integers(0, 256, (600, 600)).astype(np.uint8)
+        noise[100:500, 100:500] = 90
+        assert equivariant.estimate(noise, [[300.0, 300.0], [110.0, 300.0]]).valid.tolist() == [False, True]
+    assert equivariant.estimate(photo, kps).valid.all()
+    assert informative(np.array([[0.5, 0.5], [0.5, 0.5 + 1e-6], [0.4, 0.6], [0.0, 0.0]])).tolist() == [
+        False,
+        False,
+        True,
+        False,
+    ]
+
+
 def test_passes_read_again_in_the_frame_of_the_scale_found(photo, kps):
     """Read 2 is read 1's estimate at detector_scale = its scale rounded to whole bins: same poses, and the
     scale histogram moved back by those bins (both heads in the frame found: no orientation offset)."""

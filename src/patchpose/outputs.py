@@ -138,7 +138,7 @@ def write_poses(path: str | Path, xy: np.ndarray, poses, fmt: str = "json") -> P
         doc = {
             "conventions": "x, y: pixels, pixel centres at integers; orientation: radians in [0, 2pi), counter-clockwise "
             "as displayed; scale: log2, radius_px = 16 * 2**scale; candidates strongest first; valid: false where the "
-            "model's window crossed the image border (mirrored there)",
+            "model's window crossed the image border (mirrored there) or the patch showed no orientation (flat)",
             "keypoints": [
                 {
                     "x": float(p[0]),
