@@ -429,6 +429,67 @@ def test_uint16_arrays_are_read_by_their_bit_depth_as_16_bit_files_are(tmp_path,
     assert len(detect_sift(g12, 100)[0]) == len(detect_sift(from_file, 100)[0]) > 10
 
 
+def _image_files(tmp_path) -> list:
+    """Files of each kind load_image reads: 8-bit colour, gray and RGBA PNGs, 12- and 16-bit PNGs, an 8-bit and a
+    one-channel float TIFF, a JPEG with EXIF orientation 6; and files it refuses: not an image, empty, a float TIFF
+    in [0, 255]."""
+    rng = np.random.default_rng(3)
+    g = (rng.random((40, 56)) * 255).astype(np.uint8)
+    files = {
+        "rgb.png": np.dstack([g, g[::-1], 255 - g]),
+        "gray.png": g,
+        "rgba.png": np.dstack([g, g, 255 - g, g // 2]),
+        "g12.png": g.astype(np.uint16) * 16,
+        "g16.png": g.astype(np.uint16) * 257,
+        "rgb.tif": np.dstack([g, 255 - g, g]),
+        "f.tif": g.astype(np.float32) / 255.0,
+        "f255.tif": g.astype(np.float32),
+    }
+    for name, a in files.items():
+        assert cv2.imwrite(str(tmp_path / name), a)
+    Image = pytest.importorskip("PIL.Image")
+    exif = Image.Exif()
+    exif[0x0112] = 6
+    Image.fromarray(np.dstack([g] * 3)).save(tmp_path / "turned.jpg", exif=exif.tobytes(), quality=95)
+    (tmp_path / "text.png").write_text("this is not an image\n")
+    (tmp_path / "empty.jpg").write_bytes(b"")
+    return sorted(tmp_path.iterdir())
+
+
+def test_bytes_read_already_are_decoded_as_the_file_is(tmp_path, monkeypatch):
+    """``load_image(path, data=[bytes])`` (``patchpose extract``: the bytes hashed, then decoded) gives the file's
+    pixels bit for bit, or its error word for word, for every kind of file and either EXIF setting, the header's
+    pixel limit too; the list is emptied (the bytes let go once decoded)."""
+    from patchpose.data.image_header import MAX_PIXELS_ENV
+
+    def read(path, exif, data=None):
+        try:
+            return load_image(path, exif, data=data)
+        except InputError as e:
+            return str(e)
+
+    for path in _image_files(tmp_path):
+        for exif in (True, False):
+            data = [path.read_bytes()]
+            want, got = read(path, exif), read(path, exif, data)
+            assert data == []
+            if isinstance(want, str):
+                assert got == want, path.name
+            else:
+                assert got.dtype == want.dtype == np.uint8 and got.shape == want.shape, path.name
+                np.testing.assert_array_equal(got, want, err_msg=path.name)
+    viewed = load_image(tmp_path / "turned.jpg", data=[(tmp_path / "turned.jpg").read_bytes()])
+    assert viewed.shape == (56, 40, 3)  # turned as EXIF says
+    assert isinstance(read(tmp_path / "f255.tif", True), str) and isinstance(
+        read(tmp_path / "text.png", True), str
+    )
+    monkeypatch.setenv(MAX_PIXELS_ENV, "2000")  # 40 × 56 = 2,240 pixels: over the limit, from the header
+    monkeypatch.setattr(cv2, "imdecode", None)  # refused before anything is decoded
+    for name in ("rgb.png", "turned.jpg", "rgb.tif"):
+        with pytest.raises(InputError, match="2,000"):
+            load_image(tmp_path / name, data=[(tmp_path / name).read_bytes()])
+
+
 def test_load_image_turns_by_exif_orientation_unless_asked_for_the_stored_pixels(tmp_path):
     """A JPEG stored 60 wide, 40 high with EXIF orientation 6 (turn 90° clockwise to view) reads 40 wide as photo
     viewers show it; with ``exif_orientation=False`` as stored, as COLMAP reads it (``patchpose colmap``)."""

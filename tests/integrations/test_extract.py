@@ -910,3 +910,48 @@ def test_an_image_replaced_under_its_name_is_extracted_again_or_refused_naming_i
         later = path.stat().st_mtime_ns + 10**10
         os.utime(path, ns=(later, later))
     assert main(argv) == 0 and "complete already" in capsys.readouterr().out
+
+
+#: paths opened while :func:`_opened` listens (an audit hook cannot be removed: it is added once, and listens only
+#: while the list is there)
+_OPENED: list | None = None
+
+
+def _opened(event: str, args: tuple) -> None:
+    if _OPENED is not None and event == "open" and isinstance(args[0], (str, os.PathLike)):
+        _OPENED.append(os.fspath(args[0]))
+
+
+def test_each_image_file_is_read_once_hashed_and_decoded_from_the_same_bytes(
+    images, reference, tmp_path, monkeypatch
+):
+    """An extraction opened each image file three times (its stamp's hash, the header's size, the decode): it reads
+    each once, hashes those bytes and decodes them. The features are those of the whole folder's run, each stamp is
+    the file's as the checks before any work take it (in blocks), so a rerun finds the file complete."""
+    global _OPENED
+    folder = tmp_path / "photos"
+    (folder / "sub").mkdir(parents=True)
+    for name in ("001.png", "002.png", "sub/003.png"):
+        shutil.copy(images / name, folder / name)
+    if not getattr(sys, "_patchpose_open_hook", False):
+        sys.addaudithook(_opened)
+        sys._patchpose_open_hook = True
+    out = tmp_path / "f.h5"
+    _OPENED = []
+    try:
+        ex.extract_features(folder, out, max_keypoints=KEYPOINTS, progress=False)
+        opened = [p for p in _OPENED if p.endswith(".png")]
+    finally:
+        _OPENED = None
+    assert sorted(opened) == sorted(str(folder / n) for n in ("001.png", "002.png", "sub/003.png")), opened
+    got, want = contents(out), contents(reference)
+    assert sorted(got) == ["001.png", "002.png", "sub/003.png"]
+    for name, datasets in got.items():
+        assert sorted(datasets) == sorted(want[name])
+        for k, v in datasets.items():
+            np.testing.assert_array_equal(v, want[name][k], err_msg=f"{name}/{k}")
+    with h5py.File(out, "r") as f:
+        for name, g in ex._groups(h5py, f).items():
+            assert list(g.attrs[ex.STAMP]) == ex._image_stamp(folder / name)
+    monkeypatch.setattr(ex, "load_image", None)  # complete already: nothing decoded
+    assert ex.extract_features(folder, out, max_keypoints=KEYPOINTS, progress=False) == out

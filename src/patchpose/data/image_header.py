@@ -8,6 +8,7 @@ GIF, WebP, TIFF and binary PNM (PPM/PGM); a file of another format is decoded an
 
 from __future__ import annotations
 
+import io
 import os
 import struct
 from pathlib import Path
@@ -143,10 +144,11 @@ def _jpeg(f) -> tuple[int, int] | None:
         f.seek(length - 2, 1)
 
 
-def header_size(path: str | Path) -> tuple[int, int] | None:
+def header_size(path: str | Path, data: bytes | None = None) -> tuple[int, int] | None:
     """``(width, height)`` as the file's header states it, or None for a format not read here (or a header
-    that cannot be read: the decoder then says what is wrong)."""
-    with open(path, "rb") as f:
+    that cannot be read: the decoder then says what is wrong). ``data``: the file's bytes, read already (the
+    header is read from them, not from the file again)."""
+    with open(path, "rb") if data is None else io.BytesIO(data) as f:  # BytesIO shares the bytes: no copy
         head = f.read(64)
         for parse in (_png, _gif, _bmp, _webp, _pnm):
             size = parse(head)
@@ -168,10 +170,11 @@ def check_pixels(width: int, height: int, path: str | Path) -> None:
         )
 
 
-def check_image_file(path: str | Path) -> tuple[int, int] | None:
+def check_image_file(path: str | Path, data: bytes | None = None) -> tuple[int, int] | None:
     """Check an image file's size from its header before it is decoded (:func:`header_size`,
-    :func:`check_pixels`); returns ``(width, height)``, or None where the format's header is not read here."""
-    size = header_size(path)
+    :func:`check_pixels`; ``data``: its bytes, read already); returns ``(width, height)``, or None where the
+    format's header is not read here."""
+    size = header_size(path, data)
     if size is not None:
         check_pixels(*size, path)
     return size

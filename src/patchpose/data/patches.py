@@ -29,7 +29,9 @@ MAX_IMAGE_SIDE = 32_766
 LEVELS_PER_OCTAVE = 3
 
 
-def load_image(path: str | Path, exif_orientation: bool = True) -> np.ndarray:
+def load_image(
+    path: str | Path, exif_orientation: bool = True, *, data: list[bytes] | None = None
+) -> np.ndarray:
     """Read an image file as ``H×W×3`` uint8 RGB; raise :class:`InputError` if it cannot be read, or if it
     has more pixels than :func:`~patchpose.data.image_header.max_image_pixels` (read from its header first,
     before anything is decoded). ``exif_orientation``: turn the pixels as the file's EXIF orientation says (as
@@ -37,14 +39,24 @@ def load_image(path: str | Path, exif_orientation: bool = True) -> np.ndarray:
 
     A 16-bit file is brought to 8 bits by its *bit depth* (:func:`uint16_white`), so that 10- or 12-bit data
     stored in 16 bits (cameras, scientific images) keeps its contrast instead of being cut to its top 8 of 16
-    bits; a uint16 array given to the library is read by the same rule."""
+    bits; a uint16 array given to the library is read by the same rule.
+
+    ``data``: the file's bytes, read already (``[path.read_bytes()]``, e.g. hashed first: ``patchpose extract``),
+    decoded as the file's would be, the file not read again; a one-item list, which is emptied, so that the bytes
+    are let go once decoded (as the file's own)."""
     path = Path(path)
-    if path.is_dir():
-        raise InputError(f"{path} is a folder, not an image file")
-    if not path.is_file():
-        raise InputError(f"image not found: {path}")
-    check_image_file(path)  # more pixels than the limit: refused before decoding
-    data = np.fromfile(str(path), dtype=np.uint8)
+    if data is None:
+        if path.is_dir():
+            raise InputError(f"{path} is a folder, not an image file")
+        if not path.is_file():
+            raise InputError(f"image not found: {path}")
+        check_image_file(path)  # more pixels than the limit: refused before decoding
+        data = np.fromfile(str(path), dtype=np.uint8)
+    else:
+        raw = data.pop()
+        check_image_file(path, raw)  # from the bytes' header, as the file's
+        data = np.frombuffer(raw, dtype=np.uint8)  # no copy (read-only: imdecode only reads it)
+        del raw
     try:
         flags = cv2.IMREAD_COLOR | cv2.IMREAD_ANYDEPTH
         if not exif_orientation:

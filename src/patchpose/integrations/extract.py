@@ -375,9 +375,10 @@ def _make_folder(path: Path, parents: bool = False) -> None:
 
 def _image_stamp(path: Path) -> list[int]:
     """An image file's size and the first 8 bytes of its BLAKE2b hash (as a signed 64-bit number): what tells a rerun
-    that the file has changed since, whatever its times say (a ``cp -r`` or a git checkout gives every file new ones;
-    hashing reads each file once more, a few ms a photo against its extraction's hundreds); ``[]`` where it cannot be
-    read (a broken link, which the extraction names)."""
+    that the file has changed since, whatever its times say (a ``cp -r`` or a git checkout gives every file new ones);
+    ``[]`` where it cannot be read (a broken link, which the extraction names). Read in blocks, for the checks that
+    stamp every image before any work; an image extracted is stamped from the bytes it is decoded from
+    (:func:`_read_stamped`)."""
     try:
         h = hashlib.blake2b(digest_size=8)
         with open(path, "rb") as f:
@@ -386,6 +387,19 @@ def _image_stamp(path: Path) -> list[int]:
         return [int(path.stat().st_size), int.from_bytes(h.digest(), "little", signed=True)]
     except OSError:
         return []
+
+
+def _read_stamped(path: Path) -> tuple[list[bytes], list[int]]:
+    """An image file's bytes, read once, as a one-item list for :func:`~patchpose.data.patches.load_image`'s
+    ``data`` (decoded from them, not read again, and let go once decoded), and its :func:`_image_stamp` from the
+    same bytes (the stamp recorded is that of the pixels extracted); ``([], [])`` where it cannot be read
+    (``load_image`` then reads the path itself, and says why it cannot)."""
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return [], []
+    h = hashlib.blake2b(data, digest_size=8)
+    return [data], [len(data), int.from_bytes(h.digest(), "little", signed=True)]
 
 
 def _part_done(h5py, path: Path, name: str, stamp: list[int], turn: float | None = None) -> bool:
@@ -509,14 +523,18 @@ def extract_features(
     settings["image_stamp"] = "size, blake2b-64"
     parts = out.with_name(out.name + ".parts")
     stated = {**settings, "shard": f"{i}/{n}"}
-    stamps = {name: _image_stamp(path) for name, path in todo}
-    if out.exists() and not (overwrite and _replaceable(h5py, out, settings, stamps)):
-        _check_finished(h5py, out, settings, stamps)
-        manifest = parts / "settings.json"
-        if manifest.is_file() and json.loads(manifest.read_text()) == json.loads(json.dumps(stated)):
-            shutil.rmtree(parts)  # the parts of this very file, left by a kill after its rename
-        log.debug("%s is complete already (%d images)", out, len(todo))  # the CLI says so on stdout
-        return out
+    # each image's stamp: taken where its file is read to be extracted (once: hashed, then decoded from the same
+    # bytes); a finished file is first checked against every image's
+    stamps: dict[str, list[int]] = {}
+    if out.exists():
+        stamps = {name: _image_stamp(path) for name, path in todo}
+        if not (overwrite and _replaceable(h5py, out, settings, stamps)):
+            _check_finished(h5py, out, settings, stamps)
+            manifest = parts / "settings.json"
+            if manifest.is_file() and json.loads(manifest.read_text()) == json.loads(json.dumps(stated)):
+                shutil.rmtree(parts)  # the parts of this very file, left by a kill after its rename
+            log.debug("%s is complete already (%d images)", out, len(todo))  # the CLI says so on stdout
+            return out
     _make_folder(out.parent, parents=True)
     _make_folder(parts)
     manifest = parts / "settings.json"
@@ -550,10 +568,12 @@ def extract_features(
     unreadable = []  # (name, why): the others are extracted first, then the run stops naming these
     for name, path in bar:
         part = _part_path(parts, name)
+        data, stamps[name] = _read_stamped(path)
         if _part_done(h5py, part, name, stamps[name], None if turns is None else turns[name]["applied"]):
             continue
         try:
-            image = _usable(load_image(path), path, warps=detector != "sift" or unturn or extract is not None)
+            image = load_image(path, data=data) if data else load_image(path)
+            image = _usable(image, path, warps=detector != "sift" or unturn or extract is not None)
         except InputError as e:
             unreadable.append((name, str(e)))
             continue
