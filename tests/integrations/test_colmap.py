@@ -148,7 +148,7 @@ def test_each_pose_describes_colmaps_keypoints_as_named():
     the gradient's angle; ``upright``: angle 0; ``network``: our size and angle; all at SIFT's size but
     ``network``."""
     from patchpose import PatchPoseEstimator
-    from patchpose.matching.candidates import pose_angles
+    from patchpose.matching.candidates import gradient_angles
 
     image = (make_textured_image(200, seed=5) * 255).astype(np.uint8)
     rows, kps = colmap_rows_of(image)
@@ -159,7 +159,7 @@ def test_each_pose_describes_colmaps_keypoints_as_named():
     np.testing.assert_allclose(np.angle(np.exp(1j * (sift["ori"] - back["ori"]))), 0, atol=1e-5)
     pose = describe_at(f, "pose")
     assert len(pose["xy"]) == len(f) and np.array_equal(pose["xy"], f.xy)
-    np.testing.assert_allclose(pose["ori"], pose_angles(f, f.sift_scale)[0])
+    np.testing.assert_allclose(pose["ori"], gradient_angles(f, f.sift_scale))
     first = np.r_[0, np.flatnonzero((np.diff(back["xy"], axis=0) != 0).any(1)) + 1]
     np.testing.assert_allclose(pose["scale"], back["scale"][first], atol=1e-6)  # SIFT's own size
     upright = describe_at(f, "upright")

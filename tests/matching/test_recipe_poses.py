@@ -1,5 +1,5 @@
-"""The ``pose`` recipe's poses: the detector's scale where it gives one (ours where it gives none) and the peak of
-the dominant gradient's histograms summed over windows about the descriptor window at that scale."""
+"""The ``pose`` recipe's poses: the detector's scale where it gives one (ours where it gives none) and the dominant
+gradient's angle on the descriptor window at that scale."""
 
 import math
 
@@ -12,10 +12,9 @@ from patchpose.conventions import angle_diff
 from patchpose.data.patches import extract_patches
 from patchpose.errors import InputError
 from patchpose.evaluation.baselines import dominant_gradient_orientation
-from patchpose.matching import candidates
-from patchpose.matching.candidates import gradient_angles, pose_angles, pose_needs_network, recipe_poses
+from patchpose.matching.candidates import gradient_angles, pose_needs_network, recipe_poses
 from patchpose.matching.features import detect, features_at
-from patchpose.matching.gradient import ORI_PATCH, dominant_gradient_histograms, histogram_candidates
+from patchpose.matching.gradient import ORI_PATCH
 
 
 @pytest.fixture(scope="module")
@@ -25,11 +24,7 @@ def est():
     return PatchPoseEstimator.load("patchpose-v10")
 
 
-def _patches(f, window):
-    return extract_patches(f.pyramid, f.xy, window, np.zeros(len(f)), ORI_PATCH, [1.0])
-
-
-def test_without_a_detectors_scale_the_recipe_keeps_our_scale_and_sums_the_gradients_of_windows_about_it(est):
+def test_without_a_detectors_scale_the_recipe_keeps_our_scale_and_takes_kornias_angle_on_the_window(est):
     img = make_textured_image(320, seed=5)
     f = detect(img, keypoints=detect(img, 150).xy)  # SIFT's positions, no size: our scale
     assert pose_needs_network(f)
@@ -38,13 +33,10 @@ def test_without_a_detectors_scale_the_recipe_keeps_our_scale_and_sums_the_gradi
     np.testing.assert_array_equal(p.scale, ours.scale[:, 0])
     np.testing.assert_array_equal(p.descriptor_radius, ours.descriptor_radius[:, 0])
     window = np.log2(p.descriptor_radius / 16.0)
-    # kornia's histogram of each window about the descriptor window, made a distribution, summed; kornia's peak
-    hists = [dominant_gradient_histograms(_patches(f, window + o)) for o in candidates.POSE_OCTAVES]
-    summed = sum(h / h.sum(1, keepdims=True) for h in hists)
-    np.testing.assert_allclose(p.orientation, histogram_candidates(summed, 1)[0][:, 0], atol=1e-12)
-    assert len(candidates.POSE_OCTAVES) > 1
-    one = dominant_gradient_orientation(_patches(f, window))  # the window's own angle: not always the sum's
-    assert np.mean(np.abs(angle_diff(p.orientation, one)) > math.radians(2)) > 0.05
+    want = dominant_gradient_orientation(
+        extract_patches(f.pyramid, f.xy, window, np.zeros(len(f)), ORI_PATCH, [1.0])
+    )
+    np.testing.assert_array_equal(p.orientation, want)  # kornia's own angle
     # not the network's angle (which the recipe leaves aside)
     assert np.mean(np.abs(angle_diff(p.orientation, ours.orientation[:, 0])) > math.radians(5)) > 0.3
     # the histogram it comes from: probabilities, bin j at 2πj/36, peaking within a bin of the angle
@@ -94,7 +86,7 @@ def test_at_sifts_keypoints_the_recipe_takes_sifts_scale_and_the_gradients_angle
     np.testing.assert_allclose(p.descriptor_radius, 16.0 * np.exp2(f.sift_scale))  # SIFT's window
     # the scale is SIFT's radius, half its size (the window is SIFT_REGION sizes)
     np.testing.assert_allclose(16.0 * np.exp2(p.scale) * 2 * 5.3, p.descriptor_radius)
-    np.testing.assert_array_equal(p.orientation, pose_angles(f, f.sift_scale)[0])
+    np.testing.assert_array_equal(p.orientation, gradient_angles(f, f.sift_scale))
     assert np.mean(np.abs(angle_diff(p.orientation, f.sift_ori)) > math.radians(5)) > 0.1  # not SIFT's angle
     # sizes given with your keypoints: the window is the size
     sizes = np.full(len(f), 12.0)
@@ -150,39 +142,3 @@ def test_match_pair_pose_reads_the_network_only_for_keypoints_without_a_size(est
     # sizes for one photo only: the other takes our scale
     patchpose.match_pair(img, img2, recipe="pose", keypoints=(xy1, xy2), sizes=(r[0], None))
     assert len(loads) == 2
-
-
-def test_with_one_window_the_pose_angle_is_kornias_dominant_gradient(monkeypatch):
-    img = make_textured_image(320, seed=7)
-    f = detect(img, 150)
-    monkeypatch.setattr(candidates, "POSE_OCTAVES", (0.0,))
-    np.testing.assert_allclose(
-        np.angle(np.exp(1j * (pose_angles(f, f.frame)[0] - gradient_angles(f, f.frame)))), 0.0, atol=1e-5
-    )
-    np.testing.assert_allclose(recipe_poses(f).orientation, pose_angles(f, f.frame)[0])
-
-
-def test_the_summed_angle_is_steadier_than_one_windows_under_a_detectors_scale_error():
-    """Photos and their copies zoomed 1.5× and 2×, both read on windows of the same size (the copy's 0.58 / 1
-    octave short, as a detector's scale error): the sum's angle agrees with the photo's at more keypoints."""
-    from patchpose.data.photos import wheel_photo_paths
-
-    agree_sum, agree_one = [], []
-    for path in (p for p in wheel_photo_paths() if p.stem in ("astronaut", "chelsea")):
-        img = cv2.imread(str(path))
-        h, w = img.shape[:2]
-        xy = detect(img, 400).xy
-        for zoom in (1.5, 2.0):
-            M = cv2.getRotationMatrix2D(((w - 1) / 2, (h - 1) / 2), 0.0, zoom)
-            zoomed = cv2.warpAffine(img, M, (w, h), flags=cv2.INTER_LINEAR)
-            xy2 = xy @ M[:, :2].T + M[:, 2]
-            keep = np.all((xy > 40) & (xy < [w - 40, h - 40]) & (xy2 > 40) & (xy2 < [w - 40, h - 40]), axis=1)
-            f1 = features_at(img, xy[keep], np.zeros(keep.sum()))
-            f2 = features_at(zoomed, xy2[keep], np.zeros(keep.sum()))
-            agree_sum += list(
-                np.abs(angle_diff(pose_angles(f1, 0.0)[0], pose_angles(f2, 0.0)[0])) <= math.radians(5)
-            )
-            agree_one += list(
-                np.abs(angle_diff(gradient_angles(f1, 0.0), gradient_angles(f2, 0.0))) <= math.radians(5)
-            )
-    assert len(agree_sum) >= 200 and np.mean(agree_sum) > np.mean(agree_one) + 0.05

@@ -62,7 +62,7 @@ from ..integrations.colmap import SIFT_WINDOW, STAGES, best_model, check_setting
 from ..integrations.extract import image_names
 from ..integrations.kornia import aliked_extractor
 from ..integrations.opencv import sift_descriptors
-from ..matching.candidates import POSE_OCTAVES, pose_angles
+from ..matching.candidates import gradient_angles
 from ..matching.collection import CollectionTurns, collection_turns, unturn_settings, upright_cue
 from ..matching.describe import Describer
 from ..matching.features import Features, sift_detected
@@ -119,8 +119,8 @@ def describe_at(feats: Features, pose: str, est=None) -> dict:
         described = scale
     elif pose == "upright":
         ori = np.zeros(len(xy))
-    elif pose == "pose":  # the gradients' angle about SIFT's window (recipe_poses at SIFT's keypoints)
-        ori = pose_angles(feats, feats.frame)[0]
+    elif pose == "pose":  # the gradient's angle on SIFT's window (recipe_poses at SIFT's keypoints)
+        ori = gradient_angles(feats, feats.frame)
     else:  # network: our scale and angle, SIFT's window made our descriptor window
         if est is None:
             raise InputError("the 'network' pose needs our estimator")
@@ -184,7 +184,7 @@ def reconstruct_at(
         "max_keypoints": int(max_keypoints),
     }
     if pose == "pose":  # what it is, so that a run made by another version is not reused
-        settings.update(scale="detector", angle={"gradient windows (octaves)": list(POSE_OCTAVES)})
+        settings.update(scale="detector", angle="gradient")
 
     def describe(feats: Features) -> dict:
         return describe_at(feats, pose, est)

@@ -127,38 +127,11 @@ def gradient_angles(feats: Features, frame) -> np.ndarray:
     return feats.memo[key]
 
 
-#: The windows, in octaves about the descriptor window, whose gradient histograms the ``pose`` recipe sums before
-#: it takes the peak (:func:`pose_angles`). Chosen on the val photos (CHANGELOG.md 1.0.0): at re-found Key.Net
-#: keypoints the angle is within ±5° of the true change for 71.8 / 70.0 / 77.2 % against one window's 67.1 / 65.2 /
-#: 71.0 % (viewpoint / zoomed / turned); a window's angle moves with a scale error of the detector, the sum less so.
-POSE_OCTAVES: tuple[float, ...] = (-1.0, -0.5, 0.0, 0.5, 1.0)
-
-
-def _summed_histograms(feats: Features, frame: np.ndarray) -> np.ndarray:
-    """``(N, B)`` the dominant-gradient histograms (kornia's layout, :func:`~.gradient.dominant_gradient_histograms`)
-    of the windows :data:`POSE_OCTAVES` about ``frame``, each made a distribution first (a flat window votes
-    nothing), summed; kept in the memo per window."""
-    key = ("summed gradient", frame.tobytes(), POSE_OCTAVES)
-    if key not in feats.memo:
-        n = len(feats)
-        patches = np.concatenate([_window_patches(feats, frame + o) for o in POSE_OCTAVES]) if n else None
-        h = dominant_gradient_histograms(patches) if n else np.zeros((0, 36))
-        h = h / np.maximum(h.sum(1, keepdims=True), 1e-12)
-        feats.memo[key] = h.reshape(len(POSE_OCTAVES), n, -1).sum(0) if n else h
-    return feats.memo[key]
-
-
-def pose_angles(feats: Features, frame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The ``pose`` recipe's angle at each keypoint: the peak (kornia's parabola, as its dominant gradient reads
-    one) of the gradient histograms of the windows :data:`POSE_OCTAVES` about the window of log2 scale ``frame``
-    (a scalar or ``(N,)``), summed (:func:`_summed_histograms`). Returns the angles ``(N,)`` (radians in [0, 2π),
-    CCW as displayed), the summed histogram's share within one bin of the peak ``(N,)`` and that histogram as
-    :attr:`~patchpose.Poses.orientation_hist` holds one ``(N, 36)``. With ``POSE_OCTAVES = (0,)`` the angle is
-    kornia's dominant gradient on the window itself (:func:`gradient_angles`)."""
-    frame = np.broadcast_to(np.asarray(frame, np.float64), (len(feats),))
-    h = _summed_histograms(feats, frame)
-    ori, mass = histogram_candidates(h, 1)
-    return ori[:, 0], mass[:, 0], as_orientation_hist(h)
+def _gradient_histograms(feats: Features, frame: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The share of the dominant-gradient histogram within one bin of its peak ``(N,)`` and the histogram as
+    :attr:`~patchpose.Poses.orientation_hist` holds one ``(N, 36)``, on the windows of :func:`gradient_angles`."""
+    h = dominant_gradient_histograms(_window_patches(feats, frame))
+    return histogram_candidates(h, 1)[1][:, 0], as_orientation_hist(h)
 
 
 def _detector_region(feats: Features) -> np.ndarray:
@@ -273,8 +246,8 @@ def recipe_poses(feats: Features, ours: Poses | None = None, orientation: np.nda
         )
     if orientation is not None:  # an angle given (upright in the collection): no gradient read
         return replace(base, orientation=np.asarray(orientation, np.float64).reshape(n))
-    ori, mass, hist = pose_angles(feats, frame)
-    return replace(base, orientation=ori, confidence=mass, orientation_hist=hist)
+    mass, hist = _gradient_histograms(feats, frame)
+    return replace(base, orientation=gradient_angles(feats, frame), confidence=mass, orientation_hist=hist)
 
 
 def pose_needs_network(feats: Features) -> bool:
@@ -289,8 +262,8 @@ def pose_descriptors(feats: Features, describer: Describer, est=None, ours=None)
         if est is None:
             raise InputError("keypoints without a size of their own need our estimator for their scale")
         ours = est.estimate(feats.image, feats.xy)
-    frame = _recipe_window(feats, ours)  # recipe_poses' window and angle
-    return describe_candidates(feats, describer, frame[:, None], pose_angles(feats, frame)[0][:, None])
+    frame = _recipe_window(feats, ours)  # the poses' window and angle, without recipe_poses' histograms
+    return describe_candidates(feats, describer, frame[:, None], gradient_angles(feats, frame)[:, None])
 
 
 def gradient_peaks_of(feats: Features, frame, shape=None, key=None) -> tuple[np.ndarray, np.ndarray]:
@@ -341,7 +314,6 @@ def shape_blend_candidates(feats: Features, describer: Describer, shape_weights=
 
 
 __all__ = [
-    "POSE_OCTAVES",
     "Candidates",
     "describe_candidates",
     "framed_blend_candidates",
@@ -351,7 +323,6 @@ __all__ = [
     "our_poses",
     "ours_blend_candidates",
     "ours_window",
-    "pose_angles",
     "pose_needs_network",
     "pose_descriptors",
     "recipe_poses",
