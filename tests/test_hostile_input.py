@@ -361,6 +361,9 @@ def test_header_size_reads_each_format(tmp_path, ext):
     p = tmp_path / f"a.{ext}"
     assert cv2.imwrite(str(p), img[..., 0] if ext == "pgm" else img)
     assert header_size(p) == (53, 37)
+    assert header_size(p, p.read_bytes()) == (53, 37)  # its bytes, read already
+    with open(p, "rb") as f:  # the file opened already (patchpose extract): read from, left open
+        assert header_size(p, f) == (53, 37) and not f.closed
 
 
 def test_images_over_the_pixel_limit_are_refused_before_decoding(tmp_path, monkeypatch):

@@ -1,8 +1,10 @@
 """``patchpose extract``: hloc features of a folder, sharded and merged, resumed after SIGKILL, bad input."""
 
 import copy
+import io
 import json
 import os
+import pathlib
 import shutil
 import signal
 import subprocess
@@ -955,3 +957,104 @@ def test_each_image_file_is_read_once_hashed_and_decoded_from_the_same_bytes(
             assert list(g.attrs[ex.STAMP]) == ex._image_stamp(folder / name)
     monkeypatch.setattr(ex, "load_image", None)  # complete already: nothing decoded
     assert ex.extract_features(folder, out, max_keypoints=KEYPOINTS, progress=False) == out
+
+
+class _Counted(io.BufferedReader):
+    """A file opened for reading that counts the bytes its reads return (``_Counted.read_from[path]``), and raises
+    MemoryError where a read of the whole file is asked of a path in ``_Counted.no_room``."""
+
+    read_from: dict = {}
+    no_room: set = set()
+
+    def read(self, size=-1):
+        if (size is None or size < 0) and self.name in _Counted.no_room:
+            raise MemoryError
+        got = super().read(size)
+        _Counted.read_from[self.name] = _Counted.read_from.get(self.name, 0) + len(got)
+        return got
+
+
+def _counted_open(path, mode="r", *args, **kwargs):
+    if mode != "rb" or args or kwargs:
+        return open(path, mode, *args, **kwargs)
+    return _Counted(io.FileIO(os.fspath(path), "rb"))
+
+
+def test_an_image_over_the_pixel_limit_is_refused_from_its_header_before_its_bytes_are_read(
+    images, tmp_path, monkeypatch
+):
+    """An image over ``PATCHPOSE_MAX_IMAGE_PIXELS`` is refused having read its header only (the file opened once,
+    not read whole: a huge file is not loaded to be refused), with the one-line error and the very message
+    ``load_image`` gives; the others are extracted. A part made of it before, under a higher limit, is kept by a
+    rerun under the lower one, as parts always were."""
+    from patchpose.data.image_header import MAX_PIXELS_ENV
+    from patchpose.data.patches import load_image
+
+    folder = tmp_path / "photos"
+    folder.mkdir()
+    for k in (1, 2):
+        shutil.copy(images / f"{k:03d}.png", folder / f"{k:03d}.png")
+    rng = np.random.default_rng(5)
+    big = folder / "big.png"  # 480 × 360: over a limit of 10,000 pixels; about 500 KB stored
+    texture = cv2.GaussianBlur((rng.random((360, 480, 3)) * 255).astype(np.uint8), (0, 0), 1.5)
+    assert cv2.imwrite(str(big), texture, [cv2.IMWRITE_PNG_COMPRESSION, 0])
+    size = big.stat().st_size
+    assert size > 400_000
+    whole = []
+    real_read_bytes = pathlib.Path.read_bytes
+    monkeypatch.setattr(pathlib.Path, "read_bytes", lambda p: whole.append(p.name) or real_read_bytes(p))
+    monkeypatch.setattr(ex, "open", _counted_open, raising=False)
+    monkeypatch.setattr(_Counted, "read_from", {})
+    monkeypatch.setenv(MAX_PIXELS_ENV, "10000")
+    with pytest.raises(InputError, match="pixels") as refused:
+        load_image(big)
+    want = str(refused.value)
+    out = tmp_path / "f.h5"
+    with pytest.raises(InputError) as e:
+        ex.extract_features(folder, out, max_keypoints=KEYPOINTS, progress=False)
+    msg = str(e.value)
+    assert "\n" not in msg and msg.startswith("1 of 3 images could not be read or used (")
+    assert f"({want})" in msg  # load_image's message, word for word
+    assert "big.png" not in whole, "read whole to be refused"
+    assert 0 < _Counted.read_from[str(big)] <= 16_384 < size  # its header (a buffer's worth at most)
+    assert sorted(p.name for p in (tmp_path / "f.h5.parts").glob("*.h5")) == sorted(
+        ex._part_path(tmp_path / "f.h5.parts", n).name for n in ("001.png", "002.png")
+    )
+    # a part made under a higher limit (and a broken file, so that the run stops before the file is joined) ...
+    (folder / "broken.jpg").write_bytes(b"\xff\xd8 not a jpeg")
+    monkeypatch.setenv(MAX_PIXELS_ENV, "1000000")
+    with pytest.raises(InputError, match="1 of 4 images could not be read or used .*broken.jpg"):
+        ex.extract_features(folder, out, max_keypoints=KEYPOINTS, progress=False)
+    # ... is kept by a rerun under the lower limit: the file is joined, nothing refused
+    (folder / "broken.jpg").unlink()
+    monkeypatch.setenv(MAX_PIXELS_ENV, "10000")
+    monkeypatch.setattr(ex, "load_image", None)  # nothing decoded again
+    assert ex.extract_features(folder, out, max_keypoints=KEYPOINTS, progress=False) == out
+    assert sorted(contents(out)) == ["001.png", "002.png", "big.png"]
+
+
+def test_an_image_whose_bytes_do_not_fit_in_memory_is_a_one_line_error_not_a_memory_error(
+    images, tmp_path, monkeypatch
+):
+    """Where reading a file's bytes raises MemoryError, the run names it in its one-line error (after the others
+    are extracted), as any file that cannot be read: the run does not die of the MemoryError."""
+    folder = tmp_path / "photos"
+    folder.mkdir()
+    for k in (1, 2):
+        shutil.copy(images / f"{k:03d}.png", folder / f"{k:03d}.png")
+    monkeypatch.setattr(ex, "open", _counted_open, raising=False)
+    monkeypatch.setattr(_Counted, "no_room", {str(folder / "002.png")})
+    real_read_bytes = pathlib.Path.read_bytes
+
+    def read_bytes(p):  # the file read whole another way: no room either
+        if str(p) in _Counted.no_room:
+            raise MemoryError
+        return real_read_bytes(p)
+
+    monkeypatch.setattr(pathlib.Path, "read_bytes", read_bytes)
+    with pytest.raises(InputError) as e:
+        ex.extract_features(folder, tmp_path / "f.h5", max_keypoints=KEYPOINTS, progress=False)
+    msg = str(e.value)
+    assert "\n" not in msg and msg.startswith("1 of 2 images could not be read or used (")
+    assert f"{folder / '002.png'}: not enough memory to read its " in msg
+    assert len(list((tmp_path / "f.h5.parts").glob("*.h5"))) == 1  # 001.png is extracted

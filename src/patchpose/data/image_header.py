@@ -8,10 +8,12 @@ GIF, WebP, TIFF and binary PNM (PPM/PGM); a file of another format is decoded an
 
 from __future__ import annotations
 
+import contextlib
 import io
 import os
 import struct
 from pathlib import Path
+from typing import BinaryIO
 
 from ..errors import InputError
 
@@ -144,11 +146,16 @@ def _jpeg(f) -> tuple[int, int] | None:
         f.seek(length - 2, 1)
 
 
-def header_size(path: str | Path, data: bytes | None = None) -> tuple[int, int] | None:
+def header_size(path: str | Path, data: bytes | BinaryIO | None = None) -> tuple[int, int] | None:
     """``(width, height)`` as the file's header states it, or None for a format not read here (or a header
     that cannot be read: the decoder then says what is wrong). ``data``: the file's bytes, read already (the
-    header is read from them, not from the file again)."""
-    with open(path, "rb") if data is None else io.BytesIO(data) as f:  # BytesIO shares the bytes: no copy
+    header is read from them, not from the file again), or the file opened already (binary, at its start: only
+    its header is read from it, and it is left open, where the header ends)."""
+    if data is not None and not isinstance(data, (bytes, bytearray, memoryview)):
+        opened = contextlib.nullcontext(data)  # the caller's file: read from, not closed
+    else:
+        opened = open(path, "rb") if data is None else io.BytesIO(data)  # BytesIO shares the bytes: no copy
+    with opened as f:
         head = f.read(64)
         for parse in (_png, _gif, _bmp, _webp, _pnm):
             size = parse(head)
@@ -170,10 +177,10 @@ def check_pixels(width: int, height: int, path: str | Path) -> None:
         )
 
 
-def check_image_file(path: str | Path, data: bytes | None = None) -> tuple[int, int] | None:
+def check_image_file(path: str | Path, data: bytes | BinaryIO | None = None) -> tuple[int, int] | None:
     """Check an image file's size from its header before it is decoded (:func:`header_size`,
-    :func:`check_pixels`; ``data``: its bytes, read already); returns ``(width, height)``, or None where the
-    format's header is not read here."""
+    :func:`check_pixels`; ``data``: its bytes, read already, or the file, opened already); returns
+    ``(width, height)``, or None where the format's header is not read here."""
     size = header_size(path, data)
     if size is not None:
         check_pixels(*size, path)

@@ -35,6 +35,7 @@ from pathlib import Path
 import cv2
 import numpy as np
 
+from ..data.image_header import check_image_file
 from ..data.keypoints import MAX_KEYPOINTS, as_uint8_gray, detect_harris, detect_sift
 from ..data.patches import check_image_shape, check_warp_size, load_image
 from ..data.photos import IMAGE_EXTS, photos_of
@@ -393,12 +394,25 @@ def _read_stamped(path: Path) -> tuple[list[bytes], list[int]]:
     """An image file's bytes, read once, as a one-item list for :func:`~patchpose.data.patches.load_image`'s
     ``data`` (decoded from them, not read again, and let go once decoded), and its :func:`_image_stamp` from the
     same bytes (the stamp recorded is that of the pixels extracted); ``([], [])`` where it cannot be read
-    (``load_image`` then reads the path itself, and says why it cannot)."""
+    (``load_image`` then reads the path itself, and says why it cannot).
+
+    The file is opened once and its header's size checked first on that handle
+    (:func:`~patchpose.data.image_header.check_image_file`, as ``load_image`` checks it): a file over the pixel
+    limit is refused with ``load_image``'s :class:`InputError` having read its header only, not its bytes; a
+    file whose bytes do not fit in memory is a one-line :class:`InputError` too, not a MemoryError."""
     try:
-        data = path.read_bytes()
+        with open(path, "rb") as f:
+            check_image_file(path, f)  # more pixels than the limit: refused from the header, before the bytes
+            f.seek(0)
+            try:
+                data = f.read()
+                h = hashlib.blake2b(data, digest_size=8)
+            except MemoryError:
+                data = None
+                size = size_text(path.stat().st_size)
+                raise InputError(f"{path}: not enough memory to read its {size}") from None
     except OSError:
         return [], []
-    h = hashlib.blake2b(data, digest_size=8)
     return [data], [len(data), int.from_bytes(h.digest(), "little", signed=True)]
 
 
@@ -568,8 +582,17 @@ def extract_features(
     unreadable = []  # (name, why): the others are extracted first, then the run stops naming these
     for name, path in bar:
         part = _part_path(parts, name)
-        data, stamps[name] = _read_stamped(path)
-        if _part_done(h5py, part, name, stamps[name], None if turns is None else turns[name]["applied"]):
+        turned = None if turns is None else turns[name]["applied"]
+        try:
+            data, stamps[name] = _read_stamped(path)
+        except InputError as e:  # over the pixel limit (header read only), or more bytes than memory holds
+            # (a part made before, under a higher limit, is kept, as before: stamped in blocks, only then)
+            data, stamps[name] = [], _image_stamp(path) if part.is_file() else []
+            if not _part_done(h5py, part, name, stamps[name], turned):
+                unreadable.append((name, str(e)))
+            continue
+        if _part_done(h5py, part, name, stamps[name], turned):
+            data = None  # its bytes let go before the next image's are read
             continue
         try:
             image = load_image(path, data=data) if data else load_image(path)
