@@ -535,9 +535,9 @@ def test_a_window_of_neighbours_votes_fewer_pairs_for_the_same_turns(plane, tmp_
         a, b = window[name]["patchpose_turn_degrees"], every[name]["patchpose_turn_degrees"]
         assert abs((a - b + 180) % 360 - 180) < 1.0, name
     with h5py.File(tmp_path / "w.h5", "r") as f:
-        assert json.loads(f.attrs[ex.SETTINGS])["unturn"]["window"] == 1
+        assert json.loads(f.attrs[ex.SETTINGS])["unturn"]["pairs"] == {"by": "window", "window": 1}
     with h5py.File(tmp_path / "a.h5", "r") as f:
-        assert "window" not in json.loads(f.attrs[ex.SETTINGS])["unturn"]
+        assert json.loads(f.attrs[ex.SETTINGS])["unturn"]["pairs"]["by"] == "retrieval"
     for kw in (dict(unturn=True, unturn_window=0), dict(unturn_window=2)):
         with pytest.raises(InputError, match="--unturn-window must be a whole number >= 1") as e:
             ex.extract_features(turned, tmp_path / "x.h5", progress=False, **kw)
@@ -583,7 +583,8 @@ def test_given_pairs_are_the_only_ones_voted_and_a_photo_in_none_keeps_its_angle
     np.testing.assert_array_equal(got[names[3]]["oris"], plain[names[3]]["oris"])
     with h5py.File(tmp_path / "p.h5", "r") as f:
         stated = json.loads(f.attrs[ex.SETTINGS])["unturn"]
-    assert stated["pairs"] == 2 and len(stated["sha256"]) == 64
+    assert stated["pairs"]["by"] == "pairs" and stated["pairs"]["count"] == 2
+    assert len(stated["pairs"]["sha256"]) == 64
     # other pairs are other settings: the finished file is not taken for theirs
     with pytest.raises(InputError, match="other settings"):
         ex.extract_features(turned, tmp_path / "p.h5", unturn=True, unturn_pairs=[(names[0], names[3])])
@@ -623,7 +624,7 @@ def test_retrieval_pairs_vote_each_photos_nearest_with_every_pairs_turns(
         assert abs((a - b + 180) % 360 - 180) < 1.0, name
     with h5py.File(tmp_path / "r.h5", "r") as f:
         stated = json.loads(f.attrs[ex.SETTINGS])["unturn"]
-    assert {k: stated[k] for k in retrieval_settings(1)} == retrieval_settings(1)
+    assert stated["pairs"] == {"by": "retrieval", **retrieval_settings(1)}
     for kw, message in (
         (dict(unturn=True, unturn_retrieval=0), "--unturn-retrieval must be a whole number >= 1"),
         (dict(unturn_retrieval=2), "give --unturn too"),
@@ -642,6 +643,32 @@ def test_retrieval_pairs_vote_each_photos_nearest_with_every_pairs_turns(
     assert main(["extract", str(turned), "--out", str(tmp_path / "y.h5"), "--unturn-retrieval", "2"]) == 2
     assert "give --unturn too" in capsys.readouterr().err
     assert not (tmp_path / "x.h5").exists() and not (tmp_path / "y.h5").exists()
+
+
+def test_the_pairs_settings_keep_their_own_key_beside_the_turns_rules(plane, tmp_path, capsys, monkeypatch):
+    """The pairs' settings are kept under ``unturn.pairs``: retrieval's k-means ``rounds`` (20) no longer hide the
+    turns' own reweighting ``rounds`` (:data:`~patchpose.matching.collection.ROUNDS`, 10), so a rerun with another
+    choice of pairs (``--unturn-window 2`` after retrieval) is refused naming the pairs' setting that differs, and a
+    change of the turns' rounds stops a resume."""
+    from patchpose.matching import collection, retrieval
+
+    _, turned = plane
+    out = tmp_path / "r.h5"
+    argv = ["extract", str(turned), "--out", str(out), "--unturn", "--no-progress"]
+    assert main(argv) == 0
+    capsys.readouterr()
+    with h5py.File(out, "r") as f:
+        stated = json.loads(f.attrs[ex.SETTINGS])["unturn"]
+    assert retrieval.ROUNDS != collection.ROUNDS  # else the test below would not tell them apart
+    assert stated["rounds"] == collection.ROUNDS and stated["pairs"]["rounds"] == retrieval.ROUNDS
+    assert stated["pairs"]["by"] == "retrieval" and stated["pairs"]["retrieval"] == ex.NEIGHBOURS
+    assert main([*argv, "--unturn-window", "2"]) == 2
+    err = capsys.readouterr().err
+    assert "other settings (unturn.pairs.by: retrieval -> window;" in err and "unturn.rounds" not in err
+    assert len(err.strip().splitlines()) == 1
+    monkeypatch.setattr(collection, "ROUNDS", collection.ROUNDS + 1)
+    with pytest.raises(InputError, match=rf"unturn.rounds: {collection.ROUNDS - 1} -> {collection.ROUNDS}\)"):
+        ex.extract_features(turned, out, unturn=True, progress=False)
 
 
 @pytest.mark.parametrize(

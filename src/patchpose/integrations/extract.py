@@ -218,9 +218,10 @@ def vote_pairs(
 ) -> tuple[list[tuple[int, int]] | None, int | None, dict | None]:
     """Which pairs of the images ``names`` have their turns voted: ``(pairs, k, stated)`` — the pairs (indices, each
     unordered pair once, sorted; None where retrieval chooses them, or without ``unturn``), ``k`` (retrieval's
-    neighbours, else None) and what the settings record of given ``pairs`` (their count and a digest) or of retrieval
-    (:func:`~patchpose.matching.retrieval.retrieval_settings`) or of a window (``{"window": N}``); None without
-    ``unturn``. The choice: a sequence's neighbours (``window``, :func:`~patchpose.matching.collection.neighbour_pairs`), given
+    neighbours, else None) and what the settings record of the choice (their ``"unturn"``'s ``"pairs"``, apart from
+    the turns' own rules): ``{"by": "pairs", "count", "sha256"}`` of given ``pairs`` (their count and a digest),
+    ``{"by": "retrieval"}`` with :func:`~patchpose.matching.retrieval.retrieval_settings`' keys, or ``{"by":
+    "window", "window": N}``; None without ``unturn``. The choice: a sequence's neighbours (``window``, :func:`~patchpose.matching.collection.neighbour_pairs`), given
     ``pairs`` (an hloc pairs file or ``(name, name)`` pairs), or each image's ``retrieval`` most similar images
     (:func:`~patchpose.matching.collection.upright_collection`'s; :data:`~patchpose.matching.retrieval.NEIGHBOURS`
     where nothing is chosen). A pair naming an image not among ``names``, no pairs at all, a choice without
@@ -230,7 +231,7 @@ def vote_pairs(
     if len(given) > 1:
         raise InputError(f"{' and '.join(given)} each choose the pairs voted: give one of them")
     if window is not None:
-        return neighbour_pairs(len(names), window, unturn), None, {"window": int(window)}
+        return neighbour_pairs(len(names), window, unturn), None, {"by": "window", "window": int(window)}
     if given and unturn is not True:
         raise InputError(f"{given[0]} chooses the pairs whose turns --unturn votes: give --unturn too")
     if unturn is not True:
@@ -239,7 +240,7 @@ def vote_pairs(
         retrieval = NEIGHBOURS if retrieval is None else retrieval
         if not is_int_in(retrieval, 1):
             raise InputError(f"--unturn-retrieval must be a whole number >= 1, got {retrieval!r}")
-        return None, int(retrieval), retrieval_settings(retrieval)
+        return None, int(retrieval), {"by": "retrieval", **retrieval_settings(retrieval)}
     if isinstance(pairs, (str, Path)):
         source, named = str(pairs), read_pairs(pairs)
     else:
@@ -263,7 +264,8 @@ def vote_pairs(
     if not voted:
         raise InputError(f"{source}: no pairs")
     text = "\n".join(f"{names[i]} {names[j]}" for i, j in voted)
-    return voted, None, {"pairs": len(voted), "sha256": hashlib.sha256(text.encode()).hexdigest()}
+    digest = hashlib.sha256(text.encode()).hexdigest()
+    return voted, None, {"by": "pairs", "count": len(voted), "sha256": digest}
 
 
 def _collection_turns(
@@ -532,7 +534,9 @@ def extract_features(
     else:
         settings = _learned_settings(extract, unturn, estimator, detector, descriptor, max_keypoints)
     if pairs_stated is not None:  # which pairs were voted: a rerun with others is not a resume
-        settings["unturn"] = {**settings["unturn"], **pairs_stated}
+        # under their own key: retrieval's k-means "rounds" are not the turns' reweighting rounds (they were merged
+        # into one dict before 2026-11-30, the one hiding the other)
+        settings["unturn"] = {**settings["unturn"], "pairs": pairs_stated}
     # each group records its image's size and a BLAKE2b hash of its bytes (STAMP): a file or parts without them is not resumed
     settings["image_stamp"] = "size, blake2b-64"
     parts = out.with_name(out.name + ".parts")
