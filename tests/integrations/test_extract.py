@@ -133,6 +133,58 @@ def test_a_run_killed_part_way_resumes_to_the_same_file(images, reference, tmp_p
     assert not parts.exists()
 
 
+def few_images(root, n: int = 3):
+    """A folder of ``n`` small textured images."""
+    root.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(1)
+    for k in range(n):
+        im = cv2.GaussianBlur((rng.random((64, 64)) * 255).astype(np.uint8), (0, 0), 1.5)
+        cv2.imwrite(str(root / f"{k:03d}.png"), cv2.normalize(im, None, 0, 255, cv2.NORM_MINMAX))
+    return root
+
+
+def test_one_run_at_a_time_writes_an_output(tmp_path, capsys, monkeypatch):
+    """A run holds ``OUT.parts/lock`` (``flock``; its pid in it) while it lasts: a second run onto that ``--out`` is a
+    one-line error naming the first's pid, and leaves its lock and folder alone (it went on before, and the first's
+    end removed the folder under it: "the folder OUT.parts does not exist"); a lock left by a run that is gone (the
+    system let go of it) is taken over, and removed with the folder at the end; a lock its holder removes, ending,
+    while another run takes it is taken anew."""
+    import fcntl
+
+    folder = few_images(tmp_path / "images")
+    out, parts = tmp_path / "f.h5", tmp_path / "f.h5.parts"
+    argv = ["extract", str(folder), "--out", str(out), "--max-keypoints", "20", "--no-progress"]
+    parts.mkdir()
+    held = os.open(parts / "lock", os.O_RDWR | os.O_CREAT)
+    try:
+        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)  # another run's, as the system sees it
+        os.write(held, b"4242")
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert f"{out}: another run (pid 4242) is writing it now (it holds {parts}/lock)" in err
+        assert len(err.strip().splitlines()) == 1
+        assert not out.exists() and os.listdir(parts) == ["lock"]
+        assert (parts / "lock").read_text() == "4242"
+    finally:
+        os.close(held)  # that run ends, killed: its lock file stays, let go of
+    assert main(argv) == 0 and out.exists() and not parts.exists()
+    # the holder ends (removing its lock and the folder) between this run's open and its lock: taken anew
+    real, calls = fcntl.flock, []
+    parts = tmp_path / "g.h5.parts"
+
+    def late(fd, op):
+        if not calls:
+            (parts / "lock").unlink()
+            parts.rmdir()
+        calls.append(op)
+        return real(fd, op)
+
+    monkeypatch.setattr(fcntl, "flock", late)
+    ex.extract_features(folder, tmp_path / "g.h5", max_keypoints=20, progress=False)
+    monkeypatch.undo()
+    assert len(calls) == 2 and (tmp_path / "g.h5").exists() and not parts.exists()
+
+
 def test_resuming_with_other_settings_is_refused(images, tmp_path):
     parts = tmp_path / "r.h5.parts"
     parts.mkdir()
@@ -850,7 +902,7 @@ def test_what_a_kill_in_the_join_or_after_it_leaves_the_rerun_removes(plane, tmp
         return real(path, nbytes, what, total)
 
     monkeypatch.setattr(ex, "room_for", watch)
-    monkeypatch.setattr(ex.shutil, "rmtree", lambda p: (_ for _ in ()).throw(RuntimeError("killed after")))
+    monkeypatch.setattr(ex, "_clear", lambda p: (_ for _ in ()).throw(RuntimeError("killed after")))
     with pytest.raises(RuntimeError, match="killed after"):
         ex.extract_features(views, out, extract=feature, progress=False)
     assert asked == [False] and out.is_file() and parts.is_dir()

@@ -13,7 +13,9 @@ How a run survives a kill: every finished image is committed as its own small HD
 group carries :data:`COMPLETE` as its last write). A rerun with the same settings skips the images whose part
 is there, unless the image's file has changed since (its size and a hash of its bytes, :data:`STAMP`). When every
 image of the run is done, the parts are copied into ``OUT.parts/joined.h5``, renamed to ``OUT``, and the parts are
-removed; ``OUT`` itself is never half-written.
+removed; ``OUT`` itself is never half-written. One run at a time writes ``OUT``: it holds ``OUT.parts/lock``
+(:data:`LOCK`) while it lasts, and a second run started meanwhile is refused, naming the first's pid (the end of the
+first removed the folder under it); the system lets go of a killed run's lock, which the rerun takes.
 
 ``shard=(i, n)`` takes images ``i, i + n, i + 2n, …`` of the folder's images sorted by relative path, so that
 ``n`` machines (or processes) each write their own file; :func:`merge_features` joins the ``n`` files, and
@@ -22,10 +24,12 @@ refuses overlapping images, a missing shard, or files made with other settings.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
 import math
+import os
 import re
 import shutil
 from collections.abc import Sequence
@@ -376,6 +380,80 @@ def _make_folder(path: Path, parents: bool = False) -> None:
         raise InputError(f"cannot make the folder {path}: {why}") from None
 
 
+#: the file in ``OUT.parts/`` that a run holds while it writes there: an advisory lock (``flock``) that the system
+#: lets go of when the process ends, however it ends, so a killed run's lock is the rerun's; it holds the run's pid,
+#: for the message of a run refused while it lives
+LOCK = "lock"
+
+
+def _lock(parts: Path, out: Path) -> int | None:
+    """Take ``parts/LOCK`` (:data:`LOCK`, made where missing) for this run: its open descriptor, or None where this
+    system has no ``flock`` (Windows) or the disk takes none (the run goes on unlocked, as before). Held by another
+    run: a one-line :class:`InputError` naming its pid."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows
+        return None
+    lock = parts / LOCK
+    while True:
+        try:
+            fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+        except FileNotFoundError:  # the folder, removed by the run that held it as it ended
+            _make_folder(parts)
+            continue
+        except OSError as e:
+            raise InputError(f"cannot make the lock {lock}: {e.strerror or e}") from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            pid = os.read(fd, 32).decode("ascii", "replace").strip()
+            os.close(fd)
+            who = f"another run (pid {pid})" if pid.isdigit() else "another run"
+            raise InputError(
+                f"{out}: {who} is writing it now (it holds {lock}); wait for it to end, or choose another --out"
+            ) from None
+        except OSError:  # a disk without locks (some network disks): unlocked, as before
+            os.close(fd)
+            log.debug("%s: no lock on this disk", lock)
+            return None
+        try:  # the run that held it may have ended meanwhile, removing it (and the folder): taken anew
+            same = os.path.samestat(os.fstat(fd), os.stat(lock))
+        except OSError:
+            same = False
+        if same:
+            os.ftruncate(fd, 0)
+            os.write(fd, str(os.getpid()).encode())
+            return fd
+        os.close(fd)
+        _make_folder(parts)
+
+
+@contextlib.contextmanager
+def _holding(parts: Path, out: Path):
+    """Hold ``parts``' :data:`LOCK` while the block runs (:func:`_lock`: refused while another run holds it), then
+    remove it and let it go, and ``parts`` with it where nothing else is left there."""
+    fd = _lock(parts, out)
+    try:
+        yield
+    finally:
+        if fd is not None:
+            (parts / LOCK).unlink(missing_ok=True)  # ours while held: no other run made it
+            os.close(fd)
+        with contextlib.suppress(OSError):
+            parts.rmdir()  # only where empty: the finished parts of a run stopped by an error are kept
+
+
+def _clear(parts: Path) -> None:
+    """Remove everything in ``parts`` but the :data:`LOCK` this run holds."""
+    for p in parts.iterdir():
+        if p.name == LOCK:
+            continue
+        if p.is_dir() and not p.is_symlink():
+            shutil.rmtree(p)
+        else:
+            p.unlink(missing_ok=True)
+
+
 def _image_stamp(path: Path) -> list[int]:
     """An image file's size and the first 8 bytes of its BLAKE2b hash (as a signed 64-bit number): what tells a rerun
     that the file has changed since, whatever its times say (a ``cp -r`` or a git checkout gives every file new ones);
@@ -467,7 +545,8 @@ def extract_features(
 
     Args:
         images: a folder; every image below it, named by its relative path.
-        out: the features file (``.h5``); while the run lasts, ``OUT.parts/`` holds the finished images.
+        out: the features file (``.h5``); while the run lasts, ``OUT.parts/`` holds the finished images and the
+            run's lock (another run onto ``out`` meanwhile is an :class:`InputError`).
         estimator: at Harris corners, a :class:`~patchpose.PatchPoseEstimator`, a bundled model's name or a
             weights file (default: the recipe ``pose``'s, :data:`patchpose.recipes.MODELS`); at SIFT's keypoints
             the recipe reads no model, and one given is an :class:`InputError` but with ``unturn`` (the votes'
@@ -550,105 +629,108 @@ def extract_features(
             _check_finished(h5py, out, settings, stamps)
             manifest = parts / "settings.json"
             if manifest.is_file() and json.loads(manifest.read_text()) == json.loads(json.dumps(stated)):
-                shutil.rmtree(parts)  # the parts of this very file, left by a kill after its rename
+                # the parts of this very file, left by a kill after its rename (not while their run ends)
+                with contextlib.suppress(InputError), _holding(parts, out):
+                    _clear(parts)
             log.debug("%s is complete already (%d images)", out, len(todo))  # the CLI says so on stdout
             return out
     _make_folder(out.parent, parents=True)
     _make_folder(parts)
-    manifest = parts / "settings.json"
-    if manifest.is_file():
-        had = json.loads(manifest.read_text())
-        if had != json.loads(json.dumps(stated)):
-            if not overwrite:
-                raise InputError(
-                    f"{parts} holds images extracted with other settings or another shard"
-                    f"{settings_difference(had, stated)}; remove it, choose another --out or pass --overwrite"
-                )
-            shutil.rmtree(parts)  # ours, of other settings: begun again
-            parts.mkdir()
-            write_text_atomic(manifest, json.dumps(stated, indent=1))
-    elif any(parts.iterdir()):  # not ours (no manifest): its files would be deleted with it when the run ends
-        raise InputError(
-            f"{parts} exists and was not made by patchpose extract; remove it or choose another --out"
-        )
-    else:
-        write_text_atomic(manifest, json.dumps(stated, indent=1))
-    for stale in parts.glob("*.tmp*"):  # a part a kill interrupted (the writer's own, and an older run's)
-        stale.unlink()
-    (parts / "joined.h5").unlink(missing_ok=True)  # a join a kill interrupted: its room is the rerun's
-    # a learned feature's photo is turned (a quarter turn near one exactly); a description is read at the angle
-    snap = extract is not None
-    turns = (
-        _collection_turns(parts, everything, estimator, progress, snap, voted, neighbours) if unturn else None
-    )
-    tqdm = require("tqdm", "hloc").tqdm if progress else None
-    bar = todo if tqdm is None else tqdm(todo, desc="images", unit="image")
-    unreadable = []  # (name, why): the others are extracted first, then the run stops naming these
-    for name, path in bar:
-        part = _part_path(parts, name)
-        turned = None if turns is None else turns[name]["applied"]
-        try:
-            data, stamps[name] = _read_stamped(path)
-        except InputError as e:  # over the pixel limit (header read only), or more bytes than memory holds
-            # (a part made before, under a higher limit, is kept, as before: stamped in blocks, only then)
-            data, stamps[name] = [], _image_stamp(path) if part.is_file() else []
-            if not _part_done(h5py, part, name, stamps[name], turned):
-                unreadable.append((name, str(e)))
-            continue
-        if _part_done(h5py, part, name, stamps[name], turned):
-            data = None  # its bytes let go before the next image's are read
-            continue
-        try:
-            image = load_image(path, data=data) if data else load_image(path)
-            image = _usable(image, path, warps=detector != "sift" or unturn or extract is not None)
-        except InputError as e:
-            unreadable.append((name, str(e)))
-            continue
-        turn = turns[name] if turns is not None else None
-        attrs = {} if turn is None else {f"{TURN}_{k}": v for k, v in turn.items()}
-        if extract is None:  # a photo without a found turn keeps the gradient's angle (it may be turned)
-            at = None if turn is None or not turn["found"] else turn["applied"]
-            feats = features_of_image(image, est, detector, descriptor, max_keypoints, turn=at)
-        else:
-            xy, d = extract_turned(image, extract, turn["applied"] if turn else 0.0)
-            feats = {"xy": xy[:max_keypoints], "scale": None, "ori": None, "descriptors": d[:max_keypoints]}
-            feats["scores"] = None
-        # the part is written whole beside itself and renamed (HlocFeaturesWriter): never half a part; one that
-        # is not finished (damaged) is made anew
-        part.unlink(missing_ok=True)
-        with HlocFeaturesWriter(part) as w:
-            w.add(
-                name,
-                feats["xy"],
-                feats["scale"],
-                feats["ori"],
-                feats["descriptors"],
-                scores=feats["scores"],
-                image_size=(image.shape[1], image.shape[0]),
-                poses_only=descriptor == "none",
-                attrs={**attrs, STAMP: np.array(stamps[name], np.int64), COMPLETE: True},
+    # one run at a time writes OUT.parts (another's end would remove the folder under it): the lock is held
+    # until the run ends (the system lets go of it however the run ends; the rerun takes it)
+    with _holding(parts, out):
+        manifest = parts / "settings.json"
+        if manifest.is_file():
+            had = json.loads(manifest.read_text())
+            if had != json.loads(json.dumps(stated)):
+                if not overwrite:
+                    raise InputError(
+                        f"{parts} holds images extracted with other settings or another shard"
+                        f"{settings_difference(had, stated)}; remove it, choose another --out or pass --overwrite"
+                    )
+                _clear(parts)  # ours, of other settings: begun again (the lock kept: this run's)
+                write_text_atomic(manifest, json.dumps(stated, indent=1))
+        elif any(p.name != LOCK for p in parts.iterdir()):  # not ours (no manifest): removed at the end
+            raise InputError(
+                f"{parts} exists and was not made by patchpose extract; remove it or choose another --out"
             )
-    if unreadable:
-        others = [n for n, _ in unreadable[1:4]] + (["…"] if len(unreadable) > 4 else [])
-        raise InputError(
-            f"{len(unreadable)} of {len(todo)} images could not be read or used ({unreadable[0][1]}"
-            + (f"; and {', '.join(others)}" if others else "")
-            + f"); the others are extracted in {parts}: mend or remove those and run again to finish {out.name}"
+        else:
+            write_text_atomic(manifest, json.dumps(stated, indent=1))
+        for stale in parts.glob("*.tmp*"):  # a part a kill interrupted (the writer's own, and an older run's)
+            stale.unlink()
+        (parts / "joined.h5").unlink(missing_ok=True)  # a join a kill interrupted: its room is the rerun's
+        # a learned feature's photo is turned (a quarter turn near one exactly); a description is read at the angle
+        snap = extract is not None
+        voting = (parts, everything, estimator, progress, snap, voted, neighbours)
+        turns = _collection_turns(*voting) if unturn else None
+        tqdm = require("tqdm", "hloc").tqdm if progress else None
+        bar = todo if tqdm is None else tqdm(todo, desc="images", unit="image")
+        unreadable = []  # (name, why): the others are extracted first, then the run stops naming these
+        for name, path in bar:
+            part = _part_path(parts, name)
+            turned = None if turns is None else turns[name]["applied"]
+            try:
+                data, stamps[name] = _read_stamped(path)
+            except InputError as e:  # over the pixel limit (header read only), or more bytes than memory has
+                # (a part made before, under a higher limit, is kept, as before: stamped in blocks, only then)
+                data, stamps[name] = [], _image_stamp(path) if part.is_file() else []
+                if not _part_done(h5py, part, name, stamps[name], turned):
+                    unreadable.append((name, str(e)))
+                continue
+            if _part_done(h5py, part, name, stamps[name], turned):
+                data = None  # its bytes let go before the next image's are read
+                continue
+            try:
+                image = load_image(path, data=data) if data else load_image(path)
+                image = _usable(image, path, warps=detector != "sift" or unturn or extract is not None)
+            except InputError as e:
+                unreadable.append((name, str(e)))
+                continue
+            turn = turns[name] if turns is not None else None
+            attrs = {} if turn is None else {f"{TURN}_{k}": v for k, v in turn.items()}
+            if extract is None:  # a photo without a found turn keeps the gradient's angle (it may be turned)
+                at = None if turn is None or not turn["found"] else turn["applied"]
+                feats = features_of_image(image, est, detector, descriptor, max_keypoints, turn=at)
+            else:
+                xy, d = extract_turned(image, extract, turn["applied"] if turn else 0.0)
+                xy, d = xy[:max_keypoints], d[:max_keypoints]
+                feats = {"xy": xy, "scale": None, "ori": None, "descriptors": d, "scores": None}
+            # the part is written whole beside itself and renamed (HlocFeaturesWriter): never half a part; one that
+            # is not finished (damaged) is made anew
+            part.unlink(missing_ok=True)
+            with HlocFeaturesWriter(part) as w:
+                w.add(
+                    name,
+                    feats["xy"],
+                    feats["scale"],
+                    feats["ori"],
+                    feats["descriptors"],
+                    scores=feats["scores"],
+                    image_size=(image.shape[1], image.shape[0]),
+                    poses_only=descriptor == "none",
+                    attrs={**attrs, STAMP: np.array(stamps[name], np.int64), COMPLETE: True},
+                )
+        if unreadable:
+            others = [n for n, _ in unreadable[1:4]] + (["…"] if len(unreadable) > 4 else [])
+            raise InputError(
+                f"{len(unreadable)} of {len(todo)} images could not be read or used ({unreadable[0][1]}"
+                + (f"; and {', '.join(others)}" if others else "")
+                + f"); the others are extracted in {parts}: mend or remove those and run again to finish {out.name}"
+            )
+        sources = [(name, _part_path(parts, name)) for name, _ in todo]
+        applied = None if turns is None else {name: turns[name]["applied"] for name, _ in everything}
+        _assemble(
+            h5py,
+            out,
+            sources,
+            settings,
+            (i, n),
+            len(everything),
+            f"the finished images are in {parts}",
+            applied,
+            parts,
         )
-    sources = [(name, _part_path(parts, name)) for name, _ in todo]
-    applied = None if turns is None else {name: turns[name]["applied"] for name, _ in everything}
-    _assemble(
-        h5py,
-        out,
-        sources,
-        settings,
-        (i, n),
-        len(everything),
-        f"the finished images are in {parts}",
-        applied,
-        parts,
-    )
-    shutil.rmtree(parts)
+        _clear(parts)  # the lock last, as it is let go (the folder then too)
     return out
 
 
