@@ -216,7 +216,7 @@ def test_a_known_turn_and_odd_images(photo):
         assert t.dtype == np.float16 and t.ndim == 3 and t.shape[2] == 1
 
 
-def test_aliked_extractor_loads_a_state_dict_of_ones_own_and_refuses_bad_arguments(tmp_path, photo):
+def test_aliked_extractor_loads_a_state_dict_of_ones_own_and_refuses_bad_arguments(tmp_path, photo, capsys):
     """kornia's ALIKED built with random weights saved to a file (no peers needed): the extractor reads it
     weights-only, takes RGB and gray uint8 images and gives (N, 2) keypoints inside the image with (N, 128)
     descriptors, at most ``max_keypoints``; bad arguments and a non-ALIKED file are one line."""
@@ -248,9 +248,26 @@ def test_aliked_extractor_loads_a_state_dict_of_ones_own_and_refuses_bad_argumen
     ]:
         with pytest.raises(InputError, match=message):
             aliked_extractor(path, **kw)
+    # another network's file, or another ALIKED's (aliked-t16's read as the default aliked-n16): one short line
+    # naming the model and the option, not torch's list of every tensor that differs
     torch.save({"w": torch.zeros(3)}, tmp_path / "other.pth")
-    with pytest.raises(WeightsError, match="cannot load aliked-n16"):
-        aliked_extractor(tmp_path / "other.pth")
+    t16 = {k: v for k, v in ALIKED("aliked-t16").state_dict().items() if k != "dkd.hw_grid"}
+    torch.save(t16, tmp_path / "t16.pth")
+    for other in ("other.pth", "t16.pth"):
+        with pytest.raises(WeightsError) as e:
+            aliked_extractor(tmp_path / other)
+        assert str(e.value) == (
+            f"{tmp_path / other} does not hold aliked-n16's weights (kornia's ALIKED); for another ALIKED pass its "
+            "name, --aliked-model NAME (aliked_extractor's model): aliked-t16, aliked-n16rot, aliked-n32"
+        )
+    assert aliked_extractor(tmp_path / "t16.pth", "aliked-t16", max_keypoints=50)(small)[1].shape[1] == 64
+    from patchpose.cli.main import main
+
+    argv = ["extract", str(tmp_path), "--out", str(tmp_path / "x.h5"), "--aliked", str(tmp_path / "t16.pth")]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "does not hold aliked-n16's weights" in err
+    assert "size" not in err
 
 
 @pytest.mark.skipif(

@@ -431,8 +431,14 @@ def aliked_extractor(
             f"max_keypoints must be an integer from 1 to {MAX_KEYPOINTS:,}, got {max_keypoints!r}"
         )
     net = kf.ALIKED(model, max_num_keypoints=-1, detection_threshold=ALIKED_THRESHOLD)
-    # the official files lack kornia's coordinate-grid buffer: kornia's own is kept
-    net = load_state_into(net, weights, model, keep=("dkd.hw_grid",))
+    # the official files lack kornia's coordinate-grid buffer: kornia's own is kept; another network's tensors (another
+    # ALIKED's: aliked-t16.pth read as the default aliked-n16) are one line, not torch's list of every one
+    others = ", ".join(m for m in ALIKED_MODELS if m != model)
+    mismatch = (
+        f"{weights} does not hold {model}'s weights (kornia's ALIKED); for another ALIKED pass its name, "
+        f"--aliked-model NAME (aliked_extractor's model): {others}"
+    )
+    net = load_state_into(net, weights, model, keep=("dkd.hw_grid",), mismatch=mismatch)
 
     def extract(image: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         img = np.asarray(image)
