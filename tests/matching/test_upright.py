@@ -163,6 +163,13 @@ def test_a_bad_extractor_or_turn_is_one_line(photo, monkeypatch):
         match_upright(photo, photo, flat, turn=turn)
     with pytest.raises(InputError, match="must return \\(xy, descriptors\\)"):
         extract_turned(photo, lambda image: None, 0.0)
+    # descriptors None where nothing is found (OpenCV's compute): said as None, not as the shape () NumPy makes of it
+    with pytest.raises(InputError) as e:
+        match_upright(photo, photo, lambda image: (np.zeros((0, 2)), None), turn=turn)
+    assert str(e.value) == (
+        "the extractor must return xy (N, 2) and descriptors (N, D) for photo 2, got (0, 2) and None (no keypoints: "
+        "empty arrays, (0, 2) and (0, D))"
+    )
     with pytest.raises(InputError, match="turn must be an UprightTurn"):
         match_upright(photo, photo, upright_sift, turn=90.0)
     with pytest.raises(InputError, match="extract must be a callable"):

@@ -167,8 +167,10 @@ def _check_extracted(out, what: str, shape: tuple[int, ...]) -> tuple[np.ndarray
         raise InputError(f"the extractor must return (xy, descriptors) for {what}, got {type(out).__name__}")
     xy, d = (np.asarray(a, np.float64) for a in out)
     if xy.ndim != 2 or xy.shape[1] != 2 or d.ndim != 2 or len(d) != len(xy):
+        got = " and ".join("None" if a is None else str(b.shape) for a, b in zip(out, (xy, d)))
+        none = " (no keypoints: empty arrays, (0, 2) and (0, D))" if any(a is None for a in out) else ""
         raise InputError(
-            f"the extractor must return xy (N, 2) and descriptors (N, D) for {what}, got {xy.shape} and {d.shape}"
+            f"the extractor must return xy (N, 2) and descriptors (N, D) for {what}, got {got}{none}"
         )
     if not (np.isfinite(xy).all() and np.isfinite(d).all()):
         raise InputError(f"the extractor returned non-finite keypoints or descriptors for {what}")
