@@ -103,6 +103,24 @@ def test_two_shards_merged_equal_one_run(images, reference, tmp_path, capsys):
     assert not (tmp_path / "x.h5").exists()
 
 
+def test_merging_shards_of_other_settings_names_what_differs(tmp_path, capsys):
+    """``extract-merge`` of shards made with other settings names the setting that differs, as ``extract`` does
+    (:func:`~patchpose.fileio.settings_difference`); shards of another count say which."""
+    folder = few_images(tmp_path / "images", 4)
+    a, b, c = (tmp_path / f"{k}.h5" for k in "abc")
+    ex.extract_features(folder, a, max_keypoints=20, shard="0/2", progress=False)
+    ex.extract_features(folder, b, max_keypoints=30, shard="1/2", progress=False)
+    ex.extract_features(folder, c, max_keypoints=20, shard="1/3", progress=False)
+    assert main(["extract-merge", str(a), str(b), "--out", str(tmp_path / "m.h5")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.endswith(f"{b} was extracted with other settings than {a} (max_keypoints: 20 -> 30)")
+    with pytest.raises(
+        InputError, match=r"is shard 1/3 of 4 images, .* one of 2 shards of 4: shards of one run"
+    ):
+        ex.merge_features([a, c], tmp_path / "m.h5")
+    assert not (tmp_path / "m.h5").exists()
+
+
 def test_a_run_killed_part_way_resumes_to_the_same_file(images, reference, tmp_path, monkeypatch):
     out = tmp_path / "k.h5"
     parts = tmp_path / "k.h5.parts"

@@ -893,9 +893,14 @@ def merge_features(shards: Sequence[str | Path], out: str | Path) -> Path:
         i, n_here = parse_shard(sh)
         if settings is None:
             settings, n, total, turns = s, n_here, t, u
-        elif (s, n_here, t) != (settings, n, total):
+        elif s != settings:  # what differs named, as extract names it
             raise InputError(
-                f"{path} was extracted with other settings or another shard count than {shards[0]}"
+                f"{path} was extracted with other settings than {shards[0]}{settings_difference(settings, s)}"
+            )
+        elif (n_here, t) != (n, total):
+            raise InputError(
+                f"{path} is shard {i}/{n_here} of {t} images, {shards[0]} one of {n} shards of {total}: "
+                "shards of one run of extract --shard i/n merge"
             )
         elif not _same_turns(u, turns):
             raise InputError(
