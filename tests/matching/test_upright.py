@@ -152,6 +152,10 @@ def test_a_feature_that_does_not_turn_matches_a_turned_photo_once_photo_1_is_unt
     quarter = match_upright(photo, img2, upright_sift, turn=UprightTurn(0.0, 0.0, 0, 0, False))
     assert quarter.tried == (0.0, 90.0, 180.0, 270.0) and quarter.extractions == 5 and quarter.degrees == 90.0
     assert correct(H, quarter) > 300, correct(H, quarter)  # measured: 447 of 451 supporting
+    # a known turn within SNAP_DEG of a quarter turn is made as that quarter turn: applied says so, degrees as given
+    near = match_upright(photo, photo, upright_sift, turn=UprightTurn.known(4.7))
+    assert near.degrees == 4.7 and near.applied == 0.0 and quarter.applied == 90.0 and m.applied == m.degrees
+    assert match_upright(photo, photo, upright_sift, turn=UprightTurn.known(-87.0)).applied == 270.0
 
 
 def test_a_bad_extractor_or_turn_is_one_line(photo, monkeypatch):

@@ -136,8 +136,9 @@ class UprightMatches:
         matches: ``(L, 2)`` indices into ``xy1``, ``xy2`` (mutual nearest neighbours).
         distances: ``(L,)`` descriptor distances.
         turn: what the votes found (:class:`UprightTurn`).
-        degrees: the turn photo 1 was extracted at (the voted one, or the best quarter turn).
-        tried: the turns extracted (one where the votes found a turn).
+        degrees: the turn photo 1 was extracted for (the voted or known one, or the best quarter turn); within
+            :data:`SNAP_DEG` of a quarter turn photo 1 is turned by that quarter turn: :attr:`applied`.
+        tried: the turns extracted for (one where the votes found a turn).
         seconds: votes, extractions and matching.
     """
 
@@ -156,6 +157,13 @@ class UprightMatches:
     def extractions(self) -> int:
         """How many times the extractor ran: photo 2 once, photo 1 once per turn tried."""
         return 1 + len(self.tried)
+
+    @property
+    def applied(self) -> float:
+        """The turn photo 1 was actually turned by (degrees in [0, 360), :func:`applied_turn`): within
+        :data:`SNAP_DEG` of a quarter turn that quarter turn, exactly (``UprightTurn.known(4.7)``: 0, photo 1 as it
+        is), else :attr:`degrees`; what ``patchpose extract --unturn`` records as ``patchpose_turn_applied``."""
+        return applied_turn(self.degrees)
 
 
 def _check_extracted(out, what: str, shape: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
