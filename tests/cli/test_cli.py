@@ -576,6 +576,24 @@ def test_a_benchmarks_max_keypoints_below_1_is_one_line_naming_the_option(tmp_pa
     assert not (tmp_path / "o").exists()
 
 
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["extract", "I"],
+        ["extract", "I", "--aliked", "A.pth"],
+        ["colmap", "I"],
+        ["colmap", "I", "--aliked", "A.pth"],
+    ],
+)
+def test_extract_and_colmaps_max_keypoints_below_1_names_the_option(tmp_path, capsys, argv):
+    """``--max-keypoints 0`` with ``--aliked`` (ALIKED's extractor checks it first) and in ``colmap`` answered
+    ``max_keypoints must be ...``, the library's keyword; it names the option, before any work."""
+    assert main([*argv, "--out", str(tmp_path / "o"), "--max-keypoints", "0"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "error: --max-keypoints must be an integer from 1 to 10,000,000, got 0" in err, err
+    assert len(err.splitlines()) == 1 and not (tmp_path / "o").exists()
+
+
 @pytest.mark.parametrize("which", ["--recipes", "--upright"])
 def test_bench_recipes_and_upright_refuse_weights_they_would_not_read(tmp_path, capsys, which):
     """``bench --recipes`` times match_pair's recipes and ``--upright`` the votes, each with the bundled models they

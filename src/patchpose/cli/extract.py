@@ -24,6 +24,7 @@ def extract_command(a: argparse.Namespace) -> int:
     from ..integrations.extract import extract_features, parse_shard
 
     parse_shard(a.shard)  # a bad spec is an error before the model loads
+    check_max_keypoints(a.max_keypoints)  # the option named (ALIKED's extractor says max_keypoints)
     extract = _aliked(a)
     if extract is not None and (a.detector is not None or a.descriptor is not None):
         raise InputError("--aliked brings its own keypoints and descriptors: no --detector or --descriptor")
@@ -98,6 +99,16 @@ def _stamp(path) -> tuple[int, int] | None:
     return (st.st_size, st.st_mtime_ns) if stat.S_ISREG(st.st_mode) else None
 
 
+def check_max_keypoints(n) -> None:
+    """``--max-keypoints N`` of ``extract`` and ``colmap``: a one-line :class:`InputError` naming the option unless
+    ``N`` is from 1 to :data:`~patchpose.data.keypoints.MAX_KEYPOINTS` (the library's checks, reached first with
+    ``--aliked`` and in ``colmap``, name its keyword, ``max_keypoints``)."""
+    from ..errors import is_int_in
+
+    if not is_int_in(n, 1, MAX_KEYPOINTS):
+        raise InputError(f"--max-keypoints must be an integer from 1 to {MAX_KEYPOINTS:,}, got {n!r}")
+
+
 def _aliked(a: argparse.Namespace):
     """``--aliked FILE [--aliked-model M]`` as an extractor (None without ``--aliked``); ``--aliked-model``
     without it is a one-line error."""
@@ -126,6 +137,7 @@ def colmap_command(a: argparse.Namespace) -> int:
 
     plain_sigterm()  # a kill ends it without pycolmap's native stack trace
     set_threads(a.threads)  # torch's too (ALIKED, the votes); first: its message names the option
+    check_max_keypoints(a.max_keypoints)  # named as the option (the library's check says max_keypoints)
     check_settings(a.max_keypoints, a.seed, a.threads)
     # --aliked-model without --aliked: its one-line error before any work
     extract = _aliked(a)
