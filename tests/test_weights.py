@@ -256,6 +256,38 @@ def test_checksum_mismatch(tmp_path):
         load_weights(p, expected_sha256="0" * 64)
 
 
+@pytest.mark.parametrize("name", ["patchpose-v10", "patchpose-shape-v1"])
+def test_a_copy_of_a_bundled_file_with_a_flipped_byte_is_refused_when_loaded_by_path(tmp_path, name):
+    """A file whose metadata names a bundled model is checked against that model's sha256 wherever it is loaded
+    from (a flipped bit in a tensor once loaded and turned orientations by up to 6.27 rad under the bundled
+    name); an intact copy loads; a file of another name carries no checksum."""
+    from patchpose import PatchPoseEstimator
+    from patchpose.weights import BUNDLED_SHAPES, load_model, load_shape_weights
+
+    shape = name in BUNDLED_SHAPES
+    src = WEIGHTS_DIR / (BUNDLED_SHAPES if shape else BUNDLED)[name][0]
+    copy = tmp_path / "copy.safetensors"
+    shutil.copy(src, copy)
+    load = load_shape_weights if shape else load_weights
+    assert load(copy)[1]["name"] == name  # an intact copy
+    data = bytearray(src.read_bytes())
+    data[-100] ^= 0x40  # a byte of the last tensor's data: the file still parses
+    flipped = tmp_path / "flipped.safetensors"
+    flipped.write_bytes(bytes(data))
+    loads = [load] if shape else [load, load_model, PatchPoseEstimator.load]
+    for f in loads:
+        with pytest.raises(
+            WeightsError, match=r"^checksum mismatch for .*flipped\.safetensors: .* corrupt or was modified"
+        ) as e:
+            f(flipped)
+        assert "\n" not in str(e.value) and repr(name) in str(e.value)
+    if not shape:
+        with pytest.raises(WeightsError, match="checksum mismatch"):
+            PatchPoseEstimator.load(flipped, backend="onnx")
+        renamed = _with_metadata(flipped, tmp_path / "renamed.safetensors", name="mine")
+        assert load_weights(renamed)[1]["name"] == "mine"  # no checksum to check: it loads
+
+
 def test_weights_that_do_not_fit_their_config(tmp_path):
     m = create_model("small-cnn", width=0.5)
     p = save_weights(m, tmp_path / "m.safetensors")

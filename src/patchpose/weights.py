@@ -2,7 +2,10 @@
 
 A weights file is a safetensors file with ``__metadata__`` = ``{"format": "patchpose", "name": ...,
 "model_config": <json>, "notes": ...}``. Bundled files are listed in :data:`BUNDLED` with their sha256,
-verified at load; nothing is ever downloaded.
+verified at load; nothing is ever downloaded. A file loaded by path whose metadata names a bundled model is
+verified against that model's sha256 too (a copy of a bundled file, corrupt or modified, is refused); a file of
+any other name carries no checksum and is only checked for structure (its config, tensor names, shapes, dtypes
+and finite values).
 """
 
 from __future__ import annotations
@@ -390,6 +393,19 @@ def _read_safetensors(path: Path, expected_sha256: str | None) -> tuple[dict, di
     return meta, state
 
 
+def _check_bundled_copy(path: Path, meta: dict, registry: dict[str, tuple[str, str]]) -> None:
+    """Raise :class:`WeightsError` if ``meta`` names a model of ``registry`` (:data:`BUNDLED` or
+    :data:`BUNDLED_SHAPES`) and the file at ``path`` is not that model's file, byte for byte (its sha256):
+    the weights files themselves carry no checksum, the registry does. Models trained here are exported
+    under other names (:func:`patchpose.training.recipe.export_name`)."""
+    name = meta.get("name")
+    if isinstance(name, str) and name in registry and sha256_of(path) != registry[name][1]:
+        raise WeightsError(
+            f"checksum mismatch for {path}: its metadata names the bundled model {name!r} but its sha256 is not "
+            f"that model's: the file is corrupt or was modified (a model of your own: save it under another name)"
+        )
+
+
 def _default_mode(path: Path) -> None:
     """Give ``path`` the permissions a new file gets here (0666 less the umask)."""
     umask = os.umask(0)
@@ -406,6 +422,8 @@ def load_weights(path: str | Path, expected_sha256: str | None = None) -> tuple[
     meta, state = _read_safetensors(path, expected_sha256)
     if meta.get("format") != "patchpose" or "model_config" not in meta:
         raise WeightsError(f"{path} is a safetensors file but not a patchpose model (no patchpose metadata)")
+    if expected_sha256 is None:
+        _check_bundled_copy(path, meta, BUNDLED)
     cfg = config_from_json(meta["model_config"], str(path))
     check_recommendations(meta, str(path))
     check_finite(state, str(path))
@@ -578,6 +596,8 @@ def load_shape_weights(path: str | Path, expected_sha256: str | None = None) -> 
     if meta.get("format") != SHAPE_FORMAT or "model_config" not in meta:
         what = "a pose network" if meta.get("format") == "patchpose" else "not a patchpose model"
         raise WeightsError(f"{path} is not an affine shape network ({what})")
+    if expected_sha256 is None:
+        _check_bundled_copy(path, meta, BUNDLED_SHAPES)
     try:
         d = json.loads(meta["model_config"])
         cfg = ShapeNetConfig.from_dict(d if isinstance(d, dict) else {"?": d})
