@@ -194,9 +194,20 @@ def test_bad_input_is_a_clear_error(est, image, keypoints, match):
 
 
 @pytest.mark.parametrize("top_k", [None, 3])
-def test_no_keypoints_give_no_poses(est, top_k):
-    """An image without detections: empty poses shaped as for N keypoints, not an error."""
-    out = est.estimate(np.zeros((64, 64), np.uint8), np.zeros((0, 2)), top_k=top_k)
+@pytest.mark.parametrize("empty", ["(0, 2)", "[]", "np.array([])", "np.zeros(0, np.float32)", "torch"])
+def test_no_keypoints_give_no_poses(est, top_k, empty):
+    """An image without detections: empty poses shaped as for N keypoints, not an error, whether no keypoints
+    come as a (0, 2) array or an empty list or 1-D array (``[]`` was once refused as "got shape (0,)")."""
+    import torch
+
+    keypoints = {
+        "(0, 2)": np.zeros((0, 2)),
+        "[]": [],
+        "np.array([])": np.array([]),
+        "np.zeros(0, np.float32)": np.zeros(0, np.float32),
+        "torch": torch.zeros(0),
+    }[empty]
+    out = est.estimate(np.zeros((64, 64), np.uint8), keypoints, top_k=top_k)
     want = (0,) if top_k is None else (0, 3)
     assert out.orientation.shape == out.scale.shape == out.confidence.shape == want
     assert out.orientation_hist.shape == (0, 36) and out.scale_hist.shape == (0, est.cfg.num_scale_bins)
