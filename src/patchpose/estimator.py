@@ -108,8 +108,10 @@ class PatchPoseEstimator:
             read at once, side by side, each on one torch thread (smaller chunks when the keypoints do not fill
             that many); the answer is one thread's, bit for bit.
         border: where a keypoint's window reaches outside the image: ``"reflect"`` (default; mirror the
-            image, and report ``valid=False``), ``"constant"`` (zeros), or ``"error"``
-            (:class:`~patchpose.errors.InputError`).
+            image), ``"constant"`` (zeros), or ``"error"`` (:class:`~patchpose.errors.InputError`); the first
+            two report ``valid=False`` where the first read's window within :meth:`margin` crosses the border,
+            and ``"error"`` refuses those keypoints. Only that is checked: the grid's outer rings (to 512 px at
+            scale 0) and the later reads of a two-read plan read padded pixels without a flag.
     """
 
     def __init__(
@@ -230,8 +232,10 @@ class PatchPoseEstimator:
         return self._fingerprint
 
     def margin(self) -> float:
-        """Distance (px) from the border beyond which every window, at any rotation, lies inside the image
-        (for a log-polar grid: every ring up to the largest scale bin's radius)."""
+        """Distance (px) from the border beyond which the checked part of the window, at any rotation, lies
+        inside the image at scale 0 (times ``2**frame`` in another frame): for a log-polar grid, the rings up to
+        scale +2 (64 px; :func:`~patchpose.data.polar.polar_margin`), not its outer rings (to 512 px for the
+        bundled models), which near the border read padded pixels with ``valid`` True."""
         if self.cfg.is_polar:
             return polar_margin(self.cfg.polar_grid)
         return window_margin(self.cfg.windows)
@@ -380,8 +384,9 @@ class PatchPoseEstimator:
         return img, kp, check_detector_scale(detector_scale, len(kp))
 
     def _valid(self, shape: tuple[int, int], kp: np.ndarray, fs: np.ndarray) -> np.ndarray:
-        """``(N,)`` True where the window at frames ``fs`` lies inside an image of ``shape`` at any rotation
-        (:meth:`margin`); with ``border="error"`` a keypoint outside that is an :class:`InputError`."""
+        """``(N,)`` True where the window's checked part (:meth:`margin`) at the first read's frames ``fs`` lies
+        inside an image of ``shape`` at any rotation; with ``border="error"`` a keypoint outside that is an
+        :class:`InputError`. Later reads' frames are not checked."""
         h, w = shape
         m = self.margin() * np.exp2(fs)
         valid = (

@@ -323,8 +323,9 @@ def polar_margin(grid: PolarGrid) -> float:
     """Border distance (px) beyond which every ring up to radius ``REFERENCE_RADIUS · 4`` (scale +2, the
     top of the paper's scale range) lies inside the image: 64 px.
 
-    Larger rings are context for large structures; near the border they read reflected pixels, which is
-    what ``valid=False`` flags."""
+    ``valid=False`` flags a keypoint nearer the border than this (in the first read's frame). Larger rings are
+    context for large structures: near the border they read padded pixels unflagged, and the pose depends on
+    them (docs/usage.md, "The border policy", has the measurements)."""
     return REFERENCE_RADIUS * 2.0 ** min(2.0, float(grid.log2_radii()[-1]))
 
 
