@@ -133,3 +133,17 @@ def test_an_onnx_model_whose_weights_point_outside_is_refused(tmp_path):
     with pytest.raises(WeightsError, match="external file") as e:
         PatchPoseEstimator.load(tmp_path / "ext.onnx", backend="onnx")
     assert len(str(e.value).splitlines()) == 1 and "../../etc/passwd" in str(e.value)
+
+
+@pytest.mark.parametrize("device", ["cuda", "banana", "cuda:0", "gpu"])
+def test_the_onnx_backend_refuses_any_device_but_the_cpu(device):
+    """onnxruntime runs on its CPU provider: ``device="cuda"`` (or "banana") was accepted and the model ran on
+    the CPU without a word; now it is one line saying so, before any file is read."""
+    from patchpose.errors import InputError
+
+    with pytest.raises(
+        InputError, match=r"^backend='onnx' runs on the CPU only .*got '.+'; for a GPU use"
+    ) as e:
+        PatchPoseEstimator.load("patchpose-fast-v1", backend="onnx", device=device)
+    assert "\n" not in str(e.value)
+    assert str(PatchPoseEstimator.load("patchpose-fast-v1", backend="onnx", device="cpu").device) == "cpu"

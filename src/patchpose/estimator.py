@@ -174,9 +174,15 @@ class PatchPoseEstimator:
         ``.onnx`` file written by ``patchpose export onnx``), else the default bundled model.
 
         ``backend``: ``"torch"`` (default) or ``"onnx"`` (onnxruntime on the CPU,
-        :mod:`patchpose.onnx_backend`). The other arguments are the constructor's."""
+        :mod:`patchpose.onnx_backend`: ``device`` must be ``"cpu"``). The other arguments are the
+        constructor's."""
         if backend not in ("torch", "onnx"):
             raise InputError(f"backend must be 'torch' or 'onnx', got {backend!r}")
+        if backend == "onnx" and str(device) != "cpu":  # onnxruntime's CPU provider: any other was ignored
+            raise InputError(
+                f"backend='onnx' runs on the CPU only (onnxruntime's CPU provider): device must be 'cpu', got "
+                f"{device!r}; for a GPU use backend='torch' with device='cuda'"
+            )
         kwargs = {"plan": plan, "batch_size": batch_size, "border": border, "chunk_size": chunk_size}
         if backend == "onnx":
             from .onnx_backend import OnnxPoseNet, export_bytes
