@@ -91,7 +91,17 @@ def test_onnx_file_carries_and_checks_the_weights_recommendations(tmp_path):
     assert main(["export", "onnx", "--weights", "patchpose-v9", "--out", str(out)]) == 0
     est = PatchPoseEstimator.load(out, backend="onnx")
     assert (est.name, est.plan.passes, est.plan.descriptor_region) == ("patchpose-v9", 2, 2.25)
-    args = ["export", "onnx", "--weights", "patchpose-v10", "--out", str(out), "--read", "passes=3"]
+    args = [
+        "export",
+        "onnx",
+        "--weights",
+        "patchpose-v10",
+        "--out",
+        str(out),
+        "--overwrite",
+        "--read",
+        "passes=3",
+    ]
     assert main([*args, "--read", "descriptor_region=1.5", "--read", "reread_scale=false"]) == 0
     est = PatchPoseEstimator.load(out, backend="onnx")
     assert (est.name, est.plan.passes, est.plan.descriptor_region) == ("patchpose-v10", 3, 1.5)
@@ -147,3 +157,21 @@ def test_the_onnx_backend_refuses_any_device_but_the_cpu(device):
         PatchPoseEstimator.load("patchpose-fast-v1", backend="onnx", device=device)
     assert "\n" not in str(e.value)
     assert str(PatchPoseEstimator.load("patchpose-fast-v1", backend="onnx", device="cpu").device) == "cpu"
+
+
+def test_export_onnx_refuses_an_existing_out_unless_overwrite(tmp_path, capsys):
+    """``export onnx --out EXISTING`` replaced the file without a word while ``estimate`` refuses without
+    ``--overwrite``: now one line before any work, the file untouched; with ``--overwrite`` it is replaced
+    (written beside, then renamed: no temporary left)."""
+    from patchpose.cli.main import main
+
+    out = tmp_path / "m.onnx"
+    out.write_bytes(b"an earlier file")
+    args = ["export", "onnx", "--weights", "patchpose-fast-v1", "--out", str(out)]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"{out} exists: pass --overwrite" in err
+    assert out.read_bytes() == b"an earlier file"
+    assert main([*args, "--overwrite"]) == 0
+    assert PatchPoseEstimator.load(out, backend="onnx").name == "patchpose-fast-v1"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.onnx"]

@@ -439,6 +439,23 @@ def _checkpoint(path, net=None, **changes):
     return path
 
 
+def test_export_of_a_checkpoint_refuses_an_existing_out_unless_overwrite(tmp_path, capsys):
+    """``export CHECKPOINT --out EXISTING``, as ``export onnx``: one line before any work, the file untouched;
+    ``--overwrite`` replaces it."""
+    from patchpose.cli.main import main
+
+    out = tmp_path / "w.safetensors"
+    out.write_bytes(b"an earlier file")
+    args = ["export", str(_checkpoint(tmp_path / "ck.pt")), "--out", str(out)]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"{out} exists: pass --overwrite" in err
+    assert out.read_bytes() == b"an earlier file"
+    assert main([*args, "--overwrite"]) == 0
+    assert load_weights(out)[1]["name"] == "custom"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ck.pt", "w.safetensors"]
+
+
 def test_export_of_a_training_checkpoint(tmp_path):
     from patchpose.weights import export_checkpoint
 

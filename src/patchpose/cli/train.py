@@ -53,7 +53,10 @@ def train_shape_command(a: argparse.Namespace) -> int:
 
 
 def export_command(a: argparse.Namespace) -> int:
-    """``export CHECKPOINT`` → safetensors weights; ``export onnx --weights W`` → an ONNX model."""
+    """``export CHECKPOINT`` → safetensors weights; ``export onnx --weights W`` → an ONNX model. An existing
+    ``--out`` is refused unless ``--overwrite`` (the file is written beside, then renamed over it)."""
+    from ..apps import check_outputs_free
+
     if a.checkpoint == "onnx":
         from ..errors import InputError
         from ..estimator import PatchPoseEstimator
@@ -61,6 +64,7 @@ def export_command(a: argparse.Namespace) -> int:
 
         if not str(a.out).lower().endswith(".onnx"):  # load(backend="onnx") tells an ONNX file by its suffix
             raise InputError(f"--out must end in .onnx, got {a.out}")
+        check_outputs_free([a.out], a.overwrite, [a.weights])  # before any work, as estimate's outputs
 
         est = PatchPoseEstimator.load(a.weights)
         meta = dict(est.meta)  # what the weights carry, unless the command line says otherwise
@@ -78,6 +82,7 @@ def export_command(a: argparse.Namespace) -> int:
     if a.weights is not None:
         raise InputError("--weights is for 'export onnx'; a checkpoint is exported from its own weights")
     changes = read_plan(a)
+    check_outputs_free([a.out], a.overwrite, [a.checkpoint])
     path = export_checkpoint(
         a.checkpoint,
         a.out,
@@ -153,6 +158,12 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         "--name", default=None, help=f"the model's name in the file (default: {carried}, i.e. 'custom')"
     )
     e.add_argument("--notes", default=None, help=f"free text stored in the file (default: {carried})")
+    e.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace --out if it exists (without it: an error, before any work; the new file is written beside "
+        "it, then renamed over it)",
+    )
     add_read(
         e,
         help="the read plan stored in the file (KEY=VALUE, repeatable: passes, orientation_offset, "
