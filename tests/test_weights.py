@@ -286,6 +286,16 @@ def test_a_copy_of_a_bundled_file_with_a_flipped_byte_is_refused_when_loaded_by_
             PatchPoseEstimator.load(flipped, backend="onnx")
         renamed = _with_metadata(flipped, tmp_path / "renamed.safetensors", name="mine")
         assert load_weights(renamed)[1]["name"] == "mine"  # no checksum to check: it loads
+        # what the structural checks find is said first (the checksum is checked last)
+        from safetensors.torch import load_file, safe_open
+
+        state = load_file(str(src))
+        key = next(iter(state))
+        state[key] = torch.full_like(state[key], float("nan"))
+        with safe_open(str(src), framework="pt") as f:
+            save_file(state, str(tmp_path / "nan.safetensors"), metadata=f.metadata())
+        with pytest.raises(WeightsError, match=f"tensor '{key}' holds non-finite values"):
+            load_weights(tmp_path / "nan.safetensors")
 
 
 def test_weights_that_do_not_fit_their_config(tmp_path):

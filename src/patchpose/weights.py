@@ -422,8 +422,6 @@ def load_weights(path: str | Path, expected_sha256: str | None = None) -> tuple[
     meta, state = _read_safetensors(path, expected_sha256)
     if meta.get("format") != "patchpose" or "model_config" not in meta:
         raise WeightsError(f"{path} is a safetensors file but not a patchpose model (no patchpose metadata)")
-    if expected_sha256 is None:
-        _check_bundled_copy(path, meta, BUNDLED)
     cfg = config_from_json(meta["model_config"], str(path))
     check_recommendations(meta, str(path))
     check_finite(state, str(path))
@@ -433,6 +431,8 @@ def load_weights(path: str | Path, expected_sha256: str | None = None) -> tuple[
     except (ValueError, RuntimeError, KeyError, TypeError, ArithmeticError) as e:
         raise WeightsError(f"{path}: weights do not fit the stored model config ({one_line(e)})") from None
     check_float_dtypes(state, model.state_dict(), str(path))
+    if expected_sha256 is None:  # last: a file of a bundled name whose structure is wrong says what is wrong
+        _check_bundled_copy(path, meta, BUNDLED)
     model.eval()
     return model, meta
 
@@ -596,8 +596,6 @@ def load_shape_weights(path: str | Path, expected_sha256: str | None = None) -> 
     if meta.get("format") != SHAPE_FORMAT or "model_config" not in meta:
         what = "a pose network" if meta.get("format") == "patchpose" else "not a patchpose model"
         raise WeightsError(f"{path} is not an affine shape network ({what})")
-    if expected_sha256 is None:
-        _check_bundled_copy(path, meta, BUNDLED_SHAPES)
     try:
         d = json.loads(meta["model_config"])
         cfg = ShapeNetConfig.from_dict(d if isinstance(d, dict) else {"?": d})
@@ -612,6 +610,8 @@ def load_shape_weights(path: str | Path, expected_sha256: str | None = None) -> 
         model.load_state_dict(state, strict=True)
     except (RuntimeError, KeyError) as e:
         raise WeightsError(f"{path}: weights do not fit the stored model config ({one_line(e)})") from None
+    if expected_sha256 is None:
+        _check_bundled_copy(path, meta, BUNDLED_SHAPES)
     return model.eval(), meta
 
 
