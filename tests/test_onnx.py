@@ -175,3 +175,33 @@ def test_export_onnx_refuses_an_existing_out_unless_overwrite(tmp_path, capsys):
     assert main([*args, "--overwrite"]) == 0
     assert PatchPoseEstimator.load(out, backend="onnx").name == "patchpose-fast-v1"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["m.onnx"]
+
+
+def test_an_onnx_file_loaded_as_weights_says_how_to_load_it(tmp_path, capsys):
+    """An ``.onnx`` file given to ``load`` without ``backend="onnx"`` (or to the command line's ``--weights``)
+    said "not a readable safetensors file (... header too large)"; now it says what the file is and how to
+    load it, also under another suffix."""
+    import shutil
+
+    from patchpose.cli.main import main
+    from patchpose.onnx_backend import export_onnx
+    from patchpose.weights import load_model
+
+    path = export_onnx(PatchPoseEstimator.load("patchpose-fast-v1").model, tmp_path / "m.onnx")
+    shutil.copy(path, tmp_path / "m.safetensors")
+    for f in (path, tmp_path / "m.safetensors"):
+        for load in (PatchPoseEstimator.load, load_model):
+            with pytest.raises(
+                WeightsError, match=r"is an ONNX file, not safetensors weights: .*backend='onnx'"
+            ) as e:
+                load(f)
+            assert "\n" not in str(
+                e.value
+            ) and "--weights takes a bundled model's name or a .safetensors" in str(e.value)
+    img = tmp_path / "img.png"
+    import cv2
+
+    cv2.imwrite(str(img), (make_textured_image(96) * 255).astype(np.uint8))
+    assert main(["estimate", str(img), "--weights", str(path), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "is an ONNX file" in err

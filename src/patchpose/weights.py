@@ -384,6 +384,12 @@ def _read_safetensors(path: Path, expected_sha256: str | None) -> tuple[dict, di
             meta = f.metadata() or {}
         state = load_file(str(path))
     except (SafetensorError, OSError, ValueError) as e:
+        if _looks_like_onnx(path):
+            raise WeightsError(
+                f"{path} is an ONNX file, not safetensors weights: load it with PatchPoseEstimator.load(path, "
+                "backend='onnx') under a name ending in .onnx; the command line's --weights takes a bundled "
+                "model's name or a .safetensors file only"
+            ) from None
         hint = (
             " (a training checkpoint? 'patchpose export RUN_FOLDER' writes its weights)"
             if path.suffix == ".pt"
@@ -391,6 +397,20 @@ def _read_safetensors(path: Path, expected_sha256: str | None) -> tuple[dict, di
         )
         raise WeightsError(f"{path} is not a readable safetensors file ({one_line(e)}){hint}") from None
     return meta, state
+
+
+def _looks_like_onnx(path: Path) -> bool:
+    """Whether a file safetensors cannot read is an ONNX model: named ``.onnx``, or one ``patchpose export onnx``
+    wrote under another name (a protobuf that begins with its ``ir_version`` and carries our config key)."""
+    if path.suffix.lower() == ".onnx":
+        return True
+    try:
+        if path.stat().st_size > 256 << 20:
+            return False
+        data = path.read_bytes()
+    except OSError:
+        return False
+    return data[:1] == b"\x08" and b"patchpose_model_config" in data
 
 
 def _check_bundled_copy(path: Path, meta: dict, registry: dict[str, tuple[str, str]]) -> None:
