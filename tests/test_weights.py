@@ -76,6 +76,23 @@ def test_a_model_no_longer_bundled_is_a_clear_error_naming_the_tag_that_keeps_it
     assert load_model(name)[1]["name"] == "mine"
 
 
+def test_the_shape_models_name_given_for_a_pose_model_says_what_it_is(tmp_path, capsys):
+    """``from_pretrained("patchpose-shape-v1")`` said "no bundled model" and ``load``/``export onnx --weights`` "file
+    not found", though it is bundled: now each says it is the affine shape network and where it is used."""
+    from patchpose import PatchPoseEstimator
+    from patchpose.cli.main import main
+    from patchpose.weights import DEFAULT_SHAPE_MODEL, load_model
+
+    name = DEFAULT_SHAPE_MODEL
+    said = rf"^'{name}' is the bundled affine shape network, not a pose model: .*AffineShapeEstimator.*pose models: "
+    for load in (load_bundled, load_model, PatchPoseEstimator.from_pretrained, PatchPoseEstimator.load):
+        with pytest.raises(WeightsError, match=said):
+            load(name)
+    assert main(["export", "onnx", "--weights", name, "--out", str(tmp_path / "m.onnx")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "is the bundled affine shape network, not a pose model" in err
+
+
 @pytest.mark.parametrize("layout", ["v1", "v2"])
 def test_a_file_of_an_older_layout_loads_as_it_was_written(legacy_weights, layout):
     """Files like patchpose-v1's and -v2's (no longer bundled) name fewer settings than today's: the rest load

@@ -464,9 +464,19 @@ def _no_longer_bundled(name: str) -> WeightsError:
     )
 
 
+def _a_shape_model(name: str) -> WeightsError:
+    return WeightsError(
+        f"{name!r} is the bundled affine shape network, not a pose model: it gives keypoints affine frames through "
+        f"patchpose.AffineShapeEstimator (and LAFAffineShape, eval hpatches --shape-weights); pose models: "
+        f"{sorted(BUNDLED)}"
+    )
+
+
 def load_bundled(name: str = DEFAULT_MODEL) -> tuple[PoseNet, dict]:
     if name in REMOVED_MODELS:
         raise _no_longer_bundled(name)
+    if name in BUNDLED_SHAPES:
+        raise _a_shape_model(name)
     if name not in BUNDLED:
         raise WeightsError(f"no bundled model {name!r}; bundled: {sorted(BUNDLED) or 'none'}")
     fname, sha = BUNDLED[name]
@@ -485,6 +495,8 @@ def load_model(name_or_path: str | Path | None = None) -> tuple[PoseNet, dict]:
         return load_bundled(str(name_or_path))
     if str(name_or_path) in REMOVED_MODELS and not Path(name_or_path).exists():
         raise _no_longer_bundled(str(name_or_path))
+    if str(name_or_path) in BUNDLED_SHAPES and not Path(name_or_path).exists():
+        raise _a_shape_model(str(name_or_path))
     if not Path(name_or_path).exists():
         raise WeightsError(f"weights file not found: {name_or_path} (nor a bundled model: {sorted(BUNDLED)})")
     return load_weights(name_or_path)
