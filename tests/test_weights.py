@@ -250,8 +250,33 @@ def test_save_load_round_trip(tmp_path):
 def test_foreign_safetensors_file(tmp_path):
     p = tmp_path / "foreign.safetensors"
     save_file({"w": torch.zeros(3)}, str(p))
-    with pytest.raises(WeightsError, match="not a patchpose model"):
+    with pytest.raises(WeightsError, match="not a patchpose model: it has no metadata"):
         load_weights(p)
+
+
+@pytest.mark.parametrize(
+    "drop, change, said",
+    [
+        ("format", {}, "its metadata has no 'format' key"),
+        ("model_config", {}, "its metadata has no 'model_config' key"),
+        (None, {"format": "pt"}, "its metadata 'format' is 'pt', not 'patchpose'"),
+        (None, {"format": "patchpose-shape"}, "'patchpose-shape', an affine shape network's"),
+    ],
+)
+def test_a_missing_metadata_key_is_named(tmp_path, drop, change, said):
+    """A weights file without one of the keys a pose network's metadata needs said "no patchpose metadata";
+    now the message names the key that is missing (or the format that is not a pose network's)."""
+    from safetensors.torch import load_file, safe_open
+
+    p = save_weights(create_model("small-cnn", width=0.5), tmp_path / "m.safetensors")
+    with safe_open(str(p), framework="pt") as f:
+        meta = {k: v for k, v in f.metadata().items() if k != drop}
+    save_file(load_file(str(p)), str(tmp_path / "bad.safetensors"), metadata={**meta, **change})
+    with pytest.raises(
+        WeightsError, match="bad.safetensors is a safetensors file but not a patchpose model: "
+    ) as e:
+        load_weights(tmp_path / "bad.safetensors")
+    assert said in str(e.value) and "\n" not in str(e.value)
 
 
 def test_corrupt_file(tmp_path):

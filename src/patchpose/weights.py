@@ -441,7 +441,7 @@ def load_weights(path: str | Path, expected_sha256: str | None = None) -> tuple[
     path = Path(path)
     meta, state = _read_safetensors(path, expected_sha256)
     if meta.get("format") != "patchpose" or "model_config" not in meta:
-        raise WeightsError(f"{path} is a safetensors file but not a patchpose model (no patchpose metadata)")
+        raise WeightsError(f"{path} is a safetensors file but not a patchpose model: {_missing_meta(meta)}")
     cfg = config_from_json(meta["model_config"], str(path))
     check_recommendations(meta, str(path))
     check_finite(state, str(path))
@@ -455,6 +455,25 @@ def load_weights(path: str | Path, expected_sha256: str | None = None) -> tuple[
         _check_bundled_copy(path, meta, BUNDLED)
     model.eval()
     return model, meta
+
+
+def _missing_meta(meta: dict) -> str:
+    """What a safetensors file's metadata lacks to be a pose network's (the key, by name)."""
+    fmt = meta.get("format")
+    if not meta:
+        return (
+            "it has no metadata (a patchpose weights file's holds 'format': 'patchpose' and 'model_config')"
+        )
+    if fmt is None:
+        return "its metadata has no 'format' key (a patchpose weights file's is 'patchpose')"
+    if fmt == SHAPE_FORMAT:
+        return (
+            f"its metadata 'format' is {SHAPE_FORMAT!r}, an affine shape network's "
+            "(patchpose.AffineShapeEstimator.load reads it)"
+        )
+    if fmt != "patchpose":
+        return f"its metadata 'format' is {fmt!r}, not 'patchpose'"
+    return "its metadata has no 'model_config' key (the network's config, as JSON)"
 
 
 def _no_longer_bundled(name: str) -> WeightsError:
@@ -626,7 +645,12 @@ def load_shape_weights(path: str | Path, expected_sha256: str | None = None) -> 
     path = Path(path)
     meta, state = _read_safetensors(path, expected_sha256)
     if meta.get("format") != SHAPE_FORMAT or "model_config" not in meta:
-        what = "a pose network" if meta.get("format") == "patchpose" else "not a patchpose model"
+        if meta.get("format") == "patchpose":
+            what = "a pose network"
+        elif meta.get("format") == SHAPE_FORMAT:
+            what = "its metadata has no 'model_config' key"
+        else:
+            what = "not a patchpose model: " + _missing_meta(meta)
         raise WeightsError(f"{path} is not an affine shape network ({what})")
     try:
         d = json.loads(meta["model_config"])
