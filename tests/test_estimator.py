@@ -244,6 +244,16 @@ def test_bad_estimator_options_are_clear_errors(kwargs, match):
         PatchPoseEstimator.load(**kwargs)
 
 
+def test_an_unknown_device_names_the_devices_and_keeps_torchs_whole_message():
+    """``device="gpu"`` said torch's list of device types cut at 120 characters ("..., meta, h)"): now it says
+    which devices the estimator runs on and torch's message whole, on one line."""
+    with pytest.raises(
+        InputError, match=r"^device 'gpu' cannot be used here: the estimator runs on 'cpu' or 'cuda'"
+    ) as e:
+        PatchPoseEstimator.load(device="gpu")
+    assert str(e.value).endswith("device string: gpu)") and "\n" not in str(e.value)
+
+
 @pytest.fixture
 def torch_threads():
     """``torch_threads(n)`` sets this thread's torch threads for the test; they are put back after it."""

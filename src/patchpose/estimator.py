@@ -30,7 +30,7 @@ from .errors import InputError, WeightsError, is_int_in
 from .models import PoseNet
 from .reading import MAX_FRAME, Poses, ReadPlan, poses_of, read
 from .recipes import MODELS
-from .weights import DEFAULT_MODEL, load_bundled, load_model
+from .weights import DEFAULT_MODEL, load_bundled, load_model, one_line
 
 log = logging.getLogger(__name__)
 
@@ -138,7 +138,8 @@ class PatchPoseEstimator:
             self.model = model.to(self.device).eval()
         except (RuntimeError, AssertionError, TypeError) as e:  # unknown device, or no CUDA in this build
             raise InputError(
-                f"device {device!r} cannot be used here ({str(e).splitlines()[0][:120]})"
+                f"device {device!r} cannot be used here: the estimator runs on 'cpu' or 'cuda' ('cuda:N' for the "
+                f"N-th GPU, where this torch has CUDA) (torch: {one_line(e, 500)})"
             ) from None
         if batch_size is None:
             batch_size = POLAR_BATCH if model.cfg.is_polar else 32
