@@ -521,6 +521,10 @@ def test_read_plan_overrides_parse_key_value_strings():
     )
     assert base.override(["reread-scale=0", "reread_scale=true"]).reread_scale is True
     assert patchpose.ReadPlan.parse([]) == {}
+    # a fraction as the docs' table writes the bundled offset (−4/3, its minus sign too) is that exact value
+    for offset in ("-4/3", "\u22124/3", " -4 / 3 "):
+        assert base.override(["passes=1", f"orientation_offset={offset}"]).orientation_offset == -4 / 3
+    assert base.override(["descriptor_region=9/4"]).descriptor_region == 2.25
 
 
 @pytest.mark.parametrize(
@@ -529,10 +533,13 @@ def test_read_plan_overrides_parse_key_value_strings():
         (["passes"], "KEY=VALUE"),
         (["=2"], "KEY=VALUE"),
         (["turns=3"], "unknown read plan setting"),
-        (["passes=two"], "number"),
+        (["passes=two"], "'passes' must be an integer"),
         (["passes=0"], "passes"),
         (["passes=9"], "passes"),
-        (["passes=1.5"], "number"),
+        (["passes=1.5"], "'passes' must be an integer"),
+        (["passes=1.0"], r"'passes' must be an integer \(e.g. 2\), got '1.0'"),  # it said "a number"
+        (["orientation_offset=-4/"], "a decimal or a fraction such as -4/3"),
+        (["orientation_offset=1/0"], "a decimal or a fraction such as -4/3"),
         (["orientation_offset=nan"], "orientation_offset"),
         (["orientation_offset=5"], "orientation_offset"),
         (["descriptor_region=0"], "descriptor_region"),

@@ -146,12 +146,36 @@ class ReadPlan:
             if isinstance(default, bool):
                 changes[key] = parse_flag(value, f"read plan setting {key!r}")
                 continue
-            try:
-                changes[key] = int(value) if isinstance(default, int) else float(value)
-            except ValueError:
-                raise InputError(f"read plan setting {key!r} must be a number, got {value!r}") from None
+            changes[key] = _integer(value, key) if isinstance(default, int) else _number(value, key)
         ReadPlan().replace(**changes)
         return changes
+
+
+def _integer(value: str, key: str) -> int:
+    """A ``--read`` value of an integer setting (``passes``): ``"1.0"`` is refused as not an integer."""
+    try:
+        return int(value)
+    except ValueError:
+        raise InputError(f"read plan setting {key!r} must be an integer (e.g. 2), got {value!r}") from None
+
+
+def _number(value: str, key: str) -> float:
+    """A ``--read`` value of a number setting: a decimal, or a fraction ``a/b`` as the docs' tables write the
+    bundled values (``-4/3``, the exact value the bundled files hold; a typographic minus sign is read as -)."""
+    text = value.strip().replace("\u2212", "-")
+    try:
+        return float(text)
+    except ValueError:
+        pass
+    a, sep, b = text.partition("/")
+    try:
+        if sep:
+            return float(a) / float(b)
+    except (ValueError, ZeroDivisionError):
+        pass
+    raise InputError(
+        f"read plan setting {key!r} must be a number (a decimal or a fraction such as -4/3), got {value!r}"
+    ) from None
 
 
 @dataclass(frozen=True)

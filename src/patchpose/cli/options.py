@@ -8,7 +8,8 @@ from pathlib import Path
 
 READ_HELP = (
     "change how the model is read (its read plan, stored in the weights file; repeatable): passes=N "
-    "(reads per keypoint), orientation_offset=OCTAVES, descriptor_region=RADII, reread_scale=true|false; "
+    "(reads per keypoint, an integer), orientation_offset=OCTAVES, descriptor_region=RADII (decimals or "
+    "fractions such as -4/3), reread_scale=true|false; "
     "docs/usage.md, 'The read plan'"
 )
 
