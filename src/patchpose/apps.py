@@ -18,7 +18,7 @@ import numpy as np
 
 from .errors import InputError, about, is_int_in
 from .estimator import PatchPoseEstimator
-from .fileio import read_keypoints, write_text_atomic, written_together
+from .fileio import make_folder, read_keypoints, write_text_atomic, written_together
 from .outputs import POSE_FORMATS, draw_poses, write_matches_csv, write_matches_picture, write_poses
 
 if TYPE_CHECKING:
@@ -141,8 +141,7 @@ def run_estimate(
     t = time.perf_counter()
     res = est.estimate(image, xy, top_k=top_k if top_k > 1 else None)
     dt = time.perf_counter() - t
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    out = make_folder(out_dir, "output folder")
     stem = Path(image_path).stem
     first = lambda a: a[:, 0] if a.ndim == 2 else a  # noqa: E731
     # both files or neither: a kill in between left the poses alone, and a rerun refused
@@ -174,7 +173,7 @@ def write_match_outputs(
     checks before it matches)."""
     out = output_folder(out_dir)
     check_outputs_free([out / name for name in MATCH_OUTPUTS], overwrite)
-    out.mkdir(parents=True, exist_ok=True)
+    make_folder(out, "output folder")
     r = result
     summary = r.summary()
     with written_together():  # the three files or none (a kill in between left a part, and a rerun refused)

@@ -138,6 +138,22 @@ def _write_error(e: OSError, path: Path, real: Path, nbytes: int, what: str) -> 
     return InputError(f"{what} {path}: cannot write it ({e.strerror or e}); the file is as it was")
 
 
+def make_folder(folder: str | Path, what: str = "folder", for_file: str | Path | None = None) -> Path:
+    """Make ``folder`` and its missing parents; one that cannot be made (a read-only disk, no permission, a file in
+    the way) is a one-line :class:`InputError` naming it (and ``for_file``, the file it is made for), as a folder
+    that exists but cannot be written is (:func:`write_bytes_atomic`)."""
+    folder = Path(folder)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        at = f": {e.filename}" if e.filename is not None and Path(e.filename) != folder else ""
+        made_for = f" for {for_file}" if for_file is not None else ""
+        raise InputError(
+            f"cannot make the {what} {folder}{made_for} ({e.strerror or e}{at}); nothing was written"
+        ) from None
+    return folder
+
+
 def write_bytes_atomic(path: str | Path, data: bytes, what: str = "file") -> Path:
     """Write ``data`` to ``path`` as a database would: into a new temporary sibling (a unique name, ``mkstemp``),
     flushed to the disk, then renamed over ``path``; a kill at any moment leaves the old file (or none) or the new one

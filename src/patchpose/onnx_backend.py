@@ -25,6 +25,7 @@ import torch
 from torch import nn
 
 from .errors import InputError, WeightsError
+from .fileio import make_folder, write_bytes_atomic
 from .models import PoseNet
 from .weights import PLAN_KEYS, check_recommendations, config_from_json, one_line
 
@@ -81,14 +82,9 @@ def export_onnx(model: PoseNet, path: str | Path, opset: int = 18, meta: dict | 
     if path.is_dir():
         raise InputError(f"{path} is a folder: give the ONNX file's name, e.g. {path / 'model.onnx'}")
     data = export_bytes(model, opset, meta)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    try:
-        tmp.write_bytes(data)
-        tmp.replace(path)
-    finally:
-        tmp.unlink(missing_ok=True)
-    return path
+    make_folder(path.parent, for_file=path)
+    # a new sibling, renamed over the file; a folder that cannot be written is one line naming the file
+    return write_bytes_atomic(path, data, "ONNX file")
 
 
 class OnnxPoseNet(nn.Module):

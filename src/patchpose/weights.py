@@ -26,6 +26,7 @@ from safetensors.torch import load_file, safe_open, save_file
 
 from . import checks
 from .errors import InputError, WeightsError, is_int_in
+from .fileio import make_folder
 from .models import ModelConfig, PoseNet
 from .models.posenet import drop_removed_settings
 from .models.shapenet import ShapeNet, ShapeNetConfig
@@ -357,7 +358,7 @@ def _write_safetensors(model: torch.nn.Module, path: str | Path, meta: dict, exa
     path = Path(path)
     if path.is_dir():
         raise InputError(f"{path} is a folder: give the weights file's name, e.g. {path / example}")
-    path.parent.mkdir(parents=True, exist_ok=True)
+    make_folder(path.parent, for_file=path)
     tensors = {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}
     tmp = path.with_name(path.name + ".tmp")
     try:

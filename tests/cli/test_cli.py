@@ -831,3 +831,78 @@ def test_a_killed_colmap_command_ends_without_pycolmaps_stack_trace():
     )
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert r.returncode == -signal.SIGTERM and "stack trace" not in r.stderr and r.stderr == ""
+
+
+@pytest.fixture
+def read_only_fs(tmp_path, monkeypatch):
+    """``tmp_path / "rofs"``, a folder on what acts as a read-only file system: making a folder inside it fails
+    with EROFS, as on a real one (root writes anywhere else, so permissions cannot stand in for it)."""
+    import errno
+    import os
+    import pathlib
+
+    rofs = tmp_path / "rofs"
+    rofs.mkdir()
+    real_mkdir = pathlib.Path.mkdir
+
+    def mkdir(self, *args, **kwargs):
+        if rofs in Path(self).parents:
+            first = rofs / Path(self).relative_to(rofs).parts[0]
+            raise OSError(errno.EROFS, os.strerror(errno.EROFS), str(first))
+        return real_mkdir(self, *args, **kwargs)
+
+    monkeypatch.setattr(pathlib.Path, "mkdir", mkdir)
+    return rofs
+
+
+def test_an_output_in_a_missing_folder_of_a_read_only_disk_is_one_line_naming_it(read_only_fs, capsys):
+    """``estimate --out`` and ``export --out`` in a folder that cannot be made said Python's "[Errno 30] Read-only
+    file system: '...'"; now one line that says which folder could not be made (and for which file), and that
+    nothing was written."""
+    kp = read_only_fs.parent / "kp.csv"
+    kp.write_text("x,y\n100,120\n")
+    out = read_only_fs / "sub" / "deeper"
+    assert main(["estimate", str(demo_photo()), "--keypoints", str(kp), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Errno" not in err
+    assert (
+        f"cannot make the output folder {out} (Read-only file system: {read_only_fs / 'sub'}); nothing" in err
+    )
+    from patchpose.errors import InputError
+    from patchpose.models import create_model
+    from patchpose.weights import save_weights
+
+    weights = read_only_fs / "sub" / "w.safetensors"
+    with pytest.raises(
+        InputError, match=rf"^cannot make the folder \S+sub for {weights} \(Read-only file system"
+    ):
+        save_weights(create_model("small-cnn", width=0.5), weights)
+    assert list(read_only_fs.iterdir()) == []
+
+
+def test_export_onnx_on_a_read_only_disk_is_one_line_naming_the_file(read_only_fs, capsys, monkeypatch):
+    """``export onnx --out`` in a missing folder of a read-only disk, or in its existing folder (the write fails),
+    said "[Errno 30] Read-only file system: '.../m.onnx.tmp'" (a temporary name); now one line naming the file."""
+    pytest.importorskip("onnx")
+    import errno
+    import os
+    import tempfile
+
+    args = ["export", "onnx", "--weights", "patchpose-fast-v1", "--out"]
+    out = read_only_fs / "sub" / "m.onnx"
+    assert main([*args, str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Errno" not in err
+    assert (
+        f"cannot make the folder {out.parent} for {out} (Read-only file system); nothing was written" in err
+    )
+
+    def mkstemp(*a, **k):
+        raise OSError(errno.EROFS, os.strerror(errno.EROFS))
+
+    monkeypatch.setattr(tempfile, "mkstemp", mkstemp)
+    assert main([*args, str(read_only_fs / "m.onnx")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Errno" not in err and ".tmp" not in err
+    assert f"ONNX file {read_only_fs / 'm.onnx'}: cannot write it (Read-only file system)" in err
+    assert list(read_only_fs.iterdir()) == []
