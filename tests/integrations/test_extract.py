@@ -203,6 +203,32 @@ def test_one_run_at_a_time_writes_an_output(tmp_path, capsys, monkeypatch):
     assert len(calls) == 2 and (tmp_path / "g.h5").exists() and not parts.exists()
 
 
+def test_a_disk_without_locks_leaves_no_lock_behind(tmp_path, monkeypatch):
+    """Where the disk takes no ``flock`` (``ENOLCK``: some network disks) a run goes on unlocked, as before, and
+    leaves neither ``OUT.parts/lock`` nor ``OUT.parts`` (the lock file it made was left behind by every run); a lock
+    file that was there before, not this run's, is left alone."""
+    import errno
+    import fcntl
+
+    def nolock(fd, op):
+        raise OSError(errno.ENOLCK, os.strerror(errno.ENOLCK))
+
+    folder = few_images(tmp_path / "images")
+    monkeypatch.setattr(fcntl, "flock", nolock)
+    out, parts = tmp_path / "f.h5", tmp_path / "f.h5.parts"
+    assert ex.extract_features(folder, out, max_keypoints=20, progress=False) == out
+    assert out.is_file() and not parts.exists()
+    # finished: the rerun takes it as it is, and leaves nothing either
+    assert ex.extract_features(folder, out, max_keypoints=20, progress=False) == out
+    assert not parts.exists()
+    # another's lock file (a run on a machine whose mount takes locks): kept
+    parts = tmp_path / "g.h5.parts"
+    parts.mkdir()
+    (parts / "lock").write_text("4242")
+    ex.extract_features(folder, tmp_path / "g.h5", max_keypoints=20, progress=False)
+    assert os.listdir(parts) == ["lock"] and (parts / "lock").read_text() == "4242"
+
+
 def test_resuming_with_other_settings_is_refused(images, tmp_path):
     parts = tmp_path / "r.h5.parts"
     parts.mkdir()

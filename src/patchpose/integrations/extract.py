@@ -388,17 +388,22 @@ LOCK = "lock"
 
 def _lock(parts: Path, out: Path) -> int | None:
     """Take ``parts/LOCK`` (:data:`LOCK`, made where missing) for this run: its open descriptor, or None where this
-    system has no ``flock`` (Windows) or the disk takes none (the run goes on unlocked, as before). Held by another
-    run: a one-line :class:`InputError` naming its pid."""
+    system has no ``flock`` (Windows) or the disk takes none (the run goes on unlocked, as before, the lock file it
+    made removed at once). Held by another run: a one-line :class:`InputError` naming its pid."""
     try:
         import fcntl
     except ImportError:  # pragma: no cover - Windows
         return None
     lock = parts / LOCK
     while True:
+        made = True  # whether this call made the file (a disk without locks: removed again)
         try:
-            fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
-        except FileNotFoundError:  # the folder, removed by the run that held it as it ended
+            try:
+                fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
+            except FileExistsError:
+                made = False
+                fd = os.open(lock, os.O_RDWR)
+        except FileNotFoundError:  # the folder (or the lock), removed by the run that held it as it ended
             _make_folder(parts)
             continue
         except OSError as e:
@@ -412,8 +417,10 @@ def _lock(parts: Path, out: Path) -> int | None:
             raise InputError(
                 f"{out}: {who} is writing it now (it holds {lock}); wait for it to end, or choose another --out"
             ) from None
-        except OSError:  # a disk without locks (some network disks): unlocked, as before
+        except OSError:  # a disk without locks (some network disks): unlocked, as before, no lock file left
             os.close(fd)
+            if made:  # (one there before is another's: a run on a machine whose mount takes locks)
+                lock.unlink(missing_ok=True)
             log.debug("%s: no lock on this disk", lock)
             return None
         try:  # the run that held it may have ended meanwhile, removing it (and the folder): taken anew
