@@ -27,7 +27,16 @@ from torch import nn
 from .errors import InputError, WeightsError
 from .fileio import make_folder, write_bytes_atomic
 from .models import PoseNet
-from .weights import PLAN_KEYS, check_recommendations, config_from_json, one_line
+from .weights import (
+    BUNDLED,
+    BUNDLED_SHAPES,
+    PLAN_KEYS,
+    bundled_difference,
+    check_own_name,
+    check_recommendations,
+    config_from_json,
+    one_line,
+)
 
 #: the weights-file metadata an ONNX file carries over (``patchpose_meta``, a JSON object of strings)
 CARRIED_META = ("name", "notes", *PLAN_KEYS)
@@ -77,10 +86,20 @@ def export_bytes(model: PoseNet, opset: int = 18, meta: dict | None = None) -> b
 
 def export_onnx(model: PoseNet, path: str | Path, opset: int = 18, meta: dict | None = None) -> Path:
     """Write ``model`` as an ONNX file (through a temporary sibling and a rename); ``meta``: the weights
-    file's metadata to carry over (:func:`export_bytes`)."""
+    file's metadata to carry over (:func:`export_bytes`). A ``name`` in ``meta`` that is a bundled model's is
+    written for that model's own tensors only (a bundled model exported, its read plan changed or not); another
+    model under it is an :class:`InputError` (:func:`~patchpose.weights.check_own_name`): an ONNX file carries no
+    checksum."""
     path = Path(path)
     if path.is_dir():
         raise InputError(f"{path} is a folder: give the ONNX file's name, e.g. {path / 'model.onnx'}")
+    name = (meta or {}).get("name")
+    if isinstance(name, str) and name in BUNDLED_SHAPES:
+        check_own_name(name)
+    if isinstance(name, str) and name in BUNDLED:
+        why = bundled_difference(name, model.state_dict(), model.cfg.to_dict(), None, BUNDLED)
+        if why is not None:
+            raise InputError(f"{name!r} is a bundled model's name; save yours under another ({why})")
     data = export_bytes(model, opset, meta)
     make_folder(path.parent, for_file=path)
     # a new sibling, renamed over the file; a folder that cannot be written is one line naming the file

@@ -2,10 +2,11 @@
 
 A weights file is a safetensors file with ``__metadata__`` = ``{"format": "patchpose", "name": ...,
 "model_config": <json>, "notes": ...}``. Bundled files are listed in :data:`BUNDLED` with their sha256,
-verified at load; nothing is ever downloaded. A file loaded by path whose metadata names a bundled model is
-verified against that model's sha256 too (a copy of a bundled file, corrupt or modified, is refused); a file of
-any other name carries no checksum and is only checked for structure (its config, tensor names, shapes, dtypes
-and finite values).
+verified at load by name; nothing is ever downloaded. A file loaded by path whose metadata names a bundled model
+is that model when its sha256 is the bundled file's, or else when its contents are (:func:`bundled_difference`: the
+tensors exactly, the model config and read plan as values); any other is refused. A file of any other name carries
+no checksum and is only checked for structure (its config, tensor names, shapes, dtypes and finite values); a
+bundled model's name is refused for a model of one's own (:func:`check_own_name`).
 """
 
 from __future__ import annotations
@@ -332,7 +333,8 @@ def save_weights(
     with (:func:`recommended_descriptor_region`), or None (1). ``orientation_offset``: where its
     orientation is meant to be read (:func:`recommended_orientation_offset`), or None (0).
     ``reread_scale``: whether its last read reads the scale again (:func:`recommended_reread_scale`), or None
-    (true)."""
+    (true). ``name``: not a bundled model's (:func:`check_own_name`)."""
+    check_own_name(name)
     if passes is not None and not is_int_in(passes, 1, MAX_PASSES):
         raise InputError(f"passes must be None or an integer from 1 to {MAX_PASSES}, got {passes!r}")
     if descriptor_region is not None:
@@ -414,17 +416,80 @@ def _looks_like_onnx(path: Path) -> bool:
     return data[:1] == b"\x08" and b"patchpose_model_config" in data
 
 
-def _check_bundled_copy(path: Path, meta: dict, registry: dict[str, tuple[str, str]]) -> None:
+def _check_bundled_copy(
+    path: Path, meta: dict, state: dict[str, torch.Tensor], config: dict, registry: dict[str, tuple[str, str]]
+) -> None:
     """Raise :class:`WeightsError` if ``meta`` names a model of ``registry`` (:data:`BUNDLED` or
-    :data:`BUNDLED_SHAPES`) and the file at ``path`` is not that model's file, byte for byte (its sha256):
-    the weights files themselves carry no checksum, the registry does. Models trained here are exported
-    under other names (:func:`patchpose.training.recipe.export_name`)."""
+    :data:`BUNDLED_SHAPES`) and the file at ``path`` holds another model: a file of that model's sha256 is that
+    model; one of another sha256 (safetensors writes its metadata in another key order in each process, so a file
+    saved again unchanged is one) is compared with the bundled file, checksum-verified, by its contents
+    (:func:`bundled_difference`: ``state``, ``config`` as a dict and the read plan of ``meta``). The weights files
+    themselves carry no checksum, the registry does. Models trained here are exported under other names
+    (:func:`patchpose.training.recipe.export_name`)."""
     name = meta.get("name")
-    if isinstance(name, str) and name in registry and sha256_of(path) != registry[name][1]:
-        raise WeightsError(
-            f"checksum mismatch for {path}: its metadata names the bundled model {name!r} but its sha256 is not "
-            f"that model's: the file is corrupt or was modified (a model of your own: save it under another name)"
-        )
+    if not (isinstance(name, str) and name in registry) or sha256_of(path) == registry[name][1]:
+        return
+    why = bundled_difference(name, state, config, meta, registry)
+    if why is not None:
+        raise WeightsError(f"{path}: {why}: save a model of your own under another name")
+
+
+def bundled_difference(
+    name: str,
+    state: dict[str, torch.Tensor],
+    config: dict,
+    meta: dict | None,
+    registry: dict[str, tuple[str, str]] | None = None,
+) -> str | None:
+    """How a model differs from the bundled model ``name`` (of ``registry``, by default :data:`BUNDLED` and
+    :data:`BUNDLED_SHAPES`), or None when it does not: its tensors (``state``: the same names, dtypes, shapes and
+    values, ``torch.equal``), then its settings, compared as values, not as text: ``config`` (the network's config
+    as a dict, ``to_dict()``) and, for a pose network, the read plan that ``meta`` states
+    (:meth:`ReadPlan.from_meta <patchpose.ReadPlan.from_meta>`; ``None``: not compared). Notes and the order of the
+    metadata are not compared. The bundled file is read checksum-verified."""
+    if registry is None:
+        registry = {**BUNDLED, **BUNDLED_SHAPES}
+    fname, sha = registry[name]
+    ref_meta, ref_state = _read_safetensors(WEIGHTS_DIR / fname, sha)
+    theirs = {k: v.detach().cpu() for k, v in state.items()}
+    if theirs.keys() != ref_state.keys() or any(
+        t.dtype != ref_state[k].dtype or t.shape != ref_state[k].shape or not torch.equal(t, ref_state[k])
+        for k, t in theirs.items()
+    ):
+        return f"its tensors differ from the bundled model {name!r} it names (a modified copy or another version)"
+    if ref_meta.get("format") == SHAPE_FORMAT:
+        ref_config = ShapeNetConfig.from_dict(json.loads(ref_meta["model_config"])).to_dict()
+    else:
+        ref_config = config_from_json(ref_meta["model_config"], str(WEIGHTS_DIR / fname)).to_dict()
+    settings = [
+        (f"model_config.{k}", ref_config.get(k), config.get(k)) for k in sorted({*ref_config, *config})
+    ]
+    if meta is not None and ref_meta.get("format") != SHAPE_FORMAT:
+        from dataclasses import asdict
+
+        from .reading import ReadPlan
+
+        ref_plan, plan = asdict(ReadPlan.from_meta(ref_meta)), asdict(ReadPlan.from_meta(meta))
+        settings = [(k, ref_plan[k], plan[k]) for k in ref_plan] + settings
+    for key, ref, own in settings:
+        if ref != own:
+            return (
+                f"same tensors as the bundled model {name!r} it names, other settings (key {key!r}: "
+                f"{_setting(ref)} -> {_setting(own)})"
+            )
+    return None
+
+
+def _setting(v) -> str:
+    """A setting's value as a message gives it: numbers as written (``2``, ``-1.3333333333333333``), others by repr."""
+    return repr(v) if isinstance(v, (str, list, tuple, dict)) or v is None else str(v)
+
+
+def check_own_name(name) -> None:
+    """An :class:`~patchpose.errors.InputError` if ``name`` is a bundled model's (pose or shape): a file written
+    under it would be taken for that model (:func:`_check_bundled_copy` refuses it at load)."""
+    if isinstance(name, str) and (name in BUNDLED or name in BUNDLED_SHAPES):
+        raise InputError(f"{name!r} is a bundled model's name; save yours under another")
 
 
 def _default_mode(path: Path) -> None:
@@ -453,7 +518,7 @@ def load_weights(path: str | Path, expected_sha256: str | None = None) -> tuple[
         raise WeightsError(f"{path}: weights do not fit the stored model config ({one_line(e)})") from None
     check_float_dtypes(state, model.state_dict(), str(path))
     if expected_sha256 is None:  # last: a file of a bundled name whose structure is wrong says what is wrong
-        _check_bundled_copy(path, meta, BUNDLED)
+        _check_bundled_copy(path, meta, state, cfg.to_dict(), BUNDLED)
     model.eval()
     return model, meta
 
@@ -598,7 +663,8 @@ def export_checkpoint(
 ) -> Path:
     """Training checkpoint (``torch.load(weights_only=True)``) → safetensors weights file; ``plan``: the read
     plan to store, by :func:`save_weights`' keywords (:data:`PLAN_KEYS`; another is an
-    :class:`~patchpose.errors.InputError`)."""
+    :class:`~patchpose.errors.InputError`); ``name``: not a bundled model's (:func:`check_own_name`)."""
+    check_own_name(name)
     unknown = sorted(set(plan) - set(PLAN_KEYS))
     if unknown:
         raise InputError(f"unknown read plan setting(s) {unknown}; the settings are {list(PLAN_KEYS)}")
@@ -627,7 +693,9 @@ def save_shape_weights(
 ) -> Path:
     """Write an affine shape network as a safetensors file (atomically) whose metadata carries its config:
     ``{"format": "patchpose-shape", "name", "model_config", "notes"}``, and ``"train_config"`` (JSON) when
-    given: the settings of the ``patchpose train-shape`` run that made it."""
+    given: the settings of the ``patchpose train-shape`` run that made it. ``name``: not a bundled model's
+    (:func:`check_own_name`)."""
+    check_own_name(name)
     meta = {
         "format": SHAPE_FORMAT,
         "name": name,
@@ -668,7 +736,7 @@ def load_shape_weights(path: str | Path, expected_sha256: str | None = None) -> 
     except (RuntimeError, KeyError) as e:
         raise WeightsError(f"{path}: weights do not fit the stored model config ({one_line(e)})") from None
     if expected_sha256 is None:
-        _check_bundled_copy(path, meta, BUNDLED_SHAPES)
+        _check_bundled_copy(path, meta, state, cfg.to_dict(), BUNDLED_SHAPES)
     return model.eval(), meta
 
 

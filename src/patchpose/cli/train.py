@@ -56,6 +56,7 @@ def export_command(a: argparse.Namespace) -> int:
     """``export CHECKPOINT`` → safetensors weights; ``export onnx --weights W`` → an ONNX model. An existing
     ``--out`` is refused unless ``--overwrite`` (the file is written beside, then renamed over it)."""
     from ..apps import check_outputs_free
+    from ..weights import check_own_name
 
     if a.checkpoint == "onnx":
         from ..errors import InputError
@@ -65,6 +66,7 @@ def export_command(a: argparse.Namespace) -> int:
         if not str(a.out).lower().endswith(".onnx"):  # load(backend="onnx") tells an ONNX file by its suffix
             raise InputError(f"--out must end in .onnx, got {a.out}")
         check_outputs_free([a.out], a.overwrite, [a.weights])  # before any work, as estimate's outputs
+        check_own_name(a.name)
 
         est = PatchPoseEstimator.load(a.weights)
         meta = dict(est.meta)  # what the weights carry, unless the command line says otherwise
@@ -83,6 +85,7 @@ def export_command(a: argparse.Namespace) -> int:
         raise InputError("--weights is for 'export onnx'; a checkpoint is exported from its own weights")
     changes = read_plan(a)
     check_outputs_free([a.out], a.overwrite, [a.checkpoint])
+    check_own_name(a.name)
     path = export_checkpoint(
         a.checkpoint,
         a.out,
@@ -155,7 +158,9 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     )
     carried = "for 'export onnx', what --weights carries; for a checkpoint, not stored"
     e.add_argument(
-        "--name", default=None, help=f"the model's name in the file (default: {carried}, i.e. 'custom')"
+        "--name",
+        default=None,
+        help=f"the model's name in the file, not a bundled model's (default: {carried}, i.e. 'custom')",
     )
     e.add_argument("--notes", default=None, help=f"free text stored in the file (default: {carried})")
     e.add_argument(
