@@ -229,6 +229,39 @@ def test_a_disk_without_locks_leaves_no_lock_behind(tmp_path, monkeypatch):
     assert os.listdir(parts) == ["lock"] and (parts / "lock").read_text() == "4242"
 
 
+def test_an_output_another_run_finishes_while_this_one_waits_for_the_lock_is_checked(tmp_path, monkeypatch):
+    """The checks of an existing ``OUT`` are made again once the lock is held: a run that finished ``OUT`` with other
+    settings between this run's first look and its lock is the usual refusal naming ``--overwrite`` (this run
+    extracted everything and renamed over it); one with these settings is taken as it is (nothing extracted)."""
+    folder = few_images(tmp_path / "images")
+    other, same = tmp_path / "other.h5", tmp_path / "same.h5"
+    ex.extract_features(folder, other, max_keypoints=10, progress=False)
+    ex.extract_features(folder, same, max_keypoints=20, progress=False)
+    out = tmp_path / "f.h5"
+    real = ex._lock
+
+    def finished_meanwhile(source):
+        def lock(parts, where):
+            if not out.exists():
+                shutil.copyfile(source, out)  # the other run renames its OUT into place and lets go
+            return real(parts, where)
+
+        return lock
+
+    monkeypatch.setattr(ex, "_lock", finished_meanwhile(other))
+    with pytest.raises(
+        InputError, match=r"f\.h5 exists with other settings \(max_keypoints: 10 -> 20\); .*--overwrite"
+    ):
+        ex.extract_features(folder, out, max_keypoints=20, progress=False)
+    assert out.read_bytes() == other.read_bytes() and not (tmp_path / "f.h5.parts").exists()
+    out.unlink()
+    monkeypatch.setattr(ex, "_lock", finished_meanwhile(same))
+    made = []
+    monkeypatch.setattr(ex, "features_of_image", lambda *a, **k: made.append(1))
+    assert ex.extract_features(folder, out, max_keypoints=20, progress=False) == out
+    assert made == [] and out.read_bytes() == same.read_bytes() and not (tmp_path / "f.h5.parts").exists()
+
+
 def test_resuming_with_other_settings_is_refused(images, tmp_path):
     parts = tmp_path / "r.h5.parts"
     parts.mkdir()

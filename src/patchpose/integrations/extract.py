@@ -630,22 +630,38 @@ def extract_features(
     # each image's stamp: taken where its file is read to be extracted (once: hashed, then decoded from the same
     # bytes); a finished file is first checked against every image's
     stamps: dict[str, list[int]] = {}
-    if out.exists():
-        stamps = {name: _image_stamp(path) for name, path in todo}
-        if not (overwrite and _replaceable(h5py, out, settings, stamps)):
-            _check_finished(h5py, out, settings, stamps)
-            manifest = parts / "settings.json"
-            if manifest.is_file() and json.loads(manifest.read_text()) == json.loads(json.dumps(stated)):
-                # the parts of this very file, left by a kill after its rename (not while their run ends)
+
+    def finished(held: bool) -> bool:
+        """Whether ``out`` exists and is this run's result (refused where it is another's, unless ``overwrite``
+        replaces it); with ``held``, under the lock."""
+        if not out.exists():
+            return False
+        if not stamps:  # (once: the look under the lock takes the first's)
+            stamps.update((name, _image_stamp(path)) for name, path in todo)
+        if overwrite and _replaceable(h5py, out, settings, stamps):
+            return False
+        _check_finished(h5py, out, settings, stamps)
+        manifest = parts / "settings.json"
+        if manifest.is_file() and json.loads(manifest.read_text()) == json.loads(json.dumps(stated)):
+            # the parts of this very file, left by a kill after its rename (not while their run ends)
+            if held:
+                _clear(parts)
+            else:
                 with contextlib.suppress(InputError), _holding(parts, out):
                     _clear(parts)
-            log.debug("%s is complete already (%d images)", out, len(todo))  # the CLI says so on stdout
-            return out
+        log.debug("%s is complete already (%d images)", out, len(todo))  # the CLI says so on stdout
+        return True
+
+    if finished(held=False):  # a look before any folder is made (a finished file on a read-only disk)
+        return out
     _make_folder(out.parent, parents=True)
     _make_folder(parts)
     # one run at a time writes OUT.parts (another's end would remove the folder under it): the lock is held
     # until the run ends (the system lets go of it however the run ends; the rerun takes it)
     with _holding(parts, out):
+        # looked at again: another run may have renamed its OUT into place and let go since
+        if finished(held=True):
+            return out
         manifest = parts / "settings.json"
         if manifest.is_file():
             had = json.loads(manifest.read_text())
