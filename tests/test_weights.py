@@ -2,6 +2,7 @@
 
 import importlib.util
 import shutil
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -606,6 +607,43 @@ def test_export_of_a_checkpoint_refuses_an_existing_out_unless_overwrite(tmp_pat
     assert main([*args, "--overwrite"]) == 0
     assert load_weights(out)[1]["name"] == "custom"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ck.pt", "w.safetensors"]
+
+
+def test_an_interrupted_export_leaves_no_temporary_and_a_link_out_is_replaced(tmp_path, monkeypatch):
+    """``export CKPT`` wrote a fixed ``NAME.tmp`` and left it on Ctrl-C; it writes through the temporary sibling and
+    rename that ``export onnx`` and ``estimate`` use, so an interrupt inside the write leaves the old file and no
+    temporary. Both forms replace a symbolic link at ``--out`` with the file, its target left as it was (as
+    ``export CKPT`` always did and ``export onnx`` did before it wrote through write_bytes_atomic)."""
+    import os
+
+    import patchpose.weights as w
+    from patchpose.cli.main import main
+
+    ck = _checkpoint(tmp_path / "ck.pt")
+    out = tmp_path / "w.safetensors"
+    out.write_bytes(b"an earlier file")
+    real_save_file = w.save_file
+
+    def interrupted(tensors, filename, metadata=None):
+        Path(filename).write_bytes(b"a part")
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(w, "save_file", interrupted)
+    assert main(["export", str(ck), "--out", str(out), "--overwrite"]) == 130  # interrupted
+    assert sorted(os.listdir(tmp_path)) == ["ck.pt", "w.safetensors"]
+    assert out.read_bytes() == b"an earlier file"
+    monkeypatch.setattr(w, "save_file", real_save_file)
+    outs = {"safetensors": [str(ck)]}
+    if importlib.util.find_spec("onnx"):
+        outs["onnx"] = ["onnx", "--weights", "patchpose-fast-v1"]
+    for suffix, args in outs.items():
+        target, link = tmp_path / f"t.{suffix}", tmp_path / f"l.{suffix}"
+        target.write_bytes(b"the link's target")
+        link.symlink_to(target.name)
+        assert main(["export", *args, "--out", str(link), "--overwrite"]) == 0
+        assert not link.is_symlink() and link.stat().st_size > 100, suffix
+        assert target.read_bytes() == b"the link's target", suffix
+    assert not [p for p in os.listdir(tmp_path) if "tmp" in p]
 
 
 def test_export_of_a_training_checkpoint(tmp_path):

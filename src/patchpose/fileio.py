@@ -71,8 +71,11 @@ def temp_siblings(path: Path) -> list[Path]:
     return sorted(path.parent.glob(f".{glob.escape(path.name)}{TEMP_SUFFIX}*"))
 
 
-def _target(path: Path, what: str) -> Path:
-    """The file a write to ``path`` replaces (a symbolic link's target), refused if the user may not write it."""
+def _target(path: Path, what: str, keep_link: bool = True) -> Path:
+    """The file a write to ``path`` replaces (a symbolic link's target; with ``keep_link`` false the link itself,
+    which the new file replaces), refused if the user may not write it."""
+    if path.is_symlink() and not keep_link:
+        return path  # the link goes, its target is left alone: only the folder is written
     real = path.resolve() if path.is_symlink() else path
     if real.exists() and not os.access(real, os.W_OK):
         raise InputError(f"{what} {path}: the file may not be written (its permissions); nothing was written")
@@ -113,7 +116,8 @@ def _flush(tmp: Path) -> None:
 
 
 def _rename(tmp: Path, real: Path) -> None:
-    os.chmod(tmp, (real.stat().st_mode & 0o7777) if real.exists() else 0o666 & ~_umask())
+    keep = real.exists() and not real.is_symlink()  # a link replaced by the file: a new file's bits
+    os.chmod(tmp, (real.stat().st_mode & 0o7777) if keep else 0o666 & ~_umask())
     os.replace(tmp, real)
 
 
@@ -154,28 +158,31 @@ def make_folder(folder: str | Path, what: str = "folder", for_file: str | Path |
     return folder
 
 
-def write_bytes_atomic(path: str | Path, data: bytes, what: str = "file") -> Path:
+def write_bytes_atomic(path: str | Path, data: bytes, what: str = "file", keep_link: bool = True) -> Path:
     """Write ``data`` to ``path`` as a database would: into a new temporary sibling (a unique name, ``mkstemp``),
     flushed to the disk, then renamed over ``path``; a kill at any moment leaves the old file (or none) or the new one
-    whole, never a part. ``path`` may be a symbolic link: the file it points to is replaced, the link kept; the old
+    whole, never a part. ``path`` may be a symbolic link: the file it points to is replaced, the link kept (with
+    ``keep_link`` false the link is replaced by the new file, its target left as it was); the old
     file's permission bits are kept, and a file the user may not write is refused, as an in-place write would be.
     A full disk or a file-size limit, found before (:func:`room_for`) or while writing, is a one-line
     :class:`InputError` and the file is left as it was. Temporary siblings older than :data:`STALE_SECONDS` (a killed
     writer's) are removed."""
     path = Path(path)
-    room_for(_target(path, what), len(data), what)
-    return write_through(path, lambda tmp: tmp.write_bytes(data), what, nbytes=len(data))
+    room_for(_target(path, what, keep_link), len(data), what)
+    return write_through(path, lambda tmp: tmp.write_bytes(data), what, nbytes=len(data), keep_link=keep_link)
 
 
-def write_through(path: str | Path, write, what: str = "file", nbytes: int | None = None) -> Path:
+def write_through(
+    path: str | Path, write, what: str = "file", nbytes: int | None = None, keep_link: bool = True
+) -> Path:
     """Write ``path`` by ``write(tmp)`` into a new temporary sibling that keeps ``path``'s suffix (for writers that
     choose the format by it: matplotlib, OpenCV), flushed and renamed, with :func:`write_bytes_atomic`'s guarantees:
     a failure or an interrupt (Ctrl-C, and SIGTERM where nothing else handles it: :func:`_terminate_raises`) leaves
     the old file (or none) and no temporary file; an ``OSError`` is a one-line :class:`InputError` naming ``what``
     (and ``nbytes``, the size to be written, where known). Within :func:`written_together` the rename waits for
-    the block's end."""
+    the block's end. ``keep_link``: as :func:`write_bytes_atomic`'s."""
     path = Path(path)
-    real = _target(path, what)
+    real = _target(path, what, keep_link)
     tmp = None
     with _terminate_raises():
         try:

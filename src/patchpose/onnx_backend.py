@@ -102,8 +102,9 @@ def export_onnx(model: PoseNet, path: str | Path, opset: int = 18, meta: dict | 
             raise InputError(f"{name!r} is a bundled model's name; save yours under another ({why})")
     data = export_bytes(model, opset, meta)
     make_folder(path.parent, for_file=path)
-    # a new sibling, renamed over the file; a folder that cannot be written is one line naming the file
-    return write_bytes_atomic(path, data, "ONNX file")
+    # a new sibling, renamed over the file (a link replaced by it, as a checkpoint's export does); a folder that
+    # cannot be written is one line naming the file
+    return write_bytes_atomic(path, data, "ONNX file", keep_link=False)
 
 
 class OnnxPoseNet(nn.Module):

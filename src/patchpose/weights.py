@@ -27,7 +27,7 @@ from safetensors.torch import load_file, safe_open, save_file
 
 from . import checks
 from .errors import InputError, WeightsError, is_int_in
-from .fileio import make_folder
+from .fileio import make_folder, write_through
 from .models import ModelConfig, PoseNet
 from .models.posenet import drop_removed_settings
 from .models.shapenet import ShapeNet, ShapeNetConfig
@@ -355,20 +355,23 @@ def save_weights(
 
 
 def _write_safetensors(model: torch.nn.Module, path: str | Path, meta: dict, example: str) -> Path:
-    """``model``'s state dict and ``meta`` as a safetensors file at ``path``, atomically (temporary name, then
-    rename); a folder for ``path`` is an :class:`InputError` naming ``example`` as a file name."""
+    """``model``'s state dict and ``meta`` as a safetensors file at ``path``, atomically, as ``export onnx`` and
+    ``estimate`` write (:func:`~patchpose.fileio.write_through`: a new temporary sibling, then a rename; an error or
+    an interrupt leaves the old file and no temporary); a symbolic link at ``path`` is replaced by the file, its
+    target left as it was. A folder for ``path`` is an :class:`InputError` naming ``example`` as a file name."""
     path = Path(path)
     if path.is_dir():
         raise InputError(f"{path} is a folder: give the weights file's name, e.g. {path / example}")
     make_folder(path.parent, for_file=path)
     tensors = {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}
-    tmp = path.with_name(path.name + ".tmp")
     try:
-        save_file(tensors, str(tmp), metadata=meta)
-        _default_mode(tmp)  # safetensors writes owner-only files; a model file is as readable as any other
-        os.replace(tmp, path)
+        # the temporary takes the new file's permission bits at the rename (safetensors writes owner-only files)
+        write_through(
+            path, lambda tmp: save_file(tensors, str(tmp), metadata=meta), "weights file", keep_link=False
+        )
+    except InputError:  # an OSError: said in one line naming the file
+        raise
     except Exception as e:  # noqa: BLE001 - safetensors' own error types: the file could not be written
-        tmp.unlink(missing_ok=True)
         raise WeightsError(f"cannot write {path}: {one_line(e)}") from None
     return path
 
@@ -490,13 +493,6 @@ def check_own_name(name) -> None:
     under it would be taken for that model (:func:`_check_bundled_copy` refuses it at load)."""
     if isinstance(name, str) and (name in BUNDLED or name in BUNDLED_SHAPES):
         raise InputError(f"{name!r} is a bundled model's name; save yours under another")
-
-
-def _default_mode(path: Path) -> None:
-    """Give ``path`` the permissions a new file gets here (0666 less the umask)."""
-    umask = os.umask(0)
-    os.umask(umask)
-    os.chmod(path, 0o666 & ~umask)
 
 
 def load_weights(path: str | Path, expected_sha256: str | None = None) -> tuple[PoseNet, dict]:
