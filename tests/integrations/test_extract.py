@@ -800,6 +800,51 @@ def test_the_pairs_settings_keep_their_own_key_beside_the_turns_rules(plane, tmp
         ex.extract_features(turned, out, unturn=True, progress=False)
 
 
+def test_a_file_of_an_older_unturn_rerun_says_so(plane, tmp_path, capsys):
+    """A features file (or ``OUT.parts``) of ``--unturn`` made before the pairs' settings had their own key (they
+    were directly under ``unturn``: ``retrieval``, ``window``, or ``pairs`` and ``sha256``), rerun unchanged, is
+    refused in one line saying it was made by an older patchpose's ``--unturn`` and to pass ``--overwrite`` (it
+    named ``unturn.rounds: 20 -> 10`` and other keys that did not change); ``--overwrite`` makes it anew."""
+    _, turned = plane
+    out = tmp_path / "r.h5"
+    argv = ["extract", str(turned), "--out", str(out), "--unturn", "--no-progress"]
+    assert main(argv) == 0
+    capsys.readouterr()
+    with h5py.File(out, "r") as f:
+        settings = json.loads(f.attrs[ex.SETTINGS])
+    new = settings["unturn"]
+    old = {
+        **{k: v for k, v in new.items() if k != "pairs"},
+        **{k: v for k, v in new["pairs"].items() if k != "by"},
+    }
+    assert (
+        "retrieval" in old and old["rounds"] != new["rounds"]
+    )  # the older layout: retrieval's rounds over the turns'
+    with h5py.File(out, "r+") as f:
+        f.attrs[ex.SETTINGS] = json.dumps({**settings, "unturn": old})
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.strip() == (
+        f"patchpose extract: error: {out} was made by an older patchpose's --unturn (its settings recorded another way); "
+        "remove it, choose another --out or pass --overwrite"
+    ), err
+    # the older layouts of a window and of given pairs, and OUT.parts of one (no OUT yet): said alike
+    parts = tmp_path / "w.h5.parts"
+    parts.mkdir()
+    for older in ({"window": 2}, {"pairs": 3, "sha256": "0" * 64}):
+        stated = {**settings, "unturn": {**old, **older}, "shard": "0/1"}
+        (parts / "settings.json").write_text(json.dumps(stated))
+        with pytest.raises(InputError) as e:
+            ex.extract_features(turned, tmp_path / "w.h5", unturn=True, progress=False)
+        assert str(e.value) == (
+            f"{parts} holds images extracted by an older patchpose's --unturn (its settings recorded another way); "
+            "remove it, choose another --out or pass --overwrite"
+        )
+    assert main([*argv, "--overwrite"]) == 0
+    with h5py.File(out, "r") as f:
+        assert json.loads(f.attrs[ex.SETTINGS]) == settings
+
+
 @pytest.mark.parametrize(
     ("lines", "kw", "message"),
     [

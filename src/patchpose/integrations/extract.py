@@ -666,6 +666,11 @@ def extract_features(
         if manifest.is_file():
             had = json.loads(manifest.read_text())
             if had != json.loads(json.dumps(stated)):
+                if not overwrite and _older_unturn(had, stated):
+                    raise InputError(
+                        f"{parts} holds images extracted by an older patchpose's --unturn (its settings recorded "
+                        "another way); remove it, choose another --out or pass --overwrite"
+                    )
                 if not overwrite:
                     raise InputError(
                         f"{parts} holds images extracted with other settings or another shard"
@@ -857,6 +862,26 @@ def _replaceable(h5py, out: Path, settings: dict, stamps: dict[str, list[int]]) 
     )
 
 
+#: the keys an ``--unturn`` run's settings held directly under ``"unturn"`` before the pairs' own ``"pairs"`` dict
+#: (2026-11-30): retrieval's (``retrieval``, its ``rounds`` over the turns'), a window's, given pairs' (``pairs``: their
+#: count, ``sha256``)
+OLDER_UNTURN_KEYS = ("retrieval", "window", "sha256")
+
+
+def _older_unturn(had: dict, now: dict) -> bool:
+    """Whether recorded settings ``had`` are an older patchpose's ``--unturn`` (the pairs' settings directly under
+    ``"unturn"``: :data:`OLDER_UNTURN_KEYS`) where this run's ``now`` records them under ``"unturn"``'s ``"pairs"``:
+    a difference that is the layout's, not said key by key (``unturn.rounds: 20 -> 10``, which no one changed)."""
+    was, now = had.get("unturn"), now.get("unturn")
+    return (
+        isinstance(was, dict)
+        and isinstance(now, dict)
+        and isinstance(now.get("pairs"), dict)
+        and not isinstance(was.get("pairs"), dict)
+        and any(k in was for k in OLDER_UNTURN_KEYS)
+    )
+
+
 def _check_finished(h5py, out: Path, settings: dict, stamps: dict[str, list[int]]) -> None:
     """Refuse an existing ``out`` unless it is this run's result: the same settings and images (``stamps``: name →
     :func:`_image_stamp`), none changed since."""
@@ -865,6 +890,11 @@ def _check_finished(h5py, out: Path, settings: dict, stamps: dict[str, list[int]
     if had is None:  # a file of someone else's
         raise InputError(f"{out} exists and is not a features file of patchpose extract; remove it")
     if had != json.loads(json.dumps(settings)):
+        if _older_unturn(had, settings):
+            raise InputError(
+                f"{out} was made by an older patchpose's --unturn (its settings recorded another way); remove it, "
+                "choose another --out or pass --overwrite"
+            )
         raise InputError(
             f"{out} exists with other settings{settings_difference(had, settings)}; remove it, choose another --out "
             "or pass --overwrite"
