@@ -205,3 +205,9 @@ def test_an_onnx_file_loaded_as_weights_says_how_to_load_it(tmp_path, capsys):
     assert main(["estimate", str(img), "--weights", str(path), "--out", str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "is an ONNX file" in err
+
+
+@pytest.mark.parametrize("device", ["cpu:0", torch.device("cpu")])
+def test_the_onnx_backend_takes_any_spelling_of_the_cpu_that_torch_takes(device):
+    """``device="cpu:0"`` (which torch takes for the CPU, as the torch backend does) was refused as not the CPU."""
+    assert str(PatchPoseEstimator.load("patchpose-fast-v1", backend="onnx", device=device).device) == "cpu"

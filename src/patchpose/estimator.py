@@ -85,6 +85,15 @@ POLAR_BATCH = 512
 READ_CHUNK = 2048
 
 
+def _is_cpu(device) -> bool:
+    """Whether ``device`` names the CPU as torch reads it (``"cpu"``, ``"cpu:0"``, ``torch.device("cpu")``); a string
+    torch does not take is not."""
+    try:
+        return torch.device(device).type == "cpu"
+    except (RuntimeError, TypeError, ValueError):
+        return False
+
+
 class PatchPoseEstimator:
     """Estimates the characteristic scale (log2) and orientation (radians, CCW as displayed) of keypoints.
 
@@ -175,11 +184,11 @@ class PatchPoseEstimator:
         ``.onnx`` file written by ``patchpose export onnx``), else the default bundled model.
 
         ``backend``: ``"torch"`` (default) or ``"onnx"`` (onnxruntime on the CPU,
-        :mod:`patchpose.onnx_backend`: ``device`` must be ``"cpu"``). The other arguments are the
-        constructor's."""
+        :mod:`patchpose.onnx_backend`: ``device`` must be the CPU, ``"cpu"`` or ``"cpu:0"``). The other
+        arguments are the constructor's."""
         if backend not in ("torch", "onnx"):
             raise InputError(f"backend must be 'torch' or 'onnx', got {backend!r}")
-        if backend == "onnx" and str(device) != "cpu":  # onnxruntime's CPU provider: any other was ignored
+        if backend == "onnx" and not _is_cpu(device):  # onnxruntime's CPU provider: any other was ignored
             raise InputError(
                 f"backend='onnx' runs on the CPU only (onnxruntime's CPU provider): device must be 'cpu', got "
                 f"{device!r}; for a GPU use backend='torch' with device='cuda'"
