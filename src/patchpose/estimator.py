@@ -41,7 +41,7 @@ _POOL_LOCK = threading.Lock()  # estimators' reading threads are made one at a t
 def check_keypoints(keypoints, shape: tuple[int, int], allow_empty: bool = False) -> np.ndarray:
     """Validate ``(N, 2)`` xy keypoints (a numpy array, a sequence or a torch tensor) inside an image of
     ``shape = (H, W)``; ``allow_empty``: no keypoints pass, as ``(0, 2)`` (else it is an error). No keypoints
-    may also come as an empty list or any empty 1-D array (``[]``, ``np.array([])``, shape ``(0,)``)."""
+    may also come as an empty list or any empty numeric 1-D array (``[]``, ``np.array([])``, shape ``(0,)``)."""
     # booleans, strings, complex numbers and objects are no coordinates (a float cast would read True as 1)
     kp = checks.real_array(keypoints, "keypoints", "an (N, 2) array of real numbers (x, y pixel coordinates)")
     if kp.shape == (0,):  # [] or np.array([]): no keypoints, whatever shape the caller's empty list took

@@ -194,14 +194,15 @@ class Poses:
         scale_hist: ``(N, B_s)`` probabilities over log2 scale relative to the caller's frame (the
             detector's scale, or 0); what moved past either end of it between reads is dropped (with a plan
             that reads the scale again, ``reread_scale``, a row may then sum to far less than 1 and ``scale``
-            lie outside the histogram's range; ``scale`` and ``scale_confidence`` are read in the last read's
-            own frame and keep their meaning).
+            lie outside the histogram's range, tell such rows by ``scale_hist.sum(1) < 0.99``; ``scale`` and
+            ``scale_confidence`` are read in the last read's own frame and still peaked there, which measures
+            nothing of whether such a ``scale`` is right).
         valid: ``(N,)`` True where the inner part of the window at the caller's frame (the rings out to
             :meth:`~patchpose.PatchPoseEstimator.margin`, 64 px at scale 0 for the bundled models, of a grid
             reaching 512 px) lies inside the image at any rotation (elsewhere the image was padded as the
             estimator's border policy says; the outer rings, and the reads after the first, are not checked,
-            so poses with ``valid`` True within some 250 px of the border still depend on the padding) and the
-            orientation
+            so poses, ``valid`` True or not, depend on the padding within 512·2**frame px of a border;
+            noticeably within ~250 px) and the orientation
             histogram carries an orientation (:func:`informative`: False where all its bins are equal within
             :data:`FLAT_HIST_TOLERANCE` of their mean, as the bundled models read a patch flat over the whole
             window the orientation is read in: a uniform image, or a flat region wide for that window, e.g. a
