@@ -539,7 +539,10 @@ def test_read_plan_overrides_parse_key_value_strings():
         (["passes=1.5"], "'passes' must be an integer"),
         (["passes=1.0"], r"'passes' must be an integer \(e.g. 2\), got '1.0'"),  # it said "a number"
         (["orientation_offset=-4/"], "a decimal or a fraction such as -4/3"),
-        (["orientation_offset=1/0"], "a decimal or a fraction such as -4/3"),
+        # a fraction over zero said "must be a number" (or "an integer")
+        (["orientation_offset=1/0"], r"^read plan setting 'orientation_offset' got '1/0': division by zero"),
+        (["descriptor_region=2/0.0"], r"setting 'descriptor_region' got '2/0.0': division by zero"),
+        (["passes=1/0"], r"^read plan setting 'passes' got '1/0': division by zero"),
         (["orientation_offset=nan"], "orientation_offset"),
         (["orientation_offset=5"], "orientation_offset"),
         (["descriptor_region=0"], "descriptor_region"),
@@ -550,8 +553,9 @@ def test_read_plan_overrides_parse_key_value_strings():
     ],
 )
 def test_bad_read_plans_are_clear_errors(items, match):
-    with pytest.raises(InputError, match=match):
+    with pytest.raises(InputError, match=match) as e:
         patchpose.ReadPlan.parse(items)
+    assert "\n" not in str(e.value)
     with pytest.raises(InputError, match=match):
         patchpose.ReadPlan().override(items)
 

@@ -156,6 +156,7 @@ def _integer(value: str, key: str) -> int:
     try:
         return int(value)
     except ValueError:
+        _over_zero(value, key, "an integer (e.g. 2)")
         raise InputError(f"read plan setting {key!r} must be an integer (e.g. 2), got {value!r}") from None
 
 
@@ -173,9 +174,21 @@ def _number(value: str, key: str) -> float:
             return float(a) / float(b)
     except (ValueError, ZeroDivisionError):
         pass
-    raise InputError(
-        f"read plan setting {key!r} must be a number (a decimal or a fraction such as -4/3), got {value!r}"
-    ) from None
+    wanted = "a number (a decimal or a fraction such as -4/3)"
+    _over_zero(value, key, wanted)
+    raise InputError(f"read plan setting {key!r} must be {wanted}, got {value!r}") from None
+
+
+def _over_zero(value: str, key: str, wanted: str) -> None:
+    """An :class:`~patchpose.InputError` that says "division by zero" where ``value`` is a fraction ``a/b`` whose
+    ``b`` is zero (it said only "must be a number")."""
+    a, sep, b = value.strip().replace("\u2212", "-").partition("/")
+    try:
+        zero = bool(sep) and float(b) == 0
+    except ValueError:
+        return
+    if zero:
+        raise InputError(f"read plan setting {key!r} got {value!r}: division by zero; it must be {wanted}")
 
 
 @dataclass(frozen=True)
