@@ -52,7 +52,7 @@ PEAK_RATIO = 0.8
 #: carries no orientation (:func:`informative`). A patch flat over the whole window the orientation is read in (the
 #: bundled models' outer ring: 512 · 2**(frame − 4/3) px, its frame the scale the first read found) gives them an
 #: exactly uniform histogram (difference 0). The margin above it is thin only at the rim of a flat region: on
-#: a 2 px grid over the 11 Sacré-Cœur photos (1.89 M keypoints) none lies in (0, 1e-3], but the least non-flat
+#: a 2 px grid over the 10 Sacré-Cœur photos (1.89 M keypoints) none lies in (0, 1e-3], but the least non-flat
 #: ones are 0.0034 of the mean (3.4×, patchpose-v9) and 0.0059 (5.9×, fast-v1), in one photo's clipped sky 20
 #: to 30 px from the nearest pixel that differs (content reaches their window at its rim only); with such a pixel
 #: within 20 px the least is 0.34 (fast-v1), 1.4 (v9), 1.6 (v10, anywhere: it flags none of them); 1 grey level of
