@@ -264,21 +264,88 @@ def test_aliked_extractor_loads_a_state_dict_of_ones_own_and_refuses_bad_argumen
     torch.save({"w": torch.zeros(3)}, tmp_path / "other.pth")
     t16 = {k: v for k, v in ALIKED("aliked-t16").state_dict().items() if k != "dkd.hw_grid"}
     torch.save(t16, tmp_path / "t16.pth")
-    for other in ("other.pth", "t16.pth"):
+    for other, message in [
+        (
+            "other.pth",
+            "does not hold aliked-n16's weights (kornia's ALIKED): none of its 1 tensors has an ALIKED name",
+        ),
+        (
+            "t16.pth",
+            "holds aliked-t16's weights, not aliked-n16's (kornia's ALIKED): pass --aliked-model aliked-t16",
+        ),
+    ]:
         with pytest.raises(WeightsError) as e:
             aliked_extractor(tmp_path / other)
-        assert str(e.value) == (
-            f"{tmp_path / other} does not hold aliked-n16's weights (kornia's ALIKED); for another ALIKED pass its "
-            "name, --aliked-model NAME (aliked_extractor's model): aliked-t16, aliked-n16rot, aliked-n32"
-        )
+        assert str(e.value).startswith(f"{tmp_path / other} {message}"), str(e.value)
     assert aliked_extractor(tmp_path / "t16.pth", "aliked-t16", max_keypoints=50)(small)[1].shape[1] == 64
     from patchpose.cli.main import main
 
     argv = ["extract", str(tmp_path), "--out", str(tmp_path / "x.h5"), "--aliked", str(tmp_path / "t16.pth")]
     assert main(argv) == 2
     err = capsys.readouterr().err
-    assert len(err.strip().splitlines()) == 1 and "does not hold aliked-n16's weights" in err
+    assert len(err.strip().splitlines()) == 1 and "holds aliked-t16's weights, not aliked-n16's" in err
     assert "size" not in err
+
+
+def test_an_aliked_file_near_the_model_says_what_differs_not_another_model(tmp_path):
+    """``--aliked FILE`` names another ALIKED (``--aliked-model NAME``) only where the file has the model's tensor
+    names and another ALIKED's shapes (which one; aliked-n16 and aliked-n16rot share theirs); the right weights saved
+    with a ``module.`` prefix (DataParallel), one tensor missing or one extra say that (torch's first missing or
+    unexpected name), and shapes no ALIKED has name the first that differs: each was "does not hold aliked-n16's
+    weights ... pass --aliked-model NAME", the wrong fix."""
+    import torch
+    from kornia.feature import ALIKED
+
+    from patchpose.errors import WeightsError
+    from patchpose.integrations.kornia import aliked_extractor
+
+    def state(model: str) -> dict:
+        return {k: v for k, v in ALIKED(model).state_dict().items() if k != "dkd.hw_grid"}
+
+    n16, t16 = state("aliked-n16"), state("aliked-t16")
+    first, last = next(iter(n16)), list(n16)[-1]
+    wide = dict(n16)
+    wide[first] = torch.zeros(1, *n16[first].shape[1:])
+    cases = [
+        (
+            {f"module.{k}": v for k, v in n16.items()},
+            "aliked-n16",
+            "does not hold aliked-n16's weights as kornia's ALIKED names them: its names begin with 'module.'",
+        ),
+        ({k: v for k, v in n16.items() if k != last}, "aliked-n16", f"(kornia's ALIKED): missing '{last}'"),
+        (
+            {**n16, "extra.weight": torch.zeros(2)},
+            "aliked-n16",
+            "(kornia's ALIKED): unexpected 'extra.weight'",
+        ),
+        (
+            {k: v for k, v in t16.items() if k != last},  # another ALIKED's but not whole: what is missing
+            "aliked-n16",
+            f"(kornia's ALIKED): missing '{last}'",
+        ),
+        (
+            wide,
+            "aliked-n16",
+            f"nor another ALIKED's: {first} is {tuple(wide[first].shape)} where aliked-n16's is "
+            f"{tuple(n16[first].shape)}",
+        ),
+        (
+            n16,
+            "aliked-t16",
+            "holds aliked-n16's or aliked-n16rot's weights (the same shapes), not aliked-t16's (kornia's ALIKED): "
+            "pass --aliked-model aliked-n16 or aliked-n16rot",
+        ),
+        (n16, "aliked-n32", "holds aliked-n16's or aliked-n16rot's weights"),
+    ]
+    for k, (sd, model, message) in enumerate(cases):
+        path = tmp_path / f"{k}.pth"
+        torch.save(sd, path)
+        with pytest.raises(WeightsError) as e:
+            aliked_extractor(path, model)
+        got = str(e.value)
+        assert message in got and len(got.splitlines()) == 1 and len(got) < 400, (k, got)
+        if "holds" not in message:
+            assert "--aliked-model" not in got, (k, got)
 
 
 @pytest.mark.skipif(

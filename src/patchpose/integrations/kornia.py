@@ -405,6 +405,67 @@ ALIKED_THRESHOLD = 0.2
 ALIKED_MODELS = ("aliked-t16", "aliked-n16", "aliked-n16rot", "aliked-n32")
 
 
+def _first(names: list[str]) -> str:
+    """The first of ``names``, quoted, and how many more (a message's short form of torch's list)."""
+    return f"{names[0]!r}" + (f" and {len(names) - 1} more" if len(names) > 1 else "")
+
+
+def _aliked_mismatch(kf, weights, model: str, net, keep: tuple[str, ...]) -> str | None:
+    """What ``aliked_extractor`` says where the state dict in ``weights`` does not load into ``net`` (kornia's
+    ``ALIKED(model)``; the entries named in ``keep`` may be missing): another ALIKED's weights (its names, another
+    model's shapes: which, for ``--aliked-model``), names with a ``module.`` prefix (a DataParallel's), torch's first
+    missing and unexpected names, or the first shape no ALIKED has; None where the file is not a state dict or its
+    tensors are ``net``'s (:func:`~patchpose.weights.load_state_into` says what else is wrong)."""
+    import torch
+
+    from ..errors import WeightsError
+    from ..weights import load_torch_file
+
+    try:
+        state = load_torch_file(weights)
+    except WeightsError:
+        return None
+    if isinstance(state, dict) and isinstance(state.get("state_dict"), dict):
+        state = state["state_dict"]
+    if not isinstance(state, dict) or not all(isinstance(v, torch.Tensor) for v in state.values()):
+        return None
+
+    def shapes(module) -> dict[str, tuple]:
+        return {k: tuple(v.shape) for k, v in module.state_dict().items() if k not in keep}
+
+    own = shapes(net)
+    have = {str(k): tuple(v.shape) for k, v in state.items() if k not in keep}
+    missing, unexpected = [k for k in own if k not in have], [k for k in have if k not in own]
+    what = f"{weights} does not hold {model}'s weights (kornia's ALIKED)"
+    if missing or unexpected:
+        if have and all(k.startswith("module.") for k in have):
+            return (
+                f"{weights} does not hold {model}'s weights as kornia's ALIKED names them: its names begin with "
+                "'module.' (a model saved from torch.nn.DataParallel): save net.module.state_dict(), or remove the "
+                "prefix from every name"
+            )
+        if not set(have) & set(own):
+            return (
+                f"{what}: none of its {len(have)} tensors has an ALIKED name (e.g. {next(iter(have), '')!r})"
+            )
+        said = [f"missing {_first(missing)}"] if missing else []
+        return f"{what}: " + "; ".join(said + ([f"unexpected {_first(unexpected)}"] if unexpected else []))
+    differ = [k for k in own if have[k] != own[k]]
+    if not differ:
+        return None
+    fits = [m for m in ALIKED_MODELS if m != model and shapes(kf.ALIKED(m, max_num_keypoints=-1)) == have]
+    if fits:
+        whose = " or ".join(f"{m}'s" for m in fits) + " weights"
+        whose += " (the same shapes)" if len(fits) > 1 else ""
+        return (
+            f"{weights} holds {whose}, not {model}'s (kornia's ALIKED): pass --aliked-model {' or '.join(fits)} "
+            "(aliked_extractor's model)"
+        )
+    k = differ[0]
+    more = f" (and {len(differ) - 1} more differ)" if len(differ) > 1 else ""
+    return f"{what}, nor another ALIKED's: {k} is {have[k]} where {model}'s is {own[k]}{more}"
+
+
 def aliked_extractor(
     weights, model: str = "aliked-n16", max_keypoints: int = 2000
 ) -> Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]:
@@ -431,14 +492,11 @@ def aliked_extractor(
             f"max_keypoints must be an integer from 1 to {MAX_KEYPOINTS:,}, got {max_keypoints!r}"
         )
     net = kf.ALIKED(model, max_num_keypoints=-1, detection_threshold=ALIKED_THRESHOLD)
-    # the official files lack kornia's coordinate-grid buffer: kornia's own is kept; another network's tensors (another
-    # ALIKED's: aliked-t16.pth read as the default aliked-n16) are one line, not torch's list of every one
-    others = ", ".join(m for m in ALIKED_MODELS if m != model)
-    mismatch = (
-        f"{weights} does not hold {model}'s weights (kornia's ALIKED); for another ALIKED pass its name, "
-        f"--aliked-model NAME (aliked_extractor's model): {others}"
-    )
-    net = load_state_into(net, weights, model, keep=("dkd.hw_grid",), mismatch=mismatch)
+    # the official files lack kornia's coordinate-grid buffer: kornia's own is kept; tensors that are not the model's
+    # are one line saying how they differ (_aliked_mismatch), not torch's list of every one
+    keep = ("dkd.hw_grid",)
+    mismatch = _aliked_mismatch(kf, weights, model, net, keep)
+    net = load_state_into(net, weights, model, keep=keep, mismatch=mismatch)
 
     def extract(image: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         img = np.asarray(image)
