@@ -468,11 +468,7 @@ def bundled_difference(
         (f"model_config.{k}", ref_config.get(k), config.get(k)) for k in sorted({*ref_config, *config})
     ]
     if meta is not None and ref_meta.get("format") != SHAPE_FORMAT:
-        from dataclasses import asdict
-
-        from .reading import ReadPlan
-
-        ref_plan, plan = asdict(ReadPlan.from_meta(ref_meta)), asdict(ReadPlan.from_meta(meta))
+        ref_plan, plan = _stated_plan(ref_meta), _stated_plan(meta)
         settings = [(k, ref_plan[k], plan[k]) for k in ref_plan] + settings
     for key, ref, own in settings:
         if ref != own:
@@ -481,6 +477,19 @@ def bundled_difference(
                 f"{_setting(ref)} -> {_setting(own)})"
             )
     return None
+
+
+def _stated_plan(meta: dict) -> dict:
+    """The read plan a file's metadata states, what it leaves out at the defaults :class:`~patchpose.ReadPlan`
+    takes (one read, no offset, a window of one radius, the scale read again): as ``ReadPlan.from_meta`` reads it,
+    without importing it (``reading`` imports this module)."""
+    stated = {
+        "passes": (recommended_passes(meta), 1),
+        "orientation_offset": (recommended_orientation_offset(meta), 0.0),
+        "descriptor_region": (recommended_descriptor_region(meta), 1.0),
+        "reread_scale": (recommended_reread_scale(meta), True),
+    }
+    return {k: default if v is None else v for k, (v, default) in stated.items()}
 
 
 def _setting(v) -> str:
