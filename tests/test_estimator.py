@@ -543,6 +543,7 @@ def test_read_plan_overrides_parse_key_value_strings():
         (["orientation_offset=1/0"], r"^read plan setting 'orientation_offset' got '1/0': division by zero"),
         (["descriptor_region=2/0.0"], r"setting 'descriptor_region' got '2/0.0': division by zero"),
         (["passes=1/0"], r"^read plan setting 'passes' got '1/0': division by zero"),
+        (["orientation_offset=abc/0"], r"must be a number \(a decimal or a fraction"),  # no division by zero
         (["orientation_offset=nan"], "orientation_offset"),
         (["orientation_offset=5"], "orientation_offset"),
         (["descriptor_region=0"], "descriptor_region"),

@@ -1064,3 +1064,20 @@ def test_the_plan_a_bundled_copy_is_compared_by_is_read_plans_own():
 
     for meta in ({}, {"passes": "2", "orientation_offset": "-1.3333333333333333"}, {"reread_scale": "false"}):
         assert _stated_plan(meta) == asdict(ReadPlan.from_meta(meta))
+
+
+def test_a_weights_file_that_cannot_be_written_is_a_weights_error(tmp_path, monkeypatch):
+    """A disk error while writing (here: full) is the one-line :class:`WeightsError` that a weights file not
+    written always was (2d6bfd7 made it an ``InputError`` by writing through ``fileio.write_through``)."""
+    import errno
+
+    import patchpose.weights as w
+
+    def full(*_a, **_k):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    model, _ = w.load_model("patchpose-fast-v1")
+    monkeypatch.setattr(w, "save_file", full)
+    with pytest.raises(WeightsError, match="w.safetensors") as e:
+        w.save_weights(model, tmp_path / "w.safetensors", name="mine")
+    assert "\n" not in str(e.value) and not list(tmp_path.iterdir())

@@ -184,7 +184,7 @@ def _over_zero(value: str, key: str, wanted: str) -> None:
     ``b`` is zero (it said only "must be a number")."""
     a, sep, b = value.strip().replace("\u2212", "-").partition("/")
     try:
-        zero = bool(sep) and float(b) == 0
+        zero = bool(sep) and float(b) == 0 and float(a) is not None  # "abc/0" is no number at all
     except ValueError:
         return
     if zero:

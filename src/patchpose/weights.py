@@ -369,8 +369,9 @@ def _write_safetensors(model: torch.nn.Module, path: str | Path, meta: dict, exa
         write_through(
             path, lambda tmp: save_file(tensors, str(tmp), metadata=meta), "weights file", keep_link=False
         )
-    except InputError:  # an OSError: said in one line naming the file
-        raise
+    # an OSError said in one line naming the file: a weights file not written, as it always was
+    except InputError as e:
+        raise WeightsError(str(e)) from None
     except Exception as e:  # noqa: BLE001 - safetensors' own error types: the file could not be written
         raise WeightsError(f"cannot write {path}: {one_line(e)}") from None
     return path
