@@ -287,7 +287,7 @@ def test_colmap_cli_refuses_bad_input_in_one_line(tmp_path, capsys):
         ([str(tmp_path / "missing")], "not found"),
         ([str(tmp_path / "one")], "at least 2"),
         ([str(tmp_path / "one"), "--max-keypoints", "0"], "--max-keypoints must be an integer from 1 to"),
-        ([str(tmp_path / "one"), "--seed", "-1"], "seed must be an integer >= 0"),
+        ([str(tmp_path / "one"), "--seed", "-1"], "--seed must be a whole number >= 0, got -1"),
         ([str(tmp_path / "one"), "--max-keypoints", "99999999999"], "from 1 to 10,000,000"),
         ([str(tmp_path / "two"), "--unturn"], "un-turning needs a learned feature (extract; --aliked FILE)"),
         ([str(tmp_path / "one"), "--aliked-model", "aliked-n32"], "--aliked-model needs --aliked FILE"),

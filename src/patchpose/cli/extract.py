@@ -138,6 +138,8 @@ def colmap_command(a: argparse.Namespace) -> int:
     plain_sigterm()  # a kill ends it without pycolmap's native stack trace
     set_threads(a.threads)  # torch's too (ALIKED, the votes); first: its message names the option
     check_max_keypoints(a.max_keypoints)  # named as the option (the library's check says max_keypoints)
+    if a.seed < 0:  # named as the option too (the library's check says seed)
+        raise InputError(f"--seed must be a whole number >= 0, got {a.seed}")
     check_settings(a.max_keypoints, a.seed, a.threads)
     # --aliked-model without --aliked: its one-line error before any work
     extract = _aliked(a)
