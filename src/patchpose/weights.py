@@ -18,6 +18,7 @@ import numbers
 import os
 import pickle
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -161,14 +162,15 @@ def load_state_into(
     name: str,
     drop_prefix: str | None = None,
     keep: tuple[str, ...] = (),
-    mismatch: str | None = None,
+    mismatch: Callable[[], str | None] | None = None,
 ):
     """Load the state dict in ``path`` (or its ``{"state_dict": ...}``) into ``net``, strictly, and return
     ``net`` in eval mode: nothing unpickled (:func:`load_torch_file`), the dtypes and finiteness checked first
     (``load_state_dict`` would cast integers and take NaN without a word), keys starting with ``drop_prefix``
     left out, the entries named in ``keep`` that the file lacks taken from ``net`` as it is (buffers a library
     adds to a published network); any failure a one-line :class:`WeightsError` naming ``name``, where the file's
-    tensors are not ``net``'s (names or shapes) ``mismatch`` where given (instead of torch's list of them). For
+    tensors are not ``net``'s (names or shapes) what ``mismatch()`` says where given (called only then; None: torch's
+    list of them). For
     networks that are not ours (descriptors, the peers)."""
     state = load_torch_file(path)
     if isinstance(state, dict) and isinstance(state.get("state_dict"), dict):
@@ -186,7 +188,8 @@ def load_state_into(
     try:
         net.load_state_dict(state)
     except (RuntimeError, ValueError, TypeError, KeyError) as e:
-        raise WeightsError(mismatch or f"cannot load {name} weights from {path}: {one_line(e)}") from None
+        why = mismatch() if mismatch is not None else None
+        raise WeightsError(why or f"cannot load {name} weights from {path}: {one_line(e)}") from None
     return net.eval()
 
 

@@ -493,10 +493,11 @@ def aliked_extractor(
         )
     net = kf.ALIKED(model, max_num_keypoints=-1, detection_threshold=ALIKED_THRESHOLD)
     # the official files lack kornia's coordinate-grid buffer: kornia's own is kept; tensors that are not the model's
-    # are one line saying how they differ (_aliked_mismatch), not torch's list of every one
+    # are one line saying how they differ (_aliked_mismatch, read only then), not torch's list of every one
     keep = ("dkd.hw_grid",)
-    mismatch = _aliked_mismatch(kf, weights, model, net, keep)
-    net = load_state_into(net, weights, model, keep=keep, mismatch=mismatch)
+    net = load_state_into(
+        net, weights, model, keep=keep, mismatch=lambda: _aliked_mismatch(kf, weights, model, net, keep)
+    )
 
     def extract(image: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         img = np.asarray(image)
