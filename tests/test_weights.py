@@ -1055,15 +1055,15 @@ def test_a_training_checkpoint_given_as_weights_says_how_to_export_it(tmp_path):
 
 
 def test_the_plan_a_bundled_copy_is_compared_by_is_read_plans_own():
-    """``weights._stated_plan`` (which cannot import ``reading``: it imports ``weights``) gives what
-    ``ReadPlan.from_meta`` gives, its defaults included."""
+    """``weights.stated_plan`` over ``PLAN_DEFAULTS`` (what the bundled-copy check compares; ``weights`` cannot
+    import ``reading``, which imports it) is what ``ReadPlan.from_meta`` gives, its defaults included."""
     from dataclasses import asdict
 
     from patchpose import ReadPlan
-    from patchpose.weights import _stated_plan
+    from patchpose.weights import PLAN_DEFAULTS, stated_plan
 
     for meta in ({}, {"passes": "2", "orientation_offset": "-1.3333333333333333"}, {"reread_scale": "false"}):
-        assert _stated_plan(meta) == asdict(ReadPlan.from_meta(meta))
+        assert {**PLAN_DEFAULTS, **stated_plan(meta)} == asdict(ReadPlan.from_meta(meta))
 
 
 def test_a_weights_file_that_cannot_be_written_is_a_weights_error(tmp_path, monkeypatch):

@@ -33,14 +33,12 @@ from .inference import decode_poses, predict_histograms
 from .models import PoseNet
 from .weights import (
     MAX_PASSES,
+    PLAN_DEFAULTS,
     check_descriptor_region,
     check_orientation_offset,
     meta_string,
     parse_flag,
-    recommended_descriptor_region,
-    recommended_orientation_offset,
-    recommended_passes,
-    recommended_reread_scale,
+    stated_plan,
 )
 
 #: frames (log2 scales) stay within this many octaves of 0
@@ -84,10 +82,10 @@ class ReadPlan:
     read with :meth:`PatchPoseEstimator.with_plan <patchpose.PatchPoseEstimator.with_plan>`.
     """
 
-    passes: int = 1
-    orientation_offset: float = 0.0
-    descriptor_region: float = 1.0
-    reread_scale: bool = True
+    passes: int = PLAN_DEFAULTS["passes"]
+    orientation_offset: float = PLAN_DEFAULTS["orientation_offset"]
+    descriptor_region: float = PLAN_DEFAULTS["descriptor_region"]
+    reread_scale: bool = PLAN_DEFAULTS["reread_scale"]
 
     def __post_init__(self) -> None:
         if not is_int_in(self.passes, 1, MAX_PASSES):
@@ -101,14 +99,7 @@ class ReadPlan:
     def from_meta(cls, meta: dict | None, where: str = "the weights") -> ReadPlan:
         """The plan a weights file's metadata states; what it leaves out takes the defaults (one read, no
         offset, a descriptor window of one radius). A bad value is a :class:`~patchpose.WeightsError`."""
-        meta = meta or {}
-        stated = {
-            "passes": recommended_passes(meta, where),
-            "orientation_offset": recommended_orientation_offset(meta, where),
-            "descriptor_region": recommended_descriptor_region(meta, where),
-            "reread_scale": recommended_reread_scale(meta, where),
-        }
-        return cls(**{k: v for k, v in stated.items() if v is not None})
+        return cls(**stated_plan(meta or {}, where))
 
     def to_meta(self) -> dict[str, str]:
         """The plan as weights-file metadata (strings that :meth:`from_meta` reads back exactly)."""

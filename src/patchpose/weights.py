@@ -196,6 +196,9 @@ def load_state_into(
 #: the metadata keys of a weights file's read plan (:class:`patchpose.ReadPlan`'s fields; :func:`save_weights`'
 #: keywords)
 PLAN_KEYS = ("passes", "orientation_offset", "descriptor_region", "reread_scale")
+#: what a read plan takes where a weights file's metadata says nothing (:class:`patchpose.ReadPlan`'s defaults): one
+#: read, the orientation in the scale's frame, a descriptor window of one radius, the scale read again
+PLAN_DEFAULTS = {"passes": 1, "orientation_offset": 0.0, "descriptor_region": 1.0, "reread_scale": True}
 
 #: reads per keypoint a weights file may recommend (its ``passes`` metadata; see :func:`recommended_passes`)
 MAX_PASSES = 8
@@ -472,8 +475,8 @@ def bundled_difference(
         (f"model_config.{k}", ref_config.get(k), config.get(k)) for k in sorted({*ref_config, *config})
     ]
     if meta is not None and ref_meta.get("format") != SHAPE_FORMAT:
-        ref_plan, plan = _stated_plan(ref_meta), _stated_plan(meta)
-        settings = [(k, ref_plan[k], plan[k]) for k in ref_plan] + settings
+        ref_plan, plan = ({**PLAN_DEFAULTS, **stated_plan(m)} for m in (ref_meta, meta))
+        settings = [(k, ref_plan[k], plan[k]) for k in PLAN_KEYS] + settings
     for key, ref, own in settings:
         if ref != own:
             return (
@@ -483,17 +486,17 @@ def bundled_difference(
     return None
 
 
-def _stated_plan(meta: dict) -> dict:
-    """The read plan a file's metadata states, what it leaves out at the defaults :class:`~patchpose.ReadPlan`
-    takes (one read, no offset, a window of one radius, the scale read again): as ``ReadPlan.from_meta`` reads it,
-    without importing it (``reading`` imports this module)."""
+def stated_plan(meta: dict, where: str = "the weights") -> dict:
+    """The read plan settings a weights file's metadata states (:data:`PLAN_KEYS`; those it leaves out are not in
+    the dict: :data:`PLAN_DEFAULTS`), each checked (:func:`recommended_passes` and the others; a bad value is a
+    :class:`WeightsError`): what :meth:`ReadPlan.from_meta <patchpose.ReadPlan.from_meta>` makes a plan of."""
     stated = {
-        "passes": (recommended_passes(meta), 1),
-        "orientation_offset": (recommended_orientation_offset(meta), 0.0),
-        "descriptor_region": (recommended_descriptor_region(meta), 1.0),
-        "reread_scale": (recommended_reread_scale(meta), True),
+        "passes": recommended_passes(meta, where),
+        "orientation_offset": recommended_orientation_offset(meta, where),
+        "descriptor_region": recommended_descriptor_region(meta, where),
+        "reread_scale": recommended_reread_scale(meta, where),
     }
-    return {k: default if v is None else v for k, (v, default) in stated.items()}
+    return {k: v for k, v in stated.items() if v is not None}
 
 
 def _setting(v) -> str:
@@ -788,6 +791,7 @@ __all__ = [
     "recommended_descriptor_region",
     "recommended_orientation_offset",
     "recommended_reread_scale",
+    "PLAN_DEFAULTS",
     "PLAN_KEYS",
     "check_recommendations",
     "load_torch_file",
