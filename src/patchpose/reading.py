@@ -144,42 +144,38 @@ class ReadPlan:
 
 def _integer(value: str, key: str) -> int:
     """A ``--read`` value of an integer setting (``passes``): ``"1.0"`` is refused as not an integer."""
+    wanted = "an integer (e.g. 2)"
     try:
         return int(value)
     except ValueError:
-        _over_zero(value, key, "an integer (e.g. 2)")
-        raise InputError(f"read plan setting {key!r} must be an integer (e.g. 2), got {value!r}") from None
+        _ratio(value, key, wanted)  # a fraction over zero said so
+        raise InputError(f"read plan setting {key!r} must be {wanted}, got {value!r}") from None
 
 
 def _number(value: str, key: str) -> float:
     """A ``--read`` value of a number setting: a decimal, or a fraction ``a/b`` as the docs' tables write the
     bundled values (``-4/3``, the exact value the bundled files hold; a typographic minus sign is read as -)."""
-    text = value.strip().replace("\u2212", "-")
-    try:
-        return float(text)
-    except ValueError:
-        pass
-    a, sep, b = text.partition("/")
-    try:
-        if sep:
-            return float(a) / float(b)
-    except (ValueError, ZeroDivisionError):
-        pass
     wanted = "a number (a decimal or a fraction such as -4/3)"
-    _over_zero(value, key, wanted)
-    raise InputError(f"read plan setting {key!r} must be {wanted}, got {value!r}") from None
-
-
-def _over_zero(value: str, key: str, wanted: str) -> None:
-    """An :class:`~patchpose.InputError` that says "division by zero" where ``value`` is a fraction ``a/b`` whose
-    ``b`` is zero (it said only "must be a number")."""
-    a, sep, b = value.strip().replace("\u2212", "-").partition("/")
     try:
-        zero = bool(sep) and float(b) == 0 and float(a) is not None  # "abc/0" is no number at all
+        return float(value.strip().replace("\u2212", "-"))
     except ValueError:
-        return
-    if zero:
+        ratio = _ratio(value, key, wanted)
+    if ratio is None:
+        raise InputError(f"read plan setting {key!r} must be {wanted}, got {value!r}")
+    return ratio
+
+
+def _ratio(value: str, key: str, wanted: str) -> float | None:
+    """``value`` as a fraction ``a/b`` of two numbers (a typographic minus sign read as -), or None where it is none;
+    ``b`` zero is an :class:`~patchpose.InputError` that says "division by zero" (not only "must be a number")."""
+    a, _, b = value.strip().replace("\u2212", "-").partition("/")
+    try:
+        num, den = float(a), float(b)  # no "/": b is "", no number
+    except ValueError:
+        return None
+    if den == 0:
         raise InputError(f"read plan setting {key!r} got {value!r}: division by zero; it must be {wanted}")
+    return num / den
 
 
 @dataclass(frozen=True)
