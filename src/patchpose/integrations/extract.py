@@ -472,9 +472,14 @@ def _image_stamp(path: Path) -> list[int]:
         with open(path, "rb") as f:
             for block in iter(lambda: f.read(1 << 20), b""):
                 h.update(block)
-        return [int(path.stat().st_size), int.from_bytes(h.digest(), "little", signed=True)]
+        return _stamp(path.stat().st_size, h)
     except OSError:
         return []
+
+
+def _stamp(size: int, h) -> list[int]:
+    """:data:`STAMP`: a file's size and its BLAKE2b-64 hash ``h`` as a signed 64-bit number."""
+    return [int(size), int.from_bytes(h.digest(), "little", signed=True)]
 
 
 def _read_stamped(path: Path) -> tuple[list[bytes], list[int]]:
@@ -500,7 +505,7 @@ def _read_stamped(path: Path) -> tuple[list[bytes], list[int]]:
                 raise InputError(f"{path}: not enough memory to read its {size}") from None
     except OSError:
         return [], []
-    return [data], [len(data), int.from_bytes(h.digest(), "little", signed=True)]
+    return [data], _stamp(len(data), h)
 
 
 def _part_done(h5py, path: Path, name: str, stamp: list[int], turn: float | None = None) -> bool:
@@ -626,7 +631,8 @@ def extract_features(
     # each group records its image's size and a BLAKE2b hash of its bytes (STAMP): a file or parts without them is not resumed
     settings["image_stamp"] = "size, blake2b-64"
     parts = out.with_name(out.name + ".parts")
-    stated = {**settings, "shard": f"{i}/{n}"}
+    manifest = parts / "settings.json"
+    stated = json.loads(json.dumps({**settings, "shard": f"{i}/{n}"}))  # as the manifest reads back
     # each image's stamp: taken where its file is read to be extracted (once: hashed, then decoded from the same
     # bytes); a finished file is first checked against every image's
     stamps: dict[str, list[int]] = {}
@@ -641,8 +647,7 @@ def extract_features(
         if overwrite and _replaceable(h5py, out, settings, stamps):
             return False
         _check_finished(h5py, out, settings, stamps)
-        manifest = parts / "settings.json"
-        if manifest.is_file() and json.loads(manifest.read_text()) == json.loads(json.dumps(stated)):
+        if manifest.is_file() and json.loads(manifest.read_text()) == stated:
             # the parts of this very file, left by a kill after its rename (not while their run ends)
             if held:
                 _clear(parts)
@@ -662,19 +667,17 @@ def extract_features(
         # looked at again: another run may have renamed its OUT into place and let go since
         if finished(held=True):
             return out
-        manifest = parts / "settings.json"
         if manifest.is_file():
             had = json.loads(manifest.read_text())
-            if had != json.loads(json.dumps(stated)):
-                if not overwrite and _older_unturn(had, stated):
-                    raise InputError(
-                        f"{parts} holds images extracted by an older patchpose's --unturn (its settings recorded "
-                        "another way); remove it, choose another --out or pass --overwrite"
-                    )
+            if had != stated:
                 if not overwrite:
+                    why = (
+                        " by an older patchpose's --unturn (its settings recorded another way)"
+                        if _older_unturn(had, stated)
+                        else f" with other settings or another shard{settings_difference(had, stated)}"
+                    )
                     raise InputError(
-                        f"{parts} holds images extracted with other settings or another shard"
-                        f"{settings_difference(had, stated)}; remove it, choose another --out or pass --overwrite"
+                        f"{parts} holds images extracted{why}; remove it, choose another --out or pass --overwrite"
                     )
                 _clear(parts)  # ours, of other settings: begun again (the lock kept: this run's)
                 write_text_atomic(manifest, json.dumps(stated, indent=1))
