@@ -774,6 +774,18 @@ def test_retrieval_pairs_vote_each_photos_nearest_with_every_pairs_turns(
     assert not (tmp_path / "x.h5").exists() and not (tmp_path / "y.h5").exists()
 
 
+def _extracted_unturned(plane, tmp_path, capsys):
+    """``patchpose extract --unturn`` of the turned views into ``r.h5``: the folder, the file, the command and the
+    settings the file records."""
+    _, turned = plane
+    out = tmp_path / "r.h5"
+    argv = ["extract", str(turned), "--out", str(out), "--unturn", "--no-progress"]
+    assert main(argv) == 0
+    capsys.readouterr()
+    with h5py.File(out, "r") as f:
+        return turned, out, argv, json.loads(f.attrs[ex.SETTINGS])
+
+
 def test_the_pairs_settings_keep_their_own_key_beside_the_turns_rules(plane, tmp_path, capsys, monkeypatch):
     """The pairs' settings are kept under ``unturn.pairs``: retrieval's k-means ``rounds`` (20) no longer hide the
     turns' own reweighting ``rounds`` (:data:`~patchpose.matching.collection.ROUNDS`, 10), so a rerun with another
@@ -781,13 +793,8 @@ def test_the_pairs_settings_keep_their_own_key_beside_the_turns_rules(plane, tmp
     change of the turns' rounds stops a resume."""
     from patchpose.matching import collection, retrieval
 
-    _, turned = plane
-    out = tmp_path / "r.h5"
-    argv = ["extract", str(turned), "--out", str(out), "--unturn", "--no-progress"]
-    assert main(argv) == 0
-    capsys.readouterr()
-    with h5py.File(out, "r") as f:
-        stated = json.loads(f.attrs[ex.SETTINGS])["unturn"]
+    turned, out, argv, settings = _extracted_unturned(plane, tmp_path, capsys)
+    stated = settings["unturn"]
     assert retrieval.ROUNDS != collection.ROUNDS  # else the test below would not tell them apart
     assert stated["rounds"] == collection.ROUNDS and stated["pairs"]["rounds"] == retrieval.ROUNDS
     assert stated["pairs"]["by"] == "retrieval" and stated["pairs"]["retrieval"] == ex.NEIGHBOURS
@@ -805,13 +812,7 @@ def test_a_file_of_an_older_unturn_rerun_says_so(plane, tmp_path, capsys):
     were directly under ``unturn``: ``retrieval``, ``window``, or ``pairs`` and ``sha256``), rerun unchanged, is
     refused in one line saying it was made by an older patchpose's ``--unturn`` and to pass ``--overwrite`` (it
     named ``unturn.rounds: 20 -> 10`` and other keys that did not change); ``--overwrite`` makes it anew."""
-    _, turned = plane
-    out = tmp_path / "r.h5"
-    argv = ["extract", str(turned), "--out", str(out), "--unturn", "--no-progress"]
-    assert main(argv) == 0
-    capsys.readouterr()
-    with h5py.File(out, "r") as f:
-        settings = json.loads(f.attrs[ex.SETTINGS])
+    turned, out, argv, settings = _extracted_unturned(plane, tmp_path, capsys)
     new = settings["unturn"]
     old = {
         **{k: v for k, v in new.items() if k != "pairs"},
