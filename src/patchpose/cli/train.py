@@ -85,8 +85,7 @@ def export_command(a: argparse.Namespace) -> int:
         raise InputError("--weights is for 'export onnx'; a checkpoint is exported from its own weights")
     changes = read_plan(a)
     check_outputs_free([a.out], a.overwrite, [a.checkpoint])
-    check_own_name(a.name)
-    path = export_checkpoint(
+    path = export_checkpoint(  # a bundled model's name is refused there, first
         a.checkpoint,
         a.out,
         name="custom" if a.name is None else a.name,
