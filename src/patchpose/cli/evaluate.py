@@ -244,7 +244,6 @@ def eval_pose_command(a: argparse.Namespace) -> int:
         a.weights,
         budgets=tuple(a.keypoints),
         ablation=not a.no_ablation,
-        estimator=a.estimator,
         progress=not a.no_progress,
         read_plan=read_plan(a),
         peers=a.peers,
@@ -530,12 +529,6 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     add_weights(pe)
     pe.add_argument("--keypoints", type=int, nargs="+", default=[1024, 2048], help="keypoint budgets")
     _add_detector(pe)
-    pe.add_argument(
-        "--estimator",
-        choices=("magsac", "accurate", "ransac"),
-        default="accurate",
-        help="robust fit of the essential matrix (OpenCV USAC_ACCURATE, USAC_MAGSAC, RANSAC)",
-    )
     add_peers(pe, "the orinet and affnet+orinet rows (in SIFT's window, for the descriptors and in AdaLAM)")
     pe.add_argument(
         "--no-ablation", action="store_true", help="only the main rows (sift, sift+ours, the peers)"

@@ -269,7 +269,6 @@ def evaluate_pose(
     weights: str | None = None,
     budgets=(1024, 2048),
     ablation: bool = True,
-    estimator: str = "accurate",
     progress: bool = True,
     read_plan: dict | None = None,
     peers: str | Path | None = None,
@@ -282,7 +281,7 @@ def evaluate_pose(
     peers' and hand-crafted rows read and cut at the detector's size (16 px for corners; the rows at our scale
     and the pair row follow their own).
 
-    The inputs are checked first (:func:`check_budgets`, :func:`check_pose_inputs`, the estimator's name):
+    The inputs are checked first (:func:`check_budgets`, :func:`check_pose_inputs`):
     a missing, unreadable or tiny image, a keypoint budget that is not a positive integer or a non-zero
     ``rot0``/``rot1`` raises :class:`InputError` before any work. A pair on which the method fails (no
     keypoints, too few matches for the robust fit) counts as error 180° for that row, is listed under
@@ -311,7 +310,6 @@ def evaluate_pose(
             adalam_pose=apose,
             adalam_checks=checks,
             matcher=matcher,
-            estimator=estimator,
         )
         for row, (k, dpose, apose, checks, matcher) in rows.items()
     }
@@ -384,7 +382,7 @@ def evaluate_pose(
             "detector": DETECTOR_NAMES[detector],
             "descriptor": "RootSIFT (kornia SIFTDescriptor) on pose-normalised 32 px patches",
             "matcher": "kornia match_adalam (default config)",
-            "estimator": f"OpenCV findEssentialMat ({estimator}, 1 px), or a pure rotation when it explains as much",
+            "estimator": "OpenCV findEssentialMat (USAC_ACCURATE, 1 px), or a pure rotation when it explains as much",
             "model": est.meta.get("name", str(weights)),
             "plan": asdict(est.plan),
         },

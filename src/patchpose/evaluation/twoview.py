@@ -15,10 +15,10 @@ we feed it decide what "consistent" means. Every stage has a switch (:class:`Two
   putative match then carries the orientations of its two keypoints' closest candidates,
   :func:`adalam_blend_matches`, since the argmax orientations disagree wherever the blend helps);
 * ``adalam_checks``: False disables AdaLAM's orientation and scale checks (thresholds set to None);
-* ``matcher``: ``"adalam"`` or plain ``"mnn"`` (mutual nearest neighbours);
-* ``estimator``: OpenCV's ``USAC_ACCURATE`` (default) or ``USAC_MAGSAC`` / ``RANSAC`` for the essential
-  matrix, on keypoints normalised by their own intrinsics (``patchpose eval pose --estimator`` compares
-  them).
+* ``matcher``: ``"adalam"`` or plain ``"mnn"`` (mutual nearest neighbours).
+
+The essential matrix is fitted by OpenCV's ``USAC_ACCURATE`` (:data:`ROBUST_FIT`), on keypoints normalised by their
+own intrinsics.
 
 A pure rotation (zero baseline) makes the essential matrix degenerate; the pose is then a rotation when one
 explains nearly as many matches as the essential matrix fits, or more than lie in front of both its cameras
@@ -49,7 +49,8 @@ from .rows import (
     row_descriptors,
 )
 
-ESTIMATORS = {"magsac": cv2.USAC_MAGSAC, "accurate": cv2.USAC_ACCURATE, "ransac": cv2.RANSAC}
+#: OpenCV's robust fit of the essential matrix and of the rotation's homography
+ROBUST_FIT = cv2.USAC_ACCURATE
 #: the rows (:data:`~patchpose.evaluation.rows.ROWS`) a two-view pipeline can describe keypoints at and give
 #: AdaLAM the frames of
 TWO_VIEW_ROWS = (
@@ -81,12 +82,10 @@ class TwoViewConfig:
     adalam_pose: str | None = None  # None: the same as describe_pose
     adalam_checks: bool = True
     matcher: str = "adalam"  # adalam | mnn
-    estimator: str = "accurate"  # OpenCV USAC_ACCURATE | magsac (USAC_MAGSAC) | ransac
     threshold_px: float = 1.0  # inlier threshold of the robust fit, in pixels
     confidence: float = 0.9999
     max_iters: int = 10_000
     descriptor: str = "sift"
-    descriptor_weights: str | None = None
     # the descriptor window of the rows cut at our scale, in units of our characteristic radius: the
     # estimator's descriptor_region (:func:`patchpose.matching.candidates.ours_window`)
     descriptor_region: float = 1.0
@@ -114,8 +113,6 @@ class TwoViewConfig:
             )
         if self.matcher not in ("adalam", "mnn"):
             raise InputError(f"matcher must be 'adalam' or 'mnn', got {self.matcher!r}")
-        if self.estimator not in ESTIMATORS:
-            raise InputError(f"estimator must be one of {sorted(ESTIMATORS)}, got {self.estimator!r}")
         check_descriptor_region(self.descriptor_region)  # the estimator's own rule
 
 
@@ -293,14 +290,14 @@ def fit_rotation(
     """The zero-baseline model: a camera rotation ``R`` with ``x1 ~ K1·R·K0⁻¹·x0``, and how many matches it
     explains within ``threshold_px`` (pixels of image 1).
 
-    A homography is fitted robustly first (OpenCV, ``cfg.estimator``); ``R`` is then the rotation that best
+    A homography is fitted robustly first (OpenCV, :data:`ROBUST_FIT`); ``R`` is then the rotation that best
     aligns the bearing vectors of its inliers (orthogonal Procrustes), so it is a rotation by construction
     and not a general homography: a plane seen from two places is *not* explained by it."""
     cfg = cfg or TwoViewConfig()
     Hm, hmask = cv2.findHomography(
         xy0,
         xy1,
-        ESTIMATORS[cfg.estimator],
+        ROBUST_FIT,
         cfg.threshold_px,
         maxIters=cfg.max_iters,
         confidence=cfg.confidence,
@@ -316,7 +313,7 @@ def fit_rotation(
     return R, int(np.sum(err <= cfg.threshold_px))
 
 
-def _fit_essential(n0, n1, f: float, cfg: TwoViewConfig, method: int, subset=None) -> dict | None:
+def _fit_essential(n0, n1, f: float, cfg: TwoViewConfig, subset=None) -> dict | None:
     """An essential matrix fitted to the matches ``subset`` (all when None) and scored on *all* of them:
     ``fit`` = matches within the threshold (Sampson distance), ``front`` = those of them in front of both
     cameras for the decomposition ``cv2.recoverPose`` picks."""
@@ -325,7 +322,7 @@ def _fit_essential(n0, n1, f: float, cfg: TwoViewConfig, method: int, subset=Non
         n0[s],
         n1[s],
         np.eye(3),
-        method=method,
+        method=ROBUST_FIT,
         prob=cfg.confidence,
         threshold=cfg.threshold_px / f,
         maxIters=cfg.max_iters,
@@ -390,8 +387,7 @@ def relative_pose(
     xy0, xy1 = np.asarray(xy0, np.float64), np.asarray(xy1, np.float64)
     n0, n1 = _normalise(xy0, K0), _normalise(xy1, K1)
     f = float(np.mean([K0[0, 0], K0[1, 1], K1[0, 0], K1[1, 1]]))
-    method = ESTIMATORS[cfg.estimator]
-    best = _fit_essential(n0, n1, f, cfg, method)
+    best = _fit_essential(n0, n1, f, cfg)
     R_rot, rot_in = fit_rotation(xy0, xy1, K0, K1, cfg)
     e_fit = best["fit"] if best is not None else 0
     if R_rot is not None and rot_in >= max(ROTATION_INLIER_RATIO * e_fit, 8):
@@ -402,7 +398,7 @@ def relative_pose(
             half = rng.random(len(n0)) < 0.5
             if half.sum() < 5:
                 continue
-            fit = _fit_essential(n0, n1, f, cfg, method, half)
+            fit = _fit_essential(n0, n1, f, cfg, half)
             if fit is not None and (best is None or fit["front"] > best["front"]):
                 best = fit
     e_front = best["front"] if best is not None else 0
@@ -523,7 +519,7 @@ __all__ = [
     "TwoViewConfig",
     "adalam_blend_matches",
     "closest_candidates",
-    "ESTIMATORS",
+    "ROBUST_FIT",
     "to_lafs",
     "adalam_matches",
     "fit_rotation",
