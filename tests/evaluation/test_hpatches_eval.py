@@ -248,19 +248,6 @@ def test_eval_hpatches_refuses_a_cluster_pattern_that_misses_a_sequence_before_a
     assert not out.exists()
 
 
-def test_keynet_protocol_keeps_all_sequences_and_five_thresholds(tmp_path):
-    from patchpose.evaluation.hpatches_eval import evaluate_hpatches
-
-    make_hpatches_replica(tmp_path, names=("v_talent",), targets=1)
-    doc = evaluate_hpatches(
-        tmp_path, tmp_path / "o", protocol="keynet", max_keypoints=100, pose=False, progress=False
-    )
-    assert doc["setup"]["sequences"] == 1 and doc["thresholds_px"] == [1, 2, 3, 4, 5]
-    assert len(doc["mma"]["ours"]["overall"]) == 5 and doc["pose_accuracy"] == {}
-    with pytest.raises(InputError, match="protocol"):
-        evaluate_hpatches(tmp_path, tmp_path / "o", protocol="nope", progress=False)
-
-
 def test_repeated_pose_counts_on_a_hand_built_case():
     from patchpose.evaluation.hpatches_eval import repeated_pose_counts
 

@@ -163,7 +163,6 @@ def eval_hpatches_command(a: argparse.Namespace) -> int:
         a.root,
         a.out,
         a.weights,
-        protocol=a.protocol,
         descriptor=a.descriptor,
         descriptor_weights=a.descriptor_weights,
         top_k=a.top_k,
@@ -420,7 +419,6 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     )
     hp.add_argument("--root", required=True, help="hpatches-sequences-release (or a generated copy)")
     hp.add_argument("--out", default="outputs/eval_hpatches")
-    hp.add_argument("--protocol", choices=("d2net", "keynet"), default="d2net")
     add_weights(hp)
     add_descriptor(hp, peers=True)
     add_peers(hp, "the orinet and affnet+orinet rows, --detector keynet/aliked, --descriptor tfeat/hardtfeat")
@@ -437,7 +435,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         default=4,
         help="candidates per keypoint of the ours-top-k row (ours_blend needs 4)",
     )
-    hp.add_argument("--max-keypoints", type=int, default=None, help="default: 2000 (d2net) / 1500 (keynet)")
+    hp.add_argument("--max-keypoints", type=int, default=None, help="keypoints per image (default: 2000)")
     hp.add_argument("--sequences", default=None, help="comma-separated sequence names (e.g. Key.Net's list)")
     hp.add_argument(
         "--rows",

@@ -19,14 +19,8 @@
   matches) and the correct matches (within 3 px), averaged over pairs for illumination, viewpoint and
   overall; each row also says how many descriptors it makes per keypoint (k for ``ours_topK``, else 1).
   The peers (Key.Net, OriNet, AffNet, TFeat, HardTFeat: :mod:`patchpose.evaluation.peers`) take their
-  weights from the ``--peers`` folder, for comparison only. Protocols (``--protocol``):
-
-  ============ ========================================= ============ ===========
-  protocol     sequences                                 keypoints    thresholds
-  ============ ========================================= ============ ===========
-  ``d2net``    all but the 8 high-resolution ones (108)  2,000        1 … 10 px
-  ``keynet``   all (116)                                 1,500        1 … 5 px
-  ============ ========================================= ============ ===========
+  weights from the ``--peers`` folder, for comparison only. The protocol is D2-Net's: every sequence but the 8
+  high-resolution ones (108 of HPatches' 116), up to 2,000 keypoints (``--max-keypoints``), thresholds 1 … 10 px.
 
 Each finished sequence is cached under ``OUT/cache/`` (atomic writes), so an interrupted run resumes.
 Outputs: ``results.json``, ``results.md`` and ``mma.png``.
@@ -40,7 +34,7 @@ import math
 import os
 import re
 import time
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, replace
 from pathlib import Path
 
 import numpy as np
@@ -91,18 +85,10 @@ POSE_KEYPOINTS = 25  # per detector (SIFT, Harris) in image 1, as the paper's 25
 KINDS = ("overall", "illumination", "viewpoint")
 
 
-@dataclass(frozen=True)
-class HProtocol:
-    name: str
-    drop_high_res: bool
-    max_keypoints: int
-    thresholds: tuple[int, ...]
-
-
-PROTOCOLS = {
-    "d2net": HProtocol("d2net", True, 2000, tuple(range(1, 11))),
-    "keynet": HProtocol("keynet", False, 1500, (1, 2, 3, 4, 5)),
-}
+#: D2-Net's protocol: the keypoints per image without ``max_keypoints``, and the thresholds of MMA (px); its
+#: sequences leave out the 8 high-resolution ones (:data:`~patchpose.evaluation.datasets.hpatches.HIGH_RES_SEQUENCES`)
+DEFAULT_KEYPOINTS = 2000
+THRESHOLDS = tuple(range(1, 11))
 
 
 # ----------------------------------------------------------------------------- matching
@@ -631,7 +617,6 @@ def evaluate_hpatches(
     root: str | Path,
     out_dir: str | Path,
     weights: str | None = None,
-    protocol: str = "d2net",
     descriptor: str = "sift",
     descriptor_weights: str | None = None,
     top_k: int = 4,
@@ -670,17 +655,15 @@ def evaluate_hpatches(
 
     from ..estimator import PatchPoseEstimator
 
-    if protocol not in PROTOCOLS:
-        raise InputError(f"protocol must be one of {sorted(PROTOCOLS)}, got {protocol!r}")
     if matcher not in MATCHERS:
         raise InputError(f"matcher must be one of {MATCHERS}, got {matcher!r}")
     if not is_int_in(top_k, 2, integral_floats=True):
         raise InputError(f"top_k must be an integer of at least 2 (the top-k row), got {top_k!r}")
-    # 0 is no budget of its own (it once fell through to the protocol's): None alone means the protocol's
+    # 0 is no budget of its own (it once fell through to the default): None alone means the default
     if max_keypoints is not None and not is_int_in(max_keypoints, 1, MAX_KEYPOINTS, integral_floats=True):
         raise InputError(
             f"max_keypoints (--max-keypoints) must be a whole number from 1 to {MAX_KEYPOINTS:,} (leave it out for "
-            f"the protocol's: {', '.join(f'{k} {v.max_keypoints}' for k, v in PROTOCOLS.items())}), got {max_keypoints!r}"
+            f"{DEFAULT_KEYPOINTS:,}), got {max_keypoints!r}"
         )
     if detector not in DETECTORS:
         raise InputError(f"detector must be one of {DETECTORS}, got {detector!r}")
@@ -692,13 +675,12 @@ def evaluate_hpatches(
     check_bootstrap(bootstrap)
     if keypoints_dir is not None and not Path(keypoints_dir).is_dir():
         raise InputError(f"keypoints folder not found: {keypoints_dir}")
-    proto = PROTOCOLS[protocol]
     t0 = time.time()
-    seqs = load_hpatches(root, drop_high_res=proto.drop_high_res, names=names)
+    seqs = load_hpatches(root, drop_high_res=True, names=names)
     clusters = sequence_clusters([s.name for s in seqs], cluster_pattern)  # before any work: fail early
     est = PatchPoseEstimator.load(weights).with_plan(**(read_plan or {}))
     cfg = MatchConfig(
-        max_keypoints=proto.max_keypoints if max_keypoints is None else int(max_keypoints),
+        max_keypoints=DEFAULT_KEYPOINTS if max_keypoints is None else int(max_keypoints),
         descriptor=descriptor,
         descriptor_weights=descriptor_weights,
         top_k=int(top_k),
@@ -755,7 +737,8 @@ def evaluate_hpatches(
             "descriptor_weights_file": None
             if cfg.descriptor_weights is None
             else files_fingerprint([cfg.descriptor_weights]),
-            "protocol": protocol,
+            # D2-Net's, the one protocol left (keynet's was removed): the key keeps the caches written before
+            "protocol": "d2net",
             "keypoints_dir": None if keypoints_dir is None else str(Path(keypoints_dir).resolve()),
             **({"peers": peer_set.fingerprint(used_peers)} if peer_set is not None else {}),
             # raised whenever the code changes what a cached sequence holds or how it is computed, so that
@@ -778,7 +761,7 @@ def evaluate_hpatches(
             images = {k: seq.image(k) for k in (1, *seq.targets)} if todo else None  # read once per sequence
             if not mf.is_file():
                 res = match_sequence(
-                    seq, est, describe, rows, cfg, proto.thresholds, images, keypoints_dir, peer_set
+                    seq, est, describe, rows, cfg, THRESHOLDS, images, keypoints_dir, peer_set
                 )
                 write_text_atomic(mf, json.dumps(res))
             if pose and not pf.is_file():
@@ -801,29 +784,27 @@ def evaluate_hpatches(
     }
     vs_sift = ["sift", *(r for r in rows if r == "ours" or r.startswith("ours_top"))]
     doc = {
-        "protocol": protocol,
+        "protocol": "d2net",
         "mma": mma,
         "descriptors_per_keypoint": {r: descriptors_per_keypoint(matching, r) for r in rows},
         "costs": summarize_costs(matching, rows),
-        "correct_matches": summarize_correct(matching, rows, proto.thresholds),
+        "correct_matches": summarize_correct(matching, rows, THRESHOLDS),
         "intervals": (
-            mma_intervals(matching, rows, list(proto.thresholds), bootstrap, reference, clusters=clusters)
+            mma_intervals(matching, rows, list(THRESHOLDS), bootstrap, reference, clusters=clusters)
             if bootstrap
             else {}
         ),
         # correct matches per pair (within 3 px) of every row, the same draws; differences against ours
         "correct_intervals": (
             mma_intervals(
-                matching, rows, list(proto.thresholds), bootstrap, reference, clusters=clusters, correct=True
+                matching, rows, list(THRESHOLDS), bootstrap, reference, clusters=clusters, correct=True
             )
             if bootstrap
             else {}
         ),
         # our rows against the detector's own pose (the comparison docs/results.md reports), the same draws
         "intervals_vs_sift": (
-            mma_intervals(
-                matching, vs_sift, list(proto.thresholds), bootstrap, reference="sift", clusters=clusters
-            )
+            mma_intervals(matching, vs_sift, list(THRESHOLDS), bootstrap, reference="sift", clusters=clusters)
             if bootstrap and "sift" in rows
             else {}
         ),
@@ -832,7 +813,7 @@ def evaluate_hpatches(
             mma_intervals(
                 matching,
                 vs_sift,
-                list(proto.thresholds),
+                list(THRESHOLDS),
                 bootstrap,
                 reference="sift",
                 clusters=clusters,
@@ -847,7 +828,7 @@ def evaluate_hpatches(
         "pair_turn": summarize_turn(matching),
         "pose_accuracy": {},
         "repeated_keypoints_pose": repeat,
-        "thresholds_px": list(proto.thresholds),
+        "thresholds_px": list(THRESHOLDS),
         "setup": {
             "root": str(root),
             "sequences": len(seqs),
@@ -1106,4 +1087,12 @@ def plot_mma(doc: dict, path: Path) -> None:
     os.replace(tmp, path)
 
 
-__all__ = ["PROTOCOLS", "evaluate_hpatches", "pair_mma", "pose_samples", "summarize_matching", "pose_tables"]
+__all__ = [
+    "DEFAULT_KEYPOINTS",
+    "THRESHOLDS",
+    "evaluate_hpatches",
+    "pair_mma",
+    "pose_samples",
+    "summarize_matching",
+    "pose_tables",
+]

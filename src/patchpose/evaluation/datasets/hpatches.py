@@ -135,7 +135,7 @@ def load_hpatches(
         if not folders:
             raise InputError(
                 f"every sequence in {root} is one of the 8 high-resolution ones that the D2-Net protocol "
-                "drops; nothing is left to evaluate (the Key.Net protocol keeps them)"
+                "drops; nothing is left to evaluate"
             )
     return [_read_sequence(p) for p in folders]
 
