@@ -712,18 +712,26 @@ def _png(path):
     return path
 
 
+def _load_hardnet(path):
+    """A network that is not ours (kornia's HardNet architecture) loaded from ``path`` as the peers' are."""
+    import kornia.feature as KF
+
+    from patchpose.weights import load_state_into
+
+    return load_state_into(KF.HardNet(pretrained=False), path, "hardnet")
+
+
 def test_a_file_that_is_not_a_torch_file_is_a_one_line_error(tmp_path, capsys):
     """No torch advice to re-run with weights_only=False (files from elsewhere are never unpickled)."""
     import numpy as np
 
     from patchpose.cli.main import main
-    from patchpose.evaluation.descriptors import describer
 
     png = _png(tmp_path / "image.png")
     torch.save({"a": np.zeros(3)}, tmp_path / "numpy.pt")  # needs unpickling a numpy global
     for path in (png, tmp_path / "numpy.pt"):
         with pytest.raises(WeightsError, match="is not a PyTorch state dict / checkpoint") as e:
-            describer("hardnet", weights=path)
+            _load_hardnet(path)
         assert "\n" not in str(e.value) and "weights_only" not in str(e.value)
         assert main(["export", str(path), "--out", str(tmp_path / "w.safetensors")]) == 2
         err = capsys.readouterr().err
@@ -731,27 +739,25 @@ def test_a_file_that_is_not_a_torch_file_is_a_one_line_error(tmp_path, capsys):
         assert "weights_only" not in err
 
 
-def test_describer_weights_that_are_not_its_state_dict(tmp_path):
-    from patchpose.evaluation.descriptors import describer
-
+def test_weights_of_a_network_not_ours_that_are_not_its_state_dict(tmp_path):
     torch.save([1, 2], tmp_path / "list.pt")
     with pytest.raises(WeightsError, match="not a PyTorch state dict"):
-        describer("hardnet", weights=tmp_path / "list.pt")
+        _load_hardnet(tmp_path / "list.pt")
     torch.save({"features.0.weight": torch.zeros(3)}, tmp_path / "other.pt")
     with pytest.raises(WeightsError, match="cannot load hardnet weights") as e:
-        describer("hardnet", weights=tmp_path / "other.pt")
+        _load_hardnet(tmp_path / "other.pt")
     assert "\n" not in str(e.value)
     # the right names and shapes, but NaN or integer values: load_state_dict would take them silently
     import kornia.feature as KF
 
     good = KF.HardNet(pretrained=False).state_dict()
     torch.save(good, tmp_path / "good.pt")
-    describer("hardnet", weights=tmp_path / "good.pt")  # num_batches_tracked (int) is fine
+    _load_hardnet(tmp_path / "good.pt")  # num_batches_tracked (int) is fine
     key = next(k for k, v in good.items() if v.is_floating_point())
     for name, bad in (("nan", torch.full_like(good[key], float("nan"))), ("int", good[key].to(torch.int32))):
         torch.save({**good, key: bad}, tmp_path / f"{name}.pt")
         with pytest.raises(WeightsError, match="non-finite" if name == "nan" else "int32"):
-            describer("hardnet", weights=tmp_path / f"{name}.pt")
+            _load_hardnet(tmp_path / f"{name}.pt")
 
 
 def test_export_to_a_folder_is_a_clear_error_and_leaves_nothing(tmp_path):

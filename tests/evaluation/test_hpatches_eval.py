@@ -133,33 +133,6 @@ def test_a_sequence_without_pose_pairs_does_not_shift_the_others(tmp_path):
     assert both["pose_accuracy"] == alone["pose_accuracy"]
 
 
-def test_a_descriptor_weights_file_replaced_under_its_name_is_not_read_from_the_cache(tmp_path):
-    import kornia.feature as KF
-    import torch
-
-    from patchpose.evaluation.hpatches_eval import evaluate_hpatches
-
-    rel = make_hpatches_replica(tmp_path, names=("v_b",), targets=1)
-    w = tmp_path / "hardnet.pth"
-    mmas = []
-    for seed in (0, 1):
-        torch.manual_seed(seed)
-        torch.save(KF.HardNet(pretrained=False).state_dict(), w)
-        doc = evaluate_hpatches(
-            rel,
-            tmp_path / "o",
-            descriptor="hardnet",
-            descriptor_weights=str(w),
-            max_keypoints=100,
-            pose=False,
-            bootstrap=0,
-            progress=False,
-            rows=["lower"],
-        )
-        mmas.append(doc["mma"]["lower"]["viewpoint"])
-    assert mmas[0] != mmas[1]
-
-
 def test_mma_intervals_resample_sequences():
     """Two viewpoint sequences of two pairs each; ours scores 0.6 and 0.2 on them (0.4 overall), SIFT's pose
     0.1 more on every pair: sift − ours is +0.1 in every replicate, and ours' interval spans the two

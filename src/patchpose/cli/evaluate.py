@@ -164,7 +164,6 @@ def eval_hpatches_command(a: argparse.Namespace) -> int:
         a.out,
         a.weights,
         descriptor=a.descriptor,
-        descriptor_weights=a.descriptor_weights,
         top_k=a.top_k,
         max_keypoints=a.max_keypoints,
         names=a.sequences.split(",") if a.sequences else None,

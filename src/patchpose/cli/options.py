@@ -46,16 +46,15 @@ def add_peers(p: argparse.ArgumentParser, enables: str) -> None:
 
 
 def add_descriptor(p: argparse.ArgumentParser, peers: bool = False) -> None:
-    """``--descriptor`` and ``--descriptor-weights``: the descriptor cut at each pose, for matching; with
-    ``peers`` (commands that take ``--peers DIR``) also the peers' ``tfeat`` and ``hardtfeat``."""
+    """``--descriptor``: the descriptor cut at each pose, for matching; with ``peers`` (commands that take
+    ``--peers DIR``) also the peers' ``tfeat`` and ``hardtfeat``."""
     p.add_argument(
         "--descriptor",
-        choices=("sift", "hardnet", "sosnet", *(("tfeat", "hardtfeat") if peers else ())),
+        choices=("sift", *(("tfeat", "hardtfeat") if peers else ())),
         default="sift",
         help="descriptor computed on the patch cut at each keypoint's pose"
         + ("; tfeat and hardtfeat take their weights from --peers" if peers else ""),
     )
-    p.add_argument("--descriptor-weights", default=None, help="local state dict for hardnet/sosnet")
 
 
 def read_plan(a: argparse.Namespace) -> dict[str, float | bool]:

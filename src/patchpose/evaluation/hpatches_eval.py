@@ -618,7 +618,6 @@ def evaluate_hpatches(
     out_dir: str | Path,
     weights: str | None = None,
     descriptor: str = "sift",
-    descriptor_weights: str | None = None,
     top_k: int = 4,
     max_keypoints: int | None = None,
     names: list[str] | None = None,
@@ -682,13 +681,12 @@ def evaluate_hpatches(
     cfg = MatchConfig(
         max_keypoints=DEFAULT_KEYPOINTS if max_keypoints is None else int(max_keypoints),
         descriptor=descriptor,
-        descriptor_weights=descriptor_weights,
         top_k=int(top_k),
         detector=detector,
         shape_weights=None if shape_weights is None else str(shape_weights),
         matcher=matcher,
     )
-    describe = describer(cfg.descriptor, cfg.descriptor_weights, peers=peer_set)
+    describe = describer(cfg.descriptor, peers=peer_set)
     allowed = pose_rows(
         cfg.top_k,
         sift=keypoints_dir is None and detector == "sift",
@@ -733,11 +731,10 @@ def evaluate_hpatches(
             "plan": asdict(est.plan),
             "weights": str(weights),
             **asdict(cfg),
-            # the descriptor's weights file itself: one replaced under the same name is another result
-            "descriptor_weights_file": None
-            if cfg.descriptor_weights is None
-            else files_fingerprint([cfg.descriptor_weights]),
-            # D2-Net's, the one protocol left (keynet's was removed): the key keeps the caches written before
+            # settings since removed, at the one value left (no descriptor weights file, D2-Net's protocol): the
+            # caches written before them still match
+            "descriptor_weights": None,
+            "descriptor_weights_file": None,
             "protocol": "d2net",
             "keypoints_dir": None if keypoints_dir is None else str(Path(keypoints_dir).resolve()),
             **({"peers": peer_set.fingerprint(used_peers)} if peer_set is not None else {}),

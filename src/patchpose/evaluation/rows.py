@@ -91,7 +91,6 @@ class MatchConfig:
 
     max_keypoints: int = 2000
     descriptor: str = "sift"
-    descriptor_weights: str | None = None
     top_k: int = 4
     detector: str = "sift"  # one of DETECTORS (when no keypoints are given)
     shape_weights: str | None = None  # the shape network of the shape rows (None: the bundled one)

@@ -7,8 +7,7 @@ inputs (:func:`~patchpose.data.patches.extract_patches`, which samples kornia's 
 * ``sift`` (default): kornia's ``SIFTDescriptor`` (RootSIFT) on 32×32 patches, computed by :class:`RootSIFT` (the same
   numbers, faster); nothing to download;
 * any patch descriptor network (``net``: 32×32 gray patches to 128-D descriptors, e.g. kornia's HardNet with
-  weights of one's own); the benchmarks build HardNet, SOSNet, TFeat and HardTFeat this way
-  (:mod:`patchpose.evaluation.descriptors`).
+  weights of one's own); the benchmarks build TFeat and HardTFeat this way (:mod:`patchpose.evaluation.descriptors`).
 
 A patch may also be cut through an affine frame (``shape``: kornia's LAF matrices, as AffNet gives them).
 """
