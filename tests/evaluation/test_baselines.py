@@ -41,22 +41,3 @@ def test_log_selects_the_blob_sigma(sigma):
     w = 2.0 ** log_scale_selection(stack)[0]
     selected = LOG_SIGMA * 2 * REFERENCE_RADIUS * w / LOG_PATCH
     assert abs(math.log2(selected / sigma)) < 0.25
-
-
-def test_orinet_baseline_loads_a_local_state_dict(tmp_path):
-    """kornia's OriNet architecture runs from a user-given weights file; a wrong file is a clear error."""
-    import kornia
-    import torch
-
-    from patchpose.errors import WeightsError
-    from patchpose.evaluation.patchpose_eval import orinet_orientation
-
-    net = kornia.feature.OriNet(pretrained=False)
-    path = tmp_path / "orinet.pth"
-    torch.save({"state_dict": net.state_dict()}, path)
-    patches = np.random.default_rng(0).random((5, 1, 32, 32)).astype(np.float32)
-    ang = orinet_orientation(patches, str(path))
-    assert ang.shape == (5,) and np.all((ang >= 0) & (ang < 2 * math.pi))
-    torch.save({"w": torch.zeros(3)}, tmp_path / "bad.pth")
-    with pytest.raises(WeightsError, match="OriNet"):
-        orinet_orientation(patches, str(tmp_path / "bad.pth"))

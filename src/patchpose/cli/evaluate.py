@@ -128,9 +128,7 @@ def eval_patchpose_command(a: argparse.Namespace) -> int:
         a.out,
         a.weights,
         a.split,
-        a.orinet_weights,
         progress=not a.no_progress,
-        include_pruned=a.include_pruned,
         read_plan=read_plan(a),
         bootstrap=a.bootstrap,
     )
@@ -380,8 +378,6 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     pp.add_argument("--out", default="outputs/eval_patchpose")
     pp.add_argument("--split", default="test")
     add_weights(pp)
-    pp.add_argument("--orinet-weights", default=None, help="local OriNet state dict for the OriNet baseline")
-    pp.add_argument("--include-pruned", action="store_true", help="also the keypoints that pruning dropped")
     _add_bootstrap(pp, "keypoints for 95%% intervals of the official A+B and joint columns")
     pp.add_argument("--no-progress", action="store_true")
     pp.set_defaults(func=eval_patchpose_command)

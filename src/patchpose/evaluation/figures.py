@@ -13,7 +13,6 @@ COLORS = {
     "dominant_gradient": "tab:green",
     "orb_centroid": "tab:olive",
     "log": "tab:purple",
-    "orinet": "tab:orange",
 }
 
 

@@ -11,9 +11,8 @@ Every method is scored on the same pairs (a keypoint's reference patch against i
 
 Methods: ``patchpose`` (the bundled or given model), ``sift`` (OpenCV SIFT detected on the patch: the
 keypoint nearest the centre, see :func:`patchpose.evaluation.baselines.sift_patch_poses`), ``dominant_gradient``
-(kornia), ``orb_centroid`` (ORB's intensity centroid), ``log`` (Laplacian-of-Gaussian scale selection),
-and ``orinet`` (kornia's OriNet architecture) when a local weights file is given. A method that has no
-scale or no orientation leaves those cells empty.
+(kornia), ``orb_centroid`` (ORB's intensity centroid) and ``log`` (Laplacian-of-Gaussian scale selection). A
+method that has no scale or no orientation leaves those cells empty.
 """
 
 from __future__ import annotations
@@ -202,16 +201,12 @@ class MethodPoses:
 POSE_ARRAYS = ("scale", "ori", "scale_hist", "ori_hist")
 
 
-def run_methods(
-    data: dict, est, orinet_weights: str | None = None, progress: bool = True
-) -> list[MethodPoses]:
+def run_methods(data: dict, est, progress: bool = True) -> list[MethodPoses]:
     from tqdm import tqdm
 
     n = len(data["series"])
     idx = np.arange(n)
-    steps = ["patchpose", "sift", "dominant_gradient", "orb_centroid", "log"] + (
-        ["orinet"] if orinet_weights else []
-    )
+    steps = ["patchpose", "sift", "dominant_gradient", "orb_centroid", "log"]
     out = []
     ori_memo: dict = {}
 
@@ -256,33 +251,8 @@ def run_methods(
                     name, scale=log_scale_selection(render(data, idx, LOG_PATCH, LOG_WINDOWS))[:, None]
                 )
             )
-        elif name == "orinet":
-            out.append(
-                MethodPoses(
-                    name, ori=orinet_orientation(render(data, idx, 32, [1.0]), orinet_weights)[:, None]
-                )
-            )
         assert all(a is None or len(a) == n for a in (out[-1].scale, out[-1].ori))
     return out
-
-
-def orinet_orientation(patches: np.ndarray, weights: str) -> np.ndarray:
-    """kornia's OriNet architecture with a user-given local weights file (nothing is downloaded)."""
-    import kornia
-    import torch
-
-    from ..errors import WeightsError
-
-    net = kornia.feature.OriNet(pretrained=False)
-    try:
-        state = torch.load(weights, map_location="cpu", weights_only=True)
-        net.load_state_dict(state.get("state_dict", state))
-    except Exception as e:
-        raise WeightsError(f"cannot load OriNet weights from {weights}: {e}") from None
-    net.eval()
-    with torch.inference_mode():
-        ang = torch.cat([net(torch.from_numpy(patches[i : i + 256])) for i in range(0, len(patches), 256)])
-    return ang.numpy().astype(np.float64) % (2 * np.pi)
 
 
 def _official_errors(hist, poses, pairs: dict | None, kind: str, k: int, bins_per_octave=None):
@@ -398,9 +368,7 @@ def evaluate(
     out_dir: str | Path,
     weights: str | None = None,
     split: str = "test",
-    orinet_weights: str | None = None,
     progress: bool = True,
-    include_pruned: bool = False,
     read_plan: dict | None = None,
     bootstrap: int = DEFAULT_REPLICATES,
 ) -> dict:
@@ -414,11 +382,11 @@ def evaluate(
     from ..estimator import PatchPoseEstimator
 
     t0 = time.time()
-    ds = PatchPoseData(data_root, split, include_pruned=include_pruned)
+    ds = PatchPoseData(data_root, split)
     data = ds.load()
     est = PatchPoseEstimator.load(weights).with_plan(**(read_plan or {}))
     pairs = {s: ds.pairs(s) for s in ("A_scale", "A_rot", "B_scale", "B_rot", "B_joint")}
-    methods = run_methods(data, est, orinet_weights, progress)
+    methods = run_methods(data, est, progress)
     ab_s, ab_o = _cat(pairs["A_scale"], pairs["B_scale"]), _cat(pairs["A_rot"], pairs["B_rot"])  # A+B
     protocols: dict = {p: {} for p in PROTOCOLS}
     topk: dict = {}
@@ -474,7 +442,6 @@ def evaluate(
         },
         "model": est.meta.get("name", str(weights)),
         "plan": asdict(est.plan),
-        "include_pruned": include_pruned,
         "seconds": time.time() - t0,
     }
     out = write_results(out_dir, doc, results_markdown(doc))

@@ -27,7 +27,7 @@ by patch. **Pruning** (the paper drops the 20 % least discriminative keypoints u
 which cannot be downloaded here) uses a fixed hand-crafted descriptor instead: the score of a keypoint is
 the mean, over its A-series patches, of the standard deviation of kornia's ``SIFTDescriptor`` (a flat,
 textureless patch has a flat descriptor). Keypoints below the ``prune_ratio`` quantile of their split are
-listed as pruned in the manifest and skipped by the loader unless asked for.
+listed as pruned in the manifest and skipped by the loader.
 
 Generation is resumable: shards are written under a temporary name and renamed, finished shards are
 skipped, and every photo draws from its own seed, so a run killed half-way and restarted produces the
@@ -473,7 +473,7 @@ class PatchPoseData:
     A manifest or shard that cannot be used (invalid JSON, missing entries, a truncated or empty HDF5
     file, a missing dataset) raises :class:`InputError` naming the file and how to write it again."""
 
-    def __init__(self, root: str | Path, split: str = "test", include_pruned: bool = False) -> None:
+    def __init__(self, root: str | Path, split: str = "test") -> None:
         root = Path(root)
         self.root, self.split = root, split
         self.manifest = read_manifest(root)
@@ -482,18 +482,16 @@ class PatchPoseData:
                 f"split {split!r} was not generated in {root}; have {sorted(self.manifest['splits'])}"
             )
         self.info = self.manifest["splits"][split]
-        self.include_pruned = include_pruned
-        if not include_pruned:
-            kept = self.info.get("kept")
-            missing = [n for n in self.info["shards"] if not isinstance(kept, dict) or n not in kept]
-            if missing:
-                raise InputError(
-                    f"{root / 'manifest.json'} does not list the kept keypoints of split {split!r} "
-                    f"(shard {missing[0]}); {_regenerate_hint(root)}"
-                )
+        kept = self.info.get("kept")
+        missing = [n for n in self.info["shards"] if not isinstance(kept, dict) or n not in kept]
+        if missing:
+            raise InputError(
+                f"{root / 'manifest.json'} does not list the kept keypoints of split {split!r} "
+                f"(shard {missing[0]}); {_regenerate_hint(root)}"
+            )
 
     def load(self) -> dict:
-        """All samples of the split, concatenated (pruned keypoints removed unless ``include_pruned``):
+        """All samples of the split, concatenated (pruned keypoints removed):
         ``patches`` uint8 ``(N, W, PS, PS)``, ``photo`` and ``keypoint`` indices, ``series``,
         ``scale_factor``, ``angle_deg``, ``frame_sigma``, ``frame_theta``, ``xy``; plus ``images`` (one per
         photo) and ``windows``."""
@@ -506,9 +504,7 @@ class PatchPoseData:
             d, image, photo, windows = read_shard(self.root / "shards" / self.split / name, self.root)
             images.append(image)
             names.append(photo)
-            keep = np.ones(len(d["series"]), bool)
-            if not self.include_pruned:
-                keep = np.isin(d["kp_index"], self.info["kept"][name])
+            keep = np.isin(d["kp_index"], self.info["kept"][name])
             d["xy"] = d["keypoints"][d["kp_index"]] if len(d["keypoints"]) else np.zeros((0, 2))
             d["photo"] = np.full(len(d["series"]), pi)
             d["keypoint"] = d["kp_index"] + kp_offset
