@@ -124,6 +124,46 @@ def test_other_config_in_the_same_folder_is_refused(photos, dataset):
         generate(photos, dataset, GenerateConfig(keypoints_per_image=5), progress=False)
 
 
+def test_a_folder_generated_before_a_setting_was_removed(photos, dataset, tmp_path, capsys):
+    """``b_scale_dist`` (``--b-scale-dist``) was removed: a folder whose config holds it at the value left ("log")
+    resumes and merges as the same dataset; one generated with "linear" is refused in one line, never a traceback."""
+    from patchpose.cli.main import main
+    from patchpose.evaluation.datasets.patchpose_dataset import merge
+
+    for value in ("log", "linear"):
+        out = tmp_path / value
+        shutil.copytree(dataset, out)
+        cp = out / "generate_config.json"
+        cp.write_text(json.dumps({**json.loads(cp.read_text()), "b_scale_dist": value}))
+        if value == "log":
+            assert (
+                generate(photos, out, CFG, workers=1, progress=False)["splits"]
+                == json.loads((dataset / "manifest.json").read_text())["splits"]
+            )
+            assert (
+                merge(tmp_path / "merged", [out, dataset])["config"]
+                == json.loads((dataset / "manifest.json").read_text())["config"]
+            )
+            continue
+        with pytest.raises(InputError, match="b_scale_dist this patchpose no longer has"):
+            generate(photos, out, CFG, workers=1, progress=False)
+        with pytest.raises(InputError, match="no longer has"):
+            merge(tmp_path / "merged2", [out])
+        argv = [
+            "generate",
+            "patchpose",
+            "--images",
+            str(photos),
+            "--out",
+            str(out),
+            "--keypoints-per-image",
+            "4",
+        ]
+        assert main([*argv, "--long-side", "320", "--workers", "1", "--no-progress"]) == 2
+        err = capsys.readouterr().err.strip()
+        assert "no longer has" in err and len(err.splitlines()) == 1, err
+
+
 def test_photos_of_one_stem_get_a_shard_each(tmp_path):
     """The shipped pool has lxqt-themes/butterfly.png and opencv-doc/butterfly.jpg, both in train: a shard
     named by the stem held only one of them (and two workers wrote the same temporary file)."""

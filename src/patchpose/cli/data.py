@@ -43,7 +43,6 @@ def generate_patchpose_command(a: argparse.Namespace) -> int:
         keypoints_per_image=a.keypoints_per_image,
         long_side=a.long_side,
         seed=a.seed,
-        b_scale_dist=a.b_scale_dist,
     )
     splits = tuple(a.split) if a.split else SPLITS
     m = generate(
@@ -195,13 +194,6 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         type=int,
         default=1024,
         help="photos larger than this are shrunk to it (0: native size)",
-    )
-    gp.add_argument(
-        "--b-scale-dist",
-        choices=("log", "linear"),
-        default="log",
-        help="how PatchPose-B's scale factors in [1/4, 4] are drawn: log-uniform, or uniform as the official code "
-        "draws them",
     )
     gp.add_argument("--seed", type=int, default=0)
     gp.add_argument("--workers", type=int, default=2, help="processes")

@@ -10,7 +10,7 @@ series     samples (content transform of the photo about the keypoint: scale ``s
 ``ref``    the reference patch (s = 1, angle 0)
 ``A_scale`` 13 scales ``2^((i−6)/3)`` at angle 0 (PatchPose-A; identity included, as the official set)
 ``A_rot``  36 angles ``0, 10, …, 350°`` at s = 1
-``B_scale`` s = 1 and 12 random scales in [1/4, 4] at angle 0 (PatchPose-B)
+``B_scale`` s = 1 and 12 random scales log-uniform in [1/4, 4] at angle 0 (PatchPose-B)
 ``B_rot``  angle 0 and 35 random angles in [0°, 360°) at s = 1
 ``B_joint`` 12 random (scale, angle) changed together (the joint protocol)
 ========== ===================================================================================
@@ -42,7 +42,7 @@ import logging
 import math
 import os
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from multiprocessing import get_context
 from pathlib import Path
 
@@ -71,7 +71,6 @@ class GenerateConfig:
     b_scales: int = 12
     b_angles: int = 35
     b_joint: int = 12
-    b_scale_dist: str = "log"  # "log" (log-uniform in [1/4, 4]) | "linear" (the official code's)
     prune_ratio: float = 0.2
     seed: int = 0
 
@@ -97,8 +96,6 @@ class GenerateConfig:
         w = self.windows
         if not (len(w) and all(isinstance(v, (int, float)) and math.isfinite(v) and v > 0 for v in w)):
             raise InputError(f"windows must be positive numbers, got {w!r}")
-        if self.b_scale_dist not in ("log", "linear"):
-            raise InputError(f"b_scale_dist must be 'log' or 'linear', got {self.b_scale_dist!r}")
         if not (isinstance(self.prune_ratio, (int, float)) and 0.0 <= self.prune_ratio < 1.0):
             raise InputError(f"prune_ratio must be in [0, 1), got {self.prune_ratio!r}")
 
@@ -106,15 +103,38 @@ class GenerateConfig:
         return hashlib.sha256(json.dumps(asdict(self), sort_keys=True).encode()).hexdigest()[:16]
 
 
+#: settings since removed (their code is at git tag options-before-cleanup-2026-12-01), at the one value left: a
+#: folder generated with that value is the same dataset, one generated with another is refused
+REMOVED_SETTINGS = {"b_scale_dist": "log"}
+
+
+def read_config(path: Path) -> dict:
+    """A folder's ``generate_config.json`` as :class:`GenerateConfig`'s fields (a removed setting at the value left,
+    :data:`REMOVED_SETTINGS`, dropped); anything else a one-line :class:`InputError` naming the file."""
+    try:
+        d = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise InputError(f"{path} is not a generation config (unreadable or invalid JSON: {e})") from None
+    if not isinstance(d, dict):
+        raise InputError(f"{path} is not a generation config (not a JSON object)")
+    for name, left in REMOVED_SETTINGS.items():
+        if name in d and d.pop(name) != left:
+            raise InputError(
+                f"{path.parent} was generated with a {name} this patchpose no longer has (git tag "
+                "options-before-cleanup-2026-12-01 has it); choose another --out"
+            )
+    unknown = sorted(set(d) - {f.name for f in fields(GenerateConfig)})
+    if unknown:
+        raise InputError(f"{path} holds settings this patchpose does not know ({', '.join(unknown)})")
+    return d
+
+
 def _transforms(rng: np.random.Generator, cfg: GenerateConfig):
     """Per keypoint: (series id, content scale factor, content angle in degrees) for every sample."""
     rows = [(0, 1.0, 0.0)]
     rows += [(1, 2.0 ** ((i - 6) / 3.0), 0.0) for i in range(13)]
     rows += [(2, 1.0, 10.0 * j) for j in range(36)]
-    if cfg.b_scale_dist == "linear":
-        bs = rng.uniform(0.25, 4.0, cfg.b_scales)
-    else:
-        bs = 2.0 ** rng.uniform(-2.0, 2.0, cfg.b_scales)
+    bs = 2.0 ** rng.uniform(-2.0, 2.0, cfg.b_scales)
     rows += [(3, 1.0, 0.0)] + [(3, float(s), 0.0) for s in bs]
     rows += [(4, 1.0, 0.0)] + [(4, 1.0, float(a)) for a in rng.uniform(0.0, 360.0, cfg.b_angles)]
     js = 2.0 ** rng.uniform(-2.0, 2.0, cfg.b_joint)
@@ -289,7 +309,7 @@ def generate(
     out.mkdir(parents=True, exist_ok=True)
     cfg_path = out / "generate_config.json"
     if cfg_path.is_file():
-        old = json.loads(cfg_path.read_text())
+        old = read_config(cfg_path)
         if old != json.loads(json.dumps(asdict(cfg))):  # as JSON: a tuple reads back as a list
             raise InputError(f"{out} holds a dataset generated with another config; choose another --out")
         _check_shard_layout(out)
@@ -347,7 +367,7 @@ def merge(out: str | Path, parts, splits=("train", "val", "test")) -> dict:
         cp = part / "generate_config.json"
         if not cp.is_file():
             raise InputError(f"{part} is not a PatchPose generation folder (no generate_config.json)")
-        cfgs.append(json.loads(cp.read_text()))
+        cfgs.append(read_config(cp))
         if cfgs[-1] != cfgs[0]:
             raise InputError(f"{part} was generated with another config than {parts[0]}")
         if part.resolve() == out.resolve():
