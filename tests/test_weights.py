@@ -622,17 +622,17 @@ def test_an_interrupted_export_leaves_no_temporary_and_a_link_out_is_replaced(tm
     ck = _checkpoint(tmp_path / "ck.pt")
     out = tmp_path / "w.safetensors"
     out.write_bytes(b"an earlier file")
-    real_save_file = w.save_file
+    real_save_file = w._save_file
 
     def interrupted(tensors, filename, metadata=None):
         Path(filename).write_bytes(b"a part")
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(w, "save_file", interrupted)
+    monkeypatch.setattr(w, "_save_file", interrupted)
     assert main(["export", str(ck), "--out", str(out), "--overwrite"]) == 130  # interrupted
     assert sorted(os.listdir(tmp_path)) == ["ck.pt", "w.safetensors"]
     assert out.read_bytes() == b"an earlier file"
-    monkeypatch.setattr(w, "save_file", real_save_file)
+    monkeypatch.setattr(w, "_save_file", real_save_file)
     outs = {"safetensors": [str(ck)]}
     if importlib.util.find_spec("onnx"):
         outs["onnx"] = ["onnx", "--weights", "patchpose-fast-v1"]
@@ -653,6 +653,29 @@ def test_export_of_a_training_checkpoint(tmp_path):
     out = export_checkpoint(_checkpoint(tmp_path / "ck.pt", m), tmp_path / "w.safetensors")
     m2, meta = load_weights(out)
     assert m2.cfg == m.cfg and "step 3" in meta["notes"]
+
+
+def test_one_checkpoint_exported_again_gives_the_same_bytes(tmp_path):
+    """safetensors writes its metadata in a hash map's order, which changed from one export to the next: the
+    keys are written sorted, so that a rerun (a resumed recipe, a reproduction) can be checked byte for byte."""
+    import hashlib
+    import json
+
+    from safetensors import safe_open
+
+    from patchpose.weights import export_checkpoint
+
+    ck = _checkpoint(tmp_path / "ck.pt", create_model("small-cnn", width=0.5))
+    outs = [export_checkpoint(ck, tmp_path / f"w{i}.safetensors", notes="é") for i in range(6)]
+    assert len({hashlib.sha256(p.read_bytes()).hexdigest() for p in outs}) == 1
+    data = outs[0].read_bytes()
+    header = json.loads(data[8 : 8 + int.from_bytes(data[:8], "little")])
+    assert list(header["__metadata__"]) == sorted(header["__metadata__"])
+    with safe_open(str(outs[0]), "pt") as f:  # safetensors reads it back: metadata and tensors as written
+        meta = f.metadata()
+        assert meta["notes"] == "é" and meta["format"] == "patchpose"
+    m, _ = load_weights(outs[0])
+    assert m.cfg.arch == "small-cnn"
 
 
 @pytest.mark.parametrize(
@@ -1083,7 +1106,7 @@ def test_a_weights_file_that_cannot_be_written_is_a_weights_error(tmp_path, monk
         raise OSError(errno.ENOSPC, "No space left on device")
 
     model, _ = w.load_model("patchpose-fast-v1")
-    monkeypatch.setattr(w, "save_file", full)
+    monkeypatch.setattr(w, "_save_file", full)
     with pytest.raises(WeightsError, match="w.safetensors") as e:
         w.save_weights(model, tmp_path / "w.safetensors", name="mine")
     assert "\n" not in str(e.value) and not list(tmp_path.iterdir())

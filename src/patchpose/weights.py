@@ -24,7 +24,7 @@ from typing import Any
 
 import torch
 from safetensors import SafetensorError
-from safetensors.torch import load_file, safe_open, save_file
+from safetensors.torch import load_file, safe_open, save
 
 from . import checks
 from .errors import InputError, WeightsError, is_int_in
@@ -360,6 +360,26 @@ def save_weights(
     return _write_safetensors(model, path, meta, "model.safetensors")
 
 
+def safetensors_bytes(tensors: dict[str, torch.Tensor], meta: dict[str, str]) -> bytes:
+    """The safetensors file of ``tensors`` and ``meta``, the same bytes for the same model: safetensors writes
+    the metadata in a hash map's order, which changes from one writing to the next (one checkpoint exported
+    twice gave two files), so its keys are put in sorted order; the tensors' entries and data stay as written."""
+    data = save(tensors, metadata=meta)
+    n = int.from_bytes(data[:8], "little")
+    header = json.loads(data[8 : 8 + n])
+    if "__metadata__" in header:
+        header["__metadata__"] = dict(sorted(header["__metadata__"].items()))
+    text = json.dumps(header, separators=(",", ":"), ensure_ascii=False).encode()
+    text += b" " * (-len(text) % 8)  # the header padded to 8 bytes with spaces, as safetensors pads it
+    return len(text).to_bytes(8, "little") + text + data[8 + n :]
+
+
+def _save_file(tensors: dict[str, torch.Tensor], filename: str, metadata: dict[str, str]) -> None:
+    """:func:`safetensors_bytes` written to ``filename`` (as safetensors' ``save_file`` writes, but the same bytes
+    for the same model)."""
+    Path(filename).write_bytes(safetensors_bytes(tensors, metadata))
+
+
 def _write_safetensors(model: torch.nn.Module, path: str | Path, meta: dict, example: str) -> Path:
     """``model``'s state dict and ``meta`` as a safetensors file at ``path``, atomically, as ``export onnx`` and
     ``estimate`` write (:func:`~patchpose.fileio.write_through`: a new temporary sibling, then a rename; an error or
@@ -373,7 +393,7 @@ def _write_safetensors(model: torch.nn.Module, path: str | Path, meta: dict, exa
     try:
         # the temporary takes the new file's permission bits at the rename (safetensors writes owner-only files)
         write_through(
-            path, lambda tmp: save_file(tensors, str(tmp), metadata=meta), "weights file", keep_link=False
+            path, lambda tmp: _save_file(tensors, str(tmp), metadata=meta), "weights file", keep_link=False
         )
     # an OSError said in one line naming the file: a weights file not written, as it always was
     except InputError as e:
