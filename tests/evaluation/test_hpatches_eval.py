@@ -267,7 +267,6 @@ def test_harris_and_file_keypoints_evaluate_without_sift_rows(tmp_path):
         "pose",
         "ours_angle",
         "dominant_gradient",
-        "log+dominant_gradient",
         "dominant_gradient_blend",
         "dominant_gradient_pooled_blend",
         "shape_pooled_blend",
@@ -276,7 +275,6 @@ def test_harris_and_file_keypoints_evaluate_without_sift_rows(tmp_path):
         "pair_pose_ours",
         "pair_pose_gradient",
         "upper",
-        "upper_affine",
     )
     for rows in (pose_rows(4, sift=True), pose_rows(4, sift=False, keynet=True)):
         assert (
@@ -303,12 +301,7 @@ def test_harris_and_file_keypoints_evaluate_without_sift_rows(tmp_path):
     assert "## The pair's zoom" in (tmp_path / "h" / "results.md").read_text()
     assert list(doc["pair_turn"]) == ["pair_pose"] and doc["pair_turn"]["pair_pose"]["pairs"] == 2
     assert "## The pair's turn" in (tmp_path / "h" / "results.md").read_text()
-    assert set(doc["repeated_keypoints_pose"]["overall"]) == {
-        "n",
-        "ours",
-        "dominant_gradient",
-        "log+dominant_gradient",
-    }
+    assert set(doc["repeated_keypoints_pose"]["overall"]) == {"n", "ours", "dominant_gradient"}
     kdir = tmp_path / "kp" / "v_b"
     kdir.mkdir(parents=True)
     for k in (1, 2, 3):

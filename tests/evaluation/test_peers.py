@@ -367,12 +367,11 @@ def test_eval_hpatches_reports_the_peer_rows_with_descriptors_and_correct_matche
 
     # the rows of corners (pinned in tests/evaluation/test_hpatches_eval.py), the peers' before the upper bound
     assert list(saved["mma"]) == [
-        *pose_rows(4, sift=False)[:-2],
+        *pose_rows(4, sift=False)[:-1],
         "orinet",
         "affnet+orinet",
         "affnet_pooled_blend",
         "upper",
-        "upper_affine",
     ]
     per_kp = saved["descriptors_per_keypoint"]
     assert 1 <= per_kp.pop("ours_adaptive") < 4  # as many as the histograms have strong peaks

@@ -128,7 +128,7 @@ def test_the_dominant_gradient_pose_source_keeps_sifts_scale():
     f = detect(img, 60)
     s, o = frame_poses(Run(None), Image(f), "dominant_gradient")
     np.testing.assert_array_equal(s, f.sift_scale)
-    np.testing.assert_array_equal(o, handcrafted_poses(f, scale=False)[1])
+    np.testing.assert_array_equal(o, handcrafted_poses(f)[1])
     assert not np.allclose(o, f.sift_ori)  # its own angle, not SIFT's
     TwoViewConfig(describe_pose="dominant_gradient").validate()
 

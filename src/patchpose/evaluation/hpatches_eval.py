@@ -99,12 +99,11 @@ def pair_mma(err: np.ndarray, thresholds) -> list[float]:
 
 
 #: the poses whose consistency at re-detected keypoints is reported, in table order, and their labels
-REPEAT_SOURCES = ("sift", "ours", "dominant_gradient", "log+dominant_gradient", "orinet")
+REPEAT_SOURCES = ("sift", "ours", "dominant_gradient", "orinet")
 REPEAT_LABELS = {
     "sift": "SIFT's own pose",
     "ours": "ours",
     "dominant_gradient": "dominant gradient (detector's scale)",
-    "log+dominant_gradient": "LoG + dominant gradient",
     "orinet": "OriNet (detector's scale)",
 }
 REPEAT_PX = 1.5  # a keypoint of image k "repeats" one of image 1 when H maps the latter within this
@@ -198,9 +197,8 @@ def match_sequence(
         poses = {"ours": (o.scale[:, 0], o.orientation[:, 0])} if o is not None else {}
         if np.isfinite(f.sift_scale).all() and o is not None:
             poses = {"sift": (f.sift_scale, f.sift_ori), **poses}
-        for name in ("dominant_gradient", "log+dominant_gradient"):  # memoised: the matching rows share them
-            if name in rows and o is not None:
-                poses[name] = handcrafted_poses(f, scale=name == "log+dominant_gradient")
+        if "dominant_gradient" in rows and o is not None:  # memoised: the matching row shares it
+            poses["dominant_gradient"] = handcrafted_poses(f)
         if "orinet" in rows and o is not None:  # the detector's scale, as the hand-crafted upright row
             poses["orinet"] = (f.frame, peer_poses(f, peers, "orinet")[0])
         return f, o, poses, read

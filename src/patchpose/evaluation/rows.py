@@ -16,16 +16,15 @@ take their weights from a folder the caller names (:class:`~patchpose.evaluation
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from ..conventions import REFERENCE_RADIUS, angle_diff, rotation_matrix
-from ..data.patches import check_image, extract_patches, to_gray
+from ..data.patches import check_image, to_gray
 from ..errors import InputError
-from ..geometry import apply_homography, homography_jacobian, pose_change, reprojection_errors
+from ..geometry import apply_homography, pose_change, reprojection_errors
 from ..matching import features as library_features
 from ..matching.blend import BLEND_K, POOL_WEIGHTS, affine_parts, blend_descriptors, pool_sizes, turned_shapes
 from ..matching.candidates import (
@@ -45,7 +44,7 @@ from ..matching.candidates import (
     sift_all_poses,
 )
 from ..matching.describe import Describer
-from ..matching.features import SIFT_REGION, Features, features_at
+from ..matching.features import Features, features_at
 from ..matching.matcher import mutual_nn
 from ..matching.pairpose import (
     GradientVotes,
@@ -60,7 +59,6 @@ from ..matching.pairpose import (
 from ..matching.rectify import rectified_pair
 from ..matching.zoom import PairTurn, PairZoom
 from ..reading import strong_candidates
-from .baselines import LOG_PATCH, LOG_SIGMA, LOG_WINDOWS, log_scale_selection
 from .peers import (
     Peers,
     affnet_frames,
@@ -72,8 +70,6 @@ from .peers import (
 )
 from .second_pass import second_pass
 
-#: SIFT's orientation window (radius 3·1.5σ), in units of σ: where the hand-crafted row reads its gradients
-SIFT_ORI_RADIUS = 4.5
 #: the keypoint sources :func:`detect` knows: the library's, Key.Net's (the peers' weights) and Shi-Tomasi corners
 #: in a scale space, each with its scale (kornia's ``ScaleSpaceDetector``, as its corner pipeline runs it)
 DETECTORS = (*library_features.DETECTORS, "keynet", "gftt_scale", "aliked")
@@ -163,29 +159,16 @@ def nearest_candidates(candidates: list[np.ndarray], orientation: np.ndarray) ->
     ).reshape(-1)
 
 
-def handcrafted_poses(feats: Features, scale: bool = True) -> tuple[np.ndarray, np.ndarray]:
-    """Hand-crafted poses ``(log2 half-width of the descriptor patch, orientation)`` ``(N,)`` at the
-    keypoints: with ``scale``, a LoG scale selection (σ) sets the patch to ``2·SIFT_REGION·σ`` and the
-    orientation is kornia's dominant gradient over a radius of ``SIFT_ORI_RADIUS·σ``; without, the patch is
-    the detector's (:attr:`Features.frame`: 16 px where it has none) and the orientation is read on it (the
-    ``dominant_gradient`` row)."""
-    n = len(feats)
-    if n == 0:
+def handcrafted_poses(feats: Features) -> tuple[np.ndarray, np.ndarray]:
+    """The hand-crafted pose ``(log2 half-width of the descriptor patch, orientation)`` ``(N,)`` at the keypoints
+    (the ``dominant_gradient`` row): the detector's patch (:attr:`Features.frame`: 16 px where it has none) and
+    kornia's dominant gradient orientation read on it."""
+    if len(feats) == 0:
         return np.zeros(0), np.zeros(0)
-    if ("handcrafted", scale) in feats.memo:
-        return feats.memo[("handcrafted", scale)]
-    xy, zero = feats.xy, np.zeros(n)
-    if scale:
-        stack = extract_patches(feats.pyramid, xy, zero, zero, LOG_PATCH, list(LOG_WINDOWS))
-        # log_scale_selection gives log2 of the window w; the LoG's σ is LOG_SIGMA patch pixels, i.e.
-        # LOG_SIGMA·2·w/LOG_PATCH reference radii
-        sigma = log_scale_selection(stack) + math.log2(2.0 * LOG_SIGMA / LOG_PATCH)
-        size = sigma + math.log2(2.0 * SIFT_REGION)
-        ori_frame = sigma + math.log2(SIFT_ORI_RADIUS)
-    else:
-        size = ori_frame = feats.frame
-    feats.memo[("handcrafted", scale)] = (np.asarray(size, np.float64), gradient_angles(feats, ori_frame))
-    return feats.memo[("handcrafted", scale)]
+    if "handcrafted" not in feats.memo:
+        size = feats.frame
+        feats.memo["handcrafted"] = (np.asarray(size, np.float64), gradient_angles(feats, size))
+    return feats.memo["handcrafted"]
 
 
 def peer_poses(feats: Features, peers: Peers | None, row: str) -> tuple[np.ndarray, np.ndarray | None]:
@@ -423,12 +406,9 @@ def _sift_resolved(run: Run, im: Image) -> Poses2:
     return f.sift_scale[:, None], o[:, None]
 
 
-def _handcrafted(scale: bool):
-    def poses(run: Run, im: Image) -> Poses2:
-        s, o = handcrafted_poses(im.feats, scale=scale)
-        return s[:, None], o[:, None]
-
-    return poses
+def _handcrafted(run: Run, im: Image) -> Poses2:
+    s, o = handcrafted_poses(im.feats)
+    return s[:, None], o[:, None]
 
 
 def _gradient_blend(run: Run, im: Image) -> tuple:
@@ -487,21 +467,6 @@ def _upper(run: Run, im: Image) -> Poses2:
     src = apply_homography(np.linalg.inv(im.H), im.feats.xy)
     ds, dt, ok = pose_change(im.H, src)
     return np.where(ok, ds, 0.0)[:, None], np.where(ok, dt, 0.0)[:, None]
-
-
-def _upper_affine(run: Run, im: Image) -> np.ndarray:
-    """Upright patches of half-width 16 px in image 1, and in image k the patches cut through ``H``'s Jacobian
-    at each keypoint's source point times that frame (upright at 16 px where the local map is degenerate or
-    mirrors)."""
-    f, n = im.feats, len(im.feats)
-    zero = np.zeros(n)
-    if im.H is None:
-        return run.describer.describe(f.pyramid, f.xy, zero, zero)
-    J = homography_jacobian(im.H, apply_homography(np.linalg.inv(im.H), f.xy))
-    with np.errstate(invalid="ignore"):
-        ok = np.isfinite(J).all(axis=(1, 2)) & (np.linalg.det(np.nan_to_num(J)) > 1e-12)
-    scale, shape = affine_parts(REFERENCE_RADIUS * np.where(ok[:, None, None], J, np.eye(2)))
-    return run.describer.describe(f.pyramid, f.xy, scale, zero, shape=shape)
 
 
 def _pair_pose(run: Run, im1: Image, im2: Image) -> tuple:
@@ -670,15 +635,8 @@ ROWS: dict[str, Row] = {
         Row(
             "dominant_gradient",
             "dominant gradient orientation (kornia), detector's scale",
-            poses=_handcrafted(False),
+            poses=_handcrafted,
             group="handcrafted",
-        ),
-        Row(
-            "log+dominant_gradient",
-            "LoG scale + dominant gradient orientation (hand-crafted)",
-            poses=_handcrafted(True),
-            group="handcrafted",
-            ablation=True,
         ),
         Row(
             "dominant_gradient_blend",
@@ -773,7 +731,6 @@ ROWS: dict[str, Row] = {
             affine=_affnet_shapes,
         ),
         Row("upper", "upper (pose from H)", poses=_upper),
-        Row("upper_affine", "upper (H's local affine map)", describe=_upper_affine, ablation=True),
     )
 }
 
@@ -986,8 +943,8 @@ def match_images(
     ``"zoom"`` and ``"turn"``, a row that detects a photo's keypoints again (``Row.redetect``) its own ``"xy1"`` and
     ``"xy2"``."""
     cfg = run.cfg
-    if H is None and {"upper", "upper_affine"} & set(rows):
-        raise InputError("the 'upper' rows need the ground-truth homography H")
+    if H is None and "upper" in rows:
+        raise InputError("the 'upper' row needs the ground-truth homography H")
     im1 = Image(detect(image1, cfg.max_keypoints, keypoints1, cfg.detector, run.peers, sizes1))
     im2 = Image(detect(image2, cfg.max_keypoints, keypoints2, cfg.detector, run.peers, sizes2), H=H)
     d1 = describe_rows([r for r in rows if not get_row(r).is_pair], run, im1)
