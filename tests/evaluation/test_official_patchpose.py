@@ -66,10 +66,21 @@ def test_pairs_follow_the_official_subsets(replica):
     assert set(listed.groups) == {"cow_2007_000001_0"}
 
 
-def test_official_layout_needs_a_single_window_model(replica, tmp_path, legacy_weights):
+def test_official_layout_needs_a_single_window_model(replica, tmp_path, legacy_weights, capsys):
+    from patchpose.cli.main import main
+
     root, _ = replica
     with pytest.raises(InputError, match="log-polar grid"):
         evaluate_official_layout(root)  # the default model reads a log-polar grid
+    # the command takes no default (every bundled model is log-polar): --weights is required, a bundled one a line
+    with pytest.raises(SystemExit) as e:
+        main(["eval", "patchpose-official", "--root", str(root)])
+    assert e.value.code == 2 and "--weights" in capsys.readouterr().err
+    argv = ["eval", "patchpose-official", "--root", str(root), "--out", str(tmp_path / "o")]
+    assert main([*argv, "--weights", "patchpose-v10"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "log-polar grid" in err and len(err.splitlines()) == 1, err
+    assert not (tmp_path / "o").exists()
     with pytest.raises(InputError, match="single 32-px windows"):
         evaluate_official_layout(root, str(legacy_weights["v1"]))  # patchpose-v1's layout: 3 windows
     from patchpose.models import create_model

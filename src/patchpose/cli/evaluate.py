@@ -386,7 +386,12 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         "patchpose-official", help="official metric on a released PatchPose copy (single-window models)"
     )
     po.add_argument("--root", required=True, help="folder holding patchPoseA/, patchPoseB/ (and *ImageList/)")
-    add_weights(po, read=False)  # stored 32-px patches: one read
+    po.add_argument(  # stored 32-px patches: one read; every bundled model reads a log-polar grid, which they lack
+        "--weights",
+        required=True,
+        help="a single-window model: a safetensors file trained with --config paper or model.windows=[1.0] (the "
+        "bundled models read a log-polar grid, which these 32-px crops cannot give)",
+    )
     po.add_argument("--list", default=None, help="image list name, e.g. test_acquired")
     po.add_argument(
         "--top-k", type=int, default=1, help="a keypoint counts as correct if any of k candidates is"

@@ -34,8 +34,8 @@ def evaluate_official_layout(
     if cfg.is_polar:
         raise InputError(
             "the official PatchPose crops are single 32-px windows; this model reads a log-polar grid of up "
-            "to 512 px about the keypoint (a model trained with model.windows=[1.0] can be evaluated here; "
-            "'patchpose eval patchpose' evaluates any model)"
+            "to 512 px about the keypoint (a model trained with --config paper or model.windows=[1.0] can be "
+            "evaluated here; 'patchpose eval patchpose' evaluates any model)"
         )
     if [float(w) for w in cfg.windows] != [1.0]:
         raise InputError(
