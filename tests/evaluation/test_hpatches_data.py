@@ -4,6 +4,7 @@ generator, pooled seeds and the Graffiti pair written as a sequence."""
 from __future__ import annotations
 
 import json
+import shutil
 
 import cv2
 import numpy as np
@@ -110,6 +111,28 @@ def test_generator_resumes_to_the_same_content(tmp_path):
         for f in sorted((tmp_path / "a" / name).iterdir()):
             assert f.read_bytes() == (tmp_path / "b" / name / f.name).read_bytes(), (name, f.name)
     assert not (tmp_path / "b" / ".tmp_v_p1").exists()
+
+
+def test_a_stopped_generation_is_not_scored_as_a_finished_one(tmp_path):
+    """``manifest.json`` (the plan) is written before the sequences, so a run stopped half-way looked finished:
+    ``eval hpatches`` scored the sequences it had made without a word. Reading such a folder is a one-line error
+    until the rerun finishes it; a folder without a manifest (the release itself) is read as it is."""
+    photos = []
+    for n in range(2):
+        photos.append(tmp_path / f"p{n}.png")
+        cv2.imwrite(str(photos[-1]), make_rgb_image(200, seed=n))
+    cfg = HPatchesGenConfig(max_side=160, targets=2)
+    out = tmp_path / "hp"
+    generate_hpatches(photos, out, cfg, kinds="v", progress=False)
+    assert [s.name for s in load_hpatches(out)] == ["v_p0", "v_p1"]
+    shutil.rmtree(out / "v_p1")  # as a run stopped before its second sequence leaves it
+    with pytest.raises(InputError, match=r"unfinished: 1 of the 2 sequences .*\(e\.g\. v_p1\).*rerun it"):
+        load_hpatches(out)
+    generate_hpatches(photos, out, cfg, kinds="v", progress=False)  # the rerun finishes it
+    assert [s.name for s in load_hpatches(out)] == ["v_p0", "v_p1"]
+    (out / "manifest.json").unlink()
+    shutil.rmtree(out / "v_p1")
+    assert [s.name for s in load_hpatches(out)] == ["v_p0"]
 
 
 def test_generator_resume_refuses_other_settings_or_moved_names(tmp_path):

@@ -106,6 +106,24 @@ def _read_sequence(folder: Path) -> Sequence:
     return Sequence(folder.name, folder, images, homs)
 
 
+def _check_finished(root: Path) -> None:
+    """InputError where ``root`` is a :func:`generate_hpatches` folder (its ``manifest.json``, written first, lists
+    the sequences planned) that lacks some of them: a run stopped half-way, which would otherwise be scored on the
+    sequences it finished without a word."""
+    try:
+        planned = json.loads((root / "manifest.json").read_text())["sequences"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return  # not a generated folder (the release itself has no manifest)
+    if not isinstance(planned, dict):
+        return
+    missing = [name for name in planned if not (root / name).is_dir()]
+    if missing:
+        raise InputError(
+            f"{root} is unfinished: {len(missing)} of the {len(planned)} sequences its manifest.json plans are "
+            f"missing (e.g. {missing[0]}): a 'patchpose generate hpatches' was stopped; rerun it to finish"
+        )
+
+
 def load_hpatches(
     root: str | Path, drop_high_res: bool = False, names: list[str] | None = None
 ) -> list[Sequence]:
@@ -122,6 +140,7 @@ def load_hpatches(
     if not root.is_dir():
         raise InputError(f"HPatches folder not found: {root}")
     folders = sorted(p for p in root.iterdir() if p.is_dir() and re.match(r"^[iv]_", p.name))
+    _check_finished(root)
     if not folders:
         raise InputError(f"no HPatches sequences (folders named i_* or v_*) in {root}")
     if names is not None:
