@@ -206,6 +206,17 @@ def write_through(
     return path
 
 
+def write_npz(path: str | Path, arrays: dict) -> Path:
+    """``arrays`` as an uncompressed ``.npz`` at ``path``, through :func:`write_through` (a temporary sibling, then a
+    rename: a stopped run leaves no half-written file and no temporary)."""
+
+    def write(tmp: Path) -> None:
+        with open(tmp, "wb") as f:
+            np.savez(f, **arrays)
+
+    return write_through(path, write, "arrays file")
+
+
 #: the files a :func:`written_together` block has written, not yet renamed: ``(tmp, real, path, what)``
 _STAGED: contextvars.ContextVar[list | None] = contextvars.ContextVar("patchpose_staged", default=None)
 

@@ -72,6 +72,47 @@ def test_rotation_matching_eval_on_a_tiny_set(tmp_path):
     assert "By how far the photo is turned" in md and "| tex.png |" in md
 
 
+def test_a_stopped_rotation_run_resumes_at_the_photo_it_had_not_done(tmp_path, monkeypatch):
+    """Each photo's turns are cached under OUT/cache (written whole, then renamed): a run stopped at its second
+    photo computes only that one again, and gives what an uninterrupted run gives; other settings do not reuse
+    the cache."""
+    import patchpose.evaluation.rotation_eval as rot
+
+    photos = []
+    for n in range(2):
+        photos.append(tmp_path / f"p{n}.png")
+        cv2.imwrite(str(photos[-1]), (make_textured_image(200, seed=n) * 255).astype(np.uint8))
+    kw = dict(angles=(0, 90), max_keypoints=200, progress=False, bootstrap=50)
+    whole = rot.evaluate_rotation(photos, tmp_path / "whole", **kw)
+    computed, real = [], rot._photo_arrays
+
+    def stop_at_the_second(p, *a, **k):
+        if p == photos[1]:
+            raise KeyboardInterrupt
+        computed.append(p)
+        return real(p, *a, **k)
+
+    monkeypatch.setattr(rot, "_photo_arrays", stop_at_the_second)
+    with pytest.raises(KeyboardInterrupt):
+        rot.evaluate_rotation(photos, tmp_path / "o", **kw)
+    assert computed == [photos[0]] and not (tmp_path / "o" / "results.json").exists()
+    assert not [f for f in (tmp_path / "o").rglob("*") if f.is_file() and f.suffix not in (".npz", ".json")]
+
+    def counted(p, *a, **k):
+        computed.append(p)
+        return real(p, *a, **k)
+
+    monkeypatch.setattr(rot, "_photo_arrays", counted)
+    resumed = rot.evaluate_rotation(photos, tmp_path / "o", **kw)
+    assert computed == [photos[0], photos[1]]  # the first photo came from the cache
+    drop = ("seconds",)
+    assert {k: v for k, v in resumed.items() if k not in drop} == {
+        k: v for k, v in whole.items() if k not in drop
+    }
+    rot.evaluate_rotation(photos, tmp_path / "o", **{**kw, "max_keypoints": 150})
+    assert computed[2:] == photos  # other settings: computed again
+
+
 def test_rotation_bands_by_distance_from_upright():
     """A turn's band is set by its distance from upright: 350° is 10° away, 270° is 90° away; by_rotation
     averages each band's turns (photos first) and leaves out bands without turns."""

@@ -41,7 +41,7 @@ import numpy as np
 
 from ..data.keypoints import MAX_KEYPOINTS, detect_harris, detect_sift
 from ..errors import InputError, is_int_in, require
-from ..fileio import read_keypoints, write_text_atomic
+from ..fileio import read_keypoints, write_npz, write_text_atomic
 from ..geometry import apply_homography, inside, pose_change, reprojection_errors
 from ..matching.blend import blend_descriptors
 from ..matching.describe import Describer
@@ -597,20 +597,6 @@ def pose_tables(per_seq: dict[str, dict], names: list[str], top_k: int, bins_per
 
 
 # ----------------------------------------------------------------------------- the command
-def _atomic_write(path: Path, writer) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    writer(tmp)
-    os.replace(tmp, path)
-
-
-def _save_npz(path: Path, arrays: dict) -> None:
-    def w(tmp: Path) -> None:
-        with open(tmp, "wb") as f:
-            np.savez(f, **arrays)
-
-    _atomic_write(path, w)
-
-
 def evaluate_hpatches(
     root: str | Path,
     out_dir: str | Path,
@@ -760,7 +746,7 @@ def evaluate_hpatches(
                 )
                 write_text_atomic(mf, json.dumps(res))
             if pose and not pf.is_file():
-                _save_npz(pf, pose_sequence(seq, est, images))
+                write_npz(pf, pose_sequence(seq, est, images))
         except InputError as e:
             raise InputError(f"sequence {seq.path}: {e}") from None
         matching[seq.name] = json.loads(mf.read_text())

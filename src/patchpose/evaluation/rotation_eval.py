@@ -44,6 +44,8 @@ of every row's MMA and of every row minus SIFT's own pose (``doc["intervals"]``)
 
 from __future__ import annotations
 
+import hashlib
+import json
 import time
 from dataclasses import asdict, replace
 from pathlib import Path
@@ -58,8 +60,10 @@ from ..conventions import (
     to_cv2_size_angle,
 )
 from ..errors import InputError, is_int_in, require
+from ..fileio import write_npz, write_text_atomic
 from ..geometry import apply_homography
 from ..interop import keypoint_xy
+from .hpatches_eval import files_fingerprint, model_digest
 from .intervals import (
     DEFAULT_REPLICATES,
     check_bootstrap,
@@ -264,6 +268,79 @@ def _described(sift, gray, views: dict, est) -> tuple[dict, dict]:
     return kept, desc
 
 
+#: raised whenever the code changes what a photo's cached turns hold or how they are computed
+CACHE_VERSION = 1
+
+
+def _cache_folder(out: Path, est, peers, angles, max_keypoints, max_side, thresholds, rows) -> Path:
+    """``OUT/cache/<setting>``: a photo's results are reused only under the very settings, model (its
+    parameters) and peers' files that computed them."""
+    setting = json.dumps(
+        {
+            "model_digest": model_digest(est.model),
+            "plan": asdict(est.plan),
+            "peers": None if peers is None else peers.fingerprint(list(PEER_ROWS)),
+            "angles": list(angles),
+            "max_keypoints": max_keypoints,
+            "max_side": max_side,
+            "thresholds": list(thresholds),
+            "rows": list(rows),
+            "cache_version": CACHE_VERSION,
+        },
+        sort_keys=True,
+    )
+    cache = out / "cache" / hashlib.sha256(setting.encode()).hexdigest()[:12]
+    cache.mkdir(parents=True, exist_ok=True)
+    write_text_atomic(cache / "setting.json", setting)
+    return cache
+
+
+def _photo_arrays(p, est, peers, angles, max_keypoints, max_side, thresholds, rows) -> dict[str, np.ndarray]:
+    """One photo against its turned copies, as arrays for the cache: ``used`` (whether it has
+    :data:`MIN_KEYPOINTS`), and per row ``mma|ROW|i`` (MMA at each threshold at the i-th angle),
+    ``matches|ROW`` (the matches of each turn described) and ``errors|ROW|i`` (:func:`angle_errors`)."""
+    from ..data.patches import load_image, resize_long_side
+
+    sift = cv2.SIFT_create(nfeatures=max_keypoints)
+    bf = cv2.BFMatcher(cv2.NORM_L2, crossCheck=True)
+    img, _ = resize_long_side(load_image(p), max_side)
+    h, w = img.shape[:2]
+    g0 = cv2.cvtColor(img, cv2.COLOR_RGB2GRAY)
+    det0 = sift.detect(g0, None)
+    if len(_dedupe(det0)) < MIN_KEYPOINTS:
+        return {"used": np.array(False)}
+    arrays: dict[str, np.ndarray] = {"used": np.array(True)}
+    matches: dict = {r: [] for r in rows}
+    views0 = _views(img, det0, est, peers)
+    kept0, d0 = _described(sift, g0, views0, est)
+    for i, a in enumerate(angles):
+        H = similarity_about(((w - 1) / 2, (h - 1) / 2), 0.0, np.radians(a))
+        img1 = cv2.warpAffine(img, H[:2], (w, h), flags=cv2.INTER_LINEAR)
+        g1 = cv2.cvtColor(img1, cv2.COLOR_RGB2GRAY)
+        det1 = sift.detect(g1, None)
+        if len(_dedupe(det1)) < MIN_KEYPOINTS:
+            arrays.update({f"mma|{r}|{i}": np.zeros(len(thresholds)) for r in rows})
+            continue
+        views1 = _views(img1, det1, est, peers)
+        if a % 360:
+            for r, e in angle_errors(views0, views1, H, a).items():
+                arrays[f"errors|{r}|{i}"] = e
+            arrays[f"errors|{TRUE_POSITION_ROW}|{i}"] = true_position_errors(img1, views0, views1, H, a, est)
+        kept1, d1 = _described(sift, g1, views1, est)
+        for r in rows:
+            m = bf.match(d0[r], d1[r])
+            matches[r].append(len(m))
+            if not m:
+                arrays[f"mma|{r}|{i}"] = np.zeros(len(thresholds))
+                continue
+            x0 = keypoint_xy([kept0[r][q.queryIdx] for q in m])
+            x1 = keypoint_xy([kept1[r][q.trainIdx] for q in m])
+            e = np.linalg.norm(apply_homography(H, x0) - x1, axis=1)
+            arrays[f"mma|{r}|{i}"] = np.array([np.mean(e <= t) for t in thresholds], np.float64)
+    arrays.update({f"matches|{r}": np.array(v, np.int64) for r, v in matches.items()})
+    return arrays
+
+
 def evaluate_rotation(
     photos: list[Path],
     out_dir: str | Path,
@@ -285,7 +362,6 @@ def evaluate_rotation(
     (:meth:`patchpose.ReadPlan.replace`), or None. ``peers``: the peers' weights folder (or its
     :class:`~patchpose.evaluation.peers.Peers`) for the ``orinet`` row, or None."""
     tqdm = require("tqdm", "eval").tqdm
-    from ..data.patches import load_image, resize_long_side
     from ..estimator import PatchPoseEstimator
     from .peers import Peers
 
@@ -302,49 +378,29 @@ def evaluate_rotation(
         peers = Peers(peers)
     rows = (*BASE_ROWS, *BLEND_ROWS, *(PEER_ROWS if peers is not None else ()), "sift_all_orientations")
     angle_rows = tuple(r for r in ANGLE_ROWS if r in rows)
-    sift = cv2.SIFT_create(nfeatures=max_keypoints)
-    bf = cv2.BFMatcher(cv2.NORM_L2, crossCheck=True)
     per_angle = {r: {a: [] for a in angles} for r in rows}
     n_matches: dict = {r: [] for r in rows}
     errs: dict = {r: [] for r in (*angle_rows, TRUE_POSITION_ROW)}
     used = 0  # photos with enough keypoints
     names: list[str] = []
+    out = Path(out_dir)
+    cache = _cache_folder(out, est, peers, angles, max_keypoints, max_side, thresholds, rows)
     for p in tqdm(photos, desc="photos", disable=not progress):
-        img, _ = resize_long_side(load_image(p), max_side)
-        h, w = img.shape[:2]
-        g0 = cv2.cvtColor(img, cv2.COLOR_RGB2GRAY)
-        det0 = sift.detect(g0, None)
-        if len(_dedupe(det0)) < MIN_KEYPOINTS:
-            continue
-        used += 1
-        names.append(Path(p).name)
-        views0 = _views(img, det0, est, peers)
-        kept0, d0 = _described(sift, g0, views0, est)
-        for a in angles:
-            H = similarity_about(((w - 1) / 2, (h - 1) / 2), 0.0, np.radians(a))
-            img1 = cv2.warpAffine(img, H[:2], (w, h), flags=cv2.INTER_LINEAR)
-            g1 = cv2.cvtColor(img1, cv2.COLOR_RGB2GRAY)
-            det1 = sift.detect(g1, None)
-            if len(_dedupe(det1)) < MIN_KEYPOINTS:
+        f = cache / f"{Path(p).stem}.{files_fingerprint([p])}.npz"
+        if not f.is_file():  # each photo's turns once: a stopped run resumes at the first photo not done
+            write_npz(f, _photo_arrays(p, est, peers, angles, max_keypoints, max_side, thresholds, rows))
+        with np.load(f, allow_pickle=False) as z:
+            if z["used"]:
+                used += 1
+                names.append(Path(p).name)
                 for r in rows:
-                    per_angle[r][a].append([0.0] * len(thresholds))
-                continue
-            views1 = _views(img1, det1, est, peers)
-            if a % 360:
-                for r, e in angle_errors(views0, views1, H, a).items():
-                    errs[r].append(e)
-                errs[TRUE_POSITION_ROW].append(true_position_errors(img1, views0, views1, H, a, est))
-            kept1, d1 = _described(sift, g1, views1, est)
-            for r in rows:
-                m = bf.match(d0[r], d1[r])
-                n_matches[r].append(len(m))
-                if not m:
-                    per_angle[r][a].append([0.0] * len(thresholds))
-                    continue
-                x0 = keypoint_xy([kept0[r][q.queryIdx] for q in m])
-                x1 = keypoint_xy([kept1[r][q.trainIdx] for q in m])
-                e = np.linalg.norm(apply_homography(H, x0) - x1, axis=1)
-                per_angle[r][a].append([float(np.mean(e <= t)) for t in thresholds])
+                    for i, a in enumerate(angles):
+                        per_angle[r][a].append(z[f"mma|{r}|{i}"].tolist())
+                    n_matches[r] += z[f"matches|{r}"].tolist()
+                for r in errs:
+                    errs[r] += [
+                        z[f"errors|{r}|{i}"] for i in range(len(angles)) if f"errors|{r}|{i}" in z.files
+                    ]
     if not used:
         raise InputError(
             f"none of the {len(photos)} photos has {MIN_KEYPOINTS} SIFT keypoints (blank or too small?): "
@@ -368,8 +424,6 @@ def evaluate_rotation(
         "plan": asdict(est.plan),
         "seconds": time.time() - t0,
     }
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
     lines = [
         "# In-plane rotation matching with OpenCV SIFT descriptors",
         "",
