@@ -45,9 +45,6 @@ class LossConfig:
     ori_shift: str = "prob"  # "prob" | "logits"
     ori_entropy: float = 1.0  # weight of +mean H(h) on orientation histograms (0 = paper)
     ori_batch_entropy: float = 1.0  # weight of −H(mean h) over the batch (0 = paper)
-    scale_entropy: float = 0.0  # weight of +mean H(h) on scale histograms
-    scale_weight: float = 1.0
-    ori_weight: float = 1.0
     distill: float = 0.0  # weight of the KL divergence to a teacher's histograms (run.teacher)
 
 
@@ -141,12 +138,7 @@ def pose_loss(out_a: dict, out_b: dict, d_scale: torch.Tensor, d_ori: torch.Tens
             za, zb, d_scale, circular=False, temperature=cfg.temperature, mode=cfg.scale_bins
         ).mean()
         losses["scale"] = ls
-        total = total + cfg.scale_weight * ls
-        if cfg.scale_entropy:
-            h = 0.5 * (
-                entropy((za / cfg.temperature).softmax(1)) + entropy((zb / cfg.temperature).softmax(1))
-            )
-            total = total + cfg.scale_weight * cfg.scale_entropy * h.mean()
+        total = total + ls
     if "ori_logits" in out_a:
         za, zb = out_a["ori_logits"].float(), out_b["ori_logits"].float()
         lo = alignment_loss(
@@ -160,7 +152,7 @@ def pose_loss(out_a: dict, out_b: dict, d_scale: torch.Tensor, d_ori: torch.Tens
         if cfg.ori_batch_entropy:
             reg = reg - cfg.ori_batch_entropy * entropy(pb.mean(0))
         losses["ori_reg"] = reg.detach()
-        total = total + cfg.ori_weight * (lo + reg)
+        total = total + (lo + reg)  # summed in this order: the losses of runs made before, bit for bit
     losses["total"] = total
     return losses
 

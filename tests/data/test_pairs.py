@@ -250,64 +250,6 @@ def test_pair_stream_yields_tensor_batches(photo_path, cfg):
     assert not torch.equal(b1["d_ori"], b3["d_ori"])
 
 
-# ----------------------------------------------------------------------------- affine views, shading
-
-
-def test_random_shapes_are_symmetric_stretches_of_determinant_one():
-    P = pairs_mod.random_shapes(np.random.default_rng(0), 50, 0.5)
-    np.testing.assert_allclose(np.linalg.det(P), 1.0, atol=1e-12)
-    np.testing.assert_allclose(P, P.transpose(0, 2, 1), atol=1e-15)
-    ev = np.linalg.eigvalsh(P)
-    assert (ev > 0).all() and ev[:, 1].max() <= math.exp(0.5) + 1e-12
-
-
-def test_affine_views_keep_exact_labels_and_b_is_a_seen_through_the_frames(pool):
-    """With anisotropy on, patch_b is still patch_a mapped by M_a⁻¹·M_b (frames M = r·2^σ·R(θ)·P), and
-    the pose change of that map is exactly the label (d_scale, d_ori)."""
-    from patchpose.conventions import rotation_matrix
-    from patchpose.geometry import pose_change
-
-    cfg = PairConfig(long_side=0, margin=60, anisotropy=0.4, anisotropy_prob=1.0, delta_scale=0.5)
-    b = sample_pairs(np.random.default_rng(5), pool, 32, cfg, PS, augment=False)
-    assert not np.allclose(b["shape_a"], np.eye(2)) or not np.allclose(b["shape_b"], np.eye(2))
-    sb, tb = b["sigma_a"] - b["d_scale"], b["theta_a"] - b["d_ori"]
-    good, bad = [], []
-    for i in range(32):
-        Ma = 2.0 ** b["sigma_a"][i] * rotation_matrix(b["theta_a"][i]) @ b["shape_a"][i]
-        Mb = 2.0 ** sb[i] * rotation_matrix(tb[i]) @ b["shape_b"][i]
-        T = np.eye(3)
-        T[:2, :2] = np.linalg.inv(Mb) @ Ma
-        ds, do, ok = pose_change(T, [[0.0, 0.0]])
-        assert ok[0] and ds[0] == pytest.approx(b["d_scale"][i], abs=1e-5)
-        assert abs(np.angle(np.exp(1j * (do[0] - b["d_ori"][i])))) < 1e-5
-        L = np.linalg.inv(Ma) @ Mb  # patch b pixel offsets → patch a pixel offsets
-        M = np.hstack([L, (np.array([C, C]) - L @ [C, C])[:, None]])
-        flags = cv2.INTER_LINEAR | cv2.WARP_INVERSE_MAP
-        pred = cv2.warpAffine(b["patch_a"][i, 0], M, (PS, PS), flags=flags, borderMode=cv2.BORDER_REFLECT)
-        wrong = cv2.warpAffine(b["patch_a"][i, 0], np.hstack([np.eye(2), np.zeros((2, 1))]), (PS, PS))
-        inner = np.hypot(_XX - C, _YY - C) < 6.0
-        good.append(np.abs(pred - b["patch_b"][i, 0])[inner].mean())
-        bad.append(np.abs(wrong - b["patch_b"][i, 0])[inner].mean())
-    assert np.median(good) < 0.04 and np.median(bad) > 2 * np.median(good)
-
-
-def test_polar_shading_is_a_linear_ramp_in_log_gain():
-    from patchpose.data.polar import PolarGrid
-
-    grid = PolarGrid(31, 36, 3)
-    ones = np.ones((4, 1, 31, 36), np.float32)
-    out = pairs_mod.polar_shading(np.random.default_rng(0), ones, np.zeros(4), grid, 1.0)
-    lg = np.log2(out[:, 0].astype(np.float64))
-    np.testing.assert_allclose(lg, -np.roll(lg, 18, axis=2), atol=1e-5)  # opposite directions: opposite gain
-    r = 16.0 * 2.0 ** grid.log2_radii()
-    amp = np.abs(lg).max(axis=2)  # (4, K): grows in proportion to the radius, at most r/512 octaves
-    ratio = amp / r[None]
-    np.testing.assert_allclose(ratio, np.broadcast_to(ratio[:, :1], ratio.shape), rtol=1e-3)
-    assert (amp <= r[None] / 512 + 1e-6).all() and amp.max() > 0.05
-    same = pairs_mod.polar_shading(np.random.default_rng(0), ones, np.zeros(4), grid, 0.0)
-    np.testing.assert_array_equal(same, ones)
-
-
 def test_context_loss_replaces_what_lies_beyond_a_line_by_a_constant():
     """data.context: a view that loses its context has every sample farther than d along some direction
     replaced by one constant, nothing at a radius under d_min touched, the lost samples of a ring one arc

@@ -160,38 +160,6 @@ def test_fine_tuning_starts_from_given_weights(photos, tmp_path):
         )
 
 
-def test_weight_ema_is_the_stated_average_and_resumes(photos, tmp_path):
-    """optim.ema: the checkpoint's "model" is the moving average (what validation, export and init_from
-    use), "train_model" the raw weights; the average follows its formula, and a resumed run continues both."""
-    from patchpose.training.trainer import WeightEMA
-
-    net = torch.nn.Linear(2, 1)
-    ema = WeightEMA(net, 0.9)
-    w0 = net.weight.detach().clone()
-    with torch.no_grad():
-        net.weight.add_(1.0)
-    ema.update(net)  # d = min(0.9, 2/11)
-    d = 2 / 11
-    assert torch.allclose(ema.model.weight, d * w0 + (1 - d) * (w0 + 1.0))
-    with pytest.raises(ValueError, match="optim.ema"):
-        WeightEMA(net, 1.0)
-
-    out = tmp_path / "run"
-    train(small_cfg(photos, 3, "data.val_pairs=0", "optim.ema=0.99"), out, progress=False)
-    ck = load_checkpoint(out / "checkpoint.pt")
-    assert set(ck) >= {"model", "train_model"}
-    differs = [
-        k
-        for k in ck["model"]
-        if k.endswith("weight") and not torch.equal(ck["model"][k], ck["train_model"][k])
-    ]
-    assert differs, "the averaged weights equal the raw ones"
-    train(small_cfg(photos, 5, "data.val_pairs=0", "optim.ema=0.99"), out, resume=True, progress=False)
-    ck2 = load_checkpoint(out / "checkpoint.pt")
-    assert ck2["step"] == 5
-    assert any(not torch.equal(ck["model"][k], ck2["model"][k]) for k in differs)
-
-
 def test_sigterm_writes_a_checkpoint_that_resumes(photos, tmp_path):
     """A training killed with SIGTERM (as a stopped session's processes are) saves its step first."""
     import signal
@@ -368,27 +336,32 @@ def test_distillation_from_a_teacher(photos, tmp_path):
 
 
 def test_a_stop_signal_mid_step_checkpoints_a_whole_step(photos, tmp_path, monkeypatch):
-    """Ctrl-C or SIGTERM inside a step (here after the optimizer's step, in the EMA update) used to write a
-    checkpoint whose optimizer and schedule were a step ahead of its ``step``: the step now completes first,
-    then the checkpoint is written, then the run stops."""
+    """Ctrl-C or SIGTERM inside a step (here after the optimizer's and the schedule's steps, before the step
+    is counted) used to write a checkpoint whose optimizer and schedule were a step ahead of its ``step``: the
+    step now completes first, then the checkpoint is written, then the run stops."""
     import os
     import signal
 
     from patchpose.training import trainer as T
 
-    calls = {"n": 0}
-    update = T.WeightEMA.update
+    make_scheduler = T.make_scheduler
 
-    def update_and_signal(self, model):
-        calls["n"] += 1
-        if calls["n"] == 3:
-            os.kill(os.getpid(), signal.SIGINT)
-        update(self, model)
+    def signalling_scheduler(opt, oc):
+        sched = make_scheduler(opt, oc)
 
-    monkeypatch.setattr(T.WeightEMA, "update", update_and_signal)
+        class Signalling(type(sched)):
+            def step(self, *a, **k):
+                super().step(*a, **k)
+                if self.last_epoch == 3:  # the schedule's step of training step 3
+                    os.kill(os.getpid(), signal.SIGINT)
+
+        sched.__class__ = Signalling
+        return sched
+
+    monkeypatch.setattr(T, "make_scheduler", signalling_scheduler)
     before = signal.getsignal(signal.SIGINT)  # default_int_handler, or SIG_IGN under a shell's `&`
     with pytest.raises(KeyboardInterrupt):
-        train(small_cfg(str(photos), 50, "data.val_pairs=0", "optim.ema=0.9"), tmp_path / "r", progress=False)
+        train(small_cfg(str(photos), 50, "data.val_pairs=0"), tmp_path / "r", progress=False)
     ck = load_checkpoint(tmp_path / "r" / "checkpoint.pt")
     assert ck["step"] == 3
     assert ck["scheduler"]["last_epoch"] == 3
@@ -442,20 +415,137 @@ def test_resume_refuses_settings_the_checkpoint_cannot_honour(photos, tmp_path):
         train(small_cfg(str(photos), 1, "data.val_pairs=0", "run.device=tpu"), tmp_path / "t", progress=False)
 
 
-def test_resume_refuses_a_checkpoint_trained_with_a_removed_data_setting(tmp_path):
-    """A checkpoint whose config sets a removed data setting (REMOVED_DATA_SETTINGS) to anything but its
-    "off" value was trained on pairs this code no longer makes: --resume refuses it, naming the setting.
-    At the "off" value (what every config written while they existed holds) it is ignored."""
-    from patchpose.errors import InputError
-    from patchpose.training.trainer import REMOVED_DATA_SETTINGS, _check_resumed_config
+#: a value other than the "off" one of each removed setting (REMOVED_TRAINING_SETTINGS)
+IN_USE = {
+    ("data", "jitter"): 0.5,
+    ("data", "level_jitter"): True,
+    ("data", "teacher_turns"): 3,
+    ("data", "context_swap"): 0.5,
+    ("data", "reread"): 1.0,
+    ("data", "harris"): True,
+    ("data", "anisotropy"): 0.4,
+    ("data", "anisotropy_prob"): 1.0,
+    ("data", "shading"): 1.0,
+    ("optim", "ema"): 0.999,
+    ("loss", "scale_entropy"): 0.1,
+    ("loss", "scale_weight"): 2.0,
+    ("loss", "ori_weight"): 0.5,
+}
 
-    given = {"data": {"resample": 0.5, "jitter_px": 0.3}, "optim": {"lr": 1e-3}}
-    old = {**given, "data": {**given["data"], **REMOVED_DATA_SETTINGS}}
+
+def made_before(run: Path, **in_use) -> None:
+    """Rewrite the run folder ``run`` as patchpose at git tag options-before-cleanup-2026-12-01 wrote it: the
+    config in its checkpoint and its config.yaml name the settings removed since, each at its "off" value, or
+    at the value ``in_use`` gives (``data__harris=True``)."""
+    from omegaconf import OmegaConf
+
+    from patchpose.training.config import CLEANUP_TAG, REMOVED_TRAINING_SETTINGS
+
+    ck = torch.load(run / "checkpoint.pt", weights_only=True)
+    for (section, key), (off, tag) in REMOVED_TRAINING_SETTINGS.items():
+        if tag == CLEANUP_TAG:
+            ck["config"][section][key] = in_use.pop(f"{section}__{key}", off)
+    assert not in_use, in_use
+    torch.save(ck, run / "checkpoint.pt")
+    (run / "config.yaml").write_text(OmegaConf.to_yaml(OmegaConf.create(ck["config"])))
+
+
+def test_the_removed_settings_are_gone_and_each_names_its_tag():
+    """A removed setting keeps no field (else the table would ignore or refuse a setting in use), and each
+    names the git tag that still trains with it, listed in docs/lab/tags.txt."""
+    import dataclasses
+
+    from patchpose.training.config import REMOVED_TRAINING_SETTINGS, TrainConfig
+
+    sections = {f.name: f.type for f in dataclasses.fields(TrainConfig)}
+    tags = Path(__file__).resolve().parents[2] / "docs" / "lab" / "tags.txt"
+    listed = {line.split()[0] for line in tags.read_text().splitlines() if line and not line.startswith("#")}
+    assert set(REMOVED_TRAINING_SETTINGS) == set(IN_USE)
+    for (section, key), (off, tag) in REMOVED_TRAINING_SETTINGS.items():
+        fields = {f.name for f in dataclasses.fields(getattr(TrainConfig(), section))}
+        assert section in sections and key not in fields, (section, key)
+        assert tag in listed and IN_USE[section, key] != off
+
+
+def test_resume_refuses_a_checkpoint_trained_with_a_removed_setting(tmp_path):
+    """A checkpoint whose config sets a removed setting (REMOVED_TRAINING_SETTINGS: data, optim or loss) to
+    anything but its "off" value was trained in a way this code no longer trains: --resume refuses it in one
+    line naming the setting and the git tag that still trains with it. At the "off" value (what every config
+    written while it existed holds) it is ignored."""
+    from patchpose.training.config import REMOVED_TRAINING_SETTINGS
+    from patchpose.training.trainer import _check_resumed_config
+
+    given = {"data": {"resample": 0.5, "jitter_px": 0.3}, "optim": {"lr": 1e-3}, "loss": {"distill": 0.0}}
+    old = {section: dict(values) for section, values in given.items()}
+    for (section, key), (off, _) in REMOVED_TRAINING_SETTINGS.items():
+        old[section][key] = off
     _check_resumed_config(tmp_path / "c.pt", old, given)
-    for key, value in (("reread", 1.0), ("teacher_turns", 3), ("level_jitter", True), ("context_swap", 0.5)):
-        stored = {**old, "data": {**old["data"], key: value}}
-        with pytest.raises(InputError, match=f"data.{key}={value!r}.*removed"):
+    for (section, key), value in IN_USE.items():
+        stored = {**old, section: {**old[section], key: value}}
+        tag = REMOVED_TRAINING_SETTINGS[section, key][1]
+        with pytest.raises(InputError, match=f"{section}.{key}={value!r}.*removed.*git tag {tag}") as e:
             _check_resumed_config(tmp_path / "c.pt", stored, given)
+        assert "\n" not in str(e.value)
+
+
+def test_a_run_made_before_the_removal_resumes_exports_and_is_refused_if_it_used_one(photos, tmp_path):
+    """A run folder written while data.harris, data.anisotropy, data.anisotropy_prob, data.shading, optim.ema,
+    loss.scale_entropy, loss.scale_weight and loss.ori_weight existed names them all. At their "off" values it
+    resumes (with the same overrides, or with its config.yaml as --config), bit for bit as a run made now, and
+    exports; with one in use --resume, its config.yaml and a recipe rerun over it as a finished stage are refused
+    in one line naming it and git tag options-before-cleanup-2026-12-01. export still writes its weights (the
+    network is one this code builds)."""
+    from patchpose.cli.main import main
+    from patchpose.training.recipe import _check_finished_stage
+
+    now, old = tmp_path / "now", tmp_path / "old"
+    for out in (now, old):
+        train(small_cfg(photos, 2, "data.val_pairs=0"), out, progress=False)
+    made_before(old)
+    results = [
+        train(small_cfg(photos, 3, "data.val_pairs=0"), out, resume=True, progress=False)
+        for out in (now, old)
+    ]
+    assert results[0]["param_checksum"] == results[1]["param_checksum"] and results[1]["step"] == 3
+    # its config.yaml (every removed setting at "off") is a config: the same run, resumed once more
+    made_before(old)
+    cfg = load_config(str(old / "config.yaml"), ["optim.steps=4"])
+    assert train(cfg, old, resume=True, progress=False)["step"] == 4
+    made_before(old)
+    assert main(["export", str(old / "checkpoint.pt"), "--out", str(tmp_path / "old.safetensors")]) == 0
+    _check_finished_stage(old, cfg)  # a recipe's finished stage made before: taken as done
+
+    for setting, value in (("data__harris", True), ("optim__ema", 0.999), ("loss__scale_weight", 2.0)):
+        made_before(old, **{setting: value})
+        named = rf"{setting.replace('__', '.')}={value!r}.*git tag options-before-cleanup-2026-12-01"
+        before = (old / "config.yaml").read_text()
+        with pytest.raises(InputError, match="--resume: .*" + named):
+            train(small_cfg(photos, 5, "data.val_pairs=0"), old, resume=True, progress=False)
+        assert (old / "config.yaml").read_text() == before  # refused before anything is written
+        with pytest.raises(ValueError, match="config.yaml sets " + named):
+            load_config(str(old / "config.yaml"))
+        with pytest.raises(InputError, match="is finished, trained with " + named):
+            _check_finished_stage(old, cfg)
+        exported = tmp_path / f"{setting}.safetensors"
+        assert main(["export", str(old / "checkpoint.pt"), "--out", str(exported)]) == 0
+
+
+@pytest.mark.parametrize(
+    "override",
+    ["data.harris=true", "data.anisotropy=0.4", "data.anisotropy_prob=1", "data.shading=1",
+     "optim.ema=0.999", "loss.scale_entropy=0.1", "loss.scale_weight=2", "loss.ori_weight=0.5"],
+)  # fmt: skip
+def test_an_override_naming_a_removed_setting_is_an_unknown_key(override, tmp_path, capsys):
+    """``patchpose train ... data.harris=true``: one line, as any unknown key (no traceback, nothing trained)."""
+    from patchpose.cli.main import main
+
+    section, key = override.split("=")[0].split(".")
+    out = tmp_path / "run"
+    assert main(["train", "--config", "polar", "--out", str(out), override]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "Traceback" not in err, err
+    assert f"Key '{key}' not in" in err and f"full_key: {section}.{key}" in err, err
+    assert not out.exists()
 
 
 def test_exported_weights_get_the_usual_file_mode(tmp_path):

@@ -26,7 +26,7 @@ from ..conventions import REFERENCE_RADIUS, TWO_PI
 from ..errors import InputError
 from ..geometry import apply_homography, pose_change
 from .inputs import extract_inputs
-from .keypoints import detect_gftt, detect_harris, detect_sift
+from .keypoints import detect_gftt, detect_sift
 from .patches import Pyramid, load_image, resize_long_side, to_gray
 from .polar import PolarGrid, render_view_polar
 from .warps import ViewpointConfig, random_viewpoint_homography, warp_image
@@ -92,7 +92,6 @@ def find_again(
 class PairConfig:
     long_side: int = 1024  # photos larger than this (longer side, px) are shrunk to it; 0 = native
     max_keypoints: int = 1000  # SIFT keypoints per photo
-    harris: bool = False  # add Harris corners
     margin: float = 24.0  # keypoints at least this far from the border (reflect padding beyond)
     delta_scale: float = 2.0  # Δs ~ U[-delta_scale, delta_scale] (log2)
     sigma_min: float = -2.0  # frames' log2 scales stay in [sigma_min, sigma_max]
@@ -107,15 +106,6 @@ class PairConfig:
     # (data.polar.render_view_polar: a second interpolation, as in a real transformed image) instead of
     # being sampled straight from the photo at its frame
     resample: float = 0.0
-    # affine views (a local view of a tilted plane): with probability ``anisotropy_prob`` one view of a
-    # pair is stretched by e^a along a random axis and shrunk by e^-a across it, a ~ U[0, anisotropy].
-    # A symmetric determinant-1 stretch changes neither the scale nor the orientation (the rotation of
-    # its polar decomposition is the identity), so the labels stay exact.
-    anisotropy: float = 0.0
-    anisotropy_prob: float = 0.5
-    # log-polar inputs only: a smooth illumination ramp per view, a multiplicative gain of
-    # 2^(g·x/512) along a random direction x (pixels from the keypoint), g ~ U[-shading, shading]
-    shading: float = 0.0
     # training pairs only: the keypoint of each view moved by N(0, jitter_px²) photo pixels per axis, on its
     # own, as a detector finds it again in another image (labels unchanged: a pose should not depend on
     # where, within a pixel or so, the keypoint was found). Photo pixels whatever the view's scale: SIFT's
@@ -169,8 +159,6 @@ class PhotoPool:
             img = load_image(p).astype(np.float32) / 255.0
             img, _ = resize_long_side(img, cfg.long_side)
             xy, _ = detect_sift(img, cfg.max_keypoints, cfg.margin)
-            if cfg.harris:
-                xy = np.concatenate([xy, detect_harris(img, cfg.max_keypoints // 2, cfg.margin)])
             if len(xy) == 0:
                 log.warning("no keypoints in %s; skipped", p)
                 continue
@@ -210,33 +198,6 @@ def sample_deltas(rng: np.random.Generator, n: int, cfg: PairConfig, mode: str |
     sa = np.where(upright & (lo <= 0) & (hi >= 0), 0.0, sa)
     ta = np.where(upright, 0.0, ta)
     return ds, do, sa, ta
-
-
-def random_shapes(rng: np.random.Generator, n: int, max_log_stretch: float) -> np.ndarray:
-    """``(n, 2, 2)`` symmetric matrices of determinant 1: ``R(φ)·diag(e^a, e^-a)·R(−φ)``, ``a ~ U[0, max]``."""
-    a = rng.uniform(0.0, max_log_stretch, n)
-    phi = rng.uniform(0.0, np.pi, n)
-    c, s = np.cos(phi), np.sin(phi)
-    e1, e2 = np.exp(a), np.exp(-a)
-    return np.stack(
-        [
-            np.stack([c * c * e1 + s * s * e2, c * s * (e1 - e2)], -1),
-            np.stack([c * s * (e1 - e2), s * s * e1 + c * c * e2], -1),
-        ],
-        1,
-    )
-
-
-def polar_shading(rng: np.random.Generator, p: np.ndarray, log2_scale, grid: PolarGrid, amount: float):
-    """Multiply log-polar views ``(n, C, K, A)`` by a linear-in-log illumination ramp ``2^(g·x/512)``, with
-    ``x`` the pixel offset of each sample from the keypoint along a random direction."""
-    n = len(p)
-    g = rng.uniform(-amount, amount, n)
-    phi = rng.uniform(0.0, TWO_PI, n)
-    r = REFERENCE_RADIUS * np.exp2(grid.log2_radii()[None, :] + np.asarray(log2_scale)[:, None])  # (n, K)
-    proj = np.cos(grid.angles_rad()[None, :] - phi[:, None])  # (n, A)
-    gain = np.exp2(g[:, None, None] * r[:, :, None] * proj[:, None, :] / 512.0).astype(np.float32)
-    return p * gain[:, None]
 
 
 def polar_context_loss(
@@ -310,14 +271,6 @@ def sample_pairs(
     if augment and cfg.jitter_px > 0:
         xy_v = [xy + cfg.jitter_px * rng.standard_normal((n, 2)) for _ in range(2)]
     resample = polar is not None and cfg.resample > 0
-    # affine shapes: identity, or a stretch on view a or view b (labels unchanged, see PairConfig)
-    shapes = np.broadcast_to(np.eye(2), (2, n, 2, 2)).copy()
-    if cfg.anisotropy > 0:
-        which = rng.integers(0, 2, n)
-        on = rng.random(n) < cfg.anisotropy_prob
-        st = random_shapes(rng, n, cfg.anisotropy)
-        for v in (0, 1):
-            shapes[v, on & (which == v)] = st[on & (which == v)]
     pa = pb = None
     real = np.zeros(n, bool)
     if augment and cfg.redetect > 0:
@@ -336,23 +289,11 @@ def sample_pairs(
             # views drawn for re-rendering are rendered that way only, the others sampled directly
             m = rng.random(len(sel)) < cfg.resample if resample else np.zeros(len(sel), bool)
             d = ~m
-            sh = shapes[vi, sel] if cfg.anisotropy > 0 else None
-            v = extract_inputs(
-                pyr,
-                xy_v[vi][sel][d],
-                s_[d],
-                t_[d],
-                patch_size,
-                windows,
-                polar,
-                shape=None if sh is None else sh[d],
-            )
+            v = extract_inputs(pyr, xy_v[vi][sel][d], s_[d], t_[d], patch_size, windows, polar)
             if m.any():
                 full = np.empty((len(sel), *v.shape[1:]), np.float32)
                 full[d] = v
-                full[m] = render_view_polar(
-                    pyr, xy_v[vi][sel][m], s_[m], t_[m], polar, shape=None if sh is None else sh[m]
-                )
+                full[m] = render_view_polar(pyr, xy_v[vi][sel][m], s_[m], t_[m], polar)
                 v = full
             views.append(v)
         a, b = views
@@ -365,9 +306,6 @@ def sample_pairs(
                 polar_context_loss(rng, v, polar, cfg.context, cfg.context_min, cfg.context_max)
                 for v in (pa, pb)
             )
-        if polar is not None and cfg.shading > 0:
-            pa = polar_shading(rng, pa, sa, polar, cfg.shading)
-            pb = polar_shading(rng, pb, sb, polar, cfg.shading)
         pa, pb = photometric(rng, pa, cfg), photometric(rng, pb, cfg)
     return {
         "patch_a": pa,
@@ -380,8 +318,6 @@ def sample_pairs(
         "xy": xy,
         "xy_a": xy_v[0],
         "xy_b": xy_v[1],
-        "shape_a": shapes[0],
-        "shape_b": shapes[1],
     }
 
 

@@ -71,19 +71,16 @@ def save_checkpoint(
     step: int,
     metrics: dict,
     best: float,
-    ema=None,
     running: dict | None = None,
 ) -> None:
-    """``model`` is the network being trained. With ``ema`` (a moving average of it), ``"model"`` holds the
-    averaged weights, the ones validated, exported and fine-tuned from, and ``"train_model"`` the raw ones
-    that a resumed run continues from. ``"rng"`` holds :func:`random_states` at the time of writing and
-    ``"running"`` the running loss averages that ``metrics.jsonl`` logs (``running``)."""
-    extra = {"train_model": model.state_dict()} if ema is not None else {}
+    """``"model"`` holds the weights of ``model``, the network being trained, ``"rng"`` :func:`random_states`
+    at the time of writing and ``"running"`` the running loss averages that ``metrics.jsonl`` logs
+    (``running``). (Checkpoints of git tag ``options-before-cleanup-2026-12-01`` trained with ``optim.ema`` also
+    hold ``"train_model"``, the raw weights, and the average in ``"model"``.)"""
     atomic_save(
         {
             "version": CHECKPOINT_VERSION,
-            "model": (ema if ema is not None else model).state_dict(),
-            **extra,
+            "model": model.state_dict(),
             "optimizer": optimizer.state_dict(),
             "scheduler": scheduler.state_dict(),
             "config": config,

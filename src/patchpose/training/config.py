@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from omegaconf import OmegaConf
+from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from ..data.pairs import PairConfig
@@ -39,7 +39,6 @@ class OptimConfig:
     grad_clip: float = 5.0  # max gradient norm (0 = off)
     amp: str = "bf16"  # "bf16" | "fp16" (CUDA only) | "none"
     channels_last: bool = True
-    ema: float = 0.0  # decay of an exponential moving average of the weights (0 = off; e.g. 0.999)
 
 
 @dataclass
@@ -65,6 +64,63 @@ class TrainConfig:
     loss: LossConfig = field(default_factory=LossConfig)
     optim: OptimConfig = field(default_factory=OptimConfig)
     run: RunConfig = field(default_factory=RunConfig)
+
+
+#: the git tag whose code still trains with the settings removed on 2026-12-01 (no bundled model's recipe and no
+#: documented use set them)
+CLEANUP_TAG = "options-before-cleanup-2026-12-01"
+
+#: training settings this code no longer has, by ``(section, key)``: the value at which each was off, and the git
+#: tag of patchpose whose code still trains with it. A config written while it existed (a checkpoint's, a run
+#: folder's ``config.yaml``) names it: at its "off" value that is a run this code makes, and the key is ignored;
+#: at any other value it is a run that only that tag continues (:func:`removed_settings_in_use`). The model's
+#: removed settings are :data:`patchpose.models.posenet.REMOVED_SETTINGS` (a network this code cannot build).
+REMOVED_TRAINING_SETTINGS: dict[tuple[str, str], tuple[object, str]] = {
+    ("data", "jitter"): (0.0, "lab-2026-11-25"),
+    ("data", "level_jitter"): (False, "lab-2026-11-25"),
+    ("data", "teacher_turns"): (1, "lab-2026-11-25"),
+    ("data", "context_swap"): (0.0, "lab-2026-11-25"),
+    ("data", "reread"): (0.0, "lab-2026-11-25"),
+    ("data", "harris"): (False, CLEANUP_TAG),  # Harris corners beside SIFT's keypoints
+    ("data", "anisotropy"): (0.0, CLEANUP_TAG),  # affine views (a stretch of one view of a pair)
+    ("data", "anisotropy_prob"): (0.5, CLEANUP_TAG),
+    ("data", "shading"): (0.0, CLEANUP_TAG),  # an illumination ramp per log-polar view
+    ("optim", "ema"): (0.0, CLEANUP_TAG),  # a moving average of the weights
+    ("loss", "scale_entropy"): (0.0, CLEANUP_TAG),  # an entropy penalty on the scale histograms
+    ("loss", "scale_weight"): (1.0, CLEANUP_TAG),
+    ("loss", "ori_weight"): (1.0, CLEANUP_TAG),
+}
+
+
+def removed_settings_in_use(config: dict) -> str:
+    """``""`` when each of the :data:`REMOVED_TRAINING_SETTINGS` that ``config`` (a training config as a dict: a
+    checkpoint's, a ``config.yaml``'s) names is at its "off" value; else those in use, in words, with the git tag
+    that still trains with them: ``"data.harris=True, a setting removed from patchpose; git tag … still trains
+    with it"``."""
+    used, tags = [], []
+    for (section, key), (off, tag) in REMOVED_TRAINING_SETTINGS.items():
+        values = config.get(section)
+        if isinstance(values, dict) and key in values and values[key] != off:
+            used.append(f"{section}.{key}={values[key]!r}")
+            tags += [tag] if tag not in tags else []
+    if not used:
+        return ""
+    one = len(used) == 1
+    return (
+        f"{', '.join(used)}, {'a setting' if one else 'settings'} removed from patchpose; "
+        f"git tag {' / '.join(tags)} still trains with {'it' if one else 'them'}"
+    )
+
+
+def without_removed_settings(config: dict) -> dict:
+    """``config`` without the :data:`REMOVED_TRAINING_SETTINGS` it names (each at its "off" value: check with
+    :func:`removed_settings_in_use` first)."""
+    return {
+        section: {k: v for k, v in values.items() if (section, k) not in REMOVED_TRAINING_SETTINGS}
+        if isinstance(values, dict)
+        else values
+        for section, values in config.items()
+    }
 
 
 def list_presets() -> list[str]:
@@ -106,7 +162,6 @@ def check_config(cfg) -> None:
         ("optim.weight_decay", o.weight_decay, math.isfinite(o.weight_decay) and o.weight_decay >= 0),
         ("optim.warmup_steps", o.warmup_steps, o.warmup_steps >= 0),
         ("optim.grad_clip", o.grad_clip, math.isfinite(o.grad_clip) and o.grad_clip >= 0),
-        ("optim.ema", o.ema, 0 <= o.ema < 1),
         ("run.log_every", r.log_every, r.log_every >= 1),
         ("run.val_every", r.val_every, r.val_every >= 1),
         ("run.checkpoint_minutes", r.checkpoint_minutes, r.checkpoint_minutes > 0),
@@ -144,13 +199,27 @@ def _load(path_or_preset, overrides):
             p = PRESETS_DIR / f"{path_or_preset}.yaml"
         if not p.is_file():
             raise FileNotFoundError(f"no config file or preset {path_or_preset!r}; presets: {list_presets()}")
-        base = OmegaConf.merge(base, OmegaConf.load(p))
+        base = OmegaConf.merge(base, _read_yaml(p))
     if overrides:
         bad = [o for o in overrides if "=" not in o]
         if bad:
             raise ValueError(f"overrides must look like key=value, got {bad}")
         base = OmegaConf.merge(base, OmegaConf.from_dotlist([_quote_if_str(base, o) for o in overrides]))
     return base
+
+
+def _read_yaml(path: Path):
+    """A config file, less the removed settings it names at their "off" value (a run folder's ``config.yaml``
+    written while they existed names them all); ValueError for one it names at another value."""
+    loaded = OmegaConf.load(path)
+    if not isinstance(loaded, DictConfig):
+        return loaded  # merging it fails, in words
+    plain = OmegaConf.to_container(loaded)
+    used = removed_settings_in_use(plain)
+    if used:
+        raise ValueError(f"bad training config: {path} sets {used}")
+    kept = without_removed_settings(plain)
+    return loaded if kept == plain else OmegaConf.create(kept)
 
 
 def _quote_if_str(base, override: str) -> str:

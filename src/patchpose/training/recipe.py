@@ -115,12 +115,15 @@ def _check_finished_stage(sdir: Path, cfg) -> None:
     settings than ``cfg`` (other than :data:`FINISHED_MAY_DIFFER` and ``run.*``): a rerun into the folder with
     other overrides would otherwise return the old stage's weights without a word."""
     from ..errors import InputError
-    from .config import LEARNING_SECTIONS, config_changes, to_container
+    from .config import LEARNING_SECTIONS, config_changes, removed_settings_in_use, to_container
 
     path = sdir / "config.yaml"
     if not path.is_file():
         return  # a stage finished before config.yaml was written: nothing to compare
     stored = to_container(OmegaConf.load(path))
+    removed = removed_settings_in_use(stored)  # a key this command cannot name, so not compared below
+    if removed:
+        raise InputError(f"{sdir} is finished, trained with {removed}: choose another --out")
     changed = config_changes(
         stored, to_container(cfg), LEARNING_SECTIONS, lambda s, k: (s, k) not in FINISHED_MAY_DIFFER
     )

@@ -27,7 +27,7 @@ from ..inference import autocast_ctx
 from ..losses import LossConfig, distillation_loss, pose_loss
 from ..models import ModelConfig, PoseNet
 from .checkpoint import load_checkpoint, save_checkpoint, set_random_states
-from .config import LEARNING_SECTIONS, config_changes, to_container
+from .config import LEARNING_SECTIONS, config_changes, removed_settings_in_use, to_container
 from .validation import evaluate_model, make_protocol_pairs
 
 log = logging.getLogger(__name__)
@@ -67,37 +67,12 @@ def make_scheduler(opt, oc) -> torch.optim.lr_scheduler.LambdaLR:
     return torch.optim.lr_scheduler.LambdaLR(opt, f)
 
 
-class WeightEMA:
-    """An exponential moving average of a network's weights (``optim.ema``): after every step
-    ``ema ← d·ema + (1 − d)·weights`` with ``d = min(decay, (1 + n)/(10 + n))`` after ``n`` updates, so that
-    the first steps do not drag it towards the initial weights for long; buffers are copied."""
-
-    def __init__(self, model: torch.nn.Module, decay: float):
-        import copy
-
-        if not 0.0 < decay < 1.0:
-            raise ValueError(f"optim.ema must be in (0, 1), got {decay}")
-        self.decay, self.updates = decay, 0
-        self.model = copy.deepcopy(model).eval()
-        for p in self.model.parameters():
-            p.requires_grad_(False)
-
-    @torch.no_grad()
-    def update(self, model: torch.nn.Module) -> None:
-        self.updates += 1
-        d = min(self.decay, (1 + self.updates) / (10 + self.updates))
-        for e, p in zip(self.model.parameters(), model.parameters(), strict=True):
-            e.lerp_(p.detach(), 1.0 - d)
-        for e, b in zip(self.model.buffers(), model.buffers(), strict=True):
-            e.copy_(b)
-
-
 class StopRequests:
     """Ctrl-C and SIGTERM (what ends the processes of a stopped session or a killed job) during training:
     the first asks the loop to stop once the current step is whole, so that the checkpoint it then writes is
-    the state after a whole step (model, optimizer, schedule, BatchNorm statistics and EMA in step with
-    ``step``) and ``--resume`` continues as if never stopped; a second stops at once, without a checkpoint
-    (the last one stays). ``install`` / ``restore``, or a context manager; signals are only caught in the main
+    the state after a whole step (model, optimizer, schedule and BatchNorm statistics in step with ``step``)
+    and ``--resume`` continues as if never stopped; a second stops at once, without a checkpoint (the last one
+    stays). ``install`` / ``restore``, or a context manager; signals are only caught in the main
     thread."""
 
     def __init__(self) -> None:
@@ -144,31 +119,15 @@ class StopRequests:
 #: optimizer, schedule), or would make the run a different one than its config.yaml says
 RESUME_MAY_CHANGE = {("optim", "steps"), ("data", "num_workers")}
 
-#: data settings that this code does not train with (git tag ``lab-2026-11-25`` does), each with the value at
-#: which it is off: a checkpoint trained with another value cannot be continued as it was trained
-REMOVED_DATA_SETTINGS = {
-    "jitter": 0.0,
-    "level_jitter": False,
-    "teacher_turns": 1,
-    "context_swap": 0.0,
-    "reread": 0.0,
-}
-
 
 def _check_resumed_config(path: Path, stored: dict, given: dict) -> None:
     """InputError naming the settings that differ between a checkpoint's config and this command's, other
     than ``optim.steps``, ``data.num_workers`` and ``run.*`` (a key that only one of them has is not
-    compared), or a removed data setting the checkpoint was trained with (:data:`REMOVED_DATA_SETTINGS`)."""
-    removed = [
-        f"data.{k}={v!r}"
-        for k, v in stored.get("data", {}).items()
-        if k in REMOVED_DATA_SETTINGS and v != REMOVED_DATA_SETTINGS[k]
-    ]
+    compared), or a removed setting the checkpoint was trained with (:data:`~.config.REMOVED_TRAINING_SETTINGS`;
+    at its "off" value, as every config written while it existed names it, it is ignored)."""
+    removed = removed_settings_in_use(stored)
     if removed:
-        raise InputError(
-            f"--resume: {path} was trained with {', '.join(removed)}, a setting that was removed (git tag "
-            "lab-2026-11-25 of patchpose continues it)"
-        )
+        raise InputError(f"--resume: {path} was trained with {removed}")
     changed = config_changes(stored, given, LEARNING_SECTIONS, lambda s, k: (s, k) not in RESUME_MAY_CHANGE)
     if changed:
         raise InputError(
@@ -329,12 +288,8 @@ def _train(cfg, out_dir, resume: bool, progress: bool, dd) -> dict:
     teacher = load_teacher(rc.teacher, mcfg).to(device) if rc.teacher else None
     step, best = 0, -1.0
     running: dict[str, float] = {}
-    ema = WeightEMA(model, oc.ema) if oc.ema else None
     if ckpt is not None:
-        model.load_state_dict(ckpt.get("train_model", ckpt["model"]))
-        if ema is not None:
-            ema.model.load_state_dict(ckpt["model"])
-            ema.updates = int(ckpt["step"])
+        model.load_state_dict(ckpt["model"])
         opt.load_state_dict(ckpt["optimizer"])
         sched.load_state_dict(ckpt["scheduler"])
         step, best = int(ckpt["step"]), float(ckpt.get("best", -1.0))
@@ -421,7 +376,6 @@ def _train(cfg, out_dir, resume: bool, progress: bool, dd) -> dict:
                 step,
                 val,
                 best,
-                ema=ema.model if ema is not None else None,
                 running=running,
             )
 
@@ -434,7 +388,7 @@ def _train(cfg, out_dir, resume: bool, progress: bool, dd) -> dict:
             raise WeightsError(f"{ckpt_path}: its random states cannot be restored ({e})") from None
     model.train()
     stops = StopRequests().install()
-    whole = True  # whether model, optimizer, schedule and EMA are in step with ``step`` (between steps)
+    whole = True  # whether model, optimizer and schedule are in step with ``step`` (between steps)
     try:
         while step < oc.steps:
             try:
@@ -471,8 +425,6 @@ def _train(cfg, out_dir, resume: bool, progress: bool, dd) -> dict:
                 torch.nn.utils.clip_grad_norm_(model.parameters(), oc.grad_clip)
             opt.step()
             sched.step()
-            if ema is not None:
-                ema.update(core)
             step += 1
             whole = True
             for k, v in losses.items():
@@ -503,7 +455,7 @@ def _train(cfg, out_dir, resume: bool, progress: bool, dd) -> dict:
                 )
                 metrics_f.flush()
             if val_pairs is not None and (step % rc.val_every == 0 or step == oc.steps):
-                val = evaluate_model(ema.model if ema is not None else core, val_pairs)
+                val = evaluate_model(core, val_pairs)
                 model.train()
                 s = score(val)
                 metrics_f.write(json.dumps({"step": step, "val": val, "score": s}) + "\n")
