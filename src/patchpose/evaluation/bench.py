@@ -19,14 +19,20 @@ from ..errors import require
 def _median_times_interleaved(fns: dict, repeats: int) -> dict:
     """Median seconds of each of ``fns`` (name → callable), timed in turn within every repeat, so that a
     machine that speeds up or slows down during the run moves all of them alike (one warm-up each)."""
+    tqdm = require("tqdm", "eval").tqdm
+    names = ", ".join(n for n in fns if n != "fn")
+    bar = tqdm(total=repeats + 1, desc=f"timing {names}" if names else "timing", unit="round", leave=False)
     for fn in fns.values():
         fn()
+    bar.update()  # the bar moves between rounds, never inside a timed call
     ts: dict = {name: [] for name in fns}
     for _ in range(repeats):
+        bar.update()
         for name, fn in fns.items():
             t = time.perf_counter()
             fn()
             ts[name].append(time.perf_counter() - t)
+    bar.close()
     return {name: float(np.median(v)) for name, v in ts.items()}
 
 
@@ -510,7 +516,7 @@ def scaling(
     _check_out(out)
     sizes = scaling_sizes(max_keypoints)
     rows = []
-    for n in sizes:
+    for n in require("tqdm", "eval").tqdm(sizes, desc="keypoints per run", leave=False):
         args = [sys.executable, "-m", "patchpose.evaluation.bench", str(n), json.dumps(weights)]
         args.append(json.dumps(threads))
         done = subprocess.run(args, capture_output=True, text=True, timeout=timeout_s)
