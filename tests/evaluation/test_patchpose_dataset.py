@@ -482,3 +482,14 @@ def test_bins_sweep_decodes_in_each_models_range_and_reuses_only_matching_runs(
     assert trained == ["Bs7_Bo9"]  # the same settings: reused
     with pytest.raises(InputError, match="other settings"):
         run(dataset, tmp_path / "b", 0.02, grid=((7, 9),), overrides=over, progress=False)
+    # a run made before settings were removed names them at their "off" values: the same run, reused
+    ck_path = tmp_path / "b" / "Bs7_Bo9" / "checkpoint.pt"
+    ck = torch.load(ck_path, weights_only=True)
+    ck["config"]["data"]["harris"], ck["config"]["optim"]["ema"] = False, 0.0
+    torch.save(ck, ck_path)
+    run(dataset, tmp_path / "b", 0.01, grid=((7, 9),), overrides=over, progress=False)
+    assert trained == ["Bs7_Bo9"]
+    ck["config"]["data"]["harris"] = True  # trained with one: another run
+    torch.save(ck, ck_path)
+    with pytest.raises(InputError, match="other settings"):
+        run(dataset, tmp_path / "b", 0.01, grid=((7, 9),), overrides=over, progress=False)

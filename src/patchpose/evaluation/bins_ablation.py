@@ -36,7 +36,12 @@ def run(
     from ..inference import decode_poses, predict_histograms
     from ..models import ModelConfig, PoseNet
     from ..training.checkpoint import load_checkpoint
-    from ..training.config import load_config, to_container
+    from ..training.config import (
+        load_config,
+        removed_settings_in_use,
+        to_container,
+        without_removed_settings,
+    )
     from ..training.trainer import train
     from .datasets.patchpose_dataset import PatchPoseData
     from .patchpose_eval import render
@@ -70,8 +75,13 @@ def run(
         ck_path = run_dir / "checkpoint.pt"
         # a run (finished, or to resume) is taken only for the config it was trained with, which its
         # checkpoint holds resolved: bins, run.max_minutes and the overrides
-        if ck_path.is_file() and load_checkpoint(ck_path)["config"] != to_container(cfg):
-            raise InputError(f"{run_dir} was trained with other settings; choose another --out or delete it")
+        if ck_path.is_file():
+            stored = load_checkpoint(ck_path)["config"]
+            # settings since removed, at their "off" values, are the run this code makes
+            if removed_settings_in_use(stored) or without_removed_settings(stored) != to_container(cfg):
+                raise InputError(
+                    f"{run_dir} was trained with other settings; choose another --out or delete it"
+                )
         if not (run_dir / "done.json").is_file():
             train(cfg, run_dir, resume=ck_path.is_file(), progress=progress)
             write_text_atomic(run_dir / "done.json", json.dumps({"minutes": (time.time() - t0) / 60}))
