@@ -18,6 +18,7 @@ from patchpose.evaluation.datasets.hpatches import (
     HPatchesGenConfig,
     generate_hpatches,
     load_hpatches,
+    pool_sequences,
     random_viewpoint_homography,
     read_homography,
 )
@@ -133,6 +134,18 @@ def test_a_stopped_generation_is_not_scored_as_a_finished_one(tmp_path):
     (out / "manifest.json").unlink()
     shutil.rmtree(out / "v_p1")
     assert [s.name for s in load_hpatches(out)] == ["v_p0"]
+    # a run stopped by a photo it cannot read, rerun without that photo: finished, not "unfinished" for good
+    bad = tmp_path / "p9.png"
+    bad.write_bytes(b"not an image")
+    out2 = tmp_path / "hp2"
+    with pytest.raises(InputError):
+        generate_hpatches([*photos, bad], out2, cfg, kinds="v", progress=False)
+    with pytest.raises(InputError, match="unfinished"):  # nor pooled as if it were finished
+        pool_sequences([out2], tmp_path / "pool", kinds="v")
+    assert not (tmp_path / "pool").exists()
+    generate_hpatches(photos, out2, cfg, kinds="v", progress=False)
+    assert [s.name for s in load_hpatches(out2)] == ["v_p0", "v_p1"]
+    assert pool_sequences([out2], tmp_path / "pool", kinds="v") == ["v_p0_s0", "v_p1_s0"]
 
 
 def test_generator_resume_refuses_other_settings_or_moved_names(tmp_path):

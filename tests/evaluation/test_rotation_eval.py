@@ -3,6 +3,8 @@ by hand, and the refusals of input it cannot evaluate."""
 
 from __future__ import annotations
 
+import os
+
 import cv2
 import numpy as np
 import pytest
@@ -80,7 +82,7 @@ def test_a_stopped_rotation_run_resumes_at_the_photo_it_had_not_done(tmp_path, m
 
     photos = []
     for n in range(2):
-        photos.append(tmp_path / f"p{n}.png")
+        photos.append(tmp_path / f"p{n}.bmp")
         cv2.imwrite(str(photos[-1]), (make_textured_image(200, seed=n) * 255).astype(np.uint8))
     kw = dict(angles=(0, 90), max_keypoints=200, progress=False, bootstrap=50)
     whole = rot.evaluate_rotation(photos, tmp_path / "whole", **kw)
@@ -96,7 +98,7 @@ def test_a_stopped_rotation_run_resumes_at_the_photo_it_had_not_done(tmp_path, m
     with pytest.raises(KeyboardInterrupt):
         rot.evaluate_rotation(photos, tmp_path / "o", **kw)
     assert computed == [photos[0]] and not (tmp_path / "o" / "results.json").exists()
-    assert not [f for f in (tmp_path / "o").rglob("*") if f.is_file() and f.suffix not in (".npz", ".json")]
+    assert not [f for f in (tmp_path / "o").rglob("*") if ".tmp" in f.name]
 
     def counted(p, *a, **k):
         computed.append(p)
@@ -111,6 +113,13 @@ def test_a_stopped_rotation_run_resumes_at_the_photo_it_had_not_done(tmp_path, m
     }
     rot.evaluate_rotation(photos, tmp_path / "o", **{**kw, "max_keypoints": 150})
     assert computed[2:] == photos  # other settings: computed again
+    # a photo changed under its name, its size and modification time kept (an uncompressed format): computed again
+    st = photos[1].stat()
+    cv2.imwrite(str(photos[1]), (make_textured_image(200, seed=5) * 255).astype(np.uint8))
+    os.utime(photos[1], ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert photos[1].stat().st_size == st.st_size
+    rot.evaluate_rotation(photos, tmp_path / "o", **kw)
+    assert computed[4:] == [photos[1]]
 
 
 def test_rotation_bands_by_distance_from_upright():

@@ -480,8 +480,12 @@ def test_resume_refuses_a_checkpoint_trained_with_a_removed_setting(tmp_path):
     for (section, key), (off, _) in REMOVED_TRAINING_SETTINGS.items():
         old[section][key] = off
     _check_resumed_config(tmp_path / "c.pt", old, given)
+    # data.anisotropy_prob had no effect where data.anisotropy was off (no draw was made): the same run
+    _check_resumed_config(tmp_path / "c.pt", {**old, "data": {**old["data"], "anisotropy_prob": 0.3}}, given)
     for (section, key), value in IN_USE.items():
         stored = {**old, section: {**old[section], key: value}}
+        if key == "anisotropy_prob":  # in use only with a stretch
+            stored["data"]["anisotropy"] = IN_USE["data", "anisotropy"]
         tag = REMOVED_TRAINING_SETTINGS[section, key][1]
         with pytest.raises(InputError, match=f"{section}.{key}={value!r}.*removed.*git tag {tag}") as e:
             _check_resumed_config(tmp_path / "c.pt", stored, given)

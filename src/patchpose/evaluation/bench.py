@@ -16,12 +16,31 @@ import torch
 from ..errors import require
 
 
+class _NoBar:
+    """What :func:`_bar` gives where tqdm is not installed: a bar that shows nothing."""
+
+    def update(self, n: int = 1) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+def _bar(**kw):
+    """A tqdm bar on stderr that leaves no line behind, or :class:`_NoBar` where tqdm is not installed (``bench
+    --scaling`` needs no extra)."""
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        return _NoBar()
+    return tqdm(leave=False, **kw)
+
+
 def _median_times_interleaved(fns: dict, repeats: int) -> dict:
     """Median seconds of each of ``fns`` (name → callable), timed in turn within every repeat, so that a
     machine that speeds up or slows down during the run moves all of them alike (one warm-up each)."""
-    tqdm = require("tqdm", "eval").tqdm
     names = ", ".join(n for n in fns if n != "fn")
-    bar = tqdm(total=repeats + 1, desc=f"timing {names}" if names else "timing", unit="round", leave=False)
+    bar = _bar(total=repeats + 1, desc=f"timing {names}" if names else "timing", unit="round")
     for fn in fns.values():
         fn()
     bar.update()  # the bar moves between rounds, never inside a timed call
@@ -516,7 +535,9 @@ def scaling(
     _check_out(out)
     sizes = scaling_sizes(max_keypoints)
     rows = []
-    for n in require("tqdm", "eval").tqdm(sizes, desc="keypoints per run", leave=False):
+    bar = _bar(total=len(sizes), desc="keypoints per run")
+    for n in sizes:
+        bar.update()
         args = [sys.executable, "-m", "patchpose.evaluation.bench", str(n), json.dumps(weights)]
         args.append(json.dumps(threads))
         done = subprocess.run(args, capture_output=True, text=True, timeout=timeout_s)
@@ -524,6 +545,7 @@ def scaling(
             tail = (done.stderr.strip().splitlines() or ["(no message)"])[-1]
             raise InputError(f"the scaling run of {n:,} keypoints failed (exit {done.returncode}): {tail}")
         rows.append(json.loads(done.stdout.strip().splitlines()[-1]))
+    bar.close()
     res = {"image": "the bundled photo resized to 1024x768, random keypoints (seed 0)", "rows": rows}
     _write_result(out, "scaling.json", res)
     return res

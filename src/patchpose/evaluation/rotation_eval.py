@@ -63,7 +63,7 @@ from ..errors import InputError, is_int_in, require
 from ..fileio import write_npz, write_text_atomic
 from ..geometry import apply_homography
 from ..interop import keypoint_xy
-from .hpatches_eval import files_fingerprint, model_digest
+from .hpatches_eval import model_digest
 from .intervals import (
     DEFAULT_REPLICATES,
     check_bootstrap,
@@ -272,12 +272,20 @@ def _described(sift, gray, views: dict, est) -> tuple[dict, dict]:
 CACHE_VERSION = 1
 
 
+def _content_hash(p) -> str:
+    try:
+        return hashlib.sha256(Path(p).read_bytes()).hexdigest()[:16]
+    except OSError as e:
+        raise InputError(f"cannot read {p}: {e.strerror or e}") from None
+
+
 def _cache_folder(out: Path, est, peers, angles, max_keypoints, max_side, thresholds, rows) -> Path:
     """``OUT/cache/<setting>``: a photo's results are reused only under the very settings, model (its
     parameters) and peers' files that computed them."""
     setting = json.dumps(
         {
             "model_digest": model_digest(est.model),
+            "model_config": est.cfg.to_dict(),
             "plan": asdict(est.plan),
             "peers": None if peers is None else peers.fingerprint(list(PEER_ROWS)),
             "angles": list(angles),
@@ -386,7 +394,8 @@ def evaluate_rotation(
     out = Path(out_dir)
     cache = _cache_folder(out, est, peers, angles, max_keypoints, max_side, thresholds, rows)
     for p in tqdm(photos, desc="photos", disable=not progress):
-        f = cache / f"{Path(p).stem}.{files_fingerprint([p])}.npz"
+        # by the photo's bytes (its name cut short, for whoever looks): a photo changed under its name is new
+        f = cache / f"{Path(p).stem[:40]}.{_content_hash(p)}.npz"
         if not f.is_file():  # each photo's turns once: a stopped run resumes at the first photo not done
             write_npz(f, _photo_arrays(p, est, peers, angles, max_keypoints, max_side, thresholds, rows))
         with np.load(f, allow_pickle=False) as z:

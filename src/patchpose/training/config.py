@@ -92,6 +92,10 @@ REMOVED_TRAINING_SETTINGS: dict[tuple[str, str], tuple[object, str]] = {
 }
 
 
+#: removed settings that had no effect where another one was off: ``(section, key)`` → ``(other key, its off value)``
+OFF_WITH = {("data", "anisotropy_prob"): ("anisotropy", 0.0)}
+
+
 def removed_settings_in_use(config: dict) -> str:
     """``""`` when each of the :data:`REMOVED_TRAINING_SETTINGS` that ``config`` (a training config as a dict: a
     checkpoint's, a ``config.yaml``'s) names is at its "off" value; else those in use, in words, with the git tag
@@ -100,6 +104,10 @@ def removed_settings_in_use(config: dict) -> str:
     used, tags = [], []
     for (section, key), (off, tag) in REMOVED_TRAINING_SETTINGS.items():
         values = config.get(section)
+        if (section, key) in OFF_WITH and isinstance(values, dict):
+            other, other_off = OFF_WITH[(section, key)]
+            if values.get(other, other_off) == other_off:
+                continue  # no effect where the setting it qualifies is off (no draw was made)
         if isinstance(values, dict) and key in values and values[key] != off:
             used.append(f"{section}.{key}={values[key]!r}")
             tags += [tag] if tag not in tags else []

@@ -106,17 +106,17 @@ def _read_sequence(folder: Path) -> Sequence:
     return Sequence(folder.name, folder, images, homs)
 
 
-def _check_finished(root: Path) -> None:
+def _check_finished(root: Path, kinds: str = "vi") -> None:
     """InputError where ``root`` is a :func:`generate_hpatches` folder (its ``manifest.json``, written first, lists
-    the sequences planned) that lacks some of them: a run stopped half-way, which would otherwise be scored on the
-    sequences it finished without a word."""
+    the sequences planned) that lacks some of them (of ``kinds``: ``v`` viewpoint, ``i`` illumination): a run stopped
+    half-way, which would otherwise be scored, or pooled, on the sequences it finished without a word."""
     try:
         planned = json.loads((root / "manifest.json").read_text())["sequences"]
     except (OSError, ValueError, KeyError, TypeError):
         return  # not a generated folder (the release itself has no manifest)
     if not isinstance(planned, dict):
         return
-    missing = [name for name in planned if not (root / name).is_dir()]
+    missing = [name for name in planned if name[:1] in kinds and not (root / name).is_dir()]
     if missing:
         raise InputError(
             f"{root} is unfinished: {len(missing)} of the {len(planned)} sequences its manifest.json plans are "
@@ -293,6 +293,11 @@ def generate_hpatches(
             continue
         img = load_photo(p, cfg.max_side)
         _write_sequence(out, name, img, kind, cfg)
+    # an earlier plan's sequences that this run does not make and that were never made leave the plan: the folder
+    # is finished (a stopped run's photo left out of the rerun would otherwise keep it "unfinished" for good)
+    done = {k: v for k, v in manifest["sequences"].items() if (out / k).is_dir()}
+    if done != manifest["sequences"]:
+        write_text_atomic(out / "manifest.json", json.dumps({**manifest, "sequences": done}, indent=1))
     return [name for name, _, _ in jobs]
 
 
@@ -307,6 +312,7 @@ def pool_sequences(folders, out: str | Path, kinds: str = "vi") -> list[str]:
     plan: dict[str, Path] = {}
     for folder in folders:
         m = folder / "manifest.json"
+        _check_finished(folder, kinds)  # a stopped run's sequences are not pooled as a finished set
         try:
             seed = int(json.loads(m.read_text())["config"]["seed"])
         except (OSError, ValueError, KeyError, TypeError):
