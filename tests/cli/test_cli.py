@@ -906,3 +906,36 @@ def test_export_onnx_on_a_read_only_disk_is_one_line_naming_the_file(read_only_f
     assert err.count("\n") == 1 and "Errno" not in err and ".tmp" not in err
     assert f"ONNX file {read_only_fs / 'm.onnx'}: cannot write it (Read-only file system)" in err
     assert list(read_only_fs.iterdir()) == []
+
+
+def test_every_option_says_its_default_in_the_help():
+    """argparse shows no text, and so no default, for an option without a help text: every option of every
+    command has one (the common ones say what they are), and the help of each with a default worth saying (not
+    None, a flag's False, an empty list) ends with it, e.g. eval hpatches' --out (default: outputs/eval_hpatches)."""
+    import argparse
+
+    from patchpose.cli.main import build_parser
+
+    def parsers(p, path=()):
+        yield path, p
+        for a in p._actions:
+            if isinstance(a, argparse._SubParsersAction):
+                for name, sub in a.choices.items():
+                    yield from parsers(sub, (*path, name))
+
+    missing, silent = [], []
+    for path, p in parsers(build_parser()):
+        fmt = p._get_formatter()
+        for a in p._actions:
+            if not a.option_strings or a.help is argparse.SUPPRESS or isinstance(a, argparse._HelpAction):
+                continue
+            if a.help is None:
+                missing.append((" ".join(path), a.option_strings[0]))
+            d = a.default
+            worth = d is not None and d is not argparse.SUPPRESS and not isinstance(d, bool) and d != []
+            if worth and "default" not in fmt._get_help_string(a).lower():
+                silent.append((" ".join(path), a.option_strings[0]))
+    assert not missing and not silent, (missing, silent)
+    hp = build_parser()._subparsers._group_actions[0].choices["eval"]
+    out = hp._subparsers._group_actions[0].choices["hpatches"].format_help()
+    assert "output folder (default: outputs/eval_hpatches)" in " ".join(out.split())

@@ -219,7 +219,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     )
     gh.add_argument("--out", required=True)
     gh.add_argument(
-        "--kinds", help="'v' viewpoint, 'i' illumination, or both (default; with --zoom or --turn: v)"
+        "--kinds", help="'v' viewpoint, 'i' illumination, or both (default; with --zoom, --turn or --tilt: v)"
     )
     gh.add_argument("--targets", type=int, default=5, help="images per sequence besides image 1")
     gh.add_argument("--max-side", type=int, default=640)

@@ -132,7 +132,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         _add_overwrite(
             s,
             "the image's poses file and picture (NAME_poses.json or .csv, NAME_poses.png)"
-            + ("; the demo's own photo's are replaced on every run" if name == "demo" else ""),
+            + (" of an --image (the demo's own photo's are replaced on every run)" if name == "demo" else ""),
         )
         s.set_defaults(func=estimate_command)
 

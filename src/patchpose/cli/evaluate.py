@@ -304,7 +304,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     colmap}`` on the top-level subparsers."""
     b = sub.add_parser("bench", help="speed: our poses for N keypoints vs OpenCV SIFT detection, one run")
     # it times the model's own read plan and a single read; --recipes and --upright time the bundled models
-    add_weights(b, read=False, model="the default bundled model; not with --recipes or --upright")
+    add_weights(b, read=False, model=f"{MODELS['estimate']}; not with --recipes or --upright")
     b.add_argument("--keypoints", type=int, default=2048, help="keypoints timed (N)")
     b.add_argument(
         "--repeats",
@@ -342,7 +342,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         type=int,
         default=None,
         metavar="N",
-        help="with --scaling: sizes ×4 up to N (1000000)",
+        help="sizes 2,048 × 4**k up to N, and N itself (implies --scaling; default: 2k, 8k, 32k and 128k)",
     )
     b.add_argument("--threads", type=int, default=None, help="torch and OpenCV threads (default: theirs)")
     b.set_defaults(func=bench_command)

@@ -303,7 +303,12 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         "and mapping, with a line per stage, a summary and a project for COLMAP's GUI",
     )
     c.add_argument("images", help="folder of images (every image below it, at least 2)")
-    c.add_argument("--out", required=True, help="a new folder: database.db, sparse/, stats.json, project.ini")
+    c.add_argument(
+        "--out",
+        required=True,
+        help="the folder for database.db, sparse/, stats.json, summary.md and project.ini (a finished one of the same "
+        "settings is reused; one of others is refused)",
+    )
     c.add_argument("--seed", type=int, default=0, help="COLMAP's random seed")
     c.add_argument(
         "--max-keypoints",

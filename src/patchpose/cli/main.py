@@ -31,6 +31,15 @@ class _ShowDefaults(argparse.HelpFormatter):
         return text if "default" in text.lower() else f"{text} (default: %(default)s)"
 
 
+#: what an option of these names says where its command gives it no text of its own
+_COMMON_HELP = {
+    "--out": "output folder",
+    "--seed": "random seed",
+    "--no-progress": "no progress bars",
+    "--max-side": "photos resized so that their longer side is at most this (pixels)",
+}
+
+
 class _Parser(argparse.ArgumentParser):
     """Every ``patchpose`` parser, its subcommands' too (``add_subparsers`` makes them of this class): options
     show their defaults."""
@@ -38,6 +47,13 @@ class _Parser(argparse.ArgumentParser):
     def __init__(self, *args, **kwargs):
         kwargs.setdefault("formatter_class", _ShowDefaults)
         super().__init__(*args, **kwargs)
+
+    def add_argument(self, *args, **kwargs):
+        # an option without a help text still shows its default (the formatter adds it to a text, and argparse
+        # shows none without one); the common ones say what they are
+        if kwargs.get("help") is None and args and str(args[0]).startswith("--"):
+            kwargs["help"] = _COMMON_HELP.get(args[0], "")
+        return super().add_argument(*args, **kwargs)
 
     def error(self, message: str):
         # the one option of the whole program, given after the command: say where it goes

@@ -14,11 +14,13 @@ READ_HELP = (
 )
 
 
-def add_weights(
-    p: argparse.ArgumentParser, read: bool = True, model: str = "the default bundled model"
-) -> None:
+def add_weights(p: argparse.ArgumentParser, read: bool = True, model: str | None = None) -> None:
     """``--weights`` and, with ``read``, ``--read KEY=VALUE`` (commands that read a model the way its weights
-    file says, unless told otherwise); ``model`` names what the command reads without ``--weights``."""
+    file says, unless told otherwise); ``model`` names what the command reads without ``--weights`` (None: the
+    reader's model, ``MODELS["estimate"]``)."""
+    from ..recipes import MODELS
+
+    model = model or f"{MODELS['estimate']}, the reader's model"
     p.add_argument(
         "--weights",
         default=None,

@@ -100,7 +100,12 @@ def _add_run_arguments(p: argparse.ArgumentParser, out_help: str, overrides_help
     """What every training command takes: ``--out``, ``--resume``, ``--no-progress`` and ``key=value``
     settings."""
     p.add_argument("--out", required=True, help=out_help)
-    p.add_argument("--resume", action="store_true", help="continue from OUT/checkpoint.pt")
+    p.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue a stopped run from its checkpoint (a recipe: finished stages are kept, the stopped one "
+        "continues from OUT/stageK/checkpoint.pt)",
+    )
     p.add_argument("--no-progress", action="store_true", help="no progress bar (logs only)")
     p.add_argument("overrides", nargs="*", help=overrides_help)
 
@@ -151,7 +156,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         help="a training checkpoint → safetensors weights; or 'export onnx --weights W --out model.onnx'",
     )
     e.add_argument("checkpoint", help="checkpoint.pt to export, or the word 'onnx' (then see --weights)")
-    add_weights(e, read=False)
+    add_weights(e, read=False, model=f"for 'export onnx' only: {DEFAULT_MODEL}")
     e.add_argument(
         "--out", required=True, help="the file to write (.safetensors, or .onnx for 'export onnx')"
     )
