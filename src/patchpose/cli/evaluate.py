@@ -347,7 +347,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     b.add_argument("--threads", type=int, default=None, help="torch and OpenCV threads (default: theirs)")
     b.set_defaults(func=bench_command)
 
-    ev = sub.add_parser("eval", help="evaluations")
+    ev = sub.add_parser("eval", help="the benchmarks: each writes OUT/results.json and OUT/results.md")
     evs = ev.add_subparsers(dest="eval_cmd", required=True)
     sy = evs.add_parser(
         "synthetic", help="scale-only / rotation-only / joint pairs of photos, vs hand-crafted"

@@ -67,7 +67,13 @@ class _Parser(argparse.ArgumentParser):
 def build_parser() -> argparse.ArgumentParser:
     from .. import __version__
 
-    p = _Parser(prog="patchpose", description="Keypoint scale and orientation, learned without labels.")
+    p = _Parser(
+        prog="patchpose",
+        description="Keypoint scale and orientation, learned without labels.",
+        epilog="Start here: 'patchpose demo'; 'patchpose estimate photo.jpg' (poses at SIFT keypoints); 'patchpose "
+        "match a.jpg b.jpg' (two photos); 'patchpose extract images/ --out f.h5' (a collection). The guide: "
+        "docs/usage.md.",
+    )
     p.add_argument("--version", action="version", version=f"patchpose {__version__}")
     p.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     p.add_argument(
