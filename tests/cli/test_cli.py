@@ -939,3 +939,18 @@ def test_every_option_says_its_default_in_the_help():
     hp = build_parser()._subparsers._group_actions[0].choices["eval"]
     out = hp._subparsers._group_actions[0].choices["hpatches"].format_help()
     assert "output folder (default: outputs/eval_hpatches)" in " ".join(out.split())
+
+
+def test_eval_hpatches_help_lists_every_row_and_the_defaults():
+    """--rows' help names the rows computed by default and those computed by name only, as the rows say."""
+    import re
+
+    from patchpose.cli.main import build_parser
+    from patchpose.evaluation.rows import ROWS, default_rows
+
+    ev = build_parser()._subparsers._group_actions[0].choices["eval"]
+    hp = ev._subparsers._group_actions[0].choices["hpatches"]
+    text = " ".join(next(a for a in hp._actions if "--rows" in a.option_strings).help.split())
+    default, by_name = re.search(r"default, of those allowed: (.*); by name only: (.*)$", text).groups()
+    assert tuple(default.split(", ")) == default_rows(ROWS)
+    assert by_name.split(", ") == [r for r in ROWS if r not in default_rows(ROWS)]

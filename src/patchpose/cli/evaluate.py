@@ -440,9 +440,12 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     hp.add_argument(
         "--rows",
         default=None,
-        help="comma-separated matching rows to compute, or 'all' (every row the detector and --peers allow; "
-        "default: all but the ablations: the bounds, the detector's pose, ours, ours top-k, the peers, "
-        "pair_pose), e.g. ours,ours_blend,dominant_gradient,dominant_gradient_blend,upper",
+        help="comma-separated matching rows to compute, or 'all' (every row the detector and --peers allow); "
+        "default, of those allowed: lower, sift, sift_all, keynet, ours, ours_top4, dominant_gradient, pair_pose, "
+        "pair_pose_gradient, second_pass, rectify, orinet, affnet+orinet, upper; by name only: ours_adaptive, "
+        "ours_blend, ours_scale_gradient_blend, ours_scale_gradient, pose, ours_angle, sift_resolved_by_ours, "
+        "dominant_gradient_blend, dominant_gradient_pooled_blend, shape_pooled_blend, shape_zoom_blend, "
+        "pair_pose_ours, affnet_pooled_blend",
     )
     hp.add_argument(
         "--reference",
