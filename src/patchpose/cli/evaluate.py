@@ -344,7 +344,12 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         metavar="N",
         help="sizes 2,048 × 4**k up to N, and N itself (implies --scaling; default: 2k, 8k, 32k and 128k)",
     )
-    b.add_argument("--threads", type=int, default=None, help="torch and OpenCV threads (default: theirs)")
+    b.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        help="torch and OpenCV threads (default: their own, usually every core)",
+    )
     b.set_defaults(func=bench_command)
 
     ev = sub.add_parser("eval", help="the benchmarks: each writes OUT/results.json and OUT/results.md")
@@ -566,7 +571,12 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         default=8192,
         help="COLMAP's SIFT detections per image (its max_num_features; each with up to 2 orientations as keypoints)",
     )
-    co.add_argument("--threads", type=int, default=1, help="COLMAP's and torch's threads (default: 1)")
+    co.add_argument(
+        "--threads",
+        type=int,
+        default=1,
+        help="COLMAP's and torch's threads (default: 1, so that a run repeats)",
+    )
     add_weights(co, model=f"the recipe pose's, {MODELS['pose']}")
     add_peers(co, "ALIKED's weights (aliked-n16.pth, aliked-n16rot.pth), for the rows aliked*")
     co.add_argument("--no-progress", action="store_true")
