@@ -1068,6 +1068,25 @@ def test_a_checkpoint_that_uses_a_removed_setting_is_refused(tmp_path):
         load_checkpoint(bad)
 
 
+def test_export_of_a_run_folder_or_to_an_onnx_name_says_what_to_give(tmp_path, capsys):
+    """`export RUN` (the folder) said "checkpoint not found"; `export CKPT --out x.onnx` wrote safetensors under an
+    ONNX name. Both are one-line errors that say what to give, before any file is written."""
+    from patchpose.cli.main import main
+
+    run = tmp_path / "run"
+    run.mkdir()
+    _checkpoint(run / "checkpoint.pt", create_model("small-cnn", width=0.5))
+    assert main(["export", str(run), "--out", str(tmp_path / "w.safetensors")]) == 2
+    err = capsys.readouterr().err
+    assert (
+        f"{run} is a folder: give its checkpoint.pt ({run / 'checkpoint.pt'})" in err and err.count("\n") == 1
+    )
+    assert main(["export", str(run / "checkpoint.pt"), "--out", str(tmp_path / "w.onnx")]) == 2
+    err = capsys.readouterr().err
+    assert "a checkpoint exports to .safetensors" in err and "export onnx" in err and err.count("\n") == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run"]
+
+
 def test_a_training_checkpoint_given_as_weights_says_how_to_export_it(tmp_path):
     """A newcomer passes OUT/checkpoint.pt where weights are asked: the one-line error names `patchpose export`;
     another unreadable file gets no such hint."""
@@ -1075,8 +1094,9 @@ def test_a_training_checkpoint_given_as_weights_says_how_to_export_it(tmp_path):
     from patchpose.weights import load_model
 
     torch.save({"step": 1}, tmp_path / "checkpoint.pt")
-    with pytest.raises(WeightsError, match="patchpose export RUN_FOLDER"):
-        load_model(tmp_path / "checkpoint.pt")
+    ck = tmp_path / "checkpoint.pt"
+    with pytest.raises(WeightsError, match=f"'patchpose export {ck} --out W.safetensors'"):
+        load_model(ck)
     (tmp_path / "junk.safetensors").write_bytes(b"not weights at all")
     with pytest.raises(WeightsError) as e:
         load_model(tmp_path / "junk.safetensors")

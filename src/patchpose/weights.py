@@ -424,7 +424,7 @@ def _read_safetensors(path: Path, expected_sha256: str | None) -> tuple[dict, di
                 "model's name or a .safetensors file only"
             ) from None
         hint = (
-            " (a training checkpoint? 'patchpose export RUN_FOLDER' writes its weights)"
+            f" (a training checkpoint? 'patchpose export {path} --out W.safetensors' writes its weights)"
             if path.suffix == ".pt"
             else ""
         )
@@ -631,6 +631,12 @@ def load_checkpoint(path: str | Path) -> dict:
     The structure is checked (its keys, a valid model config, weights that fit that config and are finite):
     anything else is a one-line :class:`WeightsError`, so callers may index the checkpoint freely."""
     path = Path(path)
+    if path.is_dir():
+        inside = [p.name for p in (path / "checkpoint.pt", path / "best.pt") if p.is_file()]
+        hint = (
+            f": give its {' or '.join(inside)} ({path / inside[0]})" if inside else ", not a checkpoint file"
+        )
+        raise WeightsError(f"{path} is a folder{hint}")
     if not path.is_file():
         raise WeightsError(f"checkpoint not found: {path}")
     try:

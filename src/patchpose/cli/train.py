@@ -83,6 +83,11 @@ def export_command(a: argparse.Namespace) -> int:
 
     if a.weights is not None:
         raise InputError("--weights is for 'export onnx'; a checkpoint is exported from its own weights")
+    if str(a.out).lower().endswith(".onnx"):  # the file would be safetensors under an ONNX name
+        raise InputError(
+            f"a checkpoint exports to .safetensors, not {a.out}: export it so, then 'patchpose export onnx "
+            f"--weights W.safetensors --out {a.out}'"
+        )
     changes = read_plan(a)
     check_outputs_free([a.out], a.overwrite, [a.checkpoint])
     path = export_checkpoint(  # a bundled model's name is refused there, first
