@@ -31,6 +31,19 @@ class _ShowDefaults(argparse.HelpFormatter):
         return text if "default" in text.lower() else f"{text} (default: %(default)s)"
 
 
+#: options (and choices) that left patchpose, said as such where a command line still gives them
+REMOVED_OPTIONS = (
+    "--estimator",
+    "--protocol",
+    "--descriptor-weights",
+    "--orinet-weights",
+    "--include-pruned",
+    "--b-scale-dist",
+    "hardnet",
+    "sosnet",
+)
+REMOVED_OPTIONS_TAG = "options-before-cleanup-2026-12-01"
+
 #: what an option of these names says where its command gives it no text of its own
 _COMMON_HELP = {
     "--out": "output folder",
@@ -61,6 +74,9 @@ class _Parser(argparse.ArgumentParser):
             message += (
                 " (--max-image-pixels goes before the command: patchpose --max-image-pixels N COMMAND ...)"
             )
+        removed = [o for o in REMOVED_OPTIONS if o in message.replace("'", " ").split()]
+        if removed and ("unrecognized arguments" in message or "invalid choice" in message):
+            message += f" ({', '.join(removed)}: removed; git tag {REMOVED_OPTIONS_TAG} of patchpose has it)"
         super().error(message)
 
 

@@ -212,6 +212,13 @@ def _load(path_or_preset, overrides):
         bad = [o for o in overrides if "=" not in o]
         if bad:
             raise ValueError(f"overrides must look like key=value, got {bad}")
+        for o in overrides:  # a removed setting is said as such, not as a key this config never had
+            section, _, key = o.split("=", 1)[0].partition(".")
+            if (section, key) in REMOVED_TRAINING_SETTINGS:
+                tag = REMOVED_TRAINING_SETTINGS[section, key][1]
+                raise ValueError(
+                    f"{section}.{key} was removed from patchpose; git tag {tag} still trains with it"
+                )
         base = OmegaConf.merge(base, OmegaConf.from_dotlist([_quote_if_str(base, o) for o in overrides]))
     return base
 
