@@ -967,15 +967,8 @@ def test_eval_hpatches_help_lists_every_row_and_the_defaults():
 )
 def test_a_removed_option_is_said_as_such(argv, removed, capsys):
     """An option (or choice) that left patchpose is named as removed, with the git tag that has it, in argparse's one
-    line; a training setting that left it too (it read as a key the config never had)."""
+    line (a training setting: tests/training/test_training.py)."""
     with pytest.raises(SystemExit) as e:
         main(argv)
     err = capsys.readouterr().err.strip().splitlines()[-1]
     assert e.value.code == 2 and f"{removed}: removed; git tag options-before-cleanup-2026-12-01" in err
-
-
-def test_a_removed_training_setting_is_said_as_such(tmp_path, capsys):
-    assert main(["train", "--config", "v1", "--out", str(tmp_path / "t"), "data.harris=true"]) == 2
-    err = capsys.readouterr().err
-    assert "data.harris was removed from patchpose; git tag options-before-cleanup-2026-12-01" in err
-    assert err.count("\n") == 1 and not (tmp_path / "t").exists()

@@ -539,8 +539,10 @@ def test_a_run_made_before_the_removal_resumes_exports_and_is_refused_if_it_used
     ["data.harris=true", "data.anisotropy=0.4", "data.anisotropy_prob=1", "data.shading=1",
      "optim.ema=0.999", "loss.scale_entropy=0.1", "loss.scale_weight=2", "loss.ori_weight=0.5"],
 )  # fmt: skip
-def test_an_override_naming_a_removed_setting_is_an_unknown_key(override, tmp_path, capsys):
-    """``patchpose train ... data.harris=true``: one line, as any unknown key (no traceback, nothing trained)."""
+def test_an_override_naming_a_removed_setting_says_it_was_removed(override, tmp_path, capsys):
+    """``patchpose train ... data.harris=true``: one line saying the setting was removed and which git tag still
+    trains with it (it read as a key the config never had, once with a "Did you mean" an unrelated setting); no
+    traceback, nothing trained."""
     from patchpose.cli.main import main
 
     section, key = override.split("=")[0].split(".")
@@ -548,7 +550,9 @@ def test_an_override_naming_a_removed_setting_is_an_unknown_key(override, tmp_pa
     assert main(["train", "--config", "polar", "--out", str(out), override]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "Traceback" not in err, err
-    assert f"Key '{key}' not in" in err and f"full_key: {section}.{key}" in err, err
+    assert f"{section}.{key} was removed from patchpose; git tag options-before-cleanup-2026-12-01" in err, (
+        err
+    )
     assert not out.exists()
 
 
