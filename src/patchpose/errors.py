@@ -7,6 +7,10 @@ import importlib
 from collections.abc import Iterator
 from types import ModuleType
 
+#: the git tag whose code still has the options and training settings removed on 2026-12-01 (no bundled model and
+#: no documented use set them): the errors that refuse them name it
+CLEANUP_TAG = "options-before-cleanup-2026-12-01"
+
 
 class PatchPoseError(Exception):
     """Base class of patchpose's own errors."""

@@ -11,6 +11,7 @@ import argparse
 import logging
 import sys
 
+from ..errors import CLEANUP_TAG
 from . import data, estimate, evaluate, extract, train
 
 log = logging.getLogger("patchpose")
@@ -42,7 +43,6 @@ REMOVED_OPTIONS = (
     "hardnet",
     "sosnet",
 )
-REMOVED_OPTIONS_TAG = "options-before-cleanup-2026-12-01"
 
 #: what an option of these names says where its command gives it no text of its own
 _COMMON_HELP = {
@@ -76,7 +76,7 @@ class _Parser(argparse.ArgumentParser):
             )
         removed = [o for o in REMOVED_OPTIONS if o in message.replace("'", " ").split()]
         if removed and ("unrecognized arguments" in message or "invalid choice" in message):
-            message += f" ({', '.join(removed)}: removed; git tag {REMOVED_OPTIONS_TAG} of patchpose has it)"
+            message += f" ({', '.join(removed)}: removed; git tag {CLEANUP_TAG} of patchpose has it)"
         super().error(message)
 
 

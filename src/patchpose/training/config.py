@@ -10,6 +10,7 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from ..data.pairs import PairConfig
+from ..errors import CLEANUP_TAG
 from ..losses import LossConfig
 from ..models import ModelConfig
 
@@ -65,10 +66,6 @@ class TrainConfig:
     optim: OptimConfig = field(default_factory=OptimConfig)
     run: RunConfig = field(default_factory=RunConfig)
 
-
-#: the git tag whose code still trains with the settings removed on 2026-12-01 (no bundled model's recipe and no
-#: documented use set them)
-CLEANUP_TAG = "options-before-cleanup-2026-12-01"
 
 #: training settings this code no longer has, by ``(section, key)``: the value at which each was off, and the git
 #: tag of patchpose whose code still trains with it. A config written while it existed (a checkpoint's, a run

@@ -52,7 +52,7 @@ from ... import checks
 from ...data.keypoints import detect_harris, detect_sift
 from ...data.patches import Pyramid, extract_patches, load_photo, to_gray
 from ...data.photos import load_splits, photos_of
-from ...errors import InputError, is_int_in, require
+from ...errors import CLEANUP_TAG, InputError, is_int_in, require
 
 log = logging.getLogger(__name__)
 
@@ -103,7 +103,7 @@ class GenerateConfig:
         return hashlib.sha256(json.dumps(asdict(self), sort_keys=True).encode()).hexdigest()[:16]
 
 
-#: settings since removed (their code is at git tag options-before-cleanup-2026-12-01), at the one value left: a
+#: settings since removed (their code is at git tag :data:`~patchpose.errors.CLEANUP_TAG`), at the one value left: a
 #: folder generated with that value is the same dataset, one generated with another is refused
 REMOVED_SETTINGS = {"b_scale_dist": "log"}
 
@@ -120,8 +120,8 @@ def read_config(path: Path) -> dict:
     for name, left in REMOVED_SETTINGS.items():
         if name in d and d.pop(name) != left:
             raise InputError(
-                f"{path.parent} was generated with a {name} this patchpose no longer has (git tag "
-                "options-before-cleanup-2026-12-01 has it); choose another --out"
+                f"{path.parent} was generated with a {name} this patchpose no longer has (git tag {CLEANUP_TAG} "
+                "has it); choose another --out"
             )
     unknown = sorted(set(d) - {f.name for f in fields(GenerateConfig)})
     if unknown:
